@@ -1,0 +1,82 @@
+/* ast.h — the syntax tree of a .pde problem, as the parser builds it.
+ *
+ * Owned by the arena of the compile; every node carries the location of its first
+ * character so that later passes can point at the user's text. The tree says what was
+ * written, nothing more: names are resolved by sema.c. */
+#ifndef PJ_AST_H
+#define PJ_AST_H
+#include "arena.h"
+#include "diag.h"
+
+typedef enum ast_kind {
+    AST_NUM,    /* number: value */
+    AST_NAME,   /* name */
+    AST_UNARY,  /* op: '-' '+' '!'  a */
+    AST_BINARY, /* op: one of ast_binop, a b */
+    AST_COND,   /* a ? b : c */
+    AST_CALL,   /* name(args) */
+    AST_INDEX,  /* name[args]: relative neighbour access */
+} ast_kind;
+
+typedef enum ast_binop {
+    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW,
+    OP_LT, OP_LE, OP_GT, OP_GE, OP_EQ, OP_NE,
+    OP_AND, OP_OR,
+} ast_binop;
+
+typedef struct ast_expr ast_expr;
+struct ast_expr {
+    ast_kind kind;
+    pj_loc loc;
+    int op;            /* AST_UNARY: the character; AST_BINARY: ast_binop */
+    int depth;         /* height of this subtree, bounded by the parser */
+    double value;      /* AST_NUM */
+    const char *name;  /* AST_NAME, AST_CALL, AST_INDEX */
+    ast_expr *a, *b, *c;
+    ast_expr **args;   /* AST_CALL, AST_INDEX */
+    int n_args;
+};
+
+/* `name = value` in a statement's argument list. For `format = vtk png csv` the value is the
+ * name `vtk` and `words` holds the names that follow it. */
+typedef struct ast_word { const char *text; pj_loc loc; } ast_word;
+typedef struct ast_kwarg {
+    const char *name;
+    pj_loc loc;
+    ast_expr *value;      /* NULL in `field u` (no initial value) */
+    ast_word *words;
+    int n_words;
+} ast_kwarg;
+
+typedef enum ast_stmt_kind {
+    ST_MESH, ST_PARAM, ST_CONST, ST_FIELD, ST_FUNC, ST_FLUX, ST_EQ,
+    ST_ON, ST_PERIODIC, ST_TIME, ST_OUTPUT,
+} ast_stmt_kind;
+
+typedef struct ast_stmt {
+    ast_stmt_kind kind;
+    pj_loc loc;            /* the keyword */
+    const char *name;      /* ST_MESH: `grid`; ST_FUNC/ST_FLUX: its name; ST_EQ: the field */
+    pj_loc name_loc;
+    const char *eq_op;     /* ST_EQ: the operator written before the field (must be `dt`) */
+    pj_loc eq_op_loc;
+    ast_kwarg *kwargs;     /* ST_MESH, ST_PARAM, ST_CONST, ST_FIELD, ST_TIME, ST_OUTPUT */
+    int n_kwargs;
+    ast_word *words;       /* ST_FUNC/ST_FLUX: argument names; ST_ON: sides; ST_PERIODIC: axes */
+    int n_words;
+    ast_expr *lhs, *rhs;   /* ST_ON: lhs = rhs; ST_FUNC/ST_FLUX/ST_EQ: rhs */
+} ast_stmt;
+
+typedef struct ast_program {
+    ast_stmt **stmts;
+    int n_stmts;
+} ast_program;
+
+/* Parses `source` (len bytes, need not be NUL-terminated). Errors go to `d`; the result is
+ * NULL only when nothing could be recovered. Never crashes on any input. */
+ast_program *parse_program(arena *a, diag *d, const char *source, size_t len);
+
+/* Deepest expression the parser accepts: bounds every recursive pass after it. */
+#define AST_MAX_DEPTH 400
+
+#endif

@@ -1,0 +1,38 @@
+/* diag.h — diagnostics that point at the user's text.
+ *
+ * Every error on a problem file is rendered as
+ *     FILE:LINE:COL: error: MESSAGE
+ *         the source line
+ *             ^
+ * and appended to an in-memory log (library code never prints and never exits); the
+ * command line prints the log, tests compare it. Lines and columns are 1-based; a column
+ * counts bytes, with a tab advancing to the next multiple of 8 plus one, as editors do. */
+#ifndef PJ_DIAG_H
+#define PJ_DIAG_H
+#include <stddef.h>
+
+typedef struct pj_loc {
+    int line, col;         /* 1-based; line 0 means "no position" */
+} pj_loc;
+
+typedef struct diag {
+    const char *filename;  /* as the user named it */
+    const char *source;    /* the whole text, NUL-terminated; not owned */
+    size_t source_len;
+    int errors, warnings;
+    int max_errors;        /* after this many, further errors are counted but not rendered */
+    char *log;             /* malloc'd rendered text, NUL-terminated */
+    size_t log_len, log_cap;
+} diag;
+
+void diag_init(diag *d, const char *filename, const char *source, size_t len);
+void diag_free(diag *d);
+void diag_error(diag *d, pj_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void diag_warning(diag *d, pj_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void diag_note(diag *d, pj_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Appends plain text (no position) to the log. */
+void diag_append(diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The closest of `candidates` to `name` by edit distance, or NULL when none is close. */
+const char *diag_closest(const char *name, const char *const *candidates, int n);
+
+#endif

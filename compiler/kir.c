@@ -1,0 +1,541 @@
+/* kir.c — building, folding, hashing, checking and printing the kernel IR (see kir.h). */
+#include "kir.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+const kir_op_info kir_ops[KIR_N_OPS] = {
+#define X(name, text, arity, type, cfn) [KIR_##name] = {text, arity, KIR_##type, cfn},
+    KIR_OPS(X)
+#undef X
+};
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fprintf(stderr, "pdejit: out of memory\n");
+        abort();
+    }
+    return q;
+}
+
+kir_kernel *kir_new(kir_kind kind, int dim, int n_fields, int n_params, int n_slots, const char *name)
+{
+    kir_kernel *k = calloc(1, sizeof *k);
+    if (!k) abort();
+    k->kind = kind;
+    k->dim = dim;
+    k->n_fields = n_fields;
+    k->n_params = n_params;
+    k->n_slots = n_slots;
+    k->side = -1;
+    snprintf(k->name, sizeof k->name, "%s", name ? name : "kernel");
+    return k;
+}
+
+void kir_free(kir_kernel *k)
+{
+    if (!k) return;
+    free(k->nodes);
+    free(k->table);
+    free(k->outputs);
+    free(k);
+}
+
+kir_kernel *kir_clone(const kir_kernel *k)
+{
+    kir_kernel *c = malloc(sizeof *c);
+    if (!c) abort();
+    *c = *k;
+    c->nodes = xrealloc(NULL, sizeof *c->nodes * (size_t)(k->cap_nodes ? k->cap_nodes : 1));
+    memcpy(c->nodes, k->nodes, sizeof *c->nodes * (size_t)k->n_nodes);
+    c->table = NULL;
+    c->table_cap = 0;
+    if (k->table_cap) {
+        c->table = xrealloc(NULL, sizeof *c->table * (size_t)k->table_cap);
+        memcpy(c->table, k->table, sizeof *c->table * (size_t)k->table_cap);
+    }
+    c->outputs = xrealloc(NULL, sizeof *c->outputs * (size_t)(k->cap_outputs ? k->cap_outputs : 1));
+    memcpy(c->outputs, k->outputs, sizeof *c->outputs * (size_t)k->n_outputs);
+    return c;
+}
+
+/* ---- hash-consing ---------------------------------------------------------------------- */
+
+static uint64_t node_hash(const kir_kernel *k, const kir_node *n)
+{
+    struct {
+        uint8_t op, type, axis;
+        int8_t half, off[3];
+        int16_t slot;
+        int32_t index;
+        double value;
+        uint64_t args[3];
+    } key;
+    memset(&key, 0, sizeof key);
+    key.op = n->op;
+    key.type = n->type;
+    key.axis = n->axis;
+    key.half = n->half;
+    memcpy(key.off, n->off, 3);
+    key.slot = n->slot;
+    key.index = n->index;
+    key.value = n->value == 0 ? 0.0 * (signbit(n->value) ? -1 : 1) : n->value;
+    if (n->op == KIR_CONST && isnan(n->value)) key.value = NAN;
+    for (int i = 0; i < 3; i++) key.args[i] = n->arg[i] >= 0 ? k->nodes[n->arg[i]].hash : 0;
+    return XXH3_64bits(&key, sizeof key);
+}
+
+static int same_node(const kir_node *a, const kir_node *b)
+{
+    if (a->op != b->op || a->type != b->type || a->axis != b->axis || a->half != b->half ||
+        a->slot != b->slot || a->index != b->index || memcmp(a->off, b->off, 3) ||
+        memcmp(a->arg, b->arg, sizeof a->arg))
+        return 0;
+    if (a->op == KIR_CONST) return memcmp(&a->value, &b->value, sizeof a->value) == 0;
+    return 1;
+}
+
+static void table_rebuild(kir_kernel *k, int cap)
+{
+    free(k->table);
+    k->table = xrealloc(NULL, sizeof *k->table * (size_t)cap);
+    k->table_cap = cap;
+    for (int i = 0; i < cap; i++) k->table[i] = -1;
+    for (int id = 0; id < k->n_nodes; id++) {
+        size_t h = k->nodes[id].hash & (size_t)(cap - 1);
+        while (k->table[h] >= 0) h = (h + 1) & (size_t)(cap - 1);
+        k->table[h] = id;
+    }
+}
+
+static int intern(kir_kernel *k, kir_node n)
+{
+    n.hash = node_hash(k, &n);
+    if (k->table_cap == 0 || 2 * (k->n_nodes + 1) > k->table_cap)
+        table_rebuild(k, k->table_cap ? 2 * k->table_cap : 64);
+    size_t mask = (size_t)k->table_cap - 1, h = n.hash & mask;
+    for (; k->table[h] >= 0; h = (h + 1) & mask) {
+        kir_node *o = &k->nodes[k->table[h]];
+        if (o->hash == n.hash && same_node(o, &n)) return k->table[h];
+    }
+    if (k->n_nodes == k->cap_nodes) {
+        k->cap_nodes = k->cap_nodes ? 2 * k->cap_nodes : 64;
+        k->nodes = xrealloc(k->nodes, sizeof *k->nodes * (size_t)k->cap_nodes);
+    }
+    int id = k->n_nodes++;
+    k->nodes[id] = n;
+    k->table[h] = id;
+    return id;
+}
+
+static kir_node blank(kir_op op)
+{
+    kir_node n;
+    memset(&n, 0, sizeof n);
+    n.op = (uint8_t)op;
+    n.type = (uint8_t)kir_ops[op].type;
+    n.arg[0] = n.arg[1] = n.arg[2] = -1;
+    return n;
+}
+
+int kir_const(kir_kernel *k, double value)
+{
+    kir_node n = blank(KIR_CONST);
+    n.value = value;
+    return intern(k, n);
+}
+
+int kir_param(kir_kernel *k, int index)
+{
+    kir_node n = blank(KIR_PARAM);
+    n.index = index;
+    return intern(k, n);
+}
+
+int kir_leaf(kir_kernel *k, kir_op op) { return intern(k, blank(op)); }
+
+int kir_spacing(kir_kernel *k, int axis)
+{
+    kir_node n = blank(KIR_SPACING);
+    n.axis = (uint8_t)axis;
+    return intern(k, n);
+}
+
+int kir_coord(kir_kernel *k, int axis, int half)
+{
+    kir_node n = blank(KIR_COORD);
+    n.axis = (uint8_t)axis;
+    n.half = (int8_t)half;
+    return intern(k, n);
+}
+
+int kir_load(kir_kernel *k, int slot, int field, const int off[3])
+{
+    kir_node n = blank(KIR_LOAD);
+    n.slot = (int16_t)slot;
+    n.index = field;
+    for (int i = 0; i < 3; i++) n.off[i] = (int8_t)off[i];
+    return intern(k, n);
+}
+
+static int is_const(const kir_kernel *k, int id, double v)
+{
+    const kir_node *n = &k->nodes[id];
+    return n->op == KIR_CONST && n->value == v && !signbit(n->value) == !signbit(v);
+}
+
+/* Folding keeps IEEE results bit for bit: only rewrites that are exact for every input. */
+static int build(kir_kernel *k, kir_op op, int a, int b, int c)
+{
+    int ar = kir_ops[op].arity;
+    int args[3] = {a, b, c};
+    int all_const = 1;
+    for (int i = 0; i < ar; i++)
+        if (k->nodes[args[i]].op != KIR_CONST) all_const = 0;
+    if (all_const && ar > 0) {
+        double v[3] = {0, 0, 0};
+        for (int i = 0; i < ar; i++) v[i] = k->nodes[args[i]].value;
+        double r = kir_eval_scalar(op, v[0], v[1], v[2], 0);
+        if (kir_ops[op].type == KIR_B) {
+            /* keep booleans typed: true = not(false) */
+            kir_node n = blank(KIR_F2B);
+            n.arg[0] = kir_const(k, r != 0 ? 1.0 : 0.0);
+            return intern(k, n);
+        }
+        return kir_const(k, r);
+    }
+    switch (op) {
+    case KIR_MUL:
+        if (is_const(k, b, 1.0)) return a;
+        if (is_const(k, a, 1.0)) return b;
+        break;
+    case KIR_DIV:
+        if (is_const(k, b, 1.0)) return a;
+        break;
+    case KIR_SUB:
+        if (is_const(k, b, 0.0)) return a;
+        break;
+    case KIR_NEG:
+        if (k->nodes[a].op == KIR_NEG) return k->nodes[a].arg[0];
+        break;
+    case KIR_SELECT: {
+        const kir_node *cn = &k->nodes[a];
+        if (cn->op == KIR_F2B && k->nodes[cn->arg[0]].op == KIR_CONST)
+            return k->nodes[cn->arg[0]].value != 0 ? b : c;
+        if (b == c) return b;
+        break;
+    }
+    case KIR_B2F: {
+        const kir_node *cn = &k->nodes[a];
+        if (cn->op == KIR_F2B && k->nodes[cn->arg[0]].op == KIR_CONST)
+            return kir_const(k, k->nodes[cn->arg[0]].value != 0 ? 1.0 : 0.0);
+        break;
+    }
+    default:
+        break;
+    }
+    /* commutative operations: order operands by hash so a+b and b+a are one node */
+    if ((op == KIR_ADD || op == KIR_MUL || op == KIR_EQ || op == KIR_NE || op == KIR_AND ||
+         op == KIR_OR) &&
+        k->nodes[a].hash > k->nodes[b].hash) {
+        int t = a;
+        a = b;
+        b = t;
+    }
+    kir_node n = blank(op);
+    n.arg[0] = a;
+    n.arg[1] = ar > 1 ? b : -1;
+    n.arg[2] = ar > 2 ? c : -1;
+    return intern(k, n);
+}
+
+int kir_as_f(kir_kernel *k, int node)
+{
+    return k->nodes[node].type == KIR_B ? build(k, KIR_B2F, node, -1, -1) : node;
+}
+
+int kir_as_b(kir_kernel *k, int node)
+{
+    return k->nodes[node].type == KIR_F ? build(k, KIR_F2B, node, -1, -1) : node;
+}
+
+/* Operands are converted to the types the operation takes. */
+static int coerce(kir_kernel *k, kir_op op, int i, int node)
+{
+    int wants_b = op == KIR_AND || op == KIR_OR || op == KIR_NOT || (op == KIR_SELECT && i == 0);
+    if (op == KIR_F2B || op == KIR_B2F) return node;
+    return wants_b ? kir_as_b(k, node) : kir_as_f(k, node);
+}
+
+int kir_op1(kir_kernel *k, kir_op op, int a) { return build(k, op, coerce(k, op, 0, a), -1, -1); }
+
+int kir_op2(kir_kernel *k, kir_op op, int a, int b)
+{
+    return build(k, op, coerce(k, op, 0, a), coerce(k, op, 1, b), -1);
+}
+
+int kir_op3(kir_kernel *k, kir_op op, int a, int b, int c)
+{
+    return build(k, op, coerce(k, op, 0, a), coerce(k, op, 1, b), coerce(k, op, 2, c));
+}
+
+void kir_add_output(kir_kernel *k, int slot, int field, int node)
+{
+    if (k->n_outputs == k->cap_outputs) {
+        k->cap_outputs = k->cap_outputs ? 2 * k->cap_outputs : 8;
+        k->outputs = xrealloc(k->outputs, sizeof *k->outputs * (size_t)k->cap_outputs);
+    }
+    k->outputs[k->n_outputs++] = (kir_output){slot, field, kir_as_f(k, node)};
+}
+
+/* ---- passes ---------------------------------------------------------------------------- */
+
+void kir_finish(kir_kernel *k)
+{
+    char *live = calloc((size_t)k->n_nodes + 1, 1);
+    int *map = malloc(sizeof *map * ((size_t)k->n_nodes + 1));
+    if (!live || !map) abort();
+    for (int i = 0; i < k->n_outputs; i++) live[k->outputs[i].node] = 1;
+    for (int id = k->n_nodes - 1; id >= 0; id--)
+        if (live[id])
+            for (int j = 0; j < 3; j++)
+                if (k->nodes[id].arg[j] >= 0) live[k->nodes[id].arg[j]] = 1;
+    int n = 0;
+    for (int id = 0; id < k->n_nodes; id++) {
+        if (!live[id]) continue;
+        kir_node nd = k->nodes[id];
+        for (int j = 0; j < 3; j++)
+            if (nd.arg[j] >= 0) nd.arg[j] = map[nd.arg[j]];
+        map[id] = n;
+        k->nodes[n++] = nd;
+    }
+    k->n_nodes = n;
+    for (int i = 0; i < k->n_outputs; i++) k->outputs[i].node = map[k->outputs[i].node];
+    free(live);
+    free(map);
+    table_rebuild(k, k->table_cap ? k->table_cap : 64);
+
+    XXH3_state_t *st = XXH3_createState();
+    XXH3_128bits_reset(st);
+    int32_t header[6] = {(int32_t)k->kind, k->dim, k->n_fields, k->n_params, k->n_slots, k->side};
+    XXH3_128bits_update(st, header, sizeof header);
+    for (int i = 0; i < k->n_outputs; i++) {
+        struct { int32_t slot, field; uint64_t h; } o = {k->outputs[i].slot, k->outputs[i].field,
+                                                         k->nodes[k->outputs[i].node].hash};
+        XXH3_128bits_update(st, &o, sizeof o);
+    }
+    XXH128_hash_t h = XXH3_128bits_digest(st);
+    XXH3_freeState(st);
+    XXH128_canonical_t canon;
+    XXH128_canonicalFromHash(&canon, h);
+    memcpy(k->hash, canon.digest, 16);
+}
+
+int kir_verify(const kir_kernel *k, char *err, size_t err_len)
+{
+#define FAIL(...) do { if (err) snprintf(err, err_len, __VA_ARGS__); return -1; } while (0)
+    for (int id = 0; id < k->n_nodes; id++) {
+        const kir_node *n = &k->nodes[id];
+        if (n->op >= KIR_N_OPS) FAIL("node %d: bad op %d", id, n->op);
+        const kir_op_info *info = &kir_ops[n->op];
+        if (n->type != info->type) FAIL("node %d (%s): wrong type", id, info->text);
+        for (int j = 0; j < 3; j++) {
+            if (j < info->arity) {
+                if (n->arg[j] < 0 || n->arg[j] >= id) FAIL("node %d (%s): operand %d not before it", id, info->text, j);
+                int want_b = n->op == KIR_AND || n->op == KIR_OR || n->op == KIR_NOT ||
+                             (n->op == KIR_SELECT && j == 0) || n->op == KIR_B2F;
+                if (n->op == KIR_F2B) want_b = 0;
+                if ((k->nodes[n->arg[j]].type == KIR_B) != want_b)
+                    FAIL("node %d (%s): operand %d has the wrong type", id, info->text, j);
+            } else if (n->arg[j] != -1)
+                FAIL("node %d (%s): extra operand", id, info->text);
+        }
+        if (n->op == KIR_LOAD) {
+            if (n->slot < 0 || n->slot >= k->n_slots) FAIL("node %d: slot %d out of range", id, n->slot);
+            if (n->index < 0 || n->index >= k->n_fields) FAIL("node %d: field %d out of range", id, n->index);
+            for (int a = k->dim; a < 3; a++)
+                if (n->off[a]) FAIL("node %d: offset along axis %d in a %dD kernel", id, a, k->dim);
+            if (k->kind == KIR_INIT || k->kind == KIR_PARAMS) FAIL("node %d: load in a %s kernel", id, k->name);
+        }
+        if ((n->op == KIR_COORD || n->op == KIR_SPACING) && n->axis >= k->dim)
+            FAIL("node %d: axis %d in a %dD kernel", id, n->axis, k->dim);
+        if (n->op == KIR_PARAM && (n->index < 0 || n->index >= k->n_params))
+            FAIL("node %d: param %d out of range", id, n->index);
+    }
+    for (int i = 0; i < k->n_outputs; i++) {
+        const kir_output *o = &k->outputs[i];
+        if (o->node < 0 || o->node >= k->n_nodes) FAIL("output %d: bad node", i);
+        if (k->nodes[o->node].type != KIR_F) FAIL("output %d: not a number", i);
+        if (o->field < 0 || (k->kind != KIR_PARAMS && o->field >= k->n_fields) ||
+            (k->kind == KIR_PARAMS && o->field >= k->n_params))
+            FAIL("output %d: field %d out of range", i, o->field);
+    }
+    return 0;
+#undef FAIL
+}
+
+void kir_halo(const kir_kernel *k, int *halo)
+{
+    for (int f = 0; f < k->n_fields; f++) halo[f] = 0;
+    for (int id = 0; id < k->n_nodes; id++) {
+        const kir_node *n = &k->nodes[id];
+        if (n->op != KIR_LOAD) continue;
+        for (int a = 0; a < 3; a++) {
+            int o = abs(n->off[a]);
+            if (o > halo[n->index]) halo[n->index] = o;
+        }
+    }
+}
+
+void kir_halo_axes(const kir_kernel *k, int halo[3])
+{
+    halo[0] = halo[1] = halo[2] = 0;
+    for (int id = 0; id < k->n_nodes; id++) {
+        const kir_node *n = &k->nodes[id];
+        if (n->op != KIR_LOAD) continue;
+        for (int a = 0; a < 3; a++)
+            if (abs(n->off[a]) > halo[a]) halo[a] = abs(n->off[a]);
+    }
+}
+
+void kir_hash_hex(const kir_kernel *k, char out[33])
+{
+    for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", k->hash[i]);
+}
+
+static const char *axis_name = "xyz";
+
+void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
+               const char *const *param_names)
+{
+    char hex[33];
+    kir_hash_hex(k, hex);
+    static const char *kinds[] = {"stage", "init", "bc", "params"};
+    fprintf(out, "kernel %s  (%s, %dD, %d nodes, hash %s)\n", k->name, kinds[k->kind], k->dim,
+            k->n_nodes, hex);
+    for (int id = 0; id < k->n_nodes; id++) {
+        const kir_node *n = &k->nodes[id];
+        fprintf(out, "  %%%-4d = %s", id, kir_ops[n->op].text);
+        switch (n->op) {
+        case KIR_CONST: fprintf(out, " %.17g", n->value); break;
+        case KIR_PARAM:
+            if (param_names) fprintf(out, " %s", param_names[n->index]);
+            else fprintf(out, " p%d", n->index);
+            break;
+        case KIR_SPACING: fprintf(out, " %c", axis_name[n->axis]); break;
+        case KIR_COORD: fprintf(out, " %c%+g", axis_name[n->axis], n->half * 0.5); break;
+        case KIR_LOAD:
+            if (field_names) fprintf(out, " %s", field_names[n->index]);
+            else fprintf(out, " f%d", n->index);
+            fprintf(out, "@%d [", n->slot);
+            for (int a = 0; a < k->dim; a++) fprintf(out, "%s%d", a ? "," : "", n->off[a]);
+            fprintf(out, "]");
+            break;
+        default:
+            for (int j = 0; j < kir_ops[n->op].arity; j++) fprintf(out, " %%%d", n->arg[j]);
+        }
+        fprintf(out, "%s\n", n->type == KIR_B ? "  : bool" : "");
+    }
+    for (int i = 0; i < k->n_outputs; i++) {
+        const kir_output *o = &k->outputs[i];
+        if (k->kind == KIR_PARAMS)
+            fprintf(out, "  %s = %%%d\n", param_names ? param_names[o->field] : "param", o->node);
+        else if (k->kind == KIR_BC)
+            fprintf(out, "  %c(%s) = %%%d\n", "abc"[o->slot], field_names ? field_names[o->field] : "f", o->node);
+        else if (field_names)
+            fprintf(out, "  store %s@%d = %%%d\n", field_names[o->field], o->slot, o->node);
+        else
+            fprintf(out, "  store f%d@%d = %%%d\n", o->field, o->slot, o->node);
+    }
+}
+
+double kir_eval_scalar(kir_op op, double a, double b, double c, int single)
+{
+    if (single) {
+        float x = (float)a, y = (float)b;
+        switch (op) {
+        case KIR_NEG: return -x;
+        case KIR_ADD: return x + y;
+        case KIR_SUB: return x - y;
+        case KIR_MUL: return x * y;
+        case KIR_DIV: return x / y;
+        case KIR_ABS: return fabsf(x);
+        case KIR_SQRT: return sqrtf(x);
+        case KIR_FLOOR: return floorf(x);
+        case KIR_CEIL: return ceilf(x);
+        case KIR_EXP: return expf(x);
+        case KIR_LOG: return logf(x);
+        case KIR_LOG10: return log10f(x);
+        case KIR_CBRT: return cbrtf(x);
+        case KIR_SIN: return sinf(x);
+        case KIR_COS: return cosf(x);
+        case KIR_TAN: return tanf(x);
+        case KIR_ASIN: return asinf(x);
+        case KIR_ACOS: return acosf(x);
+        case KIR_ATAN: return atanf(x);
+        case KIR_SINH: return sinhf(x);
+        case KIR_COSH: return coshf(x);
+        case KIR_TANH: return tanhf(x);
+        case KIR_ERF: return erff(x);
+        case KIR_ERFC: return erfcf(x);
+        case KIR_POW: return powf(x, y);
+        case KIR_ATAN2: return atan2f(x, y);
+        case KIR_LT: return x < y;
+        case KIR_LE: return x <= y;
+        case KIR_GT: return x > y;
+        case KIR_GE: return x >= y;
+        case KIR_EQ: return x == y;
+        case KIR_NE: return x != y;
+        case KIR_F2B: return x != 0;
+        case KIR_SELECT: return a != 0 ? (float)b : (float)c;
+        default: break;
+        }
+    }
+    switch (op) {
+    case KIR_CONST: case KIR_PARAM: case KIR_TIME: case KIR_DT: case KIR_SPACING:
+    case KIR_COORD: case KIR_LOAD: case KIR_N_OPS:
+        return NAN; /* leaves are not evaluated here */
+    case KIR_NEG: return -a;
+    case KIR_ADD: return a + b;
+    case KIR_SUB: return a - b;
+    case KIR_MUL: return a * b;
+    case KIR_DIV: return a / b;
+    case KIR_LT: return a < b;
+    case KIR_LE: return a <= b;
+    case KIR_GT: return a > b;
+    case KIR_GE: return a >= b;
+    case KIR_EQ: return a == b;
+    case KIR_NE: return a != b;
+    case KIR_AND: return (a != 0) & (b != 0);
+    case KIR_OR: return (a != 0) | (b != 0);
+    case KIR_NOT: return a == 0;
+    case KIR_SELECT: return a != 0 ? b : c;
+    case KIR_B2F: return a != 0 ? 1.0 : 0.0;
+    case KIR_F2B: return a != 0;
+    case KIR_ABS: return fabs(a);
+    case KIR_SQRT: return sqrt(a);
+    case KIR_FLOOR: return floor(a);
+    case KIR_CEIL: return ceil(a);
+    case KIR_EXP: return exp(a);
+    case KIR_LOG: return log(a);
+    case KIR_LOG10: return log10(a);
+    case KIR_CBRT: return cbrt(a);
+    case KIR_SIN: return sin(a);
+    case KIR_COS: return cos(a);
+    case KIR_TAN: return tan(a);
+    case KIR_ASIN: return asin(a);
+    case KIR_ACOS: return acos(a);
+    case KIR_ATAN: return atan(a);
+    case KIR_SINH: return sinh(a);
+    case KIR_COSH: return cosh(a);
+    case KIR_TANH: return tanh(a);
+    case KIR_ERF: return erf(a);
+    case KIR_ERFC: return erfc(a);
+    case KIR_POW: return pow(a, b);
+    case KIR_ATAN2: return atan2(a, b);
+    }
+    return NAN;
+}

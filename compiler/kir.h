@@ -1,0 +1,133 @@
+/* kir.h — the kernel IR: one typed DAG per kernel, the single input of every back end.
+ *
+ * A kernel is evaluated once per cell of a region (the interior cells for a stage or an
+ * initial value, the boundary cells of one side for a boundary condition). Its nodes are
+ * kept in one array in topological order (operands before users) and hash-consed on
+ * construction, so common subexpressions exist once and constants are folded as they are
+ * built. Nothing in a kernel names anything the user wrote: fields and params are numbers,
+ * so the canonical hash does not change when the user renames or reformats.
+ *
+ *   builder:   kir_new, kir_const/param/leaf/load/coord, kir_op, kir_add_output
+ *   passes:    kir_finish (drop dead nodes, hash) -> kir_verify between passes
+ *   queries:   kir_halo, kir_hash_hex, kir_print
+ *
+ * Memory: a kernel owns its arrays (malloc); kir_free releases them. */
+#ifndef PJ_KIR_H
+#define PJ_KIR_H
+#include <stdint.h>
+#include <stdio.h>
+#include "kir_ops.h"
+
+typedef enum kir_op {
+#define X(name, text, arity, type, cfn) KIR_##name,
+    KIR_OPS(X)
+#undef X
+    KIR_N_OPS
+} kir_op;
+
+typedef enum kir_type { KIR_F, KIR_B } kir_type;
+
+typedef struct kir_op_info {
+    const char *text;
+    int arity;
+    kir_type type;
+    const char *cfn;     /* libm function (double), or NULL */
+} kir_op_info;
+extern const kir_op_info kir_ops[KIR_N_OPS];
+
+#define KIR_MAX_DIM 3
+#define KIR_MAX_OFFSET 100
+
+typedef struct kir_node {
+    uint8_t op, type;
+    uint8_t axis;        /* SPACING, COORD */
+    int8_t half;         /* COORD: offset in half cells from the cell centre */
+    int8_t off[3];       /* LOAD: cell offset along x, y, z */
+    int16_t slot;        /* LOAD: which buffer set (see kir_launch.buf) */
+    int32_t index;       /* LOAD: field number; PARAM: param number */
+    int32_t arg[3];      /* operand node ids, -1 when unused */
+    double value;        /* CONST */
+    uint64_t hash;       /* structural: op, immediates and operands' hashes */
+} kir_node;
+
+/* What a kernel writes: the value of `node` into buffer (slot, field) at the cell.
+ * For KIR_BC kernels `slot` says which coefficient (0: a, 1: b, 2: c of a*u + b*dn(u) = c). */
+typedef struct kir_output { int slot, field, node; } kir_output;
+
+typedef enum kir_kind {
+    KIR_STAGE,   /* one stage of a time step: reads slots at offsets, writes slots at the cell */
+    KIR_INIT,    /* initial values: no loads, writes slot 0 */
+    KIR_BC,      /* boundary coefficients on one side; COORD on the side's axis is the face */
+    KIR_PARAMS,  /* param values: output i (field = i) may read PARAM j < i only */
+} kir_kind;
+
+typedef struct kir_kernel {
+    kir_kind kind;
+    int dim;             /* 1, 2 or 3 */
+    int n_fields, n_params, n_slots;
+    int side;            /* KIR_BC: 0 left 1 right 2 bottom 3 top 4 back 5 front */
+    char name[32];       /* "stage1", "init", "bc.left": for messages and listings */
+    kir_node *nodes;
+    int n_nodes, cap_nodes;
+    int *table;          /* open-addressing hash-cons table of node ids, -1 empty */
+    int table_cap;
+    kir_output *outputs;
+    int n_outputs, cap_outputs;
+    uint8_t hash[16];    /* canonical hash, valid after kir_finish */
+} kir_kernel;
+
+kir_kernel *kir_new(kir_kind kind, int dim, int n_fields, int n_params, int n_slots, const char *name);
+void kir_free(kir_kernel *k);
+kir_kernel *kir_clone(const kir_kernel *k);
+
+/* Builders return a node id. Each folds constants and reuses an identical existing node. */
+int kir_const(kir_kernel *k, double value);
+int kir_param(kir_kernel *k, int index);
+int kir_leaf(kir_kernel *k, kir_op op);                 /* TIME, DT */
+int kir_spacing(kir_kernel *k, int axis);
+int kir_coord(kir_kernel *k, int axis, int half);
+int kir_load(kir_kernel *k, int slot, int field, const int off[3]);
+int kir_op1(kir_kernel *k, kir_op op, int a);
+int kir_op2(kir_kernel *k, kir_op op, int a, int b);
+int kir_op3(kir_kernel *k, kir_op op, int a, int b, int c);
+/* Converts between F and B as needed: a boolean used as a number is 1/0, a number used as a
+ * condition is "not zero". */
+int kir_as_f(kir_kernel *k, int node);
+int kir_as_b(kir_kernel *k, int node);
+void kir_add_output(kir_kernel *k, int slot, int field, int node);
+
+/* Drops nodes no output reaches, renumbers, computes the canonical hash. */
+void kir_finish(kir_kernel *k);
+/* Checks the invariants: operand ids before users, arities, types, slots and fields in range,
+ * offsets within the kernel's dimension. Returns 0, or -1 with a message in err. */
+int kir_verify(const kir_kernel *k, char *err, size_t err_len);
+
+/* halo[f] = largest |offset| of any load of field f, along any axis (0 when never loaded
+ * away from the cell). halo has n_fields entries. */
+void kir_halo(const kir_kernel *k, int *halo);
+/* Largest |offset| along each axis, over all fields. */
+void kir_halo_axes(const kir_kernel *k, int halo[3]);
+void kir_hash_hex(const kir_kernel *k, char out[33]);
+/* Prints the kernel readably; names may be NULL (then f0, p0 ...). */
+void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
+               const char *const *param_names);
+
+/* Scalar semantics of one operation, in double or in float (single != 0): used by constant
+ * folding and by the interpreter. Booleans are 0.0 / 1.0. */
+double kir_eval_scalar(kir_op op, double a, double b, double c, int single);
+
+/* Everything a kernel needs at run time; identical for the interpreter and the CPU code. */
+typedef struct kir_launch {
+    void *const *buf;    /* [slot * n_fields + field]: address of cell (0,0,0), double* or float* */
+    const double *param; /* n_params values (double even in single precision) */
+    double t, dt;
+    int64_t n[3];        /* interior cells along each axis; 1 beyond the dimension */
+    int64_t stride[3];   /* distance in elements between neighbours along each axis; stride[0] = 1 */
+    double h[3], origin[3];
+} kir_launch;
+
+/* A compiled CPU stage kernel: cells with outermost index (z in 3D, y in 2D, x in 1D) in
+ * [begin, end), all inner indices. */
+typedef void (*kir_cpu_fn)(const kir_launch *launch, int64_t begin, int64_t end);
+
+#endif

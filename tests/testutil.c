@@ -1,0 +1,70 @@
+/* testutil.c — see testutil.h. */
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+char *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t r;
+    while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (cap - n < 2) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { free(buf); buf = NULL; break; }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+int tu_run(const char *cmd, char **output)
+{
+    char *full = malloc(strlen(cmd) + 16);
+    sprintf(full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    free(full);
+    if (!p) return -1;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t r;
+    while ((r = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += r;
+        if (cap - n < 2) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+    }
+    buf[n] = 0;
+    int st = pclose(p);
+    if (output) *output = buf; else free(buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+char *tu_tempdir(const char *tag)
+{
+    char *path = malloc(256);
+    snprintf(path, 256, "/tmp/pdejit-test-%s-XXXXXX", tag);
+    if (!mkdtemp(path)) { free(path); return NULL; }
+    return path;
+}
+
+double tu_reldiff(double a, double b)
+{
+    if (isnan(a) && isnan(b)) return 0;
+    if (a == b) return 0;
+    double m = fmax(fabs(a), fabs(b));
+    if (m < 1e-300) m = 1e-300;
+    return fabs(a - b) / m;
+}

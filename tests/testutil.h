@@ -1,0 +1,19 @@
+/* testutil.h — small helpers shared by the cmocka tests. */
+#ifndef PJ_TESTUTIL_H
+#define PJ_TESTUTIL_H
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* Reads a whole file (malloc'd, NUL-terminated); NULL when it cannot. */
+char *tu_read_file(const char *path, size_t *len);
+/* Runs a shell command, captures stdout+stderr (malloc'd) and returns the exit status. */
+int tu_run(const char *cmd, char **output);
+/* A fresh empty directory under /tmp (malloc'd path). */
+char *tu_tempdir(const char *tag);
+/* |a-b| / max(|a|,|b|,tiny); 0 when both NaN or equal. */
+double tu_reldiff(double a, double b);
+
+#endif
