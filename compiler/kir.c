@@ -539,3 +539,42 @@ double kir_eval_scalar(kir_op op, double a, double b, double c, int single)
     }
     return NAN;
 }
+
+double kir_eval_uniform(const kir_kernel *k, int node, const double *params, double t)
+{
+    if (node < 0) return NAN;
+    double *v = malloc(sizeof *v * ((size_t)node + 1));
+    if (!v) abort();
+    for (int id = 0; id <= node; id++) {
+        const kir_node *n = &k->nodes[id];
+        double a = n->arg[0] >= 0 ? v[n->arg[0]] : 0, b = n->arg[1] >= 0 ? v[n->arg[1]] : 0,
+               c = n->arg[2] >= 0 ? v[n->arg[2]] : 0;
+        switch (n->op) {
+        case KIR_CONST: v[id] = n->value; break;
+        case KIR_PARAM: v[id] = params ? params[n->index] : NAN; break;
+        case KIR_TIME: v[id] = t; break;
+        case KIR_DT: case KIR_SPACING: case KIR_COORD: case KIR_LOAD: v[id] = NAN; break;
+        default: v[id] = kir_eval_scalar((kir_op)n->op, a, b, c, 0);
+        }
+    }
+    double r = v[node];
+    free(v);
+    return r;
+}
+
+int kir_depends_on_place_or_time(const kir_kernel *k, int node)
+{
+    char *mark = calloc((size_t)node + 1, 1);
+    if (!mark) abort();
+    mark[node] = 1;
+    int found = 0;
+    for (int id = node; id >= 0 && !found; id--) {
+        if (!mark[id]) continue;
+        const kir_node *n = &k->nodes[id];
+        if (n->op == KIR_TIME || n->op == KIR_COORD) found = 1;
+        for (int j = 0; j < 3; j++)
+            if (n->arg[j] >= 0) mark[n->arg[j]] = 1;
+    }
+    free(mark);
+    return found;
+}

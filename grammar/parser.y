@@ -1,6 +1,235 @@
+/* parser.y — the grammar of the .pde language (LANGUAGE.md §1-5), a pure reentrant bison
+ * parser with locations. It builds the AST (ast.h) and nothing else: names, contexts and
+ * meaning are checked by sema.c. Errors recover at the end of the statement, so one run
+ * reports every broken statement. */
 %define api.pure full
-%code { int yylex(void *l); void yyerror(const char *m); }
-%token END 0
+%define api.prefix {pjyy}
+%define parse.error verbose
+%locations
+%parse-param {parse_ctx *ctx} {void *scanner}
+%lex-param {void *scanner}
+
+%code requires {
+#include "parse_ctx.h"
+}
+
+%code {
+#include <stdio.h>
+#include <string.h>
+int pjyylex(PJYYSTYPE *lval, PJYYLTYPE *lloc, void *scanner);
+static void pjyyerror(PJYYLTYPE *loc, parse_ctx *ctx, void *scanner, const char *msg);
+#define L(loc) ((pj_loc){(loc).first_line, (loc).first_column})
+#define YYMAXDEPTH 5000
+
+static ast_expr *node(parse_ctx *c, ast_kind kind, pj_loc loc)
+{
+    ast_expr *e = arena_alloc(c->arena, sizeof *e);
+    e->kind = kind;
+    e->loc = loc;
+    e->depth = 1;
+    return e;
+}
+static void deepen(parse_ctx *c, ast_expr *e, ast_expr *child)
+{
+    if (child && child->depth + 1 > e->depth) e->depth = child->depth + 1;
+    if (e->depth > AST_MAX_DEPTH && !c->depth_reported) {
+        c->depth_reported = 1;
+        diag_error(c->diag, e->loc, "expression is too long or nested too deeply (more than %d levels)", AST_MAX_DEPTH);
+    }
+}
+static ast_expr *unary(parse_ctx *c, int op, pj_loc loc, ast_expr *a)
+{
+    ast_expr *e = node(c, AST_UNARY, loc);
+    e->op = op;
+    e->a = a;
+    deepen(c, e, a);
+    return e;
+}
+static ast_expr *binary(parse_ctx *c, int op, ast_expr *a, ast_expr *b, pj_loc oploc)
+{
+    ast_expr *e = node(c, AST_BINARY, a ? a->loc : oploc);
+    e->op = op;
+    e->a = a;
+    e->b = b;
+    deepen(c, e, a);
+    deepen(c, e, b);
+    return e;
+}
+static ast_expr *call(parse_ctx *c, ast_kind kind, const char *name, pj_loc loc, expr_vec args)
+{
+    ast_expr *e = node(c, kind, loc);
+    e->name = name;
+    e->args = args.items;
+    e->n_args = args.len;
+    for (int i = 0; i < args.len; i++) deepen(c, e, args.items[i]);
+    return e;
+}
+static ast_stmt *stmt(parse_ctx *c, ast_stmt_kind kind, pj_loc loc)
+{
+    ast_stmt *s = arena_alloc(c->arena, sizeof *s);
+    s->kind = kind;
+    s->loc = loc;
+    c->depth_reported = 0;
+    return s;
+}
+static void set_kwargs(ast_stmt *s, kwarg_vec v) { s->kwargs = v.items; s->n_kwargs = v.len; }
+static void set_words(ast_stmt *s, word_vec v) { s->words = v.items; s->n_words = v.len; }
+}
+
+%union {
+    double num;
+    char *str;
+    ast_expr *expr;
+    ast_stmt *stmt;
+    expr_vec exprs;
+    kwarg_vec kwargs;
+    ast_kwarg kwarg;
+    word_vec words;
+}
+
+%token END 0 "end of file"
+%token NEWLINE "end of line"
+%token <num> NUMBER "number"
+%token <str> NAME "name"
+%token MESH "mesh" PARAM "param" CONST "const" FIELD "field" FUNC "func" FLUX "flux"
+%token EQ "eq" ON "on" PERIODIC "periodic" TIME "time" OUTPUT "output"
+%token LE "<=" GE ">=" EQEQ "==" NE "!=" AND "&&" OR "||"
+
+%type <expr> expr
+%type <exprs> args args_opt
+%type <kwargs> kwargs kwargs_opt
+%type <kwarg> kwarg kwarg_value
+%type <words> names names_opt
+%type <stmt> stmt
+
+%right '?' ':'
+%left OR
+%left AND
+%left EQEQ NE
+%left '<' LE '>' GE
+%left '+' '-'
+%left '*' '/'
+%precedence UNARY
+%right '^'
+
 %%
-start: %empty ;
+
+program
+    : %empty
+    | program line
+    ;
+
+line
+    : NEWLINE
+    | stmt NEWLINE          { if ($1) vec_push(ctx->arena, &ctx->stmts, $1); }
+    | error NEWLINE         { yyerrok; }
+    ;
+
+stmt
+    : MESH NAME '(' kwargs_opt ')'  { $$ = stmt(ctx, ST_MESH, L(@1)); $$->name = $2; $$->name_loc = L(@2); set_kwargs($$, $4); }
+    | PARAM kwargs          { $$ = stmt(ctx, ST_PARAM, L(@1)); set_kwargs($$, $2); }
+    | CONST kwargs          { $$ = stmt(ctx, ST_CONST, L(@1)); set_kwargs($$, $2); }
+    | FIELD kwargs          { $$ = stmt(ctx, ST_FIELD, L(@1)); set_kwargs($$, $2); }
+    | FUNC NAME '(' names_opt ')' '=' expr
+                            { $$ = stmt(ctx, ST_FUNC, L(@1)); $$->name = $2; $$->name_loc = L(@2); set_words($$, $4); $$->rhs = $7; }
+    | FLUX NAME '(' names_opt ')' '=' expr
+                            { $$ = stmt(ctx, ST_FLUX, L(@1)); $$->name = $2; $$->name_loc = L(@2); set_words($$, $4); $$->rhs = $7; }
+    | EQ NAME '(' NAME ')' '=' expr
+                            { $$ = stmt(ctx, ST_EQ, L(@1)); $$->eq_op = $2; $$->eq_op_loc = L(@2); $$->name = $4; $$->name_loc = L(@4); $$->rhs = $7; }
+    | ON names ':' expr '=' expr
+                            { $$ = stmt(ctx, ST_ON, L(@1)); set_words($$, $2); $$->lhs = $4; $$->rhs = $6; }
+    | PERIODIC names        { $$ = stmt(ctx, ST_PERIODIC, L(@1)); set_words($$, $2); }
+    | TIME kwargs           { $$ = stmt(ctx, ST_TIME, L(@1)); set_kwargs($$, $2); }
+    | OUTPUT kwargs         { $$ = stmt(ctx, ST_OUTPUT, L(@1)); set_kwargs($$, $2); }
+    ;
+
+kwargs_opt
+    : %empty                { $$ = (kwarg_vec){0}; }
+    | kwargs
+    ;
+
+kwargs
+    : kwarg                 { $$ = (kwarg_vec){0}; vec_push(ctx->arena, &$$, $1); }
+    | kwargs ',' kwarg      { $$ = $1; vec_push(ctx->arena, &$$, $3); }
+    ;
+
+kwarg
+    : NAME                  { $$ = (ast_kwarg){0}; $$.name = $1; $$.loc = L(@1); }
+    | kwarg_value
+    ;
+
+kwarg_value
+    : NAME '=' expr         { $$ = (ast_kwarg){0}; $$.name = $1; $$.loc = L(@1); $$.value = $3; }
+    | kwarg_value NAME      {
+                              $$ = $1;
+                              word_vec w = {$$.words, $$.n_words, $$.n_words};
+                              vec_push(ctx->arena, &w, ((ast_word){$2, L(@2)}));
+                              $$.words = w.items;
+                              $$.n_words = w.len;
+                            }
+    ;
+
+names_opt
+    : %empty                { $$ = (word_vec){0}; }
+    | names
+    ;
+
+names
+    : NAME                  { $$ = (word_vec){0}; vec_push(ctx->arena, &$$, ((ast_word){$1, L(@1)})); }
+    | names ',' NAME        { $$ = $1; vec_push(ctx->arena, &$$, ((ast_word){$3, L(@3)})); }
+    ;
+
+args_opt
+    : %empty                { $$ = (expr_vec){0}; }
+    | args
+    ;
+
+args
+    : expr                  { $$ = (expr_vec){0}; vec_push(ctx->arena, &$$, $1); }
+    | args ',' expr         { $$ = $1; vec_push(ctx->arena, &$$, $3); }
+    ;
+
+expr
+    : NUMBER                { $$ = node(ctx, AST_NUM, L(@1)); $$->value = $1; }
+    | NAME                  { $$ = node(ctx, AST_NAME, L(@1)); $$->name = $1; }
+    | NAME '(' args_opt ')' { $$ = call(ctx, AST_CALL, $1, L(@1), $3); }
+    | NAME '[' args ']'     { $$ = call(ctx, AST_INDEX, $1, L(@1), $3); }
+    | '(' expr ')'          { $$ = $2; }
+    | '-' expr %prec UNARY  { $$ = unary(ctx, '-', L(@1), $2); }
+    | '+' expr %prec UNARY  { $$ = unary(ctx, '+', L(@1), $2); }
+    | '!' expr %prec UNARY  { $$ = unary(ctx, '!', L(@1), $2); }
+    | expr '^' expr         { $$ = binary(ctx, OP_POW, $1, $3, L(@2)); }
+    | expr '*' expr         { $$ = binary(ctx, OP_MUL, $1, $3, L(@2)); }
+    | expr '/' expr         { $$ = binary(ctx, OP_DIV, $1, $3, L(@2)); }
+    | expr '+' expr         { $$ = binary(ctx, OP_ADD, $1, $3, L(@2)); }
+    | expr '-' expr         { $$ = binary(ctx, OP_SUB, $1, $3, L(@2)); }
+    | expr '<' expr         { $$ = binary(ctx, OP_LT, $1, $3, L(@2)); }
+    | expr LE expr          { $$ = binary(ctx, OP_LE, $1, $3, L(@2)); }
+    | expr '>' expr         { $$ = binary(ctx, OP_GT, $1, $3, L(@2)); }
+    | expr GE expr          { $$ = binary(ctx, OP_GE, $1, $3, L(@2)); }
+    | expr EQEQ expr        { $$ = binary(ctx, OP_EQ, $1, $3, L(@2)); }
+    | expr NE expr          { $$ = binary(ctx, OP_NE, $1, $3, L(@2)); }
+    | expr AND expr         { $$ = binary(ctx, OP_AND, $1, $3, L(@2)); }
+    | expr OR expr          { $$ = binary(ctx, OP_OR, $1, $3, L(@2)); }
+    | expr '?' expr ':' expr {
+                              $$ = node(ctx, AST_COND, $1->loc);
+                              $$->a = $1; $$->b = $3; $$->c = $5;
+                              deepen(ctx, $$, $1); deepen(ctx, $$, $3); deepen(ctx, $$, $5);
+                            }
+    ;
+
 %%
+
+static void pjyyerror(PJYYLTYPE *loc, parse_ctx *ctx, void *scanner, const char *msg)
+{
+    (void)scanner;
+    if (ctx->fatal) return;
+    if (!strcmp(msg, "memory exhausted")) {
+        diag_error(ctx->diag, L(*loc), "expression is too long or nested too deeply");
+        return;
+    }
+    /* bison: "syntax error, unexpected X, expecting Y or Z" -> "unexpected X, expecting ..." */
+    const char *m = msg;
+    if (!strncmp(m, "syntax error, ", 14)) m += 14;
+    diag_error(ctx->diag, L(*loc), "%s", m);
+}

@@ -1,0 +1,77 @@
+/* sema.h — the front end's shared state: the symbol table of one problem and the lowering
+ * context. sema.c resolves names and checks statements; lower.c turns expressions into
+ * kernel IR in cell, face, boundary, initial-value and parameter contexts. */
+#ifndef PJ_SEMA_H
+#define PJ_SEMA_H
+#include "ast.h"
+#include "program.h"
+
+typedef enum sym_kind { SYM_FIELD, SYM_PARAM, SYM_CONST, SYM_FUNC, SYM_FLUX } sym_kind;
+
+typedef struct symbol {
+    const char *name;
+    sym_kind kind;
+    pj_loc loc;
+    int index;            /* field / param number */
+    const ast_stmt *stmt; /* FUNC / FLUX: the definition */
+    ast_expr *value;      /* FIELD init, PARAM / CONST value (NULL: none given) */
+    pj_loc value_loc;
+    int state;            /* CONST: 0 not evaluated, 1 evaluating, 2 done; FUNC: DFS colour */
+    double const_value;
+} symbol;
+
+/* Where an expression is evaluated; decides which names and operators are allowed. */
+typedef enum lower_where { IN_STAGE, IN_INIT, IN_PARAM, IN_CONST, IN_BC, IN_MESH } lower_where;
+
+/* Call-by-name bindings of one inlined func/flux: its argument names to the caller's ASTs. */
+typedef struct frame {
+    const ast_stmt *def;
+    ast_expr **args;
+    const struct frame *caller;
+    pj_loc call_loc;
+} frame;
+
+typedef struct lctx {
+    kir_kernel *k;
+    lower_where where;
+    int face, axis;       /* face context along axis, or cell context */
+    int off[3];           /* cell context: the cell; face: the cell on the negative side */
+    int slot;             /* IN_STAGE: the slot loads read */
+    int param_limit;      /* IN_PARAM: params below this number may be used */
+    int bc_field, bc_side;/* IN_BC */
+    int bc_hit;           /* IN_BC: the field was met where only a constant may stand */
+    const frame *env;
+} lctx;
+
+typedef struct compiler {
+    arena *arena;
+    diag *d;
+    const ast_program *ast;
+    symbol *syms;
+    int n_syms, cap_syms;
+    int dim;
+    long work;            /* lowering steps, bounded */
+    pj_loc reported[64];  /* error positions already reported by lowering (inlined twice) */
+    int n_reported;
+} compiler;
+
+symbol *sema_lookup(compiler *C, const char *name);
+const char *sema_lookup_field_name(compiler *C, int field);
+int sema_is_builtin_function(const char *name);
+/* Evaluates a constant expression (numbers, consts, pi, e, math). Returns 0 with *out set,
+ * or -1 (reported). */
+int sema_const_value(compiler *C, ast_expr *e, double *out);
+/* Checks names, arities and dimensions of an expression; `def` gives the enclosing func's
+ * argument names (NULL outside a func). Returns the number of errors. */
+int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def);
+
+/* lower.c */
+int lower_expr(compiler *C, lctx *x, const ast_expr *e);   /* node id, or -1 (reported) */
+/* Decomposes `lhs - rhs` of a boundary condition as a*u + b*dn(u) - c. Returns 0 and node
+ * ids (a, b may be -1 for zero), or -1 (reported). */
+int lower_bc(compiler *C, lctx *x, const ast_expr *lhs, const ast_expr *rhs, int *a, int *b, int *c);
+/* The one field a boundary condition talks about, or -1 (reported). */
+int lower_bc_field(compiler *C, const ast_expr *lhs, const ast_expr *rhs, pj_loc loc);
+void lower_error(compiler *C, pj_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

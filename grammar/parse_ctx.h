@@ -1,0 +1,31 @@
+/* parse_ctx.h — state shared by the reentrant scanner and the pure parser of one file. */
+#ifndef PJ_PARSE_CTX_H
+#define PJ_PARSE_CTX_H
+#include "ast.h"
+
+typedef PJ_VEC(ast_expr *) expr_vec;
+typedef PJ_VEC(ast_kwarg) kwarg_vec;
+typedef PJ_VEC(ast_word) word_vec;
+typedef PJ_VEC(ast_stmt *) stmt_vec;
+
+typedef struct parse_ctx {
+    arena *arena;
+    diag *diag;
+    const char *source;
+    size_t len;
+    /* scanner */
+    int line, col;         /* position of the next character */
+    int paren_depth;
+    int continues;         /* the last token ends a line that continues (operator, comma) */
+    int emitted;           /* a token other than NEWLINE was emitted since the last NEWLINE */
+    int at_eof;
+    int fatal;             /* input cannot be parsed further (nesting limit) */
+    int lex_errors;
+    /* parser */
+    stmt_vec stmts;
+    int depth_reported;    /* one "too deeply nested" per statement */
+} parse_ctx;
+
+#define PJ_MAX_PARENS 200
+
+#endif

@@ -1,0 +1,64 @@
+/* sim.h — a running simulation: fields with halos, boundary fill, the steppers, NaN checks.
+ *
+ * A sim owns the buffers of every slot of a pj_program (slot 0 = the state U) and runs the
+ * program's stage kernels through a stage runner: the interpreter by default, compiled CPU
+ * code once a back end installs its runners. Library code: never prints, never exits. */
+#ifndef PJ_SIM_H
+#define PJ_SIM_H
+#include <stdint.h>
+#include "program.h"
+
+typedef struct sim sim;
+
+typedef struct sim_options {
+    int single;           /* --precision single: buffers are float, kernels compute in float */
+    int threads;          /* 0: all cores */
+} sim_options;
+
+/* Runs stage kernel `stage` (of the program) over outermost indices [begin, end). */
+typedef void (*sim_stage_runner)(void *ctx, int stage, const kir_launch *L, int64_t begin, int64_t end);
+
+/* Where a non-finite value was found. */
+typedef struct sim_nan_report {
+    int64_t step;
+    double t;
+    int field;
+    int64_t cell[3];      /* interior indices */
+    double x[3];          /* cell centre */
+    double value;
+} sim_nan_report;
+
+sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t err_len);
+void sim_destroy(sim *s);
+
+/* Parameters: by name (returns -1 when there is none) and all at once. Params that depend on
+ * others (param b = 2*a) are re-evaluated in order after a change. */
+int sim_set_param(sim *s, const char *name, double value);
+const double *sim_params(const sim *s);
+
+/* Installs compiled code for the stages (NULL restores the interpreter). */
+void sim_set_stage_runner(sim *s, sim_stage_runner run, void *ctx);
+
+/* Initial values at t = 0 (the program's init kernel); resets t and the step count. */
+void sim_init(sim *s);
+/* One step of size dt (every stage of the scheme, boundaries filled before each stage). */
+void sim_step(sim *s, double dt);
+/* First non-finite value in the state, scanning fields in order, cells x fastest; returns 1
+ * when found (report filled), 0 when all are finite. */
+int sim_check_finite(const sim *s, sim_nan_report *report);
+
+double sim_time(const sim *s);
+int64_t sim_steps(const sim *s);
+int64_t sim_cells(const sim *s);
+const pj_program *sim_program(const sim *s);
+/* Copies field f's interior values (x fastest) into out, as doubles. */
+void sim_get_field(const sim *s, int f, double *out);
+/* Replaces field f's interior values from doubles (x fastest). */
+void sim_set_field(sim *s, int f, const double *in);
+/* The launch description for stage kernels (buffers of the current slots), for back ends. */
+const kir_launch *sim_launch(sim *s);
+
+/* Fills the ghost cells of `slot` at time t (exposed for tests). */
+void sim_fill_ghosts(sim *s, int slot, double t);
+
+#endif
