@@ -309,6 +309,7 @@ static int lower_call(compiler *C, lctx *x, const ast_expr *e)
         return lower_div(C, x, n[0] == 'd' ? face_expr : face_grad, e->args[0]);
     }
     if (!strcmp(n, "dn")) {
+        if (x->where == IN_BC) { x->bc_hit = 1; return kir_const(k, 0); }
         lower_error(C, e->loc, "dn() is the normal derivative at a boundary: use it in an `on` condition");
         return -1;
     }

@@ -231,5 +231,9 @@ static void pjyyerror(PJYYLTYPE *loc, parse_ctx *ctx, void *scanner, const char 
     /* bison: "syntax error, unexpected X, expecting Y or Z" -> "unexpected X, expecting ..." */
     const char *m = msg;
     if (!strncmp(m, "syntax error, ", 14)) m += 14;
+    if (ctx->paren_depth > 0 && !strncmp(m, "unexpected end of file", 22)) {
+        diag_error(ctx->diag, L(*loc), "unexpected end of file: a '(' or '[' is still open");
+        return;
+    }
     diag_error(ctx->diag, L(*loc), "%s", m);
 }

@@ -1,0 +1,583 @@
+/* cuda_codegen.c — kernel IR to CUDA C (see cuda_codegen.h).
+ *
+ * Every generated source has the same shape:
+ *
+ *   header comment      kernel name, IR name, kind, dimension, IR hash, precision
+ *   struct pj_args      the device twin of cuda_args, static_assert'ed against the host size
+ *   extern "C" kernel   thread -> cell; buffer pointers; one `const` statement per IR node,
+ *                       named v<id>; the stores (or ghost writes) last
+ *
+ * All nodes are computed before the first store, so a kernel that writes the buffer it reads
+ * at offset 0 (in place) sees the old value, as the interpreter does. */
+#include "cuda_codegen.h"
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a growable string ---------------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *s;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->len;
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? room : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) { b->oom = 1; return; }
+        if (b->s && (size_t)n < room) { b->len += (size_t)n; return; }
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap - b->len <= (size_t)n) cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (!s) { b->oom = 1; return; }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+/* The string, or NULL (and the buffer freed) when it ran out of memory. */
+static char *sb_take(sbuf *b, char *err, size_t err_len)
+{
+    if (b->oom || !b->s) {
+        free(b->s);
+        if (err) snprintf(err, err_len, "cuda codegen: out of memory");
+        return NULL;
+    }
+    return b->s;
+}
+
+#define FAIL(...) do { if (err) snprintf(err, err_len, __VA_ARGS__); return NULL; } while (0)
+
+static int is_identifier(const char *s)
+{
+    if (!s || !*s || strlen(s) > 200) return 0;
+    if (!(s[0] == '_' || (s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z'))) return 0;
+    for (const char *p = s; *p; p++)
+        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            return 0;
+    return 1;
+}
+
+/* ---- pieces shared by every kernel ---------------------------------------------------- */
+
+static const char *kind_name(kir_kind kind)
+{
+    switch (kind) {
+    case KIR_STAGE: return "stage";
+    case KIR_INIT: return "init";
+    case KIR_BC: return "bc";
+    case KIR_PARAMS: return "params";
+    }
+    return "?";
+}
+
+static const char *side_name[6] = {"left (x low)", "right (x high)", "bottom (y low)",
+                                   "top (y high)", "back (z low)", "front (z high)"};
+
+static void emit_args_struct(sbuf *b)
+{
+    sb_printf(b,
+              "// The launch argument, passed by value: the device twin of cuda_args (cuda_codegen.h).\n"
+              "struct pj_args {\n"
+              "    unsigned long long buf[%d]; // [slot * n_fields + field]: address of cell (0,0,0)\n"
+              "    double param[%d];\n"
+              "    double t, dt;\n"
+              "    long long n[3], stride[3];\n"
+              "    double h[3], origin[3];\n"
+              "    long long ghost[3];\n"
+              "};\n"
+              "static_assert(sizeof(pj_args) == %zu, \"pj_args differs from the host's cuda_args\");\n\n",
+              CUDA_MAX_BUFS, CUDA_MAX_PARAMS, sizeof(cuda_args));
+}
+
+/* A literal of the kernel's precision that reads back exactly. */
+static void emit_literal(sbuf *b, double v, int single)
+{
+    if (single) {
+        float f = (float)v;
+        if (!isfinite(f)) {
+            uint32_t bits;
+            memcpy(&bits, &f, sizeof bits);
+            sb_printf(b, "__int_as_float(0x%08" PRIx32 ")", bits);
+            return;
+        }
+        char t[64];
+        snprintf(t, sizeof t, "%.9g", (double)f);
+        sb_printf(b, "%s%sf", t, strpbrk(t, ".e") ? "" : ".0");
+        return;
+    }
+    if (!isfinite(v)) {
+        uint64_t bits;
+        memcpy(&bits, &v, sizeof bits);
+        sb_printf(b, "__longlong_as_double(0x%016" PRIx64 "LL)", bits);
+        return;
+    }
+    char t[64];
+    snprintf(t, sizeof t, "%.17g", v);
+    sb_printf(b, "%s%s", t, strpbrk(t, ".e") ? "" : ".0");
+}
+
+/* The cell index variable of each axis. */
+static const char idx_name[3] = {'i', 'j', 'k'};
+static const char axis_letter[3] = {'x', 'y', 'z'};
+
+/* Offset expression `base + dx + dy*s1 + dz*s2` (strides named s1, s2; stride[0] = 1). */
+static void emit_offset(sbuf *b, const char *base, const int8_t off[3])
+{
+    sb_printf(b, "%s", base);
+    for (int a = 0; a < 3; a++) {
+        int o = off[a];
+        if (!o) continue;
+        const char *sign = o < 0 ? "-" : "+";
+        int m = o < 0 ? -o : o;
+        if (a == 0) sb_printf(b, " %s %d", sign, m);
+        else if (m == 1) sb_printf(b, " %s s%d", sign, a);
+        else sb_printf(b, " %s %d * s%d", sign, m, a);
+    }
+}
+
+/* How leaves are read: a stage kernel reads at its cell; a fill reads the coefficients at the
+ * boundary cell, with COORD on the side's axis at the face and loads clamped. */
+typedef struct leaf_ctx {
+    int bc_axis;   /* -1 for stage kernels */
+    int bc_high;
+} leaf_ctx;
+
+static void emit_node(sbuf *b, const kir_kernel *k, int id, int single, const leaf_ctx *lc)
+{
+    const kir_node *n = &k->nodes[id];
+    const char *real = single ? "float" : "double";
+    const char *suffix = single ? "f" : "";
+    int a0 = n->arg[0], a1 = n->arg[1], a2 = n->arg[2];
+    sb_printf(b, "    const %s v%d = ", n->type == KIR_B ? "bool" : real, id);
+    switch ((kir_op)n->op) {
+    case KIR_CONST: emit_literal(b, n->value, single); sb_printf(b, ";\n"); return;
+    case KIR_PARAM:
+        sb_printf(b, "%sa.param[%d];\n", single ? "(float)" : "", n->index);
+        return;
+    case KIR_TIME: sb_printf(b, "%sa.t;\n", single ? "(float)" : ""); return;
+    case KIR_DT: sb_printf(b, "%sa.dt;\n", single ? "(float)" : ""); return;
+    case KIR_SPACING: sb_printf(b, "%sa.h[%d];\n", single ? "(float)" : "", n->axis); return;
+    case KIR_COORD: {
+        /* origin + (idx + 1/2 + half/2) * h, in double, then rounded to the precision */
+        int half = n->half;
+        if (lc->bc_axis == n->axis) half = lc->bc_high ? 1 : -1;
+        char t[32];
+        snprintf(t, sizeof t, "%.17g", 0.5 + 0.5 * half);
+        sb_printf(b, "%s(a.origin[%d] + ((double)%c", single ? "(float)" : "", n->axis,
+                  idx_name[n->axis]);
+        if (0.5 + 0.5 * half != 0) sb_printf(b, " + %s%s", t, strpbrk(t, ".e") ? "" : ".0");
+        if (lc->bc_axis == n->axis)
+            sb_printf(b, ") * a.h[%d]); // %c at the %s face\n", n->axis, axis_letter[n->axis],
+                      lc->bc_high ? "high" : "low");
+        else if (half)
+            sb_printf(b, ") * a.h[%d]); // %c at the cell centre %+g cells\n", n->axis, axis_letter[n->axis],
+                      half * 0.5);
+        else
+            sb_printf(b, ") * a.h[%d]); // %c at the cell centre\n", n->axis, axis_letter[n->axis]);
+        return;
+    }
+    case KIR_LOAD:
+        if (lc->bc_axis < 0) {
+            sb_printf(b, "b%d_%d[", n->slot, n->index);
+            emit_offset(b, "c", n->off);
+            sb_printf(b, "];");
+        } else {
+            /* clamped: along the side's axis to the interior (never a ghost this kernel writes),
+             * along the others to the allocated cells */
+            sb_printf(b, "b%d_%d[", n->slot, n->index);
+            for (int a = 0; a < 3; a++) {
+                const char *stride = a == 0 ? "" : a == 1 ? " * s1" : " * s2";
+                char at[16];
+                if (n->off[a]) snprintf(at, sizeof at, "%c %c %d", idx_name[a], n->off[a] < 0 ? '-' : '+', abs(n->off[a]));
+                else snprintf(at, sizeof at, "%c", idx_name[a]);
+                if (a == lc->bc_axis)
+                    sb_printf(b, "%spj_clamp(%s, 0, a.n[%d] - 1)%s", a ? " + " : "", at, a, stride);
+                else
+                    sb_printf(b, "%spj_clamp(%s, -a.ghost[%d], a.n[%d] - 1 + a.ghost[%d])%s", a ? " + " : "",
+                              at, a, a, a, stride);
+            }
+            sb_printf(b, "];");
+        }
+        sb_printf(b, " // field %d, slot %d, offset (%d,%d,%d)\n", n->index, n->slot, n->off[0],
+                  n->off[1], n->off[2]);
+        return;
+    case KIR_NEG: sb_printf(b, "-v%d;\n", a0); return;
+    case KIR_ADD: sb_printf(b, "v%d + v%d;\n", a0, a1); return;
+    case KIR_SUB: sb_printf(b, "v%d - v%d;\n", a0, a1); return;
+    case KIR_MUL: sb_printf(b, "v%d * v%d;\n", a0, a1); return;
+    case KIR_DIV: sb_printf(b, "v%d / v%d;\n", a0, a1); return;
+    case KIR_LT: sb_printf(b, "v%d < v%d;\n", a0, a1); return;
+    case KIR_LE: sb_printf(b, "v%d <= v%d;\n", a0, a1); return;
+    case KIR_GT: sb_printf(b, "v%d > v%d;\n", a0, a1); return;
+    case KIR_GE: sb_printf(b, "v%d >= v%d;\n", a0, a1); return;
+    case KIR_EQ: sb_printf(b, "v%d == v%d;\n", a0, a1); return;
+    case KIR_NE: sb_printf(b, "v%d != v%d;\n", a0, a1); return;
+    case KIR_AND: sb_printf(b, "v%d && v%d;\n", a0, a1); return;
+    case KIR_OR: sb_printf(b, "v%d || v%d;\n", a0, a1); return;
+    case KIR_NOT: sb_printf(b, "!v%d;\n", a0); return;
+    case KIR_SELECT: sb_printf(b, "v%d ? v%d : v%d;\n", a0, a1, a2); return;
+    case KIR_B2F: sb_printf(b, "v%d ? 1.0%s : 0.0%s;\n", a0, suffix, suffix); return;
+    case KIR_F2B: sb_printf(b, "v%d != 0.0%s;\n", a0, suffix); return;
+    case KIR_N_OPS: break;
+    default:
+        if (kir_ops[n->op].cfn) {
+            sb_printf(b, "%s%s(v%d", kir_ops[n->op].cfn, suffix, a0);
+            if (kir_ops[n->op].arity == 2) sb_printf(b, ", v%d", a1);
+            sb_printf(b, ");\n");
+            return;
+        }
+        break;
+    }
+    sb_printf(b, "0; // unknown op %d\n", n->op);
+}
+
+/* Marks in used[slot * n_fields + field] bit 1 the buffers loaded, bit 2 those stored. */
+static void buffers_used(const kir_kernel *k, unsigned char *used, int stores)
+{
+    for (int id = 0; id < k->n_nodes; id++)
+        if (k->nodes[id].op == KIR_LOAD)
+            used[k->nodes[id].slot * k->n_fields + k->nodes[id].index] |= 1;
+    if (stores)
+        for (int i = 0; i < k->n_outputs; i++)
+            used[k->outputs[i].slot * k->n_fields + k->outputs[i].field] |= 2;
+}
+
+static void emit_buffers(sbuf *b, const unsigned char *used, int n_slots, int n_fields, int single)
+{
+    const char *real = single ? "float" : "double";
+    for (int s = 0; s < n_slots; s++)
+        for (int f = 0; f < n_fields; f++) {
+            int u = used[s * n_fields + f];
+            if (!u) continue;
+            if (u & 2)
+                sb_printf(b, "    %s *const b%d_%d = (%s *)a.buf[%d]; // field %d, slot %d\n", real, s, f,
+                          real, s * n_fields + f, f, s);
+            else
+                sb_printf(b, "    const %s *const b%d_%d = (const %s *)a.buf[%d]; // field %d, slot %d (read)\n",
+                          real, s, f, real, s * n_fields + f, f, s);
+        }
+}
+
+/* The cell of this thread (x fastest), or return when it is outside the interior. */
+static void emit_cell_index(sbuf *b, int dim, int with_strides)
+{
+    static const char bx[3] = {'x', 'y', 'z'};
+    for (int a = 0; a < dim; a++)
+        sb_printf(b, "    const long long %c = (long long)blockIdx.%c * blockDim.%c + threadIdx.%c;\n",
+                  idx_name[a], bx[a], bx[a], bx[a]);
+    sb_printf(b, "    if (");
+    for (int a = 0; a < dim; a++) sb_printf(b, "%s%c >= a.n[%d]", a ? " || " : "", idx_name[a], a);
+    sb_printf(b, ") return;\n");
+    if (with_strides)
+        for (int a = 1; a < dim; a++) sb_printf(b, "    const long long s%d = a.stride[%d];\n", a, a);
+    sb_printf(b, "    const long long c = i");
+    for (int a = 1; a < dim; a++)
+        sb_printf(b, with_strides ? " + %c * s%d" : " + %c * a.stride[%d]", idx_name[a], a);
+    sb_printf(b, "; // this cell\n");
+}
+
+static int check_limits(const kir_kernel *k, char *err, size_t err_len)
+{
+    if (k->n_slots < 0 || k->n_fields < 0 || k->n_params < 0 ||
+        (long)k->n_slots * k->n_fields > CUDA_MAX_BUFS) {
+        if (err)
+            snprintf(err, err_len, "kernel %s needs %d buffers (%d slots x %d fields); the CUDA back end takes at most %d",
+                     k->name, k->n_slots * k->n_fields, k->n_slots, k->n_fields, CUDA_MAX_BUFS);
+        return -1;
+    }
+    if (k->n_params > CUDA_MAX_PARAMS) {
+        if (err)
+            snprintf(err, err_len, "kernel %s has %d params; the CUDA back end takes at most %d", k->name,
+                     k->n_params, CUDA_MAX_PARAMS);
+        return -1;
+    }
+    if (k->dim < 1 || k->dim > 3) {
+        if (err) snprintf(err, err_len, "kernel %s: dimension %d", k->name, k->dim);
+        return -1;
+    }
+    return 0;
+}
+
+static void emit_header(sbuf *b, const char *name, const char *what, const kir_kernel *k,
+                        const cuda_options *opt)
+{
+    sb_printf(b, "// pdejit: CUDA kernel %s — %s\n", name, what);
+    if (k) {
+        char hex[33];
+        kir_hash_hex(k, hex);
+        sb_printf(b, "// from IR \"%s\" (%s, %dD, %d nodes, %d outputs), hash %s\n", k->name,
+                  kind_name(k->kind), k->dim, k->n_nodes, k->n_outputs, hex);
+    }
+    sb_printf(b, "// %s precision; fast math %s (NVRTC option)\n\n",
+              opt->single ? "single" : "double", opt->fast_math ? "on" : "off");
+}
+
+/* ---- stage and init kernels ----------------------------------------------------------- */
+
+char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *name, char *err,
+                   size_t err_len)
+{
+    cuda_options dflt = {0, 0};
+    if (!opt) opt = &dflt;
+    if (!k) FAIL("cuda codegen: no kernel");
+    if (!is_identifier(name)) FAIL("cuda codegen: kernel name \"%s\" is not a C identifier", name ? name : "");
+    if (k->kind != KIR_STAGE && k->kind != KIR_INIT)
+        FAIL("cuda codegen: kernel %s is a %s kernel; only stage and init kernels run per cell%s", k->name,
+             kind_name(k->kind), k->kind == KIR_BC ? " (boundary conditions: cuda_codegen_bc_fill)" : "");
+    if (check_limits(k, err, err_len)) return NULL;
+    char verr[200];
+    if (kir_verify(k, verr, sizeof verr)) FAIL("cuda codegen: kernel %s: %s", k->name, verr);
+
+    sbuf b = {0};
+    emit_header(&b, name, "one thread per interior cell", k, opt);
+    emit_args_struct(&b);
+    sb_printf(&b, "extern \"C\" __global__ void %s(const pj_args a)\n{\n", name);
+    emit_cell_index(&b, k->dim, 1);
+
+    int nb = k->n_slots * k->n_fields;
+    unsigned char *used = calloc((size_t)nb + 1, 1);
+    if (!used) { free(b.s); FAIL("cuda codegen: out of memory"); }
+    buffers_used(k, used, 1);
+    emit_buffers(&b, used, k->n_slots, k->n_fields, opt->single);
+    free(used);
+
+    leaf_ctx lc = {-1, 0};
+    for (int id = 0; id < k->n_nodes; id++) emit_node(&b, k, id, opt->single, &lc);
+    for (int i = 0; i < k->n_outputs; i++) {
+        const kir_output *o = &k->outputs[i];
+        sb_printf(&b, "    b%d_%d[c] = v%d;\n", o->slot, o->field, o->node);
+    }
+    sb_printf(&b, "}\n");
+    return sb_take(&b, err, err_len);
+}
+
+/* ---- boundary fill -------------------------------------------------------------------- */
+
+char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side,
+                           const cuda_bc_kind *kinds, const cuda_options *opt, const char *name,
+                           char *err, size_t err_len)
+{
+    cuda_options dflt = {0, 0};
+    if (!opt) opt = &dflt;
+    if (!is_identifier(name)) FAIL("cuda codegen: kernel name \"%s\" is not a C identifier", name ? name : "");
+    if (dim < 1 || dim > 3) FAIL("cuda bc fill: dimension %d", dim);
+    if (side < 0 || side >= 2 * dim) FAIL("cuda bc fill: side %d in a %dD mesh", side, dim);
+    if (n_fields < 1 || n_fields > CUDA_MAX_BUFS) FAIL("cuda bc fill: %d fields (at most %d)", n_fields, CUDA_MAX_BUFS);
+    if (!kinds) FAIL("cuda bc fill: no kinds");
+    int n_linear = 0;
+    for (int f = 0; f < n_fields; f++) {
+        if (kinds[f] < CUDA_BC_NONE || kinds[f] > CUDA_BC_LINEAR) FAIL("cuda bc fill: field %d: bad kind %d", f, (int)kinds[f]);
+        n_linear += kinds[f] == CUDA_BC_LINEAR;
+    }
+    int *coef = NULL; /* [f * 3 + slot]: node id of a, b, c, or -1 */
+    if (n_linear) {
+        if (!bc) FAIL("cuda bc fill: a linear condition needs its KIR_BC kernel");
+        if (bc->kind != KIR_BC) FAIL("cuda bc fill: kernel %s is a %s kernel, not a bc kernel", bc->name, kind_name(bc->kind));
+        if (bc->dim != dim || bc->n_fields != n_fields)
+            FAIL("cuda bc fill: kernel %s is %dD with %d fields, the fill %dD with %d", bc->name, bc->dim,
+                 bc->n_fields, dim, n_fields);
+        if (bc->side >= 0 && bc->side != side)
+            FAIL("cuda bc fill: kernel %s is for side %d, the fill for side %d", bc->name, bc->side, side);
+        if (check_limits(bc, err, err_len)) return NULL;
+        char verr[200];
+        if (kir_verify(bc, verr, sizeof verr)) FAIL("cuda bc fill: kernel %s: %s", bc->name, verr);
+        coef = malloc(sizeof *coef * (size_t)n_fields * 3);
+        if (!coef) FAIL("cuda codegen: out of memory");
+        for (int i = 0; i < n_fields * 3; i++) coef[i] = -1;
+        for (int i = 0; i < bc->n_outputs; i++) {
+            const kir_output *o = &bc->outputs[i];
+            if (o->slot < 0 || o->slot > 2) {
+                free(coef);
+                FAIL("cuda bc fill: kernel %s: output %d has slot %d (want 0 a, 1 b, 2 c)", bc->name, i, o->slot);
+            }
+            coef[o->field * 3 + o->slot] = o->node;
+        }
+        for (int f = 0; f < n_fields; f++)
+            if (kinds[f] == CUDA_BC_LINEAR && coef[f * 3] < 0 && coef[f * 3 + 1] < 0) {
+                free(coef);
+                FAIL("cuda bc fill: field %d has neither a nor b in a*u + b*dn(u) = c (kernel %s)", f, bc->name);
+            }
+    }
+
+    int axis = side / 2, high = side % 2;
+    const char *real = opt->single ? "float" : "double";
+    const char *sfx = opt->single ? "f" : "";
+    char what[160];
+    snprintf(what, sizeof what, "ghost layers of side %d, %s", side, side_name[side]);
+    sbuf b = {0};
+    emit_header(&b, name, what, n_linear ? bc : NULL, opt);
+    emit_args_struct(&b);
+    sb_printf(&b, "static __device__ __forceinline__ long long pj_clamp(long long x, long long lo, long long hi)\n"
+                  "{\n    return x < lo ? lo : x > hi ? hi : x;\n}\n\n");
+    sb_printf(&b, "// One thread per ghost cell: layers m = 1..ghost[%d] beyond the %s face, every cell\n"
+                  "// of the other axes including their ghost layers (x sides first, then y, then z).\n",
+              axis, high ? "high" : "low");
+    sb_printf(&b, "extern \"C\" __global__ void %s(const pj_args a)\n{\n", name);
+    sb_printf(&b, "    const long long H = a.ghost[%d];\n", axis);
+    for (int ax = 0; ax < 3; ax++)
+        if (ax != axis) sb_printf(&b, "    const long long e%d = a.n[%d] + 2 * a.ghost[%d];\n", ax, ax, ax);
+    sb_printf(&b, "    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n");
+    sb_printf(&b, "    if (t >= H");
+    for (int ax = 0; ax < 3; ax++)
+        if (ax != axis) sb_printf(&b, " * e%d", ax);
+    sb_printf(&b, ") return;\n");
+    for (int ax = 0; ax < 3; ax++)
+        if (ax != axis)
+            sb_printf(&b, "    const long long %c = t %% e%d - a.ghost[%d];\n    t /= e%d;\n", idx_name[ax], ax,
+                      ax, ax);
+    sb_printf(&b, "    const long long m = t + 1; // ghost layer\n");
+    sb_printf(&b, "    const long long %c = %s; // the boundary cell\n", idx_name[axis],
+              high ? (axis == 0 ? "a.n[0] - 1" : axis == 1 ? "a.n[1] - 1" : "a.n[2] - 1") : "0");
+    sb_printf(&b, "    const long long s1 = a.stride[1], s2 = a.stride[2];\n");
+    const char *sa = axis == 0 ? "" : axis == 1 ? " * s1" : " * s2";
+    sb_printf(&b, "    const long long c = i + j * s1 + k * s2;\n");
+    sb_printf(&b, "    const long long cg = c %s m%s;       // the ghost cell\n", high ? "+" : "-", sa);
+    sb_printf(&b, "    const long long ci = c %s (m - 1)%s; // its mirror image inside\n", high ? "-" : "+", sa);
+    int any_periodic = 0;
+    for (int f = 0; f < n_fields; f++) any_periodic |= kinds[f] == CUDA_BC_PERIODIC;
+    if (any_periodic)
+        sb_printf(&b, "    const long long cp = cg %s a.n[%d]%s; // its periodic image\n", high ? "-" : "+", axis, sa);
+
+    /* buffers: slot 0 of every filled field, plus whatever the coefficients load */
+    int nslots = n_linear && bc->n_slots > 1 ? bc->n_slots : 1;
+    unsigned char *used = calloc((size_t)nslots * (size_t)n_fields + 1, 1);
+    if (!used) { free(coef); free(b.s); FAIL("cuda codegen: out of memory"); }
+    if (n_linear) buffers_used(bc, used, 0);
+    for (int f = 0; f < n_fields; f++)
+        if (kinds[f] != CUDA_BC_NONE) used[f] |= 2;
+    emit_buffers(&b, used, nslots, n_fields, opt->single);
+    free(used);
+
+    if (n_linear) {
+        sb_printf(&b, "    // the coefficients of a*u + b*dn(u) = c at the boundary cell\n");
+        leaf_ctx lc = {axis, high};
+        for (int id = 0; id < bc->n_nodes; id++) emit_node(&b, bc, id, opt->single, &lc);
+        sb_printf(&b, "    const %s d = (%s)((double)(2 * m - 1) * a.h[%d]); // ghost to mirror image\n", real,
+                  real, axis);
+    }
+    for (int f = 0; f < n_fields; f++) {
+        switch (kinds[f]) {
+        case CUDA_BC_NONE: break;
+        case CUDA_BC_PERIODIC: sb_printf(&b, "    b0_%d[cg] = b0_%d[cp]; // field %d: periodic\n", f, f, f); break;
+        case CUDA_BC_MIRROR: sb_printf(&b, "    b0_%d[cg] = b0_%d[ci]; // field %d: zero gradient\n", f, f, f); break;
+        case CUDA_BC_LINEAR: {
+            char ca[32], cb[32], cc[32];
+            int na = coef[f * 3], nb_ = coef[f * 3 + 1], nc = coef[f * 3 + 2];
+            if (na >= 0) snprintf(ca, sizeof ca, "v%d", na); else snprintf(ca, sizeof ca, "0.0%s", sfx);
+            if (nb_ >= 0) snprintf(cb, sizeof cb, "v%d", nb_); else snprintf(cb, sizeof cb, "0.0%s", sfx);
+            if (nc >= 0) snprintf(cc, sizeof cc, "v%d", nc); else snprintf(cc, sizeof cc, "0.0%s", sfx);
+            sb_printf(&b, "    { // field %d: a*u + b*dn(u) = c\n", f);
+            sb_printf(&b, "        const %s u = b0_%d[ci];\n", real, f);
+            sb_printf(&b, "        const %s ha = %s * 0.5%s, bd = %s / d;\n", real, ca, sfx, cb);
+            sb_printf(&b, "        b0_%d[cg] = (%s - u * (ha - bd)) / (ha + bd);\n    }\n", f, cc);
+            break;
+        }
+        }
+    }
+    sb_printf(&b, "}\n");
+    free(coef);
+    return sb_take(&b, err, err_len);
+}
+
+/* ---- NaN / Inf check ------------------------------------------------------------------ */
+
+char *cuda_codegen_nan_check(int dim, int single, const char *name, char *err, size_t err_len)
+{
+    if (!is_identifier(name)) FAIL("cuda codegen: kernel name \"%s\" is not a C identifier", name ? name : "");
+    if (dim < 1 || dim > 3) FAIL("cuda nan check: dimension %d", dim);
+    cuda_options opt = {single, 0};
+    sbuf b = {0};
+    emit_header(&b, name, "first interior cell that is NaN or infinite", NULL, &opt);
+    sb_printf(&b,
+              "struct pj_check_args {\n"
+              "    unsigned long long buf;    // address of cell (0,0,0)\n"
+              "    unsigned long long result; // address of one long long, INT64_MAX before the launch\n"
+              "    long long n[3], stride[3];\n"
+              "};\n"
+              "static_assert(sizeof(pj_check_args) == %zu, \"pj_check_args differs from the host's cuda_check_args\");\n\n",
+              sizeof(cuda_check_args));
+    sb_printf(&b, "extern \"C\" __global__ void %s(const pj_check_args a)\n{\n", name);
+    emit_cell_index(&b, dim, 0);
+    if (single)
+        sb_printf(&b, "    const float v = ((const float *)a.buf)[c];\n"
+                      "    // exponent all ones: NaN or Inf (a bit test, immune to fast math)\n"
+                      "    if ((__float_as_int(v) & 0x7f800000) == 0x7f800000)\n");
+    else
+        sb_printf(&b, "    const double v = ((const double *)a.buf)[c];\n"
+                      "    // exponent all ones: NaN or Inf (a bit test, immune to fast math)\n"
+                      "    if ((__double_as_longlong(v) & 0x7ff0000000000000LL) == 0x7ff0000000000000LL)\n");
+    sb_printf(&b, "        atomicMin((long long *)a.result, i");
+    if (dim >= 2) sb_printf(&b, " + a.n[0] * (j");
+    if (dim >= 3) sb_printf(&b, " + a.n[1] * k");
+    if (dim >= 2) sb_printf(&b, ")");
+    sb_printf(&b, ");\n}\n");
+    return sb_take(&b, err, err_len);
+}
+
+/* ---- host helpers --------------------------------------------------------------------- */
+
+int cuda_args_from_launch(cuda_args *out, const kir_launch *l, int n_bufs, int n_params,
+                          const int64_t ghost[3], char *err, size_t err_len)
+{
+    memset(out, 0, sizeof *out);
+    if (n_bufs < 0 || n_bufs > CUDA_MAX_BUFS || n_params < 0 || n_params > CUDA_MAX_PARAMS) {
+        if (err)
+            snprintf(err, err_len, "cuda launch: %d buffers and %d params (at most %d and %d)", n_bufs,
+                     n_params, CUDA_MAX_BUFS, CUDA_MAX_PARAMS);
+        return -1;
+    }
+    for (int i = 0; i < n_bufs; i++) out->buf[i] = (uint64_t)(uintptr_t)l->buf[i];
+    for (int i = 0; i < n_params; i++) out->param[i] = l->param[i];
+    out->t = l->t;
+    out->dt = l->dt;
+    for (int a = 0; a < 3; a++) {
+        out->n[a] = l->n[a];
+        out->stride[a] = l->stride[a];
+        out->h[a] = l->h[a];
+        out->origin[a] = l->origin[a];
+        out->ghost[a] = ghost ? ghost[a] : 0;
+    }
+    return 0;
+}
+
+static int blocks(int64_t n, unsigned per, int64_t limit, unsigned *out)
+{
+    int64_t g = n <= 0 ? 0 : (n + per - 1) / per;
+    if (g > limit) return -1;
+    *out = (unsigned)(g ? g : 1);
+    return 0;
+}
+
+int cuda_stage_dims(int dim, const int64_t n[3], unsigned grid[3], unsigned block[3])
+{
+    static const unsigned shapes[3][3] = {{256, 1, 1}, {32, 8, 1}, {32, 4, 4}};
+    if (dim < 1 || dim > 3) return -1;
+    for (int a = 0; a < 3; a++) block[a] = shapes[dim - 1][a];
+    if (blocks(n[0], block[0], 2147483647, &grid[0])) return -1;
+    if (blocks(dim >= 2 ? n[1] : 1, block[1], 65535, &grid[1])) return -1;
+    if (blocks(dim >= 3 ? n[2] : 1, block[2], 65535, &grid[2])) return -1;
+    return 0;
+}
+
+int cuda_bc_fill_dims(const cuda_args *a, int side, unsigned grid[3], unsigned block[3])
+{
+    if (side < 0 || side > 5) return -1;
+    int axis = side / 2;
+    int64_t count = a->ghost[axis];
+    for (int ax = 0; ax < 3; ax++)
+        if (ax != axis) count *= a->n[ax] + 2 * a->ghost[ax];
+    block[0] = 256;
+    block[1] = block[2] = 1;
+    grid[1] = grid[2] = 1;
+    return blocks(count, block[0], 2147483647, &grid[0]);
+}

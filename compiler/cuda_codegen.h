@@ -1,0 +1,107 @@
+/* cuda_codegen.h — the kernel IR printed as CUDA C, for NVRTC (see runtime/cuda_driver.h).
+ *
+ * Three kinds of device kernel, each one `extern "C" __global__` function in its own source:
+ *
+ *   cuda_codegen          a KIR_STAGE or KIR_INIT kernel: one thread per interior cell, with the
+ *                         semantics of kir_eval_scalar (C comparisons, selects without branches,
+ *                         libm names, double or float);
+ *   cuda_codegen_bc_fill  the ghost layers of one side, for every field: periodic copy, mirror
+ *                         (zero gradient) or the linear condition a*u + b*dn(u) = c whose
+ *                         coefficients come from a KIR_BC kernel, inlined;
+ *   cuda_codegen_nan_check  the first interior cell of one buffer that is NaN or infinite.
+ *
+ * Stage and fill kernels take one argument, a cuda_args by value (the device-side twin of
+ * kir_launch, declared identically in every generated source and checked there with
+ * static_assert against the host's size); the check kernel takes a cuda_check_args.
+ *
+ * Precision and FMA: the source does not depend on fast_math except in its header comment;
+ * contraction is an NVRTC option (cuda_nvrtc_compile passes --fmad=false, or --use_fast_math).
+ *
+ * Memory: every generator returns a malloc'd NUL-terminated string the caller frees, or NULL
+ * with a message in err (never prints, never exits). */
+#ifndef PJ_CUDA_CODEGEN_H
+#define PJ_CUDA_CODEGEN_H
+#include <stddef.h>
+#include <stdint.h>
+#include "kir.h"
+
+/* Limits of one launch: n_slots * n_fields buffers and n_params params. The argument struct
+ * is passed by value (kernel parameter space: 4 KiB on every supported device), so these are
+ * fixed; codegen refuses a kernel that needs more. */
+#define CUDA_MAX_BUFS 128
+#define CUDA_MAX_PARAMS 128
+
+/* The launch argument of stage and fill kernels; mirrors kir_launch. All members are 8 bytes,
+ * so the host and device layouts agree without packing pragmas. */
+typedef struct cuda_args {
+    uint64_t buf[CUDA_MAX_BUFS];      /* [slot * n_fields + field]: device address of cell (0,0,0) */
+    double param[CUDA_MAX_PARAMS];    /* params, double even in single precision */
+    double t, dt;
+    int64_t n[3];                     /* interior cells per axis; 1 beyond the dimension */
+    int64_t stride[3];                /* elements between neighbours; stride[0] = 1 */
+    double h[3], origin[3];
+    int64_t ghost[3];                 /* ghost layers allocated per axis (fill kernels; 0 beyond dim) */
+} cuda_args;
+
+/* The launch argument of a NaN/Inf check. *result must hold INT64_MAX (or anything >= the
+ * number of interior cells) before the launch; afterwards it holds the smallest interior linear
+ * index i + n0*(j + n1*k) whose value is NaN or +-Inf, or is unchanged. */
+typedef struct cuda_check_args {
+    uint64_t buf;                     /* device address of cell (0,0,0) */
+    uint64_t result;                  /* device address of one int64 */
+    int64_t n[3], stride[3];
+} cuda_check_args;
+
+typedef struct cuda_options {
+    int single;       /* float instead of double */
+    int fast_math;    /* recorded in the header; pass the same flag to cuda_nvrtc_compile */
+} cuda_options;
+
+/* How the ghost layers of one field are filled on one side. */
+typedef enum cuda_bc_kind {
+    CUDA_BC_NONE,      /* left alone */
+    CUDA_BC_PERIODIC,  /* copied from the far side of the interior */
+    CUDA_BC_MIRROR,    /* zero gradient: ghost layer m = interior cell m (mirror about the face) */
+    CUDA_BC_LINEAR,    /* a*u + b*dn(u) = c, coefficients from the KIR_BC kernel */
+} cuda_bc_kind;
+
+/* CUDA C for a KIR_STAGE or KIR_INIT kernel, named `name` (a C identifier). Launch with
+ * cuda_stage_dims over the interior cells. Refuses (NULL, err) kernels that fail kir_verify,
+ * other kinds, or more than CUDA_MAX_BUFS buffers / CUDA_MAX_PARAMS params. */
+char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *name, char *err,
+                   size_t err_len);
+
+/* CUDA C that fills the ghost layers m = 1..ghost[axis] of side `side` (0 left/x low, 1 right,
+ * 2 bottom/y low, 3 top, 4 back/z low, 5 front) of the buffers of slot 0, over the full extent
+ * of the other axes including their ghost layers (fill x sides, then y, then z: corners get
+ * values). kinds[f] says how field f is filled (n_fields entries).
+ *
+ * bc is the side's KIR_BC kernel (may be NULL when no field is CUDA_BC_LINEAR); its outputs
+ * (slot 0, 1, 2; field f) are a, b, c of field f; a missing one is 0, a field with neither a
+ * nor b is refused. The coefficients are evaluated at the boundary cell next to the ghost cell
+ * (i.e. at the ghost cell's position along the other axes): COORD on the side's axis is the
+ * face whatever its half; loads read the boundary cell at their offset, the index clamped to
+ * the allocated cells. Ghost layer m pairs with interior cell m (d = (2m-1)h):
+ *     ghost = (c - u_in*(a/2 - b/d)) / (a/2 + b/d).
+ * Launch with cuda_bc_fill_dims. dim and n_fields must equal the bc kernel's when it is given. */
+char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side,
+                           const cuda_bc_kind *kinds, const cuda_options *opt, const char *name,
+                           char *err, size_t err_len);
+
+/* CUDA C of a NaN/Inf check over the interior cells of one buffer (float when single). Launch
+ * with cuda_stage_dims over the interior cells. */
+char *cuda_codegen_nan_check(int dim, int single, const char *name, char *err, size_t err_len);
+
+/* Fills a cuda_args from a kir_launch whose buf[] entries are device addresses (CUdeviceptr
+ * cast to void *), n_bufs of them, and n_params params; ghost may be NULL (all 0). Unused
+ * entries are zero. Returns 0, or -1 with a message when over the limits. */
+int cuda_args_from_launch(cuda_args *out, const kir_launch *l, int n_bufs, int n_params,
+                          const int64_t ghost[3], char *err, size_t err_len);
+
+/* Grid and block for a stage (or check) kernel over n[0] x n[1] x n[2] cells of a dim-D mesh:
+ * x fastest, 2D/3D blocks. Returns -1 when the grid would exceed the device limits. */
+int cuda_stage_dims(int dim, const int64_t n[3], unsigned grid[3], unsigned block[3]);
+/* Grid and block for the fill of one side (one thread per ghost cell). */
+int cuda_bc_fill_dims(const cuda_args *a, int side, unsigned grid[3], unsigned block[3]);
+
+#endif

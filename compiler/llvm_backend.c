@@ -1,0 +1,873 @@
+/* llvm_backend.c — kernel IR to LLVM IR text, default<O3>, object code, ORC (see llvm_backend.h).
+ *
+ *   kernel ──gen_ir──► LLVM IR text ──LLVMParseIRInContext──► module ──verify──►
+ *          default<O3> (host TargetMachine) ──► optimised IR text, object bytes ──llvm_load──► fn
+ *
+ * Why text: the LLVM 14 C API cannot set fast-math flags, access groups or loop metadata are
+ * clumsy to build through it, and the text is the readable copy the cache keeps anyway. Parsing
+ * a kernel's text costs well under a millisecond.
+ *
+ * The loop nest (2D shown; 3D adds a z loop outside, 1D runs x over [begin, end)):
+ *
+ *   entry:  load every launch field used into SSA values (buffer base pointers, params, t,
+ *           dt, n, stride, h, origin), so nothing in the loops reads the launch struct
+ *   y loop over [begin, end):  row pointers  base(slot, field) + (y + dy) * stride[1]
+ *     x loop over [0, n[0]):   loads row[x + dx], the DAG in node order, then every store
+ *
+ * The x loop carries llvm.loop.parallel_accesses over one access group holding every load and
+ * store: there is no loop-carried dependence by the aliasing contract (llvm_backend.h), so the
+ * loop vectoriser skips its dependence analysis and run-time pointer checks. Those checks would
+ * fail for an in-place update (output array == an input array read at offset 0) and silently
+ * select the scalar loop; the annotation claims nothing about the order inside one cell, so the
+ * loads of a cell still precede its stores.
+ *
+ * Math: fabs, sqrt, floor, ceil become LLVM intrinsics (exact); every other function is a call
+ * to libm (exp, or expf in single) declared readnone (errno is not observed). LLVM vectorises
+ * calls it recognises (exp, log, log10, sin, cos, pow) by widening them and then calling the
+ * scalar function per lane, so results stay libm's. For the functions it does not recognise
+ * (tan, tanh, erf, cbrt, atan2 ...) each call site names a 2-lane variant that we define here as
+ * two scalar calls ("vector-function-abi-variant"); that keeps the rest of the loop vectorised. */
+#include "llvm_backend.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
+
+/* The IR below describes kir_launch field by field: keep the two in step. */
+_Static_assert(offsetof(kir_launch, buf) == 0 && offsetof(kir_launch, param) == 8 &&
+                   offsetof(kir_launch, t) == 16 && offsetof(kir_launch, dt) == 24 &&
+                   offsetof(kir_launch, n) == 32 && offsetof(kir_launch, stride) == 56 &&
+                   offsetof(kir_launch, h) == 80 && offsetof(kir_launch, origin) == 104 &&
+                   sizeof(kir_launch) == 128,
+               "kir_launch layout changed: update LAUNCH_TYPE in llvm_backend.c");
+#define LAUNCH_TYPE                                                                          \
+    "%pj.launch = type { i8**, double*, double, double, [3 x i64], [3 x i64], [3 x double], " \
+    "[3 x double] }\n"
+enum { LF_BUF, LF_PARAM, LF_T, LF_DT, LF_N, LF_STRIDE, LF_H, LF_ORIGIN };
+
+#define FAST_FLAGS "reassoc nsz arcp contract afn "
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+static void seterr(char *err, size_t err_len, const char *fmt, ...)
+{
+    if (!err || !err_len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+}
+
+/* Takes the message out of an LLVMErrorRef (consuming it). */
+static void seterr_llvm(char *err, size_t err_len, const char *what, LLVMErrorRef e)
+{
+    char *msg = LLVMGetErrorMessage(e);
+    seterr(err, err_len, "%s: %s", what, msg ? msg : "(no message)");
+    LLVMDisposeErrorMessage(msg);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static char *xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* A growing text buffer; `oom` is sticky and checked once at the end. */
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    if (b->oom) return;
+    for (;;) {
+        size_t room = b->cap - b->n;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? room : 0, fmt, ap);
+        va_end(ap);
+        if (r < 0) { b->oom = 1; return; }
+        if (b->s && (size_t)r < room) { b->n += (size_t)r; return; }
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap - b->n <= (size_t)r) cap *= 2;
+        char *s = realloc(b->s, cap);
+        if (!s) { b->oom = 1; return; }
+        b->s = s;
+        b->cap = cap;
+    }
+}
+
+static int symbol_ok(const char *s)
+{
+    if (!s || !*s || strlen(s) > 200) return 0;
+    for (; *s; s++)
+        if (*s < 0x20 || *s > 0x7e || *s == '"' || *s == '\\') return 0;
+    return 1;
+}
+
+/* ---- the JIT ----------------------------------------------------------------------------- */
+
+struct llvm_loaded {
+    struct llvm_loaded *next;
+    char *symbol;
+    int refs;
+    kir_cpu_fn fn;
+    LLVMOrcResourceTrackerRef rt;
+};
+
+struct llvm_jit {
+    LLVMOrcLLJITRef lljit;
+    LLVMTargetRef target;
+    char *triple, *cpu, *features, *target_text;
+    pthread_mutex_t lock;        /* guards `loaded` and adds/removes in the JIT */
+    llvm_loaded *loaded;
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_failed;
+
+static void init_llvm(void)
+{
+    if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) init_failed = 1;
+}
+
+const char *llvm_version_string(void) { return LLVM_VERSION_STRING; }
+
+const char *llvm_jit_target(const llvm_jit *jit) { return jit->target_text; }
+
+llvm_jit *llvm_jit_create(char *err, size_t err_len)
+{
+    pthread_once(&init_once, init_llvm);
+    if (init_failed) {
+        seterr(err, err_len, "LLVM: no native target in this build");
+        return NULL;
+    }
+    llvm_jit *jit = calloc(1, sizeof *jit);
+    if (!jit) {
+        seterr(err, err_len, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&jit->lock, NULL);
+
+    char *triple = LLVMGetDefaultTargetTriple(), *cpu = LLVMGetHostCPUName(),
+         *features = LLVMGetHostCPUFeatures();
+    jit->triple = xstrdup(triple);
+    jit->cpu = xstrdup(cpu);
+    jit->features = xstrdup(features);
+    LLVMDisposeMessage(triple);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
+    if (!jit->triple || !jit->cpu || !jit->features) {
+        seterr(err, err_len, "out of memory");
+        goto fail;
+    }
+    size_t len = strlen(jit->triple) + strlen(jit->cpu) + strlen(jit->features) + 3;
+    jit->target_text = malloc(len);
+    if (!jit->target_text) {
+        seterr(err, err_len, "out of memory");
+        goto fail;
+    }
+    snprintf(jit->target_text, len, "%s %s %s", jit->triple, jit->cpu, jit->features);
+
+    char *msg = NULL;
+    if (LLVMGetTargetFromTriple(jit->triple, &jit->target, &msg)) {
+        seterr(err, err_len, "LLVM target %s: %s", jit->triple, msg ? msg : "");
+        LLVMDisposeMessage(msg);
+        goto fail;
+    }
+
+    LLVMErrorRef e = LLVMOrcCreateLLJIT(&jit->lljit, NULL);
+    if (e) {
+        jit->lljit = NULL;
+        seterr_llvm(err, err_len, "LLVM ORC LLJIT", e);
+        goto fail;
+    }
+    LLVMOrcDefinitionGeneratorRef gen;
+    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        &gen, LLVMOrcLLJITGetGlobalPrefix(jit->lljit), NULL, NULL);
+    if (e) {
+        seterr_llvm(err, err_len, "LLVM ORC process symbols", e);
+        goto fail;
+    }
+    LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(jit->lljit), gen);
+    return jit;
+fail:
+    llvm_jit_destroy(jit);
+    return NULL;
+}
+
+void llvm_jit_destroy(llvm_jit *jit)
+{
+    if (!jit) return;
+    for (llvm_loaded *l = jit->loaded, *next; l; l = next) {
+        next = l->next;
+        if (jit->lljit) {
+            LLVMErrorRef e = LLVMOrcResourceTrackerRemove(l->rt);
+            if (e) LLVMConsumeError(e);
+        }
+        LLVMOrcReleaseResourceTracker(l->rt);
+        free(l->symbol);
+        free(l);
+    }
+    if (jit->lljit) {
+        LLVMErrorRef e = LLVMOrcDisposeLLJIT(jit->lljit);
+        if (e) LLVMConsumeError(e);
+    }
+    pthread_mutex_destroy(&jit->lock);
+    free(jit->triple);
+    free(jit->cpu);
+    free(jit->features);
+    free(jit->target_text);
+    free(jit);
+}
+
+/* ---- kernel IR -> LLVM IR text ----------------------------------------------------------- */
+
+/* One pointer per distinct (buffer, dy, dz): the start of the row the x loop walks. */
+typedef struct row { int buf, dy, dz; } row;
+
+typedef struct gen {
+    const kir_kernel *k;
+    const llvm_options *opt;
+    sbuf *b;
+    const char *T;       /* "double" or "float" */
+    int align;
+    const char *fl;      /* fast-math flags on arithmetic, "" when strict */
+    char (*name)[40];    /* the operand text of each node */
+    row *rows;
+    int n_rows;
+    int *row_of;         /* node id (LOAD) -> row; outputs use out_row */
+    int *out_row;
+} gen;
+
+static int find_row(gen *g, int buf, int dy, int dz)
+{
+    for (int r = 0; r < g->n_rows; r++)
+        if (g->rows[r].buf == buf && g->rows[r].dy == dy && g->rows[r].dz == dz) return r;
+    g->rows[g->n_rows] = (row){buf, dy, dz};
+    return g->n_rows++;
+}
+
+/* The exact constant in LLVM's hexadecimal form (a float constant is written as the double it
+ * equals). */
+static void const_text(char *out, size_t len, double v, int single)
+{
+    if (single) v = (double)(float)v;
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    snprintf(out, len, "0x%016" PRIX64, bits);
+}
+
+/* Math functions LLVM vectorises by itself once declared readnone (it maps them to intrinsics
+ * and calls the scalar function per lane); others get our 2-lane variant. */
+static int llvm_knows(kir_op op)
+{
+    return op == KIR_EXP || op == KIR_LOG || op == KIR_LOG10 || op == KIR_SIN || op == KIR_COS ||
+           op == KIR_POW;
+}
+
+static const char *intrinsic_of(kir_op op)
+{
+    switch (op) {
+    case KIR_ABS: return "fabs";
+    case KIR_SQRT: return "sqrt";
+    case KIR_FLOOR: return "floor";
+    case KIR_CEIL: return "ceil";
+    default: return NULL;
+    }
+}
+
+/* libm name in the kernel's precision: exp / expf. */
+static void libm_name(char *out, size_t len, kir_op op, int single)
+{
+    snprintf(out, len, "%s%s", kir_ops[op].cfn, single ? "f" : "");
+}
+
+static void emit_decls(gen *g, const char *used_ops)
+{
+    sbuf *b = g->b;
+    const char *T = g->T, *sfx = g->opt->single ? "f32" : "f64";
+    int n_variants = 0;
+    for (int op = 0; op < KIR_N_OPS; op++) {
+        if (!used_ops[op] || !kir_ops[op].cfn) continue;
+        const char *intr = intrinsic_of((kir_op)op);
+        if (intr) {
+            sb_printf(b, "declare %s @llvm.%s.%s(%s)\n", T, intr, sfx, T);
+            continue;
+        }
+        char fn[32];
+        libm_name(fn, sizeof fn, (kir_op)op, g->opt->single);
+        int ar = kir_ops[op].arity;
+        sb_printf(b, "declare %s @%s(%s%s%s) #1\n", T, fn, T, ar > 1 ? ", " : "", ar > 1 ? T : "");
+        if (llvm_knows((kir_op)op)) continue;
+        /* the 2-lane variant: two scalar calls, so results are libm's */
+        sb_printf(b, "define internal <2 x %s> @pj.v2.%s(<2 x %s> %%a%s) #2 {\n", T, fn, T,
+                  ar > 1 ? (g->opt->single ? ", <2 x float> %b" : ", <2 x double> %b") : "");
+        for (int l = 0; l < 2; l++) {
+            sb_printf(b, "  %%a%d = extractelement <2 x %s> %%a, i32 %d\n", l, T, l);
+            if (ar > 1) {
+                sb_printf(b, "  %%b%d = extractelement <2 x %s> %%b, i32 %d\n", l, T, l);
+                sb_printf(b, "  %%r%d = call %s%s @%s(%s %%a%d, %s %%b%d) #1\n", l, g->fl, T, fn,
+                          T, l, T, l);
+            } else {
+                sb_printf(b, "  %%r%d = call %s%s @%s(%s %%a%d) #1\n", l, g->fl, T, fn, T, l);
+            }
+        }
+        sb_printf(b, "  %%v0 = insertelement <2 x %s> undef, %s %%r0, i32 0\n", T, T);
+        sb_printf(b, "  %%v1 = insertelement <2 x %s> %%v0, %s %%r1, i32 1\n", T, T);
+        sb_printf(b, "  ret <2 x %s> %%v1\n}\n", T);
+        n_variants++;
+    }
+    if (n_variants) {
+        /* keep the variants alive until the vectoriser has seen them */
+        sb_printf(b, "@llvm.compiler.used = appending global [%d x i8*] [", n_variants);
+        int i = 0;
+        for (int op = 0; op < KIR_N_OPS; op++) {
+            if (!used_ops[op] || !kir_ops[op].cfn || intrinsic_of((kir_op)op) ||
+                llvm_knows((kir_op)op))
+                continue;
+            char fn[32];
+            libm_name(fn, sizeof fn, (kir_op)op, g->opt->single);
+            int ar = kir_ops[op].arity;
+            sb_printf(b, "%si8* bitcast (<2 x %s> (<2 x %s>%s%s)* @pj.v2.%s to i8*)", i++ ? ", " : "",
+                      T, T, ar > 1 ? ", <2 x " : "", ar > 1 ? (g->opt->single ? "float>" : "double>") : "",
+                      fn);
+        }
+        sb_printf(b, "], section \"llvm.metadata\"\n");
+    }
+}
+
+/* One node in the x loop body (non-leaf, COORD or LOAD). */
+static void emit_node(gen *g, int id)
+{
+    const kir_node *n = &g->k->nodes[id];
+    sbuf *b = g->b;
+    const char *T = g->T, *fl = g->fl;
+    const char *a = n->arg[0] >= 0 ? g->name[n->arg[0]] : "", *c = n->arg[1] >= 0 ? g->name[n->arg[1]] : "",
+               *d = n->arg[2] >= 0 ? g->name[n->arg[2]] : "";
+    static const char *cmp[KIR_N_OPS] = {[KIR_LT] = "olt", [KIR_LE] = "ole", [KIR_GT] = "ogt",
+                                         [KIR_GE] = "oge", [KIR_EQ] = "oeq", [KIR_NE] = "une"};
+    static const char *arith[KIR_N_OPS] = {[KIR_ADD] = "fadd", [KIR_SUB] = "fsub",
+                                           [KIR_MUL] = "fmul", [KIR_DIV] = "fdiv"};
+    switch ((kir_op)n->op) {
+    case KIR_LOAD: {
+        int r = g->row_of[id];
+        char ix[24] = "%x0";
+        if (n->off[0]) {
+            sb_printf(b, "  %%i%d = add nsw i64 %%x0, %d\n", id, n->off[0]);
+            snprintf(ix, sizeof ix, "%%i%d", id);
+        }
+        sb_printf(b, "  %%q%d = getelementptr inbounds %s, %s* %%R%d, i64 %s\n", id, T, T, r, ix);
+        sb_printf(b, "  %%v%d = load %s, %s* %%q%d, align %d, !llvm.access.group !0\n", id, T, T,
+                  id, g->align);
+        return;
+    }
+    case KIR_COORD: {
+        /* origin + ((double)idx + 0.5*(1 + half)) * h, in double, then rounded (single) */
+        char q[40];
+        const_text(q, sizeof q, 0.5 * (1 + n->half), 0);
+        sb_printf(b, "  %%c%d.i = sitofp i64 %%x%d to double\n", id, n->axis);
+        sb_printf(b, "  %%c%d.a = fadd double %%c%d.i, %s\n", id, id, q);
+        sb_printf(b, "  %%c%d.m = fmul double %%c%d.a, %%hd%d\n", id, id, n->axis);
+        if (g->opt->single) {
+            sb_printf(b, "  %%c%d.d = fadd double %%od%d, %%c%d.m\n", id, n->axis, id);
+            sb_printf(b, "  %%v%d = fptrunc double %%c%d.d to float\n", id, id);
+        } else {
+            sb_printf(b, "  %%v%d = fadd double %%od%d, %%c%d.m\n", id, n->axis, id);
+        }
+        return;
+    }
+    case KIR_NEG: sb_printf(b, "  %%v%d = fneg %s%s %s\n", id, fl, T, a); return;
+    case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV:
+        sb_printf(b, "  %%v%d = %s %s%s %s, %s\n", id, arith[n->op], fl, T, a, c);
+        return;
+    case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE: case KIR_EQ: case KIR_NE:
+        sb_printf(b, "  %%v%d = fcmp %s %s %s, %s\n", id, cmp[n->op], T, a, c);
+        return;
+    case KIR_AND: sb_printf(b, "  %%v%d = and i1 %s, %s\n", id, a, c); return;
+    case KIR_OR: sb_printf(b, "  %%v%d = or i1 %s, %s\n", id, a, c); return;
+    case KIR_NOT: sb_printf(b, "  %%v%d = xor i1 %s, true\n", id, a); return;
+    case KIR_SELECT: sb_printf(b, "  %%v%d = select i1 %s, %s %s, %s %s\n", id, a, T, c, T, d); return;
+    case KIR_B2F: sb_printf(b, "  %%v%d = uitofp i1 %s to %s\n", id, a, T); return;
+    case KIR_F2B: sb_printf(b, "  %%v%d = fcmp une %s %s, 0.0\n", id, T, a); return;
+    default: break;
+    }
+    /* math */
+    const char *intr = intrinsic_of((kir_op)n->op);
+    if (intr) {
+        sb_printf(b, "  %%v%d = call %s%s @llvm.%s.%s(%s %s)\n", id, fl, T, intr,
+                  g->opt->single ? "f32" : "f64", T, a);
+        return;
+    }
+    char fn[32];
+    libm_name(fn, sizeof fn, (kir_op)n->op, g->opt->single);
+    int ar = kir_ops[n->op].arity;
+    sb_printf(b, "  %%v%d = call %s%s @%s(%s %s", id, fl, T, fn, T, a);
+    if (ar > 1) sb_printf(b, ", %s %s", T, c);
+    sb_printf(b, ")%s\n", llvm_knows((kir_op)n->op) ? "" : " #3");
+}
+
+/* Writes the module text for kernel k into b. */
+static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol,
+                  const char *triple, const char *datalayout, const char *cpu, const char *features,
+                  sbuf *b, char *err, size_t err_len)
+{
+    int rc = -1, dim = k->dim, nf = k->n_fields;
+    gen g = {.k = k, .opt = opt, .b = b, .T = opt->single ? "float" : "double",
+             .align = opt->single ? 4 : 8, .fl = opt->fast_math ? FAST_FLAGS : ""};
+    int n_bufs = nf * (k->n_slots > 0 ? k->n_slots : 1);
+    for (int i = 0; i < k->n_outputs; i++)
+        if (k->outputs[i].slot >= 0 && k->outputs[i].slot * nf + nf > n_bufs)
+            n_bufs = k->outputs[i].slot * nf + nf;
+    char used_ops[KIR_N_OPS] = {0};
+    char *buf_used = calloc((size_t)n_bufs + 1, 1), *param_used = calloc((size_t)k->n_params + 1, 1);
+    g.name = malloc(sizeof *g.name * ((size_t)k->n_nodes + 1));
+    g.rows = malloc(sizeof *g.rows * ((size_t)k->n_nodes + (size_t)k->n_outputs + 1));
+    g.row_of = malloc(sizeof *g.row_of * ((size_t)k->n_nodes + 1));
+    g.out_row = malloc(sizeof *g.out_row * ((size_t)k->n_outputs + 1));
+    if (!buf_used || !param_used || !g.name || !g.rows || !g.row_of || !g.out_row) {
+        seterr(err, err_len, "out of memory");
+        goto done;
+    }
+
+    /* leaves, rows and which launch fields are used */
+    int need_t = 0, need_dt = 0, need_h[3] = {0}, need_o[3] = {0};
+    for (int id = 0; id < k->n_nodes; id++) {
+        const kir_node *n = &k->nodes[id];
+        used_ops[n->op] = 1;
+        g.row_of[id] = -1;
+        const char *pfx = opt->single ? "f" : "d";
+        switch ((kir_op)n->op) {
+        case KIR_CONST: const_text(g.name[id], sizeof g.name[id], n->value, opt->single); break;
+        case KIR_PARAM:
+            param_used[n->index] = 1;
+            snprintf(g.name[id], sizeof g.name[id], "%%p%s%d", pfx, n->index);
+            break;
+        case KIR_TIME: need_t = 1; snprintf(g.name[id], sizeof g.name[id], "%%t%s", pfx); break;
+        case KIR_DT: need_dt = 1; snprintf(g.name[id], sizeof g.name[id], "%%dt%s", pfx); break;
+        case KIR_SPACING:
+            need_h[n->axis] = 1;
+            snprintf(g.name[id], sizeof g.name[id], "%%h%s%d", pfx, n->axis);
+            break;
+        case KIR_COORD:
+            need_h[n->axis] = need_o[n->axis] = 1;
+            snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
+            break;
+        case KIR_LOAD: {
+            int bi = n->slot * nf + n->index;
+            buf_used[bi] = 1;
+            g.row_of[id] = find_row(&g, bi, n->off[1], n->off[2]);
+            snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
+            break;
+        }
+        default: snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
+        }
+    }
+    for (int i = 0; i < k->n_outputs; i++) {
+        int bi = k->outputs[i].slot * nf + k->outputs[i].field;
+        buf_used[bi] = 1;
+        g.out_row[i] = find_row(&g, bi, 0, 0);
+    }
+
+    /* module header and declarations */
+    sb_printf(b, "; pdejit kernel %s (%dD, %d nodes, %d outputs, %s%s)\n", k->name, dim,
+              k->n_nodes, k->n_outputs, opt->single ? "single" : "double",
+              opt->fast_math ? ", fast-math" : "");
+    sb_printf(b, "source_filename = \"pdejit\"\ntarget datalayout = \"%s\"\ntarget triple = \"%s\"\n\n",
+              datalayout, triple);
+    sb_printf(b, "%s\n", LAUNCH_TYPE);
+    emit_decls(&g, used_ops);
+
+    /* entry: the launch fields, once */
+    const char *T = g.T;
+    sb_printf(b, "\ndefine void @\"%s\"(%%pj.launch* nocapture readonly %%L, i64 %%begin, i64 %%end) #0 {\nentry:\n",
+              symbol);
+#define FIELD(name, type, f, i)                                                                     \
+    do {                                                                                         \
+        sb_printf(b, "  %s.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d", \
+                  name, f);                                                                      \
+        if ((i) >= 0) sb_printf(b, ", i64 %d", i);                                                 \
+        sb_printf(b, "\n  %s = load %s, %s* %s.p, align 8\n", name, type, type, name);            \
+    } while (0)
+    FIELD("%bufs", "i8**", LF_BUF, -1);
+    for (int bi = 0; bi < n_bufs; bi++) {
+        if (!buf_used[bi]) continue;
+        sb_printf(b, "  %%B%d.p = getelementptr inbounds i8*, i8** %%bufs, i64 %d\n", bi, bi);
+        sb_printf(b, "  %%B%d.r = load i8*, i8** %%B%d.p, align 8\n", bi, bi);
+        sb_printf(b, "  %%B%d = bitcast i8* %%B%d.r to %s*\n", bi, bi, T);
+    }
+    char nm[32];
+    int any_param = 0;
+    for (int p = 0; p < k->n_params; p++) any_param |= param_used[p];
+    if (any_param) FIELD("%params", "double*", LF_PARAM, -1);
+    for (int p = 0; p < k->n_params; p++) {
+        if (!param_used[p]) continue;
+        sb_printf(b, "  %%pd%d.p = getelementptr inbounds double, double* %%params, i64 %d\n", p, p);
+        sb_printf(b, "  %%pd%d = load double, double* %%pd%d.p, align 8\n", p, p);
+        if (opt->single) sb_printf(b, "  %%pf%d = fptrunc double %%pd%d to float\n", p, p);
+    }
+    if (need_t) FIELD("%td", "double", LF_T, -1);
+    if (need_dt) FIELD("%dtd", "double", LF_DT, -1);
+    if (opt->single && need_t) sb_printf(b, "  %%tf = fptrunc double %%td to float\n");
+    if (opt->single && need_dt) sb_printf(b, "  %%dtf = fptrunc double %%dtd to float\n");
+    for (int a = 0; a < 3; a++) {
+        if (need_h[a]) {
+            snprintf(nm, sizeof nm, "%%hd%d", a);
+            FIELD(nm, "double", LF_H, a);
+            if (opt->single) sb_printf(b, "  %%hf%d = fptrunc double %%hd%d to float\n", a, a);
+        }
+        if (need_o[a]) {
+            snprintf(nm, sizeof nm, "%%od%d", a);
+            FIELD(nm, "double", LF_ORIGIN, a);
+        }
+    }
+    for (int a = 0; a < dim - 1; a++) {  /* inner loop extents */
+        snprintf(nm, sizeof nm, "%%n%d", a);
+        FIELD(nm, "i64", LF_N, a);
+    }
+    for (int a = 1; a < dim; a++) {
+        snprintf(nm, sizeof nm, "%%s%d", a);
+        FIELD(nm, "i64", LF_STRIDE, a);
+    }
+#undef FIELD
+
+    /* the loop nest: level 0 is the outermost (axis dim-1) over [begin, end) */
+    sb_printf(b, "  %%g = icmp slt i64 %%begin, %%end\n  br i1 %%g, label %%l0, label %%exit\n");
+    const char *pred = "entry";
+    char predbuf[16];
+    for (int lv = 0; lv < dim; lv++) {
+        int axis = dim - 1 - lv, inner = lv == dim - 1;
+        sb_printf(b, "l%d:\n  %%x%d = phi i64 [ %s, %%%s ], [ %%x%d.next, %%l%d%s ]\n", lv, axis,
+                  lv == 0 ? "%begin" : "0", pred, axis, lv, inner ? "" : ".latch");
+        if (lv == dim - 2 || (dim == 1 && inner)) {
+            /* row pointers: base + (y + dy) * stride[1] + (z + dz) * stride[2] */
+            for (int r = 0; r < g.n_rows; r++) {
+                const row *rw = &g.rows[r];
+                if (dim == 1) {
+                    sb_printf(b, "  %%R%d = getelementptr inbounds %s, %s* %%B%d, i64 0\n", r, T, T, rw->buf);
+                    continue;
+                }
+                sb_printf(b, "  %%ry%d = add nsw i64 %%x1, %d\n  %%ro%d = mul nsw i64 %%ry%d, %%s1\n",
+                          r, rw->dy, r, r);
+                if (dim == 3) {
+                    sb_printf(b, "  %%rz%d = add nsw i64 %%x2, %d\n  %%rw%d = mul nsw i64 %%rz%d, %%s2\n",
+                              r, rw->dz, r, r);
+                    sb_printf(b, "  %%rs%d = add nsw i64 %%ro%d, %%rw%d\n", r, r, r);
+                }
+                sb_printf(b, "  %%R%d = getelementptr inbounds %s, %s* %%B%d, i64 %%r%c%d\n", r, T, T,
+                          rw->buf, dim == 3 ? 's' : 'o', r);
+            }
+        }
+        if (!inner) {
+            int ia = axis - 1;  /* the next level's axis: extent n[ia] */
+            sb_printf(b, "  %%g%d = icmp sgt i64 %%n%d, 0\n  br i1 %%g%d, label %%l%d, label %%l%d.latch\n",
+                      lv, ia, lv, lv + 1, lv);
+            snprintf(predbuf, sizeof predbuf, "l%d", lv);
+            pred = predbuf;
+        }
+    }
+    /* the x loop body: every node, then every store */
+    for (int id = 0; id < k->n_nodes; id++) {
+        kir_op op = (kir_op)k->nodes[id].op;
+        if (op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING)
+            continue;
+        emit_node(&g, id);
+    }
+    for (int i = 0; i < k->n_outputs; i++) {
+        sb_printf(b, "  %%o%d = getelementptr inbounds %s, %s* %%R%d, i64 %%x0\n", i, T, T, g.out_row[i]);
+        sb_printf(b, "  store %s %s, %s* %%o%d, align %d, !llvm.access.group !0\n", T,
+                  g.name[k->outputs[i].node], T, i, g.align);
+    }
+    /* latches, innermost first */
+    for (int lv = dim - 1; lv >= 0; lv--) {
+        int axis = dim - 1 - lv, inner = lv == dim - 1;
+        if (!inner) sb_printf(b, "l%d.latch:\n", lv);
+        sb_printf(b, "  %%x%d.next = add nsw i64 %%x%d, 1\n", axis, axis);
+        if (lv == 0)
+            sb_printf(b, "  %%x%d.more = icmp slt i64 %%x%d.next, %%end\n", axis, axis);
+        else
+            sb_printf(b, "  %%x%d.more = icmp slt i64 %%x%d.next, %%n%d\n", axis, axis, axis);
+        sb_printf(b, "  br i1 %%x%d.more, label %%l%d, label %%%s%s", axis, lv,
+                  lv == 0 ? "exit" : "l", lv == 0 ? "" : (snprintf(nm, sizeof nm, "%d.latch", lv - 1), nm));
+        sb_printf(b, "%s\n", inner ? ", !llvm.loop !1" : "");
+    }
+    sb_printf(b, "exit:\n  ret void\n}\n\n");
+    sb_printf(b, "attributes #0 = { nounwind \"target-cpu\"=\"%s\" \"target-features\"=\"%s\" }\n",
+              cpu, features);
+    sb_printf(b, "attributes #1 = { nounwind readnone willreturn }\n");
+    sb_printf(b, "attributes #2 = { nounwind readnone willreturn \"target-cpu\"=\"%s\" \"target-features\"=\"%s\" }\n",
+              cpu, features);
+    /* #3: the call sites' 2-lane variants (see the top of this file) */
+    int any_variant = 0;
+    for (int op = 0; op < KIR_N_OPS; op++)
+        if (used_ops[op] && kir_ops[op].cfn && !intrinsic_of((kir_op)op) && !llvm_knows((kir_op)op))
+            any_variant = 1;
+    if (any_variant) {
+        sb_printf(b, "attributes #3 = { \"vector-function-abi-variant\"=\"");
+        int first = 1;
+        for (int op = 0; op < KIR_N_OPS; op++) {
+            if (!used_ops[op] || !kir_ops[op].cfn || intrinsic_of((kir_op)op) || llvm_knows((kir_op)op))
+                continue;
+            char fn[32];
+            libm_name(fn, sizeof fn, (kir_op)op, opt->single);
+            sb_printf(b, "%s_ZGV_LLVM_N2%s_%s(pj.v2.%s)", first ? "" : ",",
+                      kir_ops[op].arity > 1 ? "vv" : "v", fn, fn);
+            first = 0;
+        }
+        sb_printf(b, "\" }\n");
+    }
+    sb_printf(b, "\n!0 = distinct !{}\n!1 = distinct !{!1, !2, !3}\n"
+                 "!2 = !{!\"llvm.loop.parallel_accesses\", !0}\n!3 = !{!\"llvm.loop.mustprogress\"}\n");
+    if (b->oom) {
+        seterr(err, err_len, "out of memory");
+        goto done;
+    }
+    rc = 0;
+done:
+    free(buf_used);
+    free(param_used);
+    free(g.name);
+    free(g.rows);
+    free(g.row_of);
+    free(g.out_row);
+    return rc;
+}
+
+/* ---- compile ------------------------------------------------------------------------------ */
+
+int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, const char *symbol,
+                 void **object, size_t *object_len, char **ir_text, double *ms_compile,
+                 char *err, size_t err_len)
+{
+    double t0 = now_ms();
+    llvm_options strict = {0, 0};
+    if (!opt) opt = &strict;
+    if (object) *object = NULL;
+    if (object_len) *object_len = 0;
+    if (ir_text) *ir_text = NULL;
+    if (!jit || !k) {
+        seterr(err, err_len, "llvm_compile: no JIT or no kernel");
+        return -1;
+    }
+    if (k->kind != KIR_STAGE && k->kind != KIR_INIT) {
+        seterr(err, err_len, "kernel %s: the LLVM back end compiles stage and init kernels only", k->name);
+        return -1;
+    }
+    if (k->dim < 1 || k->dim > 3) {
+        seterr(err, err_len, "kernel %s: dimension %d", k->name, k->dim);
+        return -1;
+    }
+    if (!symbol_ok(symbol)) {
+        seterr(err, err_len, "kernel %s: bad symbol name", k->name);
+        return -1;
+    }
+    char verr[256];
+    if (kir_verify(k, verr, sizeof verr)) {
+        seterr(err, err_len, "kernel %s: %s", k->name, verr);
+        return -1;
+    }
+    for (int i = 0; i < k->n_outputs; i++)
+        if (k->outputs[i].slot < 0 || k->outputs[i].slot > 1000) {
+            seterr(err, err_len, "kernel %s: output %d writes slot %d", k->name, i, k->outputs[i].slot);
+            return -1;
+        }
+
+    int rc = -1;
+    char *msg = NULL;
+    sbuf text = {0};
+    LLVMContextRef ctx = NULL;
+    LLVMModuleRef mod = NULL;
+    LLVMPassBuilderOptionsRef pbo = NULL;
+    LLVMMemoryBufferRef out = NULL;
+    /* A TargetMachine per call: codegen mutates its options, so one shared TM would need a lock. */
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(jit->target, jit->triple, jit->cpu,
+                                                      jit->features, LLVMCodeGenLevelAggressive,
+                                                      LLVMRelocPIC, LLVMCodeModelDefault);
+    if (!tm) {
+        seterr(err, err_len, "LLVM: cannot create a target machine for %s", jit->triple);
+        return -1;
+    }
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    char *dl = LLVMCopyStringRepOfTargetData(td);
+    LLVMDisposeTargetData(td);
+    int g = gen_ir(k, opt, symbol, jit->triple, dl, jit->cpu, jit->features, &text, err, err_len);
+    LLVMDisposeMessage(dl);
+    if (g) goto done;
+
+    ctx = LLVMContextCreate();
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(text.s, text.n, "pdejit", 1);
+    if (LLVMParseIRInContext(ctx, mb, &mod, &msg)) { /* takes mb */
+        seterr(err, err_len, "kernel %s: generated LLVM IR does not parse (a back-end bug): %s",
+               k->name, msg ? msg : "");
+        mod = NULL;
+        goto done;
+    }
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+        seterr(err, err_len, "kernel %s: generated LLVM IR is invalid (a back-end bug): %s", k->name,
+               msg ? msg : "");
+        goto done;
+    }
+    LLVMDisposeMessage(msg);
+    msg = NULL;
+
+    pbo = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(pbo, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(pbo, 1);
+    LLVMPassBuilderOptionsSetLoopInterleaving(pbo, 1);
+    LLVMPassBuilderOptionsSetLoopUnrolling(pbo, 1);
+    LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", tm, pbo);
+    if (e) {
+        seterr_llvm(err, err_len, "LLVM default<O3>", e);
+        goto done;
+    }
+    if (ir_text) {
+        char *s = LLVMPrintModuleToString(mod);
+        *ir_text = s ? xstrdup(s) : NULL;
+        LLVMDisposeMessage(s);
+        if (!*ir_text) {
+            seterr(err, err_len, "out of memory");
+            goto done;
+        }
+    }
+    if (object) {
+        if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &out)) {
+            seterr(err, err_len, "LLVM object emission: %s", msg ? msg : "");
+            out = NULL;
+            goto done;
+        }
+        size_t n = LLVMGetBufferSize(out);
+        *object = malloc(n ? n : 1);
+        if (!*object) {
+            seterr(err, err_len, "out of memory");
+            goto done;
+        }
+        memcpy(*object, LLVMGetBufferStart(out), n);
+        if (object_len) *object_len = n;
+    }
+    rc = 0;
+done:
+    if (rc && ir_text && *ir_text) {
+        free(*ir_text);
+        *ir_text = NULL;
+    }
+    if (rc && object && *object) {
+        free(*object);
+        *object = NULL;
+    }
+    if (out) LLVMDisposeMemoryBuffer(out);
+    if (msg) LLVMDisposeMessage(msg);
+    if (pbo) LLVMDisposePassBuilderOptions(pbo);
+    if (mod) LLVMDisposeModule(mod);
+    if (ctx) LLVMContextDispose(ctx);
+    LLVMDisposeTargetMachine(tm);
+    free(text.s);
+    if (ms_compile) *ms_compile = now_ms() - t0;
+    return rc;
+}
+
+/* ---- load / unload ------------------------------------------------------------------------ */
+
+int llvm_load(llvm_jit *jit, const void *object, size_t len, const char *symbol, kir_cpu_fn *fn,
+              llvm_loaded **handle, char *err, size_t err_len)
+{
+    if (fn) *fn = NULL;
+    if (handle) *handle = NULL;
+    if (!jit || !object || !len || !fn || !handle || !symbol_ok(symbol)) {
+        seterr(err, err_len, "llvm_load: bad arguments");
+        return -1;
+    }
+    pthread_mutex_lock(&jit->lock);
+    for (llvm_loaded *l = jit->loaded; l; l = l->next)
+        if (!strcmp(l->symbol, symbol)) {
+            l->refs++;
+            *fn = l->fn;
+            *handle = l;
+            pthread_mutex_unlock(&jit->lock);
+            return 0;
+        }
+    int rc = -1;
+    llvm_loaded *l = calloc(1, sizeof *l);
+    if (!l || !(l->symbol = xstrdup(symbol))) {
+        seterr(err, err_len, "out of memory");
+        goto fail;
+    }
+    l->rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(jit->lljit));
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(object, len, symbol);
+    LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(jit->lljit, l->rt, mb); /* takes mb */
+    if (e) {
+        seterr_llvm(err, err_len, "loading kernel object", e);
+        goto fail;
+    }
+    LLVMOrcJITTargetAddress addr = 0;
+    e = LLVMOrcLLJITLookup(jit->lljit, &addr, symbol);
+    if (e || !addr) {
+        if (e) seterr_llvm(err, err_len, "looking up the kernel", e);
+        else seterr(err, err_len, "looking up the kernel: %s has address 0", symbol);
+        goto fail;
+    }
+    l->fn = (kir_cpu_fn)(uintptr_t)addr;
+    l->refs = 1;
+    l->next = jit->loaded;
+    jit->loaded = l;
+    *fn = l->fn;
+    *handle = l;
+    rc = 0;
+fail:
+    if (rc && l) {
+        if (l->rt) {
+            LLVMErrorRef e2 = LLVMOrcResourceTrackerRemove(l->rt);
+            if (e2) LLVMConsumeError(e2);
+            LLVMOrcReleaseResourceTracker(l->rt);
+        }
+        free(l->symbol);
+        free(l);
+    }
+    pthread_mutex_unlock(&jit->lock);
+    return rc;
+}
+
+void llvm_unload(llvm_jit *jit, llvm_loaded *handle)
+{
+    if (!jit || !handle) return;
+    pthread_mutex_lock(&jit->lock);
+    for (llvm_loaded **p = &jit->loaded; *p; p = &(*p)->next) {
+        if (*p != handle) continue;
+        if (--handle->refs == 0) {
+            *p = handle->next;
+            LLVMErrorRef e = LLVMOrcResourceTrackerRemove(handle->rt);
+            if (e) LLVMConsumeError(e);
+            LLVMOrcReleaseResourceTracker(handle->rt);
+            free(handle->symbol);
+            free(handle);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&jit->lock);
+}

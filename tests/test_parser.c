@@ -1,0 +1,329 @@
+/* test_parser.c — the language front end: grammar, precedence, and every error the issue
+ * lists, each asserted with its exact message and position. */
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "program.h"
+
+/* Compiles `src` as "t.pde"; returns the program (or NULL) and the diagnostics in *log. */
+static pj_program *compile(const char *src, char **log)
+{
+    diag d;
+    diag_init(&d, "t.pde", src, strlen(src));
+    pj_program *p = compile_problem("t.pde", src, strlen(src), &d, NULL);
+    *log = strdup(d.log ? d.log : "");
+    diag_free(&d);
+    return p;
+}
+
+/* Asserts that compiling src fails with `expected` ("LINE:COL: error: MESSAGE") in the log,
+ * followed by the source line and a caret in the right column. */
+static void expect_error(const char *src, const char *expected)
+{
+    char *log;
+    pj_program *p = compile(src, &log);
+    char want[512];
+    snprintf(want, sizeof want, "t.pde:%s\n", expected);
+    if (p || !strstr(log, want)) {
+        fprintf(stderr, "source:\n%s\nexpected: %swas:\n%s\n", src, want, log);
+        fail();
+    }
+    /* the caret sits under the column given */
+    int line, col;
+    assert_int_equal(sscanf(expected, "%d:%d", &line, &col), 2);
+    const char *at = strstr(log, want) + strlen(want);
+    const char *caret_line = strchr(at, '\n');
+    assert_non_null(caret_line);
+    caret_line++;
+    const char *caret = strchr(caret_line, '^');
+    assert_non_null(caret);
+    /* "    " indent, then the text up to the column (no tabs in these sources) */
+    if (!strchr(src, '\t'))
+        assert_int_equal((int)(caret - caret_line), 4 + col - 1);
+    else /* the caret line repeats the tabs, so it lines up in any terminal */
+        assert_int_equal(caret_line[4], '\t');
+    free(log);
+    program_free(p);
+}
+
+static double param_value(const char *expr)
+{
+    char src[512], *log;
+    snprintf(src, sizeof src, "mesh grid(nx = 4)\nparam p = %s\n", expr);
+    pj_program *p = compile(src, &log);
+    if (!p) {
+        fprintf(stderr, "%s", log);
+        fail();
+    }
+    double v = p->param_values[0];
+    program_free(p);
+    free(log);
+    return v;
+}
+
+static void precedence(void **state)
+{
+    (void)state;
+    assert_true(param_value("-2^2") == -4);
+    assert_true(param_value("2^3^2") == 512);
+    assert_true(param_value("2^-1") == 0.5);
+    assert_true(param_value("-2^-2*4") == -1);
+    assert_true(param_value("1 + 2*3 - 4/2") == 5);
+    assert_true(param_value("(1 + 2)*3") == 9);
+    assert_true(param_value("(1 < 2) + (3 >= 3) + (2 <= 1) + (1 > 0)") == 3);
+    assert_true(param_value("1 < 2 && 2 < 1 || 1 == 1") == 1);
+    assert_true(param_value("0 || 1 && 0") == 0);
+    assert_true(param_value("0 ? 1 : 1 ? 2 : 3") == 2);
+    assert_true(param_value("!0 + !5 + (1 != 1)") == 1);
+    assert_true(param_value("-(3) - -2") == -1);
+    assert_true(param_value("+4") == 4);
+    assert_true(param_value(".5 + 1. + 1e-3 + 2.5E+1") == 26.501);
+    assert_true(param_value("min(3, 2) + max(3, 2) + abs(-1) + sign(-4) + heaviside(2)") == 6);
+    assert_true(fabs(param_value("pi") - M_PI) < 1e-15);
+    assert_true(fabs(param_value("atan2(1, 1)*4 - pi")) < 1e-15);
+    assert_true(param_value("pow(2, 10)") == 1024);
+}
+
+static void layout_and_continuation(void **state)
+{
+    (void)state;
+    const char *src =
+        "# a comment line\r\n"
+        "mesh grid(nx = 10,\r\n"
+        "          Lx = 2*pi)   # trailing comment\r\n"
+        "param\ta = 1 +\r\n"
+        "          2,\r\n"
+        "      b = (a\r\n"
+        "           * 3)\r\n"
+        "\r\n"
+        "field u = a\r\n"
+        "eq dt(u) = -\r\n"
+        "   b*u\r\n"
+        "on left:\r\n"
+        "   u = 0";              /* no final newline */
+    char *log;
+    pj_program *p = compile(src, &log);
+    if (!p) fprintf(stderr, "%s", log);
+    assert_non_null(p);
+    assert_true(p->param_values[0] == 3);
+    assert_true(p->param_values[1] == 9);
+    assert_true(fabs(p->length[0] - 2 * M_PI) < 1e-15);
+    assert_int_equal(p->bc[0][0].kind, PJ_BC_LINEAR);
+    program_free(p);
+    free(log);
+}
+
+static void samples_parse(void **state)
+{
+    (void)state;
+    const char *files[] = {"heat1d", "fisher", "allen_cahn", "gray_scott", "advection_vanleer", "heat3d", "robin"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/samples/%s.pde", PJ_SOURCE_DIR, files[i]);
+        size_t len;
+        char *text = tu_read_file(path, &len);
+        assert_non_null(text);
+        diag d;
+        diag_init(&d, path, text, len);
+        pj_program *p = compile_problem(path, text, len, &d, NULL);
+        if (!p) fprintf(stderr, "%s", d.log);
+        assert_non_null(p);
+        diag_free(&d);
+        program_free(p);
+        free(text);
+    }
+}
+
+static void errors_names(void **state)
+{
+    (void)state;
+    expect_error("mesh grid(nx=10)\nparam Dif = 1\nfield u\neq dt(u) = Diff*lap(u)\n",
+                 "4:12: error: undefined name 'Diff'; did you mean 'Dif'?");
+    expect_error("mesh grid(nx=10)\nfield u\neq dt(u) = zzz\n", "3:12: error: undefined name 'zzz'");
+    expect_error("mesh grid(nx=10)\nfield u\neq dt(u) = exp(u, 2)\n", "3:12: error: exp() takes 1 argument, not 2");
+    expect_error("mesh grid(nx=10)\nfield u\neq dt(u) = sqr(u)\n",
+                 "3:12: error: unknown function 'sqr'; did you mean 'sqrt'?");
+    expect_error("mesh grid(nx=10)\nfunc f(a, b) = a*b\nfield u\neq dt(u) = f(u)\n",
+                 "4:12: error: func 'f' takes 2 arguments, not 1");
+    expect_error("mesh grid(nx=10)\nfield u\nfield u\n", "3:7: error: 'u' is already defined as a field at line 2");
+    expect_error("mesh grid(nx=10)\nparam x = 1\n", "2:7: error: 'x' is a built-in name and cannot be redefined");
+}
+
+static void errors_contexts(void **state)
+{
+    (void)state;
+    const char *face_ops[] = {"L(u)", "R(u)", "LL(u)", "RR(u)", "harm(u)", "upwind(u, 1)", "normal(u)", "grad(u)"};
+    for (size_t i = 0; i < sizeof face_ops / sizeof *face_ops; i++) {
+        char src[256], want[256], name[16];
+        snprintf(src, sizeof src, "mesh grid(nx=10)\nfield u\neq dt(u) = 1 + %s\n", face_ops[i]);
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(face_ops[i], "("), face_ops[i]);
+        snprintf(want, sizeof want, "3:16: error: %s() is a face quantity: use it inside div(...) or a flux", name);
+        expect_error(src, want);
+    }
+    expect_error("mesh grid(nx=10)\nflux F(u) = L(u)\nfield u\neq dt(u) = F(u)\n",
+                 "4:12: error: flux 'F' is a face quantity: use it inside div(...)");
+    /* a face operator inside a func used in cell context points into the func */
+    expect_error("mesh grid(nx=10)\nfunc f(a) = R(a)\nfield u\neq dt(u) = f(u)\n",
+                 "2:13: error: R() is a face quantity: use it inside div(...) or a flux");
+    expect_error("mesh grid(nx=10)\nfield u\neq dt(u) = dn(u)\n",
+                 "3:12: error: dn() is the normal derivative at a boundary: use it in an `on` condition");
+}
+
+static void errors_equations(void **state)
+{
+    (void)state;
+    expect_error("mesh grid(nx=10)\nfield u\neq dt(u) = 0\neq dt(u) = 1\n",
+                 "4:7: error: field 'u' already has an equation at line 3");
+    expect_error("mesh grid(nx=10)\nparam a = 1\nfield u\neq dt(a) = 0\n",
+                 "4:7: error: eq for 'a', which is a param, not a field");
+    expect_error("mesh grid(nx=10)\nfield u\neq dt(v) = 0\n",
+                 "3:7: error: eq for 'v', which is not defined (declare it: field v = ...)");
+    expect_error("mesh grid(nx=10)\nfield u\nparam a = 2*u\n", "3:13: error: a param value cannot depend on the field 'u'");
+    expect_error("mesh grid(nx=10)\nfunc f(a) = g(a)\nfunc g(a) = f(a)\nfield u\neq dt(u) = f(u)\n",
+                 "2:6: error: func 'f' is recursive (f -> g -> f); funcs are inlined and may not call themselves");
+    expect_error("mesh grid(nx=10)\nfunc f(a) = f(a)\n",
+                 "2:6: error: func 'f' is recursive (f -> f); funcs are inlined and may not call themselves");
+    expect_error("mesh grid(nx=10)\nfunc f(a, b, a) = a\n", "2:14: error: duplicate argument 'a' in func 'f'");
+}
+
+static void errors_boundaries(void **state)
+{
+    (void)state;
+    expect_error("mesh grid(nx=10)\nfield u\non left: u*u = 1\n", "3:10: error: boundary condition is not linear in u and dn(u)");
+    expect_error("mesh grid(nx=10)\nfield u\non left: exp(dn(u)) = 1\n",
+                 "3:10: error: boundary condition is not linear in u and dn(u)");
+    expect_error("mesh grid(nx=10)\nfield u\non left, left: u = 1\n", "3:10: error: side 'left' is named twice");
+    expect_error("mesh grid(nx=10)\nfield u\non left: u = 1\non left: dn(u) = 2\n",
+                 "4:4: error: side 'left' already has a condition for u at line 3");
+    expect_error("mesh grid(nx=10)\nfield u\non top: u = 1\n", "3:4: error: side 'top' does not exist in a 1D mesh");
+    expect_error("mesh grid(nx=10, ny=4)\nfield u\non front: u = 1\n", "3:4: error: side 'front' does not exist in a 2D mesh");
+    expect_error("mesh grid(nx=10)\nfield u\non lef: u = 1\n",
+                 "3:4: error: unknown side 'lef' (did you mean 'left'?); sides are left, right, bottom, top, back, front, all");
+    expect_error("mesh grid(nx=10)\nfield u\nperiodic x\non left: u = 1\n",
+                 "4:4: error: side 'left' is periodic (periodic x at line 3); it cannot also have a boundary condition");
+    expect_error("mesh grid(nx=10)\nfield u\non left: 1 = 2\n",
+                 "3:10: error: boundary condition names no field (write e.g. `u = 1` or `dn(u) = 0`)");
+}
+
+static void errors_dimensions(void **state)
+{
+    (void)state;
+    expect_error("mesh grid(nx=10)\nfield u = y\n", "2:11: error: 'y' does not exist in a 1D mesh");
+    expect_error("mesh grid(nx=10, ny=3)\nfield u = z + dz\n", "2:11: error: 'z' does not exist in a 2D mesh");
+    expect_error("mesh grid(nx=10)\nfield u\neq dt(u) = u[0, 1]\n", "3:17: error: offset along y, which a 1D mesh does not have");
+    expect_error("mesh grid(nx=10)\nfield u\neq dt(u) = u[0.5]\n",
+                 "3:14: error: a neighbour offset must be an integer between -100 and 100");
+    expect_error("field u\n", "1:1: error: no mesh: a problem needs a line such as `mesh grid(nx = 100)`");
+    expect_error("mesh grid(ny=10)\n", "1:1: error: the mesh needs nx (cells along x)");
+    expect_error("mesh grid(nx=0)\n", "1:14: error: nx must be a positive whole number of cells, not 0");
+    expect_error("mesh grid(nx=10.5)\n", "1:14: error: nx must be a positive whole number of cells, not 10.5");
+    expect_error("mesh grid(nx=10, Lx=-1)\n", "1:21: error: Lx must be positive, not -1");
+    expect_error("mesh grid(nx=10, Lxx=3)\n", "1:18: error: unknown mesh argument 'Lxx'; did you mean 'Lx'?");
+    expect_error("mesh hex(nx=10)\n", "1:6: error: unknown mesh 'hex': the mesh is grid(nx=, ny=, nz=, Lx=, ...)");
+}
+
+static void errors_time_and_lexing(void **state)
+{
+    (void)state;
+    expect_error("mesh grid(nx=10)\ntime dt = 0, steps = 1\n", "2:11: error: the time step dt must be positive, not 0");
+    expect_error("mesh grid(nx=10)\ntime dt = -1e-3, steps = 1\n", "2:11: error: the time step dt must be positive, not -0.001");
+    expect_error("mesh grid(nx=10)\ntime dt = 1, steps = 1, scheme = rk5\n",
+                 "2:34: error: unknown scheme 'rk5' (did you mean 'rk2'?); schemes are euler, rk2, rk3, rk4");
+    expect_error("mesh grid(nx=10)\ntime dt = 1, steps = 1, scheme = leapfrog\n",
+                 "2:34: error: unknown scheme 'leapfrog'; schemes are euler, rk2, rk3, rk4");
+    expect_error("mesh grid(nx=10)\nfield u = 1e+\n", "2:11: error: malformed number '1e+'");
+    expect_error("mesh grid(nx=10)\nfield u = 2x\n", "2:11: error: malformed number '2x'");
+    expect_error("mesh grid(nx=10)\nfield u = 1.2.3\n", "2:11: error: malformed number '1.2.3'");
+    expect_error("mesh grid(nx=10)\nfield u = 1e999\n", "2:11: error: number '1e999' is too large for a double");
+    expect_error("mesh grid(nx=10)\nfield u = 1 \xc3\xa9\n", "2:13: error: non-ASCII byte 0xC3 (pdejit files are plain ASCII)");
+    expect_error("mesh grid(nx=10)\nfield u = 1 @ 2\n", "2:13: error: unexpected character '@'");
+    expect_error("mesh grid(nx=10)\nfield u = (1 + 2\n", "2:17: error: unexpected end of file: a '(' or '[' is still open");
+    expect_error("mesh grid(nx=10)\nfield u = 1 +* 2\n", "2:14: error: unexpected '*'");
+    /* a tab advances the column to the next multiple of 8, plus one */
+    expect_error("mesh grid(nx=10)\n\tfield u = q\n", "2:19: error: undefined name 'q'");
+}
+
+static void several_errors_in_one_run(void **state)
+{
+    (void)state;
+    char *log;
+    pj_program *p = compile("mesh grid(nx=10)\nfield u = 1 +* 2\nfield v = 3 */ 4\nparam a = )\n", &log);
+    assert_null(p);
+    assert_non_null(strstr(log, "t.pde:2:14: error"));
+    assert_non_null(strstr(log, "t.pde:3:14: error"));
+    assert_non_null(strstr(log, "t.pde:4:11: error"));
+    free(log);
+    p = compile("mesh grid(nx=10)\nfield u = y\nfield v = qq\neq dt(w) = 1\n", &log);
+    assert_null(p);
+    assert_non_null(strstr(log, "t.pde:2:11: error"));
+    assert_non_null(strstr(log, "t.pde:3:11: error"));
+    free(log);
+}
+
+static void hostile_input(void **state)
+{
+    (void)state;
+    /* 100 000 nested parentheses, a 1 MB line, a million unary minuses, binary garbage */
+    size_t n = 100000;
+    char *s = malloc(2 * n + 64);
+    strcpy(s, "mesh grid(nx=4)\nfield u = ");
+    size_t k = strlen(s);
+    for (size_t i = 0; i < n; i++) s[k++] = '(';
+    s[k++] = '1';
+    for (size_t i = 0; i < n; i++) s[k++] = ')';
+    s[k] = 0;
+    char *log;
+    assert_null(compile(s, &log));
+    assert_non_null(strstr(log, "t.pde:2:211: error: expression is nested too deeply (more than 200 parentheses)"));
+    free(log);
+    free(s);
+
+    size_t len = 1 << 20;
+    s = malloc(len + 64);
+    strcpy(s, "mesh grid(nx=4)\nfield u = 1");
+    k = strlen(s);
+    while (k < len) { s[k++] = '+'; s[k++] = '1'; }
+    s[k] = 0;
+    assert_null(compile(s, &log));
+    assert_non_null(strstr(log, "error: expression is too long or nested too deeply"));
+    free(log);
+    memset(s + 27, '-', len - 27);
+    s[len] = '1';
+    s[len + 1] = 0;
+    assert_null(compile(s, &log));
+    assert_non_null(strstr(log, "error: expression is too long or nested too deeply"));
+    free(log);
+
+    srand(7);
+    for (int round = 0; round < 50; round++) {
+        size_t m = (size_t)(rand() % 5000);
+        for (size_t i = 0; i < m; i++) s[i] = (char)(rand() % 256);
+        s[m] = 0; /* strlen may stop early at a NUL byte: fine, both lengths are exercised */
+        diag d;
+        diag_init(&d, "g.pde", s, m);
+        pj_program *p = compile_problem("g.pde", s, m, &d, NULL);
+        program_free(p);
+        diag_free(&d);
+    }
+    free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(precedence),
+        cmocka_unit_test(layout_and_continuation),
+        cmocka_unit_test(samples_parse),
+        cmocka_unit_test(errors_names),
+        cmocka_unit_test(errors_contexts),
+        cmocka_unit_test(errors_equations),
+        cmocka_unit_test(errors_boundaries),
+        cmocka_unit_test(errors_dimensions),
+        cmocka_unit_test(errors_time_and_lexing),
+        cmocka_unit_test(several_errors_in_one_run),
+        cmocka_unit_test(hostile_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
