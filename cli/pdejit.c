@@ -6,8 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
+#include <unistd.h>
+#include "cache.h"
+#include "cpu_backend.h"
+#include "driver.h"
 #include "program.h"
 #include "scheme.h"
+#include "sim.h"
 
 static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
 {
@@ -90,6 +96,38 @@ static const char *usage_emit =
     "  --llvm   the optimised LLVM IR of the CPU back end\n"
     "  --cuda   the CUDA C of the GPU back end\n";
 
+static const char *usage_run =
+    "usage: pdejit run FILE [options]\n"
+    "Runs the problem in FILE.\n"
+    "  --backend interp|cpu|cuda  where the kernels run (default cpu: LLVM JIT, all cores)\n"
+    "  --set NAME=VALUE           change a param (repeatable; never recompiles)\n"
+    "  --dt DT                    time step (overrides the file)\n"
+    "  --steps N | --until T      how far to run (overrides the file)\n"
+    "  --scheme euler|rk2|rk3|rk4 time-stepping scheme (overrides the file)\n"
+    "  --out DIR                  snapshot folder (default FILE's name + .out when the file has\n"
+    "                             an output statement; `--out none` writes none)\n"
+    "  --dump FILE.csv            write the final state: x[,y[,z]],field... one row per cell,\n"
+    "                             17 significant digits\n"
+    "  --threads N                CPU threads (default: all cores)\n"
+    "  --precision double|single  floating point of the kernels (default double)\n"
+    "  --fast-math                let the compiler reassociate and contract (FMA); results\n"
+    "                             then differ from the interpreter in the last bits\n"
+    "  --check-every N            steps between NaN/Inf checks (default 1)\n"
+    "  --verbose                  compile/cache times per kernel, Mcells/s\n"
+    "  --quiet                    no progress lines\n"
+    "Exit status: 0 success, 1 the run failed (NaN/Inf found: step, time, field, cell), 2 bad\n"
+    "usage or a bad problem file.\n";
+
+static const char *usage_cache =
+    "usage: pdejit cache stats|list|clear|explain FILE [--precision single] [--fast-math]\n"
+    "The on-disk kernel cache ($PDEJIT_CACHE_DIR, else $XDG_CACHE_HOME/pdejit, else\n"
+    "~/.cache/pdejit; size cap $PDEJIT_CACHE_MAX, default 256M):\n"
+    "  stats          folder, entries, size against the cap\n"
+    "  list           one line per entry, most recently used first\n"
+    "  clear          removes every entry\n"
+    "  explain FILE   for each kernel of FILE: hit, or miss and which key component differs\n"
+    "                 from the nearest stored entry\n";
+
 static int wants_help(int argc, char **argv)
 {
     for (int i = 0; i < argc; i++)
@@ -140,6 +178,17 @@ static int cmd_emit(int argc, char **argv)
             printf("# stage %d reads slot %d at t + %g dt\n", s + 1, p->stages[s].read_slot, p->stages[s].t_frac);
             kir_print(p->stages[s].kernel, stdout, fn, pn);
         }
+    } else if (!strcmp(what, "llvm")) {
+        char err[1024];
+        cpu_backend_options bo = {0};
+        cpu_backend *be = cpu_backend_create(&bo, err, sizeof err);
+        int r = be ? cpu_backend_emit(be, p, stdout, err, sizeof err) : -1;
+        cpu_backend_destroy(be);
+        if (r < 0) {
+            fprintf(stderr, "pdejit: %s\n", err);
+            program_free(p);
+            return 2;
+        }
     } else {
         fprintf(stderr, "pdejit emit: --%s is not built yet\n", what);
         program_free(p);
@@ -149,12 +198,234 @@ static int cmd_emit(int argc, char **argv)
     return 0;
 }
 
+static int parse_double(const char *opt, const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (!*text || *end || errno || !isfinite(v)) {
+        fprintf(stderr, "pdejit: %s: '%s' is not a number\n", opt, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static char *default_out_dir(const char *file)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    size_t n = strlen(base);
+    if (n > 4 && !strcmp(base + n - 4, ".pde")) n -= 4;
+    char *dir = malloc(n + 8);
+    snprintf(dir, n + 8, "%.*s.out", (int)n, base);
+    return dir;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) { fputs(usage_run, stdout); return 0; }
+    const char *file = NULL, *backend = "cpu", *out = NULL, *dump = NULL;
+    const char *sets[256];
+    int n_sets = 0, threads = 0, single = 0, fast_math = 0, verbose = 0, quiet = 0;
+    double dt = 0, until = -1, steps_d = -1, check_every = 1;
+    pj_compile_options copt = {0};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE() do { if (!v) { fprintf(stderr, "pdejit run: %s needs a value\n%s", a, usage_run); return 2; } i++; } while (0)
+        if (!strcmp(a, "--backend")) { NEED_VALUE(); backend = v; }
+        else if (!strcmp(a, "--set")) {
+            NEED_VALUE();
+            if (n_sets == 256) { fprintf(stderr, "pdejit run: too many --set\n"); return 2; }
+            sets[n_sets++] = v;
+        }
+        else if (!strcmp(a, "--dt")) { NEED_VALUE(); if (parse_double(a, v, &dt) < 0) return 2; if (!(dt > 0)) { fprintf(stderr, "pdejit: --dt must be positive\n"); return 2; } }
+        else if (!strcmp(a, "--until")) { NEED_VALUE(); if (parse_double(a, v, &until) < 0) return 2; if (!(until >= 0)) { fprintf(stderr, "pdejit: --until must be >= 0\n"); return 2; } }
+        else if (!strcmp(a, "--steps")) { NEED_VALUE(); if (parse_double(a, v, &steps_d) < 0) return 2; if (!(steps_d >= 0 && steps_d == floor(steps_d))) { fprintf(stderr, "pdejit: --steps must be a whole number >= 0\n"); return 2; } }
+        else if (!strcmp(a, "--scheme")) {
+            NEED_VALUE();
+            int sch = scheme_from_name(v);
+            if (sch < 0) { fprintf(stderr, "pdejit: unknown scheme '%s'; schemes are euler, rk2, rk3, rk4\n", v); return 2; }
+            copt.scheme = (pj_scheme)sch;
+            copt.scheme_set = 1;
+        }
+        else if (!strcmp(a, "--out")) { NEED_VALUE(); out = v; }
+        else if (!strcmp(a, "--dump")) { NEED_VALUE(); dump = v; }
+        else if (!strcmp(a, "--threads")) {
+            NEED_VALUE();
+            double t;
+            if (parse_double(a, v, &t) < 0) return 2;
+            if (!(t >= 1 && t <= 1024 && t == floor(t))) { fprintf(stderr, "pdejit: --threads must be 1 to 1024\n"); return 2; }
+            threads = (int)t;
+        }
+        else if (!strcmp(a, "--precision")) {
+            NEED_VALUE();
+            if (!strcmp(v, "single")) single = 1;
+            else if (!strcmp(v, "double")) single = 0;
+            else { fprintf(stderr, "pdejit: --precision is double or single, not '%s'\n", v); return 2; }
+        }
+        else if (!strcmp(a, "--check-every")) { NEED_VALUE(); if (parse_double(a, v, &check_every) < 0 || !(check_every >= 1)) { fprintf(stderr, "pdejit: --check-every must be >= 1\n"); return 2; } }
+        else if (!strcmp(a, "--fast-math")) fast_math = 1;
+        else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) verbose = 1;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
+        else if (!strcmp(a, "--watch")) { fprintf(stderr, "pdejit run: --watch (hot swap) is not built yet\n"); return 2; }
+        else if (a[0] == '-' && a[1]) { fprintf(stderr, "pdejit run: unknown option '%s'\n%s", a, usage_run); return 2; }
+        else if (!file) file = a;
+        else { fprintf(stderr, "pdejit run: more than one FILE ('%s', '%s')\n", file, a); return 2; }
+#undef NEED_VALUE
+    }
+    if (!file) { fputs(usage_run, stderr); return 2; }
+    int use_cpu = 0;
+    if (!strcmp(backend, "cpu")) use_cpu = 1;
+    else if (!strcmp(backend, "cuda")) {
+        fprintf(stderr, "pdejit: the cuda back end is not built yet (use --backend cpu or interp)\n");
+        return 2;
+    } else if (strcmp(backend, "interp")) {
+        fprintf(stderr, "pdejit: unknown back end '%s'; back ends are interp, cpu, cuda\n", backend);
+        return 2;
+    }
+    pj_program *p = load_problem(file, &copt);
+    if (!p) return 2;
+    int status = 2;
+    sim *s = NULL;
+    cpu_backend *be = NULL;
+    char *out_owned = NULL;
+    char err[1024];
+    if (dt <= 0) dt = p->dt;
+    if (dt <= 0) {
+        fprintf(stderr, "pdejit: %s: no time step: add `time dt = ...` to the file or give --dt\n", file);
+        goto done;
+    }
+    int64_t steps = steps_d >= 0 ? (int64_t)steps_d : until >= 0 ? -1 : p->steps;
+    if (until < 0) until = p->until;
+    if (steps < 0 && until < 0) {
+        fprintf(stderr, "pdejit: %s: how far to run? add `until = ` or `steps = ` to the time statement, or give --until/--steps\n", file);
+        goto done;
+    }
+    sim_options so = {single, threads};
+    s = sim_create(p, &so, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "pdejit: %s\n", err);
+        status = 1;
+        goto done;
+    }
+    for (int i = 0; i < n_sets; i++) {
+        const char *eq = strchr(sets[i], '=');
+        double v;
+        if (!eq || eq == sets[i]) { fprintf(stderr, "pdejit: --set takes NAME=VALUE, not '%s'\n", sets[i]); goto done; }
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - sets[i]), sets[i]);
+        if (parse_double("--set", eq + 1, &v) < 0) goto done;
+        if (sim_set_param(s, name, v) < 0) {
+            const char *near = diag_closest(name, (const char *const *)p->param_names, p->n_params);
+            fprintf(stderr, "pdejit: --set: '%s' is not a param of %s%s%s%s\n", name, file, near ? " (did you mean '" : "",
+                    near ? near : "", near ? "'?)" : "");
+            goto done;
+        }
+    }
+    if (use_cpu) {
+        cpu_backend_options bo = {single, fast_math, NULL};
+        be = cpu_backend_create(&bo, err, sizeof err);
+        if (!be) {
+            fprintf(stderr, "pdejit: cpu back end: %s\n", err);
+            status = 1;
+            goto done;
+        }
+        if (cpu_backend_warning(be)) fprintf(stderr, "pdejit: warning: %s\n", cpu_backend_warning(be));
+        kernel_timing tm[PJ_MAX_STAGES];
+        if (cpu_backend_prepare(be, p, tm, err, sizeof err) < 0) {
+            fprintf(stderr, "pdejit: cpu back end: %s\n", err);
+            status = 1;
+            goto done;
+        }
+        if (verbose)
+            for (int i = 0; i < p->n_stages; i++)
+                fprintf(stderr, "pdejit: kernel %s: %s in %.2f ms\n", tm[i].name,
+                        tm[i].from_cache ? "loaded from the cache" : "compiled", tm[i].ms);
+        cpu_backend_install(be, s);
+    }
+    sim_init(s);
+    if (!out) {
+        int has_output = 0;
+        /* the file asked for output: write it next to where we run */
+        has_output = p->output_every > 0;
+        if (has_output) out = out_owned = default_out_dir(file);
+    } else if (!strcmp(out, "none")) {
+        out = NULL;
+    }
+    driver_options dopt = {
+        .dt = dt, .until = until, .steps = steps, .output_every = p->output_every, .out_dir = out,
+        .formats = p->output_formats, .fields = p->output_fields, .n_fields = p->n_output_fields, .dump_path = dump,
+        .check_every = (int)check_every, .progress = quiet ? NULL : stderr,
+    };
+    driver_result res;
+    status = driver_run(s, &dopt, &res, err, sizeof err);
+    if (status) fprintf(stderr, "pdejit: run failed: %s\n", err);
+    if (verbose || (!quiet && res.seconds > 3))
+        fprintf(stderr, "pdejit: %lld steps to t = %.9g in %.3f s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res.steps, res.t,
+                res.seconds, res.seconds > 0 ? (double)res.steps * (double)sim_cells(s) * 1e-6 / res.seconds : 0.0,
+                use_cpu ? "cpu" : "interp", single ? ", single" : "", out ? ", output in " : "", out ? out : "");
+done:
+    sim_destroy(s);
+    cpu_backend_destroy(be);
+    program_free(p);
+    free(out_owned);
+    return status;
+}
+
+static int cmd_cache(int argc, char **argv)
+{
+    if (wants_help(argc, argv) || argc < 1) { fputs(usage_cache, argc < 1 ? stderr : stdout); return argc < 1 ? 2 : 0; }
+    const char *what = argv[0];
+    if (!strcmp(what, "explain")) {
+        const char *file = NULL;
+        cpu_backend_options bo = {0};
+        for (int i = 1; i < argc; i++) {
+            if (!strcmp(argv[i], "--fast-math")) bo.fast_math = 1;
+            else if (!strcmp(argv[i], "--precision") && i + 1 < argc) bo.single = !strcmp(argv[++i], "single");
+            else if (!file && argv[i][0] != '-') file = argv[i];
+            else { fputs(usage_cache, stderr); return 2; }
+        }
+        if (!file) { fputs(usage_cache, stderr); return 2; }
+        pj_program *p = load_problem(file, NULL);
+        if (!p) return 2;
+        char err[512];
+        cpu_backend *be = cpu_backend_create(&bo, err, sizeof err);
+        if (!be) { fprintf(stderr, "pdejit: %s\n", err); program_free(p); return 1; }
+        if (cpu_backend_warning(be)) fprintf(stderr, "pdejit: warning: %s\n", cpu_backend_warning(be));
+        cpu_backend_explain(be, p, stdout);
+        cpu_backend_destroy(be);
+        program_free(p);
+        return 0;
+    }
+    if (argc != 1) { fputs(usage_cache, stderr); return 2; }
+    cache *c = cache_open(NULL, 0);
+    if (!c) { fprintf(stderr, "pdejit: out of memory\n"); return 1; }
+    if (cache_warning(c)) fprintf(stderr, "pdejit: warning: %s\n", cache_warning(c));
+    int r;
+    if (!strcmp(what, "stats")) r = cache_stats(c, stdout);
+    else if (!strcmp(what, "list")) r = cache_list(c, stdout);
+    else if (!strcmp(what, "clear")) {
+        r = cache_clear(c);
+        if (r >= 0) printf("removed %d entr%s from %s\n", r, r == 1 ? "y" : "ies", cache_dir(c));
+    } else {
+        fprintf(stderr, "pdejit cache: unknown subcommand '%s'\n%s", what, usage_cache);
+        cache_close(c);
+        return 2;
+    }
+    cache_close(c);
+    return r < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) { fputs(usage_main, stderr); return 2; }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { fputs(usage_main, stdout); return 0; }
     if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "cache")) return cmd_cache(argc - 2, argv + 2);
     if (!strcmp(cmd, "emit")) return cmd_emit(argc - 2, argv + 2);
     fprintf(stderr, "pdejit: unknown command '%s'\n%s", cmd, usage_main);
     return 2;

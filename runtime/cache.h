@@ -1,0 +1,108 @@
+/* cache.h — the on-disk kernel cache: opaque blobs (object files, cubins) kept under a key of
+ * named components, so that the next run loads its kernels in milliseconds.
+ *
+ * The key is a set of components "name=value" filled by the caller: the hash of the canonical
+ * kernel IR, the back end, the target, toolchain versions, every codegen option and the caller's
+ * own format version. Its canonical text is one "name=value\n" line per component, sorted by
+ * name (so the order the caller adds them in does not matter); the entry id is the XXH3-128 of
+ * that text, written as 32 lowercase hex digits.
+ *
+ * Layout under the cache folder (cache_open says how the folder is chosen):
+ *     ab/ab12…ef.bin        the entry: header, key text, payload; its presence is the commit point
+ *     ab/ab12…ef.key        the canonical key text, for people and `pdejit cache explain`
+ *     ab/ab12…ef.ll | .cu   the generated source (LLVM IR text, CUDA C), for inspection
+ *     ab/.tmp.*             files being written; renamed into place once complete
+ * where "ab" is the first two hex digits of the id. The .bin file starts with a 40-byte header,
+ * little-endian: magic "PJKCACHE" (8 bytes), CACHE_FORMAT_VERSION (u32), key text length (u32),
+ * payload length (u64), XXH3-128 of the payload (16 bytes, canonical big-endian form); then the
+ * key text, then the payload. A load checks all of it: a short, zeroed, garbled or foreign-format
+ * file, or one whose key text differs (a hash collision), is a miss, and the next put replaces it.
+ *
+ * Writes go to a temporary file in the entry's folder (blob fsync'd) and are rename()d into place,
+ * so readers and concurrent writers (threads or processes) only ever see complete entries. The
+ * .bin file's modification time is its last use: a hit refreshes it, and a put that takes the
+ * folder over its size cap removes the least recently used entries until it fits.
+ *
+ * A folder that cannot be created or written (read-only, full, no permission), or a put that
+ * fails part-way, turns the handle memory-only: gets miss, puts keep nothing, and cache_warning()
+ * holds one message for the caller to print. Library code never prints.
+ *
+ * All functions are safe to call from several threads on one handle. */
+#ifndef PJ_CACHE_H
+#define PJ_CACHE_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CACHE_FORMAT_VERSION 1             /* of the .bin container, not of the payload */
+#define CACHE_KEY_MAX 16                   /* components in one key */
+#define CACHE_DEFAULT_CAP (256ull << 20)   /* bytes */
+
+/* A key: n components; the strings are the caller's (not copied beyond the call). A name is
+ * non-empty and holds neither '=' nor '\n'; a value holds no '\n'; names are distinct. */
+typedef struct cache_key {
+    const char *names[CACHE_KEY_MAX];
+    const char *values[CACHE_KEY_MAX];
+    int n;
+} cache_key;
+
+typedef struct cache cache;
+
+/* Appends name=value to k (pointers kept, not copied). Returns 0, or -1 when k is full. */
+int cache_key_add(cache_key *k, const char *name, const char *value);
+
+/* Opens the cache in `dir`, created with its parents when missing. dir NULL: $PDEJIT_CACHE_DIR,
+ * else $XDG_CACHE_HOME/pdejit, else $HOME/.cache/pdejit. cap_bytes 0: $PDEJIT_CACHE_MAX (bytes,
+ * or with a K/M/G/T suffix, powers of 1024), else CACHE_DEFAULT_CAP. Always returns a handle
+ * (memory-only when the folder is unusable; see cache_warning), NULL only when out of memory.
+ * Free it with cache_close. */
+cache *cache_open(const char *dir, uint64_t cap_bytes);
+void cache_close(cache *c);
+
+/* NULL, or the one message the caller should print (e.g. "kernel cache disabled: /x: Read-only
+ * file system; kernels are kept in memory only"). Owned by the handle; its text is set when the
+ * handle opens (a bad $PDEJIT_CACHE_MAX, or the folder unusable) and replaced at most once more,
+ * when a later put turns the handle memory-only. */
+const char *cache_warning(cache *c);
+/* The folder in use (owned by the handle; "" when none could be determined). */
+const char *cache_dir(cache *c);
+/* 1 while entries are read from and written to disk, 0 once memory-only. */
+int cache_on_disk(cache *c);
+
+/* Looks a key up. Returns 1 on a hit, with *data a malloc'd copy of the payload (the caller frees
+ * it) and *len its length; 0 on a miss (nothing allocated), including a damaged entry, a
+ * malformed key or a memory-only handle. A hit marks the entry most recently used. */
+int cache_get(cache *c, const cache_key *key, void **data, size_t *len);
+
+/* Stores data[0..len) under key, replacing any entry there, with `source` (NUL-terminated, may be
+ * NULL) kept beside it as ID.<source_ext> ("ll", "cu": 1–8 lowercase letters or digits, not "bin"
+ * or "key"). Nothing is kept from the caller's buffers. Returns 0 once stored; -1 when not stored:
+ * a malformed key or extension, a memory-only handle, or a failed write (the handle then turns
+ * memory-only and cache_warning says why; no part of the entry becomes visible). May evict the
+ * least recently used entries to keep the folder under its cap. */
+int cache_put(cache *c, const cache_key *key, const void *data, size_t len, const char *source,
+              const char *source_ext);
+
+/* For `pdejit cache stats|list|clear|explain`. */
+/* Folder, state, entry count (every entry's checksum verified), size against the cap, and this
+ * handle's hits, misses, puts and evictions. Returns 0, or -1 when the folder cannot be read. */
+int cache_stats(cache *c, FILE *out);
+/* One line per entry, most recently used first: id, bytes, last use (local time), key text on
+ * one line. Returns the number of entries, or -1. */
+int cache_list(cache *c, FILE *out);
+/* Removes every entry (and leftover temporary files). Returns the number of entries removed, or
+ * -1 when memory-only or something could not be removed. */
+int cache_clear(cache *c);
+/* Explains a lookup in out (always NUL-terminated): "hit: entry ID", or "miss: …" saying why —
+ * the entry is damaged or of another format, or naming the nearest stored entry (the one sharing
+ * the most components, the most recent on a tie) and each component that differs, as
+ * "name (asked vs stored)", e.g. "miss: nearest entry 3fa2c1d09e8b (5 of 6 components shared)
+ * differs in ir (a1b2… vs 77c0…)". Long values are shortened with "…". Returns 1 hit, 0 miss,
+ * -1 for a malformed key. */
+int cache_explain(cache *c, const cache_key *key, char *out, size_t out_len);
+
+/* Parses a size: decimal bytes, optionally followed by K, M, G or T (powers of 1024, either case,
+ * with an optional "B" or "iB"). Returns 0 with *bytes > 0, or -1. */
+int cache_parse_size(const char *text, uint64_t *bytes);
+
+#endif

@@ -1,0 +1,49 @@
+/* cpu_backend.h — the CPU back end of a run: every stage kernel of a program compiled by the
+ * LLVM back end or loaded from the kernel cache, and installed as the sim's stage runner.
+ *
+ * Per kernel: key = (canonical IR hash, kind, back end, target, LLVM version, precision,
+ * fast-math, codegen version). Memory first (the JIT keeps loaded code), then the disk cache,
+ * else compile once: emit the object, store it with its LLVM IR beside it, load that object. */
+#ifndef PJ_CPU_BACKEND_H
+#define PJ_CPU_BACKEND_H
+#include <stdio.h>
+#include "program.h"
+#include "sim.h"
+
+/* Bump when the generated code changes for the same IR: old cache entries then miss. */
+#define PJ_CODEGEN_VERSION "cpu-1"
+
+typedef struct cpu_backend cpu_backend;
+
+typedef struct cpu_backend_options {
+    int single;            /* --precision single */
+    int fast_math;         /* --fast-math */
+    const char *cache_dir; /* NULL: $PDEJIT_CACHE_DIR, else the XDG cache folder */
+} cpu_backend_options;
+
+typedef struct kernel_timing {
+    char name[32];
+    int from_cache;        /* 1 loaded from the disk cache, 0 compiled */
+    double ms;
+} kernel_timing;
+
+cpu_backend *cpu_backend_create(const cpu_backend_options *opt, char *err, size_t err_len);
+void cpu_backend_destroy(cpu_backend *be);
+/* The cache's one warning (e.g. a read-only folder), or NULL. */
+const char *cpu_backend_warning(cpu_backend *be);
+
+/* Compiles or loads every stage kernel of p; timings (p->n_stages entries) may be NULL.
+ * Returns 0, or -1 with a message. */
+int cpu_backend_prepare(cpu_backend *be, const pj_program *p, kernel_timing *timings, char *err, size_t err_len);
+/* Makes s run the prepared kernels (p must be the program s runs). */
+void cpu_backend_install(cpu_backend *be, sim *s);
+
+/* For every stage kernel of p: hit, or miss and why (nearest entry's differing components). */
+int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out);
+/* Prints the optimised LLVM IR of every stage kernel of p. */
+int cpu_backend_emit(cpu_backend *be, const pj_program *p, FILE *out, char *err, size_t err_len);
+
+/* The disk cache of this back end (for `pdejit cache`). */
+struct cache *cpu_backend_cache(cpu_backend *be);
+
+#endif
