@@ -1,0 +1,25 @@
+/* solve.h — test helper: compile a problem text, run it to its end on a back end, return the
+ * final state of every field. */
+#ifndef PJ_TEST_SOLVE_H
+#define PJ_TEST_SOLVE_H
+#include "program.h"
+#include "sim.h"
+
+typedef struct solved {
+    pj_program *p;
+    double *u[8];       /* final interior values of each field (x fastest) */
+    double *x[3];       /* cell centres of each cell along each axis */
+    int64_t cells;
+    double t;
+    int status;         /* driver_run's */
+    char err[1024];
+} solved;
+
+typedef enum { BE_INTERP, BE_CPU } backend_kind;
+
+/* Runs `src` to its end; `sets` is "name=value,name=value" or NULL. */
+solved *solve(const char *src, backend_kind be, int single, int threads, const char *sets);
+void solved_free(solved *s);
+double field_sum(const solved *s, int f);
+
+#endif
