@@ -50,6 +50,8 @@ int sim_check_finite(const sim *s, sim_nan_report *report);
 double sim_time(const sim *s);
 int64_t sim_steps(const sim *s);
 int64_t sim_cells(const sim *s);
+/* Threads a stage is split over (1 when the sim runs serially). */
+int sim_threads(const sim *s);
 const pj_program *sim_program(const sim *s);
 /* Copies field f's interior values (x fastest) into out, as doubles. */
 void sim_get_field(const sim *s, int f, double *out);
@@ -58,7 +60,12 @@ void sim_set_field(sim *s, int f, const double *in);
 /* The launch description for stage kernels (buffers of the current slots), for back ends. */
 const kir_launch *sim_launch(sim *s);
 
-/* Fills the ghost cells of `slot` at time t (exposed for tests). */
+/* Fills the ghost cells of `slot` at time t (exposed for tests): per field, axes x, y, z in
+ * order, each over the full extent of the other axes including their ghost layers (so the
+ * last axis sets the corners). Periodic wraps, Neumann-0 mirrors, a linear condition
+ * a*u + b*dn(u) = c (bc_kernel[side], evaluated on the boundary cells at time t, once when
+ * constant) sets ghost m = (c - u_m*(a/2 - b/d)) / (a/2 + b/d), d = (2m-1)h, u_m the interior
+ * cell mirrored about the face. */
 void sim_fill_ghosts(sim *s, int slot, double t);
 
 #endif

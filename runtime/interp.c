@@ -1,0 +1,310 @@
+/* interp.c — the reference interpreter (see interp.h).
+ *
+ * One evaluator, three shapes of region: interior rows (stage and init kernels), boundary
+ * faces (bc kernels) and a single scalar pass (params kernels). A block is up to INTERP_BLOCK
+ * consecutive cells along one axis `va` starting at cell (i, j, k); every node gets a row of
+ * values: uniform leaves (CONST, PARAM, TIME, DT, SPACING) are filled once per call, COORD and
+ * LOAD per block, operations are one tight loop per node. In double precision a LOAD along x
+ * reads the buffer in place (no copy) unless the node is stored directly by an output. */
+#include "interp.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ev {
+    const kir_kernel *k;
+    const kir_launch *L;
+    int single;
+    double *vals;        /* [n_nodes][INTERP_BLOCK] */
+    const double **src;  /* per node: its row of values (into vals, or into a double buffer) */
+    unsigned char *copy; /* per node: a LOAD that must be copied (stored by an output) */
+} ev;
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "pdejit: out of memory\n");
+        abort();
+    }
+    return p;
+}
+
+static int is_uniform(int op)
+{
+    return op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING;
+}
+
+static double rnd(const ev *e, double v) { return e->single ? (double)(float)v : v; }
+
+static void ev_open(ev *e, const kir_kernel *k, const kir_launch *L, int single)
+{
+    size_t nn = (size_t)(k->n_nodes ? k->n_nodes : 1);
+    e->k = k;
+    e->L = L;
+    e->single = single;
+    e->vals = xmalloc(sizeof *e->vals * nn * INTERP_BLOCK);
+    e->src = xmalloc(sizeof *e->src * nn);
+    e->copy = calloc(nn, 1);
+    if (!e->copy) abort();
+    for (int o = 0; o < k->n_outputs; o++) e->copy[k->outputs[o].node] = 1;
+    for (int id = 0; id < k->n_nodes; id++) {
+        const kir_node *n = &k->nodes[id];
+        double *row = e->vals + (size_t)id * INTERP_BLOCK;
+        e->src[id] = row;
+        if (!is_uniform(n->op)) continue;
+        double v = 0;
+        switch (n->op) {
+        case KIR_CONST: v = n->value; break;
+        case KIR_PARAM: v = L->param ? L->param[n->index] : NAN; break;
+        case KIR_TIME: v = L->t; break;
+        case KIR_DT: v = L->dt; break;
+        case KIR_SPACING: v = L->h[n->axis]; break;
+        default: break;
+        }
+        v = rnd(e, v);
+        for (int c = 0; c < INTERP_BLOCK; c++) row[c] = v;
+    }
+}
+
+static void ev_close(ev *e)
+{
+    free(e->vals);
+    free(e->src);
+    free(e->copy);
+}
+
+/* Loops of one operation over a block: A, B, C are the operands' rows, R the result's. In
+ * single precision the operands (already floats) are converted and the operation is done in
+ * float, exactly as kir_eval_scalar(..., 1) does. */
+#define LOOP1(DEXPR, FEXPR)                                                                  \
+    do {                                                                                     \
+        if (!single)                                                                         \
+            for (int c = 0; c < len; c++) { double a = A[c]; R[c] = (DEXPR); }              \
+        else                                                                                 \
+            for (int c = 0; c < len; c++) { float x = (float)A[c]; R[c] = (FEXPR); }        \
+    } while (0)
+#define LOOP2(DEXPR, FEXPR)                                                                  \
+    do {                                                                                     \
+        if (!single)                                                                         \
+            for (int c = 0; c < len; c++) { double a = A[c], b = B[c]; R[c] = (DEXPR); }    \
+        else                                                                                 \
+            for (int c = 0; c < len; c++) {                                                  \
+                float x = (float)A[c], y = (float)B[c];                                      \
+                R[c] = (FEXPR);                                                              \
+            }                                                                                \
+    } while (0)
+/* operations whose result is the same in both precisions (booleans, select) */
+#define LOOPB1(EXPR) do { for (int c = 0; c < len; c++) { double a = A[c]; R[c] = (EXPR); } } while (0)
+#define LOOPB2(EXPR)                                                                         \
+    do { for (int c = 0; c < len; c++) { double a = A[c], b = B[c]; R[c] = (EXPR); } } while (0)
+
+static void op_block(kir_op op, int single, int len, const double *A, const double *B,
+                     const double *C, double *R)
+{
+    switch (op) {
+    case KIR_NEG: LOOP1(-a, -x); break;
+    case KIR_ADD: LOOP2(a + b, x + y); break;
+    case KIR_SUB: LOOP2(a - b, x - y); break;
+    case KIR_MUL: LOOP2(a * b, x * y); break;
+    case KIR_DIV: LOOP2(a / b, x / y); break;
+    case KIR_LT: LOOPB2(a < b); break;
+    case KIR_LE: LOOPB2(a <= b); break;
+    case KIR_GT: LOOPB2(a > b); break;
+    case KIR_GE: LOOPB2(a >= b); break;
+    case KIR_EQ: LOOPB2(a == b); break;
+    case KIR_NE: LOOPB2(a != b); break;
+    case KIR_AND: LOOPB2((a != 0) & (b != 0)); break;
+    case KIR_OR: LOOPB2((a != 0) | (b != 0)); break;
+    case KIR_NOT: LOOPB1(a == 0); break;
+    case KIR_SELECT:
+        for (int c = 0; c < len; c++) R[c] = A[c] != 0 ? B[c] : C[c];
+        break;
+    case KIR_B2F: LOOPB1(a != 0 ? 1.0 : 0.0); break;
+    case KIR_F2B: LOOPB1(a != 0); break;
+    case KIR_ABS: LOOP1(fabs(a), fabsf(x)); break;
+    case KIR_SQRT: LOOP1(sqrt(a), sqrtf(x)); break;
+    case KIR_FLOOR: LOOP1(floor(a), floorf(x)); break;
+    case KIR_CEIL: LOOP1(ceil(a), ceilf(x)); break;
+    case KIR_EXP: LOOP1(exp(a), expf(x)); break;
+    case KIR_LOG: LOOP1(log(a), logf(x)); break;
+    case KIR_LOG10: LOOP1(log10(a), log10f(x)); break;
+    case KIR_CBRT: LOOP1(cbrt(a), cbrtf(x)); break;
+    case KIR_SIN: LOOP1(sin(a), sinf(x)); break;
+    case KIR_COS: LOOP1(cos(a), cosf(x)); break;
+    case KIR_TAN: LOOP1(tan(a), tanf(x)); break;
+    case KIR_ASIN: LOOP1(asin(a), asinf(x)); break;
+    case KIR_ACOS: LOOP1(acos(a), acosf(x)); break;
+    case KIR_ATAN: LOOP1(atan(a), atanf(x)); break;
+    case KIR_SINH: LOOP1(sinh(a), sinhf(x)); break;
+    case KIR_COSH: LOOP1(cosh(a), coshf(x)); break;
+    case KIR_TANH: LOOP1(tanh(a), tanhf(x)); break;
+    case KIR_ERF: LOOP1(erf(a), erff(x)); break;
+    case KIR_ERFC: LOOP1(erfc(a), erfcf(x)); break;
+    case KIR_POW: LOOP2(pow(a, b), powf(x, y)); break;
+    case KIR_ATAN2: LOOP2(atan2(a, b), atan2f(x, y)); break;
+    default: /* leaves are handled by the caller */
+        for (int c = 0; c < len; c++) R[c] = NAN;
+        break;
+    }
+}
+
+/* Evaluates every node over `len` cells starting at cell idx[], consecutive along axis va. */
+static void ev_block(ev *e, const int64_t idx[3], int va, int len)
+{
+    const kir_kernel *k = e->k;
+    const kir_launch *L = e->L;
+    int single = e->single;
+    int64_t e0 = idx[0] + idx[1] * L->stride[1] + idx[2] * L->stride[2];
+    int64_t step = va == 0 ? 1 : L->stride[va];
+    for (int id = 0; id < k->n_nodes; id++) {
+        const kir_node *n = &k->nodes[id];
+        double *R = e->vals + (size_t)id * INTERP_BLOCK;
+        switch (n->op) {
+        case KIR_CONST: case KIR_PARAM: case KIR_TIME: case KIR_DT: case KIR_SPACING:
+            break;
+        case KIR_COORD: {
+            int a = n->axis;
+            double o = L->origin[a], h = L->h[a], q = 0.5 * (1 + n->half);
+            if (a == va) {
+                for (int c = 0; c < len; c++) R[c] = rnd(e, o + ((double)(idx[a] + c) + q) * h);
+            } else {
+                double v = rnd(e, o + ((double)idx[a] + q) * h);
+                for (int c = 0; c < len; c++) R[c] = v;
+            }
+            break;
+        }
+        case KIR_LOAD: {
+            int64_t at = e0 + n->off[0] + n->off[1] * L->stride[1] + n->off[2] * L->stride[2];
+            const void *b = L->buf[n->slot * k->n_fields + n->index];
+            if (!single) {
+                const double *p = (const double *)b + at;
+                if (step == 1 && !e->copy[id]) {
+                    e->src[id] = p;
+                } else {
+                    for (int c = 0; c < len; c++) R[c] = p[c * step];
+                    e->src[id] = R;
+                }
+            } else {
+                const float *p = (const float *)b + at;
+                for (int c = 0; c < len; c++) R[c] = p[c * step];
+            }
+            break;
+        }
+        default: {
+            const double *A = n->arg[0] >= 0 ? e->src[n->arg[0]] : NULL;
+            const double *B = n->arg[1] >= 0 ? e->src[n->arg[1]] : NULL;
+            const double *C = n->arg[2] >= 0 ? e->src[n->arg[2]] : NULL;
+            op_block((kir_op)n->op, single, len, A, B, C, R);
+            break;
+        }
+        }
+    }
+}
+
+static void outer_range(const kir_launch *L, int dim, int64_t begin, int64_t end, int64_t lo[3],
+                        int64_t hi[3])
+{
+    for (int a = 0; a < 3; a++) {
+        lo[a] = 0;
+        hi[a] = a < dim ? L->n[a] : 1;
+    }
+    lo[dim - 1] = begin;
+    hi[dim - 1] = end;
+}
+
+void interp_stage(const kir_kernel *k, const kir_launch *L, int single, int64_t begin, int64_t end)
+{
+    if (begin >= end || k->n_outputs == 0) return;
+    ev e;
+    ev_open(&e, k, L, single);
+    int64_t lo[3], hi[3];
+    outer_range(L, k->dim, begin, end, lo, hi);
+    for (int64_t z = lo[2]; z < hi[2]; z++)
+        for (int64_t y = lo[1]; y < hi[1]; y++)
+            for (int64_t x = lo[0]; x < hi[0]; x += INTERP_BLOCK) {
+                int len = (int)(hi[0] - x < INTERP_BLOCK ? hi[0] - x : INTERP_BLOCK);
+                int64_t idx[3] = {x, y, z};
+                ev_block(&e, idx, 0, len);
+                int64_t at = x + y * L->stride[1] + z * L->stride[2];
+                for (int o = 0; o < k->n_outputs; o++) {
+                    const kir_output *out = &k->outputs[o];
+                    const double *v = e.src[out->node];
+                    void *b = L->buf[out->slot * k->n_fields + out->field];
+                    if (!single) {
+                        double *d = (double *)b + at;
+                        for (int c = 0; c < len; c++) d[c] = v[c];
+                    } else {
+                        float *d = (float *)b + at;
+                        for (int c = 0; c < len; c++) d[c] = (float)v[c];
+                    }
+                }
+            }
+    ev_close(&e);
+}
+
+void interp_init(const kir_kernel *k, const kir_launch *L, int single)
+{
+    interp_stage(k, L, single, 0, L->n[k->dim - 1]);
+}
+
+static void face_axes(int side, int *a, int *b0, int *b1)
+{
+    *a = side / 2;
+    *b0 = *a == 0 ? 1 : 0;
+    *b1 = *a == 2 ? 1 : 2;
+}
+
+int64_t interp_face_cells(const kir_launch *L, int side)
+{
+    int a, b0, b1;
+    face_axes(side, &a, &b0, &b1);
+    return L->n[b0] * L->n[b1];
+}
+
+void interp_bc(const kir_kernel *k, const kir_launch *L, int single, double *out)
+{
+    int a, b0, b1;
+    face_axes(k->side, &a, &b0, &b1);
+    int64_t nb0 = b0 < k->dim ? L->n[b0] : 1, nb1 = b1 < k->dim ? L->n[b1] : 1;
+    int64_t nface = interp_face_cells(L, k->side);
+    ev e;
+    ev_open(&e, k, L, single);
+    for (int64_t q = 0; q < nb1; q++)
+        for (int64_t p0 = 0; p0 < nb0; p0 += INTERP_BLOCK) {
+            int len = (int)(nb0 - p0 < INTERP_BLOCK ? nb0 - p0 : INTERP_BLOCK);
+            int64_t idx[3];
+            idx[a] = (k->side & 1) ? L->n[a] - 1 : 0;
+            idx[b0] = p0;
+            idx[b1] = q;
+            ev_block(&e, idx, b0, len);
+            for (int o = 0; o < k->n_outputs; o++) {
+                const double *v = e.src[k->outputs[o].node];
+                double *d = out + (size_t)o * (size_t)nface + (size_t)(p0 + q * nb0);
+                for (int c = 0; c < len; c++) d[c] = v[c];
+            }
+        }
+    ev_close(&e);
+}
+
+void interp_params(const kir_kernel *k, double *param, const unsigned char *fixed)
+{
+    double *v = xmalloc(sizeof *v * (size_t)(k->n_nodes ? k->n_nodes : 1));
+    for (int o = 0; o < k->n_outputs; o++) {
+        const kir_output *out = &k->outputs[o];
+        if (fixed && fixed[out->field]) continue;
+        for (int id = 0; id <= out->node; id++) {
+            const kir_node *n = &k->nodes[id];
+            double a = n->arg[0] >= 0 ? v[n->arg[0]] : 0, b = n->arg[1] >= 0 ? v[n->arg[1]] : 0,
+                   c = n->arg[2] >= 0 ? v[n->arg[2]] : 0;
+            switch (n->op) {
+            case KIR_CONST: v[id] = n->value; break;
+            case KIR_PARAM: v[id] = param[n->index]; break;
+            default: v[id] = kir_eval_scalar((kir_op)n->op, a, b, c, 0); break;
+            }
+        }
+        param[out->field] = v[out->node];
+    }
+    free(v);
+}

@@ -1,0 +1,436 @@
+/* sim.c — buffers, ghost fill, stepping, params and NaN checks of a running simulation.
+ *
+ * Layout: every buffer (one per slot and field) has the same shape: `halo` ghost layers on
+ * both sides of each axis below the dimension, rows padded so that the first interior cell of
+ * every row is 64-byte aligned, the allocation itself 64-byte aligned. buf[slot*n_fields+f]
+ * points at interior cell (0,0,0); swapping slots swaps pointers, never data.
+ *
+ * A step:  for each stage: fill ghosts of stage.read_slot at t + t_frac*dt
+ *                          run the stage kernel over all interior cells (split over threads)
+ *          swap slots 0 and 1 when the scheme says so; t += dt; steps++
+ *
+ * Threads: par_for() is the one place that splits work, over the sim's cpu_pool (persistent
+ * threads; chunk boundaries in 1D on CPU_POOL_GRAIN_1D cells so that threads never share a cache
+ * line of output). Ghost fill and checks are serial: they touch a surface, or run once per
+ * output. */
+#include "sim.h"
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cpu_pool.h"
+#include "interp.h"
+
+#define SIM_ALIGN 64
+/* below this many cells a stage runs on the calling thread: waking threads costs more */
+#define SIM_PAR_MIN_CELLS 4096
+
+struct sim {
+    const pj_program *p;
+    int single;
+    size_t esz;            /* bytes per value */
+    int threads;
+    cpu_pool *pool;        /* NULL: one thread */
+    int H;                 /* ghost layers per side */
+    int64_t n[3];          /* interior cells; 1 beyond dim */
+    int64_t lo[3];         /* first allocated index per axis (-H below dim, 0 beyond) */
+    int64_t ext[3];        /* allocated index range per axis */
+    int64_t origin_off;    /* element offset of cell (0,0,0) from the allocation */
+    size_t elems;          /* elements per buffer */
+    int nbuf;              /* n_slots * n_fields */
+    void **mem;            /* allocations */
+    void **buf;            /* cell (0,0,0) of each */
+    kir_launch L;
+    double *param;
+    unsigned char *param_set; /* set by the user: kept when params are re-evaluated */
+    double t;
+    int64_t steps;
+    sim_stage_runner runner;
+    void *runner_ctx;
+    /* boundary coefficients per side: [n_outputs][face cells], and per field and side the
+     * output numbers of a, b, c (-1: absent, reads as 0) */
+    double *coef[6];
+    int coef_valid[6], coef_const[6];
+    int (*coef_out)[6][3];
+};
+
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+    if (!err || !len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- threads --------------------------------------------------------------------------- */
+
+typedef void (*par_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* Runs fn over [0, n_outer) of the outermost axis split into one contiguous range per thread. */
+static void par_for(const sim *s, par_fn fn, void *ctx, int64_t n_outer)
+{
+    if (!s->pool || sim_cells(s) < SIM_PAR_MIN_CELLS) {
+        fn(ctx, 0, n_outer);
+        return;
+    }
+    cpu_pool_run_range(s->pool, fn, ctx, n_outer, s->p->dim == 1 ? CPU_POOL_GRAIN_1D : 1);
+}
+
+/* ---- creation -------------------------------------------------------------------------- */
+
+static double rd(const sim *s, const void *b, int64_t at)
+{
+    return s->single ? (double)((const float *)b)[at] : ((const double *)b)[at];
+}
+
+static void wr(const sim *s, void *b, int64_t at, double v)
+{
+    if (s->single) ((float *)b)[at] = (float)v;
+    else ((double *)b)[at] = v;
+}
+
+static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t err_len)
+{
+    if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 ||
+        p->n_slots > PJ_MAX_SLOTS || p->n_stages < 1 || p->n_stages > PJ_MAX_STAGES || !p->bc) {
+        set_err(err, err_len, "sim: the program is incomplete (dimension, fields, slots or stages)");
+        return NULL;
+    }
+    for (int i = 0; i < p->n_stages; i++)
+        if (!p->stages[i].kernel || p->stages[i].read_slot < 0 || p->stages[i].read_slot >= p->n_slots) {
+            set_err(err, err_len, "sim: stage %d has no kernel or a bad read slot", i + 1);
+            return NULL;
+        }
+    sim *s = calloc(1, sizeof *s);
+    if (!s) {
+        set_err(err, err_len, "sim: %s", strerror(ENOMEM));
+        return NULL;
+    }
+    s->p = p;
+    s->single = opt && opt->single;
+    s->esz = s->single ? sizeof(float) : sizeof(double);
+    s->threads = opt && opt->threads > 0 ? opt->threads : 0;
+    s->H = p->halo > 0 ? p->halo : 1;
+    int64_t align = SIM_ALIGN / (int64_t)s->esz;
+    for (int a = 0; a < 3; a++) {
+        s->n[a] = a < p->dim ? p->n[a] : 1;
+        if (s->n[a] < 1 || (a < p->dim && s->n[a] < s->H)) {
+            set_err(err, err_len, "sim: %c has %lld cells, fewer than the %d ghost layers the stencil needs",
+                    "xyz"[a], (long long)s->n[a], s->H);
+            free(s);
+            return NULL;
+        }
+    }
+    /* x: a leading pad of `lead` elements puts interior cell 0 on an alignment boundary */
+    int64_t lead = round_up(s->H, align);
+    int64_t row = round_up(lead + s->n[0] + s->H, align);
+    int64_t ny = p->dim > 1 ? s->n[1] + 2 * s->H : 1, nz = p->dim > 2 ? s->n[2] + 2 * s->H : 1;
+    s->lo[0] = -s->H;
+    s->ext[0] = s->n[0] + 2 * s->H;
+    for (int a = 1; a < 3; a++) {
+        s->lo[a] = a < p->dim ? -s->H : 0;
+        s->ext[a] = a < p->dim ? s->n[a] + 2 * s->H : 1;
+    }
+    s->L.stride[0] = 1;
+    s->L.stride[1] = row;
+    s->L.stride[2] = row * ny;
+    s->origin_off = lead - s->lo[1] * row - s->lo[2] * row * ny;
+    if ((double)row * ny * nz * (double)s->esz > 1e15) {
+        set_err(err, err_len, "sim: the grid is too large");
+        free(s);
+        return NULL;
+    }
+    s->elems = (size_t)(row * ny * nz);
+    s->nbuf = p->n_slots * p->n_fields;
+    s->mem = calloc((size_t)s->nbuf, sizeof *s->mem);
+    s->buf = calloc((size_t)s->nbuf, sizeof *s->buf);
+    s->param = calloc((size_t)(p->n_params ? p->n_params : 1), sizeof *s->param);
+    s->param_set = calloc((size_t)(p->n_params ? p->n_params : 1), 1);
+    s->coef_out = calloc((size_t)p->n_fields, sizeof *s->coef_out);
+    if (!s->mem || !s->buf || !s->param || !s->param_set || !s->coef_out) goto oom;
+    size_t bytes = round_up((int64_t)(s->elems * s->esz), SIM_ALIGN);
+    for (int i = 0; i < s->nbuf; i++) {
+        s->mem[i] = aligned_alloc(SIM_ALIGN, bytes);
+        if (!s->mem[i]) goto oom;
+        memset(s->mem[i], 0, bytes);
+        s->buf[i] = (char *)s->mem[i] + (size_t)s->origin_off * s->esz;
+    }
+    for (int i = 0; i < p->n_params; i++) s->param[i] = p->param_values ? p->param_values[i] : 0;
+    if (p->params_kernel) interp_params(p->params_kernel, s->param, NULL);
+
+    s->L.buf = s->buf;
+    s->L.param = s->param;
+    for (int a = 0; a < 3; a++) {
+        s->L.n[a] = s->n[a];
+        s->L.origin[a] = a < p->dim ? p->origin[a] : 0;
+        s->L.h[a] = a < p->dim && p->length[a] > 0 ? p->length[a] / (double)s->n[a] : 1.0;
+    }
+    /* boundary coefficients */
+    for (int side = 0; side < 2 * p->dim; side++) {
+        int any = 0, all_const = 1;
+        for (int f = 0; f < p->n_fields; f++) {
+            for (int c = 0; c < 3; c++) s->coef_out[f][side][c] = -1;
+            if (p->bc[f][side].kind != PJ_BC_LINEAR) continue;
+            any = 1;
+            if (!p->bc[f][side].constant) all_const = 0;
+        }
+        if (!any) continue;
+        const kir_kernel *k = p->bc_kernel[side];
+        if (!k || k->kind != KIR_BC || k->side != side) {
+            set_err(err, err_len, "sim: side %d has a linear boundary condition but no bc kernel", side);
+            sim_destroy(s);
+            return NULL;
+        }
+        for (int o = 0; o < k->n_outputs; o++) {
+            const kir_output *out = &k->outputs[o];
+            if (out->slot >= 0 && out->slot < 3 && out->field >= 0 && out->field < p->n_fields &&
+                s->coef_out[out->field][side][out->slot] < 0)
+                s->coef_out[out->field][side][out->slot] = o;
+        }
+        int64_t nface = interp_face_cells(&s->L, side);
+        s->coef[side] = malloc(sizeof(double) * (size_t)(k->n_outputs ? k->n_outputs : 1) * (size_t)nface);
+        if (!s->coef[side]) goto oom;
+        s->coef_const[side] = all_const;
+    }
+    /* no pool (one thread) when asked for one, or when threads cannot start: runs serially */
+    if (s->threads != 1) s->pool = cpu_pool_create(s->threads);
+    s->threads = s->pool ? cpu_pool_threads(s->pool) : 1;
+    s->runner = NULL;
+    return s;
+oom:
+    set_err(err, err_len, "sim: %s", strerror(ENOMEM));
+    sim_destroy(s);
+    return NULL;
+}
+
+void sim_destroy(sim *s)
+{
+    if (!s) return;
+    cpu_pool_destroy(s->pool);
+    if (s->mem)
+        for (int i = 0; i < s->nbuf; i++) free(s->mem[i]);
+    free(s->mem);
+    free(s->buf);
+    free(s->param);
+    free(s->param_set);
+    free(s->coef_out);
+    for (int i = 0; i < 6; i++) free(s->coef[i]);
+    free(s);
+}
+
+/* ---- params ---------------------------------------------------------------------------- */
+
+int sim_set_param(sim *s, const char *name, double value)
+{
+    const pj_program *p = s->p;
+    for (int i = 0; i < p->n_params; i++) {
+        if (!p->param_names || !p->param_names[i] || strcmp(p->param_names[i], name)) continue;
+        s->param[i] = value;
+        s->param_set[i] = 1;
+        if (p->params_kernel) interp_params(p->params_kernel, s->param, s->param_set);
+        for (int side = 0; side < 6; side++) s->coef_valid[side] = 0;
+        return 0;
+    }
+    return -1;
+}
+
+const double *sim_params(const sim *s) { return s->param; }
+
+void sim_set_stage_runner(sim *s, sim_stage_runner run, void *ctx)
+{
+    s->runner = run;
+    s->runner_ctx = run ? ctx : NULL;
+}
+
+/* ---- ghost fill ------------------------------------------------------------------------ */
+
+static const double *side_coefs(sim *s, int side, double t)
+{
+    if (s->coef_const[side] && s->coef_valid[side]) return s->coef[side];
+    kir_launch bl = s->L;
+    bl.t = t;
+    interp_bc(s->p->bc_kernel[side], &bl, s->single, s->coef[side]);
+    s->coef_valid[side] = 1;
+    return s->coef[side];
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Fills the ghost layers of one buffer along axis a, over the allocated extent of the other
+ * axes (their ghost layers included, so that the last axis filled sets the corners). Ghost m
+ * (1..H from the face) pairs with interior cell m mirrored about the face, at distance
+ * d = (2m-1)h: periodic copies the cell n-m (low side) / m-1 (high side), mirror copies the
+ * partner, linear solves a*(g+u)/2 + b*(g-u)/d = c for g. Rows in another axis' ghost layers
+ * take the coefficients of the nearest boundary cell (a later axis overwrites them anyway). */
+static void fill_axis(sim *s, int f, void *b, int a, const double *cf[2])
+{
+    const pj_program *p = s->p;
+    int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2, H = s->H;
+    int64_t n = s->n[a], st = s->L.stride[a];
+    double ha = s->L.h[a];
+    int64_t nface0 = s->n[b0], nface = s->n[b0] * s->n[b1];
+    for (int64_t q = s->lo[b1]; q < s->lo[b1] + s->ext[b1]; q++)
+        for (int64_t r = s->lo[b0]; r < s->lo[b0] + s->ext[b0]; r++) {
+            int64_t line = r * s->L.stride[b0] + q * s->L.stride[b1]; /* index 0 along a */
+            int64_t fc = clamp64(r, 0, s->n[b0] - 1) + nface0 * clamp64(q, 0, s->n[b1] - 1);
+            for (int hi = 0; hi < 2; hi++) {
+                int side = 2 * a + hi;
+                const pj_bc *bc = &p->bc[f][side];
+                for (int m = 1; m <= H; m++) {
+                    int64_t g = hi ? n - 1 + m : -m;       /* the ghost cell */
+                    int64_t in = hi ? n - m : m - 1;       /* its mirror inside */
+                    double v;
+                    if (bc->kind == PJ_BC_PERIODIC) {
+                        v = rd(s, b, line + (hi ? m - 1 : n - m) * st);
+                    } else if (bc->kind == PJ_BC_LINEAR) {
+                        const double *C = cf[hi];
+                        const int *oi = s->coef_out[f][side];
+                        double ca = oi[0] >= 0 ? C[oi[0] * nface + fc] : 0;
+                        double cb = oi[1] >= 0 ? C[oi[1] * nface + fc] : 0;
+                        double cc = oi[2] >= 0 ? C[oi[2] * nface + fc] : 0;
+                        double d = (2 * m - 1) * ha, u = rd(s, b, line + in * st);
+                        v = (cc - u * (ca / 2 - cb / d)) / (ca / 2 + cb / d);
+                    } else {
+                        v = rd(s, b, line + in * st);
+                    }
+                    wr(s, b, line + g * st, v);
+                }
+            }
+        }
+}
+
+void sim_fill_ghosts(sim *s, int slot, double t)
+{
+    const pj_program *p = s->p;
+    for (int a = 0; a < p->dim; a++) {
+        const double *cf[2] = {NULL, NULL};
+        for (int hi = 0; hi < 2; hi++)
+            if (s->coef[2 * a + hi]) cf[hi] = side_coefs(s, 2 * a + hi, t);
+        for (int f = 0; f < p->n_fields; f++)
+            fill_axis(s, f, s->buf[slot * p->n_fields + f], a, cf);
+    }
+}
+
+/* ---- stepping -------------------------------------------------------------------------- */
+
+typedef struct stage_job { sim *s; int stage; const kir_kernel *k; } stage_job;
+
+static void run_stage_range(void *ctx, int64_t begin, int64_t end)
+{
+    stage_job *j = ctx;
+    if (j->s->runner) j->s->runner(j->s->runner_ctx, j->stage, &j->s->L, begin, end);
+    else interp_stage(j->k, &j->s->L, j->s->single, begin, end);
+}
+
+static void run_init_range(void *ctx, int64_t begin, int64_t end)
+{
+    stage_job *j = ctx;
+    interp_stage(j->k, &j->s->L, j->s->single, begin, end);
+}
+
+void sim_init(sim *s)
+{
+    size_t bytes = round_up((int64_t)(s->elems * s->esz), SIM_ALIGN);
+    for (int i = 0; i < s->nbuf; i++) memset(s->mem[i], 0, bytes);
+    s->t = 0;
+    s->steps = 0;
+    s->L.t = 0;
+    s->L.dt = 0;
+    if (s->p->init) {
+        stage_job j = {s, -1, s->p->init};
+        par_for(s, run_init_range, &j, s->n[s->p->dim - 1]);
+    }
+}
+
+void sim_step(sim *s, double dt)
+{
+    const pj_program *p = s->p;
+    for (int i = 0; i < p->n_stages; i++) {
+        const pj_stage *st = &p->stages[i];
+        double ts = s->t + st->t_frac * dt;
+        sim_fill_ghosts(s, st->read_slot, ts);
+        s->L.t = ts;
+        s->L.dt = dt;
+        stage_job j = {s, i, st->kernel};
+        par_for(s, run_stage_range, &j, s->n[p->dim - 1]);
+    }
+    if (p->swap_after_step) {
+        for (int f = 0; f < p->n_fields; f++) {
+            int a = f, b = p->n_fields + f;
+            void *t = s->mem[a]; s->mem[a] = s->mem[b]; s->mem[b] = t;
+            t = s->buf[a]; s->buf[a] = s->buf[b]; s->buf[b] = t;
+        }
+    }
+    s->steps++;
+    s->t += dt;
+    s->L.t = s->t;
+}
+
+/* ---- queries --------------------------------------------------------------------------- */
+
+static int64_t cell_at(const sim *s, int64_t i, int64_t j, int64_t k)
+{
+    return i + j * s->L.stride[1] + k * s->L.stride[2];
+}
+
+int sim_check_finite(const sim *s, sim_nan_report *report)
+{
+    const pj_program *p = s->p;
+    for (int f = 0; f < p->n_fields; f++) {
+        const void *b = s->buf[f];
+        for (int64_t k = 0; k < s->n[2]; k++)
+            for (int64_t j = 0; j < s->n[1]; j++) {
+                int64_t row = cell_at(s, 0, j, k);
+                for (int64_t i = 0; i < s->n[0]; i++) {
+                    double v = rd(s, b, row + i);
+                    if (isfinite(v)) continue;
+                    if (report) {
+                        int64_t c[3] = {i, j, k};
+                        report->step = s->steps;
+                        report->t = s->t;
+                        report->field = f;
+                        report->value = v;
+                        for (int a = 0; a < 3; a++) {
+                            report->cell[a] = c[a];
+                            report->x[a] = s->L.origin[a] + ((double)c[a] + 0.5) * s->L.h[a];
+                        }
+                    }
+                    return 1;
+                }
+            }
+    }
+    return 0;
+}
+
+double sim_time(const sim *s) { return s->t; }
+int64_t sim_steps(const sim *s) { return s->steps; }
+int64_t sim_cells(const sim *s) { return s->n[0] * s->n[1] * s->n[2]; }
+int sim_threads(const sim *s) { return s->threads; }
+const pj_program *sim_program(const sim *s) { return s->p; }
+
+void sim_get_field(const sim *s, int f, double *out)
+{
+    const void *b = s->buf[f];
+    for (int64_t k = 0; k < s->n[2]; k++)
+        for (int64_t j = 0; j < s->n[1]; j++) {
+            int64_t row = cell_at(s, 0, j, k);
+            for (int64_t i = 0; i < s->n[0]; i++) *out++ = rd(s, b, row + i);
+        }
+}
+
+void sim_set_field(sim *s, int f, const double *in)
+{
+    void *b = s->buf[f];
+    for (int64_t k = 0; k < s->n[2]; k++)
+        for (int64_t j = 0; j < s->n[1]; j++) {
+            int64_t row = cell_at(s, 0, j, k);
+            for (int64_t i = 0; i < s->n[0]; i++) wr(s, b, row + i, *in++);
+        }
+}
+
+const kir_launch *sim_launch(sim *s) { return &s->L; }

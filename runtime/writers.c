@@ -1,0 +1,518 @@
+/* writers.c — CSV, VTK XML ImageData, PNG and snapshot series (see writers.h).
+ *
+ * Every file goes through afile: mkstemp beside the target, write, flush, fsync-free close,
+ * rename over the target; any failure unlinks the temporary file and reports path: strerror. */
+#include "writers.h"
+#include <errno.h>
+#include <math.h>
+#include <png.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+    if (!err || !len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- atomic files ---------------------------------------------------------------------- */
+
+typedef struct afile {
+    FILE *f;
+    char *tmp;
+    const char *path;
+} afile;
+
+static int af_open(afile *a, const char *path, char *err, size_t err_len)
+{
+    a->path = path;
+    a->f = NULL;
+    size_t n = strlen(path) + 16;
+    a->tmp = malloc(n);
+    if (!a->tmp) {
+        set_err(err, err_len, "%s: %s", path, strerror(ENOMEM));
+        return -1;
+    }
+    snprintf(a->tmp, n, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(a->tmp);
+    if (fd < 0) {
+        set_err(err, err_len, "%s: %s", path, strerror(errno));
+        free(a->tmp);
+        a->tmp = NULL;
+        return -1;
+    }
+    fchmod(fd, 0644);
+    a->f = fdopen(fd, "wb");
+    if (!a->f) {
+        int e = errno;
+        close(fd);
+        unlink(a->tmp);
+        free(a->tmp);
+        a->tmp = NULL;
+        set_err(err, err_len, "%s: %s", path, strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+static void af_abort(afile *a)
+{
+    if (a->f) fclose(a->f);
+    if (a->tmp) {
+        unlink(a->tmp);
+        free(a->tmp);
+    }
+    a->f = NULL;
+    a->tmp = NULL;
+}
+
+/* Closes and renames into place; on any earlier write error reports it and removes the file. */
+static int af_commit(afile *a, char *err, size_t err_len)
+{
+    int e = 0;
+    if (ferror(a->f)) e = errno ? errno : EIO;
+    if (fflush(a->f) != 0 && !e) e = errno;
+    if (fclose(a->f) != 0 && !e) e = errno;
+    a->f = NULL;
+    if (!e && rename(a->tmp, a->path) != 0) e = errno;
+    if (e) {
+        set_err(err, err_len, "%s: %s", a->path, strerror(e));
+        unlink(a->tmp);
+    }
+    free(a->tmp);
+    a->tmp = NULL;
+    return e ? -1 : 0;
+}
+
+int writers_mkdirs(const char *path, char *err, size_t err_len)
+{
+    size_t n = strlen(path);
+    char *p = malloc(n + 1);
+    if (!p) {
+        set_err(err, err_len, "%s: %s", path, strerror(ENOMEM));
+        return -1;
+    }
+    memcpy(p, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] != '/' && p[i] != 0) continue;
+        char c = p[i];
+        p[i] = 0;
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            set_err(err, err_len, "%s: %s", p, strerror(errno));
+            free(p);
+            return -1;
+        }
+        p[i] = c;
+    }
+    free(p);
+    struct stat st;
+    int e = stat(path, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
+    if (e) {
+        set_err(err, err_len, "%s: %s", path, strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- frames ---------------------------------------------------------------------------- */
+
+int writers_frame_from_sim(const sim *s, const int *fields, int n_fields, writers_frame *fr,
+                           char *err, size_t err_len)
+{
+    const pj_program *p = sim_program(s);
+    const kir_launch *L = sim_launch((sim *)s);
+    memset(fr, 0, sizeof *fr);
+    if (!fields) n_fields = p->n_fields;
+    fr->dim = p->dim;
+    for (int a = 0; a < 3; a++) {
+        fr->n[a] = L->n[a];
+        fr->h[a] = L->h[a];
+        fr->origin[a] = L->origin[a];
+    }
+    fr->t = sim_time(s);
+    const char **names = calloc((size_t)(n_fields ? n_fields : 1), sizeof *names);
+    double **data = calloc((size_t)(n_fields ? n_fields : 1), sizeof *data);
+    fr->names = names;
+    fr->data = (const double *const *)data;
+    fr->n_fields = n_fields;
+    if (!names || !data) goto oom;
+    size_t cells = (size_t)sim_cells(s);
+    for (int i = 0; i < n_fields; i++) {
+        int f = fields ? fields[i] : i;
+        names[i] = p->field_names ? p->field_names[f] : "field";
+        data[i] = malloc(sizeof(double) * cells);
+        if (!data[i]) goto oom;
+        sim_get_field(s, f, data[i]);
+    }
+    return 0;
+oom:
+    writers_frame_free(fr);
+    set_err(err, err_len, "frame: %s", strerror(ENOMEM));
+    return -1;
+}
+
+void writers_frame_free(writers_frame *fr)
+{
+    if (fr->data)
+        for (int i = 0; i < fr->n_fields; i++) free((void *)fr->data[i]);
+    free((void *)fr->data);
+    free((void *)fr->names);
+    memset(fr, 0, sizeof *fr);
+}
+
+static int64_t frame_cells(const writers_frame *fr) { return fr->n[0] * fr->n[1] * fr->n[2]; }
+
+/* ---- CSV ------------------------------------------------------------------------------- */
+
+int writers_csv(const char *path, const writers_frame *fr, char *err, size_t err_len)
+{
+    afile a;
+    if (af_open(&a, path, err, err_len)) return -1;
+    FILE *f = a.f;
+    for (int ax = 0; ax < fr->dim; ax++) fprintf(f, "%s%c", ax ? "," : "", "xyz"[ax]);
+    for (int i = 0; i < fr->n_fields; i++) fprintf(f, ",%s", fr->names[i]);
+    fputc('\n', f);
+    int64_t c = 0;
+    for (int64_t k = 0; k < fr->n[2]; k++)
+        for (int64_t j = 0; j < fr->n[1]; j++)
+            for (int64_t i = 0; i < fr->n[0]; i++, c++) {
+                int64_t idx[3] = {i, j, k};
+                for (int ax = 0; ax < fr->dim; ax++)
+                    fprintf(f, "%s%.17g", ax ? "," : "", fr->origin[ax] + ((double)idx[ax] + 0.5) * fr->h[ax]);
+                for (int v = 0; v < fr->n_fields; v++) fprintf(f, ",%.17g", fr->data[v][c]);
+                if (fputc('\n', f) == EOF) break;
+            }
+    if (ferror(f)) {
+        set_err(err, err_len, "%s: %s", path, strerror(errno ? errno : EIO));
+        af_abort(&a);
+        return -1;
+    }
+    return af_commit(&a, err, err_len);
+}
+
+/* ---- VTK ------------------------------------------------------------------------------- */
+
+static void base64(FILE *f, const unsigned char *p, size_t n)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char out[4];
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+        out[0] = tab[v >> 18];
+        out[1] = tab[(v >> 12) & 63];
+        out[2] = tab[(v >> 6) & 63];
+        out[3] = tab[v & 63];
+        fwrite(out, 1, 4, f);
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
+        out[0] = tab[v >> 18];
+        out[1] = tab[(v >> 12) & 63];
+        out[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
+        out[3] = '=';
+        fwrite(out, 1, 4, f);
+    }
+}
+
+static void xml_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static const char *byte_order(void)
+{
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one ? "LittleEndian" : "BigEndian";
+}
+
+int writers_vti(const char *path, const writers_frame *fr, char *err, size_t err_len)
+{
+    afile a;
+    if (af_open(&a, path, err, err_len)) return -1;
+    FILE *f = a.f;
+    char ext[128];
+    int64_t e[3];
+    double sp[3], org[3];
+    for (int ax = 0; ax < 3; ax++) {
+        e[ax] = ax < fr->dim ? fr->n[ax] : 0;
+        sp[ax] = ax < fr->dim ? fr->h[ax] : 1.0;
+        org[ax] = ax < fr->dim ? fr->origin[ax] : 0.0;
+    }
+    snprintf(ext, sizeof ext, "0 %lld 0 %lld 0 %lld", (long long)e[0], (long long)e[1], (long long)e[2]);
+    fprintf(f, "<?xml version=\"1.0\"?>\n");
+    fprintf(f, "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"%s\" header_type=\"UInt64\">\n",
+            byte_order());
+    fprintf(f, "  <ImageData WholeExtent=\"%s\" Origin=\"%.17g %.17g %.17g\" Spacing=\"%.17g %.17g %.17g\">\n",
+            ext, org[0], org[1], org[2], sp[0], sp[1], sp[2]);
+    fprintf(f, "    <FieldData>\n      <DataArray type=\"Float64\" Name=\"TimeValue\" "
+               "NumberOfTuples=\"1\" format=\"ascii\">%.17g</DataArray>\n    </FieldData>\n", fr->t);
+    fprintf(f, "    <Piece Extent=\"%s\">\n", ext);
+    fprintf(f, "      <CellData");
+    if (fr->n_fields > 0) {
+        fprintf(f, " Scalars=\"");
+        xml_text(f, fr->names[0]);
+        fprintf(f, "\"");
+    }
+    fprintf(f, ">\n");
+    uint64_t bytes = (uint64_t)frame_cells(fr) * sizeof(double);
+    for (int v = 0; v < fr->n_fields; v++) {
+        fprintf(f, "        <DataArray type=\"Float64\" Name=\"");
+        xml_text(f, fr->names[v]);
+        fprintf(f, "\" format=\"binary\">\n          ");
+        /* VTK reads the header and the data as two separately encoded base64 blocks */
+        base64(f, (const unsigned char *)&bytes, sizeof bytes);
+        base64(f, (const unsigned char *)fr->data[v], (size_t)bytes);
+        fprintf(f, "\n        </DataArray>\n");
+    }
+    fprintf(f, "      </CellData>\n    </Piece>\n  </ImageData>\n</VTKFile>\n");
+    return af_commit(&a, err, err_len);
+}
+
+int writers_pvd(const char *path, int n, const double *times, const char *const *files, char *err,
+                size_t err_len)
+{
+    afile a;
+    if (af_open(&a, path, err, err_len)) return -1;
+    FILE *f = a.f;
+    fprintf(f, "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"%s\">\n"
+               "  <Collection>\n", byte_order());
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "    <DataSet timestep=\"%.17g\" group=\"\" part=\"0\" file=\"", times[i]);
+        xml_text(f, files[i]);
+        fprintf(f, "\"/>\n");
+    }
+    fprintf(f, "  </Collection>\n</VTKFile>\n");
+    return af_commit(&a, err, err_len);
+}
+
+/* ---- PNG ------------------------------------------------------------------------------- */
+
+/* viridis at 10 evenly spaced stops (matplotlib), interpolated linearly */
+static const unsigned char viridis[10][3] = {
+    {0x44, 0x01, 0x54}, {0x48, 0x28, 0x78}, {0x3e, 0x49, 0x89}, {0x31, 0x68, 0x8e}, {0x26, 0x82, 0x8e},
+    {0x1f, 0x9e, 0x89}, {0x35, 0xb7, 0x79}, {0x6e, 0xce, 0x58}, {0xb5, 0xde, 0x2b}, {0xfd, 0xe7, 0x25},
+};
+
+static void colour(double s, unsigned char rgb[3])
+{
+    if (!(s >= 0)) s = 0;
+    if (s > 1) s = 1;
+    double x = s * 9;
+    int i = (int)x;
+    if (i > 8) i = 8;
+    double w = x - i;
+    for (int c = 0; c < 3; c++)
+        rgb[c] = (unsigned char)lround(viridis[i][c] * (1 - w) + viridis[i + 1][c] * w);
+}
+
+typedef struct png_err { jmp_buf jb; char msg[200]; } png_err;
+
+static void png_on_error(png_structp png, png_const_charp msg)
+{
+    png_err *pe = png_get_error_ptr(png);
+    snprintf(pe->msg, sizeof pe->msg, "%s", msg);
+    longjmp(pe->jb, 1);
+}
+
+static void png_on_warning(png_structp png, png_const_charp msg)
+{
+    (void)png;
+    (void)msg;
+}
+
+int writers_png(const char *path, const writers_frame *fr, int f, char *err, size_t err_len)
+{
+    if (f < 0 || f >= fr->n_fields) {
+        set_err(err, err_len, "%s: no field %d to draw", path, f);
+        return -1;
+    }
+    int64_t w = fr->n[0], h = fr->dim >= 2 ? fr->n[1] : 1;
+    if (w > 1000000 || h > 1000000) {
+        set_err(err, err_len, "%s: image too large", path);
+        return -1;
+    }
+    int64_t kslice = fr->dim == 3 ? fr->n[2] / 2 : 0;
+    const double *d = fr->data[f] + kslice * fr->n[0] * fr->n[1];
+    double lo = INFINITY, hi = -INFINITY;
+    for (int64_t c = 0; c < w * h; c++)
+        if (isfinite(d[c])) {
+            if (d[c] < lo) lo = d[c];
+            if (d[c] > hi) hi = d[c];
+        }
+    unsigned char *pix = malloc((size_t)(w * h * 3));
+    png_bytep *rows = malloc(sizeof *rows * (size_t)h);
+    if (!pix || !rows) {
+        free(pix);
+        free(rows);
+        set_err(err, err_len, "%s: %s", path, strerror(ENOMEM));
+        return -1;
+    }
+    for (int64_t r = 0; r < h; r++) {
+        int64_t j = h - 1 - r; /* y up */
+        rows[r] = pix + r * w * 3;
+        for (int64_t i = 0; i < w; i++) {
+            double v = d[i + j * w];
+            unsigned char *px = rows[r] + i * 3;
+            if (!isfinite(v)) {
+                px[0] = px[1] = px[2] = 128;
+                continue;
+            }
+            colour(hi > lo ? (v - lo) / (hi - lo) : 0.5, px);
+        }
+    }
+    afile a;
+    if (af_open(&a, path, err, err_len)) {
+        free(pix);
+        free(rows);
+        return -1;
+    }
+    png_err pe;
+    pe.msg[0] = 0;
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &pe, png_on_error, png_on_warning);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!png || !info) {
+        png_destroy_write_struct(&png, &info);
+        af_abort(&a);
+        free(pix);
+        free(rows);
+        set_err(err, err_len, "%s: %s", path, strerror(ENOMEM));
+        return -1;
+    }
+    if (setjmp(pe.jb)) {
+        png_destroy_write_struct(&png, &info);
+        af_abort(&a);
+        free(pix);
+        free(rows);
+        set_err(err, err_len, "%s: %s", path, pe.msg[0] ? pe.msg : "png error");
+        return -1;
+    }
+    png_init_io(png, a.f);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    png_write_image(png, rows);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    free(pix);
+    free(rows);
+    return af_commit(&a, err, err_len);
+}
+
+/* ---- snapshot series ------------------------------------------------------------------- */
+
+struct writers_series {
+    char *dir;
+    int formats;
+    int count, cap;
+    double *times;
+};
+
+writers_series *writers_series_open(const char *dir, int formats, char *err, size_t err_len)
+{
+    if (writers_mkdirs(dir, err, err_len)) return NULL;
+    writers_series *ws = calloc(1, sizeof *ws);
+    if (ws) ws->dir = strdup(dir);
+    if (!ws || !ws->dir) {
+        free(ws);
+        set_err(err, err_len, "%s: %s", dir, strerror(ENOMEM));
+        return NULL;
+    }
+    ws->formats = formats ? formats : PJ_FMT_CSV;
+    return ws;
+}
+
+int writers_series_count(const writers_series *ws) { return ws->count; }
+
+void writers_series_close(writers_series *ws)
+{
+    if (!ws) return;
+    free(ws->dir);
+    free(ws->times);
+    free(ws);
+}
+
+static int write_index(writers_series *ws, char *path, size_t plen, char *err, size_t err_len)
+{
+    snprintf(path, plen, "%s/snapshots.csv", ws->dir);
+    afile a;
+    if (af_open(&a, path, err, err_len)) return -1;
+    fprintf(a.f, "snapshot,t\n");
+    for (int i = 0; i < ws->count; i++) fprintf(a.f, "%d,%.17g\n", i, ws->times[i]);
+    if (af_commit(&a, err, err_len)) return -1;
+    if (!(ws->formats & PJ_FMT_VTK)) return 0;
+    char **files = calloc((size_t)ws->count, sizeof *files);
+    if (!files) {
+        set_err(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < ws->count && !rc; i++) {
+        files[i] = malloc(32);
+        if (!files[i]) rc = -1;
+        else snprintf(files[i], 32, "snapshot_%06d.vti", i);
+    }
+    if (rc) set_err(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
+    snprintf(path, plen, "%s/snapshots.pvd", ws->dir);
+    if (!rc) rc = writers_pvd(path, ws->count, ws->times, (const char *const *)files, err, err_len);
+    for (int i = 0; i < ws->count; i++) free(files[i]);
+    free(files);
+    return rc;
+}
+
+int writers_series_write(writers_series *ws, const writers_frame *fr, char *err, size_t err_len)
+{
+    size_t plen = strlen(ws->dir) + 64;
+    for (int i = 0; i < fr->n_fields; i++) plen += strlen(fr->names[i]);
+    char *path = malloc(plen);
+    if (!path) {
+        set_err(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
+        return -1;
+    }
+    int rc = 0, n = ws->count;
+    if (ws->formats & PJ_FMT_CSV) {
+        snprintf(path, plen, "%s/snapshot_%06d.csv", ws->dir, n);
+        rc = writers_csv(path, fr, err, err_len);
+    }
+    if (!rc && (ws->formats & PJ_FMT_VTK)) {
+        snprintf(path, plen, "%s/snapshot_%06d.vti", ws->dir, n);
+        rc = writers_vti(path, fr, err, err_len);
+    }
+    for (int v = 0; !rc && (ws->formats & PJ_FMT_PNG) && v < fr->n_fields; v++) {
+        snprintf(path, plen, "%s/%s_%06d.png", ws->dir, fr->names[v], n);
+        rc = writers_png(path, fr, v, err, err_len);
+    }
+    if (!rc && ws->count == ws->cap) {
+        int nc = ws->cap ? 2 * ws->cap : 16;
+        double *t = realloc(ws->times, sizeof *t * (size_t)nc);
+        if (!t) {
+            set_err(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
+            rc = -1;
+        } else {
+            ws->times = t;
+            ws->cap = nc;
+        }
+    }
+    if (!rc) {
+        ws->times[ws->count++] = fr->t;
+        rc = write_index(ws, path, plen, err, err_len);
+    }
+    free(path);
+    return rc;
+}

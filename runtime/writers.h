@@ -1,0 +1,65 @@
+/* writers.h — output files: CSV dumps and snapshots, VTK XML ImageData (.vti + .pvd), PNG.
+ *
+ * Every writer works on a frame (a grid and some fields' interior values as doubles, x
+ * fastest), writes into a temporary file in the target's folder and renames it into place,
+ * so an interrupted run never leaves a truncated file. Errors are returned (-1, with the path
+ * and errno's text in err), never printed.
+ *
+ * Snapshot series (`--out DIR`), snapshot number N = 0, 1, 2 ... (6 digits):
+ *     DIR/snapshot_00000N.csv     all fields of the frame, the --dump format     (PJ_FMT_CSV)
+ *     DIR/snapshot_00000N.vti     VTK ImageData, CellData, base64 binary Float64 (PJ_FMT_VTK)
+ *     DIR/snapshots.pvd           the ParaView series of the .vti files           (PJ_FMT_VTK)
+ *     DIR/FIELD_00000N.png        one colour-mapped image per field               (PJ_FMT_PNG)
+ *     DIR/snapshots.csv           index: `snapshot,t` then one row per snapshot   (always)
+ * The index and .pvd are rewritten (atomically) after every snapshot. */
+#ifndef PJ_WRITERS_H
+#define PJ_WRITERS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "sim.h"
+
+typedef struct writers_frame {
+    int dim;
+    int64_t n[3];                /* cells per axis; 1 beyond dim */
+    double h[3], origin[3];      /* spacing and lower corner */
+    double t;
+    int n_fields;
+    const char *const *names;    /* n_fields names */
+    const double *const *data;   /* n_fields arrays of n[0]*n[1]*n[2] values, x fastest */
+} writers_frame;
+
+/* A frame of the current state of s: fields[0..n_fields) (all fields when fields is NULL).
+ * The values are copied; release with writers_frame_free. Returns 0, or -1 (out of memory). */
+int writers_frame_from_sim(const sim *s, const int *fields, int n_fields, writers_frame *fr,
+                           char *err, size_t err_len);
+void writers_frame_free(writers_frame *fr);
+
+/* CSV: header `x[,y[,z]],name...`, then one row per cell (x fastest, then y, then z): cell
+ * centre coordinates and values, each printed with %.17g. */
+int writers_csv(const char *path, const writers_frame *fr, char *err, size_t err_len);
+
+/* VTK XML ImageData with every field as CellData (Float64, base64 binary, UInt64 headers),
+ * the time as FieldData TimeValue. Point extent 0..n along each axis of the dimension. */
+int writers_vti(const char *path, const writers_frame *fr, char *err, size_t err_len);
+
+/* A ParaView .pvd collection: n entries of (time, file name relative to the .pvd). */
+int writers_pvd(const char *path, int n, const double *times, const char *const *files, char *err,
+                size_t err_len);
+
+/* A colour-mapped (viridis, min..max of the field's finite values) 8-bit RGB PNG of field f:
+ * one pixel per cell, y up (row 0 of the image is the top row of cells). 1D: one row of
+ * pixels; 3D: the slice k = n[2]/2. Non-finite values are drawn grey. */
+int writers_png(const char *path, const writers_frame *fr, int f, char *err, size_t err_len);
+
+/* Creates a folder and its parents (mkdir -p); 0 when it exists. */
+int writers_mkdirs(const char *path, char *err, size_t err_len);
+
+/* The snapshot series of one run in folder dir (created when missing). formats: PJ_FMT_* bits. */
+typedef struct writers_series writers_series;
+writers_series *writers_series_open(const char *dir, int formats, char *err, size_t err_len);
+/* Writes snapshot number writers_series_count() of fr and updates the index files. */
+int writers_series_write(writers_series *ws, const writers_frame *fr, char *err, size_t err_len);
+int writers_series_count(const writers_series *ws);
+void writers_series_close(writers_series *ws);
+
+#endif
