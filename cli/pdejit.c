@@ -14,6 +14,7 @@
 #include "program.h"
 #include "scheme.h"
 #include "sim.h"
+#include "cli.h"
 
 static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
 {
@@ -52,7 +53,7 @@ static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
 }
 
 /* Compiles FILE; prints its diagnostics to stderr. NULL on error (status 2). */
-static pj_program *load_problem(const char *path, const pj_compile_options *opt)
+pj_program *cli_load_problem(const char *path, const pj_compile_options *opt)
 {
     char err[512];
     size_t len;
@@ -128,7 +129,7 @@ static const char *usage_cache =
     "  explain FILE   for each kernel of FILE: hit, or miss and which key component differs\n"
     "                 from the nearest stored entry\n";
 
-static int wants_help(int argc, char **argv)
+int cli_wants_help(int argc, char **argv)
 {
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
@@ -137,9 +138,9 @@ static int wants_help(int argc, char **argv)
 
 static int cmd_check(int argc, char **argv)
 {
-    if (wants_help(argc, argv)) { fputs(usage_check, stdout); return 0; }
+    if (cli_wants_help(argc, argv)) { fputs(usage_check, stdout); return 0; }
     if (argc != 1) { fputs(usage_check, stderr); return 2; }
-    pj_program *p = load_problem(argv[0], NULL);
+    pj_program *p = cli_load_problem(argv[0], NULL);
     if (!p) return 2;
     program_free(p);
     return 0;
@@ -147,7 +148,7 @@ static int cmd_check(int argc, char **argv)
 
 static int cmd_emit(int argc, char **argv)
 {
-    if (wants_help(argc, argv)) { fputs(usage_emit, stdout); return 0; }
+    if (cli_wants_help(argc, argv)) { fputs(usage_emit, stdout); return 0; }
     const char *file = NULL, *what = NULL;
     pj_compile_options opt = {0};
     for (int i = 0; i < argc; i++) {
@@ -162,7 +163,7 @@ static int cmd_emit(int argc, char **argv)
         else { fputs(usage_emit, stderr); return 2; }
     }
     if (!file || !what) { fputs(usage_emit, stderr); return 2; }
-    pj_program *p = load_problem(file, &opt);
+    pj_program *p = cli_load_problem(file, &opt);
     if (!p) return 2;
     if (!strcmp(what, "ir")) {
         const char *const *fn = (const char *const *)p->field_names, *const *pn = (const char *const *)p->param_names;
@@ -198,7 +199,7 @@ static int cmd_emit(int argc, char **argv)
     return 0;
 }
 
-static int parse_double(const char *opt, const char *text, double *out)
+int cli_parse_double(const char *opt, const char *text, double *out)
 {
     char *end;
     errno = 0;
@@ -224,7 +225,7 @@ static char *default_out_dir(const char *file)
 
 static int cmd_run(int argc, char **argv)
 {
-    if (wants_help(argc, argv)) { fputs(usage_run, stdout); return 0; }
+    if (cli_wants_help(argc, argv)) { fputs(usage_run, stdout); return 0; }
     const char *file = NULL, *backend = "cpu", *out = NULL, *dump = NULL;
     const char *sets[256];
     int n_sets = 0, threads = 0, single = 0, fast_math = 0, verbose = 0, quiet = 0;
@@ -240,9 +241,9 @@ static int cmd_run(int argc, char **argv)
             if (n_sets == 256) { fprintf(stderr, "pdejit run: too many --set\n"); return 2; }
             sets[n_sets++] = v;
         }
-        else if (!strcmp(a, "--dt")) { NEED_VALUE(); if (parse_double(a, v, &dt) < 0) return 2; if (!(dt > 0)) { fprintf(stderr, "pdejit: --dt must be positive\n"); return 2; } }
-        else if (!strcmp(a, "--until")) { NEED_VALUE(); if (parse_double(a, v, &until) < 0) return 2; if (!(until >= 0)) { fprintf(stderr, "pdejit: --until must be >= 0\n"); return 2; } }
-        else if (!strcmp(a, "--steps")) { NEED_VALUE(); if (parse_double(a, v, &steps_d) < 0) return 2; if (!(steps_d >= 0 && steps_d == floor(steps_d))) { fprintf(stderr, "pdejit: --steps must be a whole number >= 0\n"); return 2; } }
+        else if (!strcmp(a, "--dt")) { NEED_VALUE(); if (cli_parse_double(a, v, &dt) < 0) return 2; if (!(dt > 0)) { fprintf(stderr, "pdejit: --dt must be positive\n"); return 2; } }
+        else if (!strcmp(a, "--until")) { NEED_VALUE(); if (cli_parse_double(a, v, &until) < 0) return 2; if (!(until >= 0)) { fprintf(stderr, "pdejit: --until must be >= 0\n"); return 2; } }
+        else if (!strcmp(a, "--steps")) { NEED_VALUE(); if (cli_parse_double(a, v, &steps_d) < 0) return 2; if (!(steps_d >= 0 && steps_d == floor(steps_d))) { fprintf(stderr, "pdejit: --steps must be a whole number >= 0\n"); return 2; } }
         else if (!strcmp(a, "--scheme")) {
             NEED_VALUE();
             int sch = scheme_from_name(v);
@@ -255,7 +256,7 @@ static int cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--threads")) {
             NEED_VALUE();
             double t;
-            if (parse_double(a, v, &t) < 0) return 2;
+            if (cli_parse_double(a, v, &t) < 0) return 2;
             if (!(t >= 1 && t <= 1024 && t == floor(t))) { fprintf(stderr, "pdejit: --threads must be 1 to 1024\n"); return 2; }
             threads = (int)t;
         }
@@ -265,7 +266,7 @@ static int cmd_run(int argc, char **argv)
             else if (!strcmp(v, "double")) single = 0;
             else { fprintf(stderr, "pdejit: --precision is double or single, not '%s'\n", v); return 2; }
         }
-        else if (!strcmp(a, "--check-every")) { NEED_VALUE(); if (parse_double(a, v, &check_every) < 0 || !(check_every >= 1)) { fprintf(stderr, "pdejit: --check-every must be >= 1\n"); return 2; } }
+        else if (!strcmp(a, "--check-every")) { NEED_VALUE(); if (cli_parse_double(a, v, &check_every) < 0 || !(check_every >= 1)) { fprintf(stderr, "pdejit: --check-every must be >= 1\n"); return 2; } }
         else if (!strcmp(a, "--fast-math")) fast_math = 1;
         else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) verbose = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
@@ -285,7 +286,7 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pdejit: unknown back end '%s'; back ends are interp, cpu, cuda\n", backend);
         return 2;
     }
-    pj_program *p = load_problem(file, &copt);
+    pj_program *p = cli_load_problem(file, &copt);
     if (!p) return 2;
     int status = 2;
     sim *s = NULL;
@@ -316,7 +317,7 @@ static int cmd_run(int argc, char **argv)
         if (!eq || eq == sets[i]) { fprintf(stderr, "pdejit: --set takes NAME=VALUE, not '%s'\n", sets[i]); goto done; }
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(eq - sets[i]), sets[i]);
-        if (parse_double("--set", eq + 1, &v) < 0) goto done;
+        if (cli_parse_double("--set", eq + 1, &v) < 0) goto done;
         if (sim_set_param(s, name, v) < 0) {
             const char *near = diag_closest(name, (const char *const *)p->param_names, p->n_params);
             fprintf(stderr, "pdejit: --set: '%s' is not a param of %s%s%s%s\n", name, file, near ? " (did you mean '" : "",
@@ -376,7 +377,7 @@ done:
 
 static int cmd_cache(int argc, char **argv)
 {
-    if (wants_help(argc, argv) || argc < 1) { fputs(usage_cache, argc < 1 ? stderr : stdout); return argc < 1 ? 2 : 0; }
+    if (cli_wants_help(argc, argv) || argc < 1) { fputs(usage_cache, argc < 1 ? stderr : stdout); return argc < 1 ? 2 : 0; }
     const char *what = argv[0];
     if (!strcmp(what, "explain")) {
         const char *file = NULL;
@@ -388,7 +389,7 @@ static int cmd_cache(int argc, char **argv)
             else { fputs(usage_cache, stderr); return 2; }
         }
         if (!file) { fputs(usage_cache, stderr); return 2; }
-        pj_program *p = load_problem(file, NULL);
+        pj_program *p = cli_load_problem(file, NULL);
         if (!p) return 2;
         char err[512];
         cpu_backend *be = cpu_backend_create(&bo, err, sizeof err);
@@ -426,6 +427,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     if (!strcmp(cmd, "cache")) return cmd_cache(argc - 2, argv + 2);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc - 2, argv + 2);
     if (!strcmp(cmd, "emit")) return cmd_emit(argc - 2, argv + 2);
     fprintf(stderr, "pdejit: unknown command '%s'\n%s", cmd, usage_main);
     return 2;

@@ -172,7 +172,7 @@ const char *diag_closest(const char *name, const char *const *candidates, int n)
     const char *best = NULL;
     int best_d = 1000;
     size_t len = strlen(name);
-    int limit = len <= 2 ? 0 : len <= 4 ? 1 : len <= 8 ? 2 : 3;
+    int limit = len <= 1 ? 0 : len <= 4 ? 1 : len <= 8 ? 2 : 3;
     for (int i = 0; i < n; i++) {
         if (!candidates[i] || !strcmp(candidates[i], name)) continue;
         int dist = edit_distance(name, candidates[i]);

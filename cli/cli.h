@@ -1,0 +1,14 @@
+/* cli.h — what the files of the `pdejit` command share. */
+#ifndef PJ_CLI_H
+#define PJ_CLI_H
+#include "program.h"
+
+/* Reads and compiles FILE, printing its diagnostics to stderr; NULL on error (exit 2). */
+pj_program *cli_load_problem(const char *path, const pj_compile_options *opt);
+int cli_wants_help(int argc, char **argv);
+/* A finite number, or -1 after printing what is wrong with it. */
+int cli_parse_double(const char *opt, const char *text, double *out);
+
+int cmd_bench(int argc, char **argv);
+
+#endif

@@ -1,0 +1,238 @@
+/* test_cli.c — the `pdejit` command as a user meets it: exit statuses, --help, check, emit,
+ * run options, --dump's exact format, --out snapshots at the output times, NaN reports. */
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *dir;
+
+static char *write_file(const char *name, const char *text)
+{
+    char *path = malloc(strlen(dir) + strlen(name) + 2);
+    sprintf(path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* Runs `pdejit ARGS` (ARGS may use %s for the temporary folder once). */
+static int pj(char **out, const char *fmt, ...)
+{
+    char args[2048], cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s %s", dir, dir, PJ_BINARY, args);
+    return tu_run(cmd, out);
+}
+
+static void help_and_usage(void **state)
+{
+    (void)state;
+    const char *cmds[] = {"--help", "run --help", "check --help", "emit --help", "cache --help", "bench --help"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        char *out;
+        assert_int_equal(pj(&out, "%s", cmds[i]), 0);
+        assert_non_null(strstr(out, "usage: pdejit"));
+        free(out);
+    }
+    char *out;
+    assert_int_equal(pj(&out, "frobnicate"), 2);
+    assert_non_null(strstr(out, "unknown command 'frobnicate'"));
+    free(out);
+    assert_int_equal(pj(&out, ""), 2);
+    free(out);
+    assert_int_equal(pj(&out, "run"), 2);
+    free(out);
+    assert_int_equal(pj(&out, "run x.pde --bogus"), 2);
+    assert_non_null(strstr(out, "unknown option '--bogus'"));
+    free(out);
+}
+
+static void check_is_silent_or_points(void **state)
+{
+    (void)state;
+    char *good = write_file("good.pde", "mesh grid(nx = 8)\nfield u = x\neq dt(u) = lap(u)\ntime dt = 0.001, steps = 2\n");
+    char *bad = write_file("bad.pde", "mesh grid(nx = 8)\nfield u = x\neq dt(u) = lap(uu)\n");
+    char *out;
+    assert_int_equal(pj(&out, "check good.pde"), 0);
+    assert_string_equal(out, "");
+    free(out);
+    assert_int_equal(pj(&out, "check bad.pde"), 2);
+    assert_non_null(strstr(out, "bad.pde:3:16: error: undefined name 'uu'; did you mean 'u'?\n    eq dt(u) = lap(uu)\n                   ^\n"));
+    free(out);
+    assert_int_equal(pj(&out, "check missing.pde"), 2);
+    assert_non_null(strstr(out, "missing.pde: No such file or directory"));
+    free(out);
+    assert_int_equal(pj(&out, "emit good.pde --ir"), 0);
+    assert_non_null(strstr(out, "kernel stage1"));
+    assert_non_null(strstr(out, "load u@0 [1]"));
+    free(out);
+    assert_int_equal(pj(&out, "emit good.pde --llvm"), 0);
+    assert_non_null(strstr(out, "define"));
+    free(out);
+    free(good);
+    free(bad);
+}
+
+static void dump_format(void **state)
+{
+    (void)state;
+    char *p = write_file("d.pde", "mesh grid(nx = 5, ny = 3, Lx = 1, Ly = 3)\nfield u = x + 10*y, v = 1/3\n"
+                                  "eq dt(u) = 0\ntime dt = 1, steps = 1\n");
+    char *out;
+    assert_int_equal(pj(&out, "run d.pde --dump d.csv --backend interp"), 0);
+    free(out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/d.csv", dir);
+    char *csv = tu_read_file(path, NULL);
+    assert_non_null(csv);
+    /* header, then x fastest, cell centres, 17 significant digits */
+    assert_true(!strncmp(csv, "x,y,u,v\n0.10000000000000001,0.5,5.0999999999999996,0.33333333333333331\n"
+                              "0.30000000000000004,0.5,5.2999999999999998,0.33333333333333331\n", 128));
+    int rows = 0;
+    for (char *c = csv; *c; c++) rows += *c == '\n';
+    assert_int_equal(rows, 1 + 15);
+    assert_non_null(strstr(csv, "\n0.90000000000000002,2.5,25.899999999999999,0.33333333333333331\n"));
+    free(csv);
+    free(p);
+}
+
+static double dumped_u(const char *csv_name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, csv_name);
+    char *csv = tu_read_file(path, NULL);
+    assert_non_null(csv);
+    double x, u;
+    assert_int_equal(sscanf(strchr(csv, '\n') + 1, "%lf,%lf", &x, &u), 2);
+    free(csv);
+    return u;
+}
+
+static void time_options(void **state)
+{
+    (void)state;
+    /* du/dt = r: u(t) = r t exactly, on every scheme */
+    char *p = write_file("ode.pde", "mesh grid(nx = 2)\nparam r = 1\nfield u\neq dt(u) = r\ntime dt = 1, until = 3\n");
+    char *out;
+    assert_int_equal(pj(&out, "run ode.pde --dump a.csv"), 0);
+    free(out);
+    assert_true(dumped_u("a.csv") == 3);
+    assert_int_equal(pj(&out, "run ode.pde --until 2.5 --dump a.csv"), 0); /* the last step lands on 2.5 */
+    free(out);
+    assert_true(dumped_u("a.csv") == 2.5);
+    assert_int_equal(pj(&out, "run ode.pde --steps 4 --dt 0.25 --scheme rk4 --dump a.csv"), 0);
+    free(out);
+    assert_true(dumped_u("a.csv") == 1);
+    assert_int_equal(pj(&out, "run ode.pde --set r=-2 --dump a.csv --backend interp"), 0);
+    free(out);
+    assert_true(dumped_u("a.csv") == -6);
+    assert_int_equal(pj(&out, "run ode.pde --set rr=1"), 2);
+    assert_non_null(strstr(out, "'rr' is not a param of ode.pde (did you mean 'r'?)"));
+    free(out);
+    assert_int_equal(pj(&out, "run ode.pde --dt 0"), 2);
+    free(out);
+    assert_int_equal(pj(&out, "run ode.pde --scheme rk9"), 2);
+    assert_non_null(strstr(out, "unknown scheme 'rk9'"));
+    free(out);
+    assert_int_equal(pj(&out, "run ode.pde --precision single --threads 2 --dump a.csv"), 0);
+    free(out);
+    assert_true(dumped_u("a.csv") == 3);
+    free(p);
+}
+
+static void snapshots_at_output_times(void **state)
+{
+    (void)state;
+    char *p = write_file("o.pde", "mesh grid(nx = 4, ny = 4)\nfield u = x\neq dt(u) = 1\n"
+                                  "time dt = 0.3, until = 2\noutput every = 0.5, format = csv vtk png\n");
+    char *out;
+    assert_int_equal(pj(&out, "run o.pde --out snaps"), 0);
+    free(out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/snaps/snapshots.csv", dir);
+    char *index = tu_read_file(path, NULL);
+    assert_non_null(index);
+    /* t = 0, 0.5, 1, 1.5, 2 exactly, although 0.5 is not a multiple of dt */
+    double t[5];
+    int n = sscanf(strchr(index, '\n') + 1, "%*d,%lf\n%*d,%lf\n%*d,%lf\n%*d,%lf\n%*d,%lf", &t[0], &t[1], &t[2], &t[3], &t[4]);
+    assert_int_equal(n, 5);
+    for (int i = 0; i < 5; i++) assert_true(fabs(t[i] - 0.5 * i) < 1e-12);
+    free(index);
+    const char *files[] = {"snapshot_000004.csv", "snapshot_000004.vti", "snapshots.pvd", "u_000004.png"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/snaps/%s", dir, files[i]);
+        assert_int_equal(access(path, R_OK), 0);
+    }
+    /* the value at the last snapshot: u = x + 2 */
+    snprintf(path, sizeof path, "%s/snaps/snapshot_000004.csv", dir);
+    char *csv = tu_read_file(path, NULL);
+    double x, y, u;
+    assert_int_equal(sscanf(strchr(csv, '\n') + 1, "%lf,%lf,%lf", &x, &y, &u), 3);
+    assert_true(fabs(u - (x + 2)) < 1e-12);
+    free(csv);
+    /* no --out: the file's own output goes to o.out */
+    assert_int_equal(pj(&out, "run o.pde"), 0);
+    free(out);
+    snprintf(path, sizeof path, "%s/o.out/snapshots.csv", dir);
+    assert_int_equal(access(path, R_OK), 0);
+    free(p);
+}
+
+static void nan_stops_the_run(void **state)
+{
+    (void)state;
+    char *p = write_file("blow.pde", "mesh grid(nx = 10)\nfield u = x > 0.5 ? 2 : 1\neq dt(u) = u^2\n"
+                                     "time dt = 0.1, until = 100, scheme = euler\n");
+    for (int be = 0; be < 2; be++) {
+        char *out;
+        assert_int_equal(pj(&out, "run blow.pde --backend %s", be ? "cpu" : "interp"), 1);
+        /* u' = u^2 from u = 2 blows up first in cells 5..9: the report names the first, x = 0.55 */
+        assert_non_null(strstr(out, "pdejit: run failed: non-finite value (inf) in field u at cell (5), x = 0.55, at step "));
+        int step;
+        double t;
+        const char *at = strstr(out, "at step ");
+        assert_int_equal(sscanf(at, "at step %d, t = %lf", &step, &t), 2);
+        assert_true(step > 5 && step < 100);
+        assert_true(fabs(t - 0.1 * step) < 1e-9);
+        free(out);
+    }
+    free(p);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    dir = tu_tempdir("cli");
+    return dir ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    tu_run(cmd, NULL);
+    free(dir);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(help_and_usage),
+        cmocka_unit_test(check_is_silent_or_points),
+        cmocka_unit_test(dump_format),
+        cmocka_unit_test(time_options),
+        cmocka_unit_test(snapshots_at_output_times),
+        cmocka_unit_test(nan_stops_the_run),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
