@@ -364,7 +364,7 @@ static int cmd_run(int argc, char **argv)
     status = driver_run(s, &dopt, &res, err, sizeof err);
     if (status) fprintf(stderr, "pdejit: run failed: %s\n", err);
     if (verbose || (!quiet && res.seconds > 3))
-        fprintf(stderr, "pdejit: %lld steps to t = %.9g in %.3f s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res.steps, res.t,
+        fprintf(stderr, "pdejit: %lld steps to t = %.9g in %.3g s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res.steps, res.t,
                 res.seconds, res.seconds > 0 ? (double)res.steps * (double)sim_cells(s) * 1e-6 / res.seconds : 0.0,
                 use_cpu ? "cpu" : "interp", single ? ", single" : "", out ? ", output in " : "", out ? out : "");
 done:
