@@ -1,0 +1,71 @@
+/* pdejit.h — the public C API of pdejit.
+ *
+ *     pj_problem_compile   .pde text -> a checked, compiled problem (diagnostics on error)
+ *     pj_sim_create        a simulation of it on a back end (interpreter, CPU JIT)
+ *     pj_sim_set_param     change a param (never recompiles)
+ *     pj_sim_advance       step to a time, landing on it exactly; NaN/Inf stop it
+ *     pj_sim_get_field     read a field's values
+ *
+ * Handles are opaque. Every function that can fail returns a pj_status and, where it says so,
+ * a message in a caller's buffer. Nothing here prints or exits. Ownership: a pj_problem must
+ * outlive the simulations made from it; free both with their _free functions. */
+#ifndef PDEJIT_H
+#define PDEJIT_H
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum pj_status {
+    PJ_OK = 0,
+    PJ_ERR_RUN = 1,        /* the run failed: a NaN/Inf (the message names step, time, field, cell) */
+    PJ_ERR_INPUT = 2,      /* a bad problem text or a bad argument */
+    PJ_ERR_BACKEND = 3,    /* a back end could not start or compile */
+    PJ_ERR_MEMORY = 4,
+} pj_status;
+
+typedef enum pj_backend { PJ_BACKEND_INTERP = 0, PJ_BACKEND_CPU = 1 } pj_backend;
+
+typedef struct pj_problem pj_problem;
+typedef struct pj_sim pj_sim;
+
+/* Compiles `text` (len bytes; `name` is used in messages). On PJ_ERR_INPUT *diagnostics (if
+ * not NULL) receives the errors as FILE:LINE:COL lines with carets (malloc'd; free it). */
+pj_status pj_problem_compile(const char *name, const char *text, size_t len, pj_problem **problem,
+                             char **diagnostics);
+void pj_problem_free(pj_problem *problem);
+int pj_problem_dim(const pj_problem *problem);
+int64_t pj_problem_cells(const pj_problem *problem);
+int pj_problem_field_count(const pj_problem *problem);
+const char *pj_problem_field_name(const pj_problem *problem, int field);
+int pj_problem_param_count(const pj_problem *problem);
+const char *pj_problem_param_name(const pj_problem *problem, int param);
+double pj_problem_dt(const pj_problem *problem);       /* from `time dt =`, 0 when absent */
+
+typedef struct pj_sim_options {
+    pj_backend backend;    /* default (zeroed options): the interpreter */
+    int single;            /* float instead of double */
+    int threads;           /* 0: all cores */
+    int fast_math;         /* CPU back end: allow reassociation and FMA */
+} pj_sim_options;
+
+/* A simulation at t = 0 with the initial values. options may be NULL. */
+pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **sim,
+                        char *err, size_t err_len);
+void pj_sim_free(pj_sim *sim);
+pj_status pj_sim_set_param(pj_sim *sim, const char *name, double value);
+/* Steps of at most dt until t_end exactly (the last one shortened), checking for NaN/Inf after
+ * every step: PJ_ERR_RUN with the report in err. */
+pj_status pj_sim_advance(pj_sim *sim, double dt, double t_end, char *err, size_t err_len);
+double pj_sim_time(const pj_sim *sim);
+int64_t pj_sim_steps(const pj_sim *sim);
+/* Copies the field's values (pj_problem_cells of them, x fastest) into out. */
+pj_status pj_sim_get_field(const pj_sim *sim, const char *name, double *out);
+pj_status pj_sim_set_field(pj_sim *sim, const char *name, const double *values);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
