@@ -5,12 +5,26 @@
  * a launch is one atomic increment plus a futex wake only for sleeping workers, and it owns its
  * spin/sleep policy (libgomp's depends on OMP_WAIT_POLICY / GOMP_SPINCOUNT and on the calling
  * thread: a second thread launching gets a second team). It is also plain C with no pragma, so
- * the interpreter and the JIT share one set of threads.
+ * the interpreter and the JIT share one set of threads (mixing both would leave two sets of
+ * threads spinning against each other).
  *
- * MEASURED (2-core AMD EPYC VM, Debian 12, gcc 12, LLVM 14; bench/launch_overhead.c; 2D
- * 5-point reaction-diffusion JIT kernel, one launch = one sweep, best of 5 runs of 20000
- * launches, microseconds per launch):
- *     see the table filled in at the bottom of this comment.
+ * MEASURED (2-core AMD EPYC VM, Debian 12, gcc 12, libgomp, LLVM 14; bench/launch_overhead.c;
+ * 2D two-field Gray-Scott JIT kernel, rows split in 2 contiguous chunks, best of 5 runs of 20000
+ * launches (2000 at 256^2, 100 at 1024^2); microseconds per launch; two runs on a shared machine
+ * (load ~2-3 from other builds), the second in brackets):
+ *
+ *     grid        serial        pool         OpenMP      empty body: pool   OpenMP
+ *     32x32       0.53 (0.53)   0.48 (0.90)  0.77 (1.08)             0.18 (0.26) 0.46 (0.58)
+ *     64x64       2.20 (2.21)   1.38 (1.47)  1.56 (1.68)             0.17 (0.25) 0.35 (0.36)
+ *     128x128     9.41 (9.87)   5.07 (5.31)  5.25 (5.44)             0.18 (0.22) 0.34 (0.35)
+ *     256x256     40.3 (39.9)   19.9 (20.1)  20.5 (20.9)             0.16 (0.24) 0.32 (0.35)
+ *     1024x1024   1696 (1772)   813 (969)    787 (962)               0.16 (0.24) 0.34 (0.44)
+ *
+ * A launch costs ~0.2 us with the pool against ~0.35 us with an OpenMP parallel region; on a
+ * 64x64 grid that is 1.4 against 1.6 us per sweep (serial 2.2). Large grids are bandwidth bound
+ * and equal. Chosen: the pool. When the machine is oversubscribed both degrade alike (a
+ * descheduled worker delays the launch); the pool sleeps after SPIN_US so it yields sooner than
+ * libgomp's default spin (GOMP_SPINCOUNT 300000).
  *
  * Protocol: the caller writes the job, sets `pending` to the number of workers and bumps the
  * futex word `gen`; workers spin on `gen` (SPIN_US microseconds), then count
