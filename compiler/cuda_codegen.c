@@ -145,11 +145,12 @@ static void emit_offset(sbuf *b, const char *base, const int8_t off[3])
     }
 }
 
-/* How leaves are read: a stage kernel reads at its cell; a fill reads the coefficients at the
- * boundary cell, with COORD on the side's axis at the face and loads clamped. */
+/* How leaves are read: a stage kernel at its cell (i, j, k); a fill evaluates the coefficients
+ * at the face cell (fi, fj, fk), with loads clamped. COORD is evaluated as written in both (the
+ * compiler gives a bc kernel's COORD on the side's axis half = -1 / +1: the face). */
 typedef struct leaf_ctx {
-    int bc_axis;   /* -1 for stage kernels */
-    int bc_high;
+    const char *idx[3];   /* the cell index variable of each axis */
+    int bc_axis;          /* -1 for stage kernels */
 } leaf_ctx;
 
 static void emit_node(sbuf *b, const kir_kernel *k, int id, int single, const leaf_ctx *lc)
@@ -170,15 +171,14 @@ static void emit_node(sbuf *b, const kir_kernel *k, int id, int single, const le
     case KIR_COORD: {
         /* origin + (idx + 1/2 + half/2) * h, in double, then rounded to the precision */
         int half = n->half;
-        if (lc->bc_axis == n->axis) half = lc->bc_high ? 1 : -1;
         char t[32];
         snprintf(t, sizeof t, "%.17g", 0.5 + 0.5 * half);
-        sb_printf(b, "%s(a.origin[%d] + ((double)%c", single ? "(float)" : "", n->axis,
-                  idx_name[n->axis]);
+        sb_printf(b, "%s(a.origin[%d] + ((double)%s", single ? "(float)" : "", n->axis,
+                  lc->idx[n->axis]);
         if (0.5 + 0.5 * half != 0) sb_printf(b, " + %s%s", t, strpbrk(t, ".e") ? "" : ".0");
-        if (lc->bc_axis == n->axis)
-            sb_printf(b, ") * a.h[%d]); // %c at the %s face\n", n->axis, axis_letter[n->axis],
-                      lc->bc_high ? "high" : "low");
+        if (half == -1 || half == 1)
+            sb_printf(b, ") * a.h[%d]); // %c at the %s face of the cell\n", n->axis, axis_letter[n->axis],
+                      half > 0 ? "high" : "low");
         else if (half)
             sb_printf(b, ") * a.h[%d]); // %c at the cell centre %+g cells\n", n->axis, axis_letter[n->axis],
                       half * 0.5);
@@ -198,8 +198,8 @@ static void emit_node(sbuf *b, const kir_kernel *k, int id, int single, const le
             for (int a = 0; a < 3; a++) {
                 const char *stride = a == 0 ? "" : a == 1 ? " * s1" : " * s2";
                 char at[16];
-                if (n->off[a]) snprintf(at, sizeof at, "%c %c %d", idx_name[a], n->off[a] < 0 ? '-' : '+', abs(n->off[a]));
-                else snprintf(at, sizeof at, "%c", idx_name[a]);
+                if (n->off[a]) snprintf(at, sizeof at, "%s %c %d", lc->idx[a], n->off[a] < 0 ? '-' : '+', abs(n->off[a]));
+                else snprintf(at, sizeof at, "%s", lc->idx[a]);
                 if (a == lc->bc_axis)
                     sb_printf(b, "%spj_clamp(%s, 0, a.n[%d] - 1)%s", a ? " + " : "", at, a, stride);
                 else
@@ -241,11 +241,22 @@ static void emit_node(sbuf *b, const kir_kernel *k, int id, int single, const le
     sb_printf(b, "0; // unknown op %d\n", n->op);
 }
 
-/* Marks in used[slot * n_fields + field] bit 1 the buffers loaded, bit 2 those stored. */
-static void buffers_used(const kir_kernel *k, unsigned char *used, int stores)
+/* live[id] = 1 for the nodes the roots reach (roots: node ids, n_roots of them, -1 ignored). */
+static void mark_live(const kir_kernel *k, const int *roots, int n_roots, unsigned char *live)
+{
+    memset(live, 0, (size_t)k->n_nodes + 1);
+    for (int i = 0; i < n_roots; i++)
+        if (roots[i] >= 0 && roots[i] < k->n_nodes) live[roots[i]] = 1;
+    for (int id = k->n_nodes - 1; id >= 0; id--)
+        if (live[id])
+            for (int j = 0; j < kir_ops[k->nodes[id].op].arity; j++) live[k->nodes[id].arg[j]] = 1;
+}
+
+/* Marks in used[slot * n_fields + field] bit 1 the buffers live nodes load, bit 2 those stored. */
+static void buffers_used(const kir_kernel *k, const unsigned char *live, unsigned char *used, int stores)
 {
     for (int id = 0; id < k->n_nodes; id++)
-        if (k->nodes[id].op == KIR_LOAD)
+        if (live[id] && k->nodes[id].op == KIR_LOAD)
             used[k->nodes[id].slot * k->n_fields + k->nodes[id].index] |= 1;
     if (stores)
         for (int i = 0; i < k->n_outputs; i++)
@@ -346,13 +357,26 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
 
     int nb = k->n_slots * k->n_fields;
     unsigned char *used = calloc((size_t)nb + 1, 1);
-    if (!used) { free(b.s); FAIL("cuda codegen: out of memory"); }
-    buffers_used(k, used, 1);
+    unsigned char *live = malloc((size_t)k->n_nodes + 1);
+    int *roots = malloc(sizeof *roots * ((size_t)k->n_outputs + 1));
+    if (!used || !live || !roots) {
+        free(used);
+        free(live);
+        free(roots);
+        free(b.s);
+        FAIL("cuda codegen: out of memory");
+    }
+    for (int i = 0; i < k->n_outputs; i++) roots[i] = k->outputs[i].node;
+    mark_live(k, roots, k->n_outputs, live); /* all of a finished kernel */
+    buffers_used(k, live, used, 1);
     emit_buffers(&b, used, k->n_slots, k->n_fields, opt->single);
-    free(used);
 
-    leaf_ctx lc = {-1, 0};
-    for (int id = 0; id < k->n_nodes; id++) emit_node(&b, k, id, opt->single, &lc);
+    leaf_ctx lc = {{"i", "j", "k"}, -1};
+    for (int id = 0; id < k->n_nodes; id++)
+        if (live[id]) emit_node(&b, k, id, opt->single, &lc);
+    free(used);
+    free(live);
+    free(roots);
     for (int i = 0; i < k->n_outputs; i++) {
         const kir_output *o = &k->outputs[i];
         sb_printf(&b, "    b%d_%d[c] = v%d;\n", o->slot, o->field, o->node);
@@ -379,7 +403,8 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
         if (kinds[f] < CUDA_BC_NONE || kinds[f] > CUDA_BC_LINEAR) FAIL("cuda bc fill: field %d: bad kind %d", f, (int)kinds[f]);
         n_linear += kinds[f] == CUDA_BC_LINEAR;
     }
-    int *coef = NULL; /* [f * 3 + slot]: node id of a, b, c, or -1 */
+    int *coef = NULL;           /* [f * 3 + slot]: node id of a, b, c, or -1 */
+    unsigned char *live = NULL; /* the bc kernel's nodes the linear fields need */
     if (n_linear) {
         if (!bc) FAIL("cuda bc fill: a linear condition needs its KIR_BC kernel");
         if (bc->kind != KIR_BC) FAIL("cuda bc fill: kernel %s is a %s kernel, not a bc kernel", bc->name, kind_name(bc->kind));
@@ -400,25 +425,32 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
                 free(coef);
                 FAIL("cuda bc fill: kernel %s: output %d has slot %d (want 0 a, 1 b, 2 c)", bc->name, i, o->slot);
             }
-            coef[o->field * 3 + o->slot] = o->node;
+            if (coef[o->field * 3 + o->slot] < 0) coef[o->field * 3 + o->slot] = o->node; /* the first */
         }
-        for (int f = 0; f < n_fields; f++)
+        for (int f = 0; f < n_fields; f++) {
             if (kinds[f] == CUDA_BC_LINEAR && coef[f * 3] < 0 && coef[f * 3 + 1] < 0) {
                 free(coef);
                 FAIL("cuda bc fill: field %d has neither a nor b in a*u + b*dn(u) = c (kernel %s)", f, bc->name);
             }
+            if (kinds[f] != CUDA_BC_LINEAR) coef[f * 3] = coef[f * 3 + 1] = coef[f * 3 + 2] = -1;
+        }
+        live = malloc((size_t)bc->n_nodes + 1);
+        if (!live) {
+            free(coef);
+            FAIL("cuda codegen: out of memory");
+        }
+        mark_live(bc, coef, n_fields * 3, live); /* only what the linear fields use */
     }
 
     int axis = side / 2, high = side % 2;
-    const char *real = opt->single ? "float" : "double";
-    const char *sfx = opt->single ? "f" : "";
     char what[160];
     snprintf(what, sizeof what, "ghost layers of side %d, %s", side, side_name[side]);
     sbuf b = {0};
     emit_header(&b, name, what, n_linear ? bc : NULL, opt);
     emit_args_struct(&b);
-    sb_printf(&b, "static __device__ __forceinline__ long long pj_clamp(long long x, long long lo, long long hi)\n"
-                  "{\n    return x < lo ? lo : x > hi ? hi : x;\n}\n\n");
+    if (n_linear)
+        sb_printf(&b, "static __device__ __forceinline__ long long pj_clamp(long long x, long long lo, long long hi)\n"
+                      "{\n    return x < lo ? lo : x > hi ? hi : x;\n}\n\n");
     sb_printf(&b, "// One thread per ghost cell: layers m = 1..ghost[%d] beyond the %s face, every cell\n"
                   "// of the other axes including their ghost layers (x sides first, then y, then z).\n",
               axis, high ? "high" : "low");
@@ -442,28 +474,36 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
     const char *sa = axis == 0 ? "" : axis == 1 ? " * s1" : " * s2";
     sb_printf(&b, "    const long long c = i + j * s1 + k * s2;\n");
     sb_printf(&b, "    const long long cg = c %s m%s;       // the ghost cell\n", high ? "+" : "-", sa);
-    sb_printf(&b, "    const long long ci = c %s (m - 1)%s; // its mirror image inside\n", high ? "-" : "+", sa);
-    int any_periodic = 0;
-    for (int f = 0; f < n_fields; f++) any_periodic |= kinds[f] == CUDA_BC_PERIODIC;
+    int any_periodic = 0, any_mirror = 0;
+    for (int f = 0; f < n_fields; f++) {
+        any_periodic |= kinds[f] == CUDA_BC_PERIODIC;
+        any_mirror |= kinds[f] == CUDA_BC_MIRROR || kinds[f] == CUDA_BC_LINEAR;
+    }
+    if (any_mirror)
+        sb_printf(&b, "    const long long ci = c %s (m - 1)%s; // its mirror image inside\n", high ? "-" : "+", sa);
     if (any_periodic)
         sb_printf(&b, "    const long long cp = cg %s a.n[%d]%s; // its periodic image\n", high ? "-" : "+", axis, sa);
 
     /* buffers: slot 0 of every filled field, plus whatever the coefficients load */
     int nslots = n_linear && bc->n_slots > 1 ? bc->n_slots : 1;
     unsigned char *used = calloc((size_t)nslots * (size_t)n_fields + 1, 1);
-    if (!used) { free(coef); free(b.s); FAIL("cuda codegen: out of memory"); }
-    if (n_linear) buffers_used(bc, used, 0);
+    if (!used) { free(coef); free(live); free(b.s); FAIL("cuda codegen: out of memory"); }
+    if (n_linear) buffers_used(bc, live, used, 0);
     for (int f = 0; f < n_fields; f++)
         if (kinds[f] != CUDA_BC_NONE) used[f] |= 2;
     emit_buffers(&b, used, nslots, n_fields, opt->single);
     free(used);
 
     if (n_linear) {
-        sb_printf(&b, "    // the coefficients of a*u + b*dn(u) = c at the boundary cell\n");
-        leaf_ctx lc = {axis, high};
-        for (int id = 0; id < bc->n_nodes; id++) emit_node(&b, bc, id, opt->single, &lc);
-        sb_printf(&b, "    const %s d = (%s)((double)(2 * m - 1) * a.h[%d]); // ghost to mirror image\n", real,
-                  real, axis);
+        sb_printf(&b, "    // the coefficients of a*u + b*dn(u) = c at the face cell of this row: the boundary\n"
+                      "    // cell, the other axes clamped to the interior (the nearest face cell)\n");
+        for (int ax = 0; ax < 3; ax++)
+            sb_printf(&b, "    const long long f%c = pj_clamp(%c, 0, a.n[%d] - 1);\n", idx_name[ax], idx_name[ax], ax);
+        leaf_ctx lc = {{"fi", "fj", "fk"}, axis};
+        for (int id = 0; id < bc->n_nodes; id++)
+            if (live[id]) emit_node(&b, bc, id, opt->single, &lc);
+        sb_printf(&b, "    // the ghost value in double whatever the precision (as the CPU fill)\n");
+        sb_printf(&b, "    const double d = (double)(2 * m - 1) * a.h[%d]; // ghost to mirror image\n", axis);
     }
     for (int f = 0; f < n_fields; f++) {
         switch (kinds[f]) {
@@ -471,21 +511,23 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
         case CUDA_BC_PERIODIC: sb_printf(&b, "    b0_%d[cg] = b0_%d[cp]; // field %d: periodic\n", f, f, f); break;
         case CUDA_BC_MIRROR: sb_printf(&b, "    b0_%d[cg] = b0_%d[ci]; // field %d: zero gradient\n", f, f, f); break;
         case CUDA_BC_LINEAR: {
-            char ca[32], cb[32], cc[32];
-            int na = coef[f * 3], nb_ = coef[f * 3 + 1], nc = coef[f * 3 + 2];
-            if (na >= 0) snprintf(ca, sizeof ca, "v%d", na); else snprintf(ca, sizeof ca, "0.0%s", sfx);
-            if (nb_ >= 0) snprintf(cb, sizeof cb, "v%d", nb_); else snprintf(cb, sizeof cb, "0.0%s", sfx);
-            if (nc >= 0) snprintf(cc, sizeof cc, "v%d", nc); else snprintf(cc, sizeof cc, "0.0%s", sfx);
+            char cv[3][40];
+            for (int s3 = 0; s3 < 3; s3++) {
+                int nd = coef[f * 3 + s3];
+                if (nd < 0) snprintf(cv[s3], sizeof cv[s3], "0.0");
+                else snprintf(cv[s3], sizeof cv[s3], "%sv%d", opt->single ? "(double)" : "", nd);
+            }
             sb_printf(&b, "    { // field %d: a*u + b*dn(u) = c\n", f);
-            sb_printf(&b, "        const %s u = b0_%d[ci];\n", real, f);
-            sb_printf(&b, "        const %s ha = %s * 0.5%s, bd = %s / d;\n", real, ca, sfx, cb);
-            sb_printf(&b, "        b0_%d[cg] = (%s - u * (ha - bd)) / (ha + bd);\n    }\n", f, cc);
+            sb_printf(&b, "        const double u = b0_%d[ci], ha = %s * 0.5, bd = %s / d;\n", f, cv[0], cv[1]);
+            sb_printf(&b, "        b0_%d[cg] = %s(%s - u * (ha - bd)) / (ha + bd)%s;\n    }\n", f,
+                      opt->single ? "(float)(" : "", cv[2], opt->single ? ")" : "");
             break;
         }
         }
     }
     sb_printf(&b, "}\n");
     free(coef);
+    free(live);
     return sb_take(&b, err, err_len);
 }
 

@@ -42,6 +42,7 @@ typedef struct cuda_args {
     double h[3], origin[3];
     int64_t ghost[3];                 /* ghost layers allocated per axis (fill kernels; 0 beyond dim) */
 } cuda_args;
+_Static_assert(sizeof(cuda_args) <= 4096, "cuda_args must fit the 4 KiB kernel parameter space");
 
 /* The launch argument of a NaN/Inf check. *result must hold INT64_MAX (or anything >= the
  * number of interior cells) before the launch; afterwards it holds the smallest interior linear
@@ -77,11 +78,15 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
  * values). kinds[f] says how field f is filled (n_fields entries).
  *
  * bc is the side's KIR_BC kernel (may be NULL when no field is CUDA_BC_LINEAR); its outputs
- * (slot 0, 1, 2; field f) are a, b, c of field f; a missing one is 0, a field with neither a
- * nor b is refused. The coefficients are evaluated at the boundary cell next to the ghost cell
- * (i.e. at the ghost cell's position along the other axes): COORD on the side's axis is the
- * face whatever its half; loads read the boundary cell at their offset, the index clamped to
- * the allocated cells. Ghost layer m pairs with interior cell m (d = (2m-1)h):
+ * (slot 0, 1, 2; field f) are a, b, c of field f (the first output of each counts); a missing
+ * one is 0, a field with neither a nor b is refused. As in the CPU fill (sim_fill_ghosts), the
+ * coefficients of a row of ghost cells are those of its face cell: the boundary cell (index 0
+ * or n-1 along the side's axis) with the other axes clamped to the interior, so rows in another
+ * axis' ghost layers take the nearest face cell. COORD is evaluated as written (the compiler
+ * gives the side's axis half = -1 low / +1 high: the face). Loads read the face cell at their
+ * offset, clamped along the side's axis to the interior (never a ghost this kernel writes) and
+ * along the others to the allocated cells. Ghost layer m pairs with interior cell m mirrored
+ * about the face, at distance d = (2m-1)h, and is computed in double in either precision:
  *     ghost = (c - u_in*(a/2 - b/d)) / (a/2 + b/d).
  * Launch with cuda_bc_fill_dims. dim and n_fields must equal the bc kernel's when it is given. */
 char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side,

@@ -124,6 +124,8 @@ typedef struct kir_launch {
     int64_t n[3];        /* interior cells along each axis; 1 beyond the dimension */
     int64_t stride[3];   /* distance in elements between neighbours along each axis; stride[0] = 1 */
     double h[3], origin[3];
+    int32_t *nonfinite;  /* set to 1 by a stage kernel that stored a NaN or an infinity (may be
+                            NULL: then nothing is recorded); never cleared by kernels */
 } kir_launch;
 
 /* A compiled CPU stage kernel: cells with outermost index (z in 3D, y in 2D, x in 1D) in

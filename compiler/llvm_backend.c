@@ -63,12 +63,12 @@ _Static_assert(offsetof(kir_launch, buf) == 0 && offsetof(kir_launch, param) == 
                    offsetof(kir_launch, t) == 16 && offsetof(kir_launch, dt) == 24 &&
                    offsetof(kir_launch, n) == 32 && offsetof(kir_launch, stride) == 56 &&
                    offsetof(kir_launch, h) == 80 && offsetof(kir_launch, origin) == 104 &&
-                   sizeof(kir_launch) == 128,
+                   offsetof(kir_launch, nonfinite) == 128 && sizeof(kir_launch) == 136,
                "kir_launch layout changed: update LAUNCH_TYPE in llvm_backend.c");
 #define LAUNCH_TYPE                                                                          \
     "%pj.launch = type { i8**, double*, double, double, [3 x i64], [3 x i64], [3 x double], " \
-    "[3 x double] }\n"
-enum { LF_BUF, LF_PARAM, LF_T, LF_DT, LF_N, LF_STRIDE, LF_H, LF_ORIGIN };
+    "[3 x double], i32* }\n"
+enum { LF_BUF, LF_PARAM, LF_T, LF_DT, LF_N, LF_STRIDE, LF_H, LF_ORIGIN, LF_NONFINITE };
 
 #define FAST_FLAGS "reassoc nsz arcp contract afn "
 
@@ -581,7 +581,9 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
     for (int lv = 0; lv < dim; lv++) {
         int axis = dim - 1 - lv, inner = lv == dim - 1;
         sb_printf(b, "l%d:\n  %%x%d = phi i64 [ %s, %%%s ], [ %%x%d.next, %%l%d%s ]\n", lv, axis,
-                  lv == 0 ? "%begin" : "0", pred, axis, lv, inner ? "" : ".latch");
+                  lv == 0 ? "%begin" : "0", pred, axis, lv, inner ? "" : lv == dim - 2 ? ".latch2" : ".latch");
+        if (inner) /* OR of "some stored value is NaN or infinite" over the row */
+            sb_printf(b, "  %%acc = phi i1 [ false, %%%s ], [ %%acc.next, %%l%d ]\n", pred, lv);
         if (lv == dim - 2 || (dim == 1 && inner)) {
             /* row pointers: base + (y + dy) * stride[1] + (z + dz) * stride[2] */
             for (int r = 0; r < g.n_rows; r++) {
@@ -621,10 +623,28 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         sb_printf(b, "  store %s %s, %s* %%o%d, align %d, !llvm.access.group !0\n", T,
                   g.name[k->outputs[i].node], T, i, g.align);
     }
+    /* v - v is NaN exactly when v is NaN or infinite (no fast-math flags on it) */
+    sb_printf(b, "  %%nf.a0 = or i1 %%acc, false\n");
+    for (int i = 0; i < k->n_outputs; i++) {
+        sb_printf(b, "  %%nf.d%d = fsub %s %s, %s\n", i, T, g.name[k->outputs[i].node], g.name[k->outputs[i].node]);
+        sb_printf(b, "  %%nf.u%d = fcmp uno %s %%nf.d%d, 0.0\n", i, T, i);
+        sb_printf(b, "  %%nf.a%d = or i1 %%nf.a%d, %%nf.u%d\n", i + 1, i, i);
+    }
+    sb_printf(b, "  %%acc.next = or i1 %%nf.a%d, false\n", k->n_outputs);
     /* latches, innermost first */
     for (int lv = dim - 1; lv >= 0; lv--) {
         int axis = dim - 1 - lv, inner = lv == dim - 1;
         if (!inner) sb_printf(b, "l%d.latch:\n", lv);
+        if (lv == dim - 2) {
+            /* the row is done: record a non-finite store, if any, in *nonfinite */
+            sb_printf(b, "  %%accx = phi i1 [ false, %%l%d ], [ %%acc.next, %%l%d ]\n", lv, lv + 1);
+            sb_printf(b, "  br i1 %%accx, label %%nf.set, label %%l%d.latch2\n", lv);
+            sb_printf(b, "nf.set:\n  %%nfp.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d\n"
+                         "  %%nfp = load i32*, i32** %%nfp.p, align 8\n  %%nfnull = icmp eq i32* %%nfp, null\n"
+                         "  br i1 %%nfnull, label %%l%d.latch2, label %%nf.store\n"
+                         "nf.store:\n  store atomic i32 1, i32* %%nfp monotonic, align 4\n  br label %%l%d.latch2\n"
+                         "l%d.latch2:\n", LF_NONFINITE, lv, lv, lv);
+        }
         sb_printf(b, "  %%x%d.next = add nsw i64 %%x%d, 1\n", axis, axis);
         if (lv == 0)
             sb_printf(b, "  %%x%d.more = icmp slt i64 %%x%d.next, %%end\n", axis, axis);
@@ -634,7 +654,16 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
                   lv == 0 ? "exit" : "l", lv == 0 ? "" : (snprintf(nm, sizeof nm, "%d.latch", lv - 1), nm));
         sb_printf(b, "%s\n", inner ? ", !llvm.loop !1" : "");
     }
-    sb_printf(b, "exit:\n  ret void\n}\n\n");
+    if (dim == 1)
+        sb_printf(b, "exit:\n  %%accx = phi i1 [ false, %%entry ], [ %%acc.next, %%l0 ]\n"
+                     "  br i1 %%accx, label %%nf.set, label %%done\n"
+                     "nf.set:\n  %%nfp.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d\n"
+                     "  %%nfp = load i32*, i32** %%nfp.p, align 8\n  %%nfnull = icmp eq i32* %%nfp, null\n"
+                     "  br i1 %%nfnull, label %%done, label %%nf.store\n"
+                     "nf.store:\n  store atomic i32 1, i32* %%nfp monotonic, align 4\n  br label %%done\n"
+                     "done:\n  ret void\n}\n\n", LF_NONFINITE);
+    else
+        sb_printf(b, "exit:\n  ret void\n}\n\n");
     sb_printf(b, "attributes #0 = { nounwind \"target-cpu\"=\"%s\" \"target-features\"=\"%s\" }\n",
               cpu, features);
     sb_printf(b, "attributes #1 = { nounwind readnone willreturn }\n");

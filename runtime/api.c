@@ -102,7 +102,7 @@ pj_status pj_sim_advance(pj_sim *ps, double dt, double t_end, char *err, size_t 
         double h = left <= dt * (1 + 1e-9) ? left : dt;
         sim_step(ps->s, h);
         sim_nan_report r;
-        if (sim_check_finite(ps->s, &r)) {
+        if (sim_take_nonfinite(ps->s) && sim_check_finite(ps->s, &r)) {
             if (err) driver_describe_nan(ps->s, &r, err, err_len);
             return PJ_ERR_RUN;
         }

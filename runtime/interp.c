@@ -228,18 +228,26 @@ void interp_stage(const kir_kernel *k, const kir_launch *L, int single, int64_t 
                 int64_t idx[3] = {x, y, z};
                 ev_block(&e, idx, 0, len);
                 int64_t at = x + y * L->stride[1] + z * L->stride[2];
+                int bad = 0;
                 for (int o = 0; o < k->n_outputs; o++) {
                     const kir_output *out = &k->outputs[o];
                     const double *v = e.src[out->node];
                     void *b = L->buf[out->slot * k->n_fields + out->field];
                     if (!single) {
                         double *d = (double *)b + at;
-                        for (int c = 0; c < len; c++) d[c] = v[c];
+                        for (int c = 0; c < len; c++) {
+                            d[c] = v[c];
+                            bad |= !(v[c] - v[c] == 0); /* NaN or infinite */
+                        }
                     } else {
                         float *d = (float *)b + at;
-                        for (int c = 0; c < len; c++) d[c] = (float)v[c];
+                        for (int c = 0; c < len; c++) {
+                            d[c] = (float)v[c];
+                            bad |= !(d[c] - d[c] == 0);
+                        }
                     }
                 }
+                if (bad && L->nonfinite) __atomic_store_n(L->nonfinite, 1, __ATOMIC_RELAXED);
             }
     ev_close(&e);
 }

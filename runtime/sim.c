@@ -47,6 +47,7 @@ struct sim {
     unsigned char *param_set; /* set by the user: kept when params are re-evaluated */
     double t;
     int64_t steps;
+    int32_t nonfinite;     /* set by stage kernels that stored a NaN/Inf (kir_launch.nonfinite) */
     sim_stage_runner runner;
     void *runner_ctx;
     /* boundary coefficients per side: [n_outputs][face cells], and per field and side the
@@ -164,6 +165,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     if (p->params_kernel) interp_params(p->params_kernel, s->param, NULL);
 
     s->L.buf = s->buf;
+    s->L.nonfinite = &s->nonfinite;
     s->L.param = s->param;
     for (int a = 0; a < 3; a++) {
         s->L.n[a] = s->n[a];
@@ -434,3 +436,8 @@ void sim_set_field(sim *s, int f, const double *in)
 }
 
 const kir_launch *sim_launch(sim *s) { return &s->L; }
+
+int sim_take_nonfinite(sim *s)
+{
+    return __atomic_exchange_n(&s->nonfinite, 0, __ATOMIC_RELAXED) != 0;
+}

@@ -47,6 +47,11 @@ void sim_step(sim *s, double dt);
  * when found (report filled), 0 when all are finite. */
 int sim_check_finite(const sim *s, sim_nan_report *report);
 
+/* 1 when a stage stored a NaN or an infinity since the last call (the stage kernels record it
+ * as they store, at no extra memory traffic), then clears the record. A 1 means: scan with
+ * sim_check_finite to find where. */
+int sim_take_nonfinite(sim *s);
+
 double sim_time(const sim *s);
 int64_t sim_steps(const sim *s);
 int64_t sim_cells(const sim *s);

@@ -108,7 +108,7 @@ static void second_run_loads_everything(void **state)
 }
 
 /* Every .bin entry under cache folder c. */
-static int entries(const char *c, char paths[][700], int max)
+static int entries(const char *c, char paths[][1200], int max)
 {
     char top[512];
     snprintf(top, sizeof top, "%s/%s", dir, c);
@@ -118,14 +118,14 @@ static int entries(const char *c, char paths[][700], int max)
     struct dirent *e;
     while ((e = readdir(d)) && n < max) {
         if (e->d_name[0] == '.' || strlen(e->d_name) != 2) continue;
-        char sub[560];
+        char sub[1024];
         snprintf(sub, sizeof sub, "%s/%s", top, e->d_name);
         DIR *d2 = opendir(sub);
         struct dirent *f;
         while (d2 && (f = readdir(d2)) && n < max) {
             size_t len = strlen(f->d_name);
             if (len > 4 && !strcmp(f->d_name + len - 4, ".bin") && f->d_name[0] != '.') {
-                snprintf(paths[n++], 700, "%s/%.60s", sub, f->d_name);
+                snprintf(paths[n++], 1200, "%s/%.60s", sub, f->d_name);
             }
         }
         if (d2) closedir(d2);
@@ -145,7 +145,7 @@ static void damaged_entries_are_replaced(void **state)
     for (int damage = 0; damage < 4; damage++) {
         assert_int_equal(pj("c2", &out, "run p.pde"), 0); /* fills the cache */
         free(out);
-        char paths[8][700];
+        char paths[8][1200];
         int n = entries("c2", paths, 8);
         assert_int_equal(n, 2);
         for (int i = 0; i < n; i++) {
@@ -203,7 +203,7 @@ static void eight_processes_on_an_empty_cache(void **state)
     assert_int_equal(pj("c3", &out, "run p.pde --verbose"), 0);
     assert_int_equal(count(out, "loaded from the cache in"), 2);
     free(out);
-    char paths[8][700];
+    char paths[8][1200];
     assert_int_equal(entries("c3", paths, 8), 2);
 }
 
