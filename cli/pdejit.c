@@ -350,7 +350,7 @@ static int cmd_run(int argc, char **argv)
     if (!out) {
         int has_output = 0;
         /* the file asked for output: write it next to where we run */
-        has_output = p->output_every > 0;
+        has_output = p->has_output;
         if (has_output) out = out_owned = default_out_dir(file);
     } else if (!strcmp(out, "none")) {
         out = NULL;

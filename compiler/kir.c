@@ -192,12 +192,17 @@ static int build(kir_kernel *k, kir_op op, int a, int b, int c)
 {
     int ar = kir_ops[op].arity;
     int args[3] = {a, b, c};
-    int all_const = 1;
-    for (int i = 0; i < ar; i++)
-        if (k->nodes[args[i]].op != KIR_CONST) all_const = 0;
-    if (all_const && ar > 0) {
-        double v[3] = {0, 0, 0};
-        for (int i = 0; i < ar; i++) v[i] = k->nodes[args[i]].value;
+    /* constants: numbers, and booleans (f2b of a number) */
+    int all_const = ar > 0 && !(op == KIR_F2B && k->nodes[a].op == KIR_CONST &&
+                                (k->nodes[a].value == 0 || k->nodes[a].value == 1));
+    double v[3] = {0, 0, 0};
+    for (int i = 0; i < ar && all_const; i++) {
+        const kir_node *n = &k->nodes[args[i]];
+        if (n->op == KIR_CONST) v[i] = n->value;
+        else if (n->op == KIR_F2B && k->nodes[n->arg[0]].op == KIR_CONST) v[i] = k->nodes[n->arg[0]].value != 0;
+        else all_const = 0;
+    }
+    if (all_const) {
         double r = kir_eval_scalar(op, v[0], v[1], v[2], 0);
         if (kir_ops[op].type == KIR_B) {
             /* keep booleans typed: true = not(false) */

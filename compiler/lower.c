@@ -203,8 +203,8 @@ static int lower_name(compiler *C, lctx *x, const ast_expr *e)
             }
             return kir_param(x->k, s->index);
         case SYM_CONST: {
-            double v;
-            if (sema_const_value(C, s->value, &v) < 0) return -1;
+            double v; /* through the name: cycles are caught there */
+            if (sema_const_value(C, (ast_expr *)e, &v) < 0) return -1;
             return kir_const(x->k, v);
         }
         default:
@@ -225,7 +225,7 @@ static int lower_name(compiler *C, lctx *x, const ast_expr *e)
     for (int a = 0; a < 3; a++) {
         if (n[0] == "xyz"[a] && !n[1]) return lower_coord(C, x, a, e->loc);
         if (n[0] == 'd' && n[1] == "xyz"[a] && !n[2]) {
-            if (x->where == IN_CONST || x->where == IN_MESH) {
+            if (x->where == IN_CONST || x->where == IN_MESH || x->where == IN_PARAM) {
                 lower_error(C, e->loc, "%s cannot use the spacing '%s'", where_text(x->where), n);
                 return -1;
             }

@@ -64,6 +64,7 @@ typedef struct pj_program {
 
     double dt, until;     /* until < 0: not given */
     int64_t steps;        /* < 0: not given */
+    int has_output;       /* the file has an output statement */
     double output_every;  /* <= 0: no periodic output */
     int output_formats;   /* PJ_FMT_* bits; CSV when not given */
     int *output_fields;   /* n_output_fields field numbers */

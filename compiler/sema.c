@@ -306,6 +306,7 @@ static int read_mesh(compiler *C, pj_program *p)
         }
         mesh = st;
     }
+    if (mesh) C->mesh_loc = mesh->loc;
     if (!mesh) {
         diag_error(C->d, (pj_loc){1, 1}, "no mesh: a problem needs a line such as `mesh grid(nx = 100)`");
         return -1;
@@ -555,6 +556,7 @@ static void read_output(compiler *C, pj_program *p)
     for (int i = 0; i < C->ast->n_stmts; i++) {
         const ast_stmt *st = C->ast->stmts[i];
         if (st->kind != ST_OUTPUT) continue;
+        p->has_output = 1;
         static const char *const keys[] = {"every", "format", "fields"};
         if (check_kwargs(C, st, "output", keys, 3)) continue;
         const ast_kwarg *kw;
@@ -681,8 +683,17 @@ static void read_boundaries(compiler *C, pj_program *p)
             const char *n = st->words[w].text;
             pj_loc loc = st->words[w].loc;
             if (!strcmp(n, "all")) {
-                for (int s = 0; s < 2 * p->dim; s++)
-                    if (!p->periodic[s / 2]) sides[n_sides++ % 6] = s;
+                for (int s = 0; s < 2 * p->dim; s++) {
+                    int dup = 0;
+                    for (int q = 0; q < n_sides; q++) dup |= sides[q] == s;
+                    if (p->periodic[s / 2] || dup) continue;
+                    if (field >= 0 && given[field][s]) {
+                        diag_error(C->d, loc, "side '%s' (in all) already has a condition for %s at line %d",
+                                   side_names[s], sema_lookup_field_name(C, field), given[field][s]->loc.line);
+                        continue;
+                    }
+                    sides[n_sides++] = s;
+                }
                 continue;
             }
             int side = -1;
@@ -788,6 +799,13 @@ pj_program *compile_problem(const char *filename, const char *source, size_t len
     check_all_expressions(&C);
     check_recursion(&C);
     if (d->errors) goto fail;
+    for (int i = 0; i < C.n_syms; i++) /* every const, used or not, must be a constant */
+        if (C.syms[i].kind == SYM_CONST) {
+            ast_expr name = {.kind = AST_NAME, .loc = C.syms[i].loc, .name = C.syms[i].name};
+            double v;
+            sema_const_value(&C, &name, &v);
+        }
+    if (d->errors) goto fail;
 
     build_fields_and_params(&C, p);
     eqs = calloc((size_t)p->n_fields + 1, sizeof *eqs);
@@ -821,6 +839,11 @@ pj_program *compile_problem(const char *filename, const char *source, size_t len
     for (int f = 0; f < p->n_fields; f++)
         if (p->field_halo[f] > p->halo) p->halo = p->field_halo[f];
     free(h);
+    for (int a = 0; a < p->dim; a++)
+        if (p->n[a] < p->halo)
+            diag_error(d, C.mesh_loc, "the mesh has %lld cell%s along %c but the equations reach %d cells away: "
+                       "give n%c >= %d", (long long)p->n[a], p->n[a] == 1 ? "" : "s", "xyz"[a], p->halo, "xyz"[a], p->halo);
+    if (d->errors) goto fail;
     free(eqs);
     arena_free(&A);
     return p;

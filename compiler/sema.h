@@ -50,6 +50,7 @@ typedef struct compiler {
     symbol *syms;
     int n_syms, cap_syms;
     int dim;
+    pj_loc mesh_loc;
     long work;            /* lowering steps, bounded */
     pj_loc reported[64];  /* error positions already reported by lowering (inlined twice) */
     int n_reported;

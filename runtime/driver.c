@@ -58,8 +58,9 @@ int driver_run(sim *s, const driver_options *o, driver_result *res, char *err, s
     memset(res, 0, sizeof *res);
     const double dt = o->dt;
     const int every = o->check_every > 0 ? o->check_every : 1;
-    const int by_steps = o->steps >= 0;
-    const double end = by_steps ? (double)o->steps * dt : o->until;
+    /* a run given in steps ends at steps*dt like any other: output times in between split a
+       step without moving the end */
+    const double end = o->steps >= 0 ? (double)o->steps * dt : o->until;
     writers_series *ws = NULL;
     if (o->out_dir) {
         ws = writers_series_open(o->out_dir, o->formats, err, err_len);
@@ -83,20 +84,12 @@ int driver_run(sim *s, const driver_options *o, driver_result *res, char *err, s
             if (next < end - 1e-12 * fmax(1, fabs(end))) stop = next;
         }
         double span = stop - t;
-        int64_t n;
-        if (by_steps && stop == end) n = o->steps - done_steps;
-        else {
-            double q = span / dt;
-            n = (int64_t)ceil(q - 1e-9);
-        }
+        int64_t n = (int64_t)ceil(span / dt - 1e-9);
         if (n < 0) n = 0;
         t0 = driver_now();
         for (int64_t i = 0; i < n; i++) {
-            double h = dt;
-            if (!by_steps || stop != end) {
-                if (i == n - 1) h = stop - sim_time(s);
-                if (h <= 0) break;
-            }
+            double h = i == n - 1 ? stop - sim_time(s) : dt;
+            if (h <= 0) break;
             sim_step(s, h);
             done_steps++;
             if (++since_check >= every) {

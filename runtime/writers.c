@@ -35,6 +35,18 @@ static int af_open(afile *a, const char *path, char *err, size_t err_len)
 {
     a->path = path;
     a->f = NULL;
+    a->tmp = NULL;
+    /* a device or a pipe (--dump /dev/stdout) is written directly: renaming over it would
+       replace it with a regular file */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        a->f = fopen(path, "wb");
+        if (!a->f) {
+            set_err(err, err_len, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
     size_t n = strlen(path) + 16;
     a->tmp = malloc(n);
     if (!a->tmp) {
@@ -82,6 +94,10 @@ static int af_commit(afile *a, char *err, size_t err_len)
     if (fflush(a->f) != 0 && !e) e = errno;
     if (fclose(a->f) != 0 && !e) e = errno;
     a->f = NULL;
+    if (!a->tmp) { /* written directly (a device) */
+        if (e) set_err(err, err_len, "%s: %s", a->path, strerror(e));
+        return e ? -1 : 0;
+    }
     if (!e && rename(a->tmp, a->path) != 0) e = errno;
     if (e) {
         set_err(err, err_len, "%s: %s", a->path, strerror(e));

@@ -142,6 +142,13 @@ static void time_options(void **state)
     assert_int_equal(pj(&out, "run ode.pde --scheme rk9"), 2);
     assert_non_null(strstr(out, "unknown scheme 'rk9'"));
     free(out);
+    /* a run given in steps ends at steps*dt even when output times split steps */
+    char *q = write_file("odeout.pde", "mesh grid(nx = 2)\nfield u\neq dt(u) = 1\ntime dt = 0.3, steps = 10\n"
+                                       "output every = 1\n");
+    assert_int_equal(pj(&out, "run odeout.pde --dump a.csv"), 0);
+    free(out);
+    assert_true(fabs(dumped_u("a.csv") - 3.0) < 1e-12);
+    free(q);
     assert_int_equal(pj(&out, "run ode.pde --precision single --threads 2 --dump a.csv"), 0);
     free(out);
     assert_true(dumped_u("a.csv") == 3);
@@ -183,6 +190,17 @@ static void snapshots_at_output_times(void **state)
     free(out);
     snprintf(path, sizeof path, "%s/o.out/snapshots.csv", dir);
     assert_int_equal(access(path, R_OK), 0);
+    /* an output statement without `every`: the start and the end, in the default folder */
+    char *q = write_file("f.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = 1\ntime dt = 0.5, until = 1\noutput format = csv\n");
+    assert_int_equal(pj(&out, "run f.pde"), 0);
+    free(out);
+    snprintf(path, sizeof path, "%s/f.out/snapshot_000001.csv", dir);
+    assert_int_equal(access(path, R_OK), 0);
+    free(q);
+    /* --dump to a device writes to it (not over it) */
+    assert_int_equal(pj(&out, "run f.pde --out none --dump /dev/stdout"), 0);
+    assert_non_null(strstr(out, "x,u\n0.125,"));
+    free(out);
     free(p);
 }
 

@@ -245,6 +245,27 @@ static void errors_time_and_lexing(void **state)
     expect_error("mesh grid(nx=10)\n\tfield u = q\n", "2:19: error: undefined name 'q'");
 }
 
+static void constants_and_limits(void **state)
+{
+    (void)state;
+    expect_error("mesh grid(nx=4)\nconst c = c + 1\nfield u = c\n", "2:7: error: const 'c' depends on itself");
+    expect_error("mesh grid(nx=4)\nconst a = b\nconst b = 2*a\n", "2:7: error: const 'a' depends on itself");
+    expect_error("mesh grid(nx=4)\nparam p = 1\nconst a = p\n",
+                 "3:11: error: a constant expression cannot depend on the param 'p' (use const for compile-time values)");
+    expect_error("mesh grid(nx=4)\nparam h = dx\n", "2:11: error: a param value cannot use the spacing 'dx'");
+    expect_error("mesh grid(nx=2)\nfield u\neq dt(u) = u[3]\n",
+                 "1:1: error: the mesh has 2 cells along x but the equations reach 3 cells away: give nx >= 3");
+    expect_error("mesh grid(nx=8)\nfield u\non left: u = 1\non all: u = 0\n",
+                 "4:4: error: side 'left' (in all) already has a condition for u at line 3");
+    assert_true(param_value("!(1 < 2) + (1 < 2 && 2 < 3) * 10") == 10);
+    char *log;
+    pj_program *p = compile("mesh grid(nx = 4, Lx = 1 > 0 && 1)\nconst c = !(1 < 2)\nfield u = c\n", &log);
+    assert_non_null(p);
+    assert_true(p->length[0] == 1);
+    program_free(p);
+    free(log);
+}
+
 static void several_errors_in_one_run(void **state)
 {
     (void)state;
@@ -322,6 +343,7 @@ int main(void)
         cmocka_unit_test(errors_boundaries),
         cmocka_unit_test(errors_dimensions),
         cmocka_unit_test(errors_time_and_lexing),
+        cmocka_unit_test(constants_and_limits),
         cmocka_unit_test(several_errors_in_one_run),
         cmocka_unit_test(hostile_input),
     };
