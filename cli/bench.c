@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "plot.h"
 #include "cpu_backend.h"
 #include "cuda_driver.h"
 #include "driver.h"
@@ -18,11 +19,12 @@
 
 static const char *usage_bench =
     "usage: pdejit bench FILE [--backends interp,cpu,cuda] [--sizes 64,256,1024] [--steps N]\n"
-    "                        [--threads N] [--precision double|single]\n"
+    "                        [--threads N] [--precision double|single] [--plot FILE.png]\n"
     "Compiles FILE's kernels cold and from the cache, then steps it at each size (cells per\n"
     "axis) on each back end and prints one table: time per step, Mcells/s, GB/s and the\n"
     "largest relative difference from the interpreter. --steps: steps per timing (default:\n"
-    "enough for ~0.2 s).\n";
+    "enough for ~0.2 s). --plot: Mcells/s against cells per back end, log-log (default\n"
+    "bench.png; `--plot none` for none): interp grey, cpu blue, cuda green.\n";
 
 typedef enum { B_INTERP, B_CPU, B_CUDA } bkind;
 
@@ -96,7 +98,9 @@ static double max_rel_diff(const double *a, const double *b, int64_t n)
 int cmd_bench(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage_bench, stdout); return 0; }
-    const char *file = NULL, *backends = "interp,cpu,cuda", *sizes_text = NULL;
+    const char *file = NULL, *backends = "interp,cpu,cuda", *sizes_text = NULL, *plot_path = "bench.png";
+    double px[3][16], py[3][16];
+    int pn[3] = {0, 0, 0};
     double steps_d = 0, threads_d = 0;
     int single = 0;
     for (int i = 0; i < argc; i++) {
@@ -106,6 +110,7 @@ int cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--steps") && v) { if (cli_parse_double(a, v, &steps_d) < 0 || steps_d < 1) return 2; i++; }
         else if (!strcmp(a, "--threads") && v) { if (cli_parse_double(a, v, &threads_d) < 0 || threads_d < 1) return 2; i++; }
         else if (!strcmp(a, "--precision") && v) { single = !strcmp(v, "single"); i++; }
+        else if (!strcmp(a, "--plot") && v) { plot_path = strcmp(v, "none") ? v : NULL; i++; }
         else if (a[0] == '-') { fprintf(stderr, "pdejit bench: unknown option '%s'\n%s", a, usage_bench); return 2; }
         else if (!file) file = a;
         else { fputs(usage_bench, stderr); return 2; }
@@ -220,6 +225,8 @@ int cmd_bench(int argc, char **argv)
                 continue;
             }
             double ms = res[b].ms_step;
+            px[b][pn[b]] = (double)cells;
+            py[b][pn[b]++] = (double)cells / ms * 1e-3;
             printf("%10s %12lld  %-7s %12.4f %10.1f %9.2f %14s\n", label, (long long)cells, b == B_INTERP ? "interp" : "cpu",
                    ms, (double)cells / ms * 1e-3, bpc * (double)cells / ms * 1e-6, b == B_INTERP ? "0 (oracle)" : "");
         }
@@ -235,6 +242,12 @@ int cmd_bench(int argc, char **argv)
             free(b.state);
         }
         for (int b = 0; b < 3; b++) free(res[b].state);
+    }
+    if (plot_path) {
+        /* colours follow the back end: series b is back end b (empty ones draw nothing) */
+        plot_series all[3] = {{"interp", px[0], py[0], pn[0]}, {"cpu", px[1], py[1], pn[1]}, {"cuda", px[2], py[2], pn[2]}};
+        if (plot_png(plot_path, all, 3, err, sizeof err) < 0) fprintf(stderr, "pdejit bench: plot: %s\n", err);
+        else printf("plot: %s (Mcells/s against cells, log-log; interp grey, cpu blue, cuda green)\n", plot_path);
     }
     cpu_backend_destroy(cb);
     program_free(p);
