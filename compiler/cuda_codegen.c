@@ -358,7 +358,7 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
     int nb = k->n_slots * k->n_fields;
     unsigned char *used = calloc((size_t)nb + 1, 1);
     unsigned char *live = malloc((size_t)k->n_nodes + 1);
-    int *roots = malloc(sizeof *roots * ((size_t)k->n_outputs + 1));
+    int *roots = calloc((size_t)k->n_outputs + 1, sizeof *roots);
     if (!used || !live || !roots) {
         free(used);
         free(live);

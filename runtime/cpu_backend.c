@@ -1,5 +1,6 @@
 /* cpu_backend.c — stage kernels through the cache and the LLVM back end (see cpu_backend.h). */
 #include "cpu_backend.h"
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cache.h"
@@ -60,45 +61,99 @@ static void make_key(cpu_backend *be, const kir_kernel *k, kernel_key *kk)
     cache_key_add(&kk->key, "codegen", PJ_CODEGEN_VERSION);
 }
 
+typedef struct compile_job {
+    cpu_backend *be;
+    const kir_kernel *k;
+    kernel_key kk;
+    void *obj;
+    size_t len;
+    char *ir;
+    double ms;
+    int rc;
+    char err[512];
+} compile_job;
+
+static void *compile_one(void *arg)
+{
+    compile_job *j = arg;
+    llvm_options lo = {j->be->opt.single, j->be->opt.fast_math};
+    double t0 = driver_now();
+    j->rc = llvm_compile(j->be->jit, j->k, &lo, j->kk.symbol, &j->obj, &j->len, &j->ir, NULL, j->err, sizeof j->err);
+    j->ms = (driver_now() - t0) * 1e3;
+    return NULL;
+}
+
+/* Loads every stage kernel: from the cache where it can, else compiles the missing ones in
+ * parallel (one thread each, llvm_compile is thread-safe), stores them, and loads those objects. */
 int cpu_backend_prepare(cpu_backend *be, const pj_program *p, kernel_timing *timings, char *err, size_t err_len)
 {
-    llvm_options lo = {be->opt.single, be->opt.fast_math};
+    compile_job jobs[PJ_MAX_STAGES];
+    int missing[PJ_MAX_STAGES], n_missing = 0;
     for (int s = 0; s < p->n_stages; s++) {
         const kir_kernel *k = p->stages[s].kernel;
-        kernel_key kk;
-        make_key(be, k, &kk);
+        compile_job *j = &jobs[s];
+        memset(j, 0, sizeof *j);
+        j->be = be;
+        j->k = k;
+        make_key(be, k, &j->kk);
         double t0 = driver_now();
         void *obj = NULL;
         size_t len = 0;
-        int hit = be->cache && cache_get(be->cache, &kk.key, &obj, &len) == 1;
         kir_cpu_fn fn = NULL;
         llvm_loaded *h = NULL;
-        if (hit && llvm_load(be->jit, obj, len, kk.symbol, &fn, &h, err, err_len) < 0) {
-            hit = 0; /* a stored object that does not load is a miss: compile and replace it */
-            free(obj);
-            obj = NULL;
-        }
-        if (!hit) {
-            char *ir = NULL;
-            if (llvm_compile(be->jit, k, &lo, kk.symbol, &obj, &len, &ir, NULL, err, err_len) < 0) return -1;
-            if (be->cache) cache_put(be->cache, &kk.key, obj, len, ir, "ll");
-            free(ir);
-            if (llvm_load(be->jit, obj, len, kk.symbol, &fn, &h, err, err_len) < 0) {
-                free(obj);
-                return -1;
-            }
-        }
+        /* a stored object that does not load is a miss: compiled again and replaced */
+        int hit = be->cache && cache_get(be->cache, &j->kk.key, &obj, &len) == 1 &&
+                  llvm_load(be->jit, obj, len, j->kk.symbol, &fn, &h, err, err_len) == 0;
         free(obj);
+        if (!hit) {
+            missing[n_missing++] = s;
+            continue;
+        }
         llvm_unload(be->jit, be->loaded[s]);
         be->loaded[s] = h;
         be->fn[s] = fn;
         if (timings) {
             snprintf(timings[s].name, sizeof timings[s].name, "%s", k->name);
-            timings[s].from_cache = hit;
+            timings[s].from_cache = 1;
             timings[s].ms = (driver_now() - t0) * 1e3;
         }
     }
-    return 0;
+    pthread_t th[PJ_MAX_STAGES];
+    int started[PJ_MAX_STAGES] = {0};
+    for (int i = 1; i < n_missing; i++) started[i] = pthread_create(&th[i], NULL, compile_one, &jobs[missing[i]]) == 0;
+    if (n_missing) compile_one(&jobs[missing[0]]);
+    for (int i = 1; i < n_missing; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        else compile_one(&jobs[missing[i]]);
+    }
+    int rc = 0;
+    for (int i = 0; i < n_missing; i++) {
+        int s = missing[i];
+        compile_job *j = &jobs[s];
+        double t0 = driver_now();
+        kir_cpu_fn fn = NULL;
+        llvm_loaded *h = NULL;
+        if (rc == 0 && j->rc < 0) {
+            snprintf(err, err_len, "%s", j->err);
+            rc = -1;
+        }
+        if (rc == 0) {
+            if (be->cache) cache_put(be->cache, &j->kk.key, j->obj, j->len, j->ir, "ll");
+            if (llvm_load(be->jit, j->obj, j->len, j->kk.symbol, &fn, &h, err, err_len) < 0) rc = -1;
+        }
+        free(j->obj);
+        free(j->ir);
+        if (rc < 0) continue;
+        llvm_unload(be->jit, be->loaded[s]);
+        be->loaded[s] = h;
+        be->fn[s] = fn;
+        if (timings) {
+            snprintf(timings[s].name, sizeof timings[s].name, "%s", j->k->name);
+            timings[s].from_cache = 0;
+            timings[s].ms = j->ms + (driver_now() - t0) * 1e3;
+        }
+    }
+    return rc;
 }
 
 static void run_stage(void *ctx, int stage, const kir_launch *L, int64_t begin, int64_t end)

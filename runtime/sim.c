@@ -269,8 +269,52 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo :
  * d = (2m-1)h: periodic copies the cell n-m (low side) / m-1 (high side), mirror copies the
  * partner, linear solves a*(g+u)/2 + b*(g-u)/d = c for g. Rows in another axis' ghost layers
  * take the coefficients of the nearest boundary cell (a later axis overwrites them anyway). */
+/* The common cases without per-cell decisions: both sides periodic, or copies of interior
+ * values (zero gradient) — whole rows at a time along y and z, H values per row along x. */
+static int fill_axis_copy(sim *s, int f, void *b, int a)
+{
+    const pj_program *p = s->p;
+    pj_bc_kind lo_kind = p->bc[f][2 * a].kind, hi_kind = p->bc[f][2 * a + 1].kind;
+    if (lo_kind == PJ_BC_LINEAR || hi_kind == PJ_BC_LINEAR) return 0;
+    int periodic = lo_kind == PJ_BC_PERIODIC;
+    int H = s->H;
+    int64_t n = s->n[a], st = s->L.stride[a];
+    size_t esz = s->esz;
+    char *base = b;
+    if (a > 0) {
+        /* a ghost row (plane line) of the full x extent is a copy of one interior row */
+        int b1 = a == 2 ? 1 : 2;
+        int64_t sq = s->L.stride[b1];
+        size_t len = (size_t)s->ext[0] * esz;
+        for (int64_t q = s->lo[b1]; q < s->lo[b1] + s->ext[b1]; q++) {
+            int64_t line = s->lo[0] + q * sq;
+            for (int m = 1; m <= H; m++) {
+                int64_t lo_src = periodic ? n - m : m - 1, hi_src = periodic ? m - 1 : n - m;
+                memcpy(base + (size_t)(line - m * st) * esz, base + (size_t)(line + lo_src * st) * esz, len);
+                memcpy(base + (size_t)(line + (n - 1 + m) * st) * esz, base + (size_t)(line + hi_src * st) * esz, len);
+            }
+        }
+        return 1;
+    }
+    for (int64_t q = s->lo[2]; q < s->lo[2] + s->ext[2]; q++)
+        for (int64_t r = s->lo[1]; r < s->lo[1] + s->ext[1]; r++) {
+            char *row = base + (size_t)(r * s->L.stride[1] + q * s->L.stride[2]) * esz;
+            if (periodic) {
+                memcpy(row - (size_t)H * esz, row + (size_t)(n - H) * esz, (size_t)H * esz);
+                memcpy(row + (size_t)n * esz, row, (size_t)H * esz);
+            } else {
+                for (int m = 1; m <= H; m++) {
+                    memcpy(row - (size_t)m * esz, row + (size_t)(m - 1) * esz, esz);
+                    memcpy(row + (size_t)(n - 1 + m) * esz, row + (size_t)(n - m) * esz, esz);
+                }
+            }
+        }
+    return 1;
+}
+
 static void fill_axis(sim *s, int f, void *b, int a, const double *cf[2])
 {
+    if (fill_axis_copy(s, f, b, a)) return;
     const pj_program *p = s->p;
     int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2, H = s->H;
     int64_t n = s->n[a], st = s->L.stride[a];

@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""harness.py — runs the CPU benchmark and prints its report as Markdown (bench/run.sh calls it
+after building what it needs; standard library only).
+
+Step timings: the 2D reaction-diffusion step u + dt*(D*lap(u) + k*u*(1-u)), explicit Euler,
+periodic square, at each size and thread count, every implementation in its own process, the
+implementations interleaved round by round (C, pdejit, ..., C, pdejit, ...) so that a slow
+spell of this shared machine hits them all alike. Per configuration: the median of all reps of
+all rounds (each rep = seconds per step over a batch of steps, after one warm-up rep).
+
+Compile timings: every sample of samples/, cold (empty cache folder) and cache hit, in fresh
+processes, median of several tries; the whole-process wall time of `pdejit run` of a small
+cached problem, median of several runs after a warm-up.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BYTES_PER_CELL = 16  # double: one read and one write of u per cell and step
+
+
+def parse(line):
+    out = {"impl": line.split()[0]}
+    for tok in line.split()[1:]:
+        if "=" in tok:
+            k, v = tok.split("=", 1)
+            out[k] = v
+    return out
+
+
+def run_line(cmd, env=None, prefix=None):
+    """Runs cmd; returns the parsed line starting with prefix, or None (and says why)."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    except subprocess.TimeoutExpired:
+        sys.stderr.write("timed out: %s\n" % " ".join(cmd))
+        return None
+    if r.returncode != 0:
+        sys.stderr.write("failed (%d): %s\n%s" % (r.returncode, " ".join(cmd), r.stderr[-2000:]))
+        return None
+    for line in r.stdout.splitlines():
+        if prefix is None or line.startswith(prefix):
+            return parse(line)
+    sys.stderr.write("no result line from: %s\n%s" % (" ".join(cmd), r.stdout[-2000:]))
+    return None
+
+
+def fmt_time(s):
+    if s < 1e-3:
+        return "%.2f µs" % (s * 1e6)
+    if s < 1:
+        return "%.3f ms" % (s * 1e3)
+    return "%.3f s" % s
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True, help="folder with ref_rd and pj_bench")
+    ap.add_argument("--pdejit", required=True, help="the pdejit command")
+    ap.add_argument("--python", default="", help="the venv's python (NumPy/Numba); empty: skip them")
+    ap.add_argument("--py-note", default="", help="why NumPy/Numba are missing")
+    ap.add_argument("--samples", required=True)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rounds", type=int, default=0)
+    ap.add_argument("--sizes", default="64,256,1024,2048")
+    ap.add_argument("--threads", default="1,2")
+    args = ap.parse_args()
+
+    quick = args.quick
+    rounds = args.rounds or (1 if quick else 5)
+    reps = 3 if quick else 5
+    target_updates = 1.0e7 if quick else 2.5e7  # cell updates per rep of the compiled codes
+    sizes = [int(s) for s in args.sizes.split(",")]
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    ref = os.path.join(args.bin, "ref_rd")
+    pjb = os.path.join(args.bin, "pj_bench")
+    tmp = tempfile.mkdtemp(prefix="pdejit-bench-")
+    env = dict(os.environ, PDEJIT_CACHE_DIR=os.path.join(tmp, "cache"))
+    t_start = time.time()
+    load_start = loadavg()
+
+    # implementation: (label, command builder(n, threads, steps, reps), steps divisor, threads it runs)
+    impls = [
+        ("C reference (gcc -O3 -march=native -fopenmp)", "c", lambda n, t, s, r: [ref, str(n), str(t), str(s), str(r)], 1),
+        ("pdejit cpu", "pj", lambda n, t, s, r: [pjb, "step", str(n), str(t), str(s), str(r), "cpu"], 1),
+        ("pdejit cpu --fast-math", "pjf", lambda n, t, s, r: [pjb, "step", str(n), str(t), str(s), str(r), "cpu-fast"], 1),
+        ("pdejit cpu via driver_run (as `pdejit run`: NaN/Inf check every step)", "pjrun",
+         lambda n, t, s, r: [pjb, "step", str(n), str(t), str(s), str(r), "cpu-run"], 1),
+        ("C, pdejit's spelling (divides by h)", "cdiv", lambda n, t, s, r: [ref, str(n), str(t), str(s), str(r), "--div"], 1),
+        ("C, pdejit's spelling with ×(1/h) instead of /h", "crecip",
+         lambda n, t, s, r: [ref, str(n), str(t), str(s), str(r), "--recip"], 1),
+        ("pdejit interpreter", "interp", lambda n, t, s, r: [pjb, "step", str(n), str(t), str(s), str(r), "interp"], 30),
+    ]
+    if args.python:
+        py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rd_py.py")
+        impls.append(("Numba @njit(parallel=True)", "numba",
+                      lambda n, t, s, r: [args.python, py, "numba", str(n), str(t), str(s), str(r)], 1))
+        impls.append(("NumPy (one thread)", "numpy",
+                      lambda n, t, s, r: [args.python, py, "numpy", str(n), str(t), str(s), str(r)], 100))
+
+    # warm the kernel cache so that no step process pays a cold compile
+    run_line([pjb, "step", "64", "1", "1", "1", "cpu"], env, "pdejit")
+    run_line([pjb, "step", "64", "1", "1", "1", "cpu-fast"], env, "pdejit")
+
+    results = {}  # (n, t, key) -> dict(times=[...], line=last parsed)
+    for n in sizes:
+        base_steps = max(5, min(20000, int(target_updates / (n * n))))
+        for t in thread_counts:
+            for rnd in range(rounds):
+                for label, key, build, div in impls:
+                    if key == "numpy" and t != 1:
+                        continue
+                    steps = max(1, base_steps // div)
+                    r = reps if div == 1 else max(3, reps - 2)
+                    res = run_line(build(n, t, steps, r), env)
+                    if res is None:
+                        continue
+                    d = results.setdefault((n, t, key), {"times": [], "lines": []})
+                    d["times"] += [float(x) for x in res["sec_per_step"].split(",")]
+                    d["lines"].append(res)
+            sys.stderr.write("  %dx%d, %d thread%s: done (%.0f s)\n" % (n, n, t, "" if t == 1 else "s", time.time() - t_start))
+
+    out = []
+    w = out.append
+    w("### Step timings\n")
+    w("2D reaction-diffusion `u + dt*(D*lap(u) + k*u*(1-u))`, explicit Euler, periodic on both axes "
+      "(pdejit: `periodic x, y`, ghost fill inside every step; C/NumPy/Numba: the equivalent halo "
+      "copy every step), double precision. Time per step: median of %d rounds x %d reps (each rep a "
+      "batch of steps); Mcups = million cell updates per second; GB/s counts %d bytes per cell "
+      "(one read, one write of u); *speed vs C* = C's time / this time (1.00 = as fast as C, "
+      "higher is faster); *best rep*: the fastest rep, for a machine that was busy at times; "
+      "*ghost fill* = one serial ghost fill (halo update), measured alone, which the step "
+      "includes; *check*: the field's sum after the same steps equals the C reference's to 1e-12 "
+      "(blank: different step counts, not compared).\n" % (rounds, reps, BYTES_PER_CELL))
+    w("| cells | threads | implementation | time/step | best rep | Mcups | GB/s | speed vs C | ghost fill | check |")
+    w("|---|---|---|---|---|---|---|---|---|---|")
+    summary = {}
+    for n in sizes:
+        for t in thread_counts:
+            c = results.get((n, t, "c"))
+            c_med = statistics.median(c["times"]) if c else None
+            c_sum = float(c["lines"][0]["checksum"]) if c else None
+            c_steps = c["lines"][0]["steps"] if c else None
+            for label, key, _, _ in impls:
+                d = results.get((n, t, key))
+                if not d:
+                    if key == "numpy" and t != 1:
+                        continue
+                    w("| %d² | %d | %s | failed | | | | | | |" % (n, t, label))
+                    continue
+                med = statistics.median(d["times"])
+                mcups = n * n / med / 1e6
+                gbs = n * n * BYTES_PER_CELL / med / 1e9
+                ratio = ("%.2f" % (c_med / med)) if c_med else ""
+                gf = ""
+                if "ghost_fill" in d["lines"][0]:
+                    g = statistics.median(float(x["ghost_fill"]) for x in d["lines"])
+                    gf = "%s (%.0f%%)" % (fmt_time(g), 100 * g / med)
+                chk = ""
+                if key != "c" and c_sum is not None and d["lines"][0]["steps"] == c_steps:
+                    s = float(d["lines"][0]["checksum"])
+                    chk = "ok" if abs(s - c_sum) <= 1e-12 * abs(c_sum) else "DIFFERS (%.15e vs %.15e)" % (s, c_sum)
+                thr = d["lines"][0].get("threads", str(t))
+                w("| %d² | %s | %s | %s | %s | %.0f | %.1f | %s | %s | %s |" % (
+                    n, thr, label, fmt_time(med), fmt_time(min(d["times"])), mcups, gbs, ratio, gf, chk))
+                summary[(n, t, key)] = med
+    w("")
+
+    # ---- compile and cache timings of every sample ----
+    tries = 2 if quick else 7
+    samples = sorted(f for f in os.listdir(args.samples) if f.endswith(".pde"))
+    w("### Compile and cache timings of every sample\n")
+    w("Fresh process each time, CPU back end, double precision. *cold*: empty cache folder "
+      "(`PDEJIT_CACHE_DIR` set to a new temporary folder): LLVM `default<O3>` + object emission + "
+      "storing the entry + loading it; *hit*: the same again with the entry on disk (read, checksum, "
+      "load into ORC, resolve). Per kernel as `pdejit run --verbose` reports it; *before the first "
+      "step* adds the front end (parse, check, lower) and the JIT's creation. Medians of %d tries.\n" % tries)
+    w("| sample | scheme | kernels | cold: per kernel (ms) | cold: all kernels | hit: per kernel (ms) | hit: all kernels | front end | JIT creation | before the first step, cold / hit |")
+    w("|---|---|---|---|---|---|---|---|---|---|")
+    gs_cold = gs_hit = None
+    max_hit = 0
+    for f in samples:
+        path = os.path.join(args.samples, f)
+        cold, hit = [], []
+        for i in range(tries):
+            cdir = os.path.join(tmp, "c-%s-%d" % (f, i))
+            e = dict(os.environ, PDEJIT_CACHE_DIR=cdir)
+            a = run_line([pjb, "compile", path], e, "compile")
+            b = run_line([pjb, "compile", path], e, "compile")
+            if a and b:
+                cold.append(a)
+                hit.append(b)
+            shutil.rmtree(cdir, ignore_errors=True)
+        if not cold:
+            w("| %s | | | failed | | | | | | |" % f)
+            continue
+
+        def per_kernel(lines):
+            names = [k.split(":")[0] for k in lines[0]["kernels"].split(",")]
+            cols = []
+            for j, nm in enumerate(names):
+                cols.append(statistics.median(float(l["kernels"].split(",")[j].split(":")[2]) for l in lines))
+            return names, cols
+
+        names, kc = per_kernel(cold)
+        _, kh = per_kernel(hit)
+        med = lambda lines, k: statistics.median(float(l[k]) for l in lines)
+        pc, ph = med(cold, "prepare_ms"), med(hit, "prepare_ms")
+        max_hit = max(max_hit, ph)
+        if f == "gray_scott.pde":
+            gs_cold, gs_hit = pc, ph
+        w("| %s | %s | %d | %s | %.1f ms | %s | %.2f ms | %.2f ms | %.2f ms | %.1f / %.2f ms |" % (
+            f, cold[0]["scheme"], len(names), ", ".join("%s %.1f" % (nm, x) for nm, x in zip(names, kc)), pc,
+            ", ".join("%.2f" % x for x in kh), ph, med(cold, "frontend_ms"), med(cold, "jit_create_ms"),
+            med(cold, "total_ms"), med(hit, "total_ms")))
+    w("")
+
+    # the real command, once cold and once hit, for the record
+    w("`pdejit run samples/gray_scott.pde --out none --quiet --verbose --steps 1`, cold then hit:\n")
+    w("```")
+    vdir = os.path.join(tmp, "verbose")
+    for _ in range(2):
+        r = subprocess.run([args.pdejit, "run", os.path.join(args.samples, "gray_scott.pde"), "--out", "none", "--quiet",
+                            "--verbose", "--steps", "1"], capture_output=True, text=True,
+                           env=dict(os.environ, PDEJIT_CACHE_DIR=vdir))
+        for line in r.stderr.splitlines():
+            if "kernel" in line:
+                w(line)
+    w("```\n")
+
+    # ---- whole-process wall time of a small cached run ----
+    runs = 5 if quick else 10
+    wdir = os.path.join(tmp, "whole")
+    cmd = [args.pdejit, "run", os.path.join(args.samples, "fisher.pde"), "--out", "none", "--quiet"]
+    we = dict(os.environ, PDEJIT_CACHE_DIR=wdir)
+    subprocess.run(cmd, env=we, capture_output=True)  # warm-up: fills the cache
+    walls = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, env=we, capture_output=True)
+        walls.append(time.perf_counter() - t0)
+    whole = statistics.median(walls)
+    w("### Whole `pdejit run` of a small cached problem\n")
+    w("`PDEJIT_CACHE_DIR=<warm> pdejit run samples/fisher.pde --out none --quiet` (200 cells, RK2, "
+      "1000 steps; the pdejit command links LLVM statically): wall time of the whole process, "
+      "%d runs after one warm-up: median **%.1f ms** (min %.1f, max %.1f).\n" % (
+          runs, whole * 1e3, min(walls) * 1e3, max(walls) * 1e3))
+
+    # ---- targets ----
+    w("### Targets\n")
+    w("| target | measured | verdict |")
+    w("|---|---|---|")
+
+    def ratio(n, key, t=2):
+        c, p = summary.get((n, t, "c")), summary.get((n, t, key))
+        return c / p if c and p else None
+
+    for n in (1024, 2048):
+        r = ratio(n, "pj")
+        rf = ratio(n, "pjf")
+        if r is not None:
+            w("| ≥ 1.0× the C reference at %d², 2 threads | %.2f× (with --fast-math: %s) | %s |" % (
+                n, r, "%.2f×" % rf if rf else "?", "met" if r >= 1.0 else "not met"))
+    r = ratio(64, "pj")
+    if r is not None:
+        rf = ratio(64, "pjf")
+        r1 = ratio(64, "pj", 1)
+        w("| within 1.2× of C at 64² per step (2 threads) | pdejit takes %.2f× C's time (1 thread: %s; --fast-math: %s) | %s |" % (
+            1 / r, "%.2f×" % (1 / r1) if r1 else "?", "%.2f×" % (1 / rf) if rf else "?", "met" if 1 / r <= 1.2 else "not met"))
+    if gs_cold is not None:
+        w("| cold compile of all Gray-Scott kernels ≤ 50 ms | %.1f ms | %s |" % (gs_cold, "met" if gs_cold <= 50 else "not met"))
+        w("| cache hit ≤ 5 ms | Gray-Scott %.2f ms; worst sample %.2f ms (all kernels) | %s |" % (
+            gs_hit, max_hit, "met" if max_hit <= 5 else "not met"))
+    w("| whole `pdejit run` of a small cached problem ≤ 100 ms | %.1f ms | %s |" % (whole * 1e3, "met" if whole <= 0.1 else "not met"))
+    w("")
+    if not args.python:
+        w("NumPy and Numba were not measured: %s\n" % (args.py_note or "no virtual environment"))
+    w("Load average at the start / end: %s / %s; the benchmark took %.0f s.\n" % (load_start, loadavg(), time.time() - t_start))
+    shutil.rmtree(tmp, ignore_errors=True)
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

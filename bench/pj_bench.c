@@ -1,0 +1,177 @@
+/* pj_bench.c — the pdejit side of the benchmark (bench/run.sh builds and runs it).
+ *
+ *   pj_bench step N THREADS STEPS_PER_REP REPS cpu|cpu-fast|cpu-run|interp
+ *       The 2D reaction-diffusion step u + dt*(D*lap(u) + k*u*(1-u)) on an N x N periodic
+ *       square, explicit Euler, through the real pipeline: problem text -> compile_problem ->
+ *       sim_create (THREADS) -> cpu_backend (kernel cache: $PDEJIT_CACHE_DIR) -> sim_step, i.e.
+ *       ghost fill + the stage kernel over the sim's threads + slot swap, as `pdejit run` steps.
+ *       D = 10/N^2 (D*dt/h^2 = 0.1: stable at every size, as in ref_rd). cpu-fast is the
+ *       same with --fast-math; cpu-run steps through driver_run() (no output, a NaN/Inf check
+ *       after every step: `pdejit run`'s defaults) instead of calling sim_step(), timed by
+ *       driver_result.seconds (the stepping, without the one full check before each call).
+ *       Prints seconds per step for every rep (one rep of warm-up first; a rep stops early
+ *       after REP_BUDGET_S), the median, the time of one ghost fill (serial, paid inside every
+ *       step), and the field's checksum (sum of all cells, to compare with ref_rd after the
+ *       same steps).
+ *
+ *   pj_bench compile FILE
+ *       What a run pays before its first step, in this process: the front end (parse, check,
+ *       lower), the JIT's creation, and per stage kernel the compile or cache load (the figure
+ *       `pdejit run --verbose` prints), then the total. Run it twice on an empty
+ *       PDEJIT_CACHE_DIR: the first is the cold compile, the second the cache hit. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cpu_backend.h"
+#include "driver.h"
+#include "program.h"
+#include "sim.h"
+
+/* A rep ends after this long even when its steps are not all done (a busy machine can make a
+ * two-thread step on a small grid take a scheduler time slice): the time per step is then over
+ * the steps done. */
+#define REP_BUDGET_S 0.5
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static pj_program *compile_text(const char *name, const char *src)
+{
+    diag d;
+    diag_init(&d, name, src, strlen(src));
+    pj_program *p = compile_problem(name, src, strlen(src), &d, NULL);
+    if (!p) fprintf(stderr, "%s", d.log ? d.log : "compile_problem failed\n");
+    diag_free(&d);
+    return p;
+}
+
+static int cmd_step(int argc, char **argv)
+{
+    if (argc < 5) return 2;
+    long long n = atoll(argv[0]);
+    int threads = atoi(argv[1]), steps = atoi(argv[2]), reps = atoi(argv[3]);
+    const char *backend = argv[4];
+    int use_cpu = strncmp(backend, "cpu", 3) == 0, fast = !strcmp(backend, "cpu-fast");
+    int via_driver = !strcmp(backend, "cpu-run");
+    char src[1024];
+    snprintf(src, sizeof src,
+             "# 2D reaction-diffusion (Fisher-KPP), periodic square, explicit Euler\n"
+             "mesh grid(nx = %lld, ny = %lld, Lx = 1, Ly = 1)\n"
+             "param D = %.17g, k = 0.01\n"
+             "field u = 0.5 + 0.25*(sin(6.283185307179586*x)*cos(6.283185307179586*y))\n"
+             "eq dt(u) = D*lap(u) + k*u*(1 - u)\n"
+             "periodic x, y\n"
+             "time dt = 0.01, steps = 1, scheme = euler\n",
+             n, n, 10.0 / ((double)n * (double)n));
+    pj_program *p = compile_text("rd.pde", src);
+    if (!p) return 1;
+    char err[1024];
+    sim_options so = {0, threads};
+    sim *s = sim_create(p, &so, err, sizeof err);
+    if (!s) { fprintf(stderr, "pj_bench: %s\n", err); return 1; }
+    cpu_backend *be = NULL;
+    if (use_cpu) {
+        cpu_backend_options bo = {0, fast, NULL};
+        be = cpu_backend_create(&bo, err, sizeof err);
+        if (!be || cpu_backend_prepare(be, p, NULL, err, sizeof err) < 0) {
+            fprintf(stderr, "pj_bench: cpu back end: %s\n", err);
+            return 1;
+        }
+        cpu_backend_install(be, s);
+    }
+    sim_init(s);
+    double dt = p->dt;
+    double *per = malloc(sizeof(double) * (size_t)reps);
+    for (int r = -1; r < reps; r++) { /* rep -1: warm-up */
+        double t0 = driver_now(), stepping = 0;
+        int done = 0;
+        while (done < steps) {
+            int chunk = steps - done < 16 ? steps - done : 16;
+            if (via_driver) {
+                /* driver_run runs to an absolute end time: on from where the last call stopped */
+                int64_t before = sim_steps(s);
+                driver_options o = {.dt = dt, .until = sim_time(s) + chunk * dt, .steps = -1, .check_every = 1};
+                driver_result res;
+                if (driver_run(s, &o, &res, err, sizeof err)) {
+                    fprintf(stderr, "pj_bench: %s\n", err);
+                    return 1;
+                }
+                stepping += res.seconds; /* the stepping loop, not the full check before it */
+                chunk = (int)(sim_steps(s) - before);
+            } else {
+                for (int k = 0; k < chunk; k++) sim_step(s, dt);
+            }
+            done += chunk;
+            if (driver_now() - t0 > REP_BUDGET_S) break; /* a busy machine: fewer steps */
+        }
+        double t = (via_driver ? stepping : driver_now() - t0) / done;
+        if (r >= 0) per[r] = t;
+    }
+    /* the ghost fill alone (serial, inside every sim_step): its share of the step */
+    int fills = steps < 20 ? 20 : steps;
+    double t0 = driver_now();
+    for (int k = 0; k < fills; k++) sim_fill_ghosts(s, 0, sim_time(s));
+    double fill = (driver_now() - t0) / fills;
+
+    int64_t cells = sim_cells(s);
+    double *u = malloc(sizeof(double) * (size_t)cells), sum = 0;
+    sim_get_field(s, 0, u);
+    for (int64_t c = 0; c < cells; c++) sum += u[c];
+    printf("pdejit n=%lld threads=%d variant=%s sec_per_step=", n, sim_threads(s), backend);
+    for (int r = 0; r < reps; r++) printf("%s%.6e", r ? "," : "", per[r]);
+    qsort(per, (size_t)reps, sizeof *per, cmp_double);
+    printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e\n", per[reps / 2], sum,
+           (long long)sim_steps(s), fill);
+    free(u);
+    free(per);
+    sim_destroy(s);
+    cpu_backend_destroy(be);
+    program_free(p);
+    return 0;
+}
+
+static int cmd_compile(const char *file)
+{
+    FILE *f = fopen(file, "rb");
+    if (!f) { perror(file); return 1; }
+    static char src[1 << 20];
+    size_t len = fread(src, 1, sizeof src - 1, f);
+    fclose(f);
+    src[len] = 0;
+    double t0 = driver_now();
+    pj_program *p = compile_text(file, src);
+    if (!p) return 1;
+    double t1 = driver_now();
+    char err[1024];
+    cpu_backend_options bo = {0, 0, NULL};
+    cpu_backend *be = cpu_backend_create(&bo, err, sizeof err);
+    if (!be) { fprintf(stderr, "pj_bench: %s\n", err); return 1; }
+    double t2 = driver_now();
+    kernel_timing tm[PJ_MAX_STAGES];
+    if (cpu_backend_prepare(be, p, tm, err, sizeof err) < 0) { fprintf(stderr, "pj_bench: %s\n", err); return 1; }
+    double t3 = driver_now();
+    printf("compile file=%s scheme=%s frontend_ms=%.3f jit_create_ms=%.3f prepare_ms=%.3f total_ms=%.3f kernels=",
+           file, scheme_name(p->scheme), (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3);
+    for (int i = 0; i < p->n_stages; i++)
+        printf("%s%s:%s:%.3f", i ? "," : "", tm[i].name, tm[i].from_cache ? "hit" : "compiled", tm[i].ms);
+    printf("\n");
+    cpu_backend_destroy(be);
+    program_free(p);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "step")) {
+        int r = cmd_step(argc - 2, argv + 2);
+        if (r != 2) return r;
+    } else if (argc == 3 && !strcmp(argv[1], "compile")) {
+        return cmd_compile(argv[2]);
+    }
+    fprintf(stderr, "usage: pj_bench step N THREADS STEPS_PER_REP REPS cpu|cpu-fast|cpu-run|interp\n"
+                    "       pj_bench compile FILE\n");
+    return 2;
+}

@@ -1,0 +1,181 @@
+/* ref_rd.c — the hand-written C reference of the benchmark's step (bench/run.sh builds it with
+ * gcc -O3 -march=native -fopenmp).
+ *
+ *   u' = u + dt*(D*lap(u) + k*u*(1 - u))   on an n x n periodic square, explicit Euler
+ *
+ * What a careful C programmer writes: two (n+2)^2 buffers with one ghost layer, rows padded so
+ * that the first interior cell of every row is 64-byte aligned (as pdejit's buffers are); per
+ * step a serial periodic halo update (rows, then columns including the corners), then one
+ * OpenMP parallel loop over rows (static schedule: one contiguous block of rows per thread),
+ * then a pointer swap. 1/h^2 is computed once; the Laplacian is (E + W - 2u)/hx^2 +
+ * (N + S - 2u)/hy^2. No -std option, so gcc's default -ffp-contract=fast fuses multiplies and
+ * adds into FMAs (pdejit does that only with --fast-math).
+ *
+ * dt = 0.01, k = 0.01, D = 10/N^2 (D*dt/h^2 = 0.1 at every size: stable; the values pdejit is
+ * given).
+ *
+ * `--div` writes the Laplacian the way pdejit's kernel IR spells it (differences of face
+ * gradients, three divisions per axis: ((E-u)/h - (u-W)/h)/h), to show what the divisions cost.
+ *
+ * usage: ref_rd N THREADS STEPS_PER_REP REPS [--div|--recip]
+ * prints: "ref n=N threads=T variant=V sec_per_step=S1,S2,... median=M checksum=C steps=K ghost_fill=G"
+ * (seconds per step for each rep after one warm-up rep; G: one halo update alone). */
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define K_PARAM 0.01
+#define DT 1e-2
+#define TWO_PI 6.283185307179586
+/* a rep ends after this long even when its steps are not all done (as in pj_bench.c) */
+#define REP_BUDGET_S 0.5
+
+typedef struct grid {
+    int64_t n, stride; /* interior cells per axis; elements per row */
+    double *mem[2];    /* allocations */
+    double *u[2];      /* cell (0,0) of each buffer */
+} grid;
+
+static void halo_periodic(const grid *g, double *u)
+{
+    int64_t n = g->n, s = g->stride;
+    memcpy(u - s, u + (n - 1) * s, sizeof(double) * (size_t)n); /* bottom ghost row <- top row */
+    memcpy(u + n * s, u, sizeof(double) * (size_t)n);           /* top ghost row <- bottom row */
+    for (int64_t j = -1; j <= n; j++) {                          /* columns, corners included */
+        double *r = u + j * s;
+        r[-1] = r[n - 1];
+        r[n] = r[0];
+    }
+}
+
+static void step_mul(const grid *g, const double *restrict u, double *restrict v, double ihx2, double ihy2, double D)
+{
+    const int64_t n = g->n, s = g->stride;
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < n; j++) {
+        const double *restrict c = u + j * s, *restrict up = c + s, *restrict dn = c - s;
+        double *restrict o = v + j * s;
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            double uc = c[i];
+            double lap = (c[i + 1] + c[i - 1] - 2.0 * uc) * ihx2 + (up[i] + dn[i] - 2.0 * uc) * ihy2;
+            o[i] = uc + DT * (D * lap + K_PARAM * uc * (1.0 - uc));
+        }
+    }
+}
+
+static void step_div(const grid *g, const double *restrict u, double *restrict v, double hx, double hy, double D)
+{
+    const int64_t n = g->n, s = g->stride;
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < n; j++) {
+        const double *restrict c = u + j * s, *restrict up = c + s, *restrict dn = c - s;
+        double *restrict o = v + j * s;
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            double uc = c[i];
+            double lx = ((c[i + 1] - uc) / hx - (uc - c[i - 1]) / hx) / hx;
+            double ly = ((up[i] - uc) / hy - (uc - dn[i]) / hy) / hy;
+            o[i] = uc + DT * (D * (lx + ly) + K_PARAM * uc * (1.0 - uc));
+        }
+    }
+}
+
+/* The IR's spelling with each division by h replaced by a product with 1/h (computed once). */
+static void step_recip(const grid *g, const double *restrict u, double *restrict v, double ihx, double ihy, double D)
+{
+    const int64_t n = g->n, s = g->stride;
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < n; j++) {
+        const double *restrict c = u + j * s, *restrict up = c + s, *restrict dn = c - s;
+        double *restrict o = v + j * s;
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            double uc = c[i];
+            double lx = ((c[i + 1] - uc) * ihx - (uc - c[i - 1]) * ihx) * ihx;
+            double ly = ((up[i] - uc) * ihy - (uc - dn[i]) * ihy) * ihy;
+            o[i] = uc + DT * (D * (lx + ly) + K_PARAM * uc * (1.0 - uc));
+        }
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 5) {
+        fprintf(stderr, "usage: ref_rd N THREADS STEPS_PER_REP REPS [--div|--recip]\n");
+        return 2;
+    }
+    grid g;
+    g.n = atoll(argv[1]);
+    int threads = atoi(argv[2]);
+    int steps = atoi(argv[3]), reps = atoi(argv[4]);
+    const char *variant = argc > 5 ? argv[5] + 2 : "mul";
+    if (strcmp(variant, "mul") && strcmp(variant, "div") && strcmp(variant, "recip")) {
+        fprintf(stderr, "ref_rd: unknown variant %s\n", argv[5]);
+        return 2;
+    }
+    omp_set_num_threads(threads);
+    /* one ghost column on the left: pad so that u(0, j) is 64-byte aligned in every row */
+    g.stride = (g.n + 2 + 7) / 8 * 8 + 8;
+    size_t elems = (size_t)g.stride * (size_t)(g.n + 2);
+    for (int b = 0; b < 2; b++) {
+        g.mem[b] = aligned_alloc(64, (elems * sizeof(double) + 63) / 64 * 64);
+        if (!g.mem[b]) return 1;
+        memset(g.mem[b], 0, elems * sizeof(double));
+        g.u[b] = g.mem[b] + g.stride + 8; /* row 0 after one ghost row; column 0 after 8 (7 pad + ghost) */
+    }
+    double h = 1.0 / (double)g.n, D = 10.0 / ((double)g.n * (double)g.n);
+    /* first touch of the interior by the threads that will update it */
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < g.n; j++)
+        for (int64_t i = 0; i < g.n; i++) {
+            double x = (i + 0.5) * h, y = (j + 0.5) * h;
+            g.u[0][j * g.stride + i] = 0.5 + 0.25 * (sin(TWO_PI * x) * cos(TWO_PI * y));
+            g.u[1][j * g.stride + i] = 0;
+        }
+    double ihx2 = 1.0 / (h * h), ihy2 = ihx2;
+    int cur = 0;
+    double *per = malloc(sizeof(double) * (size_t)reps);
+    long long total = 0;
+    for (int r = -1; r < reps; r++) { /* rep -1: warm-up */
+        double t0 = omp_get_wtime();
+        int done = 0;
+        for (int k = 0; k < steps; k++) {
+            halo_periodic(&g, g.u[cur]);
+            if (!strcmp(variant, "div")) step_div(&g, g.u[cur], g.u[1 - cur], h, h, D);
+            else if (!strcmp(variant, "recip")) step_recip(&g, g.u[cur], g.u[1 - cur], 1.0 / h, 1.0 / h, D);
+            else step_mul(&g, g.u[cur], g.u[1 - cur], ihx2, ihy2, D);
+            cur = 1 - cur;
+            done++;
+            if ((k & 15) == 15 && omp_get_wtime() - t0 > REP_BUDGET_S) break; /* a busy machine */
+        }
+        double t = (omp_get_wtime() - t0) / done;
+        if (r >= 0) per[r] = t;
+        total += done;
+    }
+    /* the halo update alone (serial, inside every step) */
+    int fills = steps < 20 ? 20 : steps;
+    double t0 = omp_get_wtime();
+    for (int k = 0; k < fills; k++) halo_periodic(&g, g.u[cur]);
+    double fill = (omp_get_wtime() - t0) / fills;
+    double sum = 0;
+    for (int64_t j = 0; j < g.n; j++)
+        for (int64_t i = 0; i < g.n; i++) sum += g.u[cur][j * g.stride + i];
+    printf("ref n=%lld threads=%d variant=%s sec_per_step=", (long long)g.n, threads, variant);
+    for (int r = 0; r < reps; r++) printf("%s%.6e", r ? "," : "", per[r]);
+    qsort(per, (size_t)reps, sizeof *per, cmp_double);
+    printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e\n", per[reps / 2], sum, total, fill);
+    free(per);
+    free(g.mem[0]);
+    free(g.mem[1]);
+    return 0;
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# run.sh — the CPU benchmark, one command:  bench/run.sh [--quick] [harness options]
+#
+# Builds what it needs, then prints one Markdown report (also saved under bench/results/):
+#   1. the library and the pdejit command, Release, in $PDEJIT_BUILD (default build-bench/;
+#      the warnings only -O3 brings are not errors there: the project's own build polices them);
+#   2. bench/ref_rd.c, the hand-written C reference: gcc -O3 -march=native -fopenmp;
+#   3. bench/pj_bench.c, the pdejit driver, against that build's libpdejit_core.a and LLVM;
+#   4. bench/.venv with numpy and numba from pip (when pip cannot install them the benchmark
+#      says so and goes on without them);
+# and runs bench/harness.py: step timings (C, pdejit, interpreter, Numba, NumPy) at 64², 256²,
+# 1024², 2048² on 1 and 2 threads, compile/cache timings of every sample, and the wall time
+# of a whole cached `pdejit run`.
+#
+# --quick: one round, fewer reps (under 2 minutes once built). Other options go to harness.py,
+# e.g. --rounds 5, --sizes 64,1024, --threads 2. Environment: PDEJIT_BUILD (build folder),
+# BENCH_NO_PYTHON=1 (skip NumPy/Numba), CC (default gcc).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${PDEJIT_BUILD:-$ROOT/build-bench}
+CC=${CC:-gcc}
+BIN=$BUILD/bench
+mkdir -p "$BIN" "$ROOT/bench/results"
+log() { printf 'bench: %s\n' "$*" >&2; }
+
+# 1. the library and the command
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    log "configuring $BUILD (Release)"
+    # -O3 turns on gcc's flow-sensitive warnings that the project's default -O2 build does not
+    # see; here they stay warnings (the project's -Werror comes after CMAKE_C_FLAGS, so only
+    # the -Wno-error=NAME forms win over it)
+    NOERR="-Wno-error=maybe-uninitialized -Wno-error=uninitialized -Wno-error=array-bounds"
+    NOERR="$NOERR -Wno-error=stringop-overflow -Wno-error=stringop-truncation -Wno-error=format-truncation"
+    NOERR="$NOERR -Wno-error=restrict -Wno-error=free-nonheap-object -Wno-error=use-after-free"
+    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$NOERR" >&2
+fi
+log "building pdejit_core and pdejit in $BUILD"
+cmake --build "$BUILD" -j2 --target pdejit_core pdejit >&2
+
+# 2. the C reference
+log "building the C reference: $CC -O3 -march=native -fopenmp"
+"$CC" -O3 -march=native -fopenmp "$ROOT/bench/ref_rd.c" -lm -o "$BIN/ref_rd"
+
+# 3. the pdejit driver (LLVM linked statically, as in the pdejit command)
+LLVM_CONFIG=$(command -v llvm-config-14 || command -v llvm-config)
+if [ ! -x "$BIN/pj_bench" ] || [ "$BUILD/libpdejit_core.a" -nt "$BIN/pj_bench" ] || [ "$ROOT/bench/pj_bench.c" -nt "$BIN/pj_bench" ]; then
+    log "building the pdejit driver"
+    # shellcheck disable=SC2046
+    "$CC" -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra \
+        -I"$ROOT/compiler" -I"$ROOT/runtime" -I"$ROOT/include" -I"$ROOT/grammar" -I"$BUILD" \
+        -I"$("$LLVM_CONFIG" --includedir)" "$ROOT/bench/pj_bench.c" "$BUILD/libpdejit_core.a" \
+        -L"$("$LLVM_CONFIG" --libdir)" $("$LLVM_CONFIG" --link-static --libs core orcjit native passes) \
+        $("$LLVM_CONFIG" --link-static --system-libs | sed 's|[^ ]*libz3\.so||') \
+        -lstdc++ -lxxhash -lpng -lz -lm -ldl -lpthread -fopenmp -o "$BIN/pj_bench"
+fi
+
+# 4. NumPy and Numba in bench/.venv
+VENV=$ROOT/bench/.venv
+PY=""
+PY_NOTE=""
+if [ "${BENCH_NO_PYTHON:-0}" = 1 ]; then
+    PY_NOTE="skipped (BENCH_NO_PYTHON=1)"
+elif [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import numpy, numba' 2>/dev/null; then
+    PY=$VENV/bin/python
+else
+    log "creating $VENV with numpy and numba (pip)"
+    if python3 -m venv "$VENV" >&2 && timeout 600 "$VENV/bin/pip" install -q numpy numba >&2 &&
+        "$VENV/bin/python" -c 'import numpy, numba' 2>/dev/null; then
+        PY=$VENV/bin/python
+    else
+        PY_NOTE="pip could not install numpy and numba into bench/.venv"
+        log "$PY_NOTE: going on without NumPy and Numba"
+    fi
+fi
+if [ -n "$PY" ]; then
+    log "NumPy $("$PY" -c 'import numpy; print(numpy.__version__)'), Numba $("$PY" -c 'import numba; print(numba.__version__)')"
+fi
+
+# 5. run
+OUT=$ROOT/bench/results/$(date +%Y%m%d-%H%M%S).md
+log "running (report also in $OUT)"
+{
+    echo "## CPU benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo
+    echo "Command: \`bench/run.sh${*:+ $*}\`. Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs" \
+         "($(grep -o -m1 'avx512f' /proc/cpuinfo || echo 'no avx512')), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo);" \
+         "$("$CC" --version | head -1); LLVM $("$LLVM_CONFIG" --version)${PY:+; NumPy $("$PY" -c 'import numpy; print(numpy.__version__)'), Numba $("$PY" -c 'import numba; print(numba.__version__)')}."
+    echo
+    python3 "$ROOT/bench/harness.py" --bin "$BIN" --pdejit "$BUILD/pdejit" --python "$PY" --py-note "$PY_NOTE" \
+        --samples "$ROOT/samples" "$@"
+} | tee "$OUT"
