@@ -687,8 +687,9 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         }
         sb_printf(b, "\" }\nattributes #4 = { %s }\n", opt->fast_math ? "nounwind" : "nobuiltin");
     }
-    sb_printf(b, "\n!0 = distinct !{}\n!1 = distinct !{!1, !2, !3}\n"
-                 "!2 = !{!\"llvm.loop.parallel_accesses\", !0}\n!3 = !{!\"llvm.loop.mustprogress\"}\n");
+    sb_printf(b, "\n!0 = distinct !{}\n!1 = distinct !{!1, !2, !3, !4}\n"
+                 "!2 = !{!\"llvm.loop.parallel_accesses\", !0}\n!3 = !{!\"llvm.loop.mustprogress\"}\n"
+                 "!4 = !{!\"llvm.loop.interleave.count\", i32 1}\n");
     if (b->oom) {
         seterr(err, err_len, "out of memory");
         goto done;
