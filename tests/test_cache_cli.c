@@ -226,6 +226,32 @@ static void unwritable_cache_folder(void **state)
     free(b);
 }
 
+/* A cache folder with mode 0555. Root writes anywhere, so as root the run drops to nobody
+ * (setpriv); the folder then really refuses writes. */
+static void read_only_cache_folder(void **state)
+{
+    (void)state;
+    put("p.pde", problem);
+    char cmd[4096], *out;
+    snprintf(cmd, sizeof cmd, "chmod 755 %s && mkdir -p %s/ro && chmod 555 %s/ro && chmod 644 %s/p.pde", dir, dir, dir, dir);
+    assert_int_equal(tu_run(cmd, NULL), 0);
+    const char *as = "";
+    if (geteuid() == 0) {
+        if (tu_run("command -v setpriv", NULL) != 0) skip();
+        as = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+    }
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/ro %s %s run p.pde --verbose --out none", dir,
+             dir, as, PJ_BINARY);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_int_equal(count(out, "warning: kernel cache disabled"), 1);
+    assert_int_equal(count(out, "compiled in"), 2);
+    free(out);
+    snprintf(cmd, sizeof cmd, "find %s/ro -type f | wc -l", dir);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_string_equal(out, "0\n"); /* nothing was written */
+    free(out);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -250,6 +276,7 @@ int main(void)
         cmocka_unit_test(damaged_entries_are_replaced),
         cmocka_unit_test(eight_processes_on_an_empty_cache),
         cmocka_unit_test(unwritable_cache_folder),
+        cmocka_unit_test(read_only_cache_folder),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
