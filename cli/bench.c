@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "plot.h"
 #include "cpu_backend.h"
+#include "cuda_backend.h"
 #include "cuda_driver.h"
 #include "driver.h"
 #include "sim.h"
@@ -27,6 +28,7 @@ static const char *usage_bench =
     "bench.png; `--plot none` for none): interp grey, cpu blue, cuda green.\n";
 
 typedef enum { B_INTERP, B_CPU, B_CUDA } bkind;
+static const char *const names[3] = {"interp", "cpu", "cuda"};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -81,6 +83,41 @@ static void run_backend(pj_program *p, bkind b, int single, int threads, int64_t
     for (int f = 0; f < p->n_fields; f++) sim_get_field(s, f, r->state + f * cells);
     sim_destroy(s);
     r->ok = 1;
+}
+
+/* The GPU: time per step (synchronised), plus what a run pays to move the fields: the upload
+ * at the start (init) and one download of every field at the end, spread over `steps`. */
+static void run_cuda(pj_program *p, int single, int64_t steps, int reps, run_result *r, double *transfer_ms)
+{
+    memset(r, 0, sizeof *r);
+    cuda_sim_options co = {.single = single};
+    cuda_sim *g = cuda_sim_create(p, &co, r->err, sizeof r->err);
+    if (!g) return;
+    double t[16];
+    double t0 = driver_now();
+    if (cuda_sim_init(g, r->err, sizeof r->err) < 0 || cuda_sim_sync(g, r->err, sizeof r->err) < 0) goto out;
+    double up = driver_now() - t0;
+    for (int rep = 0; rep < reps; rep++) {
+        t0 = driver_now();
+        for (int64_t i = 0; i < steps; i++)
+            if (cuda_sim_step(g, p->dt, r->err, sizeof r->err) < 0) goto out;
+        if (cuda_sim_sync(g, r->err, sizeof r->err) < 0) goto out;
+        t[rep] = (driver_now() - t0) / (double)steps * 1e3;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    r->ms_step = t[reps / 2];
+    if (cuda_sim_init(g, r->err, sizeof r->err) < 0) goto out;
+    for (int64_t i = 0; i < 3; i++)
+        if (cuda_sim_step(g, p->dt, r->err, sizeof r->err) < 0) goto out;
+    int64_t cells = cuda_sim_cells(g);
+    r->state = malloc(sizeof(double) * (size_t)(cells * p->n_fields));
+    t0 = driver_now();
+    for (int f = 0; f < p->n_fields; f++)
+        if (cuda_sim_get_field(g, f, r->state + f * cells, r->err, sizeof r->err) < 0) goto out;
+    *transfer_ms = (up + driver_now() - t0) * 1e3;
+    r->ok = 1;
+out:
+    cuda_sim_destroy(g);
 }
 
 static double max_rel_diff(const double *a, const double *b, int64_t n)
@@ -187,13 +224,14 @@ int cmd_bench(int argc, char **argv)
     if (use[B_CUDA]) {
         char reason[256];
         cuda_device *dev = cuda_device_open(0, reason, sizeof reason);
-        if (!dev) printf("cuda: not measured: no CUDA device: %s\n", reason);
-        else {
-            printf("cuda: a device is present, but the GPU back end is not built yet\n");
+        if (!dev) {
+            printf("cuda: not measured: no CUDA device: %s\n", reason);
+            use[B_CUDA] = 0;
+        } else {
             cuda_device_close(dev);
         }
-        use[B_CUDA] = 0;
     }
+    int64_t gpu_from = -1; /* the smallest size from which the GPU wins, transfers included */
     double bpc = bytes_per_cell(p, single);
     printf("%10s %12s  %-7s %12s %10s %9s %14s\n", "size", "cells", "backend", "ms/step", "Mcells/s", "GB/s",
            "max rel diff");
@@ -218,17 +256,26 @@ int cmd_bench(int argc, char **argv)
                 if (steps > 2000) steps = 2000;
             }
             if (b == B_INTERP && !steps_d && cells > (1 << 22)) steps = 1;
-            run_backend(p, (bkind)b, single, (int)threads_d, steps, 5, cb, &res[b]);
+            double transfer_ms = 0;
+            if (b == B_CUDA) run_cuda(p, single, steps, 5, &res[b], &transfer_ms);
+            else run_backend(p, (bkind)b, single, (int)threads_d, steps, 5, cb, &res[b]);
             if (!res[b].ok) {
-                printf("%10s %12lld  %-7s  failed: %s\n", label, (long long)cells, b == B_INTERP ? "interp" : "cpu", res[b].err);
+                printf("%10s %12lld  %-7s  failed: %s\n", label, (long long)cells, names[b], res[b].err);
                 status = 1;
                 continue;
             }
             double ms = res[b].ms_step;
             px[b][pn[b]] = (double)cells;
             py[b][pn[b]++] = (double)cells / ms * 1e-3;
-            printf("%10s %12lld  %-7s %12.4f %10.1f %9.2f %14s\n", label, (long long)cells, b == B_INTERP ? "interp" : "cpu",
-                   ms, (double)cells / ms * 1e-3, bpc * (double)cells / ms * 1e-6, b == B_INTERP ? "0 (oracle)" : "");
+            printf("%10s %12lld  %-7s %12.4f %10.1f %9.2f %14s\n", label, (long long)cells, names[b], ms,
+                   (double)cells / ms * 1e-3, bpc * (double)cells / ms * 1e-6, b == B_INTERP ? "0 (oracle)" : "");
+            if (b == B_CUDA) {
+                printf("%10s %12s  %-7s %43s %10.3f ms\n", "", "", "cuda", "upload + download of every field:", transfer_ms);
+                /* a run of `steps` steps, transfers included, against the CPU's */
+                if (res[B_CPU].ok && gpu_from < 0 &&
+                    ms + transfer_ms / (double)steps < res[B_CPU].ms_step)
+                    gpu_from = sizes[si];
+            }
         }
         if (use[B_INTERP] && use[B_CPU] && res[B_INTERP].ok && res[B_CPU].ok) {
             /* the largest difference after the same 3 steps from the initial state */
@@ -241,8 +288,20 @@ int cmd_bench(int argc, char **argv)
             free(a.state);
             free(b.state);
         }
+        if (use[B_INTERP] && use[B_CUDA] && res[B_INTERP].ok && res[B_CUDA].ok) {
+            run_result a;
+            run_backend(p, B_INTERP, single, (int)threads_d, 3, 1, NULL, &a);
+            if (a.ok)
+                printf("%10s %12s  %-7s %43s %14.3g\n", "", "", "cuda", "largest relative difference from interp:",
+                       max_rel_diff(a.state, res[B_CUDA].state, cells * p->n_fields));
+            free(a.state);
+        }
         for (int b = 0; b < 3; b++) free(res[b].state);
     }
+    if (use[B_CUDA] && use[B_CPU])
+        printf(gpu_from > 0 ? "the GPU is faster than the CPU from %lld cells per axis on, transfers included\n"
+                            : "the GPU was not faster than the CPU at any size measured, transfers included\n",
+               (long long)gpu_from);
     if (plot_path) {
         /* colours follow the back end: series b is back end b (empty ones draw nothing) */
         plot_series all[3] = {{"interp", px[0], py[0], pn[0]}, {"cpu", px[1], py[1], pn[1]}, {"cuda", px[2], py[2], pn[2]}};

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "cache.h"
 #include "cpu_backend.h"
+#include "cuda_backend.h"
 #include "driver.h"
 #include "program.h"
 #include "scheme.h"
@@ -150,9 +151,11 @@ static int cmd_emit(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage_emit, stdout); return 0; }
     const char *file = NULL, *what = NULL;
+    int single = 0;
     pj_compile_options opt = {0};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--ir") || !strcmp(argv[i], "--llvm") || !strcmp(argv[i], "--cuda")) what = argv[i] + 2;
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) single = !strcmp(argv[++i], "single");
         else if (!strcmp(argv[i], "--scheme") && i + 1 < argc) {
             int s = scheme_from_name(argv[++i]);
             if (s < 0) { fprintf(stderr, "pdejit: unknown scheme '%s'\n", argv[i]); return 2; }
@@ -186,6 +189,13 @@ static int cmd_emit(int argc, char **argv)
         int r = be ? cpu_backend_emit(be, p, stdout, err, sizeof err) : -1;
         cpu_backend_destroy(be);
         if (r < 0) {
+            fprintf(stderr, "pdejit: %s\n", err);
+            program_free(p);
+            return 2;
+        }
+    } else if (!strcmp(what, "cuda")) {
+        char err[1024];
+        if (cuda_backend_emit(p, single, 0, stdout, err, sizeof err) < 0) {
             fprintf(stderr, "pdejit: %s\n", err);
             program_free(p);
             return 2;
@@ -277,12 +287,8 @@ static int cmd_run(int argc, char **argv)
 #undef NEED_VALUE
     }
     if (!file) { fputs(usage_run, stderr); return 2; }
-    int use_cpu = 0;
-    if (!strcmp(backend, "cpu")) use_cpu = 1;
-    else if (!strcmp(backend, "cuda")) {
-        fprintf(stderr, "pdejit: the cuda back end is not built yet (use --backend cpu or interp)\n");
-        return 2;
-    } else if (strcmp(backend, "interp")) {
+    int use_cpu = !strcmp(backend, "cpu"), use_cuda = !strcmp(backend, "cuda");
+    if (!use_cpu && !use_cuda && strcmp(backend, "interp")) {
         fprintf(stderr, "pdejit: unknown back end '%s'; back ends are interp, cpu, cuda\n", backend);
         return 2;
     }
@@ -290,6 +296,7 @@ static int cmd_run(int argc, char **argv)
     if (!p) return 2;
     int status = 2;
     sim *s = NULL;
+    cuda_sim *g = NULL;
     cpu_backend *be = NULL;
     char *out_owned = NULL;
     char err[1024];
@@ -304,12 +311,28 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pdejit: %s: how far to run? add `until = ` or `steps = ` to the time statement, or give --until/--steps\n", file);
         goto done;
     }
-    sim_options so = {single, threads};
-    s = sim_create(p, &so, err, sizeof err);
-    if (!s) {
-        fprintf(stderr, "pdejit: %s\n", err);
-        status = 1;
-        goto done;
+    if (use_cuda) {
+        cuda_sim_options co = {.single = single, .fast_math = fast_math};
+        g = cuda_sim_create(p, &co, err, sizeof err);
+        if (!g) {
+            fprintf(stderr, "pdejit: %s\n", err);
+            status = strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE)) ? 1 : 2;
+            goto done;
+        }
+        if (cuda_sim_warning(g)) fprintf(stderr, "pdejit: warning: %s\n", cuda_sim_warning(g));
+        if (verbose) {
+            const cuda_prepare_stats *st = cuda_sim_prepare_stats(g);
+            fprintf(stderr, "pdejit: %s: %d kernels, %d loaded from the cache, %d compiled (NVRTC %.2f ms), %.2f ms in all\n",
+                    cuda_sim_device_text(g), st->kernels, st->from_cache, st->compiled, st->ms_nvrtc, st->ms_total);
+        }
+    } else {
+        sim_options so = {single, threads};
+        s = sim_create(p, &so, err, sizeof err);
+        if (!s) {
+            fprintf(stderr, "pdejit: %s\n", err);
+            status = 1;
+            goto done;
+        }
     }
     for (int i = 0; i < n_sets; i++) {
         const char *eq = strchr(sets[i], '=');
@@ -318,7 +341,7 @@ static int cmd_run(int argc, char **argv)
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(eq - sets[i]), sets[i]);
         if (cli_parse_double("--set", eq + 1, &v) < 0) goto done;
-        if (sim_set_param(s, name, v) < 0) {
+        if ((g ? cuda_sim_set_param(g, name, v) : sim_set_param(s, name, v)) < 0) {
             const char *near = diag_closest(name, (const char *const *)p->param_names, p->n_params);
             fprintf(stderr, "pdejit: --set: '%s' is not a param of %s%s%s%s\n", name, file, near ? " (did you mean '" : "",
                     near ? near : "", near ? "'?)" : "");
@@ -346,12 +369,18 @@ static int cmd_run(int argc, char **argv)
                         tm[i].from_cache ? "loaded from the cache" : "compiled", tm[i].ms);
         cpu_backend_install(be, s);
     }
-    sim_init(s);
+    if (g) {
+        if (cuda_sim_init(g, err, sizeof err) < 0) {
+            fprintf(stderr, "pdejit: cuda: %s\n", err);
+            status = 1;
+            goto done;
+        }
+    } else {
+        sim_init(s);
+    }
     if (!out) {
-        int has_output = 0;
         /* the file asked for output: write it next to where we run */
-        has_output = p->has_output;
-        if (has_output) out = out_owned = default_out_dir(file);
+        if (p->has_output) out = out_owned = default_out_dir(file);
     } else if (!strcmp(out, "none")) {
         out = NULL;
     }
@@ -360,15 +389,18 @@ static int cmd_run(int argc, char **argv)
         .formats = p->output_formats, .fields = p->output_fields, .n_fields = p->n_output_fields, .dump_path = dump,
         .check_every = (int)check_every, .progress = quiet ? NULL : stderr,
     };
+    driver_target tg = g ? cuda_backend_target(g) : driver_target_sim(s);
     driver_result res;
-    status = driver_run(s, &dopt, &res, err, sizeof err);
+    status = driver_run_target(&tg, &dopt, &res, err, sizeof err);
     if (status) fprintf(stderr, "pdejit: run failed: %s\n", err);
+    double cells = (double)(p->n[0] * p->n[1] * p->n[2]);
     if (verbose || (!quiet && res.seconds > 3))
         fprintf(stderr, "pdejit: %lld steps to t = %.9g in %.3g s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res.steps, res.t,
-                res.seconds, res.seconds > 0 ? (double)res.steps * (double)sim_cells(s) * 1e-6 / res.seconds : 0.0,
-                use_cpu ? "cpu" : "interp", single ? ", single" : "", out ? ", output in " : "", out ? out : "");
+                res.seconds, res.seconds > 0 ? (double)res.steps * cells * 1e-6 / res.seconds : 0.0, backend,
+                single ? ", single" : "", out ? ", output in " : "", out ? out : "");
 done:
     sim_destroy(s);
+    cuda_sim_destroy(g);
     cpu_backend_destroy(be);
     program_free(p);
     free(out_owned);

@@ -103,7 +103,7 @@ pj_status pj_sim_advance(pj_sim *ps, double dt, double t_end, char *err, size_t 
         sim_step(ps->s, h);
         sim_nan_report r;
         if (sim_take_nonfinite(ps->s) && sim_check_finite(ps->s, &r)) {
-            if (err) driver_describe_nan(ps->s, &r, err, err_len);
+            if (err) driver_describe_nan(ps->p, &r, err, err_len);
             return PJ_ERR_RUN;
         }
         if (h == left) break;

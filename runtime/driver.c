@@ -18,9 +18,8 @@ double driver_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void driver_describe_nan(const sim *s, const sim_nan_report *r, char *out, size_t len)
+void driver_describe_nan(const pj_program *p, const sim_nan_report *r, char *out, size_t len)
 {
-    const pj_program *p = sim_program(s);
     char cell[96] = "", where[160] = "";
     for (int a = 0; a < p->dim; a++) {
         size_t n = strlen(cell), m = strlen(where);
@@ -31,11 +30,52 @@ void driver_describe_nan(const sim *s, const sim_nan_report *r, char *out, size_
              p->field_names[r->field], cell, where, (long long)r->step, r->t);
 }
 
-static int snapshot(sim *s, const driver_options *o, writers_series *ws, driver_result *res, char *err, size_t len)
+/* ---- the CPU sim as a target -------------------------------------------------------------- */
+
+static double sim_t(void *o) { return sim_time(o); }
+static int64_t sim_n(void *o) { return sim_steps(o); }
+static int sim_do_step(void *o, double dt, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    sim_step(o, dt);
+    return 0;
+}
+static int sim_take(void *o, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    return sim_take_nonfinite(o);
+}
+static int sim_check(void *o, sim_nan_report *r, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    return sim_check_finite(o, r);
+}
+static int sim_field(void *o, int f, double *out, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    sim_get_field(o, f, out);
+    return 0;
+}
+
+driver_target driver_target_sim(sim *s)
+{
+    return (driver_target){s, sim_program(s), sim_launch(s), sim_t, sim_n, sim_do_step, NULL, sim_take, sim_check, sim_field};
+}
+
+/* ---- the loop ------------------------------------------------------------------------------ */
+
+static int snapshot(const driver_target *tg, const driver_options *o, writers_series *ws, driver_result *res, char *err,
+                    size_t len)
 {
     if (!ws) return 0;
     writers_frame fr;
-    if (writers_frame_from_sim(s, o->fields, o->n_fields, &fr, err, len) < 0) return -1;
+    if (writers_frame_build(&fr, tg->program, tg->launch, tg->time(tg->obj), o->fields, o->n_fields, tg->get_field,
+                            tg->obj, err, len) < 0)
+        return -1;
     int r = writers_series_write(ws, &fr, err, len);
     writers_frame_free(&fr);
     if (r == 0) res->snapshots++;
@@ -43,97 +83,90 @@ static int snapshot(sim *s, const driver_options *o, writers_series *ws, driver_
 }
 
 /* The stage kernels record whether they stored a non-finite value; only then is the state
- * scanned to name the field and cell. `full` scans regardless (the initial values). */
-static int check(sim *s, int full, char *err, size_t len)
+ * scanned to name the field and cell. `full` scans regardless (the initial values). Returns
+ * -1 (message in err) for a non-finite value or a back-end error. */
+static int check(const driver_target *tg, int full, char *err, size_t len)
 {
+    int seen = tg->take_nonfinite(tg->obj, err, len);
+    if (seen < 0) return -1;
+    if (!seen && !full) return 0;
     sim_nan_report rep;
-    if (!sim_take_nonfinite(s) && !full) return 0;
-    if (!sim_check_finite(s, &rep)) return 0;
-    driver_describe_nan(s, &rep, err, len);
+    int found = tg->check_finite(tg->obj, &rep, err, len);
+    if (found < 0) return -1;
+    if (!found) return 0;
+    driver_describe_nan(tg->program, &rep, err, len);
     return -1;
 }
 
 int driver_run(sim *s, const driver_options *o, driver_result *res, char *err, size_t err_len)
 {
+    driver_target t = driver_target_sim(s);
+    return driver_run_target(&t, o, res, err, err_len);
+}
+
+int driver_run_target(const driver_target *tg, const driver_options *o, driver_result *res, char *err, size_t err_len)
+{
     memset(res, 0, sizeof *res);
+    void *obj = tg->obj;
     const double dt = o->dt;
     const int every = o->check_every > 0 ? o->check_every : 1;
     /* a run given in steps ends at steps*dt like any other: output times in between split a
        step without moving the end */
     const double end = o->steps >= 0 ? (double)o->steps * dt : o->until;
+    int64_t cells = tg->launch->n[0] * tg->launch->n[1] * tg->launch->n[2];
     writers_series *ws = NULL;
     if (o->out_dir) {
         ws = writers_series_open(o->out_dir, o->formats, err, err_len);
         if (!ws) return 1;
     }
-    int status = 0;
-    sim_take_nonfinite(s);
-    if (check(s, 1, err, err_len) < 0 || snapshot(s, o, ws, res, err, err_len) < 0) {
-        status = 1;
-        goto done;
-    }
-    double start = driver_now(), last_report = start, t0 = start;
+    int status = 1;
+    if (check(tg, 1, err, err_len) < 0 || snapshot(tg, o, ws, res, err, err_len) < 0) goto done;
+    double start = driver_now(), last_report = start;
     int64_t since_check = 0, done_steps = 0;
-    int n_out = 1;
-    while (1) {
+    for (int n_out = 1;; n_out++) {
         /* the next stop: an output time or the end */
-        double t = sim_time(s);
         double stop = end;
         if (o->output_every > 0) {
             double next = (double)n_out * o->output_every;
             if (next < end - 1e-12 * fmax(1, fabs(end))) stop = next;
         }
-        double span = stop - t;
-        int64_t n = (int64_t)ceil(span / dt - 1e-9);
-        if (n < 0) n = 0;
-        t0 = driver_now();
-        for (int64_t i = 0; i < n; i++) {
-            double h = i == n - 1 ? stop - sim_time(s) : dt;
+        int64_t n = (int64_t)ceil((stop - tg->time(obj)) / dt - 1e-9);
+        double t0 = driver_now();
+        int failed = 0;
+        for (int64_t i = 0; i < n && !failed; i++) {
+            double h = i == n - 1 ? stop - tg->time(obj) : dt;
             if (h <= 0) break;
-            sim_step(s, h);
+            failed = tg->step(obj, h, err, err_len) < 0;
             done_steps++;
-            if (++since_check >= every) {
+            if (!failed && ++since_check >= every) {
                 since_check = 0;
-                if (check(s, 0, err, err_len) < 0) {
-                    res->seconds += driver_now() - t0;
-                    status = 1;
-                    goto done;
-                }
+                failed = check(tg, 0, err, err_len) < 0;
             }
-            if (o->progress && ((done_steps & 63) == 0)) {
-                double now = driver_now();
-                if (now - last_report > 3.0) {
-                    last_report = now;
-                    fprintf(o->progress, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", sim_time(s), end,
-                            100 * sim_time(s) / (end > 0 ? end : 1), (long long)done_steps,
-                            (double)done_steps * (double)sim_cells(s) / (now - start) * 1e-6);
-                    fflush(o->progress);
-                }
+            if (o->progress && !(done_steps & 63) && driver_now() - last_report > 3.0) {
+                double now = driver_now(), t = tg->time(obj);
+                last_report = now;
+                fprintf(o->progress, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end,
+                        100 * t / (end > 0 ? end : 1), (long long)done_steps,
+                        (double)done_steps * (double)cells / (now - start) * 1e-6);
+                fflush(o->progress);
             }
         }
+        if (!failed && tg->sync) failed = tg->sync(obj, err, err_len) < 0;
         res->seconds += driver_now() - t0;
-        if (since_check && check(s, 0, err, err_len) < 0) {
-            status = 1;
-            goto done;
-        }
+        if (failed || (since_check && check(tg, 0, err, err_len) < 0)) goto done;
         since_check = 0;
-        if (stop >= end) {
-            if (snapshot(s, o, ws, res, err, err_len) < 0) status = 1;
-            break;
-        }
-        n_out++;
-        if (snapshot(s, o, ws, res, err, err_len) < 0) {
-            status = 1;
-            goto done;
-        }
+        if (snapshot(tg, o, ws, res, err, err_len) < 0) goto done;
+        if (stop >= end) break;
     }
+    status = 0;
 done:
-    res->steps = sim_steps(s);
-    res->t = sim_time(s);
+    res->steps = tg->steps(obj);
+    res->t = tg->time(obj);
     if (ws) writers_series_close(ws);
     if (status == 0 && o->dump_path) {
         writers_frame fr;
-        if (writers_frame_from_sim(s, NULL, 0, &fr, err, err_len) < 0) return 1;
+        if (writers_frame_build(&fr, tg->program, tg->launch, res->t, NULL, 0, tg->get_field, obj, err, err_len) < 0)
+            return 1;
         int r = writers_csv(o->dump_path, &fr, err, err_len);
         writers_frame_free(&fr);
         if (r < 0) return 1;

@@ -140,39 +140,56 @@ int writers_mkdirs(const char *path, char *err, size_t err_len)
 
 /* ---- frames ---------------------------------------------------------------------------- */
 
-int writers_frame_from_sim(const sim *s, const int *fields, int n_fields, writers_frame *fr,
-                           char *err, size_t err_len)
+int writers_frame_build(writers_frame *fr, const pj_program *p, const kir_launch *L, double t, const int *fields,
+                        int n_fields, writers_field_fn get, void *obj, char *err, size_t err_len)
 {
-    const pj_program *p = sim_program(s);
-    const kir_launch *L = sim_launch((sim *)s);
     memset(fr, 0, sizeof *fr);
     if (!fields) n_fields = p->n_fields;
     fr->dim = p->dim;
+    size_t cells = 1;
     for (int a = 0; a < 3; a++) {
         fr->n[a] = L->n[a];
         fr->h[a] = L->h[a];
         fr->origin[a] = L->origin[a];
+        cells *= (size_t)L->n[a];
     }
-    fr->t = sim_time(s);
+    fr->t = t;
     const char **names = calloc((size_t)(n_fields ? n_fields : 1), sizeof *names);
     double **data = calloc((size_t)(n_fields ? n_fields : 1), sizeof *data);
     fr->names = names;
     fr->data = (const double *const *)data;
     fr->n_fields = n_fields;
     if (!names || !data) goto oom;
-    size_t cells = (size_t)sim_cells(s);
     for (int i = 0; i < n_fields; i++) {
         int f = fields ? fields[i] : i;
         names[i] = p->field_names ? p->field_names[f] : "field";
         data[i] = malloc(sizeof(double) * cells);
         if (!data[i]) goto oom;
-        sim_get_field(s, f, data[i]);
+        if (get(obj, f, data[i], err, err_len) < 0) {
+            writers_frame_free(fr);
+            return -1;
+        }
     }
     return 0;
 oom:
     writers_frame_free(fr);
     set_err(err, err_len, "frame: %s", strerror(ENOMEM));
     return -1;
+}
+
+static int sim_field(void *obj, int f, double *out, char *err, size_t err_len)
+{
+    (void)err;
+    (void)err_len;
+    sim_get_field(obj, f, out);
+    return 0;
+}
+
+int writers_frame_from_sim(const sim *s, const int *fields, int n_fields, writers_frame *fr,
+                           char *err, size_t err_len)
+{
+    return writers_frame_build(fr, sim_program(s), sim_launch((sim *)s), sim_time(s), fields, n_fields, sim_field,
+                               (void *)s, err, err_len);
 }
 
 void writers_frame_free(writers_frame *fr)

@@ -32,6 +32,13 @@ typedef struct writers_frame {
  * The values are copied; release with writers_frame_free. Returns 0, or -1 (out of memory). */
 int writers_frame_from_sim(const sim *s, const int *fields, int n_fields, writers_frame *fr,
                            char *err, size_t err_len);
+
+/* Copies field f's interior values (x fastest) into out; 0, or -1 with a message. */
+typedef int (*writers_field_fn)(void *obj, int field, double *out, char *err, size_t err_len);
+/* A frame of fields[0..n_fields) (all fields when fields is NULL) of any simulation: the grid
+ * from p and L (n, h, origin), the values through get. */
+int writers_frame_build(writers_frame *fr, const pj_program *p, const kir_launch *L, double t, const int *fields,
+                        int n_fields, writers_field_fn get, void *obj, char *err, size_t err_len);
 void writers_frame_free(writers_frame *fr);
 
 /* CSV: header `x[,y[,z]],name...`, then one row per cell (x fastest, then y, then z): cell

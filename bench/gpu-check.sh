@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# gpu-check.sh — the GPU check of pdejit: tests and benchmark on a machine with an NVIDIA GPU,
+# written to one report.
+#
+#   bench/gpu-check.sh --build [BUILD]   here (a machine with the compilers): builds BUILD/gpu/
+#                                        (default BUILD=build, which must hold libpdejit_core.a):
+#                                        test_gpu, test_cuda and gpu_bench linked without LLVM,
+#                                        xxhash/png/zlib/libgomp static, libcmocka copied beside
+#                                        them (lib/, found through the rpath). About 3 MB: carry it.
+#   bench/gpu-check.sh [BUILD]           there (no cmake, LLVM or compiler needed): runs the GPU
+#                                        tests and the benchmark, writes $OUT/gpu-report.md (OUT
+#                                        defaults to ./gpu-out) and the raw logs beside it.
+#
+# Run from the repository root. Every step has a timeout; the whole run is meant to take under
+# 5 minutes on an H200. Exit status: 0 when every step passed, 1 otherwise (the report says which).
+set -u
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+
+if [ "${1:-}" = "--build" ]; then
+    BUILD=${2:-build}
+    LIB=$BUILD/libpdejit_core.a
+    [ -f "$LIB" ] || { echo "gpu-check: $LIB not found: build the project first (cmake --build $BUILD)"; exit 1; }
+    CUDA_INC=$(dirname "$(ls /usr/local/cuda/include/cuda.h /usr/include/cuda.h 2>/dev/null | head -1)")
+    DEST=$BUILD/gpu
+    mkdir -p "$DEST/lib"
+    ARCH=/usr/lib/x86_64-linux-gnu
+    static_or() { [ -f "$ARCH/lib$1.a" ] && echo "$ARCH/lib$1.a" || echo "-l$1"; }
+    GOMP=$(gcc -print-file-name=libgomp.a)
+    [ -f "$GOMP" ] || GOMP=-lgomp
+    CFLAGS="-std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Icompiler -Iruntime -Igrammar -I$BUILD -isystem $CUDA_INC"
+    LIBS="$LIB $(static_or xxhash) $(static_or png16) $(static_or z) $GOMP -lm -ldl -lpthread"
+    set -e
+    for t in test_gpu test_cuda; do
+        gcc $CFLAGS -DPJ_SOURCE_DIR='".."' -o "$DEST/$t" tests/$t.c tests/testutil.c $LIBS -lcmocka \
+            -Wl,-rpath,'$ORIGIN/lib'
+    done
+    gcc $CFLAGS -o "$DEST/gpu_bench" bench/gpu_bench.c $LIBS -Wl,-rpath,'$ORIGIN/lib'
+    cp -L "$(gcc -print-file-name=libcmocka.so.0 | grep / || echo $ARCH/libcmocka.so.0)" "$DEST/lib/" 2>/dev/null ||
+        cp -L "$ARCH/libcmocka.so.0" "$DEST/lib/"
+    set +e
+    ls -la "$DEST" "$DEST/lib"
+    du -sh "$DEST"
+    echo "gpu-check: built $DEST; on the GPU machine: bench/gpu-check.sh $BUILD (carry $DEST)"
+    exit 0
+fi
+
+BUILD=${1:-build}
+case $BUILD in /*) G=$BUILD/gpu ;; *) G=$ROOT/$BUILD/gpu ;; esac
+OUTDIR=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUTDIR"
+REPORT=$OUTDIR/gpu-report.md
+: >"$REPORT"
+FAILED=""
+note() { echo "$*" | tee -a "$REPORT"; }
+export PDEJIT_CACHE_DIR=$(mktemp -d /tmp/pdejit-gpucheck-cache.XXXXXX)
+START=$(date +%s)
+
+note "# pdejit GPU check — $(date -u '+%Y-%m-%d %H:%M UTC')"
+note ""
+note '```'
+(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.max.memory --format=csv 2>&1 ||
+    echo "nvidia-smi: not available") | tee -a "$REPORT"
+note "host: $(nproc) cores; git: $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+for b in test_gpu test_cuda gpu_bench; do
+    if [ ! -x "$G/$b" ]; then note "missing $G/$b (run bench/gpu-check.sh --build $BUILD here first)"; FAILED="$FAILED build"; fi
+done
+MISSING=$(ldd "$G/test_gpu" "$G/gpu_bench" 2>/dev/null | grep "not found" | sort -u)
+[ -n "$MISSING" ] && note "missing shared libraries: $MISSING"
+note '```'
+
+run_step() { # name timeout command... : runs, logs to $OUTDIR/name.log, adds a summary to the report
+    local name=$1 limit=$2
+    shift 2
+    local t0=$(date +%s)
+    timeout --kill-after=10 "$limit" "$@" >"$OUTDIR/$name.log" 2>&1
+    local rc=$?
+    local secs=$(($(date +%s) - t0))
+    note ""
+    note "## $name: exit $rc in ${secs} s$([ $rc = 124 ] && echo ' (TIMED OUT)')"
+    [ $rc != 0 ] && FAILED="$FAILED $name"
+    return $rc
+}
+
+summarize_tests() { # cmocka log: result lines and every message of the gpu tests
+    note '```'
+    grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED|ERROR|LINE) +\]|^GPU:|^no GPU|largest difference|device memory|kernels: cold|interp:|gpu:|emu:|run:|gray-scott|GPU memory|skipped|NVRTC .* loaded|compile for" \
+        "$OUTDIR/$1.log" | head -150 | tee -a "$REPORT"
+    note '```'
+}
+
+# 1. the GPU tests (tests/ is their working folder, as under ctest)
+cd tests; run_step test_gpu 170 "$G/test_gpu"; cd "$ROOT"
+summarize_tests test_gpu
+cd tests; run_step test_cuda 120 "$G/test_cuda"; cd "$ROOT"
+summarize_tests test_cuda
+
+# 2. the benchmark
+note ""
+note "## benchmark"
+BENCH_T0=$(date +%s)
+timeout --kill-after=10 100 "$G/gpu_bench" --report "$REPORT" >"$OUTDIR/gpu_bench.log" 2>&1
+rc=$?
+note ""
+note "(gpu_bench: exit $rc in $(($(date +%s) - BENCH_T0)) s$([ $rc = 124 ] && echo ', TIMED OUT'))"
+[ $rc != 0 ] && { FAILED="$FAILED gpu_bench"; note "(its output: $OUTDIR/gpu_bench.log)"; }
+
+# 3. cold compile and cache hit in fresh processes (the hit must not load NVRTC)
+note ""
+note "## NVRTC cold compile and cache hit, fresh processes"
+PROBE=$(mktemp -d /tmp/pdejit-probe.XXXXXX)
+note '```'
+for prec in "" --single; do
+    for pass in cold hit; do
+        timeout 60 "$G/gpu_bench" --compile-probe "$PROBE" $prec 2>&1 | sed "s/^/$pass: /" | tee -a "$REPORT"
+    done
+done
+note '```'
+rm -rf "$PROBE"
+
+# 4. the command, where this build has the cuda back end in it
+if [ -x "$BUILD/pdejit" ] && ! timeout 60 "$BUILD/pdejit" run samples/heat1d.pde --backend cuda --steps 1 --out none 2>&1 |
+    grep -q "not built yet"; then
+    note ""
+    note "## pdejit run --backend cuda"
+    note '```'
+    for f in samples/gray_scott.pde samples/heat3d.pde; do
+        timeout 60 "$BUILD/pdejit" run "$f" --backend cuda --out none --dump "$OUTDIR/cuda.csv" --verbose 2>&1 | tail -3 | tee -a "$REPORT"
+        timeout 120 "$BUILD/pdejit" run "$f" --backend cpu --out none --dump "$OUTDIR/cpu.csv" --quiet 2>&1 | tail -1 | tee -a "$REPORT"
+        if cmp -s "$OUTDIR/cuda.csv" "$OUTDIR/cpu.csv"; then note "$f: cuda and cpu dumps identical"
+        else note "$f: cuda and cpu dumps differ (see $OUTDIR/*.csv; last-bit differences of libm are expected)"; fi
+    done
+    note '```'
+fi
+
+rm -rf "$PDEJIT_CACHE_DIR"
+note ""
+note "total: $(($(date +%s) - START)) s; $([ -z "$FAILED" ] && echo 'every step passed' || echo "FAILED:$FAILED")"
+[ -z "$FAILED" ]

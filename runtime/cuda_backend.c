@@ -1,0 +1,968 @@
+/* cuda_backend.c — the GPU back end (see cuda_backend.h).
+ *
+ *   create   sources (cuda_codegen.c) for init, stages, fills, check → keys → disk cache or
+ *            NVRTC → modules → device buffers (one allocation per slot and field, the layout of
+ *            sim.c: `halo` ghost layers per side, rows padded so that every row's first interior
+ *            cell is 128-byte aligned)
+ *   step     per stage: fill kernels of the read slot (sides in sim_fill_ghosts' order), stage
+ *            kernel; swap by pointer; launches only, on the default stream (in order)
+ *   check    check kernel per field into one int64 per field; one small copy back
+ *
+ * The NVRTC version in the key: NVRTC is ~100 MB and takes milliseconds to load, so a run whose
+ * kernels are all cached must not load it. The library that cuda_nvrtc_open would load is located
+ * by the same search (without dlopen); its identity (real path, size, mtime) keys a memo entry in
+ * the cache whose payload is the version string. The memo is written whenever NVRTC is loaded and
+ * the loaded file (found with dl_iterate_phdr) is the one the search located. No memo: NVRTC is
+ * loaded to ask it. */
+#include "cuda_backend.h"
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <link.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include "cuda_codegen.h"
+#include "cuda_driver.h"
+#include "interp.h"
+#include "writers.h"
+
+#define ROW_ALIGN_BYTES 128
+#define MAX_KERNELS (PJ_MAX_STAGES + 8)
+
+static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+    if (!err || !len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+/* ---- kernels: what is generated ---------------------------------------------------------- */
+
+typedef enum { KK_INIT, KK_STAGE, KK_FILL, KK_CHECK } kkind;
+static const char *const kkind_name[] = {"init", "stage", "fill", "check"};
+
+typedef struct kspec {
+    kkind kind;
+    int index;            /* stage number, side */
+    char name[80];        /* the __global__ function */
+    char ir[80];          /* the ir component of the key */
+    char *src;
+} kspec;
+
+typedef struct kset {
+    kspec k[MAX_KERNELS];
+    int n;
+    int init, stage[PJ_MAX_STAGES], fill[6], check; /* index into k, -1 absent */
+} kset;
+
+static void kset_free(kset *ks)
+{
+    for (int i = 0; i < ks->n; i++) free(ks->k[i].src);
+    ks->n = 0;
+}
+
+static cuda_bc_kind bc_kind(pj_bc_kind k)
+{
+    switch (k) {
+    case PJ_BC_PERIODIC: return CUDA_BC_PERIODIC;
+    case PJ_BC_LINEAR: return CUDA_BC_LINEAR;
+    case PJ_BC_NEUMANN0: return CUDA_BC_MIRROR;
+    }
+    return CUDA_BC_MIRROR;
+}
+
+/* Generates the CUDA C of every kernel p needs. 0, or -1 with a message. */
+static int kset_build(kset *ks, const pj_program *p, int single, int fast_math, char *err, size_t err_len)
+{
+    memset(ks, 0, sizeof *ks);
+    ks->init = ks->check = -1;
+    for (int i = 0; i < 6; i++) ks->fill[i] = -1;
+    for (int i = 0; i < PJ_MAX_STAGES; i++) ks->stage[i] = -1;
+    cuda_options co = {single, fast_math};
+    char hex[33], cerr[512];
+    const char prec = single ? 's' : 'd';
+    if (p->init) {
+        kspec *k = &ks->k[ks->n];
+        kir_hash_hex(p->init, hex);
+        k->kind = KK_INIT;
+        snprintf(k->name, sizeof k->name, "pj_init_%s_%c", hex, prec);
+        snprintf(k->ir, sizeof k->ir, "%s", hex);
+        k->src = cuda_codegen(p->init, &co, k->name, cerr, sizeof cerr);
+        if (!k->src) goto fail;
+        ks->init = ks->n++;
+    }
+    for (int s = 0; s < p->n_stages; s++) {
+        kspec *k = &ks->k[ks->n];
+        kir_hash_hex(p->stages[s].kernel, hex);
+        k->kind = KK_STAGE;
+        k->index = s;
+        snprintf(k->name, sizeof k->name, "pj_stage_%s_%c", hex, prec);
+        snprintf(k->ir, sizeof k->ir, "%s", hex);
+        k->src = cuda_codegen(p->stages[s].kernel, &co, k->name, cerr, sizeof cerr);
+        if (!k->src) goto fail;
+        ks->stage[s] = ks->n++;
+    }
+    cuda_bc_kind *kinds = malloc(sizeof *kinds * (size_t)p->n_fields);
+    if (!kinds) {
+        set_err(err, err_len, "cuda: out of memory");
+        kset_free(ks);
+        return -1;
+    }
+    for (int side = 0; side < 2 * p->dim; side++) {
+        int linear = 0;
+        for (int f = 0; f < p->n_fields; f++) {
+            kinds[f] = bc_kind(p->bc[f][side].kind);
+            linear |= kinds[f] == CUDA_BC_LINEAR;
+        }
+        kspec *k = &ks->k[ks->n];
+        k->kind = KK_FILL;
+        k->index = side;
+        if (linear && p->bc_kernel[side]) kir_hash_hex(p->bc_kernel[side], hex);
+        else snprintf(hex, sizeof hex, "none");
+        snprintf(k->name, sizeof k->name, "pj_fill_%d_%c", side, prec);
+        snprintf(k->ir, sizeof k->ir, "fill%d-%s", side, hex);
+        k->src = cuda_codegen_bc_fill(linear ? p->bc_kernel[side] : NULL, p->dim, p->n_fields, side, kinds, &co,
+                                      k->name, cerr, sizeof cerr);
+        if (!k->src) {
+            free(kinds);
+            goto fail;
+        }
+        ks->fill[side] = ks->n++;
+    }
+    free(kinds);
+    {
+        kspec *k = &ks->k[ks->n];
+        k->kind = KK_CHECK;
+        snprintf(k->name, sizeof k->name, "pj_check_%dd_%c", p->dim, prec);
+        snprintf(k->ir, sizeof k->ir, "check%dd", p->dim);
+        k->src = cuda_codegen_nan_check(p->dim, single, k->name, cerr, sizeof cerr);
+        if (!k->src) goto fail;
+        ks->check = ks->n++;
+    }
+    return 0;
+fail:
+    set_err(err, err_len, "%s", cerr);
+    kset_free(ks);
+    return -1;
+}
+
+int cuda_backend_emit(const pj_program *p, int single, int fast_math, FILE *out, char *err, size_t err_len)
+{
+    kset ks;
+    if (kset_build(&ks, p, single, fast_math, err, err_len) < 0) return -1;
+    for (int i = 0; i < ks.n; i++) {
+        const kspec *k = &ks.k[i];
+        fprintf(out, "// ---- kernel %s (%s", k->name, kkind_name[k->kind]);
+        if (k->kind == KK_STAGE)
+            fprintf(out, " %d: reads slot %d at t + %g dt", k->index + 1, p->stages[k->index].read_slot,
+                    p->stages[k->index].t_frac);
+        if (k->kind == KK_FILL) fprintf(out, " of side %d", k->index);
+        fprintf(out, ")\n%s\n", k->src);
+    }
+    kset_free(&ks);
+    return 0;
+}
+
+/* ---- cache keys -------------------------------------------------------------------------- */
+
+void cuda_backend_key(cuda_key_buf *kb, const char *ir, const char *kind, int cc, const char *nvrtc_version,
+                      int driver_version, int single, int fast_math, const char *source)
+{
+    snprintf(kb->ir, sizeof kb->ir, "%s", ir);
+    snprintf(kb->kind, sizeof kb->kind, "%s", kind);
+    snprintf(kb->target, sizeof kb->target, "sm_%d", cc);
+    snprintf(kb->nvrtc, sizeof kb->nvrtc, "%s", nvrtc_version);
+    snprintf(kb->driver, sizeof kb->driver, "%d", driver_version);
+    XXH128_hash_t h = XXH3_128bits(source ? source : "", source ? strlen(source) : 0);
+    snprintf(kb->src, sizeof kb->src, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
+    memset(&kb->key, 0, sizeof kb->key);
+    cache_key_add(&kb->key, "ir", kb->ir);
+    cache_key_add(&kb->key, "kind", kb->kind);
+    cache_key_add(&kb->key, "backend", "cuda");
+    cache_key_add(&kb->key, "target", kb->target);
+    cache_key_add(&kb->key, "nvrtc", kb->nvrtc);
+    cache_key_add(&kb->key, "driver", kb->driver);
+    cache_key_add(&kb->key, "precision", single ? "single" : "double");
+    cache_key_add(&kb->key, "fast_math", fast_math ? "1" : "0");
+    cache_key_add(&kb->key, "codegen", PJ_CUDA_CODEGEN_VERSION);
+    cache_key_add(&kb->key, "source", kb->src);
+}
+
+/* ---- the NVRTC version without loading NVRTC -------------------------------------------- */
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+typedef struct dirlist { char **d; int n, cap; } dirlist;
+
+static void dl_add(dirlist *l, const char *dir, size_t len)
+{
+    if (!len || len >= PATH_MAX) return;
+    for (int i = 0; i < l->n; i++)
+        if (strlen(l->d[i]) == len && !strncmp(l->d[i], dir, len)) return;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        char **d = realloc(l->d, sizeof *d * (size_t)cap);
+        if (!d) return;
+        l->d = d;
+        l->cap = cap;
+    }
+    char *s = strndup(dir, len);
+    if (s) l->d[l->n++] = s;
+}
+
+static void dl_add_path_list(dirlist *l, const char *list)
+{
+    while (list && *list) {
+        const char *e = strchr(list, ':');
+        size_t n = e ? (size_t)(e - list) : strlen(list);
+        dl_add(l, list, n);
+        list = e ? e + 1 : NULL;
+    }
+}
+
+/* /etc/ld.so.conf and its includes (depth-limited): the folders ld.so.cache is built from. */
+static void dl_add_conf(dirlist *l, const char *path, int depth)
+{
+    if (depth > 4) return;
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char line[PATH_MAX];
+    while (fgets(line, sizeof line, f)) {
+        char *s = line;
+        while (*s == ' ' || *s == '\t') s++;
+        char *h = strchr(s, '#');
+        if (h) *h = 0;
+        size_t n = strlen(s);
+        while (n && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) s[--n] = 0;
+        if (!n) continue;
+        if (!strncmp(s, "include", 7) && (s[7] == ' ' || s[7] == '\t')) {
+            char *pat = s + 8;
+            while (*pat == ' ' || *pat == '\t') pat++;
+            char full[PATH_MAX];
+            if (pat[0] != '/') snprintf(full, sizeof full, "/etc/%s", pat);
+            else snprintf(full, sizeof full, "%s", pat);
+            glob_t g;
+            if (glob(full, 0, NULL, &g) == 0) {
+                for (size_t i = 0; i < g.gl_pathc; i++) dl_add_conf(l, g.gl_pathv[i], depth + 1);
+                globfree(&g);
+            }
+        } else if (s[0] == '/') {
+            dl_add(l, s, n);
+        }
+    }
+    fclose(f);
+}
+
+/* Where dlopen(name) would find a bare soname: LD_LIBRARY_PATH, the ld.so.conf folders, the
+ * default folders. A name with a slash is a path. */
+static int resolve_lib(const char *name, const dirlist *dirs, char *out)
+{
+    if (!name || !*name) return -1;
+    if (strchr(name, '/')) return file_exists(name) && realpath(name, out) ? 0 : -1;
+    for (int i = 0; i < dirs->n; i++) {
+        char p[PATH_MAX * 2];
+        snprintf(p, sizeof p, "%s/%s", dirs->d[i], name);
+        if (file_exists(p) && realpath(p, out)) return 0;
+    }
+    return -1;
+}
+
+/* The real path of the NVRTC library cuda_nvrtc_open would load (same candidate order). */
+static int locate_nvrtc(char *out)
+{
+    dirlist dirs = {0};
+    dl_add_path_list(&dirs, getenv("LD_LIBRARY_PATH"));
+    dl_add_conf(&dirs, "/etc/ld.so.conf", 0);
+    dl_add_path_list(&dirs, "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64:/lib:/usr/lib");
+    char home13[PATH_MAX] = "", home[PATH_MAX] = "";
+    const char *ch = getenv("CUDA_HOME");
+    if (ch && *ch) {
+        snprintf(home13, sizeof home13, "%s/lib64/libnvrtc.so.13", ch);
+        snprintf(home, sizeof home, "%s/lib64/libnvrtc.so", ch);
+    }
+    const char *names[] = {getenv("PDEJIT_NVRTC"), "libnvrtc.so.13", "libnvrtc.so", home13, home,
+                           "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so",
+                           "libnvrtc.so.12"};
+    int rc = -1;
+    for (size_t i = 0; i < sizeof names / sizeof *names && rc; i++) rc = resolve_lib(names[i], &dirs, out);
+    for (int i = 0; i < dirs.n; i++) free(dirs.d[i]);
+    free(dirs.d);
+    return rc;
+}
+
+static int file_identity(const char *path, char *out, size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    snprintf(out, len, "%s:%lld:%lld.%09ld", path, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+             (long)st.st_mtim.tv_nsec);
+    return 0;
+}
+
+static void memo_key(cache_key *k, const char *identity)
+{
+    memset(k, 0, sizeof *k);
+    cache_key_add(k, "kind", "nvrtc-version");
+    cache_key_add(k, "backend", "cuda");
+    cache_key_add(k, "library", identity);
+}
+
+/* Whether the library at `path` (a real path) is loaded in this process. */
+static int is_loaded_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *want = data, *n = info->dlpi_name;
+    if (!n || !*n) return 0;
+    const char *base = strrchr(n, '/');
+    base = base ? base + 1 : n;
+    if (strncmp(base, "libnvrtc", 8)) return 0;
+    char real[PATH_MAX];
+    return realpath(n, real) && !strcmp(real, want);
+}
+
+/* ---- the sim ----------------------------------------------------------------------------- */
+
+struct cuda_sim {
+    const pj_program *p;
+    cuda_sim_options opt;
+    size_t esz;
+    int H;
+    int64_t n[3], ghost[3];
+    int64_t origin_off;   /* elements from an allocation's start to cell (0,0,0) */
+    size_t elems, bytes;  /* per buffer */
+    int nbuf;
+    cuda_device *dev;
+    cuda_nvrtc *nv;
+    cache *cache;
+    char nvrtc_version[32];
+    char text[256];
+    cuda_ptr mem[CUDA_MAX_BUFS];  /* allocation start per (slot, field), swapped with the slots */
+    cuda_ptr results;              /* n_fields int64 of the check kernel */
+    kset ks;
+    cuda_module *mod[MAX_KERNELS];
+    cuda_function fn[MAX_KERNELS];
+    cuda_args A;                   /* stage / init launches: every slot's buffers */
+    cuda_args F;                   /* fill launches: the read slot's buffers as slot 0 */
+    kir_launch L;                  /* geometry for writers and reports (buf NULL) */
+    double *param;
+    unsigned char *param_set;
+    double t;
+    int64_t steps;
+    unsigned sgrid[3], sblock[3];  /* stage and init */
+    unsigned cgrid[3], cblock[3];  /* check */
+    unsigned fgrid[6][3], fblock[6][3];
+    cuda_prepare_stats stats;
+};
+
+static uint64_t cell0(const cuda_sim *s, int b) { return s->mem[b] + (uint64_t)s->origin_off * s->esz; }
+
+static void refresh_bufs(cuda_sim *s)
+{
+    for (int b = 0; b < s->nbuf; b++) s->A.buf[b] = cell0(s, b);
+}
+
+static int open_nvrtc(cuda_sim *s, char *err, size_t err_len)
+{
+    if (s->nv) return 0;
+    char reason[512];
+    double t0 = driver_now();
+    s->nv = cuda_nvrtc_open(reason, sizeof reason);
+    s->stats.ms_nvrtc += (driver_now() - t0) * 1e3;
+    if (!s->nv) {
+        set_err(err, err_len, "cuda: %s", reason);
+        return -1;
+    }
+    s->stats.nvrtc_loaded = 1;
+    /* remember the version of this library file for runs that need no compile */
+    char located[PATH_MAX], id[PATH_MAX + 64];
+    if (s->cache && locate_nvrtc(located) == 0 && dl_iterate_phdr(is_loaded_cb, located) &&
+        file_identity(located, id, sizeof id) == 0) {
+        cache_key k;
+        memo_key(&k, id);
+        const char *v = cuda_nvrtc_version(s->nv);
+        void *old = NULL;
+        size_t len = 0;
+        int have = cache_get(s->cache, &k, &old, &len) == 1 && len == strlen(v) + 1 && !memcmp(old, v, len);
+        free(old);
+        if (!have) cache_put(s->cache, &k, v, strlen(v) + 1, NULL, NULL);
+    }
+    return 0;
+}
+
+/* The NVRTC version for the keys: from the memo when there is one, else from NVRTC itself. */
+static int nvrtc_version(cuda_sim *s, char *err, size_t err_len)
+{
+    char located[PATH_MAX], id[PATH_MAX + 64];
+    if (s->cache && locate_nvrtc(located) == 0 && file_identity(located, id, sizeof id) == 0) {
+        cache_key k;
+        memo_key(&k, id);
+        void *v = NULL;
+        size_t len = 0;
+        if (cache_get(s->cache, &k, &v, &len) == 1 && len > 1 && len < sizeof s->nvrtc_version &&
+            ((char *)v)[len - 1] == 0) {
+            memcpy(s->nvrtc_version, v, len);
+            free(v);
+            return 0;
+        }
+        free(v);
+    }
+    if (open_nvrtc(s, err, err_len) < 0) return -1;
+    snprintf(s->nvrtc_version, sizeof s->nvrtc_version, "%s", cuda_nvrtc_version(s->nv));
+    return 0;
+}
+
+static int prepare_kernels(cuda_sim *s, char *err, size_t err_len)
+{
+    double t0 = driver_now();
+    if (nvrtc_version(s, err, err_len) < 0) return -1;
+    int cc = cuda_device_cc(s->dev), drv = cuda_device_driver_version(s->dev);
+    for (int i = 0; i < s->ks.n; i++) {
+        kspec *k = &s->ks.k[i];
+        cuda_key_buf kb;
+        cuda_backend_key(&kb, k->ir, kkind_name[k->kind], cc, s->nvrtc_version, drv, s->opt.single, s->opt.fast_math,
+                         k->src);
+        void *image = NULL;
+        size_t len = 0;
+        char lerr[512];
+        if (s->cache && cache_get(s->cache, &kb.key, &image, &len) == 1) {
+            s->mod[i] = cuda_module_load(s->dev, image, lerr, sizeof lerr);
+            free(image);
+            image = NULL;
+            if (s->mod[i]) s->stats.from_cache++; /* else: a stored image that does not load is a miss */
+        }
+        if (!s->mod[i]) {
+            if (open_nvrtc(s, err, err_len) < 0) return -1;
+            if (strcmp(cuda_nvrtc_version(s->nv), s->nvrtc_version)) {
+                /* the memo was stale: key with the version of the library actually loaded */
+                snprintf(s->nvrtc_version, sizeof s->nvrtc_version, "%s", cuda_nvrtc_version(s->nv));
+                cuda_backend_key(&kb, k->ir, kkind_name[k->kind], cc, s->nvrtc_version, drv, s->opt.single,
+                                 s->opt.fast_math, k->src);
+            }
+            int is_cubin = 0;
+            char *log = NULL;
+            double c0 = driver_now();
+            int rc = cuda_nvrtc_compile(s->nv, k->src, k->name, cc, s->opt.fast_math, &image, &len, &is_cubin, &log,
+                                        err, err_len);
+            s->stats.ms_nvrtc += (driver_now() - c0) * 1e3;
+            free(log);
+            if (rc < 0) return -1;
+            if (s->cache) cache_put(s->cache, &kb.key, image, len, k->src, "cu");
+            s->mod[i] = cuda_module_load(s->dev, image, err, err_len);
+            free(image);
+            if (!s->mod[i]) return -1;
+            s->stats.compiled++;
+        }
+        if (cuda_module_function(s->mod[i], k->name, &s->fn[i], err, err_len) < 0) return -1;
+    }
+    s->stats.kernels = s->ks.n;
+    s->stats.ms_total = (driver_now() - t0) * 1e3;
+    return 0;
+}
+
+/* The stage block: options, else $PDEJIT_CUDA_BLOCK, else cuda_stage_dims'. */
+static int stage_geometry(cuda_sim *s, char *err, size_t err_len)
+{
+    const int dim = s->p->dim;
+    if (cuda_stage_dims(dim, s->n, s->sgrid, s->sblock) < 0 ||
+        cuda_stage_dims(dim, s->n, s->cgrid, s->cblock) < 0) {
+        set_err(err, err_len, "cuda: a %lldx%lldx%lld grid exceeds the launch limits", (long long)s->n[0],
+                (long long)s->n[1], (long long)s->n[2]);
+        return -1;
+    }
+    unsigned b[3] = {s->opt.block[0], s->opt.block[1], s->opt.block[2]};
+    const char *env = getenv("PDEJIT_CUDA_BLOCK");
+    if (!b[0] && env && *env) {
+        unsigned x = 0, y = 1, z = 1;
+        if (sscanf(env, "%u,%u,%u", &x, &y, &z) < 1) x = 0;
+        b[0] = x;
+        b[1] = y;
+        b[2] = z;
+    }
+    if (b[0]) {
+        for (int a = 0; a < 3; a++) {
+            if (!b[a] || a >= dim) b[a] = 1;
+        }
+        if ((uint64_t)b[0] * b[1] * b[2] > 1024 || b[2] > 64) {
+            set_err(err, err_len, "cuda: block %ux%ux%u is larger than a device allows", b[0], b[1], b[2]);
+            return -1;
+        }
+        static const int64_t lim[3] = {2147483647, 65535, 65535};
+        for (int a = 0; a < 3; a++) {
+            int64_t g = (s->n[a] + b[a] - 1) / b[a];
+            if (g > lim[a]) {
+                set_err(err, err_len, "cuda: block %ux%ux%u needs too many blocks along %c", b[0], b[1], b[2], "xyz"[a]);
+                return -1;
+            }
+            s->sblock[a] = b[a];
+            s->sgrid[a] = (unsigned)(g ? g : 1);
+        }
+    }
+    for (int side = 0; side < 2 * dim; side++)
+        if (cuda_bc_fill_dims(&s->A, side, s->fgrid[side], s->fblock[side]) < 0) {
+            set_err(err, err_len, "cuda: the fill of side %d exceeds the launch limits", side);
+            return -1;
+        }
+    return 0;
+}
+
+cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char *err, size_t err_len)
+{
+    if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 || p->n_slots > PJ_MAX_SLOTS ||
+        p->n_stages < 1 || p->n_stages > PJ_MAX_STAGES || !p->bc) {
+        set_err(err, err_len, "cuda: the program is incomplete (dimension, fields, slots or stages)");
+        return NULL;
+    }
+    for (int i = 0; i < p->n_stages; i++)
+        if (!p->stages[i].kernel || p->stages[i].read_slot < 0 || p->stages[i].read_slot >= p->n_slots) {
+            set_err(err, err_len, "cuda: stage %d has no kernel or a bad read slot", i + 1);
+            return NULL;
+        }
+    if (p->n_slots * p->n_fields > CUDA_MAX_BUFS || p->n_params > CUDA_MAX_PARAMS) {
+        set_err(err, err_len, "cuda: %d buffers and %d params; the CUDA back end takes at most %d and %d",
+                p->n_slots * p->n_fields, p->n_params, CUDA_MAX_BUFS, CUDA_MAX_PARAMS);
+        return NULL;
+    }
+    cuda_sim *s = calloc(1, sizeof *s);
+    if (!s) {
+        set_err(err, err_len, "cuda: out of memory");
+        return NULL;
+    }
+    s->p = p;
+    if (opt) s->opt = *opt;
+    s->esz = s->opt.single ? sizeof(float) : sizeof(double);
+    s->H = p->halo > 0 ? p->halo : 1;
+    s->ks.init = s->ks.check = -1;
+    for (int a = 0; a < 3; a++) {
+        s->n[a] = a < p->dim ? p->n[a] : 1;
+        s->ghost[a] = a < p->dim ? s->H : 0;
+        if (s->n[a] < 1 || (a < p->dim && s->n[a] < s->H)) {
+            set_err(err, err_len, "cuda: %c has %lld cells, fewer than the %d ghost layers the stencil needs", "xyz"[a],
+                    (long long)s->n[a], s->H);
+            free(s);
+            return NULL;
+        }
+    }
+    /* the layout of sim.c with 128-byte rows */
+    int64_t align = ROW_ALIGN_BYTES / (int64_t)s->esz;
+    int64_t lead = round_up(s->H, align);
+    int64_t row = round_up(lead + s->n[0] + s->H, align);
+    int64_t ny = s->n[1] + 2 * s->ghost[1], nz = s->n[2] + 2 * s->ghost[2];
+    if ((double)row * (double)ny * (double)nz * (double)s->esz > 1e15) {
+        set_err(err, err_len, "cuda: the grid is too large");
+        free(s);
+        return NULL;
+    }
+    s->elems = (size_t)(row * ny * nz);
+    s->bytes = (size_t)round_up((int64_t)(s->elems * s->esz), 256);
+    s->origin_off = lead + s->ghost[1] * row + s->ghost[2] * row * ny;
+    s->nbuf = p->n_slots * p->n_fields;
+    s->param = calloc((size_t)(p->n_params ? p->n_params : 1), sizeof *s->param);
+    s->param_set = calloc((size_t)(p->n_params ? p->n_params : 1), 1);
+    if (!s->param || !s->param_set) {
+        set_err(err, err_len, "cuda: out of memory");
+        cuda_sim_destroy(s);
+        return NULL;
+    }
+    for (int i = 0; i < p->n_params; i++) s->param[i] = p->param_values ? p->param_values[i] : 0;
+    if (p->params_kernel) interp_params(p->params_kernel, s->param, NULL);
+
+    /* launch geometry (host side) */
+    s->L.param = s->param;
+    s->A.t = s->A.dt = 0;
+    for (int a = 0; a < 3; a++) {
+        s->L.n[a] = s->n[a];
+        s->L.origin[a] = a < p->dim ? p->origin[a] : 0;
+        s->L.h[a] = a < p->dim && p->length[a] > 0 ? p->length[a] / (double)s->n[a] : 1.0;
+        s->A.n[a] = s->n[a];
+        s->A.h[a] = s->L.h[a];
+        s->A.origin[a] = s->L.origin[a];
+        s->A.ghost[a] = s->ghost[a];
+    }
+    s->L.stride[0] = s->A.stride[0] = 1;
+    s->L.stride[1] = s->A.stride[1] = row;
+    s->L.stride[2] = s->A.stride[2] = row * ny;
+    for (int i = 0; i < p->n_params; i++) s->A.param[i] = s->param[i];
+
+    /* the CUDA C of every kernel: needs no device */
+    if (kset_build(&s->ks, p, s->opt.single, s->opt.fast_math, err, err_len) < 0) {
+        cuda_sim_destroy(s);
+        return NULL;
+    }
+    if (stage_geometry(s, err, err_len) < 0) {
+        cuda_sim_destroy(s);
+        return NULL;
+    }
+    char reason[512];
+    s->dev = cuda_device_open(s->opt.device, reason, sizeof reason);
+    if (!s->dev) {
+        set_err(err, err_len, CUDA_BACKEND_NO_DEVICE "%s", reason);
+        cuda_sim_destroy(s);
+        return NULL;
+    }
+    /* room for the buffers? */
+    size_t free_b = 0, total_b = 0;
+    double need = (double)s->bytes * s->nbuf;
+    if (cuda_mem_info(s->dev, &free_b, &total_b, err, err_len) < 0) {
+        cuda_sim_destroy(s);
+        return NULL;
+    }
+    if (need + (double)(64u << 20) > (double)free_b) {
+        set_err(err, err_len, "cuda: the fields need %.2f GiB of device memory; %.2f GiB of %.2f GiB are free",
+                need / 1073741824.0, (double)free_b / 1073741824.0, (double)total_b / 1073741824.0);
+        cuda_sim_destroy(s);
+        return NULL;
+    }
+    s->cache = cache_open(s->opt.cache_dir, 0);
+    if (prepare_kernels(s, err, err_len) < 0) {
+        cuda_sim_destroy(s);
+        return NULL;
+    }
+    for (int b = 0; b < s->nbuf; b++)
+        if (cuda_mem_alloc(s->dev, s->bytes, &s->mem[b], err, err_len) < 0) {
+            cuda_sim_destroy(s);
+            return NULL;
+        }
+    if (cuda_mem_alloc(s->dev, sizeof(int64_t) * (size_t)p->n_fields, &s->results, err, err_len) < 0) {
+        cuda_sim_destroy(s);
+        return NULL;
+    }
+    refresh_bufs(s);
+    snprintf(s->text, sizeof s->text, "%s (sm_%d, %d SMs, driver %d, NVRTC %s)", cuda_device_name(s->dev),
+             cuda_device_cc(s->dev), cuda_device_sm_count(s->dev), cuda_device_driver_version(s->dev), s->nvrtc_version);
+    return s;
+}
+
+void cuda_sim_destroy(cuda_sim *s)
+{
+    if (!s) return;
+    if (s->dev) {
+        char e[256];
+        cuda_synchronize(s->dev, e, sizeof e);
+        for (int b = 0; b < s->nbuf; b++) cuda_mem_free(s->dev, s->mem[b], e, sizeof e);
+        cuda_mem_free(s->dev, s->results, e, sizeof e);
+        for (int i = 0; i < MAX_KERNELS; i++) cuda_module_unload(s->mod[i]);
+        cuda_device_close(s->dev);
+    }
+    cuda_nvrtc_close(s->nv);
+    cache_close(s->cache);
+    kset_free(&s->ks);
+    free(s->param);
+    free(s->param_set);
+    free(s);
+}
+
+/* ---- params ------------------------------------------------------------------------------ */
+
+int cuda_sim_set_param(cuda_sim *s, const char *name, double value)
+{
+    const pj_program *p = s->p;
+    for (int i = 0; i < p->n_params; i++) {
+        if (!p->param_names || !p->param_names[i] || strcmp(p->param_names[i], name)) continue;
+        s->param[i] = value;
+        s->param_set[i] = 1;
+        if (p->params_kernel) interp_params(p->params_kernel, s->param, s->param_set);
+        for (int j = 0; j < p->n_params; j++) s->A.param[j] = s->param[j];
+        return 0;
+    }
+    return -1;
+}
+
+const double *cuda_sim_params(const cuda_sim *s) { return s->param; }
+
+/* ---- stepping ---------------------------------------------------------------------------- */
+
+static int launch(cuda_sim *s, int k, const unsigned grid[3], const unsigned block[3], const void *arg, size_t size,
+                  char *err, size_t err_len)
+{
+    if (cuda_launch_struct(s->dev, s->fn[k], grid, block, arg, size, err, err_len) < 0) {
+        size_t n = strlen(err);
+        if (n + 40 < err_len) snprintf(err + n, err_len - n, " (kernel %s)", s->ks.k[k].name);
+        return -1;
+    }
+    return 0;
+}
+
+int cuda_sim_init(cuda_sim *s, char *err, size_t err_len)
+{
+    for (int b = 0; b < s->nbuf; b++)
+        if (cuda_memset8(s->dev, s->mem[b], 0, s->bytes, err, err_len) < 0) return -1;
+    s->t = 0;
+    s->steps = 0;
+    s->A.t = 0;
+    s->A.dt = 0;
+    if (s->ks.init >= 0 && launch(s, s->ks.init, s->sgrid, s->sblock, &s->A, sizeof s->A, err, err_len) < 0) return -1;
+    return 0;
+}
+
+/* The fill of every side of `slot`, at time t: sides in the order of sim_fill_ghosts. */
+static int fill(cuda_sim *s, int slot, double t, char *err, size_t err_len)
+{
+    const int nf = s->p->n_fields;
+    memcpy(&s->F, &s->A, sizeof s->F);
+    for (int f = 0; f < nf; f++) s->F.buf[f] = s->A.buf[slot * nf + f];
+    for (int f = nf; f < s->nbuf; f++) s->F.buf[f] = 0;
+    s->F.t = t;
+    for (int side = 0; side < 2 * s->p->dim; side++)
+        if (launch(s, s->ks.fill[side], s->fgrid[side], s->fblock[side], &s->F, sizeof s->F, err, err_len) < 0)
+            return -1;
+    return 0;
+}
+
+int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len)
+{
+    const pj_program *p = s->p;
+    for (int i = 0; i < p->n_stages; i++) {
+        const pj_stage *st = &p->stages[i];
+        double ts = s->t + st->t_frac * dt;
+        if (fill(s, st->read_slot, ts, err, err_len) < 0) return -1;
+        s->A.t = ts;
+        s->A.dt = dt;
+        if (launch(s, s->ks.stage[i], s->sgrid, s->sblock, &s->A, sizeof s->A, err, err_len) < 0) return -1;
+    }
+    if (p->swap_after_step) {
+        for (int f = 0; f < p->n_fields; f++) {
+            int a = f, b = p->n_fields + f;
+            cuda_ptr t = s->mem[a];
+            s->mem[a] = s->mem[b];
+            s->mem[b] = t;
+        }
+        refresh_bufs(s);
+    }
+    s->steps++;
+    s->t += dt;
+    s->A.t = s->t;
+    return 0;
+}
+
+int cuda_sim_set_block(cuda_sim *s, const unsigned block[3], char *err, size_t err_len)
+{
+    cuda_sim_options keep = s->opt;
+    unsigned g[3], b[3];
+    memcpy(g, s->sgrid, sizeof g);
+    memcpy(b, s->sblock, sizeof b);
+    for (int a = 0; a < 3; a++) s->opt.block[a] = block[a];
+    if (!s->opt.block[0]) s->opt.block[0] = 1;
+    int rc = stage_geometry(s, err, err_len);
+    s->opt = keep;
+    if (rc < 0) {
+        memcpy(s->sgrid, g, sizeof g);
+        memcpy(s->sblock, b, sizeof b);
+    }
+    return rc;
+}
+
+void cuda_sim_block(const cuda_sim *s, unsigned block[3]) { memcpy(block, s->sblock, sizeof s->sblock); }
+
+int cuda_sim_sync(cuda_sim *s, char *err, size_t err_len) { return cuda_synchronize(s->dev, err, err_len); }
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+/* Runs the check kernel on every field of slot 0; first[f] = first bad linear index or >= cells. */
+static int run_checks(cuda_sim *s, int64_t *first, char *err, size_t err_len)
+{
+    const int nf = s->p->n_fields;
+    if (cuda_memset8(s->dev, s->results, 0x7f, sizeof(int64_t) * (size_t)nf, err, err_len) < 0) return -1;
+    for (int f = 0; f < nf; f++) {
+        cuda_check_args ca;
+        memset(&ca, 0, sizeof ca);
+        ca.buf = s->A.buf[f];
+        ca.result = s->results + sizeof(int64_t) * (uint64_t)f;
+        for (int a = 0; a < 3; a++) {
+            ca.n[a] = s->n[a];
+            ca.stride[a] = s->A.stride[a];
+        }
+        if (launch(s, s->ks.check, s->cgrid, s->cblock, &ca, sizeof ca, err, err_len) < 0) return -1;
+    }
+    return cuda_memcpy_dtoh(s->dev, first, s->results, sizeof(int64_t) * (size_t)nf, err, err_len);
+}
+
+int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t err_len)
+{
+    const int nf = s->p->n_fields;
+    int64_t *first = malloc(sizeof *first * (size_t)nf);
+    if (!first) {
+        set_err(err, err_len, "cuda: out of memory");
+        return -1;
+    }
+    int rc = run_checks(s, first, err, err_len);
+    int64_t cells = cuda_sim_cells(s);
+    for (int f = 0; rc == 0 && f < nf; f++) {
+        if (first[f] < 0 || first[f] >= cells) continue;
+        rc = 1;
+        if (!report) break;
+        int64_t c = first[f];
+        int64_t idx[3] = {c % s->n[0], (c / s->n[0]) % s->n[1], c / (s->n[0] * s->n[1])};
+        int64_t at = idx[0] + idx[1] * s->A.stride[1] + idx[2] * s->A.stride[2];
+        double v = NAN;
+        if (s->opt.single) {
+            float x = 0;
+            if (cuda_memcpy_dtoh(s->dev, &x, s->A.buf[f] + (uint64_t)at * s->esz, sizeof x, err, err_len) < 0) rc = -1;
+            v = x;
+        } else if (cuda_memcpy_dtoh(s->dev, &v, s->A.buf[f] + (uint64_t)at * s->esz, sizeof v, err, err_len) < 0) {
+            rc = -1;
+        }
+        report->step = s->steps;
+        report->t = s->t;
+        report->field = f;
+        report->value = v;
+        for (int a = 0; a < 3; a++) {
+            report->cell[a] = idx[a];
+            report->x[a] = s->L.origin[a] + ((double)idx[a] + 0.5) * s->L.h[a];
+        }
+        break;
+    }
+    free(first);
+    return rc;
+}
+
+int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len) { return cuda_sim_check_finite(s, NULL, err, err_len); }
+
+/* ---- fields ------------------------------------------------------------------------------ */
+
+/* Copies plane k of a field in chunks of whole rows (each chunk one contiguous device range,
+ * from the first interior cell of its first row to the last of its last row). */
+static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *err, size_t err_len)
+{
+    const int64_t n0 = s->n[0], n1 = s->n[1], n2 = s->n[2], s1 = s->A.stride[1], s2 = s->A.stride[2];
+    int64_t rows_per = (int64_t)((64u << 20) / ((size_t)s1 * s->esz));
+    if (rows_per < 1) rows_per = 1;
+    if (rows_per > n1) rows_per = n1;
+    size_t stage_bytes = (size_t)((rows_per - 1) * s1 + n0) * s->esz;
+    char *tmp = malloc(stage_bytes);
+    if (!tmp) {
+        set_err(err, err_len, "cuda: out of memory for a %zu-byte staging buffer", stage_bytes);
+        return -1;
+    }
+    int rc = 0;
+    for (int64_t k = 0; k < n2 && !rc; k++)
+        for (int64_t j0 = 0; j0 < n1 && !rc; j0 += rows_per) {
+            int64_t nr = n1 - j0 < rows_per ? n1 - j0 : rows_per;
+            size_t span = (size_t)((nr - 1) * s1 + n0) * s->esz;
+            uint64_t dev = s->A.buf[f] + (uint64_t)(j0 * s1 + k * s2) * s->esz;
+            if (in) { /* read, patch the interior, write back (keeps the ghosts between rows) */
+                rc = cuda_memcpy_dtoh(s->dev, tmp, dev, span, err, err_len);
+                for (int64_t r = 0; r < nr && !rc; r++) {
+                    const double *src = in + (k * n1 + j0 + r) * n0;
+                    for (int64_t i = 0; i < n0; i++) {
+                        if (s->opt.single) ((float *)tmp)[r * s1 + i] = (float)src[i];
+                        else ((double *)tmp)[r * s1 + i] = src[i];
+                    }
+                }
+                if (!rc) rc = cuda_memcpy_htod(s->dev, dev, tmp, span, err, err_len);
+            } else {
+                rc = cuda_memcpy_dtoh(s->dev, tmp, dev, span, err, err_len);
+                for (int64_t r = 0; r < nr && !rc; r++) {
+                    double *dst = out + (k * n1 + j0 + r) * n0;
+                    for (int64_t i = 0; i < n0; i++)
+                        dst[i] = s->opt.single ? (double)((float *)tmp)[r * s1 + i] : ((double *)tmp)[r * s1 + i];
+                }
+            }
+        }
+    free(tmp);
+    return rc ? -1 : 0;
+}
+
+int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_len)
+{
+    if (f < 0 || f >= s->p->n_fields) {
+        set_err(err, err_len, "cuda: no field %d", f);
+        return -1;
+    }
+    return xfer_field(s, f, out, NULL, err, err_len);
+}
+
+int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t err_len)
+{
+    if (f < 0 || f >= s->p->n_fields) {
+        set_err(err, err_len, "cuda: no field %d", f);
+        return -1;
+    }
+    return xfer_field(s, f, NULL, in, err, err_len);
+}
+
+/* ---- queries ----------------------------------------------------------------------------- */
+
+double cuda_sim_time(const cuda_sim *s) { return s->t; }
+int64_t cuda_sim_steps(const cuda_sim *s) { return s->steps; }
+int64_t cuda_sim_cells(const cuda_sim *s) { return s->n[0] * s->n[1] * s->n[2]; }
+const pj_program *cuda_sim_program(const cuda_sim *s) { return s->p; }
+const kir_launch *cuda_sim_launch(const cuda_sim *s) { return &s->L; }
+const cuda_prepare_stats *cuda_sim_prepare_stats(const cuda_sim *s) { return &s->stats; }
+const char *cuda_sim_warning(const cuda_sim *s) { return s->cache ? cache_warning(s->cache) : NULL; }
+const char *cuda_sim_device_text(const cuda_sim *s) { return s->text; }
+cuda_device *cuda_sim_device(cuda_sim *s) { return s->dev; }
+
+size_t cuda_sim_device_bytes(const cuda_sim *s, int *n_allocs)
+{
+    int n = 0;
+    size_t b = 0;
+    for (int i = 0; i < s->nbuf; i++)
+        if (s->mem[i]) {
+            n++;
+            b += s->bytes;
+        }
+    if (n_allocs) *n_allocs = n;
+    return b;
+}
+
+double cuda_sim_bytes_per_cell(const cuda_sim *s)
+{
+    const pj_program *p = s->p;
+    double total = 0;
+    unsigned char *seen = malloc((size_t)PJ_MAX_SLOTS * (size_t)p->n_fields);
+    if (!seen) return 0;
+    for (int st = 0; st < p->n_stages; st++) {
+        const kir_kernel *k = p->stages[st].kernel;
+        memset(seen, 0, (size_t)PJ_MAX_SLOTS * (size_t)p->n_fields);
+        int n = 0;
+        for (int i = 0; i < k->n_nodes; i++) {
+            const kir_node *nd = &k->nodes[i];
+            if (nd->op != KIR_LOAD || nd->slot < 0 || nd->slot >= PJ_MAX_SLOTS || nd->index < 0 ||
+                nd->index >= p->n_fields)
+                continue;
+            unsigned char *sn = &seen[nd->slot * p->n_fields + nd->index];
+            if (!*sn) {
+                *sn = 1;
+                n++;
+            }
+        }
+        total += n + k->n_outputs;
+    }
+    free(seen);
+    return total * (double)s->esz;
+}
+
+/* ---- a whole run: the CPU's run loop over the device (driver_run_target) ------------------- */
+
+static double tg_time(void *o) { return cuda_sim_time(o); }
+static int64_t tg_steps(void *o) { return cuda_sim_steps(o); }
+static int tg_step(void *o, double dt, char *err, size_t len) { return cuda_sim_step(o, dt, err, len); }
+static int tg_sync(void *o, char *err, size_t len) { return cuda_sim_sync(o, err, len); }
+static int tg_take(void *o, char *err, size_t len) { return cuda_sim_take_nonfinite(o, err, len); }
+static int tg_check(void *o, sim_nan_report *r, char *err, size_t len) { return cuda_sim_check_finite(o, r, err, len); }
+static int tg_field(void *o, int f, double *out, char *err, size_t len) { return cuda_sim_get_field(o, f, out, err, len); }
+
+driver_target cuda_backend_target(cuda_sim *s)
+{
+    return (driver_target){s, s->p, &s->L, tg_time, tg_steps, tg_step, tg_sync, tg_take, tg_check, tg_field};
+}
+
+int cuda_backend_run(cuda_sim *s, const driver_options *o, driver_result *res, char *err, size_t err_len)
+{
+    driver_target t = cuda_backend_target(s);
+    return driver_run_target(&t, o, res, err, err_len);
+}

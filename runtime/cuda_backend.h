@@ -1,0 +1,135 @@
+/* cuda_backend.h — the GPU back end: a simulation whose fields live on an NVIDIA device.
+ *
+ * A cuda_sim mirrors sim.h: the same program, the same slots, the same ghost-fill order and
+ * formulas, the same steppers, but every buffer is device memory, allocated once in
+ * cuda_sim_create and freed in cuda_sim_destroy. Nothing crosses to the host while stepping:
+ *
+ *   init        all buffers zeroed (cuMemsetD8), then the program's KIR_INIT kernel on the device
+ *   a step      for each stage: the fill kernels of the stage's read slot at t + t_frac*dt, one
+ *               per side (x low, x high, y low, ... : the order of sim_fill_ghosts, each over the
+ *               full extent of the other axes), then the stage kernel over the interior;
+ *               Euler swaps slots 0 and 1 by pointer; t += dt
+ *   checks      the NaN/Inf check kernel per field (first bad cell, x fastest, as sim.c scans)
+ *   outputs     cuda_sim_get_field copies one field's interior rows back
+ *
+ * Kernels: every stage kernel, the init kernel, one fill kernel per side and one check kernel,
+ * each printed by compiler/cuda_codegen.c, compiled by NVRTC for the device's compute
+ * capability (a cubin; PTX when this NVRTC has no cubin target for it) and kept in the kernel
+ * cache (runtime/cache.h) with its CUDA C beside it (".cu"). Key: ir (the canonical hash of the
+ * kernel IR, or of the bc kernel and fill shape), kind, backend=cuda, target=sm_XY, nvrtc
+ * version, driver version, precision, fast_math, codegen version and a hash of the CUDA C
+ * (so that a change in the printer can never load a stale image). A run whose kernels are all in
+ * the cache never loads NVRTC: the NVRTC version of the key comes from a memo in the cache keyed
+ * by the library file's identity (path, size, mtime), written the first time NVRTC is loaded.
+ *
+ * Errors are return codes with messages (never printed, never exit). When no device can be
+ * opened, cuda_sim_create fails with a message that starts with "no CUDA device: " followed by
+ * cuda_device_open's reason. */
+#ifndef PJ_CUDA_BACKEND_H
+#define PJ_CUDA_BACKEND_H
+#include <stdint.h>
+#include <stdio.h>
+#include "cache.h"
+#include "cuda_driver.h"
+#include "driver.h"
+#include "program.h"
+#include "sim.h"
+
+/* Bump when the generated CUDA C or the launch protocol changes for the same IR. */
+#define PJ_CUDA_CODEGEN_VERSION "cuda-1"
+#define CUDA_BACKEND_NO_DEVICE "no CUDA device: "
+
+typedef struct cuda_sim cuda_sim;
+
+typedef struct cuda_sim_options {
+    int single;            /* --precision single: float buffers and arithmetic */
+    int fast_math;         /* NVRTC --use_fast_math (else --fmad=false: IEEE, no contraction) */
+    const char *cache_dir; /* NULL: $PDEJIT_CACHE_DIR, else the XDG cache folder */
+    int device;            /* ordinal, 0 by default */
+    unsigned block[3];     /* stage block shape; zeros: cuda_stage_dims' (or $PDEJIT_CUDA_BLOCK "x,y,z") */
+} cuda_sim_options;
+
+/* How the kernels were obtained (cuda_sim_prepare_stats). */
+typedef struct cuda_prepare_stats {
+    int kernels;           /* stage + init + fill + check kernels */
+    int from_cache;        /* loaded from the disk cache without NVRTC */
+    int compiled;          /* compiled with NVRTC (and stored) */
+    int nvrtc_loaded;      /* 1 when NVRTC was opened by this sim */
+    double ms_total;       /* the whole preparation (codegen, cache, NVRTC, module loads) */
+    double ms_nvrtc;       /* inside nvrtcCompileProgram (and NVRTC's load) */
+} cuda_prepare_stats;
+
+/* Opens the device, compiles or loads every kernel of p, allocates every buffer on the device.
+ * NULL with a message on failure; the message starts with CUDA_BACKEND_NO_DEVICE when there is no
+ * usable device (exit status 2 in the command). p must outlive the sim. */
+cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char *err, size_t err_len);
+/* Frees every device allocation and module, releases the device. */
+void cuda_sim_destroy(cuda_sim *s);
+
+/* As sim_set_param / sim_params (dependent params are re-evaluated in order). */
+int cuda_sim_set_param(cuda_sim *s, const char *name, double value);
+const double *cuda_sim_params(const cuda_sim *s);
+
+/* Initial values at t = 0; resets t and the step count. 0, or -1 with a message. */
+int cuda_sim_init(cuda_sim *s, char *err, size_t err_len);
+/* One step of dt: launches only (asynchronous); a launch error is reported here or by the next
+ * call that waits. 0, or -1 with a message. */
+int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len);
+/* Changes the block shape of the stage and init launches (x, y, z; 1 beyond the dimension);
+ * 0, or -1 with a message when the shape is not launchable. For tuning (pdejit's gpu benchmark). */
+int cuda_sim_set_block(cuda_sim *s, const unsigned block[3], char *err, size_t err_len);
+/* The stage block shape in use. */
+void cuda_sim_block(const cuda_sim *s, unsigned block[3]);
+/* Waits for the device. 0, or -1 with the error of an earlier launch. */
+int cuda_sim_sync(cuda_sim *s, char *err, size_t err_len);
+
+/* First non-finite value in the state (fields in order, cells x fastest), found on the device:
+ * 1 with report filled, 0 when all are finite, -1 on a device error (message in err). */
+int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t err_len);
+/* The counterpart of sim_take_nonfinite: 1 when the state holds a NaN or an infinity (the check
+ * kernels run on the device; only one integer per field comes back), 0 when not, -1 on error. */
+int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len);
+
+/* Copies field f's interior values (x fastest) back as doubles. 0, or -1 with a message. */
+int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_len);
+/* Replaces field f's interior values (slot 0) from doubles. 0, or -1. */
+int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t err_len);
+
+double cuda_sim_time(const cuda_sim *s);
+int64_t cuda_sim_steps(const cuda_sim *s);
+int64_t cuda_sim_cells(const cuda_sim *s);
+const pj_program *cuda_sim_program(const cuda_sim *s);
+/* The launch geometry (n, h, origin; buf is NULL: device addresses are not host pointers). */
+const kir_launch *cuda_sim_launch(const cuda_sim *s);
+/* Device bytes this sim holds in buffers, and the number of allocations. */
+size_t cuda_sim_device_bytes(const cuda_sim *s, int *n_allocs);
+/* Bytes one step must move (per stage: each loaded (slot, field) once, each store), per cell. */
+double cuda_sim_bytes_per_cell(const cuda_sim *s);
+const cuda_prepare_stats *cuda_sim_prepare_stats(const cuda_sim *s);
+/* The cache's one warning, or NULL. */
+const char *cuda_sim_warning(const cuda_sim *s);
+/* "NVIDIA H200 (sm_90, driver 13000, NVRTC 13.0)" */
+const char *cuda_sim_device_text(const cuda_sim *s);
+cuda_device *cuda_sim_device(cuda_sim *s);
+
+/* A whole run, as driver_run (the same stops, shortened last steps, checks every check_every
+ * steps, snapshots and the final dump), on the device; snapshots copy back only the fields they
+ * write. Returns 0, or 1 with the reason in err. */
+int cuda_backend_run(cuda_sim *s, const driver_options *o, driver_result *res, char *err, size_t err_len);
+/* The device simulation as a run-loop target (driver.h). */
+driver_target cuda_backend_target(cuda_sim *s);
+
+/* `pdejit emit FILE --cuda`: the CUDA C of every kernel of p (init, fills, stages, check), each
+ * after a "// ---- kernel NAME" line. Needs neither a device nor NVRTC. 0, or -1 with a message. */
+int cuda_backend_emit(const pj_program *p, int single, int fast_math, FILE *out, char *err, size_t err_len);
+
+/* The cache key of one kernel (exposed for tests and `pdejit cache explain`): fills key (whose
+ * strings live in kb) from its parts. nvrtc and driver are version strings. */
+typedef struct cuda_key_buf {
+    char ir[80], kind[16], target[16], nvrtc[32], driver[16], src[40];
+    cache_key key;
+} cuda_key_buf;
+void cuda_backend_key(cuda_key_buf *kb, const char *ir, const char *kind, int cc, const char *nvrtc_version,
+                      int driver_version, int single, int fast_math, const char *source);
+
+#endif

@@ -1,0 +1,887 @@
+/* test_gpu.c — the GPU back end (runtime/cuda_backend.c) against the interpreter.
+ *
+ *   everywhere   emit prints the CUDA C of every kernel of every sample, and each compiles with
+ *                NVRTC (skipped without NVRTC); with no device, cuda_sim_create says
+ *                "no CUDA device: <cuda_device_open's reason>"; the cache key's components.
+ *   emulated     the whole back end on the host: a stand-in NVRTC compiles the generated CUDA C
+ *                as C++ into a shared object, and a stand-in libcuda.so.1 (host memory, filled
+ *                with NaN bytes at allocation; the "module" is that shared object) runs it thread
+ *                by thread. PDEJIT_NVRTC and PDEJIT_LIBCUDA point cuda_driver.c at them. Skipped
+ *                without a C and a C++ compiler.
+ *   gpu          the same cases on device 0, plus a problem with more than 1 GB of fields.
+ *                Skipped, with cuda_device_open's reason, when no device opens.
+ *
+ * The cases: every sample in samples/ plus problems that use what the samples do not (rk4, euler,
+ * 3D, halo 2, linear conditions that depend on t and x, dependent params set at run time) agree
+ * with the interpreter after a few hundred steps (a few in emulation) to <= 1e-12 in double
+ * without fast math (relative, or relative to the field's largest value where a value is near 0);
+ * a whole run (snapshots, dump) matches driver_run's files; NaN/Inf reports name the same step,
+ * field and cell as the interpreter's; device memory returns to its starting level; a second sim
+ * on the same cache folder loads every kernel without loading NVRTC. */
+#include "testutil.h"
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cache.h"
+#include "cuda_backend.h"
+#include "cuda_driver.h"
+#include "driver.h"
+#include "program.h"
+#include "sim.h"
+
+#ifndef PJ_SOURCE_DIR
+#define PJ_SOURCE_DIR ".."
+#endif
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* ---- problems ---------------------------------------------------------------------------- */
+
+static pj_program *compile_text(const char *name, const char *src)
+{
+    diag d;
+    diag_init(&d, name, src, strlen(src));
+    pj_program *p = compile_problem(name, src, strlen(src), &d, NULL);
+    if (!p) print_error("%s", d.log ? d.log : "compile failed\n");
+    diag_free(&d);
+    assert_non_null(p);
+    return p;
+}
+
+static pj_program *compile_file(const char *path)
+{
+    size_t len = 0;
+    char *src = tu_read_file(path, &len);
+    assert_non_null(src);
+    pj_program *p = compile_text(path, src);
+    free(src);
+    return p;
+}
+
+/* 2D, rk4, two fields, linear conditions in t and x, a dependent param (b = a/2). */
+static const char prob_rk4[] =
+    "mesh grid(nx = 23, ny = 17, Lx = 1.3, Ly = 0.9)\n"
+    "param D = 0.01, a = 2, b = a*0.5\n"
+    "field u = exp(-10*((x-0.6)^2 + (y-0.4)^2))\n"
+    "field w = cos(3*x)*y\n"
+    "eq dt(u) = D*lap(u) + b*u*(1 - u) - w*u\n"
+    "eq dt(w) = D*lap(w) - 0.1*w + sin(t + x)\n"
+    "on left: u = sin(3*t)*y\n"
+    "on right: a*u + dn(u) = x*y + t\n"
+    "on bottom: dn(u) = 0.5\n"
+    "on top: u + 0.3*dn(u) = cos(x)\n"
+    "on left, right: dn(w) = 0\n"
+    "time dt = 0.002, until = 1, scheme = rk4\n";
+
+/* 3D, euler (slots swap), halo 2, periodic x, mirror, linear in t and y. */
+static const char prob_euler3d[] =
+    "mesh grid(nx = 12, ny = 9, nz = 7, Lx = 1, Ly = 1, Lz = 1)\n"
+    "param D = 0.001\n"
+    "field u = x + 2*y*y - z\n"
+    "eq dt(u) = -D*lap(lap(u)) + 0.01*u\n"
+    "periodic x\n"
+    "on bottom, top: dn(u) = 0\n"
+    "on back: u = 1 + t\n"
+    "on front: u - 0.2*dn(u) = y\n"
+    "time dt = 0.001, until = 1, scheme = euler\n";
+
+/* Blows up: the last cell first, after a number of steps that exact arithmetic fixes. */
+static const char prob_blowup[] =
+    "mesh grid(nx = 13, ny = 5, Lx = 1, Ly = 1)\n"
+    "field u = 1 + x + 0.1*y\n"
+    "field v = 0\n"
+    "eq dt(u) = 40*u*u\n"
+    "eq dt(v) = lap(v)\n"
+    "periodic x, y\n"
+    "time dt = 0.01, steps = 400, scheme = euler\n";
+
+/* ---- where the back end runs ------------------------------------------------------------- */
+
+typedef enum { ON_GPU, ON_EMU } where;
+
+static char *g_emu_dir;        /* the stand-in libraries, when built */
+static char g_emu_reason[512];
+static char g_gpu_reason[512];
+static cuda_device *g_gpu;     /* held open for the whole run: keeps the primary context */
+static char *g_cache_dir;
+
+/* A stand-in NVRTC: "compiles" CUDA C into a host shared object (c++), returned as the cubin. */
+static const char emu_nvrtc_c[] =
+    "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n"
+    "typedef int nvrtcResult;\n"
+    "typedef struct prog { char *src, *name, *log; unsigned char *img; size_t len; } *nvrtcProgram;\n"
+    "static const char prelude[] =\n"
+    "  \"#include <math.h>\\n#include <string.h>\\n#define __global__\\n#define __device__\\n\"\n"
+    "  \"#define __forceinline__ inline\\nstruct pj_dim3 { unsigned x, y, z; };\\n\"\n"
+    "  \"static pj_dim3 blockIdx, blockDim, threadIdx;\\n\"\n"
+    "  \"static inline long long __double_as_longlong(double d) { long long r; memcpy(&r, &d, 8); return r; }\\n\"\n"
+    "  \"static inline double __longlong_as_double(long long v) { double r; memcpy(&r, &v, 8); return r; }\\n\"\n"
+    "  \"static inline int __float_as_int(float f) { int r; memcpy(&r, &f, 4); return r; }\\n\"\n"
+    "  \"static inline float __int_as_float(int v) { float r; memcpy(&r, &v, 4); return r; }\\n\"\n"
+    "  \"static inline long long atomicMin(long long *p, long long v) { long long o = *p; if (v < o) *p = v; return o; }\\n\";\n"
+    "static const char runner[] =\n"
+    "  \"\\ntemplate <class T> static void pj_emu(void (*f)(T), const void *arg, const unsigned *g, const unsigned *b)\\n\"\n"
+    "  \"{ T a; memcpy(&a, arg, sizeof a); blockDim = {b[0], b[1], b[2]};\\n\"\n"
+    "  \"  for (unsigned z = 0; z < g[2]; z++) for (unsigned y = 0; y < g[1]; y++) for (unsigned x = 0; x < g[0]; x++)\\n\"\n"
+    "  \"  for (unsigned tz = 0; tz < b[2]; tz++) for (unsigned ty = 0; ty < b[1]; ty++) for (unsigned tx = 0; tx < b[0]; tx++)\\n\"\n"
+    "  \"  { blockIdx = {x, y, z}; threadIdx = {tx, ty, tz}; f(a); } }\\n\"\n"
+    "  \"extern \\\"C\\\" const char pj_emu_name[] = \\\"%s\\\";\\n\"\n"
+    "  \"extern \\\"C\\\" void pj_emu_run(const void *a, const unsigned *g, const unsigned *b) { pj_emu(%s, a, g, b); }\\n\";\n"
+    "const char *nvrtcGetErrorString(nvrtcResult r) { return r ? \"NVRTC_ERROR_COMPILATION\" : \"NVRTC_SUCCESS\"; }\n"
+    "nvrtcResult nvrtcVersion(int *a, int *b) { *a = 0; *b = 1; return 0; }\n"
+    "nvrtcResult nvrtcGetNumSupportedArchs(int *n) { *n = 1; return 0; }\n"
+    "nvrtcResult nvrtcGetSupportedArchs(int *a) { a[0] = 90; return 0; }\n"
+    "nvrtcResult nvrtcCreateProgram(nvrtcProgram *p, const char *src, const char *name, int n, const char *const *h,\n"
+    "                               const char *const *i) {\n"
+    "  (void)n; (void)h; (void)i; *p = calloc(1, sizeof **p); (*p)->src = strdup(src);\n"
+    "  (*p)->name = strdup(name ? name : \"k\"); return 0; }\n"
+    "nvrtcResult nvrtcDestroyProgram(nvrtcProgram *p) {\n"
+    "  if (*p) { free((*p)->src); free((*p)->name); free((*p)->log); free((*p)->img); free(*p); } *p = 0; return 0; }\n"
+    "nvrtcResult nvrtcCompileProgram(nvrtcProgram p, int n, const char *const *o) {\n"
+    "  (void)n; (void)o; static int seq; char fn[256] = \"\"; const char *g = strstr(p->src, \"__global__ void \");\n"
+    "  if (!g) return 6; g += 16; int k = 0; while (k < 250 && (g[k] == '_' || (g[k] >= 'a' && g[k] <= 'z') ||\n"
+    "    (g[k] >= 'A' && g[k] <= 'Z') || (g[k] >= '0' && g[k] <= '9'))) { fn[k] = g[k]; k++; } fn[k] = 0;\n"
+    "  const char *dir = getenv(\"PJ_EMU_DIR\"); char cpp[600], so[600], lg[600], cmd[2400];\n"
+    "  snprintf(cpp, sizeof cpp, \"%s/k%d_%d.cpp\", dir, (int)getpid(), seq);\n"
+    "  snprintf(so, sizeof so, \"%s/k%d_%d.so\", dir, (int)getpid(), seq);\n"
+    "  snprintf(lg, sizeof lg, \"%s/k%d_%d.log\", dir, (int)getpid(), seq++);\n"
+    "  FILE *f = fopen(cpp, \"w\"); if (!f) return 6; fputs(prelude, f); fputs(\"#line 1 \\\"gen.cu\\\"\\n\", f);\n"
+    "  fputs(p->src, f); fprintf(f, runner, fn, fn); fclose(f);\n"
+    "  snprintf(cmd, sizeof cmd, \"c++ -std=c++17 -O2 -ffp-contract=off -fno-fast-math -shared -fPIC -w -o '%s' '%s' >'%s' 2>&1\", so, cpp, lg);\n"
+    "  int rc = system(cmd); f = fopen(lg, \"r\");\n"
+    "  if (f) { p->log = calloc(1, 65536); size_t r = fread(p->log, 1, 65535, f); (void)r; fclose(f); }\n"
+    "  unlink(lg); unlink(cpp); if (rc) return 6;\n"
+    "  f = fopen(so, \"rb\"); if (!f) return 6; fseek(f, 0, SEEK_END); long len = ftell(f); fseek(f, 0, SEEK_SET);\n"
+    "  p->len = 16 + (size_t)len; p->img = malloc(p->len); memcpy(p->img, \"PJEMU\\0\\0\\0\", 8);\n"
+    "  unsigned long long L = (unsigned long long)len; memcpy(p->img + 8, &L, 8);\n"
+    "  size_t r = fread(p->img + 16, 1, (size_t)len, f); fclose(f); unlink(so); return r == (size_t)len ? 0 : 6; }\n"
+    "nvrtcResult nvrtcGetProgramLogSize(nvrtcProgram p, size_t *n) { *n = p->log ? strlen(p->log) + 1 : 1; return 0; }\n"
+    "nvrtcResult nvrtcGetProgramLog(nvrtcProgram p, char *s) { strcpy(s, p->log ? p->log : \"\"); return 0; }\n"
+    "nvrtcResult nvrtcGetPTXSize(nvrtcProgram p, size_t *n) { (void)p; *n = 0; return 7; }\n"
+    "nvrtcResult nvrtcGetPTX(nvrtcProgram p, char *s) { (void)p; (void)s; return 7; }\n"
+    "nvrtcResult nvrtcGetCUBINSize(nvrtcProgram p, size_t *n) { *n = p->len; return p->img ? 0 : 7; }\n"
+    "nvrtcResult nvrtcGetCUBIN(nvrtcProgram p, char *s) { if (!p->img) return 7; memcpy(s, p->img, p->len); return 0; }\n";
+
+/* A stand-in driver: host memory, modules are the shared objects above, launches run them. */
+static const char emu_cuda_c[] =
+    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n"
+    "#include <unistd.h>\n"
+    "typedef int CUresult; typedef unsigned long long dptr;\n"
+    "typedef struct al { dptr p; size_t n; struct al *next; } al;\n"
+    "static al *allocs; static size_t live; static const size_t total = (size_t)16 << 30;\n"
+    "typedef struct mod { void *h; char path[600]; void (*run)(const void *, const unsigned *, const unsigned *);\n"
+    "  const char *name; } mod;\n"
+    "static al *find(dptr p, size_t n) { for (al *a = allocs; a; a = a->next)\n"
+    "  if (p >= a->p && p + n <= a->p + a->n) return a; return 0; }\n"
+    "CUresult cuInit(unsigned f) { (void)f; return 0; }\n"
+    "CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }\n"
+    "CUresult cuGetErrorName(CUresult r, const char **s) { *s = r ? \"CUDA_ERROR_INVALID_VALUE\" : \"CUDA_SUCCESS\"; return 0; }\n"
+    "CUresult cuGetErrorString(CUresult r, const char **s) { *s = r ? \"invalid argument\" : \"no error\"; return 0; }\n"
+    "CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }\n"
+    "CUresult cuDeviceGet(int *d, int o) { *d = o; return o ? 101 : 0; }\n"
+    "CUresult cuDeviceGetName(char *s, int n, int d) { (void)d; snprintf(s, (size_t)n, \"pdejit host emulation\"); return 0; }\n"
+    "CUresult cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 9 : a == 76 ? 0 : a == 16 ? 132 : 0; return 0; }\n"
+    "CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)16; return 0; }\n"
+    "CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }\n"
+    "CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }\n"
+    "CUresult cuCtxSynchronize(void) { return 0; }\n"
+    "CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { *f = total - live; *t = total; return 0; }\n"
+    "CUresult cuMemAlloc_v2(dptr *p, size_t n) { size_t r = (n + 255) / 256 * 256; void *m = aligned_alloc(256, r);\n"
+    "  if (!m) return 2; memset(m, 0xff, r); al *a = malloc(sizeof *a); a->p = (dptr)m; a->n = n; a->next = allocs;\n"
+    "  allocs = a; live += n; *p = a->p; return 0; }\n"
+    "CUresult cuMemFree_v2(dptr p) { for (al **q = &allocs; *q; q = &(*q)->next) if ((*q)->p == p) { al *a = *q;\n"
+    "  *q = a->next; live -= a->n; free((void *)a->p); free(a); return 0; } return 1; }\n"
+    "CUresult cuMemGetAddressRange_v2(dptr *b, size_t *n, dptr p) { al *a = find(p, 0); if (!a) return 1;\n"
+    "  if (b) *b = a->p; if (n) *n = a->n; return 0; }\n"
+    "CUresult cuMemcpyHtoD_v2(dptr d, const void *s, size_t n) { if (!find(d, n)) return 1; memcpy((void *)d, s, n); return 0; }\n"
+    "CUresult cuMemcpyDtoH_v2(void *d, dptr s, size_t n) { if (!find(s, n)) return 1; memcpy(d, (void *)s, n); return 0; }\n"
+    "CUresult cuMemcpyDtoD_v2(dptr d, dptr s, size_t n) { if (!find(d, n) || !find(s, n)) return 1;\n"
+    "  memmove((void *)d, (void *)s, n); return 0; }\n"
+    "CUresult cuMemsetD8_v2(dptr d, unsigned char v, size_t n) { if (!find(d, n)) return 1; memset((void *)d, v, n); return 0; }\n"
+    "CUresult cuModuleLoadData(void **m, const void *img) { const unsigned char *b = img;\n"
+    "  if (memcmp(b, \"PJEMU\", 6)) return 200; unsigned long long len; memcpy(&len, b + 8, 8);\n"
+    "  static int seq; mod *md = calloc(1, sizeof *md);\n"
+    "  snprintf(md->path, sizeof md->path, \"%s/m%d_%d.so\", getenv(\"PJ_EMU_DIR\"), (int)getpid(), seq++);\n"
+    "  FILE *f = fopen(md->path, \"wb\"); if (!f) { free(md); return 1; } fwrite(b + 16, 1, len, f); fclose(f);\n"
+    "  md->h = dlopen(md->path, RTLD_NOW | RTLD_LOCAL); if (!md->h) { unlink(md->path); free(md); return 200; }\n"
+    "  void *r = dlsym(md->h, \"pj_emu_run\"); memcpy(&md->run, &r, sizeof r);\n"
+    "  md->name = dlsym(md->h, \"pj_emu_name\"); *m = md; return 0; }\n"
+    "CUresult cuModuleUnload(void *m) { mod *md = m; dlclose(md->h); unlink(md->path); free(md); return 0; }\n"
+    "CUresult cuModuleGetFunction(void **f, void *m, const char *n) { mod *md = m; if (strcmp(md->name, n)) return 500;\n"
+    "  *f = md; return 0; }\n"
+    "CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,\n"
+    "  unsigned sh, void *st, void **args, void **extra) { (void)sh; (void)st; (void)extra; mod *md = f;\n"
+    "  if (!bx || !by || !bz || (unsigned long long)bx * by * bz > 1024) return 1;\n"
+    "  unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz}; md->run(args[0], g, b); return 0; }\n"
+    "typedef struct ev { double t; } ev;\n"
+    "static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }\n"
+    "CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = calloc(1, sizeof(ev)); return 0; }\n"
+    "CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }\n"
+    "CUresult cuEventRecord(void *e, void *s) { (void)s; ((ev *)e)->t = now(); return 0; }\n"
+    "CUresult cuEventSynchronize(void *e) { (void)e; return 0; }\n"
+    "CUresult cuEventElapsedTime(float *ms, void *a, void *b) { *ms = (float)((((ev *)b)->t - ((ev *)a)->t) * 1e3); return 0; }\n";
+
+static int build_emulation(void)
+{
+    if (tu_run("cc --version >/dev/null 2>&1 && c++ --version >/dev/null 2>&1", NULL) != 0) {
+        snprintf(g_emu_reason, sizeof g_emu_reason, "no C and C++ compiler for the host emulation");
+        return -1;
+    }
+    char *dir = tu_tempdir("gpu-emu");
+    if (!dir) {
+        snprintf(g_emu_reason, sizeof g_emu_reason, "no temporary folder");
+        return -1;
+    }
+    static const struct { const char *file, *text, *lib; } parts[] = {
+        {"nvrtc.c", emu_nvrtc_c, "libnvrtc.so.99"},
+        {"cuda.c", emu_cuda_c, "libcuda.so.1"},
+    };
+    for (int i = 0; i < 2; i++) {
+        char path[600], cmd[2000];
+        snprintf(path, sizeof path, "%s/%s", dir, parts[i].file);
+        FILE *f = fopen(path, "w");
+        if (!f) return -1;
+        fputs(parts[i].text, f);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "cc -std=gnu11 -O1 -shared -fPIC -w -o '%s/%s' '%s' -ldl", dir, parts[i].lib, path);
+        char *out = NULL;
+        if (tu_run(cmd, &out) != 0) {
+            snprintf(g_emu_reason, sizeof g_emu_reason, "the stand-in %s does not build: %.300s", parts[i].lib,
+                     out ? out : "");
+            free(out);
+            free(dir);
+            return -1;
+        }
+        free(out);
+    }
+    g_emu_dir = dir;
+    return 0;
+}
+
+/* Points cuda_driver.c at the stand-ins (ON_EMU) or at the real libraries (ON_GPU). */
+static void use(where w)
+{
+    if (w == ON_EMU) {
+        char p[700];
+        snprintf(p, sizeof p, "%s/libnvrtc.so.99", g_emu_dir);
+        setenv("PDEJIT_NVRTC", p, 1);
+        snprintf(p, sizeof p, "%s/libcuda.so.1", g_emu_dir);
+        setenv("PDEJIT_LIBCUDA", p, 1);
+        setenv("PJ_EMU_DIR", g_emu_dir, 1);
+    } else {
+        unsetenv("PDEJIT_NVRTC");
+        unsetenv("PDEJIT_LIBCUDA");
+    }
+}
+
+#define NEED(w)                                                                                  \
+    do {                                                                                         \
+        if ((w) == ON_GPU && !g_gpu) {                                                           \
+            print_message("skipped: no GPU: %s\n", g_gpu_reason);                                \
+            skip();                                                                              \
+        }                                                                                        \
+        if ((w) == ON_EMU && !g_emu_dir) {                                                       \
+            print_message("skipped: %s\n", g_emu_reason);                                        \
+            skip();                                                                              \
+        }                                                                                        \
+        use(w);                                                                                  \
+    } while (0)
+
+static cuda_sim *make_sim(const pj_program *p, int single, const char *cache_dir)
+{
+    char err[1024];
+    cuda_sim_options o = {.single = single, .cache_dir = cache_dir ? cache_dir : g_cache_dir};
+    cuda_sim *s = cuda_sim_create(p, &o, err, sizeof err);
+    if (!s) print_error("cuda_sim_create: %s\n", err);
+    assert_non_null(s);
+    return s;
+}
+
+#define OK(call)                                                                                 \
+    do {                                                                                         \
+        char err_[1024] = "";                                                                    \
+        int rc_ = (call);                                                                        \
+        if (rc_ < 0) print_error("%s: %s\n", #call, err_);                                      \
+        assert_true(rc_ >= 0);                                                                   \
+    } while (0)
+#define E err_, sizeof err_
+
+/* The largest difference between two fields: relative, or relative to the field's largest value
+ * where both values are below 1e-6 of it (values that should be 0 and carry round-off). */
+static double field_diff(const double *a, const double *b, int64_t n, int64_t *where_)
+{
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fmax(fabs(a[i]), fabs(b[i])));
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(a[i]) && isnan(b[i])) continue;
+        double m = fmax(fmax(fabs(a[i]), fabs(b[i])), 1e-6 * scale);
+        double d = a[i] == b[i] ? 0 : m > 0 ? fabs(a[i] - b[i]) / m : INFINITY;
+        if (!(d <= worst)) {
+            worst = d;
+            if (where_) *where_ = i;
+        }
+    }
+    return worst;
+}
+
+/* Steps p on the interpreter and on the back end from the same initial state; compares every
+ * field. Returns the largest difference. */
+static double agree(const pj_program *p, where w, int single, int64_t steps, const char *label, const char *sets)
+{
+    char err[1024];
+    sim_options so = {single, 0};
+    sim *ref = sim_create(p, &so, err, sizeof err);
+    assert_non_null(ref);
+    cuda_sim *g = make_sim(p, single, NULL);
+    if (sets) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", sets);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            char *eq = strchr(tok, '=');
+            *eq = 0;
+            assert_int_equal(sim_set_param(ref, tok, atof(eq + 1)), 0);
+            assert_int_equal(cuda_sim_set_param(g, tok, atof(eq + 1)), 0);
+        }
+        for (int i = 0; i < p->n_params; i++) assert_true(sim_params(ref)[i] == cuda_sim_params(g)[i]);
+    }
+    sim_init(ref);
+    OK(cuda_sim_init(g, E));
+    double dt = p->dt > 0 ? p->dt : 1e-3;
+    for (int64_t i = 0; i < steps; i++) {
+        sim_step(ref, dt);
+        OK(cuda_sim_step(g, dt, E));
+    }
+    OK(cuda_sim_sync(g, E));
+    assert_true(cuda_sim_time(g) == sim_time(ref));
+    assert_int_equal(cuda_sim_steps(g), sim_steps(ref));
+    int64_t n = sim_cells(ref);
+    double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
+    double worst = 0;
+    for (int f = 0; f < p->n_fields; f++) {
+        sim_get_field(ref, f, a);
+        OK(cuda_sim_get_field(g, f, b, E));
+        int64_t at = -1;
+        double d = field_diff(a, b, n, &at);
+        if (d > 0)
+            print_message("  %s field %s: largest difference %.3g at cell %lld (interp %.17g, %s %.17g)\n", label,
+                          p->field_names[f], d, (long long)at, a[at], w == ON_GPU ? "gpu" : "emu", b[at]);
+        worst = fmax(worst, d);
+    }
+    free(a);
+    free(b);
+    sim_destroy(ref);
+    cuda_sim_destroy(g);
+    return worst;
+}
+
+/* ---- tests that run everywhere ----------------------------------------------------------- */
+
+static int cmp_names(const void *a, const void *b) { return strcmp(a, b); }
+
+static int list_samples(char names[][256], int max)
+{
+    DIR *d = opendir(PJ_SOURCE_DIR "/samples");
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max) {
+        size_t l = strlen(e->d_name);
+        if (l > 4 && !strcmp(e->d_name + l - 4, ".pde"))
+            snprintf(names[n++], 256, "%s/samples/%.200s", PJ_SOURCE_DIR, e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], cmp_names);
+    return n;
+}
+
+/* emit prints every kernel; each one compiles with NVRTC (when NVRTC is here). */
+static void emit_compiles(void **state)
+{
+    (void)state;
+    use(ON_GPU);
+    char reason[512];
+    cuda_nvrtc *nv = cuda_nvrtc_open(reason, sizeof reason);
+    if (!nv) print_message("NVRTC not found (%s): emitted code is not compiled\n", reason);
+    char names[32][256];
+    int n = list_samples(names, 32), compiled = 0;
+    double t_nvrtc = 0;
+    for (int i = 0; i < n; i++) {
+        pj_program *p = compile_file(names[i]);
+        for (int single = 0; single <= 1; single++) {
+            char *text = NULL;
+            size_t len = 0;
+            FILE *f = open_memstream(&text, &len);
+            char err[1024];
+            int rc = cuda_backend_emit(p, single, 0, f, err, sizeof err);
+            fclose(f);
+            if (rc) print_error("%s: %s\n", names[i], err);
+            assert_int_equal(rc, 0);
+            /* one kernel per stage, per side, the check and the init */
+            int kernels = 0;
+            for (const char *q = text; (q = strstr(q, "// ---- kernel ")); q++) kernels++;
+            assert_int_equal(kernels, p->n_stages + 2 * p->dim + 1 + (p->init != NULL));
+            assert_non_null(strstr(text, single ? "float" : "double"));
+            if (nv) {
+                /* each kernel's source on its own */
+                char *q = text;
+                while ((q = strstr(q, "// ---- kernel "))) {
+                    char name[128];
+                    assert_int_equal(sscanf(q + 15, "%127s", name), 1);
+                    char *src = strchr(q, '\n') + 1, *next = strstr(src, "// ---- kernel ");
+                    size_t sl = next ? (size_t)(next - src) : strlen(src);
+                    char *one = strndup(src, sl);
+                    void *img = NULL;
+                    size_t il = 0;
+                    int cub = 0;
+                    char *log = NULL;
+                    double t0 = now_s();
+                    rc = cuda_nvrtc_compile(nv, one, name, 90, 0, &img, &il, &cub, &log, err, sizeof err);
+                    t_nvrtc += now_s() - t0;
+                    if (rc) print_error("%s %s:\n%s\n%s\n", names[i], name, err, one);
+                    assert_int_equal(rc, 0);
+                    compiled++;
+                    free(img);
+                    free(log);
+                    free(one);
+                    q = src;
+                }
+            }
+            free(text);
+        }
+        program_free(p);
+    }
+    if (nv) print_message("%d samples: %d kernels compile for sm_90 (%.0f ms in NVRTC)\n", n, compiled, t_nvrtc * 1e3);
+    cuda_nvrtc_close(nv);
+}
+
+/* Without a usable driver: "no CUDA device: <reason>", and nothing is left allocated. */
+static void no_device_reason(void **state)
+{
+    (void)state;
+    pj_program *p = compile_text("rk4.pde", prob_rk4);
+    setenv("PDEJIT_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+    char err[1024] = "", reason[512] = "";
+    cuda_device *d = cuda_device_open(0, reason, sizeof reason);
+    assert_null(d);
+    cuda_sim_options o = {0};
+    cuda_sim *s = cuda_sim_create(p, &o, err, sizeof err);
+    unsetenv("PDEJIT_LIBCUDA");
+    assert_null(s);
+    print_message("%s\n", err);
+    assert_int_equal(strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE)), 0);
+    assert_string_equal(err + strlen(CUDA_BACKEND_NO_DEVICE), reason);
+    /* and with the real search: a reason either way (a device here makes this a plain open) */
+    s = cuda_sim_create(p, &o, err, sizeof err);
+    if (!s) {
+        print_message("here: %s\n", err);
+        assert_int_equal(strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE)), 0);
+        assert_true(strlen(err) > strlen(CUDA_BACKEND_NO_DEVICE));
+    }
+    cuda_sim_destroy(s);
+    program_free(p);
+}
+
+/* The key: every component named, each one changes the entry; explain names the difference. */
+static void key_composition(void **state)
+{
+    (void)state;
+    cuda_key_buf a, b;
+    cuda_backend_key(&a, "0123456789abcdef0123456789abcdef", "stage", 90, "13.0", 13000, 0, 0, "src");
+    static const char *const want[] = {"ir", "kind", "backend", "target", "nvrtc", "driver", "precision",
+                                       "fast_math", "codegen", "source"};
+    assert_int_equal(a.key.n, 10);
+    for (int i = 0; i < 10; i++) {
+        int found = 0;
+        for (int j = 0; j < a.key.n; j++) found |= !strcmp(a.key.names[j], want[i]);
+        assert_true(found);
+    }
+    for (int j = 0; j < a.key.n; j++) {
+        if (!strcmp(a.key.names[j], "target")) assert_string_equal(a.key.values[j], "sm_90");
+        if (!strcmp(a.key.names[j], "backend")) assert_string_equal(a.key.values[j], "cuda");
+        if (!strcmp(a.key.names[j], "driver")) assert_string_equal(a.key.values[j], "13000");
+        if (!strcmp(a.key.names[j], "codegen")) assert_string_equal(a.key.values[j], PJ_CUDA_CODEGEN_VERSION);
+    }
+    char *dir = tu_tempdir("gpu-key");
+    cache *c = cache_open(dir, 0);
+    assert_int_equal(cache_put(c, &a.key, "img", 4, "// cuda c", "cu"), 0);
+    char why[1024];
+    assert_int_equal(cache_explain(c, &a.key, why, sizeof why), 1);
+    struct { const char *what; } diffs[] = {{"target"}, {"nvrtc"}, {"driver"}, {"precision"}, {"fast_math"}, {"source"}, {"ir"}};
+    for (int i = 0; i < 7; i++) {
+        cuda_backend_key(&b, i == 6 ? "ffff" : "0123456789abcdef0123456789abcdef", "stage", i == 0 ? 80 : 90,
+                         i == 1 ? "12.9" : "13.0", i == 2 ? 12080 : 13000, i == 3, i == 4, i == 5 ? "src2" : "src");
+        assert_int_equal(cache_explain(c, &b.key, why, sizeof why), 0);
+        assert_non_null(strstr(why, diffs[i].what));
+    }
+    /* the CUDA C is kept beside the entry */
+    char cmd[700], *out = NULL;
+    snprintf(cmd, sizeof cmd, "ls '%s'/*/*.cu", dir);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    free(out);
+    cache_close(c);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd, NULL);
+    free(dir);
+}
+
+/* ---- cases that run on a device (real or emulated) --------------------------------------- */
+
+static void samples_agree(where w)
+{
+    char names[32][256];
+    int n = list_samples(names, 32);
+    /* a few hundred steps on a GPU; a few in the emulation (one host thread per "cell") */
+    int64_t steps = w == ON_GPU ? 300 : 6;
+    for (int i = 0; i < n; i++) {
+        pj_program *p = compile_file(names[i]);
+        const char *base = strrchr(names[i], '/') + 1;
+        double d = agree(p, w, 0, steps, base, NULL);
+        print_message("%-24s double: largest difference %.3g after %lld steps\n", base, d, (long long)steps);
+        assert_true(d <= 1e-12);
+        double s = agree(p, w, 1, steps, base, NULL);
+        print_message("%-24s single: largest difference %.3g\n", base, s);
+        assert_true(s <= (w == ON_EMU ? 0 : 1e-3));
+        program_free(p);
+    }
+    static const struct { const char *name, *text, *sets; } own[] = {
+        {"rk4-2d-robin-t-x", prob_rk4, "a=3"},
+        {"euler-3d-halo2", prob_euler3d, "D=0.002"},
+    };
+    for (int i = 0; i < 2; i++) {
+        pj_program *p = compile_text(own[i].name, own[i].text);
+        double d = agree(p, w, 0, steps, own[i].name, own[i].sets);
+        print_message("%-24s double: largest difference %.3g after %lld steps\n", own[i].name, d, (long long)steps);
+        assert_true(d <= 1e-12);
+        d = agree(p, w, 1, steps, own[i].name, own[i].sets);
+        print_message("%-24s single: largest difference %.3g\n", own[i].name, d);
+        assert_true(d <= (w == ON_EMU ? 0 : 1e-3));
+        program_free(p);
+    }
+}
+
+/* NaN/Inf: the same report as the interpreter's run, and an injected value at a known cell. */
+static void nan_reports(where w)
+{
+    pj_program *p = compile_text("blowup.pde", prob_blowup);
+    char err_ref[1024] = "", err_gpu[1024] = "";
+    sim_options so = {0, 1};
+    sim *ref = sim_create(p, &so, err_ref, sizeof err_ref);
+    sim_init(ref);
+    driver_options o = {.dt = p->dt, .until = -1, .steps = p->steps, .check_every = 1};
+    driver_result r1, r2;
+    assert_int_equal(driver_run(ref, &o, &r1, err_ref, sizeof err_ref), 1);
+    cuda_sim *g = make_sim(p, 0, NULL);
+    OK(cuda_sim_init(g, E));
+    assert_int_equal(cuda_backend_run(g, &o, &r2, err_gpu, sizeof err_gpu), 1);
+    print_message("interp: %s\n%s:    %s\n", err_ref, w == ON_GPU ? "gpu" : "emu", err_gpu);
+    assert_string_equal(err_gpu, err_ref);
+    assert_int_equal(r1.steps, r2.steps);
+    sim_destroy(ref);
+    /* inject: a NaN in field v at cell (7, 3), an Inf in field u at (2, 4) */
+    OK(cuda_sim_init(g, E));
+    sim_nan_report rep;
+    memset(&rep, 0, sizeof rep);
+    int64_t n = cuda_sim_cells(g);
+    double *v = malloc(sizeof *v * (size_t)n);
+    OK(cuda_sim_check_finite(g, &rep, E));
+    {
+        char err_[256];
+        assert_int_equal(cuda_sim_check_finite(g, &rep, E), 0);
+        assert_int_equal(cuda_sim_take_nonfinite(g, E), 0);
+    }
+    OK(cuda_sim_get_field(g, 1, v, E));
+    v[7 + 13 * 3] = NAN;
+    OK(cuda_sim_set_field(g, 1, v, E));
+    {
+        char err_[256];
+        assert_int_equal(cuda_sim_check_finite(g, &rep, E), 1);
+        assert_int_equal(rep.field, 1);
+        assert_int_equal(rep.cell[0], 7);
+        assert_int_equal(rep.cell[1], 3);
+        assert_true(isnan(rep.value));
+        OK(cuda_sim_get_field(g, 0, v, E));
+        v[2 + 13 * 4] = -INFINITY;
+        v[9 + 13 * 4] = NAN;
+        OK(cuda_sim_set_field(g, 0, v, E));
+        assert_int_equal(cuda_sim_take_nonfinite(g, E), 1);
+        assert_int_equal(cuda_sim_check_finite(g, &rep, E), 1);
+        assert_int_equal(rep.field, 0);
+        assert_int_equal(rep.cell[0], 2);
+        assert_int_equal(rep.cell[1], 4);
+        assert_true(isinf(rep.value) && rep.value < 0);
+    }
+    free(v);
+    cuda_sim_destroy(g);
+    program_free(p);
+}
+
+/* A whole run with snapshots and a dump writes the same files as driver_run. */
+static void run_matches_driver(where w)
+{
+    pj_program *p = compile_file(PJ_SOURCE_DIR "/samples/robin.pde");
+    char *dir = tu_tempdir("gpu-run");
+    char out1[700], out2[700], dump1[700], dump2[700], err[1024];
+    snprintf(out1, sizeof out1, "%s/interp", dir);
+    snprintf(out2, sizeof out2, "%s/cuda", dir);
+    snprintf(dump1, sizeof dump1, "%s/interp.csv", dir);
+    snprintf(dump2, sizeof dump2, "%s/cuda.csv", dir);
+    /* until 0.0105 with outputs every 0.005: shortened last steps land on 0.005, 0.01, 0.0105 */
+    driver_options o = {.dt = p->dt, .until = w == ON_GPU ? 0.0305 : 0.0015, .steps = -1,
+                        .output_every = w == ON_GPU ? 0.01 : 0.0005, .out_dir = out1, .formats = PJ_FMT_CSV,
+                        .fields = p->output_fields, .n_fields = p->n_output_fields, .dump_path = dump1, .check_every = 3};
+    sim_options so = {0, 1};
+    sim *ref = sim_create(p, &so, err, sizeof err);
+    sim_init(ref);
+    driver_result r1, r2;
+    assert_int_equal(driver_run(ref, &o, &r1, err, sizeof err), 0);
+    cuda_sim *g = make_sim(p, 0, NULL);
+    OK(cuda_sim_init(g, E));
+    o.out_dir = out2;
+    o.dump_path = dump2;
+    int rc = cuda_backend_run(g, &o, &r2, err, sizeof err);
+    if (rc) print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(r1.steps, r2.steps);
+    assert_int_equal(r1.snapshots, r2.snapshots);
+    assert_true(r1.t == r2.t);
+    print_message("run: %lld steps to t = %.9g, %d snapshots\n", (long long)r2.steps, r2.t, r2.snapshots);
+    char cmd[3000], *out = NULL;
+    snprintf(cmd, sizeof cmd, "diff -r '%s' '%s' && cmp '%s' '%s'", out1, out2, dump1, dump2);
+    rc = tu_run(cmd, &out);
+    if (rc) print_error("%s\n", out);
+    free(out);
+    assert_int_equal(rc, 0);
+    sim_destroy(ref);
+    cuda_sim_destroy(g);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd, NULL);
+    free(dir);
+    program_free(p);
+}
+
+/* Device memory after destroy is what it was before create. */
+static void memory_released(where w, cuda_device *d)
+{
+    char err[512];
+    size_t free0 = 0, total = 0, free1 = 0, free2 = 0;
+    assert_int_equal(cuda_mem_info(d, &free0, &total, err, sizeof err), 0);
+    pj_program *p = compile_file(PJ_SOURCE_DIR "/samples/gray_scott.pde");
+    if (w == ON_GPU) p->n[0] = p->n[1] = 2048;
+    cuda_sim *g = make_sim(p, 0, NULL);
+    OK(cuda_sim_init(g, E));
+    for (int i = 0; i < (w == ON_GPU ? 20 : 1); i++) OK(cuda_sim_step(g, p->dt, E));
+    OK(cuda_sim_sync(g, E));
+    int n_allocs = 0;
+    size_t held = cuda_sim_device_bytes(g, &n_allocs);
+    assert_int_equal(n_allocs, p->n_slots * p->n_fields);
+    assert_int_equal(cuda_device_live_bytes(cuda_sim_device(g), NULL), held + sizeof(int64_t) * (size_t)p->n_fields);
+    assert_int_equal(cuda_mem_info(d, &free1, &total, err, sizeof err), 0);
+    cuda_sim_destroy(g);
+    assert_int_equal(cuda_mem_info(d, &free2, &total, err, sizeof err), 0);
+    print_message("device memory free: %zu MiB before, %zu MiB with the sim (%zu MiB of fields), %zu MiB after\n",
+                  free0 >> 20, free1 >> 20, held >> 20, free2 >> 20);
+    assert_true(free1 + held <= free0 + (4u << 20));
+    assert_true(free2 + (8u << 20) >= free0);
+    program_free(p);
+}
+
+/* The second sim on the same cache folder compiles nothing and never loads NVRTC. */
+static void cache_hits_without_nvrtc(void)
+{
+    char *dir = tu_tempdir("gpu-cache");
+    pj_program *p = compile_text("rk4.pde", prob_rk4);
+    for (int single = 0; single <= 1; single++) {
+        cuda_sim *a = make_sim(p, single, dir);
+        const cuda_prepare_stats *sa = cuda_sim_prepare_stats(a);
+        assert_int_equal(sa->compiled, sa->kernels);
+        assert_int_equal(sa->from_cache, 0);
+        assert_int_equal(sa->nvrtc_loaded, 1);
+        double cold = sa->ms_total, nvrtc = sa->ms_nvrtc;
+        cuda_sim *b = make_sim(p, single, dir);
+        const cuda_prepare_stats *sb = cuda_sim_prepare_stats(b);
+        print_message("%s: %d kernels: cold %.1f ms (NVRTC %.1f ms), cache hit %.2f ms; %s\n",
+                      single ? "single" : "double", sb->kernels, cold, nvrtc, sb->ms_total, cuda_sim_device_text(b));
+        assert_int_equal(sb->from_cache, sb->kernels);
+        assert_int_equal(sb->compiled, 0);
+        assert_int_equal(sb->nvrtc_loaded, 0);
+        cuda_sim_destroy(a);
+        cuda_sim_destroy(b);
+    }
+    /* the CUDA C beside the entries */
+    char cmd[700], *out = NULL;
+    snprintf(cmd, sizeof cmd, "ls '%s'/*/*.cu | wc -l", dir);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_true(atoi(out) >= 2 * (p->n_stages + 2 * p->dim + 2));
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd, NULL);
+    free(dir);
+    program_free(p);
+}
+
+static void emu_samples_agree(void **state) { (void)state; NEED(ON_EMU); samples_agree(ON_EMU); }
+static void emu_nan_reports(void **state) { (void)state; NEED(ON_EMU); nan_reports(ON_EMU); }
+static void emu_run_matches_driver(void **state) { (void)state; NEED(ON_EMU); run_matches_driver(ON_EMU); }
+static void emu_cache_hits_without_nvrtc(void **state) { (void)state; NEED(ON_EMU); cache_hits_without_nvrtc(); }
+static void emu_memory_released(void **state)
+{
+    (void)state;
+    NEED(ON_EMU);
+    char reason[512];
+    cuda_device *d = cuda_device_open(0, reason, sizeof reason);
+    assert_non_null(d);
+    memory_released(ON_EMU, d);
+    cuda_device_close(d);
+}
+
+static void gpu_samples_agree(void **state) { (void)state; NEED(ON_GPU); samples_agree(ON_GPU); }
+static void gpu_nan_reports(void **state) { (void)state; NEED(ON_GPU); nan_reports(ON_GPU); }
+static void gpu_run_matches_driver(void **state) { (void)state; NEED(ON_GPU); run_matches_driver(ON_GPU); }
+static void gpu_cache_hits_without_nvrtc(void **state) { (void)state; NEED(ON_GPU); cache_hits_without_nvrtc(); }
+static void gpu_memory_released(void **state) { (void)state; NEED(ON_GPU); memory_released(ON_GPU, g_gpu); }
+
+/* More than 1 GB of fields: a few steps, compared with the interpreter on every core. */
+static void gpu_large_problem(void **state)
+{
+    (void)state;
+    NEED(ON_GPU);
+    char err[1024];
+    size_t free0 = 0, total = 0;
+    assert_int_equal(cuda_mem_info(g_gpu, &free0, &total, err, sizeof err), 0);
+    pj_program *p = compile_file(PJ_SOURCE_DIR "/samples/gray_scott.pde");
+    p->n[0] = p->n[1] = 6144; /* 2 fields x 2 slots x 8 B x 6144^2 = 1.2 GB */
+    double need = 4.0 * 8.0 * 6144.0 * 6144.0;
+    if ((double)free0 < 1.5 * need) {
+        print_message("skipped: %.1f GiB free on the device; the case needs %.1f GiB\n", (double)free0 / 1073741824.0,
+                      1.5 * need / 1073741824.0);
+        program_free(p);
+        skip();
+    }
+    double t0 = now_s();
+    cuda_sim *g = make_sim(p, 0, NULL);
+    size_t held = cuda_sim_device_bytes(g, NULL);
+    assert_true(held > 1000000000u);
+    cuda_sim_destroy(g);
+    double d = agree(p, ON_GPU, 0, 3, "gray_scott 6144^2", NULL);
+    print_message("gray_scott at 6144^2 (%.2f GB of fields): largest difference %.3g after 3 steps (%.1f s)\n",
+                  (double)held / 1e9, d, now_s() - t0);
+    assert_true(d <= 1e-12);
+    size_t free1 = 0;
+    assert_int_equal(cuda_mem_info(g_gpu, &free1, &total, err, sizeof err), 0);
+    assert_true(free1 + (8u << 20) >= free0);
+    program_free(p);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    unsetenv("PDEJIT_LIBCUDA");
+    g_gpu = cuda_device_open(0, g_gpu_reason, sizeof g_gpu_reason);
+    if (g_gpu)
+        print_message("GPU: %s (compute capability %d.%d)\n", cuda_device_name(g_gpu), cuda_device_cc(g_gpu) / 10,
+                      cuda_device_cc(g_gpu) % 10);
+    else print_message("no GPU: %s\n", g_gpu_reason);
+    if (build_emulation() < 0) print_message("no host emulation: %s\n", g_emu_reason);
+    g_cache_dir = tu_tempdir("gpu-cache-main");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    cuda_device_close(g_gpu);
+    char cmd[1400];
+    if (g_emu_dir) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_emu_dir);
+        tu_run(cmd, NULL);
+    }
+    if (g_cache_dir) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_cache_dir);
+        tu_run(cmd, NULL);
+    }
+    free(g_emu_dir);
+    free(g_cache_dir);
+    return 0;
+}
+
+/* The command on the device (or the stand-in): `pdejit run --backend cuda` dumps what the
+ * interpreter dumps; `pdejit bench` prints the cuda rows; without a device it exits 2 and says why. */
+static void command_line(where w)
+{
+    NEED(w);
+    use(w);
+    char dir[] = "/tmp/pdejit-gpu-cli-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cmd[4096], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "cd %s && PDEJIT_CACHE_DIR=%s/cache %s run %s/samples/gray_scott.pde --steps 50 --out none --backend interp "
+             "--dump interp.csv && PDEJIT_CACHE_DIR=%s/cache %s run %s/samples/gray_scott.pde --steps 50 --out none "
+             "--backend cuda --verbose --dump cuda.csv && cmp interp.csv cuda.csv && echo SAME",
+             dir, dir, PJ_BINARY, PJ_SOURCE_DIR, dir, PJ_BINARY, PJ_SOURCE_DIR);
+    int rc = tu_run(cmd, &out);
+    if (rc != 0 || !strstr(out, "SAME")) fprintf(stderr, "%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "SAME"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s bench %s/samples/gray_scott.pde --backends interp,cpu,cuda "
+             "--sizes 16,32 --steps 3 --plot none", dir, dir, PJ_BINARY, PJ_SOURCE_DIR);
+    rc = tu_run(cmd, &out);
+    if (rc != 0) fprintf(stderr, "%s\n", out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, " cuda "));
+    assert_non_null(strstr(out, "upload + download of every field"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    tu_run(cmd, NULL);
+}
+static void emu_command_line(void **state) { (void)state; command_line(ON_EMU); }
+static void gpu_command_line(void **state) { (void)state; command_line(ON_GPU); }
+
+static void no_device_command_line(void **state)
+{
+    (void)state;
+    if (g_gpu) skip();
+    use(ON_GPU); /* the real libraries: here, none */
+    char cmd[2048], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s run %s/samples/fisher.pde --backend cuda --out none", PJ_BINARY, PJ_SOURCE_DIR);
+    assert_int_equal(tu_run(cmd, &out), 2);
+    assert_non_null(strstr(out, "pdejit: no CUDA device: "));
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s emit %s/samples/gray_scott.pde --cuda", PJ_BINARY, PJ_SOURCE_DIR);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "extern \"C\" __global__ void"));
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(emit_compiles),
+        cmocka_unit_test(no_device_reason),
+        cmocka_unit_test(key_composition),
+        cmocka_unit_test(emu_samples_agree),
+        cmocka_unit_test(emu_nan_reports),
+        cmocka_unit_test(emu_run_matches_driver),
+        cmocka_unit_test(emu_cache_hits_without_nvrtc),
+        cmocka_unit_test(emu_memory_released),
+        cmocka_unit_test(emu_command_line),
+        cmocka_unit_test(no_device_command_line),
+        cmocka_unit_test(gpu_samples_agree),
+        cmocka_unit_test(gpu_nan_reports),
+        cmocka_unit_test(gpu_run_matches_driver),
+        cmocka_unit_test(gpu_cache_hits_without_nvrtc),
+        cmocka_unit_test(gpu_memory_released),
+        cmocka_unit_test(gpu_large_problem),
+        cmocka_unit_test(gpu_command_line),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
