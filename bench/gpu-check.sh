@@ -6,7 +6,8 @@
 #                                        (default BUILD=build, which must hold libpdejit_core.a):
 #                                        test_gpu, test_cuda and gpu_bench linked without LLVM,
 #                                        xxhash/png/zlib/libgomp static, libcmocka copied beside
-#                                        them (lib/, found through the rpath). About 3 MB: carry it.
+#                                        them (lib/, found through the rpath). About 3 MB: carry it,
+#                                        with BUILD/pdejit (strip it: ~40 MB) for the command tests.
 #   bench/gpu-check.sh [BUILD]           there (no cmake, LLVM or compiler needed): runs the GPU
 #                                        tests and the benchmark, writes $OUT/gpu-report.md (OUT
 #                                        defaults to ./gpu-out) and the raw logs beside it.
@@ -32,7 +33,8 @@ if [ "${1:-}" = "--build" ]; then
     LIBS="$LIB $(static_or xxhash) $(static_or png16) $(static_or z) $GOMP -lm -ldl -lpthread"
     set -e
     for t in test_gpu test_cuda; do
-        gcc $CFLAGS -DPJ_SOURCE_DIR='".."' -o "$DEST/$t" tests/$t.c tests/testutil.c $LIBS -lcmocka \
+        # the tests run in tests/: the command is ../BUILD/pdejit (carry it too: strip it first)
+        gcc $CFLAGS -DPJ_SOURCE_DIR='".."' -DPJ_BINARY="\"../$BUILD/pdejit\"" -o "$DEST/$t" tests/$t.c tests/testutil.c $LIBS -lcmocka \
             -Wl,-rpath,'$ORIGIN/lib'
     done
     gcc $CFLAGS -o "$DEST/gpu_bench" bench/gpu_bench.c $LIBS -Wl,-rpath,'$ORIGIN/lib'
