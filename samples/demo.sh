@@ -31,6 +31,6 @@ echo "== Fisher-KPP front, 1D =="
 PDEJIT_CACHE_DIR=$cache "$PDEJIT" run samples/fisher.pde --verbose --out "$out/fisher" --dump "$out/fisher.csv"
 echo
 echo "== CPU throughput, back ends side by side =="
-PDEJIT_CACHE_DIR=$cache "$PDEJIT" bench samples/gray_scott.pde --sizes 64,256,1024
+PDEJIT_CACHE_DIR=$cache "$PDEJIT" bench samples/gray_scott.pde --sizes 64,256,1024 --plot "$out/bench.png"
 echo
 echo "demo output is in $out/"
