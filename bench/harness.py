@@ -99,8 +99,8 @@ def main():
         ("pdejit cpu --fast-math", "pjf", lambda n, t, s, r: [pjb, "step", str(n), str(t), str(s), str(r), "cpu-fast"], 1),
         ("pdejit cpu via driver_run (as `pdejit run`: NaN/Inf check every step)", "pjrun",
          lambda n, t, s, r: [pjb, "step", str(n), str(t), str(s), str(r), "cpu-run"], 1),
-        ("C, pdejit's spelling (divides by h)", "cdiv", lambda n, t, s, r: [ref, str(n), str(t), str(s), str(r), "--div"], 1),
-        ("C, pdejit's spelling with ×(1/h) instead of /h", "crecip",
+        ("C, each difference divided by h (diagnostic: pdejit's spelling before commit fcd80b6)", "cdiv", lambda n, t, s, r: [ref, str(n), str(t), str(s), str(r), "--div"], 1),
+        ("C, each difference times 1/h (diagnostic)", "crecip",
          lambda n, t, s, r: [ref, str(n), str(t), str(s), str(r), "--recip"], 1),
         ("pdejit interpreter", "interp", lambda n, t, s, r: [pjb, "step", str(n), str(t), str(s), str(r), "interp"], 30),
     ]

@@ -14,7 +14,7 @@
  * dt = 0.01, k = 0.01, D = 10/N^2 (D*dt/h^2 = 0.1 at every size: stable; the values pdejit is
  * given).
  *
- * `--div` writes the Laplacian the way pdejit's kernel IR spells it (differences of face
+ * `--div` writes the Laplacian as pdejit's kernel IR spelled it before commit fcd80b6 (differences of face
  * gradients, three divisions per axis: ((E-u)/h - (u-W)/h)/h), to show what the divisions cost.
  *
  * usage: ref_rd N THREADS STEPS_PER_REP REPS [--div|--recip]
@@ -84,7 +84,7 @@ static void step_div(const grid *g, const double *restrict u, double *restrict v
     }
 }
 
-/* The IR's spelling with each division by h replaced by a product with 1/h (computed once). */
+/* That spelling with each division by h replaced by a product with 1/h (computed once). */
 static void step_recip(const grid *g, const double *restrict u, double *restrict v, double ihx, double ihy, double D)
 {
     const int64_t n = g->n, s = g->stride;
