@@ -669,16 +669,9 @@ void cuda_sim_destroy(cuda_sim *s)
 
 int cuda_sim_set_param(cuda_sim *s, const char *name, double value)
 {
-    const pj_program *p = s->p;
-    for (int i = 0; i < p->n_params; i++) {
-        if (!p->param_names || !p->param_names[i] || strcmp(p->param_names[i], name)) continue;
-        s->param[i] = value;
-        s->param_set[i] = 1;
-        if (p->params_kernel) interp_params(p->params_kernel, s->param, s->param_set);
-        for (int j = 0; j < p->n_params; j++) s->A.param[j] = s->param[j];
-        return 0;
-    }
-    return -1;
+    if (interp_set_param(s->p, s->param, s->param_set, name, value) < 0) return -1;
+    for (int j = 0; j < s->p->n_params; j++) s->A.param[j] = s->param[j]; /* the launch argument */
+    return 0;
 }
 
 const double *cuda_sim_params(const cuda_sim *s) { return s->param; }

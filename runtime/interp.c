@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "program.h"
 
 typedef struct ev {
     const kir_kernel *k;
@@ -315,4 +316,16 @@ void interp_params(const kir_kernel *k, double *param, const unsigned char *fixe
         param[out->field] = v[out->node];
     }
     free(v);
+}
+
+int interp_set_param(const pj_program *p, double *param, unsigned char *fixed, const char *name, double value)
+{
+    for (int i = 0; i < p->n_params; i++) {
+        if (!p->param_names || !p->param_names[i] || strcmp(p->param_names[i], name)) continue;
+        param[i] = value;
+        fixed[i] = 1;
+        if (p->params_kernel) interp_params(p->params_kernel, param, fixed);
+        return i;
+    }
+    return -1;
 }

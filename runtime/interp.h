@@ -50,4 +50,9 @@ void interp_bc(const kir_kernel *k, const kir_launch *L, int single, double *out
  * leaves read as NaN). */
 void interp_params(const kir_kernel *k, double *param, const unsigned char *fixed);
 
+/* Sets the param called `name` of program p to value, marks it fixed and re-evaluates the
+ * params that depend on it (interp_params). Returns its number, or -1 when p has no such param. */
+struct pj_program;
+int interp_set_param(const struct pj_program *p, double *param, unsigned char *fixed, const char *name, double value);
+
 #endif

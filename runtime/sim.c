@@ -229,16 +229,9 @@ void sim_destroy(sim *s)
 
 int sim_set_param(sim *s, const char *name, double value)
 {
-    const pj_program *p = s->p;
-    for (int i = 0; i < p->n_params; i++) {
-        if (!p->param_names || !p->param_names[i] || strcmp(p->param_names[i], name)) continue;
-        s->param[i] = value;
-        s->param_set[i] = 1;
-        if (p->params_kernel) interp_params(p->params_kernel, s->param, s->param_set);
-        for (int side = 0; side < 6; side++) s->coef_valid[side] = 0;
-        return 0;
-    }
-    return -1;
+    if (interp_set_param(s->p, s->param, s->param_set, name, value) < 0) return -1;
+    for (int side = 0; side < 6; side++) s->coef_valid[side] = 0; /* boundary coefficients may use it */
+    return 0;
 }
 
 const double *sim_params(const sim *s) { return s->param; }
