@@ -183,3 +183,12 @@ const char *diag_closest(const char *name, const char *const *candidates, int n)
     }
     return best_d <= limit ? best : NULL;
 }
+
+void diag_set(char *err, size_t err_len, const char *fmt, ...)
+{
+    if (!err || !err_len) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
+}

@@ -32,6 +32,9 @@ void diag_warning(diag *d, pj_loc loc, const char *fmt, ...) __attribute__((form
 void diag_note(diag *d, pj_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Appends plain text (no position) to the log. */
 void diag_append(diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Formats a message into a caller's buffer (err may be NULL): the error-out convention of every
+ * module that returns -1 "with a message in err". */
+void diag_set(char *err, size_t err_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The closest of `candidates` to `name` by edit distance, or NULL when none is close. */
 const char *diag_closest(const char *name, const char *const *candidates, int n);
 

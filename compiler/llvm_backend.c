@@ -37,6 +37,7 @@
  * default<O3> 5.5, object emission 10.5); its x loop runs 8 doubles (16 floats) per iteration,
  * in place too, at or above a hand-written -O3 -march=native C loop. */
 #include "llvm_backend.h"
+#include "diag.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -74,20 +75,11 @@ enum { LF_BUF, LF_PARAM, LF_T, LF_DT, LF_N, LF_STRIDE, LF_H, LF_ORIGIN, LF_NONFI
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
-static void seterr(char *err, size_t err_len, const char *fmt, ...)
-{
-    if (!err || !err_len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
-
 /* Takes the message out of an LLVMErrorRef (consuming it). */
 static void seterr_llvm(char *err, size_t err_len, const char *what, LLVMErrorRef e)
 {
     char *msg = LLVMGetErrorMessage(e);
-    seterr(err, err_len, "%s: %s", what, msg ? msg : "(no message)");
+    diag_set(err, err_len, "%s: %s", what, msg ? msg : "(no message)");
     LLVMDisposeErrorMessage(msg);
 }
 
@@ -175,12 +167,12 @@ llvm_jit *llvm_jit_create(char *err, size_t err_len)
 {
     pthread_once(&init_once, init_llvm);
     if (init_failed) {
-        seterr(err, err_len, "LLVM: no native target in this build");
+        diag_set(err, err_len, "LLVM: no native target in this build");
         return NULL;
     }
     llvm_jit *jit = calloc(1, sizeof *jit);
     if (!jit) {
-        seterr(err, err_len, "out of memory");
+        diag_set(err, err_len, "out of memory");
         return NULL;
     }
     pthread_mutex_init(&jit->lock, NULL);
@@ -194,20 +186,20 @@ llvm_jit *llvm_jit_create(char *err, size_t err_len)
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(features);
     if (!jit->triple || !jit->cpu || !jit->features) {
-        seterr(err, err_len, "out of memory");
+        diag_set(err, err_len, "out of memory");
         goto fail;
     }
     size_t len = strlen(jit->triple) + strlen(jit->cpu) + strlen(jit->features) + 3;
     jit->target_text = malloc(len);
     if (!jit->target_text) {
-        seterr(err, err_len, "out of memory");
+        diag_set(err, err_len, "out of memory");
         goto fail;
     }
     snprintf(jit->target_text, len, "%s %s %s", jit->triple, jit->cpu, jit->features);
 
     char *msg = NULL;
     if (LLVMGetTargetFromTriple(jit->triple, &jit->target, &msg)) {
-        seterr(err, err_len, "LLVM target %s: %s", jit->triple, msg ? msg : "");
+        diag_set(err, err_len, "LLVM target %s: %s", jit->triple, msg ? msg : "");
         LLVMDisposeMessage(msg);
         goto fail;
     }
@@ -469,7 +461,7 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
     g.row_of = malloc(sizeof *g.row_of * ((size_t)k->n_nodes + 1));
     g.out_row = malloc(sizeof *g.out_row * ((size_t)k->n_outputs + 1));
     if (!buf_used || !param_used || !g.name || !g.rows || !g.row_of || !g.out_row) {
-        seterr(err, err_len, "out of memory");
+        diag_set(err, err_len, "out of memory");
         goto done;
     }
 
@@ -691,7 +683,7 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
                  "!2 = !{!\"llvm.loop.parallel_accesses\", !0}\n!3 = !{!\"llvm.loop.mustprogress\"}\n"
                  "!4 = !{!\"llvm.loop.interleave.count\", i32 1}\n");
     if (b->oom) {
-        seterr(err, err_len, "out of memory");
+        diag_set(err, err_len, "out of memory");
         goto done;
     }
     rc = 0;
@@ -718,29 +710,29 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
     if (object_len) *object_len = 0;
     if (ir_text) *ir_text = NULL;
     if (!jit || !k) {
-        seterr(err, err_len, "llvm_compile: no JIT or no kernel");
+        diag_set(err, err_len, "llvm_compile: no JIT or no kernel");
         return -1;
     }
     if (k->kind != KIR_STAGE && k->kind != KIR_INIT) {
-        seterr(err, err_len, "kernel %s: the LLVM back end compiles stage and init kernels only", k->name);
+        diag_set(err, err_len, "kernel %s: the LLVM back end compiles stage and init kernels only", k->name);
         return -1;
     }
     if (k->dim < 1 || k->dim > 3) {
-        seterr(err, err_len, "kernel %s: dimension %d", k->name, k->dim);
+        diag_set(err, err_len, "kernel %s: dimension %d", k->name, k->dim);
         return -1;
     }
     if (!symbol_ok(symbol)) {
-        seterr(err, err_len, "kernel %s: bad symbol name", k->name);
+        diag_set(err, err_len, "kernel %s: bad symbol name", k->name);
         return -1;
     }
     char verr[256];
     if (kir_verify(k, verr, sizeof verr)) {
-        seterr(err, err_len, "kernel %s: %s", k->name, verr);
+        diag_set(err, err_len, "kernel %s: %s", k->name, verr);
         return -1;
     }
     for (int i = 0; i < k->n_outputs; i++)
         if (k->outputs[i].slot < 0 || k->outputs[i].slot > 1000) {
-            seterr(err, err_len, "kernel %s: output %d writes slot %d", k->name, i, k->outputs[i].slot);
+            diag_set(err, err_len, "kernel %s: output %d writes slot %d", k->name, i, k->outputs[i].slot);
             return -1;
         }
 
@@ -756,7 +748,7 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
                                                       jit->features, LLVMCodeGenLevelAggressive,
                                                       LLVMRelocPIC, LLVMCodeModelDefault);
     if (!tm) {
-        seterr(err, err_len, "LLVM: cannot create a target machine for %s", jit->triple);
+        diag_set(err, err_len, "LLVM: cannot create a target machine for %s", jit->triple);
         return -1;
     }
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
@@ -769,13 +761,13 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
     ctx = LLVMContextCreate();
     LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(text.s, text.n, "pdejit", 1);
     if (LLVMParseIRInContext(ctx, mb, &mod, &msg)) { /* takes mb */
-        seterr(err, err_len, "kernel %s: generated LLVM IR does not parse (a back-end bug): %s",
+        diag_set(err, err_len, "kernel %s: generated LLVM IR does not parse (a back-end bug): %s",
                k->name, msg ? msg : "");
         mod = NULL;
         goto done;
     }
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
-        seterr(err, err_len, "kernel %s: generated LLVM IR is invalid (a back-end bug): %s", k->name,
+        diag_set(err, err_len, "kernel %s: generated LLVM IR is invalid (a back-end bug): %s", k->name,
                msg ? msg : "");
         goto done;
     }
@@ -797,20 +789,20 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
         *ir_text = s ? xstrdup(s) : NULL;
         LLVMDisposeMessage(s);
         if (!*ir_text) {
-            seterr(err, err_len, "out of memory");
+            diag_set(err, err_len, "out of memory");
             goto done;
         }
     }
     if (object) {
         if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &out)) {
-            seterr(err, err_len, "LLVM object emission: %s", msg ? msg : "");
+            diag_set(err, err_len, "LLVM object emission: %s", msg ? msg : "");
             out = NULL;
             goto done;
         }
         size_t n = LLVMGetBufferSize(out);
         *object = malloc(n ? n : 1);
         if (!*object) {
-            seterr(err, err_len, "out of memory");
+            diag_set(err, err_len, "out of memory");
             goto done;
         }
         memcpy(*object, LLVMGetBufferStart(out), n);
@@ -845,7 +837,7 @@ int llvm_load(llvm_jit *jit, const void *object, size_t len, const char *symbol,
     if (fn) *fn = NULL;
     if (handle) *handle = NULL;
     if (!jit || !object || !len || !fn || !handle || !symbol_ok(symbol)) {
-        seterr(err, err_len, "llvm_load: bad arguments");
+        diag_set(err, err_len, "llvm_load: bad arguments");
         return -1;
     }
     pthread_mutex_lock(&jit->lock);
@@ -860,7 +852,7 @@ int llvm_load(llvm_jit *jit, const void *object, size_t len, const char *symbol,
     int rc = -1;
     llvm_loaded *l = calloc(1, sizeof *l);
     if (!l || !(l->symbol = xstrdup(symbol))) {
-        seterr(err, err_len, "out of memory");
+        diag_set(err, err_len, "out of memory");
         goto fail;
     }
     l->rt = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(jit->lljit));
@@ -874,7 +866,7 @@ int llvm_load(llvm_jit *jit, const void *object, size_t len, const char *symbol,
     e = LLVMOrcLLJITLookup(jit->lljit, &addr, symbol);
     if (e || !addr) {
         if (e) seterr_llvm(err, err_len, "looking up the kernel", e);
-        else seterr(err, err_len, "looking up the kernel: %s has address 0", symbol);
+        else diag_set(err, err_len, "looking up the kernel: %s has address 0", symbol);
         goto fail;
     }
     l->fn = (kir_cpu_fn)(uintptr_t)addr;

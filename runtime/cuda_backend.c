@@ -15,6 +15,7 @@
  * the loaded file (found with dl_iterate_phdr) is the one the search located. No memo: NVRTC is
  * loaded to ask it. */
 #include "cuda_backend.h"
+#include "diag.h"
 #include <errno.h>
 #include <glob.h>
 #include <limits.h>
@@ -33,16 +34,6 @@
 
 #define ROW_ALIGN_BYTES 128
 #define MAX_KERNELS (PJ_MAX_STAGES + 8)
-
-static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || !len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -114,7 +105,7 @@ static int kset_build(kset *ks, const pj_program *p, int single, int fast_math, 
     }
     cuda_bc_kind *kinds = malloc(sizeof *kinds * (size_t)p->n_fields);
     if (!kinds) {
-        set_err(err, err_len, "cuda: out of memory");
+        diag_set(err, err_len, "cuda: out of memory");
         kset_free(ks);
         return -1;
     }
@@ -151,7 +142,7 @@ static int kset_build(kset *ks, const pj_program *p, int single, int fast_math, 
     }
     return 0;
 fail:
-    set_err(err, err_len, "%s", cerr);
+    diag_set(err, err_len, "%s", cerr);
     kset_free(ks);
     return -1;
 }
@@ -383,7 +374,7 @@ static int open_nvrtc(cuda_sim *s, char *err, size_t err_len)
     s->nv = cuda_nvrtc_open(reason, sizeof reason);
     s->stats.ms_nvrtc += (driver_now() - t0) * 1e3;
     if (!s->nv) {
-        set_err(err, err_len, "cuda: %s", reason);
+        diag_set(err, err_len, "cuda: %s", reason);
         return -1;
     }
     s->stats.nvrtc_loaded = 1;
@@ -479,7 +470,7 @@ static int stage_geometry(cuda_sim *s, char *err, size_t err_len)
     const int dim = s->p->dim;
     if (cuda_stage_dims(dim, s->n, s->sgrid, s->sblock) < 0 ||
         cuda_stage_dims(dim, s->n, s->cgrid, s->cblock) < 0) {
-        set_err(err, err_len, "cuda: a %lldx%lldx%lld grid exceeds the launch limits", (long long)s->n[0],
+        diag_set(err, err_len, "cuda: a %lldx%lldx%lld grid exceeds the launch limits", (long long)s->n[0],
                 (long long)s->n[1], (long long)s->n[2]);
         return -1;
     }
@@ -497,14 +488,14 @@ static int stage_geometry(cuda_sim *s, char *err, size_t err_len)
             if (!b[a] || a >= dim) b[a] = 1;
         }
         if ((uint64_t)b[0] * b[1] * b[2] > 1024 || b[2] > 64) {
-            set_err(err, err_len, "cuda: block %ux%ux%u is larger than a device allows", b[0], b[1], b[2]);
+            diag_set(err, err_len, "cuda: block %ux%ux%u is larger than a device allows", b[0], b[1], b[2]);
             return -1;
         }
         static const int64_t lim[3] = {2147483647, 65535, 65535};
         for (int a = 0; a < 3; a++) {
             int64_t g = (s->n[a] + b[a] - 1) / b[a];
             if (g > lim[a]) {
-                set_err(err, err_len, "cuda: block %ux%ux%u needs too many blocks along %c", b[0], b[1], b[2], "xyz"[a]);
+                diag_set(err, err_len, "cuda: block %ux%ux%u needs too many blocks along %c", b[0], b[1], b[2], "xyz"[a]);
                 return -1;
             }
             s->sblock[a] = b[a];
@@ -513,7 +504,7 @@ static int stage_geometry(cuda_sim *s, char *err, size_t err_len)
     }
     for (int side = 0; side < 2 * dim; side++)
         if (cuda_bc_fill_dims(&s->A, side, s->fgrid[side], s->fblock[side]) < 0) {
-            set_err(err, err_len, "cuda: the fill of side %d exceeds the launch limits", side);
+            diag_set(err, err_len, "cuda: the fill of side %d exceeds the launch limits", side);
             return -1;
         }
     return 0;
@@ -523,22 +514,22 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
 {
     if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 || p->n_slots > PJ_MAX_SLOTS ||
         p->n_stages < 1 || p->n_stages > PJ_MAX_STAGES || !p->bc) {
-        set_err(err, err_len, "cuda: the program is incomplete (dimension, fields, slots or stages)");
+        diag_set(err, err_len, "cuda: the program is incomplete (dimension, fields, slots or stages)");
         return NULL;
     }
     for (int i = 0; i < p->n_stages; i++)
         if (!p->stages[i].kernel || p->stages[i].read_slot < 0 || p->stages[i].read_slot >= p->n_slots) {
-            set_err(err, err_len, "cuda: stage %d has no kernel or a bad read slot", i + 1);
+            diag_set(err, err_len, "cuda: stage %d has no kernel or a bad read slot", i + 1);
             return NULL;
         }
     if (p->n_slots * p->n_fields > CUDA_MAX_BUFS || p->n_params > CUDA_MAX_PARAMS) {
-        set_err(err, err_len, "cuda: %d buffers and %d params; the CUDA back end takes at most %d and %d",
+        diag_set(err, err_len, "cuda: %d buffers and %d params; the CUDA back end takes at most %d and %d",
                 p->n_slots * p->n_fields, p->n_params, CUDA_MAX_BUFS, CUDA_MAX_PARAMS);
         return NULL;
     }
     cuda_sim *s = calloc(1, sizeof *s);
     if (!s) {
-        set_err(err, err_len, "cuda: out of memory");
+        diag_set(err, err_len, "cuda: out of memory");
         return NULL;
     }
     s->p = p;
@@ -550,7 +541,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
         s->n[a] = a < p->dim ? p->n[a] : 1;
         s->ghost[a] = a < p->dim ? s->H : 0;
         if (s->n[a] < 1 || (a < p->dim && s->n[a] < s->H)) {
-            set_err(err, err_len, "cuda: %c has %lld cells, fewer than the %d ghost layers the stencil needs", "xyz"[a],
+            diag_set(err, err_len, "cuda: %c has %lld cells, fewer than the %d ghost layers the stencil needs", "xyz"[a],
                     (long long)s->n[a], s->H);
             free(s);
             return NULL;
@@ -562,7 +553,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     int64_t row = round_up(lead + s->n[0] + s->H, align);
     int64_t ny = s->n[1] + 2 * s->ghost[1], nz = s->n[2] + 2 * s->ghost[2];
     if ((double)row * (double)ny * (double)nz * (double)s->esz > 1e15) {
-        set_err(err, err_len, "cuda: the grid is too large");
+        diag_set(err, err_len, "cuda: the grid is too large");
         free(s);
         return NULL;
     }
@@ -573,7 +564,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     s->param = calloc((size_t)(p->n_params ? p->n_params : 1), sizeof *s->param);
     s->param_set = calloc((size_t)(p->n_params ? p->n_params : 1), 1);
     if (!s->param || !s->param_set) {
-        set_err(err, err_len, "cuda: out of memory");
+        diag_set(err, err_len, "cuda: out of memory");
         cuda_sim_destroy(s);
         return NULL;
     }
@@ -609,7 +600,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     char reason[512];
     s->dev = cuda_device_open(s->opt.device, reason, sizeof reason);
     if (!s->dev) {
-        set_err(err, err_len, CUDA_BACKEND_NO_DEVICE "%s", reason);
+        diag_set(err, err_len, CUDA_BACKEND_NO_DEVICE "%s", reason);
         cuda_sim_destroy(s);
         return NULL;
     }
@@ -621,7 +612,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
         return NULL;
     }
     if (need + (double)(64u << 20) > (double)free_b) {
-        set_err(err, err_len, "cuda: the fields need %.2f GiB of device memory; %.2f GiB of %.2f GiB are free",
+        diag_set(err, err_len, "cuda: the fields need %.2f GiB of device memory; %.2f GiB of %.2f GiB are free",
                 need / 1073741824.0, (double)free_b / 1073741824.0, (double)total_b / 1073741824.0);
         cuda_sim_destroy(s);
         return NULL;
@@ -788,7 +779,7 @@ int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t
     const int nf = s->p->n_fields;
     int64_t *first = malloc(sizeof *first * (size_t)nf);
     if (!first) {
-        set_err(err, err_len, "cuda: out of memory");
+        diag_set(err, err_len, "cuda: out of memory");
         return -1;
     }
     int rc = run_checks(s, first, err, err_len);
@@ -837,7 +828,7 @@ static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *e
     size_t stage_bytes = (size_t)((rows_per - 1) * s1 + n0) * s->esz;
     char *tmp = malloc(stage_bytes);
     if (!tmp) {
-        set_err(err, err_len, "cuda: out of memory for a %zu-byte staging buffer", stage_bytes);
+        diag_set(err, err_len, "cuda: out of memory for a %zu-byte staging buffer", stage_bytes);
         return -1;
     }
     int rc = 0;
@@ -872,7 +863,7 @@ static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *e
 int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_len)
 {
     if (f < 0 || f >= s->p->n_fields) {
-        set_err(err, err_len, "cuda: no field %d", f);
+        diag_set(err, err_len, "cuda: no field %d", f);
         return -1;
     }
     return xfer_field(s, f, out, NULL, err, err_len);
@@ -881,7 +872,7 @@ int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_le
 int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t err_len)
 {
     if (f < 0 || f >= s->p->n_fields) {
-        set_err(err, err_len, "cuda: no field %d", f);
+        diag_set(err, err_len, "cuda: no field %d", f);
         return -1;
     }
     return xfer_field(s, f, NULL, in, err, err_len);

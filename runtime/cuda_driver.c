@@ -9,6 +9,7 @@
  * unsafe, and NVRTC links its own libstdc++, whose exception pool would otherwise show up as
  * a 72 KiB leak from an unloaded module under LeakSanitizer. */
 #include "cuda_driver.h"
+#include "diag.h"
 #include <cuda.h>
 #include <dlfcn.h>
 #include <nvrtc.h>
@@ -17,16 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-{
-    if (!err || !err_len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
 
 /* dlsym into a function pointer without the object/function pointer cast warning. */
 static int load_sym(void *lib, const char *name, void *fn_ptr_addr)
@@ -89,13 +80,13 @@ cuda_nvrtc *cuda_nvrtc_open(char *reason, size_t reason_len)
     char tried[1024];
     void *lib = open_first(names, (int)(sizeof names / sizeof *names), tried, sizeof tried);
     if (!lib) {
-        set_err(reason, reason_len, "NVRTC not found (tried %s)", tried);
+        diag_set(reason, reason_len, "NVRTC not found (tried %s)", tried);
         return NULL;
     }
     cuda_nvrtc *nv = calloc(1, sizeof *nv);
     if (!nv) {
         dlclose(lib);
-        set_err(reason, reason_len, "out of memory");
+        diag_set(reason, reason_len, "out of memory");
         return NULL;
     }
     nv->lib = lib;
@@ -116,13 +107,13 @@ cuda_nvrtc *cuda_nvrtc_open(char *reason, size_t reason_len)
     };
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
         if (load_sym(lib, syms[i].name, syms[i].slot)) {
-            set_err(reason, reason_len, "NVRTC lacks %s (too old)", syms[i].name);
+            diag_set(reason, reason_len, "NVRTC lacks %s (too old)", syms[i].name);
             cuda_nvrtc_close(nv);
             return NULL;
         }
     int major = 0, minor = 0;
     if (nv->Version(&major, &minor) != NVRTC_SUCCESS) {
-        set_err(reason, reason_len, "nvrtcVersion failed");
+        diag_set(reason, reason_len, "nvrtcVersion failed");
         cuda_nvrtc_close(nv);
         return NULL;
     }
@@ -156,13 +147,13 @@ int cuda_nvrtc_has_cubin(const cuda_nvrtc *nv, int sm)
 static void err_with_log(char *err, size_t err_len, const char *prefix, const char *log)
 {
     if (!log || !*log) {
-        set_err(err, err_len, "%s", prefix);
+        diag_set(err, err_len, "%s", prefix);
         return;
     }
     size_t n = strlen(log);
     while (n && (log[n - 1] == '\n' || log[n - 1] == ' ')) n--;
     if (n > 600) n = 600;
-    set_err(err, err_len, "%s:\n%.*s", prefix, (int)n, log);
+    diag_set(err, err_len, "%s:\n%.*s", prefix, (int)n, log);
 }
 
 int cuda_nvrtc_compile(cuda_nvrtc *nv, const char *src, const char *name, int sm, int fast_math,
@@ -180,7 +171,7 @@ int cuda_nvrtc_compile(cuda_nvrtc *nv, const char *src, const char *name, int sm
         for (int i = 0; i < nv->n_archs; i++)
             if (nv->archs[i] <= sm && nv->archs[i] > target) target = nv->archs[i];
         if (!target) {
-            set_err(err, err_len, "NVRTC %s cannot compile for compute capability %d.%d (oldest it knows: %d.%d)",
+            diag_set(err, err_len, "NVRTC %s cannot compile for compute capability %d.%d (oldest it knows: %d.%d)",
                     nv->version, sm / 10, sm % 10, nv->n_archs ? nv->archs[0] / 10 : 0,
                     nv->n_archs ? nv->archs[0] % 10 : 0);
             return -1;
@@ -196,7 +187,7 @@ int cuda_nvrtc_compile(cuda_nvrtc *nv, const char *src, const char *name, int sm
     int rc = -1;
     nvrtcResult r = nv->CreateProgram(&prog, src, prog_name, 0, NULL, NULL);
     if (r != NVRTC_SUCCESS) {
-        set_err(err, err_len, "nvrtcCreateProgram: %s", nv->GetErrorString(r));
+        diag_set(err, err_len, "nvrtcCreateProgram: %s", nv->GetErrorString(r));
         prog = NULL;
         goto out;
     }
@@ -219,18 +210,18 @@ int cuda_nvrtc_compile(cuda_nvrtc *nv, const char *src, const char *name, int sm
     size_t size = 0;
     r = cubin ? nv->GetCUBINSize(prog, &size) : nv->GetPTXSize(prog, &size);
     if (r != NVRTC_SUCCESS) {
-        set_err(err, err_len, "%s: %s", cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize", nv->GetErrorString(r));
+        diag_set(err, err_len, "%s: %s", cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize", nv->GetErrorString(r));
         goto out;
     }
     char *img = malloc(size + 1);
     if (!img) {
-        set_err(err, err_len, "out of memory for a %zu-byte image", size);
+        diag_set(err, err_len, "out of memory for a %zu-byte image", size);
         goto out;
     }
     r = cubin ? nv->GetCUBIN(prog, img) : nv->GetPTX(prog, img);
     if (r != NVRTC_SUCCESS) {
         free(img);
-        set_err(err, err_len, "%s: %s", cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX", nv->GetErrorString(r));
+        diag_set(err, err_len, "%s: %s", cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX", nv->GetErrorString(r));
         goto out;
     }
     img[size] = 0;
@@ -309,8 +300,8 @@ static int cu_fail(const cuda_device *d, CUresult rc, const char *call, char *er
     const char *name = NULL, *desc = NULL;
     if (d->cu.GetErrorName && d->cu.GetErrorName(rc, &name) != CUDA_SUCCESS) name = NULL;
     if (d->cu.GetErrorString && d->cu.GetErrorString(rc, &desc) != CUDA_SUCCESS) desc = NULL;
-    if (name && desc) set_err(err, err_len, "%s: %s: %s", call, name, desc);
-    else set_err(err, err_len, "%s: CUresult %d", call, (int)rc);
+    if (name && desc) diag_set(err, err_len, "%s: %s: %s", call, name, desc);
+    else diag_set(err, err_len, "%s: CUresult %d", call, (int)rc);
     return -1;
 }
 
@@ -328,14 +319,14 @@ cuda_device *cuda_device_open(int ordinal, char *reason, size_t reason_len)
     const char *libname = env && *env ? env : "libcuda.so.1";
     void *lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!lib) {
-        if (env && *env) set_err(reason, reason_len, "%s not found (no NVIDIA driver)", libname);
-        else set_err(reason, reason_len, "libcuda.so.1 not found (no NVIDIA driver)");
+        if (env && *env) diag_set(reason, reason_len, "%s not found (no NVIDIA driver)", libname);
+        else diag_set(reason, reason_len, "libcuda.so.1 not found (no NVIDIA driver)");
         return NULL;
     }
     cuda_device *d = calloc(1, sizeof *d);
     if (!d) {
         dlclose(lib);
-        set_err(reason, reason_len, "out of memory");
+        diag_set(reason, reason_len, "out of memory");
         return NULL;
     }
     d->lib = lib;
@@ -374,23 +365,23 @@ cuda_device *cuda_device_open(int ordinal, char *reason, size_t reason_len)
     };
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
         if (load_sym(lib, syms[i].name, syms[i].slot)) {
-            set_err(reason, reason_len, "%s lacks %s (driver too old)", libname, syms[i].name);
+            diag_set(reason, reason_len, "%s lacks %s (driver too old)", libname, syms[i].name);
             goto fail;
         }
     /* cuEventElapsedTime_v2 (12.8+) where the driver has it, the original otherwise */
     if (load_sym(lib, "cuEventElapsedTime_v2", &c->EventElapsedTime) &&
         load_sym(lib, "cuEventElapsedTime", &c->EventElapsedTime)) {
-        set_err(reason, reason_len, "%s lacks cuEventElapsedTime", libname);
+        diag_set(reason, reason_len, "%s lacks cuEventElapsedTime", libname);
         goto fail;
     }
 
     CUresult rc = c->Init(0);
     if (rc == CUDA_ERROR_STUB_LIBRARY) {
-        set_err(reason, reason_len, "the CUDA driver is a stub (cuInit returned %d)", (int)rc);
+        diag_set(reason, reason_len, "the CUDA driver is a stub (cuInit returned %d)", (int)rc);
         goto fail;
     }
     if (rc == CUDA_ERROR_NO_DEVICE) {
-        set_err(reason, reason_len, "no CUDA device");
+        diag_set(reason, reason_len, "no CUDA device");
         goto fail;
     }
     if (rc != CUDA_SUCCESS) {
@@ -400,11 +391,11 @@ cuda_device *cuda_device_open(int ordinal, char *reason, size_t reason_len)
     int count = 0;
     if (cu_fail(d, c->DeviceGetCount(&count), "cuDeviceGetCount", reason, reason_len)) goto fail;
     if (count == 0) {
-        set_err(reason, reason_len, "no CUDA device");
+        diag_set(reason, reason_len, "no CUDA device");
         goto fail;
     }
     if (ordinal < 0 || ordinal >= count) {
-        set_err(reason, reason_len, "no CUDA device %d (%d present)", ordinal, count);
+        diag_set(reason, reason_len, "no CUDA device %d (%d present)", ordinal, count);
         goto fail;
     }
     if (cu_fail(d, c->DeviceGet(&d->dev, ordinal), "cuDeviceGet", reason, reason_len)) goto fail;
@@ -513,7 +504,7 @@ cuda_module *cuda_module_load(cuda_device *d, const void *image, char *err, size
     if (bind(d, err, err_len)) return NULL;
     cuda_module *m = calloc(1, sizeof *m);
     if (!m) {
-        set_err(err, err_len, "out of memory");
+        diag_set(err, err_len, "out of memory");
         return NULL;
     }
     m->d = d;
@@ -567,7 +558,7 @@ cuda_event *cuda_event_create(cuda_device *d, char *err, size_t err_len)
     if (bind(d, err, err_len)) return NULL;
     cuda_event *e = calloc(1, sizeof *e);
     if (!e) {
-        set_err(err, err_len, "out of memory");
+        diag_set(err, err_len, "out of memory");
         return NULL;
     }
     e->d = d;

@@ -14,6 +14,7 @@
  * line of output). Ghost fill and checks are serial: they touch a surface, or run once per
  * output. */
 #include "sim.h"
+#include "diag.h"
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -57,15 +58,6 @@ struct sim {
     int (*coef_out)[6][3];
 };
 
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || !len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- threads --------------------------------------------------------------------------- */
 
 typedef void (*par_fn)(void *ctx, int64_t begin, int64_t end);
@@ -99,17 +91,17 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
 {
     if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 ||
         p->n_slots > PJ_MAX_SLOTS || p->n_stages < 1 || p->n_stages > PJ_MAX_STAGES || !p->bc) {
-        set_err(err, err_len, "sim: the program is incomplete (dimension, fields, slots or stages)");
+        diag_set(err, err_len, "sim: the program is incomplete (dimension, fields, slots or stages)");
         return NULL;
     }
     for (int i = 0; i < p->n_stages; i++)
         if (!p->stages[i].kernel || p->stages[i].read_slot < 0 || p->stages[i].read_slot >= p->n_slots) {
-            set_err(err, err_len, "sim: stage %d has no kernel or a bad read slot", i + 1);
+            diag_set(err, err_len, "sim: stage %d has no kernel or a bad read slot", i + 1);
             return NULL;
         }
     sim *s = calloc(1, sizeof *s);
     if (!s) {
-        set_err(err, err_len, "sim: %s", strerror(ENOMEM));
+        diag_set(err, err_len, "sim: %s", strerror(ENOMEM));
         return NULL;
     }
     s->p = p;
@@ -121,7 +113,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     for (int a = 0; a < 3; a++) {
         s->n[a] = a < p->dim ? p->n[a] : 1;
         if (s->n[a] < 1 || (a < p->dim && s->n[a] < s->H)) {
-            set_err(err, err_len, "sim: %c has %lld cells, fewer than the %d ghost layers the stencil needs",
+            diag_set(err, err_len, "sim: %c has %lld cells, fewer than the %d ghost layers the stencil needs",
                     "xyz"[a], (long long)s->n[a], s->H);
             free(s);
             return NULL;
@@ -142,7 +134,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->L.stride[2] = row * ny;
     s->origin_off = lead - s->lo[1] * row - s->lo[2] * row * ny;
     if ((double)row * ny * nz * (double)s->esz > 1e15) {
-        set_err(err, err_len, "sim: the grid is too large");
+        diag_set(err, err_len, "sim: the grid is too large");
         free(s);
         return NULL;
     }
@@ -184,7 +176,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
         if (!any) continue;
         const kir_kernel *k = p->bc_kernel[side];
         if (!k || k->kind != KIR_BC || k->side != side) {
-            set_err(err, err_len, "sim: side %d has a linear boundary condition but no bc kernel", side);
+            diag_set(err, err_len, "sim: side %d has a linear boundary condition but no bc kernel", side);
             sim_destroy(s);
             return NULL;
         }
@@ -205,7 +197,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->runner = NULL;
     return s;
 oom:
-    set_err(err, err_len, "sim: %s", strerror(ENOMEM));
+    diag_set(err, err_len, "sim: %s", strerror(ENOMEM));
     sim_destroy(s);
     return NULL;
 }

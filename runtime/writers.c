@@ -3,6 +3,7 @@
  * Every file goes through afile: mkstemp beside the target, write, flush, fsync-free close,
  * rename over the target; any failure unlinks the temporary file and reports path: strerror. */
 #include "writers.h"
+#include "diag.h"
 #include <errno.h>
 #include <math.h>
 #include <png.h>
@@ -13,15 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-    if (!err || !len) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- atomic files ---------------------------------------------------------------------- */
 
@@ -42,7 +34,7 @@ static int af_open(afile *a, const char *path, char *err, size_t err_len)
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         a->f = fopen(path, "wb");
         if (!a->f) {
-            set_err(err, err_len, "%s: %s", path, strerror(errno));
+            diag_set(err, err_len, "%s: %s", path, strerror(errno));
             return -1;
         }
         return 0;
@@ -50,13 +42,13 @@ static int af_open(afile *a, const char *path, char *err, size_t err_len)
     size_t n = strlen(path) + 16;
     a->tmp = malloc(n);
     if (!a->tmp) {
-        set_err(err, err_len, "%s: %s", path, strerror(ENOMEM));
+        diag_set(err, err_len, "%s: %s", path, strerror(ENOMEM));
         return -1;
     }
     snprintf(a->tmp, n, "%s.tmp.XXXXXX", path);
     int fd = mkstemp(a->tmp);
     if (fd < 0) {
-        set_err(err, err_len, "%s: %s", path, strerror(errno));
+        diag_set(err, err_len, "%s: %s", path, strerror(errno));
         free(a->tmp);
         a->tmp = NULL;
         return -1;
@@ -69,7 +61,7 @@ static int af_open(afile *a, const char *path, char *err, size_t err_len)
         unlink(a->tmp);
         free(a->tmp);
         a->tmp = NULL;
-        set_err(err, err_len, "%s: %s", path, strerror(e));
+        diag_set(err, err_len, "%s: %s", path, strerror(e));
         return -1;
     }
     return 0;
@@ -95,12 +87,12 @@ static int af_commit(afile *a, char *err, size_t err_len)
     if (fclose(a->f) != 0 && !e) e = errno;
     a->f = NULL;
     if (!a->tmp) { /* written directly (a device) */
-        if (e) set_err(err, err_len, "%s: %s", a->path, strerror(e));
+        if (e) diag_set(err, err_len, "%s: %s", a->path, strerror(e));
         return e ? -1 : 0;
     }
     if (!e && rename(a->tmp, a->path) != 0) e = errno;
     if (e) {
-        set_err(err, err_len, "%s: %s", a->path, strerror(e));
+        diag_set(err, err_len, "%s: %s", a->path, strerror(e));
         unlink(a->tmp);
     }
     free(a->tmp);
@@ -113,7 +105,7 @@ int writers_mkdirs(const char *path, char *err, size_t err_len)
     size_t n = strlen(path);
     char *p = malloc(n + 1);
     if (!p) {
-        set_err(err, err_len, "%s: %s", path, strerror(ENOMEM));
+        diag_set(err, err_len, "%s: %s", path, strerror(ENOMEM));
         return -1;
     }
     memcpy(p, path, n + 1);
@@ -122,7 +114,7 @@ int writers_mkdirs(const char *path, char *err, size_t err_len)
         char c = p[i];
         p[i] = 0;
         if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            set_err(err, err_len, "%s: %s", p, strerror(errno));
+            diag_set(err, err_len, "%s: %s", p, strerror(errno));
             free(p);
             return -1;
         }
@@ -132,7 +124,7 @@ int writers_mkdirs(const char *path, char *err, size_t err_len)
     struct stat st;
     int e = stat(path, &st) != 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
     if (e) {
-        set_err(err, err_len, "%s: %s", path, strerror(e));
+        diag_set(err, err_len, "%s: %s", path, strerror(e));
         return -1;
     }
     return 0;
@@ -173,7 +165,7 @@ int writers_frame_build(writers_frame *fr, const pj_program *p, const kir_launch
     return 0;
 oom:
     writers_frame_free(fr);
-    set_err(err, err_len, "frame: %s", strerror(ENOMEM));
+    diag_set(err, err_len, "frame: %s", strerror(ENOMEM));
     return -1;
 }
 
@@ -224,7 +216,7 @@ int writers_csv(const char *path, const writers_frame *fr, char *err, size_t err
                 if (fputc('\n', f) == EOF) break;
             }
     if (ferror(f)) {
-        set_err(err, err_len, "%s: %s", path, strerror(errno ? errno : EIO));
+        diag_set(err, err_len, "%s: %s", path, strerror(errno ? errno : EIO));
         af_abort(&a);
         return -1;
     }
@@ -373,12 +365,12 @@ static void png_on_warning(png_structp png, png_const_charp msg)
 int writers_png(const char *path, const writers_frame *fr, int f, char *err, size_t err_len)
 {
     if (f < 0 || f >= fr->n_fields) {
-        set_err(err, err_len, "%s: no field %d to draw", path, f);
+        diag_set(err, err_len, "%s: no field %d to draw", path, f);
         return -1;
     }
     int64_t w = fr->n[0], h = fr->dim >= 2 ? fr->n[1] : 1;
     if (w > 1000000 || h > 1000000) {
-        set_err(err, err_len, "%s: image too large", path);
+        diag_set(err, err_len, "%s: image too large", path);
         return -1;
     }
     int64_t kslice = fr->dim == 3 ? fr->n[2] / 2 : 0;
@@ -394,7 +386,7 @@ int writers_png(const char *path, const writers_frame *fr, int f, char *err, siz
     if (!pix || !rows) {
         free(pix);
         free(rows);
-        set_err(err, err_len, "%s: %s", path, strerror(ENOMEM));
+        diag_set(err, err_len, "%s: %s", path, strerror(ENOMEM));
         return -1;
     }
     for (int64_t r = 0; r < h; r++) {
@@ -425,7 +417,7 @@ int writers_png(const char *path, const writers_frame *fr, int f, char *err, siz
         af_abort(&a);
         free(pix);
         free(rows);
-        set_err(err, err_len, "%s: %s", path, strerror(ENOMEM));
+        diag_set(err, err_len, "%s: %s", path, strerror(ENOMEM));
         return -1;
     }
     if (setjmp(pe.jb)) {
@@ -433,7 +425,7 @@ int writers_png(const char *path, const writers_frame *fr, int f, char *err, siz
         af_abort(&a);
         free(pix);
         free(rows);
-        set_err(err, err_len, "%s: %s", path, pe.msg[0] ? pe.msg : "png error");
+        diag_set(err, err_len, "%s: %s", path, pe.msg[0] ? pe.msg : "png error");
         return -1;
     }
     png_init_io(png, a.f);
@@ -464,7 +456,7 @@ writers_series *writers_series_open(const char *dir, int formats, char *err, siz
     if (ws) ws->dir = strdup(dir);
     if (!ws || !ws->dir) {
         free(ws);
-        set_err(err, err_len, "%s: %s", dir, strerror(ENOMEM));
+        diag_set(err, err_len, "%s: %s", dir, strerror(ENOMEM));
         return NULL;
     }
     ws->formats = formats ? formats : PJ_FMT_CSV;
@@ -492,7 +484,7 @@ static int write_index(writers_series *ws, char *path, size_t plen, char *err, s
     if (!(ws->formats & PJ_FMT_VTK)) return 0;
     char **files = calloc((size_t)ws->count, sizeof *files);
     if (!files) {
-        set_err(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
+        diag_set(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
         return -1;
     }
     int rc = 0;
@@ -501,7 +493,7 @@ static int write_index(writers_series *ws, char *path, size_t plen, char *err, s
         if (!files[i]) rc = -1;
         else snprintf(files[i], 32, "snapshot_%06d.vti", i);
     }
-    if (rc) set_err(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
+    if (rc) diag_set(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
     snprintf(path, plen, "%s/snapshots.pvd", ws->dir);
     if (!rc) rc = writers_pvd(path, ws->count, ws->times, (const char *const *)files, err, err_len);
     for (int i = 0; i < ws->count; i++) free(files[i]);
@@ -515,7 +507,7 @@ int writers_series_write(writers_series *ws, const writers_frame *fr, char *err,
     for (int i = 0; i < fr->n_fields; i++) plen += strlen(fr->names[i]);
     char *path = malloc(plen);
     if (!path) {
-        set_err(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
+        diag_set(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
         return -1;
     }
     int rc = 0, n = ws->count;
@@ -535,7 +527,7 @@ int writers_series_write(writers_series *ws, const writers_frame *fr, char *err,
         int nc = ws->cap ? 2 * ws->cap : 16;
         double *t = realloc(ws->times, sizeof *t * (size_t)nc);
         if (!t) {
-            set_err(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
+            diag_set(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
             rc = -1;
         } else {
             ws->times = t;
