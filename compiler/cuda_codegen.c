@@ -94,6 +94,7 @@ static void emit_args_struct(sbuf *b)
               "    long long n[3], stride[3];\n"
               "    double h[3], origin[3];\n"
               "    long long ghost[3];\n"
+              "    unsigned long long nonfinite; // int set to 1 when a stored value is NaN or infinite\n"
               "};\n"
               "static_assert(sizeof(pj_args) == %zu, \"pj_args differs from the host's cuda_args\");\n\n",
               CUDA_MAX_BUFS, CUDA_MAX_PARAMS, sizeof(cuda_args));
@@ -380,6 +381,20 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
     for (int i = 0; i < k->n_outputs; i++) {
         const kir_output *o = &k->outputs[i];
         sb_printf(&b, "    b%d_%d[c] = v%d;\n", o->slot, o->field, o->node);
+    }
+    /* the run's NaN/Inf check at no extra memory traffic: an exponent of all ones (a bit test,
+       which --use_fast_math cannot fold away) raises the flag */
+    if (k->n_outputs) {
+        sb_printf(&b, "    if (a.nonfinite && (");
+        for (int i = 0; i < k->n_outputs; i++) {
+            int v = k->outputs[i].node;
+            if (opt->single)
+                sb_printf(&b, "%s(__float_as_int(v%d) & 0x7f800000) == 0x7f800000", i ? " ||\n        " : "", v);
+            else
+                sb_printf(&b, "%s(__double_as_longlong(v%d) & 0x7ff0000000000000LL) == 0x7ff0000000000000LL",
+                          i ? " ||\n        " : "", v);
+        }
+        sb_printf(&b, "))\n        atomicExch((int *)a.nonfinite, 1);\n");
     }
     sb_printf(&b, "}\n");
     return sb_take(&b, err, err_len);

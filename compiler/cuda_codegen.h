@@ -41,6 +41,8 @@ typedef struct cuda_args {
     int64_t stride[3];                /* elements between neighbours; stride[0] = 1 */
     double h[3], origin[3];
     int64_t ghost[3];                 /* ghost layers allocated per axis (fill kernels; 0 beyond dim) */
+    uint64_t nonfinite;               /* device address of an int set to 1 by a stage kernel that
+                                         stores a NaN or an infinity (0: not recorded) */
 } cuda_args;
 _Static_assert(sizeof(cuda_args) <= 4096, "cuda_args must fit the 4 KiB kernel parameter space");
 

@@ -627,11 +627,14 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
             cuda_sim_destroy(s);
             return NULL;
         }
-    if (cuda_mem_alloc(s->dev, sizeof(int64_t) * (size_t)p->n_fields, &s->results, err, err_len) < 0) {
+    /* n_fields int64 for the check kernel, then the int the stage kernels raise on a NaN/Inf */
+    if (cuda_mem_alloc(s->dev, sizeof(int64_t) * ((size_t)p->n_fields + 1), &s->results, err, err_len) < 0 ||
+        cuda_memset8(s->dev, s->results + sizeof(int64_t) * (uint64_t)p->n_fields, 0, sizeof(int64_t), err, err_len) < 0) {
         cuda_sim_destroy(s);
         return NULL;
     }
     refresh_bufs(s);
+    s->A.nonfinite = s->results + sizeof(int64_t) * (uint64_t)p->n_fields;
     snprintf(s->text, sizeof s->text, "%s (sm_%d, %d SMs, driver %d, NVRTC %s)", cuda_device_name(s->dev),
              cuda_device_cc(s->dev), cuda_device_sm_count(s->dev), cuda_device_driver_version(s->dev), s->nvrtc_version);
     return s;
@@ -813,7 +816,14 @@ int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t
     return rc;
 }
 
-int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len) { return cuda_sim_check_finite(s, NULL, err, err_len); }
+int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len)
+{
+    cuda_ptr at = s->results + sizeof(int64_t) * (uint64_t)s->p->n_fields;
+    int32_t flag = 0;
+    if (cuda_memcpy_dtoh(s->dev, &flag, at, sizeof flag, err, err_len) < 0) return -1;
+    if (!flag) return 0;
+    return cuda_memset8(s->dev, at, 0, sizeof flag, err, err_len) < 0 ? -1 : 1;
+}
 
 /* ---- fields ------------------------------------------------------------------------------ */
 

@@ -537,6 +537,7 @@ static const char emu_prelude[] =
     "static inline int __float_as_int(float f) { int r; memcpy(&r, &f, 4); return r; }\n"
     "static inline float __int_as_float(int v) { float r; memcpy(&r, &v, 4); return r; }\n"
     "static inline long long atomicMin(long long *p, long long v) { long long o = *p; if (v < o) *p = v; return o; }\n"
+    "static inline int atomicExch(int *p, int v) { int o = *p; *p = v; return o; }\n"
     "#line 1 \"generated.cu\"\n";
 
 static const char emu_runner[] =
