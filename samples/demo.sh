@@ -27,6 +27,23 @@ else
 fi
 echo "snapshots: $(ls "$out/gray_scott" | grep -c png) PNG images in $out/gray_scott/ (u_*.png, v_*.png)"
 echo
+echo "== the same problem on the GPU, where one exists =="
+set +e
+gpu=$(PDEJIT_CACHE_DIR=$cache "$PDEJIT" run samples/gray_scott.pde --backend cuda --verbose --out none \
+      --dump "$out/gray_scott_cuda.csv" 2>&1)
+rc=$?
+set -e
+echo "$gpu"
+if [ $rc -eq 0 ]; then
+    if cmp -s "$out/gray_scott_cuda.csv" "$out/gray_scott_interp.csv"; then
+        echo "GPU and interpreter agree bit for bit"
+    else
+        echo "GPU and interpreter differ in the last bits (libm vs CUDA math): see $out/gray_scott_cuda.csv"
+    fi
+elif [ $rc -ne 2 ]; then
+    exit $rc
+fi
+echo
 echo "== Fisher-KPP front, 1D =="
 PDEJIT_CACHE_DIR=$cache "$PDEJIT" run samples/fisher.pde --verbose --out "$out/fisher" --dump "$out/fisher.csv"
 echo
