@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char *dir;
 
 static const char *problem =
     "mesh grid(nx = 32, ny = 16)\nparam D = 0.1, k = 2\nfield u = exp(-10*(x-0.5)^2)\n"
@@ -26,18 +25,18 @@ static const char *changed =
 static void put(const char *name, const char *text)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/%s", tu_dir, name);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs(text, f);
     fclose(f);
 }
 
-/* Runs pdejit with the cache folder `cache` (relative to dir). */
+/* Runs pdejit with the cache folder `cache` (relative to tu_dir). */
 static int pj(const char *cache, char **out, const char *args)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s %s %s", dir, cache, PJ_BINARY, args);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s %s %s", tu_dir, cache, PJ_BINARY, args);
     return tu_run(cmd, out);
 }
 
@@ -51,7 +50,7 @@ static int count(const char *text, const char *what)
 static char *slurp(const char *name)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/%s", tu_dir, name);
     char *t = tu_read_file(path, NULL);
     assert_non_null(t);
     return t;
@@ -111,7 +110,7 @@ static void second_run_loads_everything(void **state)
 static int entries(const char *c, char paths[][1200], int max)
 {
     char top[512];
-    snprintf(top, sizeof top, "%s/%s", dir, c);
+    snprintf(top, sizeof top, "%s/%s", tu_dir, c);
     DIR *d = opendir(top);
     if (!d) return 0;
     int n = 0;
@@ -184,7 +183,7 @@ static void eight_processes_on_an_empty_cache(void **state)
     snprintf(cmd, sizeof cmd,
              "cd %s && for i in 1 2 3 4 5 6 7 8; do (PDEJIT_CACHE_DIR=c3 %s run p.pde --dump par$i.csv --threads 1 "
              ">log$i 2>&1; echo $? > rc$i) & done; wait",
-             dir, PJ_BINARY);
+             tu_dir, PJ_BINARY);
     assert_int_equal(tu_run(cmd, NULL), 0);
     char *ref = slurp("ref.csv");
     for (int i = 1; i <= 8; i++) {
@@ -233,40 +232,23 @@ static void read_only_cache_folder(void **state)
     (void)state;
     put("p.pde", problem);
     char cmd[4096], *out;
-    snprintf(cmd, sizeof cmd, "chmod 755 %s && mkdir -p %s/ro && chmod 555 %s/ro && chmod 644 %s/p.pde", dir, dir, dir, dir);
+    snprintf(cmd, sizeof cmd, "chmod 755 %s && mkdir -p %s/ro && chmod 555 %s/ro && chmod 644 %s/p.pde", tu_dir, tu_dir, tu_dir, tu_dir);
     assert_int_equal(tu_run(cmd, NULL), 0);
     const char *as = "";
     if (geteuid() == 0) {
         if (tu_run("command -v setpriv", NULL) != 0) skip();
         as = "setpriv --reuid=65534 --regid=65534 --clear-groups";
     }
-    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/ro %s %s run p.pde --verbose --out none", dir,
-             dir, as, PJ_BINARY);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/ro %s %s run p.pde --verbose --out none", tu_dir,
+             tu_dir, as, PJ_BINARY);
     assert_int_equal(tu_run(cmd, &out), 0);
     assert_int_equal(count(out, "warning: kernel cache disabled"), 1);
     assert_int_equal(count(out, "compiled in"), 2);
     free(out);
-    snprintf(cmd, sizeof cmd, "find %s/ro -type f | wc -l", dir);
+    snprintf(cmd, sizeof cmd, "find %s/ro -type f | wc -l", tu_dir);
     assert_int_equal(tu_run(cmd, &out), 0);
     assert_string_equal(out, "0\n"); /* nothing was written */
     free(out);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    dir = tu_tempdir("cachecli");
-    return dir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    tu_run(cmd, NULL);
-    free(dir);
-    return 0;
 }
 
 int main(void)
@@ -278,5 +260,5 @@ int main(void)
         cmocka_unit_test(unwritable_cache_folder),
         cmocka_unit_test(read_only_cache_folder),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

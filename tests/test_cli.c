@@ -7,12 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static char *dir;
 
 static char *write_file(const char *name, const char *text)
 {
-    char *path = malloc(strlen(dir) + strlen(name) + 2);
-    sprintf(path, "%s/%s", dir, name);
+    char *path = malloc(strlen(tu_dir) + strlen(name) + 2);
+    sprintf(path, "%s/%s", tu_dir, name);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs(text, f);
@@ -28,7 +27,7 @@ static int pj(char **out, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s %s", dir, dir, PJ_BINARY, args);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s %s", tu_dir, tu_dir, PJ_BINARY, args);
     return tu_run(cmd, out);
 }
 
@@ -90,7 +89,7 @@ static void dump_format(void **state)
     assert_int_equal(pj(&out, "run d.pde --dump d.csv --backend interp"), 0);
     free(out);
     char path[512];
-    snprintf(path, sizeof path, "%s/d.csv", dir);
+    snprintf(path, sizeof path, "%s/d.csv", tu_dir);
     char *csv = tu_read_file(path, NULL);
     assert_non_null(csv);
     /* header, then x fastest, cell centres, 17 significant digits */
@@ -107,7 +106,7 @@ static void dump_format(void **state)
 static double dumped_u(const char *csv_name)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, csv_name);
+    snprintf(path, sizeof path, "%s/%s", tu_dir, csv_name);
     char *csv = tu_read_file(path, NULL);
     assert_non_null(csv);
     double x, u;
@@ -164,7 +163,7 @@ static void snapshots_at_output_times(void **state)
     assert_int_equal(pj(&out, "run o.pde --out snaps"), 0);
     free(out);
     char path[512];
-    snprintf(path, sizeof path, "%s/snaps/snapshots.csv", dir);
+    snprintf(path, sizeof path, "%s/snaps/snapshots.csv", tu_dir);
     char *index = tu_read_file(path, NULL);
     assert_non_null(index);
     /* t = 0, 0.5, 1, 1.5, 2 exactly, although 0.5 is not a multiple of dt */
@@ -175,11 +174,11 @@ static void snapshots_at_output_times(void **state)
     free(index);
     const char *files[] = {"snapshot_000004.csv", "snapshot_000004.vti", "snapshots.pvd", "u_000004.png"};
     for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/snaps/%s", dir, files[i]);
+        snprintf(path, sizeof path, "%s/snaps/%s", tu_dir, files[i]);
         assert_int_equal(access(path, R_OK), 0);
     }
     /* the value at the last snapshot: u = x + 2 */
-    snprintf(path, sizeof path, "%s/snaps/snapshot_000004.csv", dir);
+    snprintf(path, sizeof path, "%s/snaps/snapshot_000004.csv", tu_dir);
     char *csv = tu_read_file(path, NULL);
     double x, y, u;
     assert_int_equal(sscanf(strchr(csv, '\n') + 1, "%lf,%lf,%lf", &x, &y, &u), 3);
@@ -188,13 +187,13 @@ static void snapshots_at_output_times(void **state)
     /* no --out: the file's own output goes to o.out */
     assert_int_equal(pj(&out, "run o.pde"), 0);
     free(out);
-    snprintf(path, sizeof path, "%s/o.out/snapshots.csv", dir);
+    snprintf(path, sizeof path, "%s/o.out/snapshots.csv", tu_dir);
     assert_int_equal(access(path, R_OK), 0);
     /* an output statement without `every`: the start and the end, in the default folder */
     char *q = write_file("f.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = 1\ntime dt = 0.5, until = 1\noutput format = csv\n");
     assert_int_equal(pj(&out, "run f.pde"), 0);
     free(out);
-    snprintf(path, sizeof path, "%s/f.out/snapshot_000001.csv", dir);
+    snprintf(path, sizeof path, "%s/f.out/snapshot_000001.csv", tu_dir);
     assert_int_equal(access(path, R_OK), 0);
     free(q);
     /* --dump to a device writes to it (not over it) */
@@ -225,23 +224,6 @@ static void nan_stops_the_run(void **state)
     free(p);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    dir = tu_tempdir("cli");
-    return dir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    tu_run(cmd, NULL);
-    free(dir);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,5 +234,5 @@ int main(void)
         cmocka_unit_test(snapshots_at_output_times),
         cmocka_unit_test(nan_stops_the_run),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

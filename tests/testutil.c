@@ -68,3 +68,23 @@ double tu_reldiff(double a, double b)
     if (m < 1e-300) m = 1e-300;
     return fabs(a - b) / m;
 }
+
+char *tu_dir;
+
+int tu_dir_setup(void **state)
+{
+    (void)state;
+    tu_dir = tu_tempdir("group");
+    return tu_dir ? 0 : -1;
+}
+
+int tu_dir_teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tu_dir);
+    tu_run(cmd, NULL);
+    free(tu_dir);
+    tu_dir = NULL;
+    return 0;
+}

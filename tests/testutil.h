@@ -13,6 +13,11 @@ char *tu_read_file(const char *path, size_t *len);
 int tu_run(const char *cmd, char **output);
 /* A fresh empty directory under /tmp (malloc'd path). */
 char *tu_tempdir(const char *tag);
+/* A cmocka group's temporary folder: tu_dir is created by tu_dir_setup and removed with all it
+ * holds by tu_dir_teardown (pass them to cmocka_run_group_tests). */
+extern char *tu_dir;
+int tu_dir_setup(void **state);
+int tu_dir_teardown(void **state);
 /* |a-b| / max(|a|,|b|,tiny); 0 when both NaN or equal. */
 double tu_reldiff(double a, double b);
 
