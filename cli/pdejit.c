@@ -16,6 +16,7 @@
 #include "scheme.h"
 #include "sim.h"
 #include "cli.h"
+#include "watch.h"
 
 static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
 {
@@ -115,6 +116,10 @@ static const char *usage_run =
     "  --fast-math                let the compiler reassociate and contract (FMA); results\n"
     "                             then differ from the interpreter in the last bits\n"
     "  --check-every N            steps between NaN/Inf checks (default 1)\n"
+    "  --watch                    hot swap: when FILE changes, recompile it while the run goes on\n"
+    "                             and swap the new equations, funcs, fluxes and boundary\n"
+    "                             conditions in at a step boundary, the fields keeping their state\n"
+    "                             (a file that does not compile is reported; the run goes on)\n"
     "  --verbose                  compile/cache times per kernel, Mcells/s\n"
     "  --quiet                    no progress lines\n"
     "Exit status: 0 success, 1 the run failed (NaN/Inf found: step, time, field, cell), 2 bad\n"
@@ -238,7 +243,7 @@ static int cmd_run(int argc, char **argv)
     if (cli_wants_help(argc, argv)) { fputs(usage_run, stdout); return 0; }
     const char *file = NULL, *backend = "cpu", *out = NULL, *dump = NULL;
     const char *sets[256];
-    int n_sets = 0, threads = 0, single = 0, fast_math = 0, verbose = 0, quiet = 0;
+    int n_sets = 0, threads = 0, single = 0, fast_math = 0, verbose = 0, quiet = 0, watching = 0;
     double dt = 0, until = -1, steps_d = -1, check_every = 1;
     pj_compile_options copt = {0};
     for (int i = 0; i < argc; i++) {
@@ -280,7 +285,7 @@ static int cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--fast-math")) fast_math = 1;
         else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) verbose = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
-        else if (!strcmp(a, "--watch")) { fprintf(stderr, "pdejit run: --watch (hot swap) is not built yet\n"); return 2; }
+        else if (!strcmp(a, "--watch")) watching = 1;
         else if (a[0] == '-' && a[1]) { fprintf(stderr, "pdejit run: unknown option '%s'\n%s", a, usage_run); return 2; }
         else if (!file) file = a;
         else { fprintf(stderr, "pdejit run: more than one FILE ('%s', '%s')\n", file, a); return 2; }
@@ -292,10 +297,15 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pdejit: unknown back end '%s'; back ends are interp, cpu, cuda\n", backend);
         return 2;
     }
+    if (watching && use_cuda) {
+        fprintf(stderr, "pdejit run: --watch works with --backend cpu and interp, not yet with cuda\n");
+        return 2;
+    }
     pj_program *p = cli_load_problem(file, &copt);
     if (!p) return 2;
     int status = 2;
     sim *s = NULL;
+    watch *w = NULL;
     cuda_sim *g = NULL;
     cpu_backend *be = NULL;
     char *out_owned = NULL;
@@ -389,6 +399,12 @@ static int cmd_run(int argc, char **argv)
         .formats = p->output_formats, .fields = p->output_fields, .n_fields = p->n_output_fields, .dump_path = dump,
         .check_every = (int)check_every, .progress = quiet ? NULL : stderr,
     };
+    if (watching) {
+        cpu_backend_options bo = {single, fast_math, NULL};
+        w = watch_create(file, s, &be, &bo, &copt);
+        dopt.between_steps = watch_between_steps;
+        dopt.between_ctx = w;
+    }
     driver_target tg = g ? cuda_backend_target(g) : driver_target_sim(s);
     driver_result res;
     status = driver_run_target(&tg, &dopt, &res, err, sizeof err);
@@ -402,6 +418,7 @@ done:
     sim_destroy(s);
     cuda_sim_destroy(g);
     cpu_backend_destroy(be);
+    watch_free(w); /* after the sim and back end that used its programs */
     program_free(p);
     free(out_owned);
     return status;

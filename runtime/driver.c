@@ -138,6 +138,7 @@ int driver_run_target(const driver_target *tg, const driver_options *o, driver_r
             if (h <= 0) break;
             failed = tg->step(obj, h, err, err_len) < 0;
             done_steps++;
+            if (!failed && o->between_steps) o->between_steps(o->between_ctx);
             if (!failed && ++since_check >= every) {
                 since_check = 0;
                 failed = check(tg, 0, err, err_len) < 0;

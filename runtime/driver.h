@@ -18,6 +18,8 @@ typedef struct driver_options {
     const char *dump_path;  /* NULL: no final dump */
     int check_every;        /* steps between NaN/Inf checks (>= 1) */
     FILE *progress;         /* NULL: quiet; else a line every few seconds on long runs */
+    void (*between_steps)(void *ctx); /* NULL, or called after every step (hot swap) */
+    void *between_ctx;
 } driver_options;
 
 typedef struct driver_result {

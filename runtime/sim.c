@@ -87,6 +87,47 @@ static void wr(const sim *s, void *b, int64_t at, double v)
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
+/* The boundary coefficient buffers of s->p: per side with a linear condition, the output number
+ * of a, b, c per field and room for every output at every face cell. */
+static int setup_coefs(sim *s, char *err, size_t err_len)
+{
+    const pj_program *p = s->p;
+    for (int side = 0; side < 6; side++) {
+        free(s->coef[side]);
+        s->coef[side] = NULL;
+        s->coef_valid[side] = 0;
+    }
+    for (int side = 0; side < 2 * p->dim; side++) {
+        int any = 0, all_const = 1;
+        for (int f = 0; f < p->n_fields; f++) {
+            for (int c = 0; c < 3; c++) s->coef_out[f][side][c] = -1;
+            if (p->bc[f][side].kind != PJ_BC_LINEAR) continue;
+            any = 1;
+            if (!p->bc[f][side].constant) all_const = 0;
+        }
+        if (!any) continue;
+        const kir_kernel *k = p->bc_kernel[side];
+        if (!k || k->kind != KIR_BC || k->side != side) {
+            diag_set(err, err_len, "sim: side %d has a linear boundary condition but no bc kernel", side);
+            return -1;
+        }
+        for (int o = 0; o < k->n_outputs; o++) {
+            const kir_output *out = &k->outputs[o];
+            if (out->slot >= 0 && out->slot < 3 && out->field >= 0 && out->field < p->n_fields &&
+                s->coef_out[out->field][side][out->slot] < 0)
+                s->coef_out[out->field][side][out->slot] = o;
+        }
+        int64_t nface = interp_face_cells(&s->L, side);
+        s->coef[side] = malloc(sizeof(double) * (size_t)(k->n_outputs ? k->n_outputs : 1) * (size_t)nface);
+        if (!s->coef[side]) {
+            diag_set(err, err_len, "sim: %s", strerror(ENOMEM));
+            return -1;
+        }
+        s->coef_const[side] = all_const;
+    }
+    return 0;
+}
+
 sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t err_len)
 {
     if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 ||
@@ -164,32 +205,9 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
         s->L.origin[a] = a < p->dim ? p->origin[a] : 0;
         s->L.h[a] = a < p->dim && p->length[a] > 0 ? p->length[a] / (double)s->n[a] : 1.0;
     }
-    /* boundary coefficients */
-    for (int side = 0; side < 2 * p->dim; side++) {
-        int any = 0, all_const = 1;
-        for (int f = 0; f < p->n_fields; f++) {
-            for (int c = 0; c < 3; c++) s->coef_out[f][side][c] = -1;
-            if (p->bc[f][side].kind != PJ_BC_LINEAR) continue;
-            any = 1;
-            if (!p->bc[f][side].constant) all_const = 0;
-        }
-        if (!any) continue;
-        const kir_kernel *k = p->bc_kernel[side];
-        if (!k || k->kind != KIR_BC || k->side != side) {
-            diag_set(err, err_len, "sim: side %d has a linear boundary condition but no bc kernel", side);
-            sim_destroy(s);
-            return NULL;
-        }
-        for (int o = 0; o < k->n_outputs; o++) {
-            const kir_output *out = &k->outputs[o];
-            if (out->slot >= 0 && out->slot < 3 && out->field >= 0 && out->field < p->n_fields &&
-                s->coef_out[out->field][side][out->slot] < 0)
-                s->coef_out[out->field][side][out->slot] = o;
-        }
-        int64_t nface = interp_face_cells(&s->L, side);
-        s->coef[side] = malloc(sizeof(double) * (size_t)(k->n_outputs ? k->n_outputs : 1) * (size_t)nface);
-        if (!s->coef[side]) goto oom;
-        s->coef_const[side] = all_const;
+    if (setup_coefs(s, err, err_len) < 0) {
+        sim_destroy(s);
+        return NULL;
     }
     /* no pool (one thread) when asked for one, or when threads cannot start: runs serially */
     if (s->threads != 1) s->pool = cpu_pool_create(s->threads);
@@ -473,4 +491,55 @@ const kir_launch *sim_launch(sim *s) { return &s->L; }
 int sim_take_nonfinite(sim *s)
 {
     return __atomic_exchange_n(&s->nonfinite, 0, __ATOMIC_RELAXED) != 0;
+}
+
+int sim_replace_program(sim *s, const pj_program *p2, char *err, size_t err_len)
+{
+    const pj_program *p = s->p;
+    if (p2->dim != p->dim) {
+        diag_set(err, err_len, "the mesh changed from %dD to %dD", p->dim, p2->dim);
+        return -1;
+    }
+    for (int a = 0; a < p->dim; a++)
+        if (p2->n[a] != p->n[a] || p2->length[a] != p->length[a] || p2->origin[a] != p->origin[a]) {
+            diag_set(err, err_len, "the mesh changed along %c", "xyz"[a]);
+            return -1;
+        }
+    if (p2->n_fields != p->n_fields) {
+        diag_set(err, err_len, "the fields changed (%d, now %d)", p->n_fields, p2->n_fields);
+        return -1;
+    }
+    for (int f = 0; f < p->n_fields; f++)
+        if (strcmp(p->field_names[f], p2->field_names[f])) {
+            diag_set(err, err_len, "the fields changed ('%s' is now '%s')", p->field_names[f], p2->field_names[f]);
+            return -1;
+        }
+    if (p2->n_params != p->n_params) {
+        diag_set(err, err_len, "the params changed (%d, now %d)", p->n_params, p2->n_params);
+        return -1;
+    }
+    for (int i = 0; i < p->n_params; i++)
+        if (strcmp(p->param_names[i], p2->param_names[i])) {
+            diag_set(err, err_len, "the params changed ('%s' is now '%s')", p->param_names[i], p2->param_names[i]);
+            return -1;
+        }
+    if (p2->n_slots != p->n_slots || p2->swap_after_step != p->swap_after_step) {
+        diag_set(err, err_len, "the scheme changed from %s to %s", scheme_name(p->scheme), scheme_name(p2->scheme));
+        return -1;
+    }
+    if (p2->halo > s->H) {
+        diag_set(err, err_len, "the stencil now reaches %d cells, the fields have %d ghost layers", p2->halo, s->H);
+        return -1;
+    }
+    s->p = p2;
+    if (setup_coefs(s, err, err_len) < 0) {
+        s->p = p;
+        setup_coefs(s, NULL, 0);
+        return -1;
+    }
+    /* params the user set keep their values; the others take the new definitions */
+    for (int i = 0; i < p2->n_params; i++)
+        if (!s->param_set[i]) s->param[i] = p2->param_values ? p2->param_values[i] : 0;
+    if (p2->params_kernel) interp_params(p2->params_kernel, s->param, s->param_set);
+    return 0;
 }

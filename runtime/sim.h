@@ -65,6 +65,13 @@ void sim_set_field(sim *s, int f, const double *in);
 /* The launch description for stage kernels (buffers of the current slots), for back ends. */
 const kir_launch *sim_launch(sim *s);
 
+/* Hot swap: runs p2's kernels from the next step on, the fields keeping their state (p2's initial
+ * values are not used). p2 must have the same mesh, fields, params and scheme slots as the current
+ * program, and no wider stencil than the ghost layers allocated; returns -1 with the reason
+ * otherwise, and nothing changes. The caller installs p2's compiled stage runner (if any) and
+ * keeps the old program alive while anything may still refer to it. */
+int sim_replace_program(sim *s, const pj_program *p2, char *err, size_t err_len);
+
 /* Fills the ghost cells of `slot` at time t (exposed for tests): per field, axes x, y, z in
  * order, each over the full extent of the other axes including their ghost layers (so the
  * last axis sets the corners). Periodic wraps, Neumann-0 mirrors, a linear condition

@@ -203,6 +203,39 @@ static void snapshots_at_output_times(void **state)
     free(p);
 }
 
+/* --watch: a broken edit is reported and the run goes on; a good edit is swapped in at a step
+ * boundary, the field keeping its value: du/dt = 1 then 2 from the swap time ts gives
+ * u(T) = ts + 2 (T - ts) exactly (every step adds dt*rate). */
+static void watch_swaps_at_a_step(void **state)
+{
+    (void)state;
+    char *p = write_file("w.pde", "mesh grid(nx = 1000000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 40\n");
+    char *out;
+    int rc = pj(&out, "run w.pde --watch --out none --dump w.csv 2>&1 & cd %s && "
+                      "sleep 0.5; sed -i 's/= 1$/= 2 + qq/' w.pde; sleep 0.8; sed -i 's/= 2 + qq$/= 2/' w.pde; wait $!", tu_dir);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "w.pde changed but it does not compile; still running the previous definition\n"
+                                "w.pde:3:16: error: undefined name 'qq'\n    eq dt(u) = 2 + qq\n                   ^\n"));
+    const char *sw = strstr(out, ": w.pde changed: swapped in the new definition");
+    assert_non_null(sw);
+    while (sw > out && strncmp(sw, "t = ", 4)) sw--;
+    double ts = 0;
+    assert_int_equal(sscanf(sw, "t = %lf", &ts), 1);
+    assert_true(ts > 0 && ts < 40);
+    double u = dumped_u("w.csv");
+    if (fabs(u - (ts + 2 * (40 - ts))) > 1e-6) fprintf(stderr, "%s\nu = %.17g, ts = %.17g\n", out, u, ts);
+    assert_true(fabs(u - (ts + 2 * (40 - ts))) < 1e-6);
+    free(out);
+    /* what a running simulation cannot change is refused, and the run goes on */
+    free(write_file("w.pde", "mesh grid(nx = 1000000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 20\n"));
+    rc = pj(&out, "run w.pde --watch --out none --backend cpu 2>&1 & cd %s && sleep 0.5; "
+                  "sed -i 's/nx = 1000000/nx = 999/' w.pde; wait $!", tu_dir);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "w.pde changed, but the mesh changed along x: restart the run for that"));
+    free(out);
+    free(p);
+}
+
 static void nan_stops_the_run(void **state)
 {
     (void)state;
@@ -233,6 +266,7 @@ int main(void)
         cmocka_unit_test(time_options),
         cmocka_unit_test(snapshots_at_output_times),
         cmocka_unit_test(nan_stops_the_run),
+        cmocka_unit_test(watch_swaps_at_a_step),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
