@@ -402,6 +402,7 @@ static int cmd_run(int argc, char **argv)
     if (watching) {
         cpu_backend_options bo = {single, fast_math, NULL};
         w = watch_create(file, s, &be, &bo, &copt);
+        fprintf(stderr, "pdejit: watching %s: edits are swapped in while the run goes on\n", file);
         dopt.between_steps = watch_between_steps;
         dopt.between_ctx = w;
     }

@@ -211,8 +211,12 @@ static void watch_swaps_at_a_step(void **state)
     (void)state;
     char *p = write_file("w.pde", "mesh grid(nx = 1000000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 40\n");
     char *out;
-    int rc = pj(&out, "run w.pde --watch --out none --dump w.csv 2>&1 & cd %s && "
-                      "sleep 0.5; sed -i 's/= 1$/= 2 + qq/' w.pde; sleep 0.8; sed -i 's/= 2 + qq$/= 2/' w.pde; wait $!", tu_dir);
+    /* each edit waits for the run to be ready for it (a loaded machine may start slowly) */
+    int rc = pj(&out, "run w.pde --watch --out none --dump w.csv 2> w.log & pid=$!; cd %s && "
+                      "until grep -q watching w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
+                      "sed -i 's/= 1$/= 2 + qq/' w.pde; "
+                      "until grep -q 'not compile' w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
+                      "sed -i 's/= 2 + qq$/= 2/' w.pde; wait $pid; rc=$?; cat w.log; exit $rc", tu_dir);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "w.pde changed but it does not compile; still running the previous definition\n"
                                 "w.pde:3:16: error: undefined name 'qq'\n    eq dt(u) = 2 + qq\n                   ^\n"));
@@ -228,8 +232,9 @@ static void watch_swaps_at_a_step(void **state)
     free(out);
     /* what a running simulation cannot change is refused, and the run goes on */
     free(write_file("w.pde", "mesh grid(nx = 1000000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 20\n"));
-    rc = pj(&out, "run w.pde --watch --out none --backend cpu 2>&1 & cd %s && sleep 0.5; "
-                  "sed -i 's/nx = 1000000/nx = 999/' w.pde; wait $!", tu_dir);
+    rc = pj(&out, "run w.pde --watch --out none --backend cpu 2> w.log & pid=$!; cd %s && "
+                  "until grep -q watching w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
+                  "sed -i 's/nx = 1000000/nx = 999/' w.pde; wait $pid; rc=$?; cat w.log; exit $rc", tu_dir);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "w.pde changed, but the mesh changed along x: restart the run for that"));
     free(out);
