@@ -230,11 +230,12 @@ static void watch_swaps_at_a_step(void **state)
     if (fabs(u - (ts + 2 * (40 - ts))) > 1e-6) fprintf(stderr, "%s\nu = %.17g, ts = %.17g\n", out, u, ts);
     assert_true(fabs(u - (ts + 2 * (40 - ts))) < 1e-6);
     free(out);
-    /* what a running simulation cannot change is refused, and the run goes on */
+    /* what a running simulation cannot change is refused, and the run goes on (a fresh log: the
+       wait must not see the first run's lines) */
     free(write_file("w.pde", "mesh grid(nx = 1000000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 20\n"));
-    rc = pj(&out, "run w.pde --watch --out none --backend cpu 2> w.log & pid=$!; cd %s && "
-                  "until grep -q watching w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
-                  "sed -i 's/nx = 1000000/nx = 999/' w.pde; wait $pid; rc=$?; cat w.log; exit $rc", tu_dir);
+    rc = pj(&out, "run w.pde --watch --out none --backend cpu 2> w2.log & pid=$!; cd %s && "
+                  "until grep -q watching w2.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
+                  "sed -i 's/nx = 1000000/nx = 999/' w.pde; wait $pid; rc=$?; cat w2.log; exit $rc", tu_dir);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "w.pde changed, but the mesh changed along x: restart the run for that"));
     free(out);
