@@ -258,7 +258,7 @@ static int cmd_run(int argc, char **argv)
         }
         else if (!strcmp(a, "--dt")) { NEED_VALUE(); if (cli_parse_double(a, v, &dt) < 0) return 2; if (!(dt > 0)) { fprintf(stderr, "pdejit: --dt must be positive\n"); return 2; } }
         else if (!strcmp(a, "--until")) { NEED_VALUE(); if (cli_parse_double(a, v, &until) < 0) return 2; if (!(until >= 0)) { fprintf(stderr, "pdejit: --until must be >= 0\n"); return 2; } }
-        else if (!strcmp(a, "--steps")) { NEED_VALUE(); if (cli_parse_double(a, v, &steps_d) < 0) return 2; if (!(steps_d >= 0 && steps_d == floor(steps_d))) { fprintf(stderr, "pdejit: --steps must be a whole number >= 0\n"); return 2; } }
+        else if (!strcmp(a, "--steps")) { NEED_VALUE(); if (cli_parse_double(a, v, &steps_d) < 0) return 2; if (!(steps_d >= 0 && steps_d == floor(steps_d) && steps_d < 9e15)) { fprintf(stderr, "pdejit: --steps must be a whole number from 0 to 9e15\n"); return 2; } }
         else if (!strcmp(a, "--scheme")) {
             NEED_VALUE();
             int sch = scheme_from_name(v);
@@ -301,6 +301,7 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pdejit run: --watch works with --backend cpu and interp, not yet with cuda\n");
         return 2;
     }
+    watch_baseline base = watch_baseline_of(file); /* before reading: edits from now on count */
     pj_program *p = cli_load_problem(file, &copt);
     if (!p) return 2;
     int status = 2;
@@ -401,7 +402,12 @@ static int cmd_run(int argc, char **argv)
     };
     if (watching) {
         cpu_backend_options bo = {single, fast_math, NULL};
-        w = watch_create(file, s, &be, &bo, &copt);
+        w = watch_create(file, &base, s, &be, &bo, &copt);
+        if (!w) {
+            fprintf(stderr, "pdejit: --watch: out of memory\n");
+            status = 1;
+            goto done;
+        }
         fprintf(stderr, "pdejit: watching %s: edits are swapped in while the run goes on\n", file);
         dopt.between_steps = watch_between_steps;
         dopt.between_ctx = w;

@@ -52,8 +52,17 @@ static int file_state(const char *path, struct timespec *mtime, off_t *size)
     return 0;
 }
 
-watch *watch_create(const char *path, sim *s, cpu_backend **be, const cpu_backend_options *bo,
-                    const pj_compile_options *copt)
+watch_baseline watch_baseline_of(const char *path)
+{
+    watch_baseline b = {0, 0, 0, 0};
+    struct timespec m;
+    off_t size;
+    if (file_state(path, &m, &size) == 0) b = (watch_baseline){m.tv_sec, m.tv_nsec, size, 1};
+    return b;
+}
+
+watch *watch_create(const char *path, const watch_baseline *base, sim *s, cpu_backend **be,
+                    const cpu_backend_options *bo, const pj_compile_options *copt)
 {
     watch *w = calloc(1, sizeof *w);
     if (!w) return NULL;
@@ -62,7 +71,13 @@ watch *watch_create(const char *path, sim *s, cpu_backend **be, const cpu_backen
     w->be = be;
     if (bo) w->bo = *bo;
     if (copt) w->copt = *copt;
-    file_state(path, &w->mtime, &w->size);
+    if (base && base->ok) {
+        w->mtime.tv_sec = (time_t)base->sec;
+        w->mtime.tv_nsec = (long)base->nsec;
+        w->size = (off_t)base->size;
+    } else {
+        file_state(path, &w->mtime, &w->size);
+    }
     w->last_poll = driver_now();
     const char *e = getenv("PDEJIT_WATCH_STEPS");
     w->every_steps = e ? atol(e) : 0;

@@ -14,7 +14,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-#define MAX_WORK 4000000L
+#define MAX_WORK 4000000L      /* lowering steps per expression */
+#define MAX_INLINE_DEPTH 200   /* funcs calling funcs */
 
 void lower_error(compiler *C, pj_loc loc, const char *fmt, ...)
 {
@@ -320,6 +321,12 @@ static int lower_call(compiler *C, lctx *x, const ast_expr *e)
     if (s && (s->kind == SYM_FUNC || s->kind == SYM_FLUX)) {
         if (s->kind == SYM_FLUX && !x->face) {
             lower_error(C, e->loc, "flux '%s' is a face quantity: use it inside div(...)", n);
+            return -1;
+        }
+        int nesting = 0;
+        for (const frame *q = x->env; q; q = q->caller) nesting++;
+        if (nesting >= MAX_INLINE_DEPTH) {
+            lower_error(C, e->loc, "funcs call each other more than %d deep", MAX_INLINE_DEPTH);
             return -1;
         }
         frame f = {s->stmt, e->args, x->env, e->loc};

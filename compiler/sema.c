@@ -238,9 +238,11 @@ int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def)
                 diag_error(C->d, e->loc, "only fields have neighbours: '%s' is a %s", e->name,
                            s ? kind_text(s->kind) : "name");
         }
-        if (e->n_args > C->dim)
+        if (e->n_args > 3)
+            diag_error(C->d, e->args[3]->loc, "%d neighbour offsets: at most one per axis (x, y, z)", e->n_args);
+        else if (e->n_args > C->dim)
             diag_error(C->d, e->args[C->dim]->loc, "offset along %c, which a %s mesh does not have",
-                       "xyz?"[C->dim < 3 ? C->dim : 3], dim_text(C->dim));
+                       "xyz"[C->dim], dim_text(C->dim));
         break;
     }
     default:
@@ -376,7 +378,13 @@ static int read_mesh(compiler *C, pj_program *p)
                 }
                 p->length[a] = val[3 + a];
             }
-            if (given[6 + a]) p->origin[a] = val[6 + a];
+            if (given[6 + a]) {
+                if (!isfinite(val[6 + a])) {
+                    diag_error(C->d, where[6 + a], "%s must be a finite number, not %g", keys[6 + a], val[6 + a]);
+                    continue;
+                }
+                p->origin[a] = val[6 + a];
+            }
         } else {
             for (int q = 3 + a; q < 9; q += 3)
                 if (given[q])
@@ -389,54 +397,89 @@ static int read_mesh(compiler *C, pj_program *p)
 
 /* ---- recursion among funcs ---------------------------------------------------------------- */
 
-static int calls_cycle(compiler *C, const ast_expr *e, symbol **stack, int depth);
-
-static int visit_func(compiler *C, symbol *s, symbol **stack, int depth)
+/* The user funcs and fluxes an expression calls (each once), appended to calls. */
+static void collect_calls(compiler *C, const ast_expr *e, symbol ***calls, int *n, int *cap)
 {
-    if (s->state == 2) return 0;
-    if (s->state == 1) {
-        char path[512] = "";
-        int start = 0;
-        while (start < depth && stack[start] != s) start++;
-        for (int i = start; i < depth; i++) {
-            strncat(path, stack[i]->name, sizeof path - strlen(path) - 8);
-            strncat(path, " -> ", sizeof path - strlen(path) - 1);
-        }
-        strncat(path, s->name, sizeof path - strlen(path) - 1);
-        diag_error(C->d, s->loc, "%s '%s' is recursive (%s); funcs are inlined and may not call themselves",
-                   kind_text(s->kind), s->name, path);
-        return 1;
-    }
-    if (depth >= 64) return 0;
-    s->state = 1;
-    stack[depth] = s;
-    int r = calls_cycle(C, s->stmt->rhs, stack, depth + 1);
-    s->state = 2;
-    return r;
-}
-
-static int calls_cycle(compiler *C, const ast_expr *e, symbol **stack, int depth)
-{
-    if (!e) return 0;
+    if (!e) return;
     if (e->kind == AST_CALL) {
         symbol *s = sema_lookup(C, e->name);
-        if (s && (s->kind == SYM_FUNC || s->kind == SYM_FLUX) && visit_func(C, s, stack, depth)) return 1;
+        if (s && (s->kind == SYM_FUNC || s->kind == SYM_FLUX)) {
+            int seen = 0;
+            for (int i = 0; i < *n && !seen; i++) seen = (*calls)[i] == s;
+            if (!seen) {
+                if (*n == *cap) {
+                    *cap = *cap ? 2 * *cap : 8;
+                    *calls = arena_grow(C->arena, *calls, sizeof **calls * (size_t)*n, sizeof **calls * (size_t)*cap);
+                }
+                (*calls)[(*n)++] = s;
+            }
+        }
     }
-    if (calls_cycle(C, e->a, stack, depth) || calls_cycle(C, e->b, stack, depth) || calls_cycle(C, e->c, stack, depth))
-        return 1;
-    for (int i = 0; i < e->n_args; i++)
-        if (calls_cycle(C, e->args[i], stack, depth)) return 1;
-    return 0;
+    collect_calls(C, e->a, calls, n, cap);
+    collect_calls(C, e->b, calls, n, cap);
+    collect_calls(C, e->c, calls, n, cap);
+    for (int i = 0; i < e->n_args; i++) collect_calls(C, e->args[i], calls, n, cap);
 }
 
+/* Depth-first over the call graph with an explicit stack (no limit on the number of funcs):
+ * a func met again while it is on the stack closes a cycle, reported once with its path. */
 static void check_recursion(compiler *C)
 {
-    symbol *stack[64];
-    for (int i = 0; i < C->n_syms; i++) {
+    int nf = C->n_syms;
+    symbol ***calls = arena_alloc(C->arena, sizeof *calls * (size_t)(nf + 1));
+    int *n_calls = arena_alloc(C->arena, sizeof *n_calls * (size_t)(nf + 1));
+    int *next = arena_alloc(C->arena, sizeof *next * (size_t)(nf + 1));
+    symbol **stack = arena_alloc(C->arena, sizeof *stack * (size_t)(nf + 1));
+    for (int i = 0; i < nf; i++) {
         symbol *s = &C->syms[i];
-        if ((s->kind == SYM_FUNC || s->kind == SYM_FLUX) && s->state == 0) visit_func(C, s, stack, 0);
+        int cap = 0;
+        if (s->kind == SYM_FUNC || s->kind == SYM_FLUX) collect_calls(C, s->stmt->rhs, &calls[i], &n_calls[i], &cap);
+        s->state = 0;
     }
-    for (int i = 0; i < C->n_syms; i++) C->syms[i].state = 0;
+    for (int root = 0; root < nf; root++) {
+        if (C->syms[root].state || (C->syms[root].kind != SYM_FUNC && C->syms[root].kind != SYM_FLUX)) continue;
+        int depth = 0;
+        stack[depth++] = &C->syms[root];
+        C->syms[root].state = 1;
+        next[root] = 0;
+        while (depth > 0) {
+            symbol *top = stack[depth - 1];
+            int t = (int)(top - C->syms);
+            if (next[t] == n_calls[t]) {
+                top->state = 2;
+                depth--;
+                continue;
+            }
+            symbol *callee = calls[t][next[t]++];
+            int c = (int)(callee - C->syms);
+            if (callee->state == 1) {
+                char path[512] = "";
+                int from = depth - 1;
+                while (from > 0 && stack[from] != callee) from--;
+                /* a long cycle shows its first and last calls */
+                for (int i = from; i < depth; i++) {
+                    if (depth - from > 8 && i == from + 3) {
+                        strncat(path, "... -> ", sizeof path - strlen(path) - 1);
+                        i = depth - 4;
+                        continue;
+                    }
+                    strncat(path, stack[i]->name, sizeof path - strlen(path) - 8);
+                    strncat(path, " -> ", sizeof path - strlen(path) - 1);
+                }
+                strncat(path, callee->name, sizeof path - strlen(path) - 1);
+                diag_error(C->d, callee->loc, "%s '%s' is recursive (%s); funcs are inlined and may not call themselves",
+                           kind_text(callee->kind), callee->name, path);
+                for (int i = 0; i < nf; i++) C->syms[i].state = 0;
+                return;
+            }
+            if (callee->state == 0) {
+                callee->state = 1;
+                next[c] = 0;
+                stack[depth++] = callee;
+            }
+        }
+    }
+    for (int i = 0; i < nf; i++) C->syms[i].state = 0;
 }
 
 /* ---- statements --------------------------------------------------------------------------- */
@@ -580,7 +623,10 @@ static void read_output(compiler *C, pj_program *p)
                 const char *name = w < 0 ? (kw->value->kind == AST_NAME ? kw->value->name : NULL) : kw->words[w].text;
                 pj_loc loc = w < 0 ? kw->value->loc : kw->words[w].loc;
                 symbol *s = name ? sema_lookup(C, name) : NULL;
+                int twice = 0;
+                for (int q = 0; s && q < p->n_output_fields; q++) twice |= p->output_fields[q] == s->index;
                 if (!s || s->kind != SYM_FIELD) diag_error(C->d, loc, "output fields: '%s' is not a field", name ? name : "?");
+                else if (twice) diag_error(C->d, loc, "output fields: '%s' is listed twice", name);
                 else p->output_fields[p->n_output_fields++] = s->index;
             }
         }
@@ -607,6 +653,7 @@ static void build_fields_and_params(compiler *C, pj_program *p)
     p->init = kir_new(KIR_INIT, p->dim, p->n_fields, p->n_params, 1, "init");
     for (int i = 0; i < C->n_syms; i++) {
         symbol *s = &C->syms[i];
+        C->work = 0; /* the inlining budget is per expression */
         if (s->kind == SYM_FIELD) {
             p->field_names[s->index] = strdup(s->name);
             int v;
@@ -739,6 +786,7 @@ static void read_boundaries(compiler *C, pj_program *p)
                 p->bc_kernel[side]->side = side;
             }
             kir_kernel *k = p->bc_kernel[side];
+            C->work = 0;
             lctx x = {.k = k, .where = IN_BC, .bc_field = field, .bc_side = side};
             int a, b, c;
             if (lower_bc(C, &x, st->lhs, st->rhs, &a, &b, &c) < 0) break;
@@ -766,6 +814,7 @@ typedef struct rhs_ctx { compiler *C; const ast_stmt **eqs; } rhs_ctx;
 static int lower_rhs(void *vctx, kir_kernel *k, int read_slot, int field)
 {
     rhs_ctx *r = vctx;
+    r->C->work = 0; /* the inlining budget is per expression */
     lctx x = {.k = k, .where = IN_STAGE, .slot = read_slot};
     int v = lower_expr(r->C, &x, r->eqs[field]->rhs);
     return v < 0 ? -1 : kir_as_f(k, v);

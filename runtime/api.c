@@ -1,5 +1,6 @@
 /* api.c — the public API (include/pdejit.h) over the compiler and the runtime. */
 #include "pdejit.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,16 +98,18 @@ pj_status pj_sim_advance(pj_sim *ps, double dt, double t_end, char *err, size_t 
         if (err) snprintf(err, err_len, "pj_sim_advance: need dt > 0 and t_end >= the current time");
         return PJ_ERR_INPUT;
     }
-    while (sim_time(ps->s) < t_end) {
-        double left = t_end - sim_time(ps->s);
-        double h = left <= dt * (1 + 1e-9) ? left : dt;
+    /* as the run loop: whole steps of dt, the last one shortened to land on t_end (a remainder
+       within 1e-9 dt of a whole number of steps is that many steps) */
+    int64_t n = (int64_t)ceil((t_end - sim_time(ps->s)) / dt - 1e-9);
+    for (int64_t i = 0; i < n; i++) {
+        double h = i == n - 1 ? t_end - sim_time(ps->s) : dt;
+        if (h <= 0) break;
         sim_step(ps->s, h);
         sim_nan_report r;
         if (sim_take_nonfinite(ps->s) && sim_check_finite(ps->s, &r)) {
             if (err) driver_describe_nan(ps->p, &r, err, err_len);
             return PJ_ERR_RUN;
         }
-        if (h == left) break;
     }
     return PJ_OK;
 }

@@ -121,6 +121,10 @@ int driver_run_target(const driver_target *tg, const driver_options *o, driver_r
     }
     int status = 1;
     if (check(tg, 1, err, err_len) < 0 || snapshot(tg, o, ws, res, err, err_len) < 0) goto done;
+    if (!(end > tg->time(obj))) { /* nothing to step: the first snapshot is the last */
+        status = 0;
+        goto done;
+    }
     double start = driver_now(), last_report = start;
     int64_t since_check = 0, done_steps = 0;
     for (int n_out = 1;; n_out++) {

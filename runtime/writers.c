@@ -28,10 +28,10 @@ static int af_open(afile *a, const char *path, char *err, size_t err_len)
     a->path = path;
     a->f = NULL;
     a->tmp = NULL;
-    /* a device or a pipe (--dump /dev/stdout) is written directly: renaming over it would
-       replace it with a regular file */
+    /* a device, a pipe or a link (--dump /dev/stdout, a user's symlink) is written through:
+       renaming over it would replace it with a regular file */
     struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         a->f = fopen(path, "wb");
         if (!a->f) {
             diag_set(err, err_len, "%s: %s", path, strerror(errno));

@@ -136,6 +136,9 @@ static void time_options(void **state)
     assert_int_equal(pj(&out, "run ode.pde --set rr=1"), 2);
     assert_non_null(strstr(out, "'rr' is not a param of ode.pde (did you mean 'r'?)"));
     free(out);
+    assert_int_equal(pj(&out, "run ode.pde --steps 1e19"), 2);
+    assert_non_null(strstr(out, "--steps must be a whole number from 0 to 9e15"));
+    free(out);
     assert_int_equal(pj(&out, "run ode.pde --dt 0"), 2);
     free(out);
     assert_int_equal(pj(&out, "run ode.pde --scheme rk9"), 2);
@@ -196,6 +199,17 @@ static void snapshots_at_output_times(void **state)
     snprintf(path, sizeof path, "%s/f.out/snapshot_000001.csv", tu_dir);
     assert_int_equal(access(path, R_OK), 0);
     free(q);
+    /* nothing to step: one snapshot */
+    assert_int_equal(pj(&out, "run f.pde --until 0 --out zero"), 0);
+    free(out);
+    snprintf(path, sizeof path, "%s/zero/snapshot_000001.csv", tu_dir);
+    assert_int_equal(access(path, F_OK), -1);
+    /* through a link, or a redirected /dev/stdout: written through, the link stays a link */
+    assert_int_equal(pj(&out, "run f.pde --out none --dump /dev/stdout > redirected.csv && test -L /dev/stdout && "
+                              "ln -sf real.csv link.csv && PDEJIT_CACHE_DIR=cache %s run f.pde --out none --dump link.csv && test -L link.csv && "
+                              "cmp real.csv redirected.csv && echo THROUGH", PJ_BINARY), 0);
+    assert_non_null(strstr(out, "THROUGH"));
+    free(out);
     /* --dump to a device writes to it (not over it) */
     assert_int_equal(pj(&out, "run f.pde --out none --dump /dev/stdout"), 0);
     assert_non_null(strstr(out, "x,u\n0.125,"));

@@ -266,6 +266,38 @@ static void constants_and_limits(void **state)
     free(log);
 }
 
+static void long_func_chains(void **state)
+{
+    (void)state;
+    /* a cycle through 70 funcs, a chain of 300: reported, no stack overflow */
+    char *src = malloc(1 << 16);
+    int n = sprintf(src, "mesh grid(nx = 10)\n");
+    for (int i = 0; i < 70; i++) n += sprintf(src + n, "func f%d(a) = f%d(a) + 1\n", i, (i + 1) % 70);
+    sprintf(src + n, "field u = x\neq dt(u) = f0(u)\n");
+    expect_error(src, "2:6: error: func 'f0' is recursive (f0 -> f1 -> f2 -> ... -> f67 -> f68 -> f69 -> f0); "
+                      "funcs are inlined and may not call themselves");
+    n = sprintf(src, "mesh grid(nx = 10)\nfunc f0(a) = a\n");
+    for (int i = 1; i < 300; i++) n += sprintf(src + n, "func f%d(a) = f%d(a) + 1\n", i, i - 1);
+    sprintf(src + n, "field u = x\neq dt(u) = f299(u)\n");
+    expect_error(src, "102:16: error: funcs call each other more than 200 deep");
+    free(src);
+    /* the inlining budget is per expression: eight big right-hand sides (rk4, two fields) compile */
+    char *log;
+    pj_program *p = compile("mesh grid(nx = 16, ny = 16, nz = 16)\nfield u = x\nfield v = y\n"
+                            "eq dt(u) = lap(lap(lap(lap(lap(lap(lap(u)))))))\n"
+                            "eq dt(v) = lap(lap(lap(lap(lap(lap(lap(v)))))))\n"
+                            "time dt = 1e-30, steps = 1, scheme = rk4\n", &log);
+    if (!p) fprintf(stderr, "%s", log);
+    assert_non_null(p);
+    assert_int_equal(p->field_halo[0], 7);
+    program_free(p);
+    free(log);
+    expect_error("mesh grid(nx=4, ny=4, nz=4)\nfield u\neq dt(u) = u[1, 0, 0, 0]\n",
+                 "3:23: error: 4 neighbour offsets: at most one per axis (x, y, z)");
+    expect_error("mesh grid(nx=4, x0 = 1/0)\n", "1:22: error: x0 must be a finite number, not inf");
+    expect_error("mesh grid(nx=4)\nfield u\noutput fields = u u\n", "3:19: error: output fields: 'u' is listed twice");
+}
+
 static void several_errors_in_one_run(void **state)
 {
     (void)state;
@@ -344,6 +376,7 @@ int main(void)
         cmocka_unit_test(errors_dimensions),
         cmocka_unit_test(errors_time_and_lexing),
         cmocka_unit_test(constants_and_limits),
+        cmocka_unit_test(long_func_chains),
         cmocka_unit_test(several_errors_in_one_run),
         cmocka_unit_test(hostile_input),
     };
