@@ -279,17 +279,10 @@ static int locate_nvrtc(char *out)
     dl_add_path_list(&dirs, getenv("LD_LIBRARY_PATH"));
     dl_add_conf(&dirs, "/etc/ld.so.conf", 0);
     dl_add_path_list(&dirs, "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64:/lib:/usr/lib");
-    char home13[PATH_MAX] = "", home[PATH_MAX] = "";
-    const char *ch = getenv("CUDA_HOME");
-    if (ch && *ch) {
-        snprintf(home13, sizeof home13, "%s/lib64/libnvrtc.so.13", ch);
-        snprintf(home, sizeof home, "%s/lib64/libnvrtc.so", ch);
-    }
-    const char *names[] = {getenv("PDEJIT_NVRTC"), "libnvrtc.so.13", "libnvrtc.so", home13, home,
-                           "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so",
-                           "libnvrtc.so.12"};
+    cuda_nvrtc_names nn; /* the same list, in the same order, as cuda_nvrtc_open */
+    cuda_nvrtc_names_init(&nn);
     int rc = -1;
-    for (size_t i = 0; i < sizeof names / sizeof *names && rc; i++) rc = resolve_lib(names[i], &dirs, out);
+    for (int i = 0; i < CUDA_NVRTC_CANDIDATES && rc; i++) rc = resolve_lib(nn.name[i], &dirs, out);
     for (int i = 0; i < dirs.n; i++) free(dirs.d[i]);
     free(dirs.d);
     return rc;

@@ -66,19 +66,26 @@ static void *open_first(const char *const *names, int n, char *tried, size_t tri
     return NULL;
 }
 
-cuda_nvrtc *cuda_nvrtc_open(char *reason, size_t reason_len)
+void cuda_nvrtc_names_init(cuda_nvrtc_names *n)
 {
-    char home13[512] = "", home[512] = "";
+    n->home13[0] = n->home[0] = 0;
     const char *ch = getenv("CUDA_HOME");
     if (ch && *ch) {
-        snprintf(home13, sizeof home13, "%s/lib64/libnvrtc.so.13", ch);
-        snprintf(home, sizeof home, "%s/lib64/libnvrtc.so", ch);
+        snprintf(n->home13, sizeof n->home13, "%s/lib64/libnvrtc.so.13", ch);
+        snprintf(n->home, sizeof n->home, "%s/lib64/libnvrtc.so", ch);
     }
-    const char *names[] = {getenv("PDEJIT_NVRTC"), "libnvrtc.so.13", "libnvrtc.so", home13, home,
-                           "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so",
-                           "libnvrtc.so.12"};
+    const char *names[CUDA_NVRTC_CANDIDATES] = {getenv("PDEJIT_NVRTC"), "libnvrtc.so.13", "libnvrtc.so", n->home13,
+                                                n->home, "/usr/local/cuda/lib64/libnvrtc.so.13",
+                                                "/usr/local/cuda/lib64/libnvrtc.so", "libnvrtc.so.12"};
+    memcpy(n->name, names, sizeof names);
+}
+
+cuda_nvrtc *cuda_nvrtc_open(char *reason, size_t reason_len)
+{
+    cuda_nvrtc_names nn;
+    cuda_nvrtc_names_init(&nn);
     char tried[1024];
-    void *lib = open_first(names, (int)(sizeof names / sizeof *names), tried, sizeof tried);
+    void *lib = open_first(nn.name, CUDA_NVRTC_CANDIDATES, tried, sizeof tried);
     if (!lib) {
         diag_set(reason, reason_len, "NVRTC not found (tried %s)", tried);
         return NULL;

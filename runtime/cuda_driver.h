@@ -28,6 +28,15 @@ typedef struct cuda_nvrtc cuda_nvrtc;
 
 /* Loads NVRTC; NULL with the reason when it is not installed. Free with cuda_nvrtc_close. */
 cuda_nvrtc *cuda_nvrtc_open(char *reason, size_t reason_len);
+/* The NVRTC libraries cuda_nvrtc_open tries, in order ($PDEJIT_NVRTC, the loader path,
+ * $CUDA_HOME, /usr/local/cuda); empty entries are to be skipped. One list, so that whoever
+ * needs to know which file would be loaded finds the same one. */
+#define CUDA_NVRTC_CANDIDATES 8
+typedef struct cuda_nvrtc_names {
+    const char *name[CUDA_NVRTC_CANDIDATES];
+    char home13[4096], home[4096];   /* the $CUDA_HOME paths name[] points into */
+} cuda_nvrtc_names;
+void cuda_nvrtc_names_init(cuda_nvrtc_names *n);
 void cuda_nvrtc_close(cuda_nvrtc *nv);
 /* "13.0" (owned by nv). */
 const char *cuda_nvrtc_version(const cuda_nvrtc *nv);
