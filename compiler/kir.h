@@ -126,6 +126,8 @@ typedef struct kir_launch {
     double h[3], origin[3];
     int32_t *nonfinite;  /* set to 1 by a stage kernel that stored a NaN or an infinity (may be
                             NULL: then nothing is recorded); never cleared by kernels */
+    int32_t prefetch;    /* nonzero: the state is larger than the last-level cache, so CPU
+                            kernels prefetch the rows the next row will read (sim.c decides) */
 } kir_launch;
 
 /* A compiled CPU stage kernel: cells with outermost index (z in 3D, y in 2D, x in 1D) in

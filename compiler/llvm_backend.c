@@ -10,9 +10,13 @@
  * The loop nest (2D shown; 3D adds a z loop outside, 1D runs x over [begin, end)):
  *
  *   entry:  load every launch field used into SSA values (buffer base pointers, params, t,
- *           dt, n, stride, h, origin), so nothing in the loops reads the launch struct
+ *           dt, n, stride, h, origin, prefetch), so nothing in the loops reads the launch struct
  *   y loop over [begin, end):  row pointers  base(slot, field) + (y + dy) * stride[1]
- *     x loop over [0, n[0]):   loads row[x + dx], the DAG in node order, then every store
+ *     chunk loop over [0, n[0]) (lc): the whole row, or with kir_launch.prefetch 512-byte
+ *                                     chunks, each prefetching the next row ahead (CHUNK_BYTES)
+ *       x loop over the chunk:  loads row[x + dx], the DAG in node order, then every store,
+ *                               then the running sum of the stored values
+ *   end of row: the sum is NaN or infinite -> *nonfinite = 1 (the runtime then scans)
  *
  * The x loop carries llvm.loop.parallel_accesses over one access group holding every load and
  * store: there is no loop-carried dependence by the aliasing contract (llvm_backend.h), so the
@@ -31,6 +35,12 @@
  * libm's, lane by lane. With fast_math, exp, log, log10, sin, cos, pow are left to LLVM as
  * builtins (it widens them to llvm.exp.v8f64 ..., which still calls exp per lane, and may
  * simplify them under afn).
+ *
+ * The non-finite check is one vector add per store: a sum (its adds alone marked reassoc, so it
+ * vectorises) is NaN or infinite when a summand is, or when finite values overflow it (then the
+ * runtime's scan finds nothing and the run goes on). It replaced `v - v` + compare + OR, three
+ * operations: +8 % on a 256² reaction-diffusion step on one thread (bench notes in
+ * docs/performance.md).
  *
  * Measured (2-core AMD EPYC VM, LLVM 14, host CPU "generic" + AVX-512 features): a 2D two-field
  * reaction-diffusion stage compiles in ~16 ms (target machine 0.1, IR text 0.05, parse+verify 0.3,
@@ -64,12 +74,22 @@ _Static_assert(offsetof(kir_launch, buf) == 0 && offsetof(kir_launch, param) == 
                    offsetof(kir_launch, t) == 16 && offsetof(kir_launch, dt) == 24 &&
                    offsetof(kir_launch, n) == 32 && offsetof(kir_launch, stride) == 56 &&
                    offsetof(kir_launch, h) == 80 && offsetof(kir_launch, origin) == 104 &&
-                   offsetof(kir_launch, nonfinite) == 128 && sizeof(kir_launch) == 136,
+                   offsetof(kir_launch, nonfinite) == 128 && offsetof(kir_launch, prefetch) == 136 &&
+                   sizeof(kir_launch) == 144,
                "kir_launch layout changed: update LAUNCH_TYPE in llvm_backend.c");
 #define LAUNCH_TYPE                                                                          \
     "%pj.launch = type { i8**, double*, double, double, [3 x i64], [3 x i64], [3 x double], " \
-    "[3 x double], i32* }\n"
-enum { LF_BUF, LF_PARAM, LF_T, LF_DT, LF_N, LF_STRIDE, LF_H, LF_ORIGIN, LF_NONFINITE };
+    "[3 x double], i32*, i32 }\n"
+enum { LF_BUF, LF_PARAM, LF_T, LF_DT, LF_N, LF_STRIDE, LF_H, LF_ORIGIN, LF_NONFINITE, LF_PREFETCH };
+
+/* Rows of a 2D/3D kernel are walked in chunks of CHUNK_BYTES. When the launch says so
+ * (kir_launch.prefetch: the state does not fit in the last-level cache), each chunk first
+ * prefetches, PREFETCH_AHEAD_BYTES further on, the part of the row that the next row will read
+ * for the first time (for every buffer and z offset, the row after the one with the largest y
+ * offset): the hardware prefetchers only find a row's stream once it is read, and start it
+ * late. Otherwise a chunk is the whole row. */
+#define CHUNK_BYTES 512
+#define PREFETCH_AHEAD_BYTES 2048
 
 #define FAST_FLAGS "reassoc nsz arcp contract afn "
 
@@ -252,7 +272,7 @@ void llvm_jit_destroy(llvm_jit *jit)
 /* ---- kernel IR -> LLVM IR text ----------------------------------------------------------- */
 
 /* One pointer per distinct (buffer, dy, dz): the start of the row the x loop walks. */
-typedef struct row { int buf, dy, dz; } row;
+typedef struct row { int buf, dy, dz, loaded; } row;
 
 typedef struct gen {
     const kir_kernel *k;
@@ -268,12 +288,27 @@ typedef struct gen {
     int *out_row;
 } gen;
 
-static int find_row(gen *g, int buf, int dy, int dz)
+static int find_row(gen *g, int buf, int dy, int dz, int loaded)
 {
     for (int r = 0; r < g->n_rows; r++)
-        if (g->rows[r].buf == buf && g->rows[r].dy == dy && g->rows[r].dz == dz) return r;
-    g->rows[g->n_rows] = (row){buf, dy, dz};
+        if (g->rows[r].buf == buf && g->rows[r].dy == dy && g->rows[r].dz == dz) {
+            g->rows[r].loaded |= loaded;
+            return r;
+        }
+    g->rows[g->n_rows] = (row){buf, dy, dz, loaded};
     return g->n_rows++;
+}
+
+/* Whether row r is read and is, among the rows read of its buffer and z offset, the one with
+ * the largest y offset: the row after it is what the next row reads for the first time. */
+static int leads(const gen *g, int r)
+{
+    if (!g->rows[r].loaded) return 0;
+    for (int q = 0; q < g->n_rows; q++)
+        if (g->rows[q].loaded && g->rows[q].buf == g->rows[r].buf && g->rows[q].dz == g->rows[r].dz &&
+            g->rows[q].dy > g->rows[r].dy)
+            return 0;
+    return 1;
 }
 
 /* The exact constant in LLVM's hexadecimal form (a float constant is written as the double it
@@ -491,7 +526,7 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         case KIR_LOAD: {
             int bi = n->slot * nf + n->index;
             buf_used[bi] = 1;
-            g.row_of[id] = find_row(&g, bi, n->off[1], n->off[2]);
+            g.row_of[id] = find_row(&g, bi, n->off[1], n->off[2], 1);
             snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
             break;
         }
@@ -501,7 +536,7 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
     for (int i = 0; i < k->n_outputs; i++) {
         int bi = k->outputs[i].slot * nf + k->outputs[i].field;
         buf_used[bi] = 1;
-        g.out_row[i] = find_row(&g, bi, 0, 0);
+        g.out_row[i] = find_row(&g, bi, 0, 0, 0);
     }
 
     /* module header and declarations */
@@ -564,26 +599,26 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         snprintf(nm, sizeof nm, "%%s%d", a);
         FIELD(nm, "i64", LF_STRIDE, a);
     }
-#undef FIELD
 
-    /* the loop nest: level 0 is the outermost (axis dim-1) over [begin, end) */
+    /* the loop nest: level 0 is the outermost (axis dim-1) over [begin, end); in 2D/3D the
+       row level (dim-2) walks its row in chunks (lc, see CHUNK_BYTES) of the x loop (dim-1) */
+    const int esz = g.align, chunk = CHUNK_BYTES / esz, per_line = 64 / esz, ahead = PREFETCH_AHEAD_BYTES / esz;
+    const int rl = dim - 2; /* the row level, -1 in 1D */
+    if (dim > 1) {
+        FIELD("%pfv", "i32", LF_PREFETCH, -1);
+        sb_printf(b, "  %%pf = icmp ne i32 %%pfv, 0\n");
+    }
+#undef FIELD
     sb_printf(b, "  %%g = icmp slt i64 %%begin, %%end\n  br i1 %%g, label %%l0, label %%exit\n");
-    const char *pred = "entry";
-    char predbuf[16];
-    for (int lv = 0; lv < dim; lv++) {
-        int axis = dim - 1 - lv, inner = lv == dim - 1;
-        sb_printf(b, "l%d:\n  %%x%d = phi i64 [ %s, %%%s ], [ %%x%d.next, %%l%d%s ]\n", lv, axis,
-                  lv == 0 ? "%begin" : "0", pred, axis, lv, inner ? "" : lv == dim - 2 ? ".latch2" : ".latch");
-        if (inner) /* OR of "some stored value is NaN or infinite" over the row */
-            sb_printf(b, "  %%acc = phi i1 [ false, %%%s ], [ %%acc.next, %%l%d ]\n", pred, lv);
-        if (lv == dim - 2 || (dim == 1 && inner)) {
+    for (int lv = 0; lv < dim - 1; lv++) {
+        int axis = dim - 1 - lv;
+        sb_printf(b, "l%d:\n  %%x%d = phi i64 [ %s, %%%s ], [ %%x%d.next, %%l%d.latch%s ]\n", lv, axis,
+                  lv == 0 ? "%begin" : "0", lv == 0 ? "entry" : (snprintf(nm, sizeof nm, "l%d", lv - 1), nm),
+                  axis, lv, lv == rl ? "2" : "");
+        if (lv == rl) {
             /* row pointers: base + (y + dy) * stride[1] + (z + dz) * stride[2] */
             for (int r = 0; r < g.n_rows; r++) {
                 const row *rw = &g.rows[r];
-                if (dim == 1) {
-                    sb_printf(b, "  %%R%d = getelementptr inbounds %s, %s* %%B%d, i64 0\n", r, T, T, rw->buf);
-                    continue;
-                }
                 sb_printf(b, "  %%ry%d = add nsw i64 %%x1, %d\n  %%ro%d = mul nsw i64 %%ry%d, %%s1\n",
                           r, rw->dy, r, r);
                 if (dim == 3) {
@@ -595,15 +630,35 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
                           rw->buf, dim == 3 ? 's' : 'o', r);
             }
         }
-        if (!inner) {
-            int ia = axis - 1;  /* the next level's axis: extent n[ia] */
-            sb_printf(b, "  %%g%d = icmp sgt i64 %%n%d, 0\n  br i1 %%g%d, label %%l%d, label %%l%d.latch\n",
-                      lv, ia, lv, lv + 1, lv);
-            snprintf(predbuf, sizeof predbuf, "l%d", lv);
-            pred = predbuf;
-        }
+        sb_printf(b, "  %%g%d = icmp sgt i64 %%n%d, 0\n  br i1 %%g%d, label %%%s, label %%l%d.latch\n", lv,
+                  axis - 1, lv, lv == rl ? "lc" : (snprintf(nm, sizeof nm, "l%d", lv + 1), nm), lv);
     }
-    /* the x loop body: every node, then every store */
+    if (dim > 1) {
+        /* a chunk of the row: [c0, cend); the NaN sum runs on across chunks */
+        sb_printf(b, "lc:\n  %%c0 = phi i64 [ 0, %%l%d ], [ %%c1, %%lc.latch ]\n"
+                     "  %%accc = phi %s [ 0.0, %%l%d ], [ %%acc.next, %%lc.latch ]\n"
+                     , rl, T, rl);
+        for (int r = 0, npf = 0; r < g.n_rows; r++) {
+            if (!leads(&g, r)) continue;
+            for (int m = 0; m < chunk / per_line; m++, npf++)
+                sb_printf(b, "  %%pfx%d = add i64 %%c0, %d\n  %%pfy%d = add i64 %%pfx%d, %%s1\n"
+                             "  %%pfq%d = getelementptr %s, %s* %%R%d, i64 %%pfy%d\n"
+                             "  %%pfc%d = bitcast %s* %%pfq%d to i8*\n"
+                             "  call void @llvm.prefetch.p0i8(i8* %%pfc%d, i32 0, i32 3, i32 1)\n",
+                          npf, ahead + m * per_line, npf, npf, npf, T, T, r, npf, npf, T, npf, npf);
+        }
+        sb_printf(b, "  br label %%lc.go\nlc.go:\n  %%cstep = select i1 %%pf, i64 %d, i64 %%n0\n"
+                     "  %%c1 = add nsw i64 %%c0, %%cstep\n  %%cl = icmp slt i64 %%c1, %%n0\n"
+                     "  %%cend = select i1 %%cl, i64 %%c1, i64 %%n0\n  br label %%l%d\n", chunk, dim - 1);
+    }
+    /* the x loop: every node, then every store, then the running sum of the stored values */
+    sb_printf(b, "l%d:\n  %%x0 = phi i64 [ %s, %%%s ], [ %%x0.next, %%l%d ]\n", dim - 1,
+              dim > 1 ? "%c0" : "%begin", dim > 1 ? "lc.go" : "entry", dim - 1);
+    sb_printf(b, "  %%acc = phi %s [ %s, %%%s ], [ %%acc.next, %%l%d ]\n", T, dim > 1 ? "%accc" : "0.0",
+              dim > 1 ? "lc.go" : "entry", dim - 1);
+    if (dim == 1)
+        for (int r = 0; r < g.n_rows; r++)
+            sb_printf(b, "  %%R%d = getelementptr inbounds %s, %s* %%B%d, i64 0\n", r, T, T, g.rows[r].buf);
     for (int id = 0; id < k->n_nodes; id++) {
         kir_op op = (kir_op)k->nodes[id].op;
         if (op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING)
@@ -615,50 +670,50 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         sb_printf(b, "  store %s %s, %s* %%o%d, align %d, !llvm.access.group !0\n", T,
                   g.name[k->outputs[i].node], T, i, g.align);
     }
-    /* v - v is NaN exactly when v is NaN or infinite (no fast-math flags on it) */
-    sb_printf(b, "  %%nf.a0 = or i1 %%acc, false\n");
+    /* The sum of the stored values is NaN or infinite when one of them is (and, harmlessly, when
+       finite values overflow it: the runtime's scan then finds nothing). One vector add per
+       store, its order left to LLVM (reassoc on these adds only). */
     for (int i = 0; i < k->n_outputs; i++) {
-        sb_printf(b, "  %%nf.d%d = fsub %s %s, %s\n", i, T, g.name[k->outputs[i].node], g.name[k->outputs[i].node]);
-        sb_printf(b, "  %%nf.u%d = fcmp uno %s %%nf.d%d, 0.0\n", i, T, i);
-        sb_printf(b, "  %%nf.a%d = or i1 %%nf.a%d, %%nf.u%d\n", i + 1, i, i);
+        char prev[16];
+        snprintf(prev, sizeof prev, i ? "nf.a%d" : "acc", i);
+        if (i + 1 < k->n_outputs) snprintf(nm, sizeof nm, "nf.a%d", i + 1);
+        sb_printf(b, "  %%%s = fadd reassoc %s %%%s, %s\n", i + 1 < k->n_outputs ? nm : "acc.next", T, prev,
+                  g.name[k->outputs[i].node]);
     }
-    sb_printf(b, "  %%acc.next = or i1 %%nf.a%d, false\n", k->n_outputs);
-    /* latches, innermost first */
-    for (int lv = dim - 1; lv >= 0; lv--) {
-        int axis = dim - 1 - lv, inner = lv == dim - 1;
-        if (!inner) sb_printf(b, "l%d.latch:\n", lv);
-        if (lv == dim - 2) {
-            /* the row is done: record a non-finite store, if any, in *nonfinite */
-            sb_printf(b, "  %%accx = phi i1 [ false, %%l%d ], [ %%acc.next, %%l%d ]\n", lv, lv + 1);
-            sb_printf(b, "  br i1 %%accx, label %%nf.set, label %%l%d.latch2\n", lv);
-            sb_printf(b, "nf.set:\n  %%nfp.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d\n"
-                         "  %%nfp = load i32*, i32** %%nfp.p, align 8\n  %%nfnull = icmp eq i32* %%nfp, null\n"
-                         "  br i1 %%nfnull, label %%l%d.latch2, label %%nf.store\n"
-                         "nf.store:\n  store atomic i32 1, i32* %%nfp monotonic, align 4\n  br label %%l%d.latch2\n"
-                         "l%d.latch2:\n", LF_NONFINITE, lv, lv, lv);
-        }
+    if (k->n_outputs == 0) sb_printf(b, "  %%acc.next = fadd reassoc %s %%acc, 0.0\n", T);
+    sb_printf(b, "  %%x0.next = add nsw i64 %%x0, 1\n  %%x0.more = icmp slt i64 %%x0.next, %s\n"
+                 "  br i1 %%x0.more, label %%l%d, label %%%s, !llvm.loop !1\n",
+              dim > 1 ? "%cend" : "%end", dim - 1, dim > 1 ? "lc.latch" : "exit");
+    if (dim > 1) sb_printf(b, "lc.latch:\n  br i1 %%cl, label %%lc, label %%l%d.latch\n", rl);
+    /* the row (1D: the range) is done: record a non-finite store, if any, in *nonfinite */
+    const char *after = dim > 1 ? "next" : "done";
+    snprintf(nm, sizeof nm, "l%d", rl);
+    sb_printf(b, "%s%s:\n  %%accs = phi %s [ 0.0, %%%s ], [ %%acc.next, %%%s ]\n"
+                 "  %%accd = fsub %s %%accs, %%accs\n  %%accx = fcmp uno %s %%accd, 0.0\n"
+                 "  br i1 %%accx, label %%nf.set, label %%%s\n"
+                 "nf.set:\n  %%nfp.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d\n"
+                 "  %%nfp = load i32*, i32** %%nfp.p, align 8\n  %%nfnull = icmp eq i32* %%nfp, null\n"
+                 "  br i1 %%nfnull, label %%%s, label %%nf.store\n"
+                 "nf.store:\n  store atomic i32 1, i32* %%nfp monotonic, align 4\n  br label %%%s\n",
+              dim > 1 ? nm : "exit", dim > 1 ? ".latch" : "", T, dim > 1 ? nm : "entry",
+              dim > 1 ? "lc.latch" : "l0", T, T, after, LF_NONFINITE, after, after);
+    if (dim == 1) sb_printf(b, "done:\n  ret void\n}\n\n");
+    /* the outer latches, innermost first */
+    for (int lv = rl; lv >= 0; lv--) {
+        int axis = dim - 1 - lv;
+        if (lv == rl) sb_printf(b, "next:\n  br label %%l%d.latch2\nl%d.latch2:\n", lv, lv);
+        else sb_printf(b, "l%d.latch:\n", lv);
         sb_printf(b, "  %%x%d.next = add nsw i64 %%x%d, 1\n", axis, axis);
-        if (lv == 0)
-            sb_printf(b, "  %%x%d.more = icmp slt i64 %%x%d.next, %%end\n", axis, axis);
-        else
-            sb_printf(b, "  %%x%d.more = icmp slt i64 %%x%d.next, %%n%d\n", axis, axis, axis);
-        sb_printf(b, "  br i1 %%x%d.more, label %%l%d, label %%%s%s", axis, lv,
-                  lv == 0 ? "exit" : "l", lv == 0 ? "" : (snprintf(nm, sizeof nm, "%d.latch", lv - 1), nm));
-        sb_printf(b, "%s\n", inner ? ", !llvm.loop !1" : "");
+        sb_printf(b, "  %%x%d.more = icmp slt i64 %%x%d.next, %s\n", axis, axis,
+                  lv == 0 ? "%end" : (snprintf(nm, sizeof nm, "%%n%d", axis), nm));
+        sb_printf(b, "  br i1 %%x%d.more, label %%l%d, label %%%s\n", axis, lv,
+                  lv == 0 ? "exit" : (snprintf(nm, sizeof nm, "l%d.latch", lv - 1), nm));
     }
-    if (dim == 1)
-        sb_printf(b, "exit:\n  %%accx = phi i1 [ false, %%entry ], [ %%acc.next, %%l0 ]\n"
-                     "  br i1 %%accx, label %%nf.set, label %%done\n"
-                     "nf.set:\n  %%nfp.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d\n"
-                     "  %%nfp = load i32*, i32** %%nfp.p, align 8\n  %%nfnull = icmp eq i32* %%nfp, null\n"
-                     "  br i1 %%nfnull, label %%done, label %%nf.store\n"
-                     "nf.store:\n  store atomic i32 1, i32* %%nfp monotonic, align 4\n  br label %%done\n"
-                     "done:\n  ret void\n}\n\n", LF_NONFINITE);
-    else
-        sb_printf(b, "exit:\n  ret void\n}\n\n");
+    if (dim > 1) sb_printf(b, "exit:\n  ret void\n}\n\n");
     sb_printf(b, "attributes #0 = { nounwind \"target-cpu\"=\"%s\" \"target-features\"=\"%s\" }\n",
               cpu, features);
     sb_printf(b, "attributes #1 = { nounwind readnone willreturn }\n");
+    if (dim > 1) sb_printf(b, "declare void @llvm.prefetch.p0i8(i8* nocapture readonly, i32 immarg, i32 immarg, i32 immarg)\n");
     sb_printf(b, "attributes #2 = { nounwind readnone willreturn \"target-cpu\"=\"%s\" \"target-features\"=\"%s\" }\n",
               cpu, features);
     /* #3: the call sites' 2-lane variants (see the top of this file) */

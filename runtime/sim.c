@@ -12,7 +12,12 @@
  * Threads: par_for() is the one place that splits work, over the sim's cpu_pool (persistent
  * threads; chunk boundaries in 1D on CPU_POOL_GRAIN_1D cells so that threads never share a cache
  * line of output). Ghost fill and checks are serial: they touch a surface, or run once per
- * output. */
+ * output.
+ *
+ * Large states: buffers of LARGE_BUFFER_BYTES or more are 2 MiB-aligned and asked for
+ * transparent huge pages (fewer TLB misses on a sweep; measured +3-4 % on a 1024² step here);
+ * when all buffers together exceed the last-level cache, kir_launch.prefetch asks the CPU
+ * kernels to prefetch the rows ahead (llvm_backend.c; +10-20 % on a 2048² step here). */
 #include "sim.h"
 #include "diag.h"
 #include <errno.h>
@@ -21,10 +26,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "cpu_pool.h"
 #include "interp.h"
 
 #define SIM_ALIGN 64
+#define LARGE_BUFFER_BYTES ((size_t)4 << 20)
+#define HUGE_PAGE_BYTES ((size_t)2 << 20)
 /* below this many cells a stage runs on the calling thread: waking threads costs more */
 #define SIM_PAR_MIN_CELLS 4096
 
@@ -128,6 +137,41 @@ static int setup_coefs(sim *s, char *err, size_t err_len)
     return 0;
 }
 
+/* The size of the largest cache level of CPU 0 as Linux describes it (in a VM, what the VM is
+ * given: sysconf may report the whole host's), else sysconf's, else 32 MiB. */
+static size_t last_level_cache_bytes(void)
+{
+    size_t best = 0;
+    int best_level = 0;
+    for (int i = 0; i < 16; i++) {
+        char path[96], text[32];
+        int level = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f) break;
+        if (fscanf(f, "%d", &level) != 1) level = 0;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        f = fopen(path, "r");
+        if (!f) continue;
+        unsigned long long v = 0;
+        char unit = 0;
+        if (fgets(text, sizeof text, f) && sscanf(text, "%llu%c", &v, &unit) >= 1 && level >= best_level) {
+            size_t scale = unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : unit == 'G' ? (size_t)1 << 30 : 1;
+            best = (size_t)v * scale;
+            best_level = level;
+        }
+        fclose(f);
+    }
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    if (!best) {
+        long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        if (v > 0) best = (size_t)v;
+    }
+#endif
+    return best ? best : (size_t)32 << 20;
+}
+
 sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t err_len)
 {
     if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 ||
@@ -188,9 +232,14 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->coef_out = calloc((size_t)p->n_fields, sizeof *s->coef_out);
     if (!s->mem || !s->buf || !s->param || !s->param_set || !s->coef_out) goto oom;
     size_t bytes = round_up((int64_t)(s->elems * s->esz), SIM_ALIGN);
+    int large = bytes >= LARGE_BUFFER_BYTES;
+    if (large) bytes = round_up((int64_t)bytes, (int64_t)HUGE_PAGE_BYTES);
     for (int i = 0; i < s->nbuf; i++) {
-        s->mem[i] = aligned_alloc(SIM_ALIGN, bytes);
+        s->mem[i] = aligned_alloc(large ? HUGE_PAGE_BYTES : SIM_ALIGN, bytes);
         if (!s->mem[i]) goto oom;
+#ifdef MADV_HUGEPAGE
+        if (large) (void)madvise(s->mem[i], bytes, MADV_HUGEPAGE); /* a hint: may be refused */
+#endif
         memset(s->mem[i], 0, bytes);
         s->buf[i] = (char *)s->mem[i] + (size_t)s->origin_off * s->esz;
     }
@@ -199,6 +248,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
 
     s->L.buf = s->buf;
     s->L.nonfinite = &s->nonfinite;
+    s->L.prefetch = (double)bytes * s->nbuf > (double)last_level_cache_bytes();
     s->L.param = s->param;
     for (int a = 0; a < 3; a++) {
         s->L.n[a] = s->n[a];
@@ -487,6 +537,7 @@ void sim_set_field(sim *s, int f, const double *in)
 }
 
 const kir_launch *sim_launch(sim *s) { return &s->L; }
+void sim_set_prefetch(sim *s, int on) { s->L.prefetch = on != 0; }
 
 int sim_take_nonfinite(sim *s)
 {

@@ -64,6 +64,9 @@ void sim_get_field(const sim *s, int f, double *out);
 void sim_set_field(sim *s, int f, const double *in);
 /* The launch description for stage kernels (buffers of the current slots), for back ends. */
 const kir_launch *sim_launch(sim *s);
+/* Overrides the choice sim_create made for kir_launch.prefetch (on: the state exceeds the
+ * last-level cache); for tests and benchmarks. */
+void sim_set_prefetch(sim *s, int on);
 
 /* Hot swap: runs p2's kernels from the next step on, the fields keeping their state (p2's initial
  * values are not used). p2 must have the same mesh, fields, params and scheme slots as the current

@@ -32,7 +32,8 @@ solved *solve(const char *src, backend_kind be, int single, int threads, const c
         }
     }
     cpu_backend *cb = NULL;
-    if (be == BE_CPU) {
+    if (be == BE_CPU_PREFETCH) sim_set_prefetch(s, 1);
+    if (be != BE_INTERP) {
         cpu_backend_options bo = {single, 0, NULL};
         cb = cpu_backend_create(&bo, r->err, sizeof r->err);
         if (!cb || cpu_backend_prepare(cb, p, NULL, r->err, sizeof r->err) < 0) {

@@ -277,6 +277,27 @@ static void nan_stops_the_run(void **state)
     free(p);
 }
 
+/* Finite values near the top of the range: the kernels' row sums (their NaN/Inf flag) overflow,
+ * the scan that follows finds every value finite, and the run goes on to its end. */
+static void huge_finite_values_run_on(void **state)
+{
+    (void)state;
+    for (int dim = 1; dim <= 2; dim++) {
+        char *p = write_file("huge.pde", dim == 1 ? "mesh grid(nx = 300)\nfield u = 1e308\neq dt(u) = 0*u\n"
+                                                   "time dt = 0.1, steps = 4\n"
+                                                 : "mesh grid(nx = 300, ny = 3)\nfield u = 1e308\neq dt(u) = 0*u\n"
+                                                   "time dt = 0.1, steps = 4\n");
+        for (int be = 0; be < 2; be++) {
+            char *out;
+            assert_int_equal(pj(&out, "run huge.pde --backend %s --quiet --out none --dump /dev/stdout", be ? "cpu" : "interp"), 0);
+            assert_non_null(strstr(out, "1e+308"));
+            assert_null(strstr(out, "non-finite"));
+            free(out);
+        }
+        free(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +307,7 @@ int main(void)
         cmocka_unit_test(time_options),
         cmocka_unit_test(snapshots_at_output_times),
         cmocka_unit_test(nan_stops_the_run),
+        cmocka_unit_test(huge_finite_values_run_on),
         cmocka_unit_test(watch_swaps_at_a_step),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);

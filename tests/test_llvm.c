@@ -605,6 +605,91 @@ static void random_kernels(void **state)
            exprs, kernels, ms / kernels, worst_double, worst_single);
 }
 
+/* ---- rows in chunks, prefetch, the non-finite flag ---------------------------------------- */
+
+/* 2D/3D rows are walked in chunks of 512 bytes (64 doubles, 128 floats) when kir_launch.prefetch
+ * is set, prefetching the next row ahead; otherwise in one piece. Both agree with the reference
+ * for rows shorter than, equal to and longer than a chunk, with a partial last chunk. */
+static void prefetch_chunks(void **state)
+{
+    (void)state;
+    const int64_t lens[] = {1, 7, 63, 64, 65, 128, 129, 150, 257};
+    for (int single = 0; single <= 1; single++)
+        for (int dim = 2; dim <= 3; dim++) {
+            kir_kernel *k = reaction_diffusion(dim, 1);
+            built b = build(k, single, 0);
+            assert_non_null(strstr(b.ir, "@llvm.prefetch"));
+            assert_true(vectorised(b.ir, single));
+            for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+                grid *g = grid_new(dim, lens[i], 5, 3, 4, single);
+                grid_fill_random(g, (uint64_t)(100 + i));
+                grid *r = grid_clone(g);
+                kir_launch Lr = grid_launch(r, rd_params, NULL);
+                ref_run(k, &Lr, single);
+                for (int pf = 0; pf <= 1; pf++) {
+                    grid *j = grid_clone(g);
+                    kir_launch L = grid_launch(j, rd_params, NULL);
+                    L.prefetch = pf;
+                    b.fn(&L, 0, n_outer(j));
+                    char what[80];
+                    snprintf(what, sizeof what, "%dD %s rows of %lld, prefetch %s", dim, single ? "single" : "double",
+                             (long long)lens[i], pf ? "on" : "off");
+                    compare(r, j, single ? 1e-5 : 1e-12, what);
+                    grid_free(j);
+                }
+                grid_free(r);
+                grid_free(g);
+            }
+            unbuild(&b);
+            kir_free(k);
+        }
+}
+
+/* u' = p0 * u: the flag is raised exactly when a stored value is NaN or infinite, whichever row
+ * and chunk holds it (+inf and -inf in one row too), and left alone otherwise. */
+static void nonfinite_flag(void **state)
+{
+    (void)state;
+    for (int dim = 1; dim <= 3; dim++)
+        for (int single = 0; single <= 1; single++) {
+            kir_kernel *k = kir_new(KIR_STAGE, dim, 1, 2, 1, "scale");
+            kir_add_output(k, 1, 0, kir_op2(k, KIR_MUL, kir_param(k, 0), kir_load(k, 0, 0, O0)));
+            kir_finish(k);
+            built b = build(k, single, 0);
+            grid *g = grid_new(dim, 150, 4, 3, 2, single);
+            grid_fill_random(g, 7);
+            const double scale[1] = {0.5};
+            int64_t row = g->stride[1], plane = g->stride[2];
+            int64_t cells[][2] = {{-1, 0},
+                                  {g->base + 3, 0},
+                                  {g->base + 149 + (dim > 1 ? 3 * row : 0) + (dim > 2 ? 2 * plane : 0), 0},
+                                  {g->base + 70, 1},  /* +inf and -inf in one row: their sum is NaN */
+                                  {g->base + 100, 2}};
+            for (size_t c = 0; c < sizeof cells / sizeof *cells; c++)
+                for (int pf = 0; pf <= 1; pf++) {
+                    grid *j = grid_clone(g);
+                    int64_t e = cells[c][0];
+                    if (e >= 0) {
+                        gset(j, 0, e, cells[c][1] == 2 ? NAN : INFINITY);
+                        if (cells[c][1] == 1) gset(j, 0, e + 5, -INFINITY);
+                    }
+                    int32_t flag = 0;
+                    kir_launch L = grid_launch(j, scale, NULL);
+                    L.nonfinite = &flag;
+                    L.prefetch = pf;
+                    b.fn(&L, 0, n_outer(j));
+                    if (flag != (e >= 0))
+                        fprintf(stderr, "%dD %s case %zu prefetch %d: flag %d\n", dim, single ? "single" : "double", c,
+                                pf, flag);
+                    assert_int_equal(flag, e >= 0);
+                    grid_free(j);
+                }
+            grid_free(g);
+            unbuild(&b);
+            kir_free(k);
+        }
+}
+
 /* ---- threads ------------------------------------------------------------------------------- */
 
 static void threads_identical(void **state)
@@ -809,6 +894,7 @@ int main(void)
         cmocka_unit_test(stencils_1d_2d_3d), cmocka_unit_test(every_op),
         cmocka_unit_test(conditionals),      cmocka_unit_test(in_place),
         cmocka_unit_test(init_kernel),       cmocka_unit_test(fast_math),         cmocka_unit_test(random_kernels),
+        cmocka_unit_test(prefetch_chunks),   cmocka_unit_test(nonfinite_flag),
         cmocka_unit_test(threads_identical), cmocka_unit_test(pool_ranges),
         cmocka_unit_test(load_unload_errors), cmocka_unit_test(concurrent_compiles),
     };
