@@ -7,8 +7,9 @@
  *       ghost fill + the stage kernel over the sim's threads + slot swap, as `pdejit run` steps.
  *       D = 10/N^2 (D*dt/h^2 = 0.1: stable at every size, as in ref_rd). cpu-fast is the
  *       same with --fast-math; cpu-run steps through driver_run() (no output, a NaN/Inf check
- *       after every step: `pdejit run`'s defaults) instead of calling sim_step(), timed by
- *       driver_result.seconds (the stepping, without the one full check before each call).
+ *       after every step: `pdejit run`'s defaults) instead of calling sim_step(), one call per
+ *       rep, timed by driver_result.seconds (the stepping, without the one full check before
+ *       each call).
  *       Prints seconds per step for every rep (one rep of warm-up first; a rep stops early
  *       after REP_BUDGET_S), the median, the time of one ghost fill (serial, paid inside every
  *       step), and the field's checksum (sum of all cells, to compare with ref_rd after the
@@ -89,7 +90,9 @@ static int cmd_step(int argc, char **argv)
         double t0 = driver_now(), stepping = 0;
         int done = 0;
         while (done < steps) {
-            int chunk = steps - done < 16 ? steps - done : 16;
+            /* sim_step in batches of 16 (then the rep budget is checked); driver_run for all
+               of a rep's steps in one call, as `pdejit run` makes one call for a whole run */
+            int chunk = via_driver ? steps - done : steps - done < 16 ? steps - done : 16;
             if (via_driver) {
                 /* driver_run runs to an absolute end time: on from where the last call stopped */
                 int64_t before = sim_steps(s);
