@@ -349,21 +349,31 @@ static int fill_axis_copy(sim *s, int f, void *b, int a)
         }
         return 1;
     }
-    /* along x: H values at each end of every row (typed copies: no memcpy call per value) */
+    /* along x: H values at each end of every row (typed copies: no memcpy call per value).
+       The rows of all y and z layers, ghosts included, are evenly spaced by stride[1]. */
+    const int64_t st1 = s->L.stride[1], nrows = s->ext[1] * s->ext[2];
+    const int64_t first = s->lo[1] * st1 + s->lo[2] * s->L.stride[2];
+    const int64_t lo_src1 = periodic ? n - 1 : 0, hi_src1 = periodic ? 0 : n - 1;
 #define FILL_ROWS(T)                                                                             \
-    for (int64_t q = s->lo[2]; q < s->lo[2] + s->ext[2]; q++)                                   \
-        for (int64_t r = s->lo[1]; r < s->lo[1] + s->ext[1]; r++) {                             \
-            T *row = (T *)b + r * s->L.stride[1] + q * s->L.stride[2];                           \
-            for (int m = 1; m <= H; m++) {                                                       \
-                row[-m] = row[periodic ? n - m : m - 1];                                         \
-                row[n - 1 + m] = row[periodic ? m - 1 : n - m];                                  \
+    {                                                                                            \
+        T *row = (T *)b + first;                                                                 \
+        if (H == 1) {                                                                            \
+            for (int64_t r = 0; r < nrows; r++, row += st1) {                                    \
+                row[-1] = row[lo_src1];                                                          \
+                row[n] = row[hi_src1];                                                           \
             }                                                                                    \
-        }
-    if (esz == sizeof(double)) {
-        FILL_ROWS(double)
-    } else {
-        FILL_ROWS(float)
+        } else {                                                                                 \
+            for (int64_t r = 0; r < nrows; r++, row += st1)                                      \
+                for (int m = 1; m <= H; m++) {                                                   \
+                    row[-m] = row[periodic ? n - m : m - 1];                                     \
+                    row[n - 1 + m] = row[periodic ? m - 1 : n - m];                              \
+                }                                                                                \
+        }                                                                                        \
     }
+    if (esz == sizeof(double))
+        FILL_ROWS(double)
+    else
+        FILL_ROWS(float)
 #undef FILL_ROWS
     (void)base;
     return 1;
