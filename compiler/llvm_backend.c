@@ -15,8 +15,9 @@
  *     chunk loop over [0, n[0]) (lc): the whole row, or with kir_launch.prefetch 512-byte
  *                                     chunks, each prefetching the next row ahead (CHUNK_BYTES)
  *       x loop over the chunk:  loads row[x + dx], the DAG in node order, then every store,
- *                               then the running sum of the stored values
- *   end of row: the sum is NaN or infinite -> *nonfinite = 1 (the runtime then scans)
+ *                               then the running maximum of the stored exponent fields
+ *   end of row: some exponent field is all ones (NaN, inf) -> *nonfinite = 1 (the runtime
+ *               then scans for the field and cell)
  *
  * The x loop carries llvm.loop.parallel_accesses over one access group holding every load and
  * store: there is no loop-carried dependence by the aliasing contract (llvm_backend.h), so the
@@ -36,11 +37,10 @@
  * builtins (it widens them to llvm.exp.v8f64 ..., which still calls exp per lane, and may
  * simplify them under afn).
  *
- * The non-finite check is one vector add per store: a sum (its adds alone marked reassoc, so it
- * vectorises) is NaN or infinite when a summand is, or when finite values overflow it (then the
- * runtime's scan finds nothing and the run goes on). It replaced `v - v` + compare + OR, three
- * operations: +8 % on a 256² reaction-diffusion step on one thread (bench notes in
- * docs/performance.md).
+ * The non-finite check is two vector integer operations per store, (bits & exponent mask) and
+ * an unsigned maximum, reduced once per row. It replaced `v - v`, an unordered compare and an
+ * OR; bench/run.sh shows no difference in speed between the two (nor with a row sum, tried
+ * too), but the maximum leaves the floating-point adder free for the update itself.
  *
  * Measured (2-core AMD EPYC VM, LLVM 14, host CPU "generic" + AVX-512 features): a 2D two-field
  * reaction-diffusion stage compiles in ~16 ms (target machine 0.1, IR text 0.05, parse+verify 0.3,
@@ -604,6 +604,8 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
        row level (dim-2) walks its row in chunks (lc, see CHUNK_BYTES) of the x loop (dim-1) */
     const int esz = g.align, chunk = CHUNK_BYTES / esz, per_line = 64 / esz, ahead = PREFETCH_AHEAD_BYTES / esz;
     const int rl = dim - 2; /* the row level, -1 in 1D */
+    /* the non-finite test: the integer type of T and the mask of its exponent field */
+    const char *IT = opt->single ? "i32" : "i64", *EXP_MASK = opt->single ? "2139095040" : "9218868437227405312";
     if (dim > 1) {
         FIELD("%pfv", "i32", LF_PREFETCH, -1);
         sb_printf(b, "  %%pf = icmp ne i32 %%pfv, 0\n");
@@ -634,10 +636,10 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
                   axis - 1, lv, lv == rl ? "lc" : (snprintf(nm, sizeof nm, "l%d", lv + 1), nm), lv);
     }
     if (dim > 1) {
-        /* a chunk of the row: [c0, cend); the NaN sum runs on across chunks */
+        /* a chunk of the row: [c0, cend); the exponent maximum runs on across chunks */
         sb_printf(b, "lc:\n  %%c0 = phi i64 [ 0, %%l%d ], [ %%c1, %%lc.latch ]\n"
-                     "  %%accc = phi %s [ 0.0, %%l%d ], [ %%acc.next, %%lc.latch ]\n"
-                     "  br i1 %%pf, label %%lc.pf, label %%lc.go\nlc.pf:\n", rl, T, rl);
+                     "  %%accc = phi %s [ 0, %%l%d ], [ %%acc.next, %%lc.latch ]\n"
+                     "  br i1 %%pf, label %%lc.pf, label %%lc.go\nlc.pf:\n", rl, IT, rl);
         /* one prefetch per 64-byte line of the chunk and leading row, in a loop LLVM keeps
            rolled (unrolled, a 3D stencil's 24+ prefetches per chunk doubled its compile time) */
         sb_printf(b, "  br label %%lc.pfl\nlc.pfl:\n  %%pfm = phi i64 [ 0, %%lc.pf ], [ %%pfm.next, %%lc.pfl ]\n"
@@ -656,10 +658,11 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
                      "  %%c1 = add nsw i64 %%c0, %%cstep\n  %%cl = icmp slt i64 %%c1, %%n0\n"
                      "  %%cend = select i1 %%cl, i64 %%c1, i64 %%n0\n  br label %%l%d\n", chunk, dim - 1);
     }
-    /* the x loop: every node, then every store, then the running sum of the stored values */
+    /* the x loop: every node, then every store, then the running maximum of the stored values'
+       exponent fields */
     sb_printf(b, "l%d:\n  %%x0 = phi i64 [ %s, %%%s ], [ %%x0.next, %%l%d ]\n", dim - 1,
               dim > 1 ? "%c0" : "%begin", dim > 1 ? "lc.go" : "entry", dim - 1);
-    sb_printf(b, "  %%acc = phi %s [ %s, %%%s ], [ %%acc.next, %%l%d ]\n", T, dim > 1 ? "%accc" : "0.0",
+    sb_printf(b, "  %%acc = phi %s [ %s, %%%s ], [ %%acc.next, %%l%d ]\n", IT, dim > 1 ? "%accc" : "0",
               dim > 1 ? "lc.go" : "entry", dim - 1);
     if (dim == 1)
         for (int r = 0; r < g.n_rows; r++)
@@ -675,17 +678,19 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         sb_printf(b, "  store %s %s, %s* %%o%d, align %d, !llvm.access.group !0\n", T,
                   g.name[k->outputs[i].node], T, i, g.align);
     }
-    /* The sum of the stored values is NaN or infinite when one of them is (and, harmlessly, when
-       finite values overflow it: the runtime's scan then finds nothing). One vector add per
-       store, its order left to LLVM (reassoc on these adds only). */
+    /* A stored value is NaN or infinite exactly when its exponent field is all ones: the
+       maximum over the row of (bits & exponent mask) equals the mask then. Two vector integer
+       operations per store (and, unsigned max), off the floating-point adder. */
     for (int i = 0; i < k->n_outputs; i++) {
         char prev[16];
         snprintf(prev, sizeof prev, i ? "nf.a%d" : "acc", i);
         if (i + 1 < k->n_outputs) snprintf(nm, sizeof nm, "nf.a%d", i + 1);
-        sb_printf(b, "  %%%s = fadd reassoc %s %%%s, %s\n", i + 1 < k->n_outputs ? nm : "acc.next", T, prev,
-                  g.name[k->outputs[i].node]);
+        sb_printf(b, "  %%nf.b%d = bitcast %s %s to %s\n  %%nf.e%d = and %s %%nf.b%d, %s\n"
+                     "  %%%s = call %s @llvm.umax.%s(%s %%%s, %s %%nf.e%d)\n",
+                  i, T, g.name[k->outputs[i].node], IT, i, IT, i, EXP_MASK,
+                  i + 1 < k->n_outputs ? nm : "acc.next", IT, IT, IT, prev, IT, i);
     }
-    if (k->n_outputs == 0) sb_printf(b, "  %%acc.next = fadd reassoc %s %%acc, 0.0\n", T);
+    if (k->n_outputs == 0) sb_printf(b, "  %%acc.next = or %s %%acc, 0\n", IT);
     sb_printf(b, "  %%x0.next = add nsw i64 %%x0, 1\n  %%x0.more = icmp slt i64 %%x0.next, %s\n"
                  "  br i1 %%x0.more, label %%l%d, label %%%s, !llvm.loop !1\n",
               dim > 1 ? "%cend" : "%end", dim - 1, dim > 1 ? "lc.latch" : "exit");
@@ -693,15 +698,15 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
     /* the row (1D: the range) is done: record a non-finite store, if any, in *nonfinite */
     const char *after = dim > 1 ? "next" : "done";
     snprintf(nm, sizeof nm, "l%d", rl);
-    sb_printf(b, "%s%s:\n  %%accs = phi %s [ 0.0, %%%s ], [ %%acc.next, %%%s ]\n"
-                 "  %%accd = fsub %s %%accs, %%accs\n  %%accx = fcmp uno %s %%accd, 0.0\n"
+    sb_printf(b, "%s%s:\n  %%accs = phi %s [ 0, %%%s ], [ %%acc.next, %%%s ]\n"
+                 "  %%accx = icmp eq %s %%accs, %s\n"
                  "  br i1 %%accx, label %%nf.set, label %%%s\n"
                  "nf.set:\n  %%nfp.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d\n"
                  "  %%nfp = load i32*, i32** %%nfp.p, align 8\n  %%nfnull = icmp eq i32* %%nfp, null\n"
                  "  br i1 %%nfnull, label %%%s, label %%nf.store\n"
                  "nf.store:\n  store atomic i32 1, i32* %%nfp monotonic, align 4\n  br label %%%s\n",
-              dim > 1 ? nm : "exit", dim > 1 ? ".latch" : "", T, dim > 1 ? nm : "entry",
-              dim > 1 ? "lc.latch" : "l0", T, T, after, LF_NONFINITE, after, after);
+              dim > 1 ? nm : "exit", dim > 1 ? ".latch" : "", IT, dim > 1 ? nm : "entry",
+              dim > 1 ? "lc.latch" : "l0", IT, EXP_MASK, after, LF_NONFINITE, after, after);
     if (dim == 1) sb_printf(b, "done:\n  ret void\n}\n\n");
     /* the outer latches, innermost first */
     for (int lv = rl; lv >= 0; lv--) {
@@ -719,6 +724,8 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
               cpu, features);
     sb_printf(b, "attributes #1 = { nounwind readnone willreturn }\n");
     if (dim > 1) sb_printf(b, "declare void @llvm.prefetch.p0i8(i8* nocapture readonly, i32 immarg, i32 immarg, i32 immarg)\n");
+    sb_printf(b, "declare %s @llvm.umax.%s(%s, %s)\n", opt->single ? "i32" : "i64", opt->single ? "i32" : "i64",
+              opt->single ? "i32" : "i64", opt->single ? "i32" : "i64");
     sb_printf(b, "attributes #2 = { nounwind readnone willreturn \"target-cpu\"=\"%s\" \"target-features\"=\"%s\" }\n",
               cpu, features);
     /* #3: the call sites' 2-lane variants (see the top of this file) */

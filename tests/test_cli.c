@@ -277,8 +277,9 @@ static void nan_stops_the_run(void **state)
     free(p);
 }
 
-/* Finite values near the top of the range: the kernels' row sums (their NaN/Inf flag) overflow,
- * the scan that follows finds every value finite, and the run goes on to its end. */
+/* Finite values at the top of the range are not mistaken for infinities by the kernels'
+ * non-finite test (a row of them sums to infinity: a test by sums would stop here), and the run
+ * goes on to its end. */
 static void huge_finite_values_run_on(void **state)
 {
     (void)state;

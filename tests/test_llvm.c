@@ -646,7 +646,8 @@ static void prefetch_chunks(void **state)
 }
 
 /* u' = p0 * u: the flag is raised exactly when a stored value is NaN or infinite, whichever row
- * and chunk holds it (+inf and -inf in one row too), and left alone otherwise. */
+ * and chunk holds it (+inf and -inf in one row too), and left alone otherwise; in 1D, 2D, 3D,
+ * single and double precision, with and without prefetching. */
 static void nonfinite_flag(void **state)
 {
     (void)state;
@@ -663,7 +664,7 @@ static void nonfinite_flag(void **state)
             int64_t cells[][2] = {{-1, 0},
                                   {g->base + 3, 0},
                                   {g->base + 149 + (dim > 1 ? 3 * row : 0) + (dim > 2 ? 2 * plane : 0), 0},
-                                  {g->base + 70, 1},  /* +inf and -inf in one row: their sum is NaN */
+                                  {g->base + 70, 1},  /* +inf and -inf in one row */
                                   {g->base + 100, 2}};
             for (size_t c = 0; c < sizeof cells / sizeof *cells; c++)
                 for (int pf = 0; pf <= 1; pf++) {
