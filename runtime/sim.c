@@ -14,10 +14,8 @@
  * line of output). Ghost fill and checks are serial: they touch a surface, or run once per
  * output.
  *
- * Large states: buffers of LARGE_BUFFER_BYTES or more are 2 MiB-aligned and asked for
- * transparent huge pages (fewer TLB misses on a sweep; measured +3-4 % on a 1024² step here);
- * when all buffers together exceed the last-level cache, kir_launch.prefetch asks the CPU
- * kernels to prefetch the rows ahead (llvm_backend.c; +10-20 % on a 2048² step here). */
+ * Large states: when all buffers together exceed the last-level cache, kir_launch.prefetch asks
+ * the CPU kernels to prefetch the rows ahead (llvm_backend.c; +10-20 % on a 2048² step here). */
 #include "sim.h"
 #include "diag.h"
 #include <errno.h>
@@ -26,14 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 #include "cpu_pool.h"
 #include "interp.h"
 
 #define SIM_ALIGN 64
-#define LARGE_BUFFER_BYTES ((size_t)4 << 20)
-#define HUGE_PAGE_BYTES ((size_t)2 << 20)
 /* below this many cells a stage runs on the calling thread: waking threads costs more */
 #define SIM_PAR_MIN_CELLS 4096
 
@@ -232,14 +227,9 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->coef_out = calloc((size_t)p->n_fields, sizeof *s->coef_out);
     if (!s->mem || !s->buf || !s->param || !s->param_set || !s->coef_out) goto oom;
     size_t bytes = round_up((int64_t)(s->elems * s->esz), SIM_ALIGN);
-    int large = bytes >= LARGE_BUFFER_BYTES;
-    if (large) bytes = round_up((int64_t)bytes, (int64_t)HUGE_PAGE_BYTES);
     for (int i = 0; i < s->nbuf; i++) {
-        s->mem[i] = aligned_alloc(large ? HUGE_PAGE_BYTES : SIM_ALIGN, bytes);
+        s->mem[i] = aligned_alloc(SIM_ALIGN, bytes);
         if (!s->mem[i]) goto oom;
-#ifdef MADV_HUGEPAGE
-        if (large) (void)madvise(s->mem[i], bytes, MADV_HUGEPAGE); /* a hint: may be refused */
-#endif
         memset(s->mem[i], 0, bytes);
         s->buf[i] = (char *)s->mem[i] + (size_t)s->origin_off * s->esz;
     }
