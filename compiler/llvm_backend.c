@@ -607,8 +607,7 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
     /* the non-finite test: the integer type of T and the mask of its exponent field */
     const char *IT = opt->single ? "i32" : "i64", *EXP_MASK = opt->single ? "2139095040" : "9218868437227405312";
     if (dim > 1) {
-        FIELD("%pfv", "i32", LF_PREFETCH, -1);
-        sb_printf(b, "  %%pf = icmp ne i32 %%pfv, 0\n");
+        sb_printf(b, "  %%pfv.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d\n", LF_PREFETCH);
     }
 #undef FIELD
     sb_printf(b, "  %%g = icmp slt i64 %%begin, %%end\n  br i1 %%g, label %%l0, label %%exit\n");
@@ -639,7 +638,11 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         /* a chunk of the row: [c0, cend); the exponent maximum runs on across chunks */
         sb_printf(b, "lc:\n  %%c0 = phi i64 [ 0, %%l%d ], [ %%c1, %%lc.latch ]\n"
                      "  %%accc = phi %s [ 0, %%l%d ], [ %%acc.next, %%lc.latch ]\n"
-                     "  br i1 %%pf, label %%lc.pf, label %%lc.go\nlc.pf:\n", rl, IT, rl);
+                     /* kir_launch.prefetch is read again per chunk: a condition LLVM sees as
+                        loop-invariant gets the whole x loop duplicated (unswitched), which
+                        doubled a 3D kernel's compile time for no speed */
+                     "  %%pfv.c = load volatile i32, i32* %%pfv.p, align 4\n  %%pf.c = icmp ne i32 %%pfv.c, 0\n"
+                     "  br i1 %%pf.c, label %%lc.pf, label %%lc.go\nlc.pf:\n", rl, IT, rl);
         /* one prefetch per 64-byte line of the chunk and leading row, in a loop LLVM keeps
            rolled (unrolled, a 3D stencil's 24+ prefetches per chunk doubled its compile time) */
         sb_printf(b, "  br label %%lc.pfl\nlc.pfl:\n  %%pfm = phi i64 [ 0, %%lc.pf ], [ %%pfm.next, %%lc.pfl ]\n"
@@ -654,7 +657,7 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         sb_printf(b, "  %%pfm.next = add nuw nsw i64 %%pfm, %d\n  %%pfm.more = icmp slt i64 %%pfm.next, %d\n"
                      "  br i1 %%pfm.more, label %%lc.pfl, label %%lc.pfe, !llvm.loop !5\nlc.pfe:\n",
                   per_line, chunk);
-        sb_printf(b, "  br label %%lc.go\nlc.go:\n  %%cstep = select i1 %%pf, i64 %d, i64 %%n0\n"
+        sb_printf(b, "  br label %%lc.go\nlc.go:\n  %%cstep = select i1 %%pf.c, i64 %d, i64 %%n0\n"
                      "  %%c1 = add nsw i64 %%c0, %%cstep\n  %%cl = icmp slt i64 %%c1, %%n0\n"
                      "  %%cend = select i1 %%cl, i64 %%c1, i64 %%n0\n  br label %%l%d\n", chunk, dim - 1);
     }
