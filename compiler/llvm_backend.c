@@ -10,7 +10,8 @@
  * The loop nest (2D shown; 3D adds a z loop outside, 1D runs x over [begin, end)):
  *
  *   entry:  load every launch field used into SSA values (buffer base pointers, params, t,
- *           dt, n, stride, h, origin, prefetch), so nothing in the loops reads the launch struct
+ *           dt, n, stride, h, origin), so the loops read nothing of the launch struct but
+ *           kir_launch.prefetch, once per chunk (see the chunk loop)
  *   y loop over [begin, end):  row pointers  base(slot, field) + (y + dy) * stride[1]
  *     chunk loop over [0, n[0]) (lc): the whole row, or with kir_launch.prefetch 512-byte
  *                                     chunks, each prefetching the next row ahead (CHUNK_BYTES)
@@ -599,6 +600,7 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         snprintf(nm, sizeof nm, "%%s%d", a);
         FIELD(nm, "i64", LF_STRIDE, a);
     }
+#undef FIELD
 
     /* the loop nest: level 0 is the outermost (axis dim-1) over [begin, end); in 2D/3D the
        row level (dim-2) walks its row in chunks (lc, see CHUNK_BYTES) of the x loop (dim-1) */
@@ -606,10 +608,8 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
     const int rl = dim - 2; /* the row level, -1 in 1D */
     /* the non-finite test: the integer type of T and the mask of its exponent field */
     const char *IT = opt->single ? "i32" : "i64", *EXP_MASK = opt->single ? "2139095040" : "9218868437227405312";
-    if (dim > 1) {
+    if (dim > 1) /* its address only: read per chunk */
         sb_printf(b, "  %%pfv.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d\n", LF_PREFETCH);
-    }
-#undef FIELD
     sb_printf(b, "  %%g = icmp slt i64 %%begin, %%end\n  br i1 %%g, label %%l0, label %%exit\n");
     for (int lv = 0; lv < dim - 1; lv++) {
         int axis = dim - 1 - lv;
@@ -727,8 +727,7 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
               cpu, features);
     sb_printf(b, "attributes #1 = { nounwind readnone willreturn }\n");
     if (dim > 1) sb_printf(b, "declare void @llvm.prefetch.p0i8(i8* nocapture readonly, i32 immarg, i32 immarg, i32 immarg)\n");
-    sb_printf(b, "declare %s @llvm.umax.%s(%s, %s)\n", opt->single ? "i32" : "i64", opt->single ? "i32" : "i64",
-              opt->single ? "i32" : "i64", opt->single ? "i32" : "i64");
+    sb_printf(b, "declare %s @llvm.umax.%s(%s, %s)\n", IT, IT, IT, IT);
     sb_printf(b, "attributes #2 = { nounwind readnone willreturn \"target-cpu\"=\"%s\" \"target-features\"=\"%s\" }\n",
               cpu, features);
     /* #3: the call sites' 2-lane variants (see the top of this file) */

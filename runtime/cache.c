@@ -508,48 +508,75 @@ static void remove_entry(const cache *c, const scan *s, const scan_entry *e)
         if (strcmp(s->files[e->first + i].ext, "bin")) unlink_file(c, &s->files[e->first + i]);
 }
 
-/* Lists the entries of the folder. tidy: remove temporary files and companions without a .bin
- * left for over STALE_NS (by a process that died mid-put). Returns 0 or -1 (folder unreadable). */
-static int scan_dir(cache *c, scan *s, int tidy)
+/* Calls visit for every file in the cache folder's prefix sub-folders (fd: its sub-folder).
+ * After each sub-folder, tries to remove it when rmdir_after (it stays unless empty). A
+ * sub-folder that cannot be opened sets *unopened. Returns -1 when the folder cannot be read or
+ * visit returns < 0 (which ends the walk), else 0. */
+typedef int (*file_visitor)(void *ctx, int fd, const char *prefix, const char *name);
+static int walk_files(const cache *c, file_visitor visit, void *ctx, int rmdir_after, int *unopened)
 {
-    memset(s, 0, sizeof *s);
     DIR *top = opendir(c->dir);
     if (!top) return -1;
-    int64_t stale = now_ns() - STALE_NS;
+    int rc = 0;
     struct dirent *d;
-    while ((d = readdir(top))) {
+    while (rc == 0 && (d = readdir(top))) {
         if (!is_prefix_dir(d->d_name)) continue;
         int fd = openat(dirfd(top), d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *sub = fd >= 0 ? fdopendir(fd) : NULL;
         if (!sub) {
             if (fd >= 0) close(fd);
+            if (unopened) *unopened = 1;
             continue;
         }
         struct dirent *e;
-        while ((e = readdir(sub))) {
-            struct stat st;
-            if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-                continue;
-            if (!strncmp(e->d_name, ".tmp.", 5)) {
-                if (tidy && ts_ns(st.st_mtim) < stale) unlinkat(fd, e->d_name, 0);
-                continue;
-            }
-            scan_file f;
-            if (parse_name(d->d_name, e->d_name, &f) < 0) continue;
-            f.size = (uint64_t)st.st_size;
-            f.mtime = ts_ns(st.st_mtim);
-            if (s->nfiles == s->capfiles) {
-                int nc = s->capfiles ? 2 * s->capfiles : 64;
-                scan_file *nf = realloc(s->files, sizeof *nf * (size_t)nc);
-                if (!nf) { closedir(sub); closedir(top); scan_free(s); return -1; }
-                s->files = nf;
-                s->capfiles = nc;
-            }
-            s->files[s->nfiles++] = f;
-        }
+        while (rc == 0 && (e = readdir(sub))) rc = visit(ctx, fd, d->d_name, e->d_name) < 0 ? -1 : 0;
         closedir(sub);
+        if (rmdir_after) unlinkat(dirfd(top), d->d_name, AT_REMOVEDIR); /* fails harmlessly when not empty */
     }
     closedir(top);
+    return rc;
+}
+
+typedef struct scan_walk { scan *s; int tidy; int64_t stale; } scan_walk;
+
+/* scan_dir's visitor: a regular file named like an entry's is listed; a temporary file is
+ * skipped, and removed when tidying and stale. */
+static int scan_visit(void *ctx, int fd, const char *prefix, const char *name)
+{
+    scan_walk *w = ctx;
+    scan *s = w->s;
+    struct stat st;
+    if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) return 0;
+    if (!strncmp(name, ".tmp.", 5)) {
+        if (w->tidy && ts_ns(st.st_mtim) < w->stale) unlinkat(fd, name, 0);
+        return 0;
+    }
+    scan_file f;
+    if (parse_name(prefix, name, &f) < 0) return 0;
+    f.size = (uint64_t)st.st_size;
+    f.mtime = ts_ns(st.st_mtim);
+    if (s->nfiles == s->capfiles) {
+        int nc = s->capfiles ? 2 * s->capfiles : 64;
+        scan_file *nf = realloc(s->files, sizeof *nf * (size_t)nc);
+        if (!nf) return -1;
+        s->files = nf;
+        s->capfiles = nc;
+    }
+    s->files[s->nfiles++] = f;
+    return 0;
+}
+
+/* Lists the entries of the folder. tidy: remove temporary files and companions without a .bin
+ * left for over STALE_NS (by a process that died mid-put). Returns 0 or -1 (folder unreadable). */
+static int scan_dir(cache *c, scan *s, int tidy)
+{
+    memset(s, 0, sizeof *s);
+    int64_t stale = now_ns() - STALE_NS;
+    scan_walk w = {s, tidy, stale};
+    if (walk_files(c, scan_visit, &w, 0, NULL) < 0) {
+        scan_free(s);
+        return -1;
+    }
     if (s->nfiles == 0) return 0;
     qsort(s->files, (size_t)s->nfiles, sizeof *s->files, cmp_file);
     s->entries = malloc(sizeof *s->entries * (size_t)s->nfiles);
@@ -766,46 +793,35 @@ int cache_list(cache *c, FILE *out)
     return n;
 }
 
+typedef struct clear_walk { int removed, failed; int64_t stale; } clear_walk;
+
+/* cache_clear's visitor: every file named like an entry's goes; a temporary file only when it
+ * is a leftover (a fresh one belongs to a put in progress). */
+static int clear_visit(void *ctx, int fd, const char *prefix, const char *name)
+{
+    clear_walk *w = ctx;
+    if (!strncmp(name, ".tmp.", 5)) {
+        struct stat st;
+        if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ts_ns(st.st_mtim) < w->stale)
+            unlinkat(fd, name, 0);
+        return 0;
+    }
+    scan_file f;
+    if (parse_name(prefix, name, &f) < 0) return 0;
+    if (unlinkat(fd, name, 0) < 0) {
+        if (errno != ENOENT) w->failed = 1;
+    } else if (!strcmp(f.ext, "bin")) {
+        w->removed++;
+    }
+    return 0;
+}
+
 int cache_clear(cache *c)
 {
     if (!c || is_disabled(c)) return -1;
-    DIR *top = opendir(c->dir);
-    if (!top) return -1;
-    int removed = 0, failed = 0;
-    int64_t stale = now_ns() - STALE_NS;
-    struct dirent *d;
-    while ((d = readdir(top))) {
-        if (!is_prefix_dir(d->d_name)) continue;
-        int fd = openat(dirfd(top), d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *sub = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!sub) {
-            if (fd >= 0) close(fd);
-            failed = 1;
-            continue;
-        }
-        struct dirent *e;
-        while ((e = readdir(sub))) {
-            scan_file f;
-            struct stat st;
-            if (!strncmp(e->d_name, ".tmp.", 5)) {
-                /* only leftovers: a fresh one belongs to a put in progress */
-                if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    ts_ns(st.st_mtim) < stale)
-                    unlinkat(fd, e->d_name, 0);
-                continue;
-            }
-            if (parse_name(d->d_name, e->d_name, &f) < 0) continue;
-            if (unlinkat(fd, e->d_name, 0) < 0) {
-                if (errno != ENOENT) failed = 1;
-            } else if (!strcmp(f.ext, "bin")) {
-                removed++;
-            }
-        }
-        closedir(sub);
-        unlinkat(dirfd(top), d->d_name, AT_REMOVEDIR); /* fails harmlessly when not empty */
-    }
-    closedir(top);
-    return failed ? -1 : removed;
+    clear_walk w = {0, 0, now_ns() - STALE_NS};
+    if (walk_files(c, clear_visit, &w, 1, &w.failed) < 0) return -1;
+    return w.failed ? -1 : w.removed;
 }
 
 /* ---- explain ---- */

@@ -365,7 +365,6 @@ static int fill_axis_copy(sim *s, int f, void *b, int a)
     else
         FILL_ROWS(float)
 #undef FILL_ROWS
-    (void)base;
     return 1;
 }
 
