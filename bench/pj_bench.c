@@ -77,7 +77,7 @@ static int cmd_step(int argc, char **argv)
     if (use_cpu) {
         cpu_backend_options bo = {0, fast, NULL};
         be = cpu_backend_create(&bo, err, sizeof err);
-        if (!be || cpu_backend_prepare(be, p, NULL, err, sizeof err) < 0) {
+        if (!be || cpu_backend_prepare(be, p, err, sizeof err) < 0) {
             fprintf(stderr, "pj_bench: cpu back end: %s\n", err);
             return 1;
         }
@@ -153,12 +153,13 @@ static int cmd_compile(const char *file)
     cpu_backend *be = cpu_backend_create(&bo, err, sizeof err);
     if (!be) { fprintf(stderr, "pj_bench: %s\n", err); return 1; }
     double t2 = driver_now();
-    kernel_timing tm[PJ_MAX_STAGES];
-    if (cpu_backend_prepare(be, p, tm, err, sizeof err) < 0) { fprintf(stderr, "pj_bench: %s\n", err); return 1; }
+    if (cpu_backend_prepare(be, p, err, sizeof err) < 0) { fprintf(stderr, "pj_bench: %s\n", err); return 1; }
     double t3 = driver_now();
     printf("compile file=%s scheme=%s frontend_ms=%.3f jit_create_ms=%.3f prepare_ms=%.3f total_ms=%.3f kernels=",
            file, scheme_name(p->scheme), (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t3 - t0) * 1e3);
-    for (int i = 0; i < p->n_stages; i++)
+    int n_tm;
+    const kernel_timing *tm = cpu_backend_timings(be, &n_tm);
+    for (int i = 0; i < n_tm; i++)
         printf("%s%s:%s:%.3f", i ? "," : "", tm[i].name, tm[i].from_cache ? "hit" : "compiled", tm[i].ms);
     printf("\n");
     cpu_backend_destroy(be);

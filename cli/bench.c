@@ -40,19 +40,7 @@ static int cmp_double(const void *a, const void *b)
 static double bytes_per_cell(const pj_program *p, int single)
 {
     double total = 0;
-    for (int s = 0; s < p->n_stages; s++) {
-        const kir_kernel *k = p->stages[s].kernel;
-        char seen[PJ_MAX_SLOTS][64] = {{0}};
-        int n = 0;
-        for (int i = 0; i < k->n_nodes; i++) {
-            const kir_node *nd = &k->nodes[i];
-            if (nd->op == KIR_LOAD && nd->index < 64 && !seen[nd->slot][nd->index]) {
-                seen[nd->slot][nd->index] = 1;
-                n++;
-            }
-        }
-        total += n + k->n_outputs;
-    }
+    for (int s = 0; s < p->n_stages; s++) total += kir_values_per_cell(p->stages[s].kernel);
     return total * (single ? 4 : 8);
 }
 
@@ -191,18 +179,20 @@ int cmd_bench(int argc, char **argv)
         char tmpl[] = "/tmp/pdejit-bench-XXXXXX";
         char *dir = mkdtemp(tmpl);
         cpu_backend_options bo = {single, 0, dir};
-        kernel_timing tm[PJ_MAX_STAGES];
         double cold = 0, hit = 0;
+        int n_tm = 0;
+        const kernel_timing *tm;
         cpu_backend *first = cpu_backend_create(&bo, err, sizeof err);
-        if (!first || cpu_backend_prepare(first, p, tm, err, sizeof err) < 0) {
+        if (!first || cpu_backend_prepare(first, p, err, sizeof err) < 0) {
             fprintf(stderr, "pdejit bench: cpu back end: %s\n", err);
             cpu_backend_destroy(first);
             program_free(p);
             return 1;
         }
-        for (int s = 0; s < p->n_stages; s++) cold += tm[s].ms;
+        tm = cpu_backend_timings(first, &n_tm);
+        for (int s = 0; s < n_tm; s++) cold += tm[s].ms;
         cb = cpu_backend_create(&bo, err, sizeof err);
-        if (!cb || cpu_backend_prepare(cb, p, tm, err, sizeof err) < 0) {
+        if (!cb || cpu_backend_prepare(cb, p, err, sizeof err) < 0) {
             fprintf(stderr, "pdejit bench: cpu back end: %s\n", err);
             cpu_backend_destroy(first);
             cpu_backend_destroy(cb);
@@ -210,7 +200,8 @@ int cmd_bench(int argc, char **argv)
             return 1;
         }
         int all_hit = 1;
-        for (int s = 0; s < p->n_stages; s++) {
+        tm = cpu_backend_timings(cb, &n_tm);
+        for (int s = 0; s < n_tm; s++) {
             hit += tm[s].ms;
             all_hit &= tm[s].from_cache;
         }

@@ -183,6 +183,8 @@ static int cmd_emit(int argc, char **argv)
         kir_print(p->init, stdout, fn, pn);
         for (int s = 0; s < 6; s++)
             if (p->bc_kernel[s]) kir_print(p->bc_kernel[s], stdout, fn, pn);
+        printf("# the right-hand side F(U) of every field with an eq; the stages below compose it\n");
+        kir_print(p->rhs, stdout, fn, pn);
         for (int s = 0; s < p->n_stages; s++) {
             printf("# stage %d reads slot %d at t + %g dt\n", s + 1, p->stages[s].read_slot, p->stages[s].t_frac);
             kir_print(p->stages[s].kernel, stdout, fn, pn);
@@ -368,14 +370,15 @@ static int cmd_run(int argc, char **argv)
             goto done;
         }
         if (cpu_backend_warning(be)) fprintf(stderr, "pdejit: warning: %s\n", cpu_backend_warning(be));
-        kernel_timing tm[PJ_MAX_STAGES];
-        if (cpu_backend_prepare(be, p, tm, err, sizeof err) < 0) {
+        if (cpu_backend_prepare(be, p, err, sizeof err) < 0) {
             fprintf(stderr, "pdejit: cpu back end: %s\n", err);
             status = 1;
             goto done;
         }
+        int n_tm;
+        const kernel_timing *tm = cpu_backend_timings(be, &n_tm);
         if (verbose)
-            for (int i = 0; i < p->n_stages; i++)
+            for (int i = 0; i < n_tm; i++)
                 fprintf(stderr, "pdejit: kernel %s: %s in %.2f ms\n", tm[i].name,
                         tm[i].from_cache ? "loaded from the cache" : "compiled", tm[i].ms);
         cpu_backend_install(be, s);

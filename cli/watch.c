@@ -118,15 +118,16 @@ static void *compile_new(void *arg)
         if (!w->next) snprintf(w->err, sizeof w->err, "it does not compile");
     }
     if (w->next && *w->be) {
-        kernel_timing tm[PJ_MAX_STAGES];
         w->next_be = cpu_backend_create(&w->bo, w->err, sizeof w->err);
-        if (!w->next_be || cpu_backend_prepare(w->next_be, w->next, tm, w->err, sizeof w->err) < 0) {
+        if (!w->next_be || cpu_backend_prepare(w->next_be, w->next, w->err, sizeof w->err) < 0) {
             cpu_backend_destroy(w->next_be);
             w->next_be = NULL;
             program_free(w->next);
             w->next = NULL;
         } else {
-            for (int i = 0; i < w->next->n_stages; i++) {
+            int n;
+            const kernel_timing *tm = cpu_backend_timings(w->next_be, &n);
+            for (int i = 0; i < n; i++) {
                 w->cached += tm[i].from_cache;
                 w->compiled += !tm[i].from_cache;
             }

@@ -809,15 +809,19 @@ static void read_boundaries(compiler *C, pj_program *p)
     free(given);
 }
 
-typedef struct rhs_ctx { compiler *C; const ast_stmt **eqs; } rhs_ctx;
-
-static int lower_rhs(void *vctx, kir_kernel *k, int read_slot, int field)
+/* The KIR_RHS kernel: F of every field with an eq, reading slot 0. */
+static int lower_rhs(compiler *C, pj_program *p, const ast_stmt **eqs)
 {
-    rhs_ctx *r = vctx;
-    r->C->work = 0; /* the inlining budget is per expression */
-    lctx x = {.k = k, .where = IN_STAGE, .slot = read_slot};
-    int v = lower_expr(r->C, &x, r->eqs[field]->rhs);
-    return v < 0 ? -1 : kir_as_f(k, v);
+    kir_kernel *k = p->rhs = kir_new(KIR_RHS, p->dim, p->n_fields, p->n_params, 1, "rhs");
+    for (int f = 0; f < p->n_fields; f++) {
+        if (!p->field_has_eq[f]) continue;
+        C->work = 0; /* the inlining budget is per expression */
+        lctx x = {.k = k, .where = IN_STAGE, .slot = 0};
+        int v = lower_expr(C, &x, eqs[f]->rhs);
+        if (v < 0) return -1;
+        kir_add_output(k, 0, f, kir_as_f(k, v));
+    }
+    return 0;
 }
 
 static int finish(compiler *C, kir_kernel *k)
@@ -864,8 +868,11 @@ pj_program *compile_problem(const char *filename, const char *source, size_t len
     read_boundaries(&C, p);
     if (d->errors) goto fail;
 
-    rhs_ctx r = {&C, eqs};
-    if (scheme_lower(p, lower_rhs, &r) < 0 || d->errors) goto fail;
+    if (lower_rhs(&C, p, eqs) < 0 || d->errors || finish(&C, p->rhs) < 0) goto fail;
+    if (scheme_lower(p) < 0) {
+        diag_error(d, (pj_loc){0, 0}, "out of memory");
+        goto fail;
+    }
 
     finish(&C, p->params_kernel);
     finish(&C, p->init);
@@ -918,7 +925,9 @@ void program_free(pj_program *p)
     kir_free(p->params_kernel);
     kir_free(p->init);
     for (int s = 0; s < 6; s++) kir_free(p->bc_kernel[s]);
+    kir_free(p->rhs);
     for (int s = 0; s < p->n_stages; s++) kir_free(p->stages[s].kernel);
+    free(p->stages);
     free(p->filename);
     free(p);
 }

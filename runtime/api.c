@@ -65,7 +65,7 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     if (o.backend == PJ_BACKEND_CPU) {
         cpu_backend_options bo = {o.single, o.fast_math, NULL};
         ps->cpu = cpu_backend_create(&bo, err, err_len);
-        if (!ps->cpu || cpu_backend_prepare(ps->cpu, problem->p, NULL, err, err_len) < 0) {
+        if (!ps->cpu || cpu_backend_prepare(ps->cpu, problem->p, err, err_len) < 0) {
             pj_sim_free(ps);
             return PJ_ERR_BACKEND;
         }

@@ -33,7 +33,6 @@
 #include "writers.h"
 
 #define ROW_ALIGN_BYTES 128
-#define MAX_KERNELS (PJ_MAX_STAGES + 8)
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -51,14 +50,18 @@ typedef struct kspec {
 } kspec;
 
 typedef struct kset {
-    kspec k[MAX_KERNELS];
+    kspec *k;             /* init, stages, fills, check: at most n_stages + 8 */
     int n;
-    int init, stage[PJ_MAX_STAGES], fill[6], check; /* index into k, -1 absent */
+    int init, *stage, fill[6], check; /* index into k, -1 absent */
 } kset;
 
 static void kset_free(kset *ks)
 {
     for (int i = 0; i < ks->n; i++) free(ks->k[i].src);
+    free(ks->k);
+    free(ks->stage);
+    ks->k = NULL;
+    ks->stage = NULL;
     ks->n = 0;
 }
 
@@ -78,7 +81,14 @@ static int kset_build(kset *ks, const pj_program *p, int single, int fast_math, 
     memset(ks, 0, sizeof *ks);
     ks->init = ks->check = -1;
     for (int i = 0; i < 6; i++) ks->fill[i] = -1;
-    for (int i = 0; i < PJ_MAX_STAGES; i++) ks->stage[i] = -1;
+    ks->k = calloc((size_t)p->n_stages + 8, sizeof *ks->k);
+    ks->stage = malloc(sizeof *ks->stage * (size_t)p->n_stages);
+    if (!ks->k || !ks->stage) {
+        kset_free(ks);
+        diag_set(err, err_len, "cuda: out of memory");
+        return -1;
+    }
+    for (int i = 0; i < p->n_stages; i++) ks->stage[i] = -1;
     cuda_options co = {single, fast_math};
     char hex[33], cerr[512];
     const char prec = single ? 's' : 'd';
@@ -337,8 +347,8 @@ struct cuda_sim {
     cuda_ptr mem[CUDA_MAX_BUFS];  /* allocation start per (slot, field), swapped with the slots */
     cuda_ptr results;              /* n_fields int64 of the check kernel */
     kset ks;
-    cuda_module *mod[MAX_KERNELS];
-    cuda_function fn[MAX_KERNELS];
+    cuda_module **mod;             /* per kernel of ks */
+    cuda_function *fn;
     cuda_args A;                   /* stage / init launches: every slot's buffers */
     cuda_args F;                   /* fill launches: the read slot's buffers as slot 0 */
     kir_launch L;                  /* geometry for writers and reports (buf NULL) */
@@ -505,8 +515,8 @@ static int stage_geometry(cuda_sim *s, char *err, size_t err_len)
 
 cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char *err, size_t err_len)
 {
-    if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 || p->n_slots > PJ_MAX_SLOTS ||
-        p->n_stages < 1 || p->n_stages > PJ_MAX_STAGES || !p->bc) {
+    if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 || p->n_stages < 1 || !p->stages ||
+        !p->bc) {
         diag_set(err, err_len, "cuda: the program is incomplete (dimension, fields, slots or stages)");
         return NULL;
     }
@@ -586,6 +596,13 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
         cuda_sim_destroy(s);
         return NULL;
     }
+    s->mod = calloc((size_t)s->ks.n, sizeof *s->mod);
+    s->fn = calloc((size_t)s->ks.n, sizeof *s->fn);
+    if (!s->mod || !s->fn) {
+        diag_set(err, err_len, "cuda: out of memory");
+        cuda_sim_destroy(s);
+        return NULL;
+    }
     if (stage_geometry(s, err, err_len) < 0) {
         cuda_sim_destroy(s);
         return NULL;
@@ -641,12 +658,14 @@ void cuda_sim_destroy(cuda_sim *s)
         cuda_synchronize(s->dev, e, sizeof e);
         for (int b = 0; b < s->nbuf; b++) cuda_mem_free(s->dev, s->mem[b], e, sizeof e);
         cuda_mem_free(s->dev, s->results, e, sizeof e);
-        for (int i = 0; i < MAX_KERNELS; i++) cuda_module_unload(s->mod[i]);
+        for (int i = 0; s->mod && i < s->ks.n; i++) cuda_module_unload(s->mod[i]);
         cuda_device_close(s->dev);
     }
     cuda_nvrtc_close(s->nv);
     cache_close(s->cache);
     kset_free(&s->ks);
+    free(s->mod);
+    free(s->fn);
     free(s->param);
     free(s->param_set);
     free(s);
@@ -910,26 +929,7 @@ double cuda_sim_bytes_per_cell(const cuda_sim *s)
 {
     const pj_program *p = s->p;
     double total = 0;
-    unsigned char *seen = malloc((size_t)PJ_MAX_SLOTS * (size_t)p->n_fields);
-    if (!seen) return 0;
-    for (int st = 0; st < p->n_stages; st++) {
-        const kir_kernel *k = p->stages[st].kernel;
-        memset(seen, 0, (size_t)PJ_MAX_SLOTS * (size_t)p->n_fields);
-        int n = 0;
-        for (int i = 0; i < k->n_nodes; i++) {
-            const kir_node *nd = &k->nodes[i];
-            if (nd->op != KIR_LOAD || nd->slot < 0 || nd->slot >= PJ_MAX_SLOTS || nd->index < 0 ||
-                nd->index >= p->n_fields)
-                continue;
-            unsigned char *sn = &seen[nd->slot * p->n_fields + nd->index];
-            if (!*sn) {
-                *sn = 1;
-                n++;
-            }
-        }
-        total += n + k->n_outputs;
-    }
-    free(seen);
+    for (int st = 0; st < p->n_stages; st++) total += kir_values_per_cell(p->stages[st].kernel);
     return total * (double)s->esz;
 }
 

@@ -36,7 +36,7 @@ solved *solve(const char *src, backend_kind be, int single, int threads, const c
     if (be != BE_INTERP) {
         cpu_backend_options bo = {single, 0, NULL};
         cb = cpu_backend_create(&bo, r->err, sizeof r->err);
-        if (!cb || cpu_backend_prepare(cb, p, NULL, r->err, sizeof r->err) < 0) {
+        if (!cb || cpu_backend_prepare(cb, p, r->err, sizeof r->err) < 0) {
             fprintf(stderr, "%s\n", r->err);
             abort();
         }
@@ -48,7 +48,8 @@ solved *solve(const char *src, backend_kind be, int single, int threads, const c
     r->status = driver_run(s, &o, &res, r->err, sizeof r->err);
     r->t = sim_time(s);
     r->cells = sim_cells(s);
-    for (int f = 0; f < p->n_fields && f < 8; f++) {
+    r->u = calloc((size_t)p->n_fields, sizeof *r->u);
+    for (int f = 0; f < p->n_fields; f++) {
         r->u[f] = malloc(sizeof(double) * (size_t)r->cells);
         sim_get_field(s, f, r->u[f]);
     }
@@ -75,7 +76,8 @@ double field_sum(const solved *s, int f)
 void solved_free(solved *s)
 {
     if (!s) return;
-    for (int f = 0; f < 8; f++) free(s->u[f]);
+    for (int f = 0; s->u && f < s->p->n_fields; f++) free(s->u[f]);
+    free(s->u);
     for (int a = 0; a < 3; a++) free(s->x[a]);
     program_free(s->p);
     free(s);

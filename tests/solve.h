@@ -7,7 +7,7 @@
 
 typedef struct solved {
     pj_program *p;
-    double *u[8];       /* final interior values of each field (x fastest) */
+    double **u;         /* per field: its final interior values (x fastest) */
     double *x[3];       /* cell centres of each cell along each axis */
     int64_t cells;
     double t;
