@@ -294,23 +294,21 @@ static int cmd_run(int argc, char **argv)
 #undef NEED_VALUE
     }
     if (!file) { fputs(usage_run, stderr); return 2; }
-    int use_cpu = !strcmp(backend, "cpu"), use_cuda = !strcmp(backend, "cuda");
-    if (!use_cpu && !use_cuda && strcmp(backend, "interp")) {
-        fprintf(stderr, "pdejit: unknown back end '%s'; back ends are interp, cpu, cuda\n", backend);
+    const backend_ops *bops = engine_backend(backend);
+    if (!bops) {
+        fprintf(stderr, "pdejit: unknown back end '%s'; back ends are %s\n", backend, engine_backend_names());
         return 2;
     }
-    if (watching && use_cuda) {
-        fprintf(stderr, "pdejit run: --watch works with --backend cpu and interp, not yet with cuda\n");
+    if (watching && !bops->prepare) {
+        fprintf(stderr, "pdejit run: --watch cannot swap kernels on the %s back end yet\n", backend);
         return 2;
     }
     watch_baseline base = watch_baseline_of(file); /* before reading: edits from now on count */
     pj_program *p = cli_load_problem(file, &copt);
     if (!p) return 2;
     int status = 2;
-    sim *s = NULL;
+    engine *e = NULL;
     watch *w = NULL;
-    cuda_sim *g = NULL;
-    cpu_backend *be = NULL;
     char *out_owned = NULL;
     char err[1024];
     if (dt <= 0) dt = p->dt;
@@ -324,29 +322,26 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pdejit: %s: how far to run? add `until = ` or `steps = ` to the time statement, or give --until/--steps\n", file);
         goto done;
     }
-    if (use_cuda) {
-        cuda_sim_options co = {.single = single, .fast_math = fast_math};
-        g = cuda_sim_create(p, &co, err, sizeof err);
-        if (!g) {
-            fprintf(stderr, "pdejit: %s\n", err);
-            status = strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE)) ? 1 : 2;
-            goto done;
-        }
-        if (cuda_sim_warning(g)) fprintf(stderr, "pdejit: warning: %s\n", cuda_sim_warning(g));
-        if (verbose) {
-            const cuda_prepare_stats *st = cuda_sim_prepare_stats(g);
-            fprintf(stderr, "pdejit: %s: %d kernels, %d loaded from the cache, %d compiled (NVRTC %.2f ms), %.2f ms in all\n",
-                    cuda_sim_device_text(g), st->kernels, st->from_cache, st->compiled, st->ms_nvrtc, st->ms_total);
-        }
-    } else {
-        sim_options so = {single, threads};
-        s = sim_create(p, &so, err, sizeof err);
-        if (!s) {
-            fprintf(stderr, "pdejit: %s\n", err);
-            status = 1;
-            goto done;
-        }
+    engine_options eo = {.single = single, .fast_math = fast_math, .threads = threads};
+    int unavailable = 0;
+    e = engine_create(bops, p, &eo, &unavailable, err, sizeof err);
+    if (!e) {
+        if (unavailable) fprintf(stderr, "pdejit: %s\n", err);
+        else fprintf(stderr, "pdejit: %s back end: %s\n", backend, err);
+        status = unavailable ? 2 : 1;
+        goto done;
     }
+    engine_info info;
+    engine_get_info(e, &info);
+    if (info.warning) fprintf(stderr, "pdejit: warning: %s\n", info.warning);
+    if (verbose && info.kernels)
+        for (int i = 0; i < info.n_kernels; i++)
+            fprintf(stderr, "pdejit: kernel %s: %s in %.2f ms\n", info.kernels[i].name,
+                    info.kernels[i].from_cache ? "loaded from the cache" : "compiled", info.kernels[i].ms);
+    else if (verbose && info.n_kernels)
+        fprintf(stderr, "pdejit: %s: %d kernels, %d loaded from the cache, %d compiled (NVRTC %.2f ms), %.2f ms in all\n",
+                info.device ? info.device : backend, info.n_kernels, info.from_cache, info.n_kernels - info.from_cache,
+                info.ms_compiler, info.ms_prepare);
     for (int i = 0; i < n_sets; i++) {
         const char *eq = strchr(sets[i], '=');
         double v;
@@ -354,43 +349,17 @@ static int cmd_run(int argc, char **argv)
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(eq - sets[i]), sets[i]);
         if (cli_parse_double("--set", eq + 1, &v) < 0) goto done;
-        if ((g ? cuda_sim_set_param(g, name, v) : sim_set_param(s, name, v)) < 0) {
+        if (engine_set_param(e, name, v) < 0) {
             const char *near = diag_closest(name, (const char *const *)p->param_names, p->n_params);
             fprintf(stderr, "pdejit: --set: '%s' is not a param of %s%s%s%s\n", name, file, near ? " (did you mean '" : "",
                     near ? near : "", near ? "'?)" : "");
             goto done;
         }
     }
-    if (use_cpu) {
-        cpu_backend_options bo = {single, fast_math, NULL};
-        be = cpu_backend_create(&bo, err, sizeof err);
-        if (!be) {
-            fprintf(stderr, "pdejit: cpu back end: %s\n", err);
-            status = 1;
-            goto done;
-        }
-        if (cpu_backend_warning(be)) fprintf(stderr, "pdejit: warning: %s\n", cpu_backend_warning(be));
-        if (cpu_backend_prepare(be, p, err, sizeof err) < 0) {
-            fprintf(stderr, "pdejit: cpu back end: %s\n", err);
-            status = 1;
-            goto done;
-        }
-        int n_tm;
-        const kernel_timing *tm = cpu_backend_timings(be, &n_tm);
-        if (verbose)
-            for (int i = 0; i < n_tm; i++)
-                fprintf(stderr, "pdejit: kernel %s: %s in %.2f ms\n", tm[i].name,
-                        tm[i].from_cache ? "loaded from the cache" : "compiled", tm[i].ms);
-        cpu_backend_install(be, s);
-    }
-    if (g) {
-        if (cuda_sim_init(g, err, sizeof err) < 0) {
-            fprintf(stderr, "pdejit: cuda: %s\n", err);
-            status = 1;
-            goto done;
-        }
-    } else {
-        sim_init(s);
+    if (engine_init(e, err, sizeof err) < 0) {
+        fprintf(stderr, "pdejit: %s: %s\n", backend, err);
+        status = 1;
+        goto done;
     }
     if (!out) {
         /* the file asked for output: write it next to where we run */
@@ -404,8 +373,7 @@ static int cmd_run(int argc, char **argv)
         .check_every = (int)check_every, .progress = quiet ? NULL : stderr,
     };
     if (watching) {
-        cpu_backend_options bo = {single, fast_math, NULL};
-        w = watch_create(file, &base, s, &be, &bo, &copt);
+        w = watch_create(file, &base, e, &copt);
         if (!w) {
             fprintf(stderr, "pdejit: --watch: out of memory\n");
             status = 1;
@@ -415,9 +383,8 @@ static int cmd_run(int argc, char **argv)
         dopt.between_steps = watch_between_steps;
         dopt.between_ctx = w;
     }
-    driver_target tg = g ? cuda_backend_target(g) : driver_target_sim(s);
     driver_result res;
-    status = driver_run_target(&tg, &dopt, &res, err, sizeof err);
+    status = driver_run(e, &dopt, &res, err, sizeof err);
     if (status) fprintf(stderr, "pdejit: run failed: %s\n", err);
     double cells = (double)(p->n[0] * p->n[1] * p->n[2]);
     if (verbose || (!quiet && res.seconds > 3))
@@ -425,10 +392,8 @@ static int cmd_run(int argc, char **argv)
                 res.seconds, res.seconds > 0 ? (double)res.steps * cells * 1e-6 / res.seconds : 0.0, backend,
                 single ? ", single" : "", out ? ", output in " : "", out ? out : "");
 done:
-    sim_destroy(s);
-    cuda_sim_destroy(g);
-    cpu_backend_destroy(be);
-    watch_free(w); /* after the sim and back end that used its programs */
+    engine_destroy(e);
+    watch_free(w); /* after the engine that used its programs */
     program_free(p);
     free(out_owned);
     return status;

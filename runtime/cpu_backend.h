@@ -7,6 +7,7 @@
 #ifndef PJ_CPU_BACKEND_H
 #define PJ_CPU_BACKEND_H
 #include <stdio.h>
+#include "engine.h"
 #include "program.h"
 #include "sim.h"
 
@@ -21,11 +22,7 @@ typedef struct cpu_backend_options {
     const char *cache_dir; /* NULL: $PDEJIT_CACHE_DIR, else the XDG cache folder */
 } cpu_backend_options;
 
-typedef struct kernel_timing {
-    char name[32];
-    int from_cache;        /* 1 loaded from the disk cache, 0 compiled */
-    double ms;
-} kernel_timing;
+typedef engine_kernel_info kernel_timing;
 
 cpu_backend *cpu_backend_create(const cpu_backend_options *opt, char *err, size_t err_len);
 void cpu_backend_destroy(cpu_backend *be);

@@ -933,23 +933,64 @@ double cuda_sim_bytes_per_cell(const cuda_sim *s)
     return total * (double)s->esz;
 }
 
-/* ---- a whole run: the CPU's run loop over the device (driver_run_target) ------------------- */
+/* ---- the GPU behind engine.h ------------------------------------------------------------- */
 
-static double tg_time(void *o) { return cuda_sim_time(o); }
-static int64_t tg_steps(void *o) { return cuda_sim_steps(o); }
-static int tg_step(void *o, double dt, char *err, size_t len) { return cuda_sim_step(o, dt, err, len); }
-static int tg_sync(void *o, char *err, size_t len) { return cuda_sim_sync(o, err, len); }
-static int tg_take(void *o, char *err, size_t len) { return cuda_sim_take_nonfinite(o, err, len); }
-static int tg_check(void *o, sim_nan_report *r, char *err, size_t len) { return cuda_sim_check_finite(o, r, err, len); }
-static int tg_field(void *o, int f, double *out, char *err, size_t len) { return cuda_sim_get_field(o, f, out, err, len); }
-
-driver_target cuda_backend_target(cuda_sim *s)
+static void *ops_create(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len)
 {
-    return (driver_target){s, s->p, &s->L, tg_time, tg_steps, tg_step, tg_sync, tg_take, tg_check, tg_field};
+    cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir};
+    cuda_sim *s = cuda_sim_create(p, &co, err, len);
+    if (!s) *unavailable = !strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE));
+    return s;
+}
+static void ops_destroy(void *o) { cuda_sim_destroy(o); }
+static int ops_init(void *o, char *err, size_t len) { return cuda_sim_init(o, err, len); }
+static double ops_time(void *o) { return cuda_sim_time(o); }
+static int64_t ops_steps(void *o) { return cuda_sim_steps(o); }
+static int ops_step(void *o, double dt, char *err, size_t len) { return cuda_sim_step(o, dt, err, len); }
+static int ops_sync(void *o, char *err, size_t len) { return cuda_sim_sync(o, err, len); }
+static int ops_set_param(void *o, const char *name, double v) { return cuda_sim_set_param(o, name, v); }
+static const double *ops_params(void *o) { return cuda_sim_params(o); }
+static int ops_take(void *o, char *err, size_t len) { return cuda_sim_take_nonfinite(o, err, len); }
+static int ops_check(void *o, sim_nan_report *r, char *err, size_t len) { return cuda_sim_check_finite(o, r, err, len); }
+static int ops_get(void *o, int f, double *out, char *err, size_t len) { return cuda_sim_get_field(o, f, out, err, len); }
+static int ops_set(void *o, int f, const double *in, char *err, size_t len)
+{
+    return cuda_sim_set_field(o, f, in, err, len);
 }
 
-int cuda_backend_run(cuda_sim *s, const driver_options *o, driver_result *res, char *err, size_t err_len)
+static int ops_view(void *o, int f, engine_view *v)
 {
-    driver_target t = cuda_backend_target(s);
-    return driver_run_target(&t, o, res, err, err_len);
+    cuda_sim *s = o;
+    v->data = (void *)(uintptr_t)s->A.buf[f]; /* slot 0: the state */
+    for (int a = 0; a < 3; a++) {
+        v->shape[a] = s->L.n[a];
+        v->stride[a] = s->L.stride[a];
+    }
+    v->elem_size = (int)s->esz;
+    v->on_device = 1;
+    return 0;
 }
+
+static void ops_info(void *o, engine_info *info)
+{
+    cuda_sim *s = o;
+    info->device = cuda_sim_device_text(s);
+    info->warning = cuda_sim_warning(s);
+    info->n_kernels = s->stats.kernels;
+    info->from_cache = s->stats.from_cache;
+    info->ms_prepare = s->stats.ms_total;
+    info->ms_compiler = s->stats.ms_nvrtc;
+    info->bytes_per_cell = cuda_sim_bytes_per_cell(s);
+}
+
+static int ops_emit(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len)
+{
+    return cuda_backend_emit(p, o->single, o->fast_math, out, err, len);
+}
+
+const backend_ops cuda_backend_ops = {
+    .name = "cuda", .emit_flag = "cuda", .create = ops_create, .destroy = ops_destroy, .init = ops_init,
+    .step = ops_step, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
+    .set_field = ops_set, .take_nonfinite = ops_take, .check_finite = ops_check, .time = ops_time,
+    .steps = ops_steps, .view = ops_view, .info = ops_info, .emit = ops_emit,
+};

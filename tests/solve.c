@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cpu_backend.h"
 #include "driver.h"
+#include "engine.h"
 
 solved *solve(const char *src, backend_kind be, int single, int threads, const char *sets)
 {
@@ -19,39 +19,33 @@ solved *solve(const char *src, backend_kind be, int single, int threads, const c
     }
     diag_free(&d);
     pj_program *p = r->p;
-    sim_options so = {single, threads};
-    sim *s = sim_create(p, &so, r->err, sizeof r->err);
-    if (!s) abort();
+    static const char *const names[] = {[BE_INTERP] = "interp", [BE_CPU] = "cpu", [BE_CPU_PREFETCH] = "cpu",
+                                        [BE_CUDA] = "cuda"};
+    engine_options eo = {.single = single, .threads = threads, .prefetch = be == BE_CPU_PREFETCH};
+    engine *e = engine_create(engine_backend(names[be]), p, &eo, NULL, r->err, sizeof r->err);
+    if (!e) {
+        fprintf(stderr, "%s\n", r->err);
+        abort();
+    }
     if (sets) {
         char buf[512];
         snprintf(buf, sizeof buf, "%s", sets);
         for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
             char *eq = strchr(tok, '=');
             *eq = 0;
-            if (sim_set_param(s, tok, atof(eq + 1)) < 0) abort();
+            if (engine_set_param(e, tok, atof(eq + 1)) < 0) abort();
         }
     }
-    cpu_backend *cb = NULL;
-    if (be == BE_CPU_PREFETCH) sim_set_prefetch(s, 1);
-    if (be != BE_INTERP) {
-        cpu_backend_options bo = {single, 0, NULL};
-        cb = cpu_backend_create(&bo, r->err, sizeof r->err);
-        if (!cb || cpu_backend_prepare(cb, p, r->err, sizeof r->err) < 0) {
-            fprintf(stderr, "%s\n", r->err);
-            abort();
-        }
-        cpu_backend_install(cb, s);
-    }
-    sim_init(s);
+    if (engine_init(e, r->err, sizeof r->err) < 0) abort();
     driver_options o = {.dt = p->dt, .until = p->until, .steps = p->steps, .check_every = 1};
     driver_result res;
-    r->status = driver_run(s, &o, &res, r->err, sizeof r->err);
-    r->t = sim_time(s);
-    r->cells = sim_cells(s);
+    r->status = driver_run(e, &o, &res, r->err, sizeof r->err);
+    r->t = engine_time(e);
+    r->cells = engine_cells(e);
     r->u = calloc((size_t)p->n_fields, sizeof *r->u);
     for (int f = 0; f < p->n_fields; f++) {
         r->u[f] = malloc(sizeof(double) * (size_t)r->cells);
-        sim_get_field(s, f, r->u[f]);
+        if (engine_get_field(e, f, r->u[f], r->err, sizeof r->err) < 0) abort();
     }
     for (int a = 0; a < 3; a++) {
         r->x[a] = malloc(sizeof(double) * (size_t)r->cells);
@@ -61,8 +55,7 @@ solved *solve(const char *src, backend_kind be, int single, int threads, const c
             r->x[a][c] = p->origin[a] + ((double)idx[a] + 0.5) * h;
         }
     }
-    sim_destroy(s);
-    cpu_backend_destroy(cb);
+    engine_destroy(e);
     return r;
 }
 

@@ -16,8 +16,9 @@ typedef struct solved {
 } solved;
 
 /* BE_CPU_PREFETCH: the CPU back end with kir_launch.prefetch forced on (sim_set_prefetch), as
- * for a state larger than the last-level cache */
-typedef enum { BE_INTERP, BE_CPU, BE_CPU_PREFETCH } backend_kind;
+ * for a state larger than the last-level cache; BE_CUDA: the GPU back end (a real device, or
+ * the stand-ins PDEJIT_NVRTC / PDEJIT_LIBCUDA point at) */
+typedef enum { BE_INTERP, BE_CPU, BE_CPU_PREFETCH, BE_CUDA } backend_kind;
 
 /* Runs `src` to its end; `sets` is "name=value,name=value" or NULL. */
 solved *solve(const char *src, backend_kind be, int single, int threads, const char *sets);

@@ -298,6 +298,18 @@ static void use(where w)
         use(w);                                                                                  \
     } while (0)
 
+/* An engine of p on back end `name` (the GPU's with the test's cache folder). */
+static engine *make_engine(const char *name, const pj_program *p)
+{
+    char err[1024];
+    engine_options o = {.threads = 1, .cache_dir = g_cache_dir};
+    engine *e = engine_create(engine_backend(name), p, &o, NULL, err, sizeof err);
+    if (!e) print_error("engine_create(%s): %s\n", name, err);
+    assert_non_null(e);
+    assert_int_equal(engine_init(e, err, sizeof err), 0);
+    return e;
+}
+
 static cuda_sim *make_sim(const pj_program *p, int single, const char *cache_dir)
 {
     char err[1024];
@@ -575,19 +587,17 @@ static void nan_reports(where w)
 {
     pj_program *p = compile_text("blowup.pde", prob_blowup);
     char err_ref[1024] = "", err_gpu[1024] = "";
-    sim_options so = {0, 1};
-    sim *ref = sim_create(p, &so, err_ref, sizeof err_ref);
-    sim_init(ref);
+    engine *ref = make_engine("interp", p), *ge = make_engine("cuda", p);
     driver_options o = {.dt = p->dt, .until = -1, .steps = p->steps, .check_every = 1};
     driver_result r1, r2;
     assert_int_equal(driver_run(ref, &o, &r1, err_ref, sizeof err_ref), 1);
-    cuda_sim *g = make_sim(p, 0, NULL);
-    OK(cuda_sim_init(g, E));
-    assert_int_equal(cuda_backend_run(g, &o, &r2, err_gpu, sizeof err_gpu), 1);
+    assert_int_equal(driver_run(ge, &o, &r2, err_gpu, sizeof err_gpu), 1);
     print_message("interp: %s\n%s:    %s\n", err_ref, w == ON_GPU ? "gpu" : "emu", err_gpu);
     assert_string_equal(err_gpu, err_ref);
     assert_int_equal(r1.steps, r2.steps);
-    sim_destroy(ref);
+    engine_destroy(ref);
+    engine_destroy(ge);
+    cuda_sim *g = make_sim(p, 0, NULL);
     /* inject: a NaN in field v at cell (7, 3), an Inf in field u at (2, 4) */
     OK(cuda_sim_init(g, E));
     sim_nan_report rep;
@@ -644,16 +654,12 @@ static void run_matches_driver(where w)
     driver_options o = {.dt = p->dt, .until = w == ON_GPU ? 0.0305 : 0.0015, .steps = -1,
                         .output_every = w == ON_GPU ? 0.01 : 0.0005, .out_dir = out1, .formats = PJ_FMT_CSV,
                         .fields = p->output_fields, .n_fields = p->n_output_fields, .dump_path = dump1, .check_every = 3};
-    sim_options so = {0, 1};
-    sim *ref = sim_create(p, &so, err, sizeof err);
-    sim_init(ref);
+    engine *ref = make_engine("interp", p), *g = make_engine("cuda", p);
     driver_result r1, r2;
     assert_int_equal(driver_run(ref, &o, &r1, err, sizeof err), 0);
-    cuda_sim *g = make_sim(p, 0, NULL);
-    OK(cuda_sim_init(g, E));
     o.out_dir = out2;
     o.dump_path = dump2;
-    int rc = cuda_backend_run(g, &o, &r2, err, sizeof err);
+    int rc = driver_run(g, &o, &r2, err, sizeof err);
     if (rc) print_error("%s\n", err);
     assert_int_equal(rc, 0);
     assert_int_equal(r1.steps, r2.steps);
@@ -666,8 +672,8 @@ static void run_matches_driver(where w)
     if (rc) print_error("%s\n", out);
     free(out);
     assert_int_equal(rc, 0);
-    sim_destroy(ref);
-    cuda_sim_destroy(g);
+    engine_destroy(ref);
+    engine_destroy(g);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     tu_run(cmd, NULL);
     free(dir);
