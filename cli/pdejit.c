@@ -9,9 +9,8 @@
 #include <math.h>
 #include <unistd.h>
 #include "cache.h"
-#include "cpu_backend.h"
-#include "cuda_backend.h"
 #include "driver.h"
+#include "engine.h"
 #include "program.h"
 #include "scheme.h"
 #include "sim.h"
@@ -152,6 +151,14 @@ static int cmd_check(int argc, char **argv)
     return 0;
 }
 
+/* The back end whose code `pdejit emit --FLAG` prints, or NULL. */
+static const backend_ops *emitter(const char *flag)
+{
+    for (int i = 0; engine_backends[i]; i++)
+        if (engine_backends[i]->emit_flag && !strcmp(engine_backends[i]->emit_flag, flag)) return engine_backends[i];
+    return NULL;
+}
+
 static int cmd_emit(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage_emit, stdout); return 0; }
@@ -159,7 +166,7 @@ static int cmd_emit(int argc, char **argv)
     int single = 0;
     pj_compile_options opt = {0};
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--ir") || !strcmp(argv[i], "--llvm") || !strcmp(argv[i], "--cuda")) what = argv[i] + 2;
+        if (!strcmp(argv[i], "--ir") || (!strncmp(argv[i], "--", 2) && emitter(argv[i] + 2))) what = argv[i] + 2;
         else if (!strcmp(argv[i], "--precision") && i + 1 < argc) single = !strcmp(argv[++i], "single");
         else if (!strcmp(argv[i], "--scheme") && i + 1 < argc) {
             int s = scheme_from_name(argv[++i]);
@@ -189,28 +196,14 @@ static int cmd_emit(int argc, char **argv)
             printf("# stage %d reads slot %d at t + %g dt\n", s + 1, p->stages[s].read_slot, p->stages[s].t_frac);
             kir_print(p->stages[s].kernel, stdout, fn, pn);
         }
-    } else if (!strcmp(what, "llvm")) {
-        char err[1024];
-        cpu_backend_options bo = {0};
-        cpu_backend *be = cpu_backend_create(&bo, err, sizeof err);
-        int r = be ? cpu_backend_emit(be, p, stdout, err, sizeof err) : -1;
-        cpu_backend_destroy(be);
-        if (r < 0) {
-            fprintf(stderr, "pdejit: %s\n", err);
-            program_free(p);
-            return 2;
-        }
-    } else if (!strcmp(what, "cuda")) {
-        char err[1024];
-        if (cuda_backend_emit(p, single, 0, stdout, err, sizeof err) < 0) {
-            fprintf(stderr, "pdejit: %s\n", err);
-            program_free(p);
-            return 2;
-        }
     } else {
-        fprintf(stderr, "pdejit emit: --%s is not built yet\n", what);
-        program_free(p);
-        return 2;
+        char err[1024];
+        engine_options eo = {.single = single};
+        if (emitter(what)->emit(p, &eo, stdout, err, sizeof err) < 0) {
+            fprintf(stderr, "pdejit: %s\n", err);
+            program_free(p);
+            return 2;
+        }
     }
     program_free(p);
     return 0;
@@ -405,22 +398,21 @@ static int cmd_cache(int argc, char **argv)
     const char *what = argv[0];
     if (!strcmp(what, "explain")) {
         const char *file = NULL;
-        cpu_backend_options bo = {0};
+        engine_options eo = {0};
         for (int i = 1; i < argc; i++) {
-            if (!strcmp(argv[i], "--fast-math")) bo.fast_math = 1;
-            else if (!strcmp(argv[i], "--precision") && i + 1 < argc) bo.single = !strcmp(argv[++i], "single");
+            if (!strcmp(argv[i], "--fast-math")) eo.fast_math = 1;
+            else if (!strcmp(argv[i], "--precision") && i + 1 < argc) eo.single = !strcmp(argv[++i], "single");
             else if (!file && argv[i][0] != '-') file = argv[i];
             else { fputs(usage_cache, stderr); return 2; }
         }
         if (!file) { fputs(usage_cache, stderr); return 2; }
         pj_program *p = cli_load_problem(file, NULL);
         if (!p) return 2;
-        char err[512];
-        cpu_backend *be = cpu_backend_create(&bo, err, sizeof err);
-        if (!be) { fprintf(stderr, "pdejit: %s\n", err); program_free(p); return 1; }
-        if (cpu_backend_warning(be)) fprintf(stderr, "pdejit: warning: %s\n", cpu_backend_warning(be));
-        cpu_backend_explain(be, p, stdout);
-        cpu_backend_destroy(be);
+        char err[512] = "";
+        const backend_ops *cpu = engine_backend("cpu");
+        int r = cpu->explain(p, &eo, stdout, err, sizeof err);
+        if (r < 0) { fprintf(stderr, "pdejit: %s\n", err); program_free(p); return 1; }
+        if (r > 0) fprintf(stderr, "pdejit: warning: %s\n", err);
         program_free(p);
         return 0;
     }

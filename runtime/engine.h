@@ -39,6 +39,7 @@ typedef struct engine_kernel_info {
 /* What a back end can say about itself after create (fields absent where they do not apply). */
 typedef struct engine_info {
     const char *device;          /* "NVIDIA H200 (sm_90, ...)", or NULL for the host */
+    const char *compiler;        /* "LLVM 14.0.6", or NULL when the back end compiles nothing */
     const char *warning;         /* the kernel cache's one warning, or NULL */
     int n_kernels, from_cache;   /* kernels prepared, and how many came from the disk cache */
     double ms_prepare;           /* compiling or loading them all */

@@ -158,6 +158,7 @@ static void host_info(void *impl, engine_info *info)
     for (int s = 0; s < p->n_stages; s++) info->bytes_per_cell += kir_values_per_cell(p->stages[s].kernel);
     info->bytes_per_cell *= h->opt.single ? 4 : 8;
     if (!h->cpu) return;
+    info->compiler = "LLVM " PJ_LLVM_VERSION;
     info->warning = cpu_backend_warning(h->cpu);
     info->kernels = cpu_backend_timings(h->cpu, &info->n_kernels);
     for (int i = 0; i < info->n_kernels; i++) info->from_cache += info->kernels[i].from_cache;
