@@ -103,9 +103,17 @@ static void show_line(diag *d, pj_loc loc)
     diag_append(d, "^\n");
 }
 
+void diag_set_part(diag *d, int first_line, const char *name)
+{
+    d->part_line = first_line;
+    d->part_name = name;
+}
+
 static void report(diag *d, const char *kind, pj_loc loc, const char *fmt, va_list ap)
 {
-    if (loc.line > 0)
+    if (loc.line > 0 && d->part_name && loc.line >= d->part_line)
+        diag_append(d, "%s:%d:%d: %s: ", d->part_name, loc.line - d->part_line + 1, loc.col, kind);
+    else if (loc.line > 0)
         diag_append(d, "%s:%d:%d: %s: ", d->filename, loc.line, loc.col, kind);
     else
         diag_append(d, "%s: %s: ", d->filename, kind);

@@ -22,11 +22,16 @@ typedef struct diag {
     int errors, warnings;
     int max_errors;        /* after this many, further errors are counted but not rendered */
     char *log;             /* malloc'd rendered text, NUL-terminated */
+    const char *part_name; /* lines from part_line on are reported as part_name's, from 1 */
+    int part_line;
     size_t log_len, log_cap;
 } diag;
 
 void diag_init(diag *d, const char *filename, const char *source, size_t len);
 void diag_free(diag *d);
+/* The source is two texts one after the other (a running problem, then a redefinition): an error
+ * at line L >= first_line is reported as name:(L - first_line + 1). */
+void diag_set_part(diag *d, int first_line, const char *name);
 void diag_error(diag *d, pj_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_warning(diag *d, pj_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_note(diag *d, pj_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

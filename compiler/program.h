@@ -72,6 +72,7 @@ typedef struct pj_program {
 typedef struct pj_compile_options {
     pj_scheme scheme;     /* used when scheme_set */
     int scheme_set;
+    int redefine_line;    /* > 0: statements from this line on redefine earlier ones (redefine.h) */
 } pj_compile_options;
 
 /* Compiles `source` (the contents of `filename`). Errors go to d; returns NULL on error. */

@@ -10,6 +10,7 @@
  *   kir_finish + kir_verify on every kernel
  */
 #include "sema.h"
+#include "redefine.h"
 #include "scheme.h"
 #include <math.h>
 #include <stdlib.h>
@@ -844,8 +845,10 @@ pj_program *compile_problem(const char *filename, const char *source, size_t len
     pj_program *p = calloc(1, sizeof *p);
     p->filename = strdup(filename ? filename : "<input>");
     const ast_stmt **eqs = NULL;
-    C.ast = parse_program(&A, d, source, len);
-    if (!C.ast || d->errors) goto fail;
+    ast_program *ast = parse_program(&A, d, source, len);
+    if (!ast || d->errors) goto fail;
+    if (opt && opt->redefine_line > 0 && redefine_apply(&A, ast, opt->redefine_line, d) < 0) goto fail;
+    C.ast = ast;
 
     collect_symbols(&C);
     if (read_mesh(&C, p) < 0) goto fail;

@@ -78,6 +78,22 @@ pj_status pj_sim_set_field(pj_sim *sim, const char *name, const double *values);
  * through the view change the field. The view is valid until the next step or pj_sim_free:
  * the time schemes swap buffers, so take a new view after stepping. PJ_ERR_INPUT for an unknown
  * field. */
+/* Hot swap: redefines func, flux, eq, const or boundary-condition statements of the running
+ * problem from `text` (statements of the problem language, e.g. "func r(s) = 2*s\non left: u = 1"):
+ * a later definition replaces the earlier one of the same func or flux, the eq of the same field,
+ * the same const, the conditions of the same field on the same sides. The new kernels are compiled
+ * on the calling thread; when pj_sim_advance runs on another thread meanwhile, the swap happens
+ * between two of its steps (this call waits for it), else at once. The fields keep their state,
+ * params set with pj_sim_set_param keep their values, the scheme stays.
+ * PJ_ERR_INPUT when the text has an error (*diagnostics, if not NULL, receives it as
+ * "<redefine>:LINE:COL: error: ..." with the line and a caret; malloc'd, free it) or changes what a
+ * running simulation holds (mesh, fields, params, slots; a stencil wider than its ghost layers);
+ * PJ_ERR_BACKEND when the back end cannot compile the kernels or cannot swap (cuda, for now). On
+ * any error the simulation runs on with its previous definition. The kernels swapped out are
+ * released. pj_sim_redefine and pj_sim_advance are the only calls that may run concurrently on one
+ * simulation, and only one pj_sim_redefine at a time. */
+pj_status pj_sim_redefine(pj_sim *sim, const char *text, char **diagnostics);
+
 typedef struct pj_field_view {
     void *data;
     int64_t shape[3];      /* cells along x, y, z; 1 beyond the problem's dimension */
