@@ -1,10 +1,13 @@
 /* cli.h — what the files of the `pdejit` command share. */
 #ifndef PJ_CLI_H
 #define PJ_CLI_H
+#include "pdejit.h"
 #include "program.h"
 
 /* Reads and compiles FILE, printing its diagnostics to stderr; NULL on error (exit 2). */
 pj_program *cli_load_problem(const char *path, const pj_compile_options *opt);
+/* The same through the public API (`pdejit run`), with the scheme of that name when not NULL. */
+pj_problem *cli_compile(const char *path, const char *scheme);
 int cli_wants_help(int argc, char **argv);
 /* A finite number, or -1 after printing what is wrong with it. */
 int cli_parse_double(const char *opt, const char *text, double *out);

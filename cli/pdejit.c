@@ -74,6 +74,26 @@ pj_program *cli_load_problem(const char *path, const pj_compile_options *opt)
     return p;
 }
 
+/* Compiles FILE through the public API; prints its diagnostics to stderr. NULL on error. */
+pj_problem *cli_compile(const char *path, const char *scheme)
+{
+    char err[512];
+    size_t len;
+    char *text = read_file(path, &len, err, sizeof err);
+    if (!text) {
+        fprintf(stderr, "pdejit: %s\n", err);
+        return NULL;
+    }
+    pj_problem *pr = NULL;
+    char *diagnostics = NULL;
+    pj_status st = pj_problem_compile_scheme(path, text, len, scheme, &pr, &diagnostics);
+    if (diagnostics) fputs(diagnostics, stderr);
+    if (st == PJ_ERR_MEMORY) fprintf(stderr, "pdejit: %s: out of memory\n", path);
+    free(diagnostics);
+    free(text);
+    return pr;
+}
+
 static const char *usage_main =
     "usage: pdejit COMMAND [ARGS]\n"
     "\n"
@@ -240,7 +260,7 @@ static int cmd_run(int argc, char **argv)
     const char *sets[256];
     int n_sets = 0, threads = 0, single = 0, fast_math = 0, verbose = 0, quiet = 0, watching = 0;
     double dt = 0, until = -1, steps_d = -1, check_every = 1;
-    pj_compile_options copt = {0};
+    const char *scheme = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -256,10 +276,8 @@ static int cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--steps")) { NEED_VALUE(); if (cli_parse_double(a, v, &steps_d) < 0) return 2; if (!(steps_d >= 0 && steps_d == floor(steps_d) && steps_d < 9e15)) { fprintf(stderr, "pdejit: --steps must be a whole number from 0 to 9e15\n"); return 2; } }
         else if (!strcmp(a, "--scheme")) {
             NEED_VALUE();
-            int sch = scheme_from_name(v);
-            if (sch < 0) { fprintf(stderr, "pdejit: unknown scheme '%s'; schemes are euler, rk2, rk3, rk4\n", v); return 2; }
-            copt.scheme = (pj_scheme)sch;
-            copt.scheme_set = 1;
+            if (scheme_from_name(v) < 0) { fprintf(stderr, "pdejit: unknown scheme '%s'; schemes are euler, rk2, rk3, rk4\n", v); return 2; }
+            scheme = v;
         }
         else if (!strcmp(a, "--out")) { NEED_VALUE(); out = v; }
         else if (!strcmp(a, "--dump")) { NEED_VALUE(); dump = v; }
@@ -287,53 +305,52 @@ static int cmd_run(int argc, char **argv)
 #undef NEED_VALUE
     }
     if (!file) { fputs(usage_run, stderr); return 2; }
-    const backend_ops *bops = engine_backend(backend);
-    if (!bops) {
-        fprintf(stderr, "pdejit: unknown back end '%s'; back ends are %s\n", backend, engine_backend_names());
-        return 2;
-    }
-    if (watching && !bops->prepare) {
-        fprintf(stderr, "pdejit run: --watch cannot swap kernels on the %s back end yet\n", backend);
+    pj_backend be;
+    if (pj_backend_by_name(backend, &be) < 0) {
+        fprintf(stderr, "pdejit: unknown back end '%s'; back ends are %s\n", backend, pj_backend_names());
         return 2;
     }
     watch_baseline base = watch_baseline_of(file); /* before reading: edits from now on count */
-    pj_program *p = cli_load_problem(file, &copt);
-    if (!p) return 2;
+    pj_problem *pr = cli_compile(file, scheme);
+    if (!pr) return 2;
     int status = 2;
-    engine *e = NULL;
+    pj_sim *sim = NULL;
     watch *w = NULL;
     char *out_owned = NULL;
     char err[1024];
-    if (dt <= 0) dt = p->dt;
+    if (dt <= 0) dt = pj_problem_dt(pr);
     if (dt <= 0) {
         fprintf(stderr, "pdejit: %s: no time step: add `time dt = ...` to the file or give --dt\n", file);
         goto done;
     }
-    int64_t steps = steps_d >= 0 ? (int64_t)steps_d : until >= 0 ? -1 : p->steps;
-    if (until < 0) until = p->until;
-    if (steps < 0 && until < 0) {
+    if (steps_d < 0 && until < 0 && pj_problem_steps(pr) < 0 && pj_problem_until(pr) < 0) {
         fprintf(stderr, "pdejit: %s: how far to run? add `until = ` or `steps = ` to the time statement, or give --until/--steps\n", file);
         goto done;
     }
-    engine_options eo = {.single = single, .fast_math = fast_math, .threads = threads};
-    int unavailable = 0;
-    e = engine_create(bops, p, &eo, &unavailable, err, sizeof err);
-    if (!e) {
-        if (unavailable) fprintf(stderr, "pdejit: %s\n", err);
+    pj_sim_options so = {be, single, threads, fast_math};
+    pj_status st = pj_sim_create(pr, &so, &sim, err, sizeof err);
+    if (st != PJ_OK) {
+        if (st == PJ_ERR_UNAVAILABLE) fprintf(stderr, "pdejit: %s\n", err);
         else fprintf(stderr, "pdejit: %s back end: %s\n", backend, err);
-        status = unavailable ? 2 : 1;
+        status = st == PJ_ERR_UNAVAILABLE ? 2 : 1;
         goto done;
     }
-    engine_info info;
-    engine_get_info(e, &info);
+    if (watching && !pj_sim_can_swap(sim)) {
+        fprintf(stderr, "pdejit run: --watch cannot swap kernels on the %s back end yet\n", backend);
+        goto done;
+    }
+    pj_sim_info info;
+    pj_sim_get_info(sim, &info);
     if (info.warning) fprintf(stderr, "pdejit: warning: %s\n", info.warning);
-    if (verbose && info.kernels)
-        for (int i = 0; i < info.n_kernels; i++)
-            fprintf(stderr, "pdejit: kernel %s: %s in %.2f ms\n", info.kernels[i].name,
-                    info.kernels[i].from_cache ? "loaded from the cache" : "compiled", info.kernels[i].ms);
-    else if (verbose && info.n_kernels)
+    const char *kname;
+    int kcached;
+    double kms;
+    if (verbose && pj_sim_kernel(sim, 0, NULL, NULL, NULL) == 0)
+        for (int i = 0; pj_sim_kernel(sim, i, &kname, &kcached, &kms) == 0; i++)
+            fprintf(stderr, "pdejit: kernel %s: %s in %.2f ms\n", kname, kcached ? "loaded from the cache" : "compiled", kms);
+    else if (verbose && info.kernels)
         fprintf(stderr, "pdejit: %s: %d kernels, %d loaded from the cache, %d compiled (NVRTC %.2f ms), %.2f ms in all\n",
-                info.device ? info.device : backend, info.n_kernels, info.from_cache, info.n_kernels - info.from_cache,
+                info.device ? info.device : backend, info.kernels, info.from_cache, info.kernels - info.from_cache,
                 info.ms_compiler, info.ms_prepare);
     for (int i = 0; i < n_sets; i++) {
         const char *eq = strchr(sets[i], '=');
@@ -342,52 +359,55 @@ static int cmd_run(int argc, char **argv)
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(eq - sets[i]), sets[i]);
         if (cli_parse_double("--set", eq + 1, &v) < 0) goto done;
-        if (engine_set_param(e, name, v) < 0) {
-            const char *near = diag_closest(name, (const char *const *)p->param_names, p->n_params);
+        if (pj_sim_set_param(sim, name, v) != PJ_OK) {
+            const char *names[256];
+            int n = pj_problem_param_count(pr) < 256 ? pj_problem_param_count(pr) : 256;
+            for (int k = 0; k < n; k++) names[k] = pj_problem_param_name(pr, k);
+            const char *near = diag_closest(name, names, n);
             fprintf(stderr, "pdejit: --set: '%s' is not a param of %s%s%s%s\n", name, file, near ? " (did you mean '" : "",
                     near ? near : "", near ? "'?)" : "");
             goto done;
         }
     }
-    if (engine_init(e, err, sizeof err) < 0) {
-        fprintf(stderr, "pdejit: %s: %s\n", backend, err);
-        status = 1;
-        goto done;
-    }
     if (!out) {
         /* the file asked for output: write it next to where we run */
-        if (p->has_output) out = out_owned = default_out_dir(file);
+        if (pj_problem_has_output(pr)) out = out_owned = default_out_dir(file);
     } else if (!strcmp(out, "none")) {
         out = NULL;
     }
-    driver_options dopt = {
-        .dt = dt, .until = until, .steps = steps, .output_every = p->output_every, .out_dir = out,
-        .formats = p->output_formats, .fields = p->output_fields, .n_fields = p->n_output_fields, .dump_path = dump,
-        .check_every = (int)check_every, .progress = quiet ? NULL : stderr,
-    };
+    pj_run_options ro = pj_run_options_default();
+    ro.dt = dt;
+    ro.until = until;
+    ro.steps = steps_d >= 0 ? (int64_t)steps_d : -1;
+    ro.out_dir = out;
+    ro.dump_path = dump;
+    ro.check_every = (int)check_every;
+    ro.progress = quiet ? NULL : stderr;
     if (watching) {
-        w = watch_create(file, &base, e, &copt);
+        w = watch_create(file, &base, sim, scheme);
         if (!w) {
             fprintf(stderr, "pdejit: --watch: out of memory\n");
             status = 1;
             goto done;
         }
         fprintf(stderr, "pdejit: watching %s: edits are swapped in while the run goes on\n", file);
-        dopt.between_steps = watch_between_steps;
-        dopt.between_ctx = w;
+        ro.between_steps = watch_between_steps;
+        ro.between_ctx = w;
     }
-    driver_result res;
-    status = driver_run(e, &dopt, &res, err, sizeof err);
+    pj_run_result res;
+    st = pj_sim_run(sim, &ro, &res, err, sizeof err);
+    status = st == PJ_OK ? 0 : st == PJ_ERR_INPUT ? 2 : 1;
     if (status) fprintf(stderr, "pdejit: run failed: %s\n", err);
-    double cells = (double)(p->n[0] * p->n[1] * p->n[2]);
+    double cells = (double)pj_problem_cells(pr);
     if (verbose || (!quiet && res.seconds > 3))
         fprintf(stderr, "pdejit: %lld steps to t = %.9g in %.3g s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res.steps, res.t,
                 res.seconds, res.seconds > 0 ? (double)res.steps * cells * 1e-6 / res.seconds : 0.0, backend,
                 single ? ", single" : "", out ? ", output in " : "", out ? out : "");
 done:
-    engine_destroy(e);
-    watch_free(w); /* after the engine that used its programs */
-    program_free(p);
+    watch_stop(w); /* its thread may be handing the simulation a new problem */
+    pj_sim_free(sim);
+    watch_free(w); /* after the simulation that ran its problems */
+    pj_problem_free(pr);
     free(out_owned);
     return status;
 }

@@ -2,9 +2,9 @@
  *
  * Every 0.2 s of wall time (or every $PDEJIT_WATCH_STEPS steps, which also makes the swap
  * synchronous: for tests) the step loop stats the file. A change starts a thread that reads
- * and compiles it — front end and the back end's kernels (engine_prepare, through the cache) —
- * while the simulation keeps stepping. At the first step boundary after the thread is done, the
- * new definition is swapped in (engine_swap), the fields keep their
+ * and compiles it — front end and the back end's kernels (pj_sim_swap, through the cache) —
+ * while the simulation keeps stepping; pj_sim_swap hands the new definition to the stepping
+ * thread, which takes it at its next step boundary; the fields keep their
  * state; a file that does not compile, or changes what a running simulation cannot change (the
  * mesh, the fields, the params, the scheme), is reported against the new text and the previous
  * definition goes on running. */
@@ -15,12 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "cli.h"
 #include "driver.h"
 
 struct watch {
     char *path;
-    engine *e;
-    pj_compile_options copt;
+    pj_sim *sim;
+    const char *scheme;         /* --scheme, or NULL */
     struct timespec mtime;
     off_t size;
     double last_poll;
@@ -30,14 +31,15 @@ struct watch {
     pthread_t thread;
     int busy;
     atomic_int done;
-    pj_program *next;
-    void *prepared;             /* next's kernels */
+    int swapped;                /* the new definition runs */
+    int refused;                /* it compiled, but the simulation could not take it (err says why) */
+    double t_swap;
     char *log;                  /* diagnostics of the new text */
     char err[1024];
     double ms;
     int compiled, cached;
-    /* every program swapped in: freed at the end (names may still be read until then) */
-    pj_program **owned;
+    /* every problem swapped in: freed at the end (the simulation runs the last one) */
+    pj_problem **owned;
     int n_owned;
 };
 
@@ -59,13 +61,13 @@ watch_baseline watch_baseline_of(const char *path)
     return b;
 }
 
-watch *watch_create(const char *path, const watch_baseline *base, engine *e, const pj_compile_options *copt)
+watch *watch_create(const char *path, const watch_baseline *base, pj_sim *sim, const char *scheme)
 {
     watch *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->path = strdup(path);
-    w->e = e;
-    if (copt) w->copt = *copt;
+    w->sim = sim;
+    w->scheme = scheme;
     if (base && base->ok) {
         w->mtime.tv_sec = (time_t)base->sec;
         w->mtime.tv_nsec = (long)base->nsec;
@@ -79,6 +81,7 @@ watch *watch_create(const char *path, const watch_baseline *base, engine *e, con
     return w;
 }
 
+/* On the watch thread (or synchronously): compile the file and hand it to the simulation. */
 static void *compile_new(void *arg)
 {
     watch *w = arg;
@@ -100,27 +103,33 @@ static void *compile_new(void *arg)
         }
         fclose(f);
     }
+    pj_problem *next = NULL;
     if (!text) {
         snprintf(w->err, sizeof w->err, "%s: cannot read it", w->path);
     } else {
         text[len] = 0;
-        diag d;
-        diag_init(&d, w->path, text, len);
-        w->next = compile_problem(w->path, text, len, &d, &w->copt);
-        if (d.log) w->log = strdup(d.log);
-        diag_free(&d);
+        if (pj_problem_compile_scheme(w->path, text, len, w->scheme, &next, &w->log) != PJ_OK)
+            snprintf(w->err, sizeof w->err, "it does not compile");
         free(text);
-        if (!w->next) snprintf(w->err, sizeof w->err, "it does not compile");
     }
-    if (w->next) {
-        engine_info info;
-        w->prepared = engine_prepare(w->e, w->next, &info, w->err, sizeof w->err);
-        if (!w->prepared) {
-            program_free(w->next);
-            w->next = NULL;
-        } else {
+    if (next) {
+        char why[512];
+        pj_status st = pj_sim_swap(w->sim, next, &w->t_swap, why, sizeof why);
+        if (st == PJ_OK) {
+            pj_problem **o = realloc(w->owned, sizeof *o * (size_t)(w->n_owned + 1));
+            if (o) {
+                w->owned = o;
+                w->owned[w->n_owned++] = next;
+            }
+            w->swapped = 1;
+            pj_sim_info info;
+            pj_sim_get_info(w->sim, &info);
             w->cached = info.from_cache;
-            w->compiled = info.n_kernels - info.from_cache;
+            w->compiled = info.kernels - info.from_cache;
+        } else {
+            snprintf(w->err, sizeof w->err, "%s%s", why, st == PJ_ERR_INPUT ? ": restart the run for that" : "");
+            w->refused = 1;
+            pj_problem_free(next);
         }
     }
     w->ms = (driver_now() - t0) * 1e3;
@@ -128,38 +137,27 @@ static void *compile_new(void *arg)
     return NULL;
 }
 
-/* At a step boundary, with the compile done: swap, or say why not. */
-static void apply(watch *w)
+/* On the stepping thread, once the compile is done: say what happened. */
+static void report(watch *w)
 {
-    double t = engine_time(w->e);
-    if (!w->next) {
-        fprintf(stderr, "pdejit: t = %.6g: %s changed but %s; still running the previous definition\n%s", t, w->path,
-                w->err, w->log ? w->log : "");
+    if (w->swapped) {
+        if (w->compiled + w->cached)
+            fprintf(stderr, "pdejit: t = %.6g: %s changed: swapped in the new definition (%d kernel%s compiled, %d "
+                    "from the cache, ready in %.1f ms)\n", w->t_swap, w->path, w->compiled, w->compiled == 1 ? "" : "s",
+                    w->cached, w->ms);
+        else
+            fprintf(stderr, "pdejit: t = %.6g: %s changed: swapped in the new definition (ready in %.1f ms)\n", w->t_swap,
+                    w->path, w->ms);
+    } else if (w->refused) {
+        fprintf(stderr, "pdejit: t = %.6g: %s changed, but %s; still running the previous definition\n",
+                pj_sim_time(w->sim), w->path, w->err);
     } else {
-        char why[512];
-        if (engine_swap(w->e, w->next, w->prepared, why, sizeof why) < 0) { /* releases the kernels */
-            fprintf(stderr, "pdejit: t = %.6g: %s changed, but %s: restart the run for that; still running the previous "
-                    "definition\n", t, w->path, why);
-            program_free(w->next);
-        } else {
-            pj_program **o = realloc(w->owned, sizeof *o * (size_t)(w->n_owned + 1));
-            if (o) {
-                w->owned = o;
-                w->owned[w->n_owned++] = w->next;
-            }
-            if (w->compiled + w->cached)
-                fprintf(stderr, "pdejit: t = %.6g: %s changed: swapped in the new definition (%d kernel%s compiled, %d "
-                        "from the cache, ready in %.1f ms)\n", t, w->path, w->compiled, w->compiled == 1 ? "" : "s",
-                        w->cached, w->ms);
-            else
-                fprintf(stderr, "pdejit: t = %.6g: %s changed: swapped in the new definition (ready in %.1f ms)\n", t,
-                        w->path, w->ms);
-        }
+        fprintf(stderr, "pdejit: t = %.6g: %s changed but %s; still running the previous definition\n%s",
+                pj_sim_time(w->sim), w->path, w->err, w->log ? w->log : "");
     }
     free(w->log);
     w->log = NULL;
-    w->next = NULL;
-    w->prepared = NULL;
+    w->swapped = w->refused = 0;
     w->compiled = w->cached = 0;
     w->err[0] = 0;
 }
@@ -172,7 +170,7 @@ void watch_between_steps(void *ctx)
         if (!atomic_load(&w->done)) return;
         pthread_join(w->thread, NULL);
         w->busy = 0;
-        apply(w);
+        report(w);
         return;
     }
     if (w->every_steps > 0) {
@@ -191,22 +189,26 @@ void watch_between_steps(void *ctx)
     atomic_store(&w->done, 0);
     if (w->every_steps > 0 || pthread_create(&w->thread, NULL, compile_new, w) != 0) {
         compile_new(w); /* synchronous: tests, or no thread to be had */
-        apply(w);
+        report(w);
         return;
     }
     w->busy = 1;
 }
 
+void watch_stop(watch *w)
+{
+    if (!w || !w->busy) return;
+    pthread_join(w->thread, NULL);
+    w->busy = 0;
+    free(w->log);
+    w->log = NULL;
+}
+
 void watch_free(watch *w)
 {
     if (!w) return;
-    if (w->busy) {
-        pthread_join(w->thread, NULL);
-        engine_release(w->e, w->prepared);
-        program_free(w->next);
-        free(w->log);
-    }
-    for (int i = 0; i < w->n_owned; i++) program_free(w->owned[i]);
+    watch_stop(w);
+    for (int i = 0; i < w->n_owned; i++) pj_problem_free(w->owned[i]);
     free(w->owned);
     free(w->path);
     free(w);

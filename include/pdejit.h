@@ -14,6 +14,7 @@
 #define PDEJIT_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,14 +33,23 @@ typedef enum pj_status {
 const char *pj_strerror(pj_status status);
 
 typedef enum pj_backend { PJ_BACKEND_INTERP = 0, PJ_BACKEND_CPU = 1, PJ_BACKEND_CUDA = 2 } pj_backend;
+/* The back end called `name` ("interp", "cpu", "cuda"): 0, or -1 when there is none. */
+int pj_backend_by_name(const char *name, pj_backend *backend);
+/* "interp, cpu, cuda" (static) */
+const char *pj_backend_names(void);
 
 typedef struct pj_problem pj_problem;
 typedef struct pj_sim pj_sim;
 
 /* Compiles `text` (len bytes; `name` is used in messages). On PJ_ERR_INPUT *diagnostics (if
- * not NULL) receives the errors as FILE:LINE:COL lines with carets (malloc'd; free it). */
+ * not NULL) receives the errors as FILE:LINE:COL lines with carets, then a line "N error(s)"
+ * (malloc'd; free it). */
 pj_status pj_problem_compile(const char *name, const char *text, size_t len, pj_problem **problem,
                              char **diagnostics);
+/* As pj_problem_compile, with the time scheme of `scheme` ("euler", "rk2", "rk3", "rk4") instead of
+ * the file's when it is not NULL; an unknown scheme is PJ_ERR_INPUT with a diagnostic. */
+pj_status pj_problem_compile_scheme(const char *name, const char *text, size_t len, const char *scheme,
+                                    pj_problem **problem, char **diagnostics);
 void pj_problem_free(pj_problem *problem);
 int pj_problem_dim(const pj_problem *problem);
 int64_t pj_problem_cells(const pj_problem *problem);
@@ -48,6 +58,12 @@ const char *pj_problem_field_name(const pj_problem *problem, int field);
 int pj_problem_param_count(const pj_problem *problem);
 const char *pj_problem_param_name(const pj_problem *problem, int param);
 double pj_problem_dt(const pj_problem *problem);       /* from `time dt =`, 0 when absent */
+double pj_problem_until(const pj_problem *problem);    /* from `until =`, -1 when absent */
+int64_t pj_problem_steps(const pj_problem *problem);   /* from `steps =`, -1 when absent */
+int pj_problem_has_output(const pj_problem *problem);  /* 1 when the file has an output statement */
+/* The value of a param as the file sets it (after evaluating params that depend on others); NaN
+ * when there is no such param. */
+double pj_problem_param(const pj_problem *problem, const char *name);
 
 typedef struct pj_sim_options {
     pj_backend backend;    /* default (zeroed options): the interpreter */
@@ -93,6 +109,55 @@ pj_status pj_sim_set_field(pj_sim *sim, const char *name, const double *values);
  * released. pj_sim_redefine and pj_sim_advance are the only calls that may run concurrently on one
  * simulation, and only one pj_sim_redefine at a time. */
 pj_status pj_sim_redefine(pj_sim *sim, const char *text, char **diagnostics);
+
+/* Hot swap of a whole problem (pdejit run --watch): `next`, compiled from an edited file, runs
+ * from the next step boundary as pj_sim_redefine's text would (the same rules, the same
+ * errors in err, the same threads). next must outlive the simulation. On success *t_swap (may
+ * be NULL) receives the time at which it took over. */
+pj_status pj_sim_swap(pj_sim *sim, const pj_problem *next, double *t_swap, char *err, size_t err_len);
+/* 1 when the simulation's back end can swap kernels while it runs (pj_sim_redefine, pj_sim_swap). */
+int pj_sim_can_swap(const pj_sim *sim);
+
+/* A whole run with the outputs of the problem file, as `pdejit run` makes it: steps of dt to the
+ * end, landing exactly on the file's output times (snapshots in out_dir, in the file's formats)
+ * and on the end, a NaN/Inf check every check_every steps (PJ_ERR_RUN names step, time, field
+ * and cell), the final state as CSV in dump_path. Start from pj_run_options_default(). */
+typedef struct pj_run_options {
+    double dt;              /* <= 0: the file's */
+    double until;           /* < 0: the file's (used when steps < 0) */
+    int64_t steps;          /* >= 0: exactly this many steps of dt; < 0: the file's steps, or until */
+    const char *out_dir;    /* snapshots, or NULL for none */
+    const char *dump_path;  /* the final CSV, or NULL */
+    int check_every;        /* >= 1 */
+    FILE *progress;         /* a line every few seconds on long runs, or NULL */
+    void (*between_steps)(void *ctx); /* NULL, or called after every step on the stepping thread */
+    void *between_ctx;
+} pj_run_options;
+typedef struct pj_run_result {
+    int64_t steps;          /* steps taken in all */
+    double t;               /* the time reached */
+    double seconds;         /* wall time of the stepping, outputs excluded */
+    int snapshots;
+} pj_run_result;
+pj_run_options pj_run_options_default(void);
+/* PJ_ERR_INPUT when there is no time step or no end (message in err); PJ_ERR_RUN for a NaN/Inf, a
+ * device error or an output that could not be written. */
+pj_status pj_sim_run(pj_sim *sim, const pj_run_options *options, pj_run_result *result, char *err, size_t err_len);
+
+/* How the back end got ready: kernels compiled or loaded from the kernel cache. Strings are owned
+ * by the simulation. */
+typedef struct pj_sim_info {
+    const char *backend;    /* "interp", "cpu", "cuda" */
+    const char *device;     /* the GPU's description, or NULL */
+    const char *warning;    /* the kernel cache's one warning (e.g. a read-only folder), or NULL */
+    int kernels, from_cache;
+    double ms_prepare;      /* compiling or loading them all */
+    double ms_compiler;     /* of which inside NVRTC, when known */
+} pj_sim_info;
+void pj_sim_get_info(const pj_sim *sim, pj_sim_info *info);
+/* Kernel i (0 <= i < the number that lists, which may be 0 when the back end keeps no list): its
+ * name, whether it came from the cache, milliseconds. 0, or -1 when there is no kernel i. */
+int pj_sim_kernel(const pj_sim *sim, int i, const char **name, int *from_cache, double *ms);
 
 typedef struct pj_field_view {
     void *data;

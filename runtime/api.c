@@ -10,6 +10,7 @@
 #include "driver.h"
 #include "engine.h"
 #include "program.h"
+#include "scheme.h"
 
 struct pj_problem {
     pj_program *p;
@@ -29,11 +30,17 @@ struct pj_sim {
     pthread_mutex_t lock;
     pthread_cond_t applied;
     int advancing;
+    pthread_t stepper;     /* the thread in pj_sim_advance or pj_sim_run, while advancing */
     atomic_int posted;
     pj_program *next;
+    int next_owned;        /* next came from a redefinition: the sim frees it */
     void *next_kernels;
+    /* the run's own hook (pj_run_options.between_steps) */
+    void (*user_between)(void *ctx);
+    void *user_ctx;
     int next_rc;
     char next_err[512];
+    double t_swap;
 };
 
 const char *pj_strerror(pj_status status)
@@ -49,15 +56,55 @@ const char *pj_strerror(pj_status status)
     return "unknown status";
 }
 
+static const char *const backend_names[] = {[PJ_BACKEND_INTERP] = "interp", [PJ_BACKEND_CPU] = "cpu",
+                                            [PJ_BACKEND_CUDA] = "cuda"};
+
+int pj_backend_by_name(const char *name, pj_backend *backend)
+{
+    for (int b = 0; name && b < (int)(sizeof backend_names / sizeof *backend_names); b++)
+        if (!strcmp(name, backend_names[b])) {
+            *backend = (pj_backend)b;
+            return 0;
+        }
+    return -1;
+}
+
+const char *pj_backend_names(void) { return "interp, cpu, cuda"; }
+
+/* The diagnostics of a failed compile, with the count after them. */
+static char *diagnostics_text(diag *d)
+{
+    if (d->errors) diag_append(d, "%d error%s\n", d->errors, d->errors == 1 ? "" : "s");
+    return d->log ? strdup(d->log) : NULL;
+}
+
 pj_status pj_problem_compile(const char *name, const char *text, size_t len, pj_problem **problem, char **diagnostics)
+{
+    return pj_problem_compile_scheme(name, text, len, NULL, problem, diagnostics);
+}
+
+pj_status pj_problem_compile_scheme(const char *name, const char *text, size_t len, const char *scheme,
+                                    pj_problem **problem, char **diagnostics)
 {
     if (problem) *problem = NULL;
     if (diagnostics) *diagnostics = NULL;
     if (!text || !problem) return PJ_ERR_INPUT;
     diag d;
     diag_init(&d, name ? name : "<input>", text, len);
-    pj_program *p = compile_problem(name, text, len, &d, NULL);
-    if (diagnostics && d.log) *diagnostics = strdup(d.log);
+    pj_compile_options opt = {0};
+    if (scheme) {
+        int s = scheme_from_name(scheme);
+        if (s < 0) {
+            diag_append(&d, "%s: error: unknown scheme '%s'; schemes are euler, rk2, rk3, rk4\n", d.filename, scheme);
+            if (diagnostics) *diagnostics = strdup(d.log);
+            diag_free(&d);
+            return PJ_ERR_INPUT;
+        }
+        opt.scheme = (pj_scheme)s;
+        opt.scheme_set = 1;
+    }
+    pj_program *p = compile_problem(name, text, len, &d, &opt);
+    if (diagnostics && (d.log || d.errors)) *diagnostics = diagnostics_text(&d);
     diag_free(&d);
     if (!p) return PJ_ERR_INPUT;
     pj_problem *pr = calloc(1, sizeof *pr);
@@ -95,15 +142,22 @@ const char *pj_problem_field_name(const pj_problem *pr, int f) { return f >= 0 &
 int pj_problem_param_count(const pj_problem *pr) { return pr->p->n_params; }
 const char *pj_problem_param_name(const pj_problem *pr, int i) { return i >= 0 && i < pr->p->n_params ? pr->p->param_names[i] : NULL; }
 double pj_problem_dt(const pj_problem *pr) { return pr->p->dt; }
+double pj_problem_until(const pj_problem *pr) { return pr->p->until; }
+int64_t pj_problem_steps(const pj_problem *pr) { return pr->p->steps; }
+int pj_problem_has_output(const pj_problem *pr) { return pr->p->has_output; }
+double pj_problem_param(const pj_problem *pr, const char *name)
+{
+    for (int i = 0; name && i < pr->p->n_params; i++)
+        if (!strcmp(pr->p->param_names[i], name)) return pr->p->param_values[i];
+    return NAN;
+}
 
 pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **out, char *err, size_t err_len)
 {
     pj_sim_options o = options ? *options : (pj_sim_options){0};
     if (!problem || !out) return PJ_ERR_INPUT;
     *out = NULL;
-    static const char *const names[] = {[PJ_BACKEND_INTERP] = "interp", [PJ_BACKEND_CPU] = "cpu",
-                                        [PJ_BACKEND_CUDA] = "cuda"};
-    if ((unsigned)o.backend >= sizeof names / sizeof *names) {
+    if ((unsigned)o.backend >= sizeof backend_names / sizeof *backend_names) {
         diag_set(err, err_len, "pj_sim_create: no back end number %d", (int)o.backend);
         return PJ_ERR_INPUT;
     }
@@ -124,7 +178,7 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     pthread_cond_init(&ps->applied, NULL);
     engine_options eo = {.single = o.single, .fast_math = o.fast_math, .threads = o.threads};
     int unavailable = 0;
-    ps->e = engine_create(engine_backend(names[o.backend]), problem->p, &eo, &unavailable, err, err_len);
+    ps->e = engine_create(engine_backend(backend_names[o.backend]), problem->p, &eo, &unavailable, err, err_len);
     if (!ps->e) {
         pj_sim_free(ps);
         return unavailable ? PJ_ERR_UNAVAILABLE : PJ_ERR_BACKEND;
@@ -162,8 +216,9 @@ static void apply_posted(pj_sim *ps)
     ps->next_rc = engine_swap(ps->e, ps->next, ps->next_kernels, ps->next_err, sizeof ps->next_err);
     if (ps->next_rc == 0) {
         program_free(ps->owned); /* between steps: nothing refers to it any more */
-        ps->owned = ps->next;
+        ps->owned = ps->next_owned ? ps->next : NULL;
         ps->p = ps->next;
+        ps->t_swap = engine_time(ps->e);
     }
     ps->next = NULL;
     ps->next_kernels = NULL;
@@ -174,10 +229,38 @@ static void apply_posted(pj_sim *ps)
 static void between_steps(void *ctx)
 {
     pj_sim *ps = ctx;
+    if (ps->user_between) ps->user_between(ps->user_ctx);
     if (!atomic_load(&ps->posted)) return;
     pthread_mutex_lock(&ps->lock);
     if (atomic_load(&ps->posted)) apply_posted(ps);
     pthread_mutex_unlock(&ps->lock);
+}
+
+/* Swaps p2 in: at once when nothing steps (or when called from the stepping thread itself,
+ * between two steps), else posted for the stepping thread and waited for. 0, or -1 with the
+ * reason in err (the kernels released, p2 not taken). */
+static int swap_in(pj_sim *ps, pj_program *p2, int owned, void *kernels, char *err, size_t err_len)
+{
+    pthread_mutex_lock(&ps->lock);
+    ps->next = p2;
+    ps->next_owned = owned;
+    ps->next_kernels = kernels;
+    atomic_store(&ps->posted, 1);
+    if (!ps->advancing || pthread_equal(pthread_self(), ps->stepper)) apply_posted(ps);
+    while (atomic_load(&ps->posted)) pthread_cond_wait(&ps->applied, &ps->lock);
+    int rc = ps->next_rc;
+    diag_set(err, err_len, "%s", ps->next_err);
+    pthread_mutex_unlock(&ps->lock);
+    return rc;
+}
+
+static void stepping(pj_sim *ps, int on)
+{
+    pthread_mutex_lock(&ps->lock);
+    ps->advancing = on;
+    if (on) ps->stepper = pthread_self();
+    pthread_mutex_unlock(&ps->lock);
+    if (!on) between_steps(ps); /* one posted after the last step */
 }
 
 static int count_lines(const char *text, size_t len)
@@ -218,16 +301,7 @@ pj_status pj_sim_redefine(pj_sim *ps, const char *text, char **diagnostics)
         st = PJ_ERR_BACKEND;
     } else {
         /* swap now, or post it for the stepping thread and wait for the step boundary */
-        pthread_mutex_lock(&ps->lock);
-        ps->next = p2;
-        ps->next_kernels = kernels;
-        atomic_store(&ps->posted, 1);
-        if (!ps->advancing) apply_posted(ps);
-        while (atomic_load(&ps->posted)) pthread_cond_wait(&ps->applied, &ps->lock);
-        int rc = ps->next_rc;
-        snprintf(err, sizeof err, "%s", ps->next_err);
-        pthread_mutex_unlock(&ps->lock);
-        if (rc < 0) {
+        if (swap_in(ps, p2, 1, kernels, err, sizeof err) < 0) {
             program_free(p2);
             st = PJ_ERR_INPUT;
         } else {
@@ -239,7 +313,7 @@ pj_status pj_sim_redefine(pj_sim *ps, const char *text, char **diagnostics)
         }
     }
     if (st != PJ_OK && err[0]) diag_append(&d, "<redefine>: error: %s\n", err); /* compile errors are there already */
-    if (st != PJ_OK && diagnostics && d.log) *diagnostics = strdup(d.log);
+    if (st != PJ_OK && diagnostics && (d.log || d.errors)) *diagnostics = diagnostics_text(&d);
     if (st == PJ_ERR_BACKEND) program_free(p2);
     diag_free(&d);
     free(merged);
@@ -254,18 +328,94 @@ pj_status pj_sim_advance(pj_sim *ps, double dt, double t_end, char *err, size_t 
     }
     /* the run loop's steps (the last one shortened to land on t_end), a check after each; a
        redefinition posted meanwhile is swapped in between two steps */
-    pthread_mutex_lock(&ps->lock);
-    ps->advancing = 1;
-    pthread_mutex_unlock(&ps->lock);
     driver_options o = {.dt = dt, .until = t_end, .steps = -1, .check_every = 1, .between_steps = between_steps,
                         .between_ctx = ps};
     driver_result res;
+    stepping(ps, 1);
     int rc = driver_run(ps->e, &o, &res, err, err_len);
-    pthread_mutex_lock(&ps->lock);
-    ps->advancing = 0;
-    pthread_mutex_unlock(&ps->lock);
-    between_steps(ps); /* one posted after the last step */
+    stepping(ps, 0);
     return rc == 0 ? PJ_OK : PJ_ERR_RUN;
+}
+
+pj_status pj_sim_swap(pj_sim *ps, const pj_problem *next, double *t_swap, char *err, size_t err_len)
+{
+    if (!ps || !next) return PJ_ERR_INPUT;
+    char *text = malloc(next->len + 1);
+    if (!text) return PJ_ERR_MEMORY;
+    memcpy(text, next->text, next->len + 1);
+    void *kernels = engine_prepare(ps->e, next->p, NULL, err, err_len);
+    if (!kernels) {
+        free(text);
+        return PJ_ERR_BACKEND;
+    }
+    if (swap_in(ps, next->p, 0, kernels, err, err_len) < 0) {
+        free(text);
+        return PJ_ERR_INPUT;
+    }
+    free(ps->text);
+    ps->text = text;
+    ps->len = next->len;
+    ps->first_redefinition = 0;
+    if (t_swap) *t_swap = ps->t_swap;
+    return PJ_OK;
+}
+
+int pj_sim_can_swap(const pj_sim *ps) { return engine_can_swap(ps->e); }
+
+pj_run_options pj_run_options_default(void)
+{
+    return (pj_run_options){.dt = 0, .until = -1, .steps = -1, .check_every = 1};
+}
+
+pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *result, char *err, size_t err_len)
+{
+    pj_run_options o = options ? *options : pj_run_options_default();
+    const pj_program *p = ps->p;
+    double dt = o.dt > 0 ? o.dt : p->dt;
+    if (!(dt > 0)) {
+        diag_set(err, err_len, "no time step: add `time dt = ...` to the problem");
+        return PJ_ERR_INPUT;
+    }
+    int64_t steps = o.steps >= 0 ? o.steps : o.until >= 0 ? -1 : p->steps;
+    double until = o.until >= 0 ? o.until : p->until;
+    if (steps < 0 && until < 0) {
+        diag_set(err, err_len, "how far to run? add `until = ` or `steps = ` to the time statement");
+        return PJ_ERR_INPUT;
+    }
+    driver_options dopt = {
+        .dt = dt, .until = until, .steps = steps, .output_every = p->output_every, .out_dir = o.out_dir,
+        .formats = p->output_formats, .fields = p->output_fields, .n_fields = p->n_output_fields,
+        .dump_path = o.dump_path, .check_every = o.check_every > 0 ? o.check_every : 1, .progress = o.progress,
+        .between_steps = between_steps, .between_ctx = ps,
+    };
+    ps->user_between = o.between_steps;
+    ps->user_ctx = o.between_ctx;
+    driver_result res;
+    stepping(ps, 1);
+    int rc = driver_run(ps->e, &dopt, &res, err, err_len);
+    stepping(ps, 0);
+    ps->user_between = NULL;
+    if (result) *result = (pj_run_result){res.steps, res.t, res.seconds, res.snapshots};
+    return rc == 0 ? PJ_OK : PJ_ERR_RUN;
+}
+
+void pj_sim_get_info(const pj_sim *ps, pj_sim_info *info)
+{
+    engine_info ei;
+    engine_get_info(ps->e, &ei);
+    *info = (pj_sim_info){engine_ops(ps->e)->name, ei.device, ei.warning, ei.n_kernels, ei.from_cache, ei.ms_prepare,
+                          ei.ms_compiler};
+}
+
+int pj_sim_kernel(const pj_sim *ps, int i, const char **name, int *from_cache, double *ms)
+{
+    engine_info ei;
+    engine_get_info(ps->e, &ei);
+    if (!ei.kernels || i < 0 || i >= ei.n_kernels) return -1;
+    if (name) *name = ei.kernels[i].name;
+    if (from_cache) *from_cache = ei.kernels[i].from_cache;
+    if (ms) *ms = ei.kernels[i].ms;
+    return 0;
 }
 
 double pj_sim_time(const pj_sim *ps) { return engine_time(ps->e); }
