@@ -16,6 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A block the compile malloc'd: returned, or (NULL) out of memory, which jumps to
+ * compile_problem's handler. Called only where every live allocation is in the arena or owned
+ * by the pj_program, so the handler frees everything. */
+static void *need(compiler *C, void *block)
+{
+    if (!block) arena_fail(C->arena);
+    return block;
+}
+
 /* ---- mesh --------------------------------------------------------------------------------- */
 
 static int read_mesh(compiler *C, pj_program *p)
@@ -233,7 +242,8 @@ static void read_output(compiler *C, pj_program *p)
             }
         }
         if ((kw = kwarg_named(st, "fields"))) {
-            p->output_fields = malloc(sizeof(int) * (size_t)(kw->n_words + 1));
+            free(p->output_fields); /* a second output statement's list replaces the first */
+            p->output_fields = need(C, malloc(sizeof(int) * (size_t)(kw->n_words + 1)));
             p->n_output_fields = 0;
             for (int w = -1; w < kw->n_words; w++) {
                 const char *name = w < 0 ? (kw->value->kind == AST_NAME ? kw->value->name : NULL) : kw->words[w].text;
@@ -249,7 +259,7 @@ static void read_output(compiler *C, pj_program *p)
     }
     if (!p->output_formats) p->output_formats = PJ_FMT_CSV;
     if (!p->output_fields) {
-        p->output_fields = malloc(sizeof(int) * (size_t)(p->n_fields + 1));
+        p->output_fields = need(C, malloc(sizeof(int) * (size_t)(p->n_fields + 1)));
         for (int f = 0; f < p->n_fields; f++) p->output_fields[f] = f;
         p->n_output_fields = p->n_fields;
     }
@@ -259,19 +269,19 @@ static void build_fields_and_params(compiler *C, pj_program *p)
 {
     p->n_fields = sema_count_kind(C, SYM_FIELD);
     p->n_params = sema_count_kind(C, SYM_PARAM);
-    p->field_names = calloc((size_t)p->n_fields + 1, sizeof *p->field_names);
-    p->field_has_eq = calloc((size_t)p->n_fields + 1, sizeof *p->field_has_eq);
-    p->field_halo = calloc((size_t)p->n_fields + 1, sizeof *p->field_halo);
-    p->param_names = calloc((size_t)p->n_params + 1, sizeof *p->param_names);
-    p->param_values = calloc((size_t)p->n_params + 1, sizeof *p->param_values);
-    p->bc = calloc((size_t)p->n_fields + 1, sizeof *p->bc);
-    p->params_kernel = kir_new(KIR_PARAMS, p->dim, p->n_fields, p->n_params, 1, "params");
-    p->init = kir_new(KIR_INIT, p->dim, p->n_fields, p->n_params, 1, "init");
+    p->field_names = need(C, calloc((size_t)p->n_fields + 1, sizeof *p->field_names));
+    p->field_has_eq = need(C, calloc((size_t)p->n_fields + 1, sizeof *p->field_has_eq));
+    p->field_halo = need(C, calloc((size_t)p->n_fields + 1, sizeof *p->field_halo));
+    p->param_names = need(C, calloc((size_t)p->n_params + 1, sizeof *p->param_names));
+    p->param_values = need(C, calloc((size_t)p->n_params + 1, sizeof *p->param_values));
+    p->bc = need(C, calloc((size_t)p->n_fields + 1, sizeof *p->bc));
+    p->params_kernel = need(C, kir_new(KIR_PARAMS, p->dim, p->n_fields, p->n_params, 1, "params"));
+    p->init = need(C, kir_new(KIR_INIT, p->dim, p->n_fields, p->n_params, 1, "init"));
     for (int i = 0; i < C->n_syms; i++) {
         symbol *s = &C->syms[i];
         C->work = 0; /* the inlining budget is per expression */
         if (s->kind == SYM_FIELD) {
-            p->field_names[s->index] = strdup(s->name);
+            p->field_names[s->index] = need(C, strdup(s->name));
             int v;
             if (s->value) {
                 lctx x = {.k = p->init, .where = IN_INIT};
@@ -282,7 +292,7 @@ static void build_fields_and_params(compiler *C, pj_program *p)
             }
             kir_add_output(p->init, 0, s->index, v);
         } else if (s->kind == SYM_PARAM) {
-            p->param_names[s->index] = strdup(s->name);
+            p->param_names[s->index] = need(C, strdup(s->name));
             lctx x = {.k = p->params_kernel, .where = IN_PARAM, .param_limit = s->index};
             int v = lower_expr(C, &x, s->value);
             if (v >= 0) kir_add_output(p->params_kernel, 0, s->index, v);
@@ -336,7 +346,7 @@ static void read_boundaries(compiler *C, pj_program *p)
         if (p->periodic[a])
             for (int f = 0; f < p->n_fields; f++) p->bc[f][2 * a].kind = p->bc[f][2 * a + 1].kind = PJ_BC_PERIODIC;
     }
-    const ast_stmt *(*given)[6] = calloc((size_t)p->n_fields + 1, sizeof *given);
+    const ast_stmt *(*given)[6] = arena_alloc(C->arena, sizeof *given * ((size_t)p->n_fields + 1));
     for (int i = 0; i < C->ast->n_stmts; i++) {
         const ast_stmt *st = C->ast->stmts[i];
         if (st->kind != ST_ON) continue;
@@ -396,7 +406,7 @@ static void read_boundaries(compiler *C, pj_program *p)
             if (!p->bc_kernel[side]) {
                 char name[32];
                 snprintf(name, sizeof name, "bc.%s", sema_side_name(side));
-                p->bc_kernel[side] = kir_new(KIR_BC, p->dim, p->n_fields, p->n_params, 1, name);
+                p->bc_kernel[side] = need(C, kir_new(KIR_BC, p->dim, p->n_fields, p->n_params, 1, name));
                 p->bc_kernel[side]->side = side;
             }
             kir_kernel *k = p->bc_kernel[side];
@@ -420,7 +430,6 @@ static void read_boundaries(compiler *C, pj_program *p)
                                           !kir_depends_on_place_or_time(k, c);
         }
     }
-    free(given);
 }
 
 typedef struct rhs_ctx { compiler *C; const ast_stmt **eqs; } rhs_ctx;
@@ -438,6 +447,7 @@ static int finish(compiler *C, kir_kernel *k)
 {
     if (!k) return 0;
     kir_finish(k);
+    if (k->failed) arena_fail(C->arena);
     char err[256];
     if (kir_verify(k, err, sizeof err) < 0) {
         diag_error(C->d, (pj_loc){0, 0}, "internal error: kernel %s does not verify: %s", k->name, err);
@@ -446,53 +456,51 @@ static int finish(compiler *C, kir_kernel *k)
     return 0;
 }
 
-pj_program *compile_problem(const char *filename, const char *source, size_t len, diag *d,
-                            const pj_compile_options *opt)
+/* The passes, in order (see the top of the file). Returns 0, or -1 with the errors in C->d. */
+static int run_passes(compiler *C, pj_program *p, const char *source, size_t len, const pj_compile_options *opt)
 {
-    arena A = {0};
-    compiler C = {.arena = &A, .d = d};
-    pj_program *p = calloc(1, sizeof *p);
-    p->filename = strdup(filename ? filename : "<input>");
-    const ast_stmt **eqs = NULL;
-    C.ast = parse_program(&A, d, source, len);
-    if (!C.ast || d->errors) goto fail;
+    diag *d = C->d;
+    C->ast = parse_program(C->arena, d, source, len);
+    if (!C->ast || d->errors) return -1;
 
-    sema_collect_symbols(&C);
-    if (read_mesh(&C, p) < 0) goto fail;
-    sema_check_program(&C);
-    if (d->errors) goto fail;
-    for (int i = 0; i < C.n_syms; i++) /* every const, used or not, must be a constant */
-        if (C.syms[i].kind == SYM_CONST) {
-            ast_expr name = {.kind = AST_NAME, .loc = C.syms[i].loc, .name = C.syms[i].name};
+    sema_collect_symbols(C);
+    if (read_mesh(C, p) < 0) return -1;
+    sema_check_program(C);
+    if (d->errors) return -1;
+    for (int i = 0; i < C->n_syms; i++) /* every const, used or not, must be a constant */
+        if (C->syms[i].kind == SYM_CONST) {
+            ast_expr name = {.kind = AST_NAME, .loc = C->syms[i].loc, .name = C->syms[i].name};
             double v;
-            lower_const_value(&C, &name, &v);
+            lower_const_value(C, &name, &v);
         }
-    if (d->errors) goto fail;
+    if (d->errors) return -1;
 
-    build_fields_and_params(&C, p);
-    eqs = calloc((size_t)p->n_fields + 1, sizeof *eqs);
-    read_equations(&C, p, eqs);
-    read_time(&C, p, opt);
-    read_output(&C, p);
-    read_boundaries(&C, p);
-    if (d->errors) goto fail;
+    build_fields_and_params(C, p);
+    const ast_stmt **eqs = arena_alloc(C->arena, sizeof *eqs * ((size_t)p->n_fields + 1));
+    read_equations(C, p, eqs);
+    read_time(C, p, opt);
+    read_output(C, p);
+    read_boundaries(C, p);
+    if (d->errors) return -1;
 
-    rhs_ctx r = {&C, eqs};
-    if (scheme_lower(p, lower_rhs, &r) < 0 || d->errors) goto fail;
+    rhs_ctx r = {C, eqs};
+    int lowered = scheme_lower(p, lower_rhs, &r);
+    for (int s = 0; s < p->n_stages; s++) need(C, p->stages[s].kernel);
+    if (lowered < 0 || d->errors) return -1;
 
-    finish(&C, p->params_kernel);
-    finish(&C, p->init);
-    for (int s = 0; s < 6; s++) finish(&C, p->bc_kernel[s]);
+    finish(C, p->params_kernel);
+    finish(C, p->init);
+    for (int s = 0; s < 6; s++) finish(C, p->bc_kernel[s]);
     for (int s = 0; s < p->n_stages; s++)
-        if (finish(&C, p->stages[s].kernel) < 0) goto fail;
-    if (d->errors) goto fail;
+        if (finish(C, p->stages[s].kernel) < 0) return -1;
+    if (d->errors) return -1;
 
     for (int i = 0; i < p->params_kernel->n_outputs; i++) {
         const kir_output *o = &p->params_kernel->outputs[i];
         p->param_values[o->field] = kir_eval_uniform(p->params_kernel, o->node, p->param_values, 0);
     }
     p->halo = 1;
-    int *h = calloc((size_t)p->n_fields + 1, sizeof *h);
+    int *h = arena_alloc(C->arena, sizeof *h * ((size_t)p->n_fields + 1));
     for (int s = 0; s < p->n_stages; s++) {
         kir_halo(p->stages[s].kernel, h);
         for (int f = 0; f < p->n_fields; f++)
@@ -500,20 +508,43 @@ pj_program *compile_problem(const char *filename, const char *source, size_t len
     }
     for (int f = 0; f < p->n_fields; f++)
         if (p->field_halo[f] > p->halo) p->halo = p->field_halo[f];
-    free(h);
     for (int a = 0; a < p->dim; a++)
         if (p->n[a] < p->halo)
-            diag_error(d, C.mesh_loc, "the mesh has %lld cell%s along %c but the equations reach %d cells away: "
+            diag_error(d, C->mesh_loc, "the mesh has %lld cell%s along %c but the equations reach %d cells away: "
                        "give n%c >= %d", (long long)p->n[a], p->n[a] == 1 ? "" : "s", "xyz"[a], p->halo, "xyz"[a], p->halo);
-    if (d->errors) goto fail;
-    free(eqs);
-    arena_free(&A);
-    return p;
-fail:
-    free(eqs);
-    arena_free(&A);
-    program_free(p);
-    return NULL;
+    return d->errors ? -1 : 0;
+}
+
+/* Out of memory anywhere in the passes (an arena allocation, a malloc through need(), a kernel
+ * whose builder ran out) longjmps here: the arena and the half-built program are freed and the
+ * error is "out of memory". The state lives on the heap, so nothing the handler reads is a local
+ * changed after setjmp. */
+pj_program *compile_problem(const char *filename, const char *source, size_t len, diag *d,
+                            const pj_compile_options *opt)
+{
+    struct front { arena A; compiler C; pj_program *p; } *F = calloc(1, sizeof *F);
+    if (F) F->p = calloc(1, sizeof *F->p);
+    if (F && F->p) F->p->filename = strdup(filename ? filename : "<input>");
+    if (!F || !F->p || !F->p->filename) {
+        if (F) program_free(F->p);
+        free(F);
+        diag_error(d, (pj_loc){0, 0}, "out of memory");
+        return NULL;
+    }
+    F->C = (compiler){.arena = &F->A, .d = d};
+    jmp_buf out_of_memory;
+    F->A.on_failure = &out_of_memory;
+    pj_program *result = NULL;
+    if (setjmp(out_of_memory)) {
+        diag_error(d, (pj_loc){0, 0}, "out of memory");
+    } else if (run_passes(&F->C, F->p, source, len, opt) == 0) {
+        result = F->p;
+        F->p = NULL;
+    }
+    arena_free(&F->A);
+    program_free(F->p);
+    free(F);
+    return result;
 }
 
 void program_free(pj_program *p)

@@ -622,11 +622,19 @@ int lower_const_value(compiler *C, ast_expr *e, double *out)
             return r;
         }
     }
+    /* out of memory is reported, not jumped from: a const may be evaluated inside another's
+       scratch kernel, which the caller frees */
     kir_kernel *k = kir_new(KIR_PARAMS, C->dim ? C->dim : 1, 0, 0, 1, "const");
+    if (!k) {
+        lower_error(C, e->loc, "out of memory");
+        return -1;
+    }
     lctx x = {.k = k, .where = IN_CONST};
     int node = lower_expr(C, &x, e);
     int r = -1;
-    if (node >= 0) {
+    if (node >= 0 && k->failed) {
+        lower_error(C, e->loc, "out of memory");
+    } else if (node >= 0) {
         if (k->nodes[node].type == KIR_B) node = kir_as_f(k, node);
         if (k->nodes[node].op == KIR_CONST) {
             *out = k->nodes[node].value;

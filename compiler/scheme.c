@@ -57,6 +57,7 @@ int scheme_lower(pj_program *p, scheme_rhs_fn rhs, void *ctx)
         char name[32];
         snprintf(name, sizeof name, "stage%d", s + 1);
         kir_kernel *k = kir_new(KIR_STAGE, p->dim, p->n_fields, p->n_params, sp->n_slots, name);
+        if (!k) return -1; /* out of memory: the caller finds the stage kernel missing */
         p->stages[s] = (pj_stage){k, st->read, st->t_frac};
         for (int f = 0; f < p->n_fields; f++) {
             int F = -1;
