@@ -529,6 +529,7 @@ pj_program *compile_problem(const char *filename, const char *source, size_t len
         if (F) program_free(F->p);
         free(F);
         diag_error(d, (pj_loc){0, 0}, "out of memory");
+        d->out_of_memory = 1;
         return NULL;
     }
     F->C = (compiler){.arena = &F->A, .d = d};
@@ -537,6 +538,7 @@ pj_program *compile_problem(const char *filename, const char *source, size_t len
     pj_program *result = NULL;
     if (setjmp(out_of_memory)) {
         diag_error(d, (pj_loc){0, 0}, "out of memory");
+        d->out_of_memory = 1;
     } else if (run_passes(&F->C, F->p, source, len, opt) == 0) {
         result = F->p;
         F->p = NULL;

@@ -595,7 +595,8 @@ double kir_eval_scalar(kir_op op, double a, double b, double c, int single)
 double kir_eval_uniform(const kir_kernel *k, int node, const double *params, double t)
 {
     if (node < 0) return NAN;
-    double *v = malloc(sizeof *v * ((size_t)node + 1));
+    double small[1024]; /* typical param kernels: no allocation, so nothing can run out */
+    double *v = node < 1024 ? small : malloc(sizeof *v * ((size_t)node + 1));
     if (!v) return NAN;
     for (int id = 0; id <= node; id++) {
         const kir_node *n = &k->nodes[id];
@@ -610,13 +611,14 @@ double kir_eval_uniform(const kir_kernel *k, int node, const double *params, dou
         }
     }
     double r = v[node];
-    free(v);
+    if (v != small) free(v);
     return r;
 }
 
 int kir_depends_on_place_or_time(const kir_kernel *k, int node)
 {
-    char *mark = calloc((size_t)node + 1, 1);
+    char small[4096];
+    char *mark = node < 4096 ? memset(small, 0, (size_t)node + 1) : calloc((size_t)node + 1, 1);
     if (!mark) return 1; /* "depends" is always safe: the value is then evaluated every time */
     mark[node] = 1;
     int found = 0;
@@ -627,6 +629,6 @@ int kir_depends_on_place_or_time(const kir_kernel *k, int node)
         for (int j = 0; j < 3; j++)
             if (n->arg[j] >= 0) mark[n->arg[j]] = 1;
     }
-    free(mark);
+    if (mark != small) free(mark);
     return found;
 }

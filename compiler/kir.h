@@ -141,7 +141,8 @@ typedef void (*kir_cpu_fn)(const kir_launch *launch, int64_t begin, int64_t end)
 
 
 /* Evaluates `node` of a kernel without loads or coordinates (params, constants, t, math):
- * used for param values and constant coefficients. NaN for anything cell-dependent. */
+ * used for param values and constant coefficients. NaN for anything cell-dependent. Allocates
+ * only for kernels of more than 1024 nodes (NaN when that fails). */
 double kir_eval_uniform(const kir_kernel *k, int node, const double *params, double t);
 /* 1 when `node` depends on TIME or COORD (changes in time or along a boundary). */
 int kir_depends_on_place_or_time(const kir_kernel *k, int node);

@@ -627,6 +627,7 @@ int lower_const_value(compiler *C, ast_expr *e, double *out)
     kir_kernel *k = kir_new(KIR_PARAMS, C->dim ? C->dim : 1, 0, 0, 1, "const");
     if (!k) {
         lower_error(C, e->loc, "out of memory");
+        C->d->out_of_memory = 1;
         return -1;
     }
     lctx x = {.k = k, .where = IN_CONST};
@@ -634,6 +635,7 @@ int lower_const_value(compiler *C, ast_expr *e, double *out)
     int r = -1;
     if (node >= 0 && k->failed) {
         lower_error(C, e->loc, "out of memory");
+        C->d->out_of_memory = 1;
     } else if (node >= 0) {
         if (k->nodes[node].type == KIR_B) node = kir_as_f(k, node);
         if (k->nodes[node].op == KIR_CONST) {

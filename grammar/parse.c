@@ -22,7 +22,10 @@ static int run_parser(parse_ctx *ctx, yyscan_t scanner)
     if (setjmp(failed)) {
         ctx->arena->on_failure = outer;
         ctx->on_fatal = NULL;
-        if (ctx->arena->failed) diag_error(ctx->diag, (pj_loc){0, 0}, "out of memory while parsing");
+        if (ctx->arena->failed) {
+            diag_error(ctx->diag, (pj_loc){0, 0}, "out of memory while parsing");
+            ctx->diag->out_of_memory = 1;
+        }
         return -1;
     }
     pjyy_scan_bytes(ctx->source, (int)ctx->len, scanner); /* the scanner owns the buffer */
@@ -48,6 +51,7 @@ ast_program *parse_program(arena *a, diag *d, const char *source, size_t len)
     yyscan_t scanner;
     if (pjyylex_init_extra(&ctx, &scanner)) {
         diag_error(d, (pj_loc){0, 0}, "out of memory while parsing");
+        d->out_of_memory = 1;
         return NULL;
     }
     int status = run_parser(&ctx, scanner);

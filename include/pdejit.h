@@ -8,11 +8,21 @@
  *
  * Handles are opaque. Every function that can fail returns a pj_status and, where it says so,
  * a message in a caller's buffer. Nothing here prints or exits. Ownership: a pj_problem must
- * outlive the simulations made from it; free both with their _free functions. */
+ * outlive the simulations made from it; free both with their _free functions.
+ *
+ * Link with libpdejit (pkg-config pdejit, or find_package(pdejit) -> pdejit::pdejit): it exports
+ * the functions declared here, every one marked PJ_API, and no other symbol. */
 #ifndef PDEJIT_H
 #define PDEJIT_H
 #include <stddef.h>
 #include <stdint.h>
+
+/* Exported from the shared library (which is compiled with -fvisibility=hidden). */
+#if defined(PJ_BUILDING_LIBRARY) && defined(__GNUC__)
+#define PJ_API __attribute__((visibility("default")))
+#else
+#define PJ_API
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,17 +42,18 @@ typedef struct pj_problem pj_problem;
 typedef struct pj_sim pj_sim;
 
 /* Compiles `text` (len bytes; `name` is used in messages). On PJ_ERR_INPUT *diagnostics (if
- * not NULL) receives the errors as FILE:LINE:COL lines with carets (malloc'd; free it). */
-pj_status pj_problem_compile(const char *name, const char *text, size_t len, pj_problem **problem,
-                             char **diagnostics);
-void pj_problem_free(pj_problem *problem);
-int pj_problem_dim(const pj_problem *problem);
-int64_t pj_problem_cells(const pj_problem *problem);
-int pj_problem_field_count(const pj_problem *problem);
-const char *pj_problem_field_name(const pj_problem *problem, int field);
-int pj_problem_param_count(const pj_problem *problem);
-const char *pj_problem_param_name(const pj_problem *problem, int param);
-double pj_problem_dt(const pj_problem *problem);       /* from `time dt =`, 0 when absent */
+ * not NULL) receives the errors as FILE:LINE:COL lines with carets (malloc'd; free it); on
+ * PJ_ERR_MEMORY (memory ran out while compiling) they say "out of memory". */
+PJ_API pj_status pj_problem_compile(const char *name, const char *text, size_t len, pj_problem **problem,
+                                    char **diagnostics);
+PJ_API void pj_problem_free(pj_problem *problem);
+PJ_API int pj_problem_dim(const pj_problem *problem);
+PJ_API int64_t pj_problem_cells(const pj_problem *problem);
+PJ_API int pj_problem_field_count(const pj_problem *problem);
+PJ_API const char *pj_problem_field_name(const pj_problem *problem, int field);
+PJ_API int pj_problem_param_count(const pj_problem *problem);
+PJ_API const char *pj_problem_param_name(const pj_problem *problem, int param);
+PJ_API double pj_problem_dt(const pj_problem *problem);       /* from `time dt =`, 0 when absent */
 
 typedef struct pj_sim_options {
     pj_backend backend;    /* default (zeroed options): the interpreter */
@@ -52,18 +63,18 @@ typedef struct pj_sim_options {
 } pj_sim_options;
 
 /* A simulation at t = 0 with the initial values. options may be NULL. */
-pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **sim,
-                        char *err, size_t err_len);
-void pj_sim_free(pj_sim *sim);
-pj_status pj_sim_set_param(pj_sim *sim, const char *name, double value);
+PJ_API pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **sim,
+                               char *err, size_t err_len);
+PJ_API void pj_sim_free(pj_sim *sim);
+PJ_API pj_status pj_sim_set_param(pj_sim *sim, const char *name, double value);
 /* Steps of at most dt until t_end exactly (the last one shortened), checking for NaN/Inf after
  * every step: PJ_ERR_RUN with the report in err. */
-pj_status pj_sim_advance(pj_sim *sim, double dt, double t_end, char *err, size_t err_len);
-double pj_sim_time(const pj_sim *sim);
-int64_t pj_sim_steps(const pj_sim *sim);
+PJ_API pj_status pj_sim_advance(pj_sim *sim, double dt, double t_end, char *err, size_t err_len);
+PJ_API double pj_sim_time(const pj_sim *sim);
+PJ_API int64_t pj_sim_steps(const pj_sim *sim);
 /* Copies the field's values (pj_problem_cells of them, x fastest) into out. */
-pj_status pj_sim_get_field(const pj_sim *sim, const char *name, double *out);
-pj_status pj_sim_set_field(pj_sim *sim, const char *name, const double *values);
+PJ_API pj_status pj_sim_get_field(const pj_sim *sim, const char *name, double *out);
+PJ_API pj_status pj_sim_set_field(pj_sim *sim, const char *name, const double *values);
 
 #ifdef __cplusplus
 }

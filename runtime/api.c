@@ -21,8 +21,9 @@ pj_status pj_problem_compile(const char *name, const char *text, size_t len, pj_
     diag_init(&d, name ? name : "<input>", text, len);
     pj_program *p = compile_problem(name, text, len, &d, NULL);
     if (diagnostics && d.log) *diagnostics = strdup(d.log);
+    int out_of_memory = d.out_of_memory;
     diag_free(&d);
-    if (!p) return PJ_ERR_INPUT;
+    if (!p) return out_of_memory ? PJ_ERR_MEMORY : PJ_ERR_INPUT;
     pj_problem *pr = malloc(sizeof *pr);
     if (!pr) {
         program_free(p);
