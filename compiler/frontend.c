@@ -515,6 +515,12 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     return d->errors ? -1 : 0;
 }
 
+static void report_out_of_memory(diag *d)
+{
+    diag_error(d, (pj_loc){0, 0}, "out of memory");
+    d->out_of_memory = 1;
+}
+
 /* Out of memory anywhere in the passes (an arena allocation, a malloc through need(), a kernel
  * whose builder ran out) longjmps here: the arena and the half-built program are freed and the
  * error is "out of memory". The state lives on the heap, so nothing the handler reads is a local
@@ -528,8 +534,7 @@ pj_program *compile_problem(const char *filename, const char *source, size_t len
     if (!F || !F->p || !F->p->filename) {
         if (F) program_free(F->p);
         free(F);
-        diag_error(d, (pj_loc){0, 0}, "out of memory");
-        d->out_of_memory = 1;
+        report_out_of_memory(d);
         return NULL;
     }
     F->C = (compiler){.arena = &F->A, .d = d};
@@ -537,8 +542,7 @@ pj_program *compile_problem(const char *filename, const char *source, size_t len
     F->A.on_failure = &out_of_memory;
     pj_program *result = NULL;
     if (setjmp(out_of_memory)) {
-        diag_error(d, (pj_loc){0, 0}, "out of memory");
-        d->out_of_memory = 1;
+        report_out_of_memory(F->C.d);
     } else if (run_passes(&F->C, F->p, source, len, opt) == 0) {
         result = F->p;
         F->p = NULL;

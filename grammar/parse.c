@@ -2,7 +2,8 @@
  *
  * Neither flex nor the arena may exit or return NULL into the grammar's actions, so both jump
  * here instead: the scanner's YY_FATAL_ERROR (lexer.l) and an arena allocation that fails
- * longjmp to run_parser's handler, which frees the scanner and reports the error. */
+ * longjmp to run_parser's handler, which reports the error. The scanner allocates from the
+ * arena too (lexer.l), so a jump out of it leaks nothing. */
 #include <limits.h>
 #include <setjmp.h>
 #include "parse_ctx.h"
@@ -10,6 +11,12 @@
 #define YYSTYPE PJYYSTYPE
 #define YYLTYPE PJYYLTYPE
 #include "lexer.yy.h"
+
+static void report_out_of_memory(diag *d)
+{
+    diag_error(d, (pj_loc){0, 0}, "out of memory while parsing");
+    d->out_of_memory = 1;
+}
 
 /* Scans and parses ctx->source with `scanner`. Returns 0, or -1 when the scanner hit a fatal
  * error or memory ran out (reported). No local of this function changes after setjmp. */
@@ -22,13 +29,10 @@ static int run_parser(parse_ctx *ctx, yyscan_t scanner)
     if (setjmp(failed)) {
         ctx->arena->on_failure = outer;
         ctx->on_fatal = NULL;
-        if (ctx->arena->failed) {
-            diag_error(ctx->diag, (pj_loc){0, 0}, "out of memory while parsing");
-            ctx->diag->out_of_memory = 1;
-        }
+        if (ctx->arena->failed) report_out_of_memory(ctx->diag);
         return -1;
     }
-    pjyy_scan_bytes(ctx->source, (int)ctx->len, scanner); /* the scanner owns the buffer */
+    pjyy_scan_bytes(ctx->source, (int)ctx->len, scanner); /* a copy, in the arena (lexer.l) */
     pjyyparse(ctx, scanner);
     ctx->arena->on_failure = outer;
     ctx->on_fatal = NULL;
@@ -50,12 +54,11 @@ ast_program *parse_program(arena *a, diag *d, const char *source, size_t len)
     }
     yyscan_t scanner;
     if (pjyylex_init_extra(&ctx, &scanner)) {
-        diag_error(d, (pj_loc){0, 0}, "out of memory while parsing");
-        d->out_of_memory = 1;
+        report_out_of_memory(d);
         return NULL;
     }
     int status = run_parser(&ctx, scanner);
-    pjyylex_destroy(scanner); /* frees the buffer too */
+    pjyylex_destroy(scanner);
     if (status < 0) return NULL;
     ast_program *p = arena_alloc(a, sizeof *p);
     if (!p) return NULL;
