@@ -9,7 +9,6 @@
  * The driver that runs these with the mesh, the lowering and the kernels is compile_problem()
  * in frontend.c; nothing here lowers, so sema.c depends on no other pass. */
 #include "sema.h"
-#include "scheme.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
