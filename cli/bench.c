@@ -12,11 +12,8 @@
 #include <unistd.h>
 #include "cli.h"
 #include "plot.h"
-#include "cpu_backend.h"
-#include "cuda_backend.h"
-#include "cuda_driver.h"
 #include "driver.h"
-#include "sim.h"
+#include "engine.h"
 
 static const char *usage_bench =
     "usage: pdejit bench FILE [--backends interp,cpu,cuda] [--sizes 64,256,1024] [--steps N]\n"
@@ -27,8 +24,7 @@ static const char *usage_bench =
     "enough for ~0.2 s). --plot: Mcells/s against cells per back end, log-log (default\n"
     "bench.png; `--plot none` for none): interp grey, cpu blue, cuda green.\n";
 
-typedef enum { B_INTERP, B_CPU, B_CUDA } bkind;
-static const char *const names[3] = {"interp", "cpu", "cuda"};
+#define MAX_BACKENDS 8
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -40,84 +36,63 @@ static int cmp_double(const void *a, const void *b)
 static double bytes_per_cell(const pj_program *p, int single)
 {
     double total = 0;
-    for (int s = 0; s < p->n_stages; s++) {
-        const kir_kernel *k = p->stages[s].kernel;
-        char seen[PJ_MAX_SLOTS][64] = {{0}};
-        int n = 0;
-        for (int i = 0; i < k->n_nodes; i++) {
-            const kir_node *nd = &k->nodes[i];
-            if (nd->op == KIR_LOAD && nd->index < 64 && !seen[nd->slot][nd->index]) {
-                seen[nd->slot][nd->index] = 1;
-                n++;
-            }
-        }
-        total += n + k->n_outputs;
-    }
+    for (int s = 0; s < p->n_stages; s++) total += kir_values_per_cell(p->stages[s].kernel);
     return total * (single ? 4 : 8);
 }
 
-typedef struct run_result { double ms_step; double *state; int ok; char err[256]; } run_result;
+/* The time spent compiling or loading kernels: their own times where the back end lists them. */
+static double kernels_ms(const engine_info *info)
+{
+    if (!info->kernels) return info->ms_prepare;
+    double ms = 0;
+    for (int i = 0; i < info->n_kernels; i++) ms += info->kernels[i].ms;
+    return ms;
+}
 
-static void run_backend(pj_program *p, bkind b, int single, int threads, int64_t steps, int reps, cpu_backend *cb,
+typedef struct run_result {
+    double ms_step;        /* median over the reps */
+    double transfer_ms;    /* the initial values in, every field out */
+    double *state;         /* every field after 3 steps from the initial values */
+    int ok, on_device;
+    char err[256];
+} run_result;
+
+/* Steps p on back end `be`: time per step (synchronised), the transfers a run pays, and the state
+ * after 3 steps from the start for the comparison with the interpreter. */
+static void run_backend(const pj_program *p, const backend_ops *be, const engine_options *eo, int64_t steps, int reps,
                         run_result *r)
 {
     memset(r, 0, sizeof *r);
-    sim_options so = {single, threads};
-    sim *s = sim_create(p, &so, r->err, sizeof r->err);
-    if (!s) return;
-    if (b == B_CPU) cpu_backend_install(cb, s);
-    double t[16];
-    sim_init(s);
-    for (int rep = 0; rep < reps; rep++) {
-        double t0 = driver_now();
-        for (int64_t i = 0; i < steps; i++) sim_step(s, p->dt);
-        t[rep] = (driver_now() - t0) / (double)steps * 1e3;
-    }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    r->ms_step = t[reps / 2];
-    /* the state after `steps` steps from the start, for the comparison */
-    sim_init(s);
-    for (int64_t i = 0; i < steps; i++) sim_step(s, p->dt);
-    int64_t cells = sim_cells(s);
-    r->state = malloc(sizeof(double) * (size_t)(cells * p->n_fields));
-    for (int f = 0; f < p->n_fields; f++) sim_get_field(s, f, r->state + f * cells);
-    sim_destroy(s);
-    r->ok = 1;
-}
-
-/* The GPU: time per step (synchronised), plus what a run pays to move the fields: the upload
- * at the start (init) and one download of every field at the end, spread over `steps`. */
-static void run_cuda(pj_program *p, int single, int64_t steps, int reps, run_result *r, double *transfer_ms)
-{
-    memset(r, 0, sizeof *r);
-    cuda_sim_options co = {.single = single};
-    cuda_sim *g = cuda_sim_create(p, &co, r->err, sizeof r->err);
-    if (!g) return;
+    engine *e = engine_create(be, p, eo, NULL, r->err, sizeof r->err);
+    if (!e) return;
+    engine_info info;
+    engine_get_info(e, &info);
+    r->on_device = info.device != NULL;
     double t[16];
     double t0 = driver_now();
-    if (cuda_sim_init(g, r->err, sizeof r->err) < 0 || cuda_sim_sync(g, r->err, sizeof r->err) < 0) goto out;
+    if (engine_init(e, r->err, sizeof r->err) < 0 || engine_sync(e, r->err, sizeof r->err) < 0) goto out;
     double up = driver_now() - t0;
     for (int rep = 0; rep < reps; rep++) {
         t0 = driver_now();
         for (int64_t i = 0; i < steps; i++)
-            if (cuda_sim_step(g, p->dt, r->err, sizeof r->err) < 0) goto out;
-        if (cuda_sim_sync(g, r->err, sizeof r->err) < 0) goto out;
+            if (engine_step(e, p->dt, r->err, sizeof r->err) < 0) goto out;
+        if (engine_sync(e, r->err, sizeof r->err) < 0) goto out;
         t[rep] = (driver_now() - t0) / (double)steps * 1e3;
     }
     qsort(t, (size_t)reps, sizeof *t, cmp_double);
     r->ms_step = t[reps / 2];
-    if (cuda_sim_init(g, r->err, sizeof r->err) < 0) goto out;
+    if (engine_init(e, r->err, sizeof r->err) < 0) goto out;
     for (int64_t i = 0; i < 3; i++)
-        if (cuda_sim_step(g, p->dt, r->err, sizeof r->err) < 0) goto out;
-    int64_t cells = cuda_sim_cells(g);
+        if (engine_step(e, p->dt, r->err, sizeof r->err) < 0) goto out;
+    int64_t cells = engine_cells(e);
     r->state = malloc(sizeof(double) * (size_t)(cells * p->n_fields));
     t0 = driver_now();
-    for (int f = 0; f < p->n_fields; f++)
-        if (cuda_sim_get_field(g, f, r->state + f * cells, r->err, sizeof r->err) < 0) goto out;
-    *transfer_ms = (up + driver_now() - t0) * 1e3;
-    r->ok = 1;
+    for (int f = 0; r->state && f < p->n_fields; f++)
+        if (engine_get_field(e, f, r->state + f * cells, r->err, sizeof r->err) < 0) goto out;
+    r->transfer_ms = (up + driver_now() - t0) * 1e3;
+    r->ok = r->state != NULL;
 out:
-    cuda_sim_destroy(g);
+    engine_destroy(e);
 }
 
 static double max_rel_diff(const double *a, const double *b, int64_t n)
@@ -136,8 +111,8 @@ int cmd_bench(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage_bench, stdout); return 0; }
     const char *file = NULL, *backends = "interp,cpu,cuda", *sizes_text = NULL, *plot_path = "bench.png";
-    double px[3][16], py[3][16];
-    int pn[3] = {0, 0, 0};
+    double px[MAX_BACKENDS][16], py[MAX_BACKENDS][16];
+    int pn[MAX_BACKENDS] = {0};
     double steps_d = 0, threads_d = 0;
     int single = 0;
     for (int i = 0; i < argc; i++) {
@@ -153,15 +128,21 @@ int cmd_bench(int argc, char **argv)
         else { fputs(usage_bench, stderr); return 2; }
     }
     if (!file) { fputs(usage_bench, stderr); return 2; }
-    int use[3] = {0, 0, 0};
+    /* use[b]: engine_backends[b] is measured; the interpreter (the first) is the oracle */
+    int use[MAX_BACKENDS] = {0}, n_be = 0;
+    while (engine_backends[n_be] && n_be < MAX_BACKENDS) n_be++;
     char list[256];
     snprintf(list, sizeof list, "%s", backends);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        if (!strcmp(tok, "interp")) use[B_INTERP] = 1;
-        else if (!strcmp(tok, "cpu")) use[B_CPU] = 1;
-        else if (!strcmp(tok, "cuda")) use[B_CUDA] = 1;
-        else { fprintf(stderr, "pdejit bench: unknown back end '%s'; back ends are interp, cpu, cuda\n", tok); return 2; }
+        int b = 0;
+        while (b < n_be && strcmp(engine_backends[b]->name, tok)) b++;
+        if (b == n_be) {
+            fprintf(stderr, "pdejit bench: unknown back end '%s'; back ends are %s\n", tok, engine_backend_names());
+            return 2;
+        }
+        use[b] = 1;
     }
+    const int oracle = 0; /* engine_backends[0] is the interpreter */
     pj_program *p = cli_load_problem(file, NULL);
     if (!p) return 2;
     if (p->dt <= 0) p->dt = 1e-6;
@@ -182,56 +163,44 @@ int cmd_bench(int argc, char **argv)
     }
     int status = 0;
     char err[1024];
-    cpu_backend *cb = NULL;
+    engine_options eo = {.single = single, .threads = (int)threads_d};
     printf("pdejit bench %s: %dD, %d field%s, %s (%d stage%s), %s precision\n", file, p->dim, p->n_fields,
            p->n_fields == 1 ? "" : "s", scheme_name(p->scheme), p->n_stages, p->n_stages == 1 ? "" : "s",
            single ? "single" : "double");
-    if (use[B_CPU]) {
-        /* cold: a private empty cache folder; hit: a second back end on the same folder */
+    for (int b = 0; b < n_be; b++) {
+        if (!use[b]) continue;
+        /* cold: a private empty cache folder; hit: a second engine on the same folder */
         char tmpl[] = "/tmp/pdejit-bench-XXXXXX";
         char *dir = mkdtemp(tmpl);
-        cpu_backend_options bo = {single, 0, dir};
-        kernel_timing tm[PJ_MAX_STAGES];
-        double cold = 0, hit = 0;
-        cpu_backend *first = cpu_backend_create(&bo, err, sizeof err);
-        if (!first || cpu_backend_prepare(first, p, tm, err, sizeof err) < 0) {
-            fprintf(stderr, "pdejit bench: cpu back end: %s\n", err);
-            cpu_backend_destroy(first);
+        engine_options co = eo;
+        co.cache_dir = dir;
+        int unavailable = 0;
+        engine_info cold, hit;
+        engine *first = engine_create(engine_backends[b], p, &co, &unavailable, err, sizeof err);
+        engine *second = first ? engine_create(engine_backends[b], p, &co, NULL, err, sizeof err) : NULL;
+        if (!second && unavailable) {
+            printf("%s: not measured: %s\n", engine_backends[b]->name, err);
+            use[b] = 0;
+        } else if (!second) {
+            fprintf(stderr, "pdejit bench: %s back end: %s\n", engine_backends[b]->name, err);
+            engine_destroy(first);
             program_free(p);
             return 1;
+        } else {
+            engine_get_info(first, &cold);
+            engine_get_info(second, &hit);
+            if (cold.n_kernels)
+                printf("compile (%s): cold %.1f ms, cache hit %.2f ms%s (%d kernel%s, %s)\n", engine_backends[b]->name,
+                       kernels_ms(&cold), kernels_ms(&hit), hit.from_cache == hit.n_kernels ? "" : " (not all from the cache)",
+                       cold.n_kernels, cold.n_kernels == 1 ? "" : "s", cold.device ? cold.device : cold.compiler);
         }
-        for (int s = 0; s < p->n_stages; s++) cold += tm[s].ms;
-        cb = cpu_backend_create(&bo, err, sizeof err);
-        if (!cb || cpu_backend_prepare(cb, p, tm, err, sizeof err) < 0) {
-            fprintf(stderr, "pdejit bench: cpu back end: %s\n", err);
-            cpu_backend_destroy(first);
-            cpu_backend_destroy(cb);
-            program_free(p);
-            return 1;
-        }
-        int all_hit = 1;
-        for (int s = 0; s < p->n_stages; s++) {
-            hit += tm[s].ms;
-            all_hit &= tm[s].from_cache;
-        }
-        cpu_backend_destroy(first);
-        printf("compile (cpu): cold %.1f ms, cache hit %.2f ms%s (%d kernel%s, LLVM %s)\n", cold, hit,
-               all_hit ? "" : " (not all from the cache)", p->n_stages, p->n_stages == 1 ? "" : "s", PJ_LLVM_VERSION);
+        engine_destroy(first);
+        engine_destroy(second);
         char cmd[300];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
         if (system(cmd) != 0) { /* a leftover temporary folder is harmless */ }
     }
-    if (use[B_CUDA]) {
-        char reason[256];
-        cuda_device *dev = cuda_device_open(0, reason, sizeof reason);
-        if (!dev) {
-            printf("cuda: not measured: no CUDA device: %s\n", reason);
-            use[B_CUDA] = 0;
-        } else {
-            cuda_device_close(dev);
-        }
-    }
-    int64_t gpu_from = -1; /* the smallest size from which the GPU wins, transfers included */
+    int64_t device_from = -1; /* the smallest size from which a device wins, transfers included */
     double bpc = bytes_per_cell(p, single);
     printf("%10s %12s  %-7s %12s %10s %9s %14s\n", "size", "cells", "backend", "ms/step", "Mcells/s", "GB/s",
            "max rel diff");
@@ -243,72 +212,65 @@ int cmd_bench(int argc, char **argv)
         }
         char label[32];
         snprintf(label, sizeof label, "%lld%s", (long long)sizes[si], p->dim == 1 ? "" : p->dim == 2 ? "^2" : "^3");
-        run_result res[3];
+        run_result res[MAX_BACKENDS];
         memset(res, 0, sizeof res);
-        for (int b = 0; b < 3; b++) {
+        double best_host_ms = -1;
+        for (int b = 0; b < n_be; b++) {
             if (!use[b]) continue;
+            const char *name = engine_backends[b]->name;
             /* steps: ~0.2 s at a guessed speed, at least 2 */
             int64_t steps = steps_d > 0 ? (int64_t)steps_d : 0;
             if (!steps) {
-                double guess = (b == B_INTERP ? 5e7 : 1e9) / (double)p->n_stages;
+                double guess = (b == oracle ? 5e7 : 1e9) / (double)p->n_stages;
                 steps = (int64_t)(0.2 * guess / (double)cells / 5);
                 if (steps < 2) steps = 2;
                 if (steps > 2000) steps = 2000;
             }
-            if (b == B_INTERP && !steps_d && cells > (1 << 22)) steps = 1;
-            double transfer_ms = 0;
-            if (b == B_CUDA) run_cuda(p, single, steps, 5, &res[b], &transfer_ms);
-            else run_backend(p, (bkind)b, single, (int)threads_d, steps, 5, cb, &res[b]);
+            if (b == oracle && !steps_d && cells > (1 << 22)) steps = 1;
+            run_backend(p, engine_backends[b], &eo, steps, 5, &res[b]);
             if (!res[b].ok) {
-                printf("%10s %12lld  %-7s  failed: %s\n", label, (long long)cells, names[b], res[b].err);
+                printf("%10s %12lld  %-7s  failed: %s\n", label, (long long)cells, name, res[b].err);
                 status = 1;
                 continue;
             }
             double ms = res[b].ms_step;
             px[b][pn[b]] = (double)cells;
             py[b][pn[b]++] = (double)cells / ms * 1e-3;
-            printf("%10s %12lld  %-7s %12.4f %10.1f %9.2f %14s\n", label, (long long)cells, names[b], ms,
-                   (double)cells / ms * 1e-3, bpc * (double)cells / ms * 1e-6, b == B_INTERP ? "0 (oracle)" : "");
-            if (b == B_CUDA) {
-                printf("%10s %12s  %-7s %43s %10.3f ms\n", "", "", "cuda", "upload + download of every field:", transfer_ms);
-                /* a run of `steps` steps, transfers included, against the CPU's */
-                if (res[B_CPU].ok && gpu_from < 0 &&
-                    ms + transfer_ms / (double)steps < res[B_CPU].ms_step)
-                    gpu_from = sizes[si];
+            char diff[32] = "0 (oracle)";
+            if (b != oracle)
+                snprintf(diff, sizeof diff, "%.3g", use[oracle] && res[oracle].ok
+                                                        ? max_rel_diff(res[oracle].state, res[b].state, cells * p->n_fields)
+                                                        : NAN);
+            printf("%10s %12lld  %-7s %12.4f %10.1f %9.2f %14s\n", label, (long long)cells, name, ms,
+                   (double)cells / ms * 1e-3, bpc * (double)cells / ms * 1e-6, use[oracle] ? diff : "");
+            if (!res[b].on_device) {
+                if (b != oracle && (best_host_ms < 0 || ms < best_host_ms)) best_host_ms = ms;
+                continue;
             }
+            printf("%10s %12s  %-7s %43s %10.3f ms\n", "", "", name, "upload + download of every field:", res[b].transfer_ms);
+            /* a run of `steps` steps, transfers included, against the fastest compiled host back end */
+            if (best_host_ms > 0 && device_from < 0 && ms + res[b].transfer_ms / (double)steps < best_host_ms)
+                device_from = sizes[si];
         }
-        if (use[B_INTERP] && use[B_CPU] && res[B_INTERP].ok && res[B_CPU].ok) {
-            /* the largest difference after the same 3 steps from the initial state */
-            run_result a, b;
-            run_backend(p, B_INTERP, single, (int)threads_d, 3, 1, NULL, &a);
-            run_backend(p, B_CPU, single, (int)threads_d, 3, 1, cb, &b);
-            if (a.ok && b.ok)
-                printf("%10s %12s  %-7s %43s %14.3g\n", "", "", "cpu", "largest relative difference from interp:",
-                       max_rel_diff(a.state, b.state, cells * p->n_fields));
-            free(a.state);
-            free(b.state);
-        }
-        if (use[B_INTERP] && use[B_CUDA] && res[B_INTERP].ok && res[B_CUDA].ok) {
-            run_result a;
-            run_backend(p, B_INTERP, single, (int)threads_d, 3, 1, NULL, &a);
-            if (a.ok)
-                printf("%10s %12s  %-7s %43s %14.3g\n", "", "", "cuda", "largest relative difference from interp:",
-                       max_rel_diff(a.state, res[B_CUDA].state, cells * p->n_fields));
-            free(a.state);
-        }
-        for (int b = 0; b < 3; b++) free(res[b].state);
+        for (int b = 0; b < n_be; b++) free(res[b].state);
     }
-    if (use[B_CUDA] && use[B_CPU])
-        printf(gpu_from > 0 ? "the GPU is faster than the CPU from %lld cells per axis on, transfers included\n"
-                            : "the GPU was not faster than the CPU at any size measured, transfers included\n",
-               (long long)gpu_from);
+    int device_used = 0, host_used = 0;
+    for (int b = 0; b < n_be; b++) {
+        if (!use[b] || b == oracle) continue;
+        device_used |= !engine_backends[b]->sync ? 0 : 1;
+        host_used |= !engine_backends[b]->sync;
+    }
+    if (device_used && host_used)
+        printf(device_from > 0 ? "the GPU is faster than the CPU from %lld cells per axis on, transfers included\n"
+                               : "the GPU was not faster than the CPU at any size measured, transfers included\n",
+               (long long)device_from);
     if (plot_path) {
         /* colours follow the back end: series b is back end b (empty ones draw nothing) */
-        plot_series all[3] = {{"interp", px[0], py[0], pn[0]}, {"cpu", px[1], py[1], pn[1]}, {"cuda", px[2], py[2], pn[2]}};
-        if (plot_png(plot_path, all, 3, err, sizeof err) < 0) fprintf(stderr, "pdejit bench: plot: %s\n", err);
+        plot_series all[MAX_BACKENDS];
+        for (int b = 0; b < n_be; b++) all[b] = (plot_series){engine_backends[b]->name, px[b], py[b], pn[b]};
+        if (plot_png(plot_path, all, n_be, err, sizeof err) < 0) fprintf(stderr, "pdejit bench: plot: %s\n", err);
         else printf("plot: %s (Mcells/s against cells, log-log; interp grey, cpu blue, cuda green)\n", plot_path);
     }
-    cpu_backend_destroy(cb);
     program_free(p);
     return status;
 }

@@ -9,9 +9,8 @@
 #include <math.h>
 #include <unistd.h>
 #include "cache.h"
-#include "cpu_backend.h"
-#include "cuda_backend.h"
 #include "driver.h"
+#include "engine.h"
 #include "program.h"
 #include "scheme.h"
 #include "sim.h"
@@ -152,6 +151,14 @@ static int cmd_check(int argc, char **argv)
     return 0;
 }
 
+/* The back end whose code `pdejit emit --FLAG` prints, or NULL. */
+static const backend_ops *emitter(const char *flag)
+{
+    for (int i = 0; engine_backends[i]; i++)
+        if (engine_backends[i]->emit_flag && !strcmp(engine_backends[i]->emit_flag, flag)) return engine_backends[i];
+    return NULL;
+}
+
 static int cmd_emit(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage_emit, stdout); return 0; }
@@ -159,7 +166,7 @@ static int cmd_emit(int argc, char **argv)
     int single = 0;
     pj_compile_options opt = {0};
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--ir") || !strcmp(argv[i], "--llvm") || !strcmp(argv[i], "--cuda")) what = argv[i] + 2;
+        if (!strcmp(argv[i], "--ir") || (!strncmp(argv[i], "--", 2) && emitter(argv[i] + 2))) what = argv[i] + 2;
         else if (!strcmp(argv[i], "--precision") && i + 1 < argc) single = !strcmp(argv[++i], "single");
         else if (!strcmp(argv[i], "--scheme") && i + 1 < argc) {
             int s = scheme_from_name(argv[++i]);
@@ -183,32 +190,20 @@ static int cmd_emit(int argc, char **argv)
         kir_print(p->init, stdout, fn, pn);
         for (int s = 0; s < 6; s++)
             if (p->bc_kernel[s]) kir_print(p->bc_kernel[s], stdout, fn, pn);
+        printf("# the right-hand side F(U) of every field with an eq; the stages below compose it\n");
+        kir_print(p->rhs, stdout, fn, pn);
         for (int s = 0; s < p->n_stages; s++) {
             printf("# stage %d reads slot %d at t + %g dt\n", s + 1, p->stages[s].read_slot, p->stages[s].t_frac);
             kir_print(p->stages[s].kernel, stdout, fn, pn);
         }
-    } else if (!strcmp(what, "llvm")) {
-        char err[1024];
-        cpu_backend_options bo = {0};
-        cpu_backend *be = cpu_backend_create(&bo, err, sizeof err);
-        int r = be ? cpu_backend_emit(be, p, stdout, err, sizeof err) : -1;
-        cpu_backend_destroy(be);
-        if (r < 0) {
-            fprintf(stderr, "pdejit: %s\n", err);
-            program_free(p);
-            return 2;
-        }
-    } else if (!strcmp(what, "cuda")) {
-        char err[1024];
-        if (cuda_backend_emit(p, single, 0, stdout, err, sizeof err) < 0) {
-            fprintf(stderr, "pdejit: %s\n", err);
-            program_free(p);
-            return 2;
-        }
     } else {
-        fprintf(stderr, "pdejit emit: --%s is not built yet\n", what);
-        program_free(p);
-        return 2;
+        char err[1024];
+        engine_options eo = {.single = single};
+        if (emitter(what)->emit(p, &eo, stdout, err, sizeof err) < 0) {
+            fprintf(stderr, "pdejit: %s\n", err);
+            program_free(p);
+            return 2;
+        }
     }
     program_free(p);
     return 0;
@@ -292,23 +287,21 @@ static int cmd_run(int argc, char **argv)
 #undef NEED_VALUE
     }
     if (!file) { fputs(usage_run, stderr); return 2; }
-    int use_cpu = !strcmp(backend, "cpu"), use_cuda = !strcmp(backend, "cuda");
-    if (!use_cpu && !use_cuda && strcmp(backend, "interp")) {
-        fprintf(stderr, "pdejit: unknown back end '%s'; back ends are interp, cpu, cuda\n", backend);
+    const backend_ops *bops = engine_backend(backend);
+    if (!bops) {
+        fprintf(stderr, "pdejit: unknown back end '%s'; back ends are %s\n", backend, engine_backend_names());
         return 2;
     }
-    if (watching && use_cuda) {
-        fprintf(stderr, "pdejit run: --watch works with --backend cpu and interp, not yet with cuda\n");
+    if (watching && !bops->prepare) {
+        fprintf(stderr, "pdejit run: --watch cannot swap kernels on the %s back end yet\n", backend);
         return 2;
     }
     watch_baseline base = watch_baseline_of(file); /* before reading: edits from now on count */
     pj_program *p = cli_load_problem(file, &copt);
     if (!p) return 2;
     int status = 2;
-    sim *s = NULL;
+    engine *e = NULL;
     watch *w = NULL;
-    cuda_sim *g = NULL;
-    cpu_backend *be = NULL;
     char *out_owned = NULL;
     char err[1024];
     if (dt <= 0) dt = p->dt;
@@ -322,29 +315,26 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pdejit: %s: how far to run? add `until = ` or `steps = ` to the time statement, or give --until/--steps\n", file);
         goto done;
     }
-    if (use_cuda) {
-        cuda_sim_options co = {.single = single, .fast_math = fast_math};
-        g = cuda_sim_create(p, &co, err, sizeof err);
-        if (!g) {
-            fprintf(stderr, "pdejit: %s\n", err);
-            status = strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE)) ? 1 : 2;
-            goto done;
-        }
-        if (cuda_sim_warning(g)) fprintf(stderr, "pdejit: warning: %s\n", cuda_sim_warning(g));
-        if (verbose) {
-            const cuda_prepare_stats *st = cuda_sim_prepare_stats(g);
-            fprintf(stderr, "pdejit: %s: %d kernels, %d loaded from the cache, %d compiled (NVRTC %.2f ms), %.2f ms in all\n",
-                    cuda_sim_device_text(g), st->kernels, st->from_cache, st->compiled, st->ms_nvrtc, st->ms_total);
-        }
-    } else {
-        sim_options so = {single, threads};
-        s = sim_create(p, &so, err, sizeof err);
-        if (!s) {
-            fprintf(stderr, "pdejit: %s\n", err);
-            status = 1;
-            goto done;
-        }
+    engine_options eo = {.single = single, .fast_math = fast_math, .threads = threads};
+    int unavailable = 0;
+    e = engine_create(bops, p, &eo, &unavailable, err, sizeof err);
+    if (!e) {
+        if (unavailable) fprintf(stderr, "pdejit: %s\n", err);
+        else fprintf(stderr, "pdejit: %s back end: %s\n", backend, err);
+        status = unavailable ? 2 : 1;
+        goto done;
     }
+    engine_info info;
+    engine_get_info(e, &info);
+    if (info.warning) fprintf(stderr, "pdejit: warning: %s\n", info.warning);
+    if (verbose && info.kernels)
+        for (int i = 0; i < info.n_kernels; i++)
+            fprintf(stderr, "pdejit: kernel %s: %s in %.2f ms\n", info.kernels[i].name,
+                    info.kernels[i].from_cache ? "loaded from the cache" : "compiled", info.kernels[i].ms);
+    else if (verbose && info.n_kernels)
+        fprintf(stderr, "pdejit: %s: %d kernels, %d loaded from the cache, %d compiled (NVRTC %.2f ms), %.2f ms in all\n",
+                info.device ? info.device : backend, info.n_kernels, info.from_cache, info.n_kernels - info.from_cache,
+                info.ms_compiler, info.ms_prepare);
     for (int i = 0; i < n_sets; i++) {
         const char *eq = strchr(sets[i], '=');
         double v;
@@ -352,42 +342,17 @@ static int cmd_run(int argc, char **argv)
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(eq - sets[i]), sets[i]);
         if (cli_parse_double("--set", eq + 1, &v) < 0) goto done;
-        if ((g ? cuda_sim_set_param(g, name, v) : sim_set_param(s, name, v)) < 0) {
+        if (engine_set_param(e, name, v) < 0) {
             const char *near = diag_closest(name, (const char *const *)p->param_names, p->n_params);
             fprintf(stderr, "pdejit: --set: '%s' is not a param of %s%s%s%s\n", name, file, near ? " (did you mean '" : "",
                     near ? near : "", near ? "'?)" : "");
             goto done;
         }
     }
-    if (use_cpu) {
-        cpu_backend_options bo = {single, fast_math, NULL};
-        be = cpu_backend_create(&bo, err, sizeof err);
-        if (!be) {
-            fprintf(stderr, "pdejit: cpu back end: %s\n", err);
-            status = 1;
-            goto done;
-        }
-        if (cpu_backend_warning(be)) fprintf(stderr, "pdejit: warning: %s\n", cpu_backend_warning(be));
-        kernel_timing tm[PJ_MAX_STAGES];
-        if (cpu_backend_prepare(be, p, tm, err, sizeof err) < 0) {
-            fprintf(stderr, "pdejit: cpu back end: %s\n", err);
-            status = 1;
-            goto done;
-        }
-        if (verbose)
-            for (int i = 0; i < p->n_stages; i++)
-                fprintf(stderr, "pdejit: kernel %s: %s in %.2f ms\n", tm[i].name,
-                        tm[i].from_cache ? "loaded from the cache" : "compiled", tm[i].ms);
-        cpu_backend_install(be, s);
-    }
-    if (g) {
-        if (cuda_sim_init(g, err, sizeof err) < 0) {
-            fprintf(stderr, "pdejit: cuda: %s\n", err);
-            status = 1;
-            goto done;
-        }
-    } else {
-        sim_init(s);
+    if (engine_init(e, err, sizeof err) < 0) {
+        fprintf(stderr, "pdejit: %s: %s\n", backend, err);
+        status = 1;
+        goto done;
     }
     if (!out) {
         /* the file asked for output: write it next to where we run */
@@ -401,8 +366,7 @@ static int cmd_run(int argc, char **argv)
         .check_every = (int)check_every, .progress = quiet ? NULL : stderr,
     };
     if (watching) {
-        cpu_backend_options bo = {single, fast_math, NULL};
-        w = watch_create(file, &base, s, &be, &bo, &copt);
+        w = watch_create(file, &base, e, &copt);
         if (!w) {
             fprintf(stderr, "pdejit: --watch: out of memory\n");
             status = 1;
@@ -412,9 +376,8 @@ static int cmd_run(int argc, char **argv)
         dopt.between_steps = watch_between_steps;
         dopt.between_ctx = w;
     }
-    driver_target tg = g ? cuda_backend_target(g) : driver_target_sim(s);
     driver_result res;
-    status = driver_run_target(&tg, &dopt, &res, err, sizeof err);
+    status = driver_run(e, &dopt, &res, err, sizeof err);
     if (status) fprintf(stderr, "pdejit: run failed: %s\n", err);
     double cells = (double)(p->n[0] * p->n[1] * p->n[2]);
     if (verbose || (!quiet && res.seconds > 3))
@@ -422,10 +385,8 @@ static int cmd_run(int argc, char **argv)
                 res.seconds, res.seconds > 0 ? (double)res.steps * cells * 1e-6 / res.seconds : 0.0, backend,
                 single ? ", single" : "", out ? ", output in " : "", out ? out : "");
 done:
-    sim_destroy(s);
-    cuda_sim_destroy(g);
-    cpu_backend_destroy(be);
-    watch_free(w); /* after the sim and back end that used its programs */
+    engine_destroy(e);
+    watch_free(w); /* after the engine that used its programs */
     program_free(p);
     free(out_owned);
     return status;
@@ -437,22 +398,21 @@ static int cmd_cache(int argc, char **argv)
     const char *what = argv[0];
     if (!strcmp(what, "explain")) {
         const char *file = NULL;
-        cpu_backend_options bo = {0};
+        engine_options eo = {0};
         for (int i = 1; i < argc; i++) {
-            if (!strcmp(argv[i], "--fast-math")) bo.fast_math = 1;
-            else if (!strcmp(argv[i], "--precision") && i + 1 < argc) bo.single = !strcmp(argv[++i], "single");
+            if (!strcmp(argv[i], "--fast-math")) eo.fast_math = 1;
+            else if (!strcmp(argv[i], "--precision") && i + 1 < argc) eo.single = !strcmp(argv[++i], "single");
             else if (!file && argv[i][0] != '-') file = argv[i];
             else { fputs(usage_cache, stderr); return 2; }
         }
         if (!file) { fputs(usage_cache, stderr); return 2; }
         pj_program *p = cli_load_problem(file, NULL);
         if (!p) return 2;
-        char err[512];
-        cpu_backend *be = cpu_backend_create(&bo, err, sizeof err);
-        if (!be) { fprintf(stderr, "pdejit: %s\n", err); program_free(p); return 1; }
-        if (cpu_backend_warning(be)) fprintf(stderr, "pdejit: warning: %s\n", cpu_backend_warning(be));
-        cpu_backend_explain(be, p, stdout);
-        cpu_backend_destroy(be);
+        char err[512] = "";
+        const backend_ops *cpu = engine_backend("cpu");
+        int r = cpu->explain(p, &eo, stdout, err, sizeof err);
+        if (r < 0) { fprintf(stderr, "pdejit: %s\n", err); program_free(p); return 1; }
+        if (r > 0) fprintf(stderr, "pdejit: warning: %s\n", err);
         program_free(p);
         return 0;
     }

@@ -2,9 +2,9 @@
  *
  * Every 0.2 s of wall time (or every $PDEJIT_WATCH_STEPS steps, which also makes the swap
  * synchronous: for tests) the step loop stats the file. A change starts a thread that reads
- * and compiles it — front end and, for the CPU, every stage kernel through the cache — while the
- * simulation keeps stepping. At the first step boundary after the thread is done, the new
- * definition is swapped in (sim_replace_program, the new stage runner), the fields keep their
+ * and compiles it — front end and the back end's kernels (engine_prepare, through the cache) —
+ * while the simulation keeps stepping. At the first step boundary after the thread is done, the
+ * new definition is swapped in (engine_swap), the fields keep their
  * state; a file that does not compile, or changes what a running simulation cannot change (the
  * mesh, the fields, the params, the scheme), is reported against the new text and the previous
  * definition goes on running. */
@@ -19,9 +19,7 @@
 
 struct watch {
     char *path;
-    sim *s;
-    cpu_backend **be;
-    cpu_backend_options bo;
+    engine *e;
     pj_compile_options copt;
     struct timespec mtime;
     off_t size;
@@ -33,7 +31,7 @@ struct watch {
     int busy;
     atomic_int done;
     pj_program *next;
-    cpu_backend *next_be;
+    void *prepared;             /* next's kernels */
     char *log;                  /* diagnostics of the new text */
     char err[1024];
     double ms;
@@ -61,15 +59,12 @@ watch_baseline watch_baseline_of(const char *path)
     return b;
 }
 
-watch *watch_create(const char *path, const watch_baseline *base, sim *s, cpu_backend **be,
-                    const cpu_backend_options *bo, const pj_compile_options *copt)
+watch *watch_create(const char *path, const watch_baseline *base, engine *e, const pj_compile_options *copt)
 {
     watch *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->path = strdup(path);
-    w->s = s;
-    w->be = be;
-    if (bo) w->bo = *bo;
+    w->e = e;
     if (copt) w->copt = *copt;
     if (base && base->ok) {
         w->mtime.tv_sec = (time_t)base->sec;
@@ -79,8 +74,8 @@ watch *watch_create(const char *path, const watch_baseline *base, sim *s, cpu_ba
         file_state(path, &w->mtime, &w->size);
     }
     w->last_poll = driver_now();
-    const char *e = getenv("PDEJIT_WATCH_STEPS");
-    w->every_steps = e ? atol(e) : 0;
+    const char *every = getenv("PDEJIT_WATCH_STEPS");
+    w->every_steps = every ? atol(every) : 0;
     return w;
 }
 
@@ -117,19 +112,15 @@ static void *compile_new(void *arg)
         free(text);
         if (!w->next) snprintf(w->err, sizeof w->err, "it does not compile");
     }
-    if (w->next && *w->be) {
-        kernel_timing tm[PJ_MAX_STAGES];
-        w->next_be = cpu_backend_create(&w->bo, w->err, sizeof w->err);
-        if (!w->next_be || cpu_backend_prepare(w->next_be, w->next, tm, w->err, sizeof w->err) < 0) {
-            cpu_backend_destroy(w->next_be);
-            w->next_be = NULL;
+    if (w->next) {
+        engine_info info;
+        w->prepared = engine_prepare(w->e, w->next, &info, w->err, sizeof w->err);
+        if (!w->prepared) {
             program_free(w->next);
             w->next = NULL;
         } else {
-            for (int i = 0; i < w->next->n_stages; i++) {
-                w->cached += tm[i].from_cache;
-                w->compiled += !tm[i].from_cache;
-            }
+            w->cached = info.from_cache;
+            w->compiled = info.n_kernels - info.from_cache;
         }
     }
     w->ms = (driver_now() - t0) * 1e3;
@@ -140,23 +131,17 @@ static void *compile_new(void *arg)
 /* At a step boundary, with the compile done: swap, or say why not. */
 static void apply(watch *w)
 {
-    double t = sim_time(w->s);
+    double t = engine_time(w->e);
     if (!w->next) {
         fprintf(stderr, "pdejit: t = %.6g: %s changed but %s; still running the previous definition\n%s", t, w->path,
                 w->err, w->log ? w->log : "");
     } else {
         char why[512];
-        if (sim_replace_program(w->s, w->next, why, sizeof why) < 0) {
+        if (engine_swap(w->e, w->next, w->prepared, why, sizeof why) < 0) { /* releases the kernels */
             fprintf(stderr, "pdejit: t = %.6g: %s changed, but %s: restart the run for that; still running the previous "
                     "definition\n", t, w->path, why);
-            cpu_backend_destroy(w->next_be);
             program_free(w->next);
         } else {
-            if (w->next_be) {
-                cpu_backend_install(w->next_be, w->s);
-                cpu_backend_destroy(*w->be); /* between steps: none of its code is running */
-                *w->be = w->next_be;
-            }
             pj_program **o = realloc(w->owned, sizeof *o * (size_t)(w->n_owned + 1));
             if (o) {
                 w->owned = o;
@@ -174,7 +159,7 @@ static void apply(watch *w)
     free(w->log);
     w->log = NULL;
     w->next = NULL;
-    w->next_be = NULL;
+    w->prepared = NULL;
     w->compiled = w->cached = 0;
     w->err[0] = 0;
 }
@@ -217,7 +202,7 @@ void watch_free(watch *w)
     if (!w) return;
     if (w->busy) {
         pthread_join(w->thread, NULL);
-        cpu_backend_destroy(w->next_be);
+        engine_release(w->e, w->prepared);
         program_free(w->next);
         free(w->log);
     }

@@ -69,16 +69,7 @@ static int is_identifier(const char *s)
 
 /* ---- pieces shared by every kernel ---------------------------------------------------- */
 
-static const char *kind_name(kir_kind kind)
-{
-    switch (kind) {
-    case KIR_STAGE: return "stage";
-    case KIR_INIT: return "init";
-    case KIR_BC: return "bc";
-    case KIR_PARAMS: return "params";
-    }
-    return "?";
-}
+static const char *kind_name(kir_kind kind) { return kir_kind_name(kind); }
 
 static const char *side_name[6] = {"left (x low)", "right (x high)", "bottom (y low)",
                                    "top (y high)", "back (z low)", "front (z high)"};
@@ -343,8 +334,8 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
     if (!opt) opt = &dflt;
     if (!k) FAIL("cuda codegen: no kernel");
     if (!is_identifier(name)) FAIL("cuda codegen: kernel name \"%s\" is not a C identifier", name ? name : "");
-    if (k->kind != KIR_STAGE && k->kind != KIR_INIT)
-        FAIL("cuda codegen: kernel %s is a %s kernel; only stage and init kernels run per cell%s", k->name,
+    if (k->kind == KIR_BC || k->kind == KIR_PARAMS)
+        FAIL("cuda codegen: kernel %s is a %s kernel; only kernels that write cells run per cell%s", k->name,
              kind_name(k->kind), k->kind == KIR_BC ? " (boundary conditions: cuda_codegen_bc_fill)" : "");
     if (check_limits(k, err, err_len)) return NULL;
     char verr[200];

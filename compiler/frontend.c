@@ -5,8 +5,11 @@
  *   read_mesh             the grid and its dimension (every later check needs it)
  *   sema_check_program    names, arities, axes of every expression; recursion  (sema.c)
  *   build_*, read_*       params, initial values, time, output, boundaries     (lower.c)
- *   scheme_lower          the stage kernels, lowering each eq's right-hand side (scheme.c)
+ *   lower_rhs             the KIR_RHS kernel: every eq's right-hand side        (lower.c)
+ *   scheme_lower          one stage kernel per stage, composed from it          (scheme.c)
  *   kir_finish + kir_verify on every kernel
+ *
+ * Out of memory anywhere here ends in compile_problem's handler (see there).
  *
  * The driver sits above sema.c and lower.c: sema never lowers, lower never calls back here. */
 #include "sema.h"
@@ -432,15 +435,19 @@ static void read_boundaries(compiler *C, pj_program *p)
     }
 }
 
-typedef struct rhs_ctx { compiler *C; const ast_stmt **eqs; } rhs_ctx;
-
-static int lower_rhs(void *vctx, kir_kernel *k, int read_slot, int field)
+/* The KIR_RHS kernel: F of every field with an eq, reading slot 0. */
+static int lower_rhs(compiler *C, pj_program *p, const ast_stmt **eqs)
 {
-    rhs_ctx *r = vctx;
-    r->C->work = 0; /* the inlining budget is per expression */
-    lctx x = {.k = k, .where = IN_STAGE, .slot = read_slot};
-    int v = lower_expr(r->C, &x, r->eqs[field]->rhs);
-    return v < 0 ? -1 : kir_as_f(k, v);
+    kir_kernel *k = p->rhs = need(C, kir_new(KIR_RHS, p->dim, p->n_fields, p->n_params, 1, "rhs"));
+    for (int f = 0; f < p->n_fields; f++) {
+        if (!p->field_has_eq[f]) continue;
+        C->work = 0; /* the inlining budget is per expression */
+        lctx x = {.k = k, .where = IN_STAGE, .slot = 0};
+        int v = lower_expr(C, &x, eqs[f]->rhs);
+        if (v < 0) return -1;
+        kir_add_output(k, 0, f, kir_as_f(k, v));
+    }
+    return 0;
 }
 
 static int finish(compiler *C, kir_kernel *k)
@@ -483,10 +490,8 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     read_boundaries(C, p);
     if (d->errors) return -1;
 
-    rhs_ctx r = {C, eqs};
-    int lowered = scheme_lower(p, lower_rhs, &r);
-    for (int s = 0; s < p->n_stages; s++) need(C, p->stages[s].kernel);
-    if (lowered < 0 || d->errors) return -1;
+    if (lower_rhs(C, p, eqs) < 0 || d->errors || finish(C, p->rhs) < 0) return -1;
+    if (scheme_lower(p) < 0) arena_fail(C->arena); /* out of memory */
 
     finish(C, p->params_kernel);
     finish(C, p->init);
@@ -568,7 +573,9 @@ void program_free(pj_program *p)
     kir_free(p->params_kernel);
     kir_free(p->init);
     for (int s = 0; s < 6; s++) kir_free(p->bc_kernel[s]);
-    for (int s = 0; s < p->n_stages; s++) kir_free(p->stages[s].kernel);
+    kir_free(p->rhs);
+    for (int s = 0; s < p->n_stages; s++) kir_free(p->stages ? p->stages[s].kernel : NULL);
+    free(p->stages);
     free(p->filename);
     free(p);
 }

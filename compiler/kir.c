@@ -317,6 +317,31 @@ int kir_op3(kir_kernel *k, kir_op op, int a, int b, int c)
     return build(k, op, coerce(k, op, 0, a), coerce(k, op, 1, b), coerce(k, op, 2, c));
 }
 
+void kir_import(kir_kernel *dst, const kir_kernel *src, const int *slot_map, int *node_map)
+{
+    for (int id = 0; id < src->n_nodes; id++) {
+        const kir_node *n = &src->nodes[id];
+        int a = n->arg[0] >= 0 ? node_map[n->arg[0]] : -1;
+        int b = n->arg[1] >= 0 ? node_map[n->arg[1]] : -1;
+        int c = n->arg[2] >= 0 ? node_map[n->arg[2]] : -1;
+        int off[3] = {n->off[0], n->off[1], n->off[2]};
+        switch ((kir_op)n->op) {
+        case KIR_CONST: node_map[id] = kir_const(dst, n->value); break;
+        case KIR_PARAM: node_map[id] = kir_param(dst, n->index); break;
+        case KIR_TIME: case KIR_DT: node_map[id] = kir_leaf(dst, (kir_op)n->op); break;
+        case KIR_SPACING: node_map[id] = kir_spacing(dst, n->axis); break;
+        case KIR_COORD: node_map[id] = kir_coord(dst, n->axis, n->half); break;
+        case KIR_LOAD: node_map[id] = kir_load(dst, slot_map[n->slot], n->index, off); break;
+        default:
+            switch (kir_ops[n->op].arity) {
+            case 1: node_map[id] = kir_op1(dst, (kir_op)n->op, a); break;
+            case 2: node_map[id] = kir_op2(dst, (kir_op)n->op, a, b); break;
+            default: node_map[id] = kir_op3(dst, (kir_op)n->op, a, b, c); break;
+            }
+        }
+    }
+}
+
 void kir_add_output(kir_kernel *k, int slot, int field, int node)
 {
     if (k->failed) return;
@@ -442,6 +467,20 @@ void kir_halo(const kir_kernel *k, int *halo)
     }
 }
 
+int kir_values_per_cell(const kir_kernel *k)
+{
+    int n = k->n_outputs;
+    for (int id = 0; id < k->n_nodes; id++) {
+        const kir_node *a = &k->nodes[id];
+        if (a->op != KIR_LOAD) continue;
+        int first = 1; /* the first load of its (slot, field) */
+        for (int j = 0; j < id && first; j++)
+            first = !(k->nodes[j].op == KIR_LOAD && k->nodes[j].slot == a->slot && k->nodes[j].index == a->index);
+        n += first;
+    }
+    return n;
+}
+
 void kir_halo_axes(const kir_kernel *k, int halo[3])
 {
     halo[0] = halo[1] = halo[2] = 0;
@@ -451,6 +490,13 @@ void kir_halo_axes(const kir_kernel *k, int halo[3])
         for (int a = 0; a < 3; a++)
             if (abs(n->off[a]) > halo[a]) halo[a] = abs(n->off[a]);
     }
+}
+
+const char *kir_kind_name(kir_kind kind)
+{
+    static const char *const names[] = {[KIR_STAGE] = "stage", [KIR_INIT] = "init", [KIR_BC] = "bc",
+                                        [KIR_PARAMS] = "params", [KIR_RHS] = "rhs"};
+    return (unsigned)kind < sizeof names / sizeof *names && names[kind] ? names[kind] : "?";
 }
 
 void kir_hash_hex(const kir_kernel *k, char out[33])
@@ -465,8 +511,7 @@ void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
 {
     char hex[33];
     kir_hash_hex(k, hex);
-    static const char *kinds[] = {"stage", "init", "bc", "params"};
-    fprintf(out, "kernel %s  (%s, %dD, %d nodes, hash %s)\n", k->name, kinds[k->kind], k->dim,
+    fprintf(out, "kernel %s  (%s, %dD, %d nodes, hash %s)\n", k->name, kir_kind_name(k->kind), k->dim,
             k->n_nodes, hex);
     for (int id = 0; id < k->n_nodes; id++) {
         const kir_node *n = &k->nodes[id];

@@ -60,6 +60,8 @@ typedef enum kir_kind {
     KIR_INIT,    /* initial values: no loads, writes slot 0 */
     KIR_BC,      /* boundary coefficients on one side; COORD on the side's axis is the face */
     KIR_PARAMS,  /* param values: output i (field = i) may read PARAM j < i only */
+    KIR_RHS,     /* the right-hand side F(U): reads slot 0 at offsets, output (0, f) = F of field f;
+                    the time schemes (scheme.c) compose the stage kernels from it */
 } kir_kind;
 
 typedef struct kir_kernel {
@@ -99,6 +101,11 @@ int kir_op3(kir_kernel *k, kir_op op, int a, int b, int c);
 int kir_as_f(kir_kernel *k, int node);
 int kir_as_b(kir_kernel *k, int node);
 void kir_add_output(kir_kernel *k, int slot, int field, int node);
+/* Rebuilds every node of src in dst through the builders (so they fold and share nodes with
+ * what dst already holds), a load of slot s becoming a load of slot_map[s]. node_map[i]
+ * receives the dst id of src node i (src->n_nodes entries). src and dst must agree on the
+ * dimension, fields and params. */
+void kir_import(kir_kernel *dst, const kir_kernel *src, const int *slot_map, int *node_map);
 
 /* Drops nodes no output reaches, renumbers, computes the canonical hash. */
 void kir_finish(kir_kernel *k);
@@ -109,9 +116,14 @@ int kir_verify(const kir_kernel *k, char *err, size_t err_len);
 /* halo[f] = largest |offset| of any load of field f, along any axis (0 when never loaded
  * away from the cell). halo has n_fields entries. */
 void kir_halo(const kir_kernel *k, int *halo);
+/* Values one evaluation moves per cell at the least: each (slot, field) it loads, once, and
+ * each output it stores (what a fused pass must read and write: the bandwidth figures). */
+int kir_values_per_cell(const kir_kernel *k);
 /* Largest |offset| along each axis, over all fields. */
 void kir_halo_axes(const kir_kernel *k, int halo[3]);
 void kir_hash_hex(const kir_kernel *k, char out[33]);
+/* "stage", "init", "bc", "params", "rhs" ... */
+const char *kir_kind_name(kir_kind kind);
 /* Prints the kernel readably; names may be NULL (then f0, p0 ...). */
 void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
                const char *const *param_names);

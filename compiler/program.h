@@ -6,16 +6,13 @@
  *     text --parse_program--> AST --sema--> resolved problem --lower--> pj_program
  *
  * A pj_program owns its kernels and strings (freed by program_free). Slots are the buffer
- * sets of a time step (see the scheme table in lower_scheme.c): slot 0 always holds the state
+ * sets of a time step (see the scheme tables in scheme.c): slot 0 always holds the state
  * U at the start and end of a step. */
 #ifndef PJ_PROGRAM_H
 #define PJ_PROGRAM_H
 #include <stdint.h>
 #include "diag.h"
 #include "kir.h"
-
-#define PJ_MAX_SLOTS 4
-#define PJ_MAX_STAGES 4
 
 typedef enum pj_scheme { PJ_EULER, PJ_RK2, PJ_RK3, PJ_RK4 } pj_scheme;
 typedef enum pj_bc_kind { PJ_BC_NEUMANN0, PJ_BC_LINEAR, PJ_BC_PERIODIC } pj_bc_kind;
@@ -51,11 +48,12 @@ typedef struct pj_program {
     kir_kernel *params_kernel; /* KIR_PARAMS: re-evaluated in order after --set */
 
     kir_kernel *init;     /* KIR_INIT */
+    kir_kernel *rhs;      /* KIR_RHS: F(U) of every field with an eq, reading slot 0 */
 
     pj_scheme scheme;
     int n_slots;
     int n_stages;
-    pj_stage stages[PJ_MAX_STAGES];
+    pj_stage *stages;     /* n_stages, composed from rhs by the scheme (compiler/scheme.c) */
     int swap_after_step;  /* Euler: slot 1 holds the new state; swap slots 0 and 1 */
 
     /* bc[f][side], side 0 left 1 right 2 bottom 3 top 4 back 5 front */

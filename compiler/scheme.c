@@ -1,10 +1,13 @@
-/* scheme.c — euler, rk2 (Heun, SSP), rk3 (Shu-Osher SSP), rk4 (classical) as stage tables.
+/* scheme.c — euler, rk2 (Heun, SSP), rk3 (Shu-Osher SSP), rk4 (classical) as stage tables,
+ * composed with the right-hand-side kernel into one fused kernel per stage.
  *
  * Slot 0 holds U, the state at the start and at the end of a step. A stage output is
  *     out = A * U  +  B * (base + C * dt * F(read))        (the A term only when A != 0)
  * written into `out` at the cell: reading `base` and U at offset 0 only, which is what makes
- * writing in place safe. */
+ * writing in place safe. F is the program's KIR_RHS kernel imported into the stage kernel with
+ * its loads moved to the stage's read slot (kir_import), so the stage is still one pass. */
 #include "scheme.h"
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct stage_out { int out, base; double A, B, C; } stage_out;
@@ -17,23 +20,25 @@ typedef struct stage_spec {
 typedef struct scheme_spec {
     const char *name;
     int n_slots, n_stages, swap;
-    stage_spec stages[PJ_MAX_STAGES];
+    const stage_spec *stages;
 } scheme_spec;
 
+static const stage_spec euler_stages[] = {{0.0, 0, 1, {{1, 0, 0, 1, 1}}}};
+static const stage_spec rk2_stages[] = {{0.0, 0, 1, {{1, 0, 0, 1, 1}}},
+                                        {1.0, 1, 1, {{0, 1, 0.5, 0.5, 1}}}};
+static const stage_spec rk3_stages[] = {{0.0, 0, 1, {{1, 0, 0, 1, 1}}},
+                                        {1.0, 1, 1, {{2, 1, 0.75, 0.25, 1}}},
+                                        {0.5, 2, 1, {{0, 2, 1.0 / 3.0, 2.0 / 3.0, 1}}}};
+static const stage_spec rk4_stages[] = {{0.0, 0, 2, {{1, 0, 0, 1, 0.5}, {3, 0, 0, 1, 1.0 / 6.0}}},
+                                        {0.5, 1, 2, {{2, 0, 0, 1, 0.5}, {3, 3, 0, 1, 1.0 / 3.0}}},
+                                        {0.5, 2, 2, {{1, 0, 0, 1, 1.0}, {3, 3, 0, 1, 1.0 / 3.0}}},
+                                        {1.0, 1, 1, {{0, 3, 0, 1, 1.0 / 6.0}}}};
+
 static const scheme_spec schemes[] = {
-    [PJ_EULER] = {"euler", 2, 1, 1, {{0.0, 0, 1, {{1, 0, 0, 1, 1}}}}},
-    [PJ_RK2] = {"rk2", 2, 2, 0,
-                {{0.0, 0, 1, {{1, 0, 0, 1, 1}}},
-                 {1.0, 1, 1, {{0, 1, 0.5, 0.5, 1}}}}},
-    [PJ_RK3] = {"rk3", 3, 3, 0,
-                {{0.0, 0, 1, {{1, 0, 0, 1, 1}}},
-                 {1.0, 1, 1, {{2, 1, 0.75, 0.25, 1}}},
-                 {0.5, 2, 1, {{0, 2, 1.0 / 3.0, 2.0 / 3.0, 1}}}}},
-    [PJ_RK4] = {"rk4", 4, 4, 0,
-                {{0.0, 0, 2, {{1, 0, 0, 1, 0.5}, {3, 0, 0, 1, 1.0 / 6.0}}},
-                 {0.5, 1, 2, {{2, 0, 0, 1, 0.5}, {3, 3, 0, 1, 1.0 / 3.0}}},
-                 {0.5, 2, 2, {{1, 0, 0, 1, 1.0}, {3, 3, 0, 1, 1.0 / 3.0}}},
-                 {1.0, 1, 1, {{0, 3, 0, 1, 1.0 / 6.0}}}}},
+    [PJ_EULER] = {"euler", 2, 1, 1, euler_stages},
+    [PJ_RK2] = {"rk2", 2, 2, 0, rk2_stages},
+    [PJ_RK3] = {"rk3", 3, 3, 0, rk3_stages},
+    [PJ_RK4] = {"rk4", 4, 4, 0, rk4_stages},
 };
 
 const char *scheme_name(pj_scheme s) { return schemes[s].name; }
@@ -45,9 +50,18 @@ int scheme_from_name(const char *name)
     return -1;
 }
 
-int scheme_lower(pj_program *p, scheme_rhs_fn rhs, void *ctx)
+int scheme_lower(pj_program *p)
 {
     const scheme_spec *sp = &schemes[p->scheme];
+    const kir_kernel *rhs = p->rhs;
+    p->stages = calloc((size_t)sp->n_stages, sizeof *p->stages);
+    int *node_map = malloc(sizeof *node_map * (size_t)(rhs->n_nodes + 1));
+    int *F = malloc(sizeof *F * (size_t)(p->n_fields + 1));
+    if (!p->stages || !node_map || !F) {
+        free(node_map);
+        free(F);
+        return -1;
+    }
     p->n_slots = sp->n_slots;
     p->n_stages = sp->n_stages;
     p->swap_after_step = sp->swap;
@@ -57,24 +71,27 @@ int scheme_lower(pj_program *p, scheme_rhs_fn rhs, void *ctx)
         char name[32];
         snprintf(name, sizeof name, "stage%d", s + 1);
         kir_kernel *k = kir_new(KIR_STAGE, p->dim, p->n_fields, p->n_params, sp->n_slots, name);
-        if (!k) return -1; /* out of memory: the caller finds the stage kernel missing */
+        if (!k) { /* out of memory (stages made so far are the program's, freed with it) */
+            free(node_map);
+            free(F);
+            return -1;
+        }
         p->stages[s] = (pj_stage){k, st->read, st->t_frac};
+        const int slot_map[1] = {st->read};
+        kir_import(k, rhs, slot_map, node_map);
+        for (int f = 0; f < p->n_fields; f++) F[f] = -1;
+        for (int o = 0; o < rhs->n_outputs; o++) F[rhs->outputs[o].field] = node_map[rhs->outputs[o].node];
         for (int f = 0; f < p->n_fields; f++) {
-            int F = -1;
-            if (p->field_has_eq[f]) {
-                F = rhs(ctx, k, st->read, f);
-                if (F < 0) return -1;
-            }
             for (int o = 0; o < st->n_out; o++) {
                 const stage_out *so = &st->outs[o];
                 int value;
-                if (!p->field_has_eq[f]) {
+                if (F[f] < 0) {
                     if (so->out == 0) continue; /* U stays as it is */
                     value = kir_load(k, 0, f, here);
                 } else {
                     int dtc = kir_op2(k, KIR_MUL, kir_const(k, so->C), kir_leaf(k, KIR_DT));
                     value = kir_op2(k, KIR_ADD, kir_load(k, so->base, f, here),
-                                    kir_op2(k, KIR_MUL, dtc, F));
+                                    kir_op2(k, KIR_MUL, dtc, F[f]));
                     if (so->A != 0) {
                         value = kir_op2(k, KIR_ADD,
                                         kir_op2(k, KIR_MUL, kir_const(k, so->A), kir_load(k, 0, f, here)),
@@ -86,5 +103,7 @@ int scheme_lower(pj_program *p, scheme_rhs_fn rhs, void *ctx)
         }
         kir_finish(k);
     }
+    free(node_map);
+    free(F);
     return 0;
 }

@@ -7,13 +7,10 @@
 #define PJ_SCHEME_H
 #include "program.h"
 
-/* Builds into kernel k the node of field f's right-hand side F evaluated on `read_slot`;
- * returns -1 on error (already reported). */
-typedef int (*scheme_rhs_fn)(void *ctx, kir_kernel *k, int read_slot, int field);
-
-/* Fills p->stages, p->n_stages, p->n_slots, p->swap_after_step for p->scheme. Needs p->dim,
- * n_fields, n_params, field_has_eq. Returns 0, or -1 when rhs failed. */
-int scheme_lower(pj_program *p, scheme_rhs_fn rhs, void *ctx);
+/* Fills p->stages (malloc'd), p->n_stages, p->n_slots, p->swap_after_step for p->scheme,
+ * composing each stage from p->rhs (finished). Needs p->dim, n_fields, n_params. Returns 0, or
+ * -1 when out of memory. */
+int scheme_lower(pj_program *p);
 
 /* Parses "euler" "rk2" "rk3" "rk4"; -1 when unknown. */
 int scheme_from_name(const char *name);

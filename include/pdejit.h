@@ -1,10 +1,11 @@
 /* pdejit.h — the public C API of pdejit.
  *
  *     pj_problem_compile   .pde text -> a checked, compiled problem (diagnostics on error)
- *     pj_sim_create        a simulation of it on a back end (interpreter, CPU JIT)
+ *     pj_sim_create        a simulation of it on a back end (interpreter, CPU JIT, GPU)
  *     pj_sim_set_param     change a param (never recompiles)
  *     pj_sim_advance       step to a time, landing on it exactly; NaN/Inf stop it
- *     pj_sim_get_field     read a field's values
+ *     pj_sim_get_field     read a field's values (a copy)
+ *     pj_sim_field_view    a field where it lives, without a copy
  *
  * Handles are opaque. Every function that can fail returns a pj_status and, where it says so,
  * a message in a caller's buffer. Nothing here prints or exits. Ownership: a pj_problem must
@@ -34,9 +35,13 @@ typedef enum pj_status {
     PJ_ERR_INPUT = 2,      /* a bad problem text or a bad argument */
     PJ_ERR_BACKEND = 3,    /* a back end could not start or compile */
     PJ_ERR_MEMORY = 4,
+    PJ_ERR_UNAVAILABLE = 5, /* the back end cannot run on this machine (no GPU) */
 } pj_status;
 
-typedef enum pj_backend { PJ_BACKEND_INTERP = 0, PJ_BACKEND_CPU = 1 } pj_backend;
+/* A short English text for a status ("the run failed" ...); never NULL, static. */
+PJ_API const char *pj_strerror(pj_status status);
+
+typedef enum pj_backend { PJ_BACKEND_INTERP = 0, PJ_BACKEND_CPU = 1, PJ_BACKEND_CUDA = 2 } pj_backend;
 
 typedef struct pj_problem pj_problem;
 typedef struct pj_sim pj_sim;
@@ -62,7 +67,9 @@ typedef struct pj_sim_options {
     int fast_math;         /* CPU back end: allow reassociation and FMA */
 } pj_sim_options;
 
-/* A simulation at t = 0 with the initial values. options may be NULL. */
+/* A simulation at t = 0 with the initial values. options may be NULL. PJ_ERR_UNAVAILABLE when the
+ * back end cannot run here (PJ_BACKEND_CUDA without a GPU), PJ_ERR_BACKEND when its kernels do
+ * not compile; the reason is in err. */
 PJ_API pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **sim,
                                char *err, size_t err_len);
 PJ_API void pj_sim_free(pj_sim *sim);
@@ -75,6 +82,21 @@ PJ_API int64_t pj_sim_steps(const pj_sim *sim);
 /* Copies the field's values (pj_problem_cells of them, x fastest) into out. */
 PJ_API pj_status pj_sim_get_field(const pj_sim *sim, const char *name, double *out);
 PJ_API pj_status pj_sim_set_field(pj_sim *sim, const char *name, const double *values);
+
+/* A field's current values where they live, without a copy: cell (i, j, k) is the element at
+ * data + i*strides[0] + j*strides[1] + k*strides[2] (strides in elements of elem_size bytes:
+ * 8 double, 4 single). On the GPU back end data is a CUDA device address (on_device = 1). Writes
+ * through the view change the field. The view is valid until the next step or pj_sim_free:
+ * the time schemes swap buffers, so take a new view after stepping. PJ_ERR_INPUT for an unknown
+ * field. */
+typedef struct pj_field_view {
+    void *data;
+    int64_t shape[3];      /* cells along x, y, z; 1 beyond the problem's dimension */
+    int64_t strides[3];
+    int elem_size;
+    int on_device;
+} pj_field_view;
+PJ_API pj_status pj_sim_field_view(pj_sim *sim, const char *name, pj_field_view *view);
 
 #ifdef __cplusplus
 }

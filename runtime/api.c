@@ -1,22 +1,35 @@
-/* api.c — the public API (include/pdejit.h) over the compiler and the runtime. */
+/* api.c — the public API (include/pdejit.h) over the compiler and the back-end interface
+ * (runtime/engine.h): a pj_sim is an engine plus what the caller set. */
 #include "pdejit.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cpu_backend.h"
 #include "driver.h"
+#include "engine.h"
 #include "program.h"
-#include "sim.h"
 
 struct pj_problem { pj_program *p; };
-struct pj_sim { sim *s; cpu_backend *cpu; const pj_program *p; };
+struct pj_sim { engine *e; const pj_program *p; };
+
+const char *pj_strerror(pj_status status)
+{
+    switch (status) {
+    case PJ_OK: return "success";
+    case PJ_ERR_RUN: return "the run failed";
+    case PJ_ERR_INPUT: return "bad input";
+    case PJ_ERR_BACKEND: return "the back end failed";
+    case PJ_ERR_MEMORY: return "out of memory";
+    case PJ_ERR_UNAVAILABLE: return "the back end cannot run on this machine";
+    }
+    return "unknown status";
+}
 
 pj_status pj_problem_compile(const char *name, const char *text, size_t len, pj_problem **problem, char **diagnostics)
 {
-    if (!text || !problem) return PJ_ERR_INPUT;
-    *problem = NULL;
+    if (problem) *problem = NULL;
     if (diagnostics) *diagnostics = NULL;
+    if (!text || !problem) return PJ_ERR_INPUT;
     diag d;
     diag_init(&d, name ? name : "<input>", text, len);
     pj_program *p = compile_problem(name, text, len, &d, NULL);
@@ -54,28 +67,26 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     pj_sim_options o = options ? *options : (pj_sim_options){0};
     if (!problem || !out) return PJ_ERR_INPUT;
     *out = NULL;
+    static const char *const names[] = {[PJ_BACKEND_INTERP] = "interp", [PJ_BACKEND_CPU] = "cpu",
+                                        [PJ_BACKEND_CUDA] = "cuda"};
+    if ((unsigned)o.backend >= sizeof names / sizeof *names) {
+        diag_set(err, err_len, "pj_sim_create: no back end number %d", (int)o.backend);
+        return PJ_ERR_INPUT;
+    }
     pj_sim *ps = calloc(1, sizeof *ps);
     if (!ps) return PJ_ERR_MEMORY;
     ps->p = problem->p;
-    sim_options so = {o.single, o.threads};
-    ps->s = sim_create(problem->p, &so, err, err_len);
-    if (!ps->s) {
+    engine_options eo = {.single = o.single, .fast_math = o.fast_math, .threads = o.threads};
+    int unavailable = 0;
+    ps->e = engine_create(engine_backend(names[o.backend]), problem->p, &eo, &unavailable, err, err_len);
+    if (!ps->e) {
         free(ps);
-        return PJ_ERR_MEMORY;
+        return unavailable ? PJ_ERR_UNAVAILABLE : PJ_ERR_BACKEND;
     }
-    if (o.backend == PJ_BACKEND_CPU) {
-        cpu_backend_options bo = {o.single, o.fast_math, NULL};
-        ps->cpu = cpu_backend_create(&bo, err, err_len);
-        if (!ps->cpu || cpu_backend_prepare(ps->cpu, problem->p, NULL, err, err_len) < 0) {
-            pj_sim_free(ps);
-            return PJ_ERR_BACKEND;
-        }
-        cpu_backend_install(ps->cpu, ps->s);
-    } else if (o.backend != PJ_BACKEND_INTERP) {
+    if (engine_init(ps->e, err, err_len) < 0) {
         pj_sim_free(ps);
-        return PJ_ERR_INPUT;
+        return PJ_ERR_BACKEND;
     }
-    sim_init(ps->s);
     *out = ps;
     return PJ_OK;
 }
@@ -83,40 +94,30 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
 void pj_sim_free(pj_sim *ps)
 {
     if (!ps) return;
-    sim_destroy(ps->s);
-    cpu_backend_destroy(ps->cpu);
+    engine_destroy(ps->e);
     free(ps);
 }
 
 pj_status pj_sim_set_param(pj_sim *ps, const char *name, double value)
 {
-    return name && sim_set_param(ps->s, name, value) == 0 ? PJ_OK : PJ_ERR_INPUT;
+    return name && engine_set_param(ps->e, name, value) == 0 ? PJ_OK : PJ_ERR_INPUT;
 }
 
 pj_status pj_sim_advance(pj_sim *ps, double dt, double t_end, char *err, size_t err_len)
 {
-    if (!(dt > 0) || !(t_end >= sim_time(ps->s))) {
-        if (err) snprintf(err, err_len, "pj_sim_advance: need dt > 0 and t_end >= the current time");
+    if (!(dt > 0) || !(t_end >= engine_time(ps->e))) {
+        diag_set(err, err_len, "pj_sim_advance: need dt > 0 and t_end >= the current time");
         return PJ_ERR_INPUT;
     }
-    /* as the run loop: whole steps of dt, the last one shortened to land on t_end (a remainder
-       within 1e-9 dt of a whole number of steps is that many steps) */
-    int64_t n = (int64_t)ceil((t_end - sim_time(ps->s)) / dt - 1e-9);
-    for (int64_t i = 0; i < n; i++) {
-        double h = i == n - 1 ? t_end - sim_time(ps->s) : dt;
-        if (h <= 0) break;
-        sim_step(ps->s, h);
-        sim_nan_report r;
-        if (sim_take_nonfinite(ps->s) && sim_check_finite(ps->s, &r)) {
-            if (err) driver_describe_nan(ps->p, &r, err, err_len);
-            return PJ_ERR_RUN;
-        }
-    }
-    return PJ_OK;
+    /* the run loop's steps (the last one shortened to land on t_end), a check after each */
+    driver_options o = {.dt = dt, .until = t_end, .steps = -1, .check_every = 1};
+    driver_result res;
+    if (driver_run(ps->e, &o, &res, err, err_len) == 0) return PJ_OK;
+    return PJ_ERR_RUN;
 }
 
-double pj_sim_time(const pj_sim *ps) { return sim_time(ps->s); }
-int64_t pj_sim_steps(const pj_sim *ps) { return sim_steps(ps->s); }
+double pj_sim_time(const pj_sim *ps) { return engine_time(ps->e); }
+int64_t pj_sim_steps(const pj_sim *ps) { return engine_steps(ps->e); }
 
 static int field_index(const pj_program *p, const char *name)
 {
@@ -129,14 +130,28 @@ pj_status pj_sim_get_field(const pj_sim *ps, const char *name, double *out)
 {
     int f = field_index(ps->p, name);
     if (f < 0 || !out) return PJ_ERR_INPUT;
-    sim_get_field(ps->s, f, out);
-    return PJ_OK;
+    return engine_get_field(ps->e, f, out, NULL, 0) == 0 ? PJ_OK : PJ_ERR_BACKEND;
 }
 
 pj_status pj_sim_set_field(pj_sim *ps, const char *name, const double *values)
 {
     int f = field_index(ps->p, name);
     if (f < 0 || !values) return PJ_ERR_INPUT;
-    sim_set_field(ps->s, f, values);
+    return engine_set_field(ps->e, f, values, NULL, 0) == 0 ? PJ_OK : PJ_ERR_BACKEND;
+}
+
+pj_status pj_sim_field_view(pj_sim *ps, const char *name, pj_field_view *view)
+{
+    int f = field_index(ps->p, name);
+    if (f < 0 || !view) return PJ_ERR_INPUT;
+    engine_view v;
+    if (engine_view_field(ps->e, f, &v) < 0) return PJ_ERR_BACKEND;
+    view->data = v.data;
+    for (int a = 0; a < 3; a++) {
+        view->shape[a] = v.shape[a];
+        view->strides[a] = v.stride[a];
+    }
+    view->elem_size = v.elem_size;
+    view->on_device = v.on_device;
     return PJ_OK;
 }

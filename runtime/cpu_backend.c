@@ -11,8 +11,10 @@ struct cpu_backend {
     cpu_backend_options opt;
     llvm_jit *jit;
     cache *cache;
-    kir_cpu_fn fn[PJ_MAX_STAGES];
-    llvm_loaded *loaded[PJ_MAX_STAGES];
+    int n_kernels;
+    kir_cpu_fn *fn;          /* per stage of the prepared program */
+    llvm_loaded **loaded;
+    kernel_timing *timings;
 };
 
 cpu_backend *cpu_backend_create(const cpu_backend_options *opt, char *err, size_t err_len)
@@ -32,7 +34,10 @@ cpu_backend *cpu_backend_create(const cpu_backend_options *opt, char *err, size_
 void cpu_backend_destroy(cpu_backend *be)
 {
     if (!be) return;
-    for (int s = 0; s < PJ_MAX_STAGES; s++) llvm_unload(be->jit, be->loaded[s]);
+    for (int s = 0; s < be->n_kernels; s++) llvm_unload(be->jit, be->loaded[s]);
+    free(be->fn);
+    free(be->loaded);
+    free(be->timings);
     llvm_jit_destroy(be->jit);
     cache_close(be->cache);
     free(be);
@@ -85,10 +90,36 @@ static void *compile_one(void *arg)
 
 /* Loads every stage kernel: from the cache where it can, else compiles the missing ones in
  * parallel (one thread each, llvm_compile is thread-safe), stores them, and loads those objects. */
-int cpu_backend_prepare(cpu_backend *be, const pj_program *p, kernel_timing *timings, char *err, size_t err_len)
+int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t err_len)
 {
-    compile_job jobs[PJ_MAX_STAGES];
-    int missing[PJ_MAX_STAGES], n_missing = 0;
+    int n = p->n_stages;
+    if (n != be->n_kernels) {
+        for (int s = 0; s < be->n_kernels; s++) llvm_unload(be->jit, be->loaded[s]);
+        free(be->fn);
+        free(be->loaded);
+        free(be->timings);
+        be->fn = calloc((size_t)n, sizeof *be->fn);
+        be->loaded = calloc((size_t)n, sizeof *be->loaded);
+        be->timings = calloc((size_t)n, sizeof *be->timings);
+        be->n_kernels = be->fn && be->loaded && be->timings ? n : 0;
+        if (!be->n_kernels) {
+            snprintf(err, err_len, "out of memory");
+            return -1;
+        }
+    }
+    compile_job *jobs = calloc((size_t)n, sizeof *jobs);
+    int *missing = calloc((size_t)n, sizeof *missing), n_missing = 0;
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    int *started = calloc((size_t)n, sizeof *started);
+    if (!jobs || !missing || !th || !started) {
+        free(jobs);
+        free(missing);
+        free(th);
+        free(started);
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    kernel_timing *timings = be->timings;
     for (int s = 0; s < p->n_stages; s++) {
         const kir_kernel *k = p->stages[s].kernel;
         compile_job *j = &jobs[s];
@@ -118,8 +149,6 @@ int cpu_backend_prepare(cpu_backend *be, const pj_program *p, kernel_timing *tim
             timings[s].ms = (driver_now() - t0) * 1e3;
         }
     }
-    pthread_t th[PJ_MAX_STAGES];
-    int started[PJ_MAX_STAGES] = {0};
     for (int i = 1; i < n_missing; i++) started[i] = pthread_create(&th[i], NULL, compile_one, &jobs[missing[i]]) == 0;
     if (n_missing) compile_one(&jobs[missing[0]]);
     for (int i = 1; i < n_missing; i++) {
@@ -153,6 +182,10 @@ int cpu_backend_prepare(cpu_backend *be, const pj_program *p, kernel_timing *tim
             timings[s].ms = j->ms + (driver_now() - t0) * 1e3;
         }
     }
+    free(jobs);
+    free(missing);
+    free(th);
+    free(started);
     return rc;
 }
 
@@ -160,6 +193,12 @@ static void run_stage(void *ctx, int stage, const kir_launch *L, int64_t begin, 
 {
     cpu_backend *be = ctx;
     be->fn[stage](L, begin, end);
+}
+
+const kernel_timing *cpu_backend_timings(const cpu_backend *be, int *n)
+{
+    *n = be->n_kernels;
+    return be->timings;
 }
 
 void cpu_backend_install(cpu_backend *be, sim *s) { sim_set_stage_runner(s, run_stage, be); }

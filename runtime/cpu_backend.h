@@ -7,6 +7,7 @@
 #ifndef PJ_CPU_BACKEND_H
 #define PJ_CPU_BACKEND_H
 #include <stdio.h>
+#include "engine.h"
 #include "program.h"
 #include "sim.h"
 
@@ -21,20 +22,17 @@ typedef struct cpu_backend_options {
     const char *cache_dir; /* NULL: $PDEJIT_CACHE_DIR, else the XDG cache folder */
 } cpu_backend_options;
 
-typedef struct kernel_timing {
-    char name[32];
-    int from_cache;        /* 1 loaded from the disk cache, 0 compiled */
-    double ms;
-} kernel_timing;
+typedef engine_kernel_info kernel_timing;
 
 cpu_backend *cpu_backend_create(const cpu_backend_options *opt, char *err, size_t err_len);
 void cpu_backend_destroy(cpu_backend *be);
 /* The cache's one warning (e.g. a read-only folder), or NULL. */
 const char *cpu_backend_warning(cpu_backend *be);
 
-/* Compiles or loads every stage kernel of p; timings (p->n_stages entries) may be NULL.
- * Returns 0, or -1 with a message. */
-int cpu_backend_prepare(cpu_backend *be, const pj_program *p, kernel_timing *timings, char *err, size_t err_len);
+/* Compiles or loads every stage kernel of p. Returns 0, or -1 with a message. */
+int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t err_len);
+/* How each kernel of the last prepare was obtained (*n entries, one per stage). */
+const kernel_timing *cpu_backend_timings(const cpu_backend *be, int *n);
 /* Makes s run the prepared kernels (p must be the program s runs). */
 void cpu_backend_install(cpu_backend *be, sim *s);
 

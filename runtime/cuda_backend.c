@@ -33,7 +33,6 @@
 #include "writers.h"
 
 #define ROW_ALIGN_BYTES 128
-#define MAX_KERNELS (PJ_MAX_STAGES + 8)
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -51,14 +50,18 @@ typedef struct kspec {
 } kspec;
 
 typedef struct kset {
-    kspec k[MAX_KERNELS];
+    kspec *k;             /* init, stages, fills, check: at most n_stages + 8 */
     int n;
-    int init, stage[PJ_MAX_STAGES], fill[6], check; /* index into k, -1 absent */
+    int init, *stage, fill[6], check; /* index into k, -1 absent */
 } kset;
 
 static void kset_free(kset *ks)
 {
     for (int i = 0; i < ks->n; i++) free(ks->k[i].src);
+    free(ks->k);
+    free(ks->stage);
+    ks->k = NULL;
+    ks->stage = NULL;
     ks->n = 0;
 }
 
@@ -78,7 +81,14 @@ static int kset_build(kset *ks, const pj_program *p, int single, int fast_math, 
     memset(ks, 0, sizeof *ks);
     ks->init = ks->check = -1;
     for (int i = 0; i < 6; i++) ks->fill[i] = -1;
-    for (int i = 0; i < PJ_MAX_STAGES; i++) ks->stage[i] = -1;
+    ks->k = calloc((size_t)p->n_stages + 8, sizeof *ks->k);
+    ks->stage = malloc(sizeof *ks->stage * (size_t)p->n_stages);
+    if (!ks->k || !ks->stage) {
+        kset_free(ks);
+        diag_set(err, err_len, "cuda: out of memory");
+        return -1;
+    }
+    for (int i = 0; i < p->n_stages; i++) ks->stage[i] = -1;
     cuda_options co = {single, fast_math};
     char hex[33], cerr[512];
     const char prec = single ? 's' : 'd';
@@ -337,8 +347,8 @@ struct cuda_sim {
     cuda_ptr mem[CUDA_MAX_BUFS];  /* allocation start per (slot, field), swapped with the slots */
     cuda_ptr results;              /* n_fields int64 of the check kernel */
     kset ks;
-    cuda_module *mod[MAX_KERNELS];
-    cuda_function fn[MAX_KERNELS];
+    cuda_module **mod;             /* per kernel of ks */
+    cuda_function *fn;
     cuda_args A;                   /* stage / init launches: every slot's buffers */
     cuda_args F;                   /* fill launches: the read slot's buffers as slot 0 */
     kir_launch L;                  /* geometry for writers and reports (buf NULL) */
@@ -505,8 +515,8 @@ static int stage_geometry(cuda_sim *s, char *err, size_t err_len)
 
 cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char *err, size_t err_len)
 {
-    if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 || p->n_slots > PJ_MAX_SLOTS ||
-        p->n_stages < 1 || p->n_stages > PJ_MAX_STAGES || !p->bc) {
+    if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 || p->n_stages < 1 || !p->stages ||
+        !p->bc) {
         diag_set(err, err_len, "cuda: the program is incomplete (dimension, fields, slots or stages)");
         return NULL;
     }
@@ -586,6 +596,13 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
         cuda_sim_destroy(s);
         return NULL;
     }
+    s->mod = calloc((size_t)s->ks.n, sizeof *s->mod);
+    s->fn = calloc((size_t)s->ks.n, sizeof *s->fn);
+    if (!s->mod || !s->fn) {
+        diag_set(err, err_len, "cuda: out of memory");
+        cuda_sim_destroy(s);
+        return NULL;
+    }
     if (stage_geometry(s, err, err_len) < 0) {
         cuda_sim_destroy(s);
         return NULL;
@@ -641,12 +658,14 @@ void cuda_sim_destroy(cuda_sim *s)
         cuda_synchronize(s->dev, e, sizeof e);
         for (int b = 0; b < s->nbuf; b++) cuda_mem_free(s->dev, s->mem[b], e, sizeof e);
         cuda_mem_free(s->dev, s->results, e, sizeof e);
-        for (int i = 0; i < MAX_KERNELS; i++) cuda_module_unload(s->mod[i]);
+        for (int i = 0; s->mod && i < s->ks.n; i++) cuda_module_unload(s->mod[i]);
         cuda_device_close(s->dev);
     }
     cuda_nvrtc_close(s->nv);
     cache_close(s->cache);
     kset_free(&s->ks);
+    free(s->mod);
+    free(s->fn);
     free(s->param);
     free(s->param_set);
     free(s);
@@ -910,46 +929,68 @@ double cuda_sim_bytes_per_cell(const cuda_sim *s)
 {
     const pj_program *p = s->p;
     double total = 0;
-    unsigned char *seen = malloc((size_t)PJ_MAX_SLOTS * (size_t)p->n_fields);
-    if (!seen) return 0;
-    for (int st = 0; st < p->n_stages; st++) {
-        const kir_kernel *k = p->stages[st].kernel;
-        memset(seen, 0, (size_t)PJ_MAX_SLOTS * (size_t)p->n_fields);
-        int n = 0;
-        for (int i = 0; i < k->n_nodes; i++) {
-            const kir_node *nd = &k->nodes[i];
-            if (nd->op != KIR_LOAD || nd->slot < 0 || nd->slot >= PJ_MAX_SLOTS || nd->index < 0 ||
-                nd->index >= p->n_fields)
-                continue;
-            unsigned char *sn = &seen[nd->slot * p->n_fields + nd->index];
-            if (!*sn) {
-                *sn = 1;
-                n++;
-            }
-        }
-        total += n + k->n_outputs;
-    }
-    free(seen);
+    for (int st = 0; st < p->n_stages; st++) total += kir_values_per_cell(p->stages[st].kernel);
     return total * (double)s->esz;
 }
 
-/* ---- a whole run: the CPU's run loop over the device (driver_run_target) ------------------- */
+/* ---- the GPU behind engine.h ------------------------------------------------------------- */
 
-static double tg_time(void *o) { return cuda_sim_time(o); }
-static int64_t tg_steps(void *o) { return cuda_sim_steps(o); }
-static int tg_step(void *o, double dt, char *err, size_t len) { return cuda_sim_step(o, dt, err, len); }
-static int tg_sync(void *o, char *err, size_t len) { return cuda_sim_sync(o, err, len); }
-static int tg_take(void *o, char *err, size_t len) { return cuda_sim_take_nonfinite(o, err, len); }
-static int tg_check(void *o, sim_nan_report *r, char *err, size_t len) { return cuda_sim_check_finite(o, r, err, len); }
-static int tg_field(void *o, int f, double *out, char *err, size_t len) { return cuda_sim_get_field(o, f, out, err, len); }
-
-driver_target cuda_backend_target(cuda_sim *s)
+static void *ops_create(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len)
 {
-    return (driver_target){s, s->p, &s->L, tg_time, tg_steps, tg_step, tg_sync, tg_take, tg_check, tg_field};
+    cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir};
+    cuda_sim *s = cuda_sim_create(p, &co, err, len);
+    if (!s) *unavailable = !strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE));
+    return s;
+}
+static void ops_destroy(void *o) { cuda_sim_destroy(o); }
+static int ops_init(void *o, char *err, size_t len) { return cuda_sim_init(o, err, len); }
+static double ops_time(void *o) { return cuda_sim_time(o); }
+static int64_t ops_steps(void *o) { return cuda_sim_steps(o); }
+static int ops_step(void *o, double dt, char *err, size_t len) { return cuda_sim_step(o, dt, err, len); }
+static int ops_sync(void *o, char *err, size_t len) { return cuda_sim_sync(o, err, len); }
+static int ops_set_param(void *o, const char *name, double v) { return cuda_sim_set_param(o, name, v); }
+static const double *ops_params(void *o) { return cuda_sim_params(o); }
+static int ops_take(void *o, char *err, size_t len) { return cuda_sim_take_nonfinite(o, err, len); }
+static int ops_check(void *o, sim_nan_report *r, char *err, size_t len) { return cuda_sim_check_finite(o, r, err, len); }
+static int ops_get(void *o, int f, double *out, char *err, size_t len) { return cuda_sim_get_field(o, f, out, err, len); }
+static int ops_set(void *o, int f, const double *in, char *err, size_t len)
+{
+    return cuda_sim_set_field(o, f, in, err, len);
 }
 
-int cuda_backend_run(cuda_sim *s, const driver_options *o, driver_result *res, char *err, size_t err_len)
+static int ops_view(void *o, int f, engine_view *v)
 {
-    driver_target t = cuda_backend_target(s);
-    return driver_run_target(&t, o, res, err, err_len);
+    cuda_sim *s = o;
+    v->data = (void *)(uintptr_t)s->A.buf[f]; /* slot 0: the state */
+    for (int a = 0; a < 3; a++) {
+        v->shape[a] = s->L.n[a];
+        v->stride[a] = s->L.stride[a];
+    }
+    v->elem_size = (int)s->esz;
+    v->on_device = 1;
+    return 0;
 }
+
+static void ops_info(void *o, engine_info *info)
+{
+    cuda_sim *s = o;
+    info->device = cuda_sim_device_text(s);
+    info->warning = cuda_sim_warning(s);
+    info->n_kernels = s->stats.kernels;
+    info->from_cache = s->stats.from_cache;
+    info->ms_prepare = s->stats.ms_total;
+    info->ms_compiler = s->stats.ms_nvrtc;
+    info->bytes_per_cell = cuda_sim_bytes_per_cell(s);
+}
+
+static int ops_emit(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len)
+{
+    return cuda_backend_emit(p, o->single, o->fast_math, out, err, len);
+}
+
+const backend_ops cuda_backend_ops = {
+    .name = "cuda", .emit_flag = "cuda", .create = ops_create, .destroy = ops_destroy, .init = ops_init,
+    .step = ops_step, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
+    .set_field = ops_set, .take_nonfinite = ops_take, .check_finite = ops_check, .time = ops_time,
+    .steps = ops_steps, .view = ops_view, .info = ops_info, .emit = ops_emit,
+};

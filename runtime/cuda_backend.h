@@ -112,13 +112,6 @@ const char *cuda_sim_warning(const cuda_sim *s);
 const char *cuda_sim_device_text(const cuda_sim *s);
 cuda_device *cuda_sim_device(cuda_sim *s);
 
-/* A whole run, as driver_run (the same stops, shortened last steps, checks every check_every
- * steps, snapshots and the final dump), on the device; snapshots copy back only the fields they
- * write. Returns 0, or 1 with the reason in err. */
-int cuda_backend_run(cuda_sim *s, const driver_options *o, driver_result *res, char *err, size_t err_len);
-/* The device simulation as a run-loop target (driver.h). */
-driver_target cuda_backend_target(cuda_sim *s);
-
 /* `pdejit emit FILE --cuda`: the CUDA C of every kernel of p (init, fills, stages, check), each
  * after a "// ---- kernel NAME" line. Needs neither a device nor NVRTC. 0, or -1 with a message. */
 int cuda_backend_emit(const pj_program *p, int single, int fast_math, FILE *out, char *err, size_t err_len);

@@ -30,51 +30,20 @@ void driver_describe_nan(const pj_program *p, const sim_nan_report *r, char *out
              p->field_names[r->field], cell, where, (long long)r->step, r->t);
 }
 
-/* ---- the CPU sim as a target -------------------------------------------------------------- */
-
-static double sim_t(void *o) { return sim_time(o); }
-static int64_t sim_n(void *o) { return sim_steps(o); }
-static int sim_do_step(void *o, double dt, char *err, size_t len)
+static int engine_field(void *obj, int f, double *out, char *err, size_t len)
 {
-    (void)err;
-    (void)len;
-    sim_step(o, dt);
-    return 0;
-}
-static int sim_take(void *o, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    return sim_take_nonfinite(o);
-}
-static int sim_check(void *o, sim_nan_report *r, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    return sim_check_finite(o, r);
-}
-static int sim_field(void *o, int f, double *out, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    sim_get_field(o, f, out);
-    return 0;
-}
-
-driver_target driver_target_sim(sim *s)
-{
-    return (driver_target){s, sim_program(s), sim_launch(s), sim_t, sim_n, sim_do_step, NULL, sim_take, sim_check, sim_field};
+    return engine_get_field(obj, f, out, err, len);
 }
 
 /* ---- the loop ------------------------------------------------------------------------------ */
 
-static int snapshot(const driver_target *tg, const driver_options *o, writers_series *ws, driver_result *res, char *err,
+static int snapshot(engine *e, const driver_options *o, writers_series *ws, driver_result *res, char *err,
                     size_t len)
 {
     if (!ws) return 0;
     writers_frame fr;
-    if (writers_frame_build(&fr, tg->program, tg->launch, tg->time(tg->obj), o->fields, o->n_fields, tg->get_field,
-                            tg->obj, err, len) < 0)
+    if (writers_frame_build(&fr, engine_program(e), engine_geometry(e), engine_time(e), o->fields, o->n_fields,
+                            engine_field, e, err, len) < 0)
         return -1;
     int r = writers_series_write(ws, &fr, err, len);
     writers_frame_free(&fr);
@@ -85,43 +54,36 @@ static int snapshot(const driver_target *tg, const driver_options *o, writers_se
 /* The stage kernels record whether they stored a non-finite value; only then is the state
  * scanned to name the field and cell. `full` scans regardless (the initial values). Returns
  * -1 (message in err) for a non-finite value or a back-end error. */
-static int check(const driver_target *tg, int full, char *err, size_t len)
+static int check(engine *e, int full, char *err, size_t len)
 {
-    int seen = tg->take_nonfinite(tg->obj, err, len);
+    int seen = engine_take_nonfinite(e, err, len);
     if (seen < 0) return -1;
     if (!seen && !full) return 0;
     sim_nan_report rep;
-    int found = tg->check_finite(tg->obj, &rep, err, len);
+    int found = engine_check_finite(e, &rep, err, len);
     if (found < 0) return -1;
     if (!found) return 0;
-    driver_describe_nan(tg->program, &rep, err, len);
+    driver_describe_nan(engine_program(e), &rep, err, len);
     return -1;
 }
 
-int driver_run(sim *s, const driver_options *o, driver_result *res, char *err, size_t err_len)
-{
-    driver_target t = driver_target_sim(s);
-    return driver_run_target(&t, o, res, err, err_len);
-}
-
-int driver_run_target(const driver_target *tg, const driver_options *o, driver_result *res, char *err, size_t err_len)
+int driver_run(engine *e, const driver_options *o, driver_result *res, char *err, size_t err_len)
 {
     memset(res, 0, sizeof *res);
-    void *obj = tg->obj;
     const double dt = o->dt;
     const int every = o->check_every > 0 ? o->check_every : 1;
     /* a run given in steps ends at steps*dt like any other: output times in between split a
        step without moving the end */
     const double end = o->steps >= 0 ? (double)o->steps * dt : o->until;
-    int64_t cells = tg->launch->n[0] * tg->launch->n[1] * tg->launch->n[2];
+    int64_t cells = engine_cells(e);
     writers_series *ws = NULL;
     if (o->out_dir) {
         ws = writers_series_open(o->out_dir, o->formats, err, err_len);
         if (!ws) return 1;
     }
     int status = 1;
-    if (check(tg, 1, err, err_len) < 0 || snapshot(tg, o, ws, res, err, err_len) < 0) goto done;
-    if (!(end > tg->time(obj))) { /* nothing to step: the first snapshot is the last */
+    if (check(e, 1, err, err_len) < 0 || snapshot(e, o, ws, res, err, err_len) < 0) goto done;
+    if (!(end > engine_time(e))) { /* nothing to step: the first snapshot is the last */
         status = 0;
         goto done;
     }
@@ -134,21 +96,21 @@ int driver_run_target(const driver_target *tg, const driver_options *o, driver_r
             double next = (double)n_out * o->output_every;
             if (next < end - 1e-12 * fmax(1, fabs(end))) stop = next;
         }
-        int64_t n = (int64_t)ceil((stop - tg->time(obj)) / dt - 1e-9);
+        int64_t n = (int64_t)ceil((stop - engine_time(e)) / dt - 1e-9);
         double t0 = driver_now();
         int failed = 0;
         for (int64_t i = 0; i < n && !failed; i++) {
-            double h = i == n - 1 ? stop - tg->time(obj) : dt;
+            double h = i == n - 1 ? stop - engine_time(e) : dt;
             if (h <= 0) break;
-            failed = tg->step(obj, h, err, err_len) < 0;
+            failed = engine_step(e, h, err, err_len) < 0;
             done_steps++;
             if (!failed && o->between_steps) o->between_steps(o->between_ctx);
             if (!failed && ++since_check >= every) {
                 since_check = 0;
-                failed = check(tg, 0, err, err_len) < 0;
+                failed = check(e, 0, err, err_len) < 0;
             }
             if (o->progress && !(done_steps & 63) && driver_now() - last_report > 3.0) {
-                double now = driver_now(), t = tg->time(obj);
+                double now = driver_now(), t = engine_time(e);
                 last_report = now;
                 fprintf(o->progress, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end,
                         100 * t / (end > 0 ? end : 1), (long long)done_steps,
@@ -156,21 +118,22 @@ int driver_run_target(const driver_target *tg, const driver_options *o, driver_r
                 fflush(o->progress);
             }
         }
-        if (!failed && tg->sync) failed = tg->sync(obj, err, err_len) < 0;
+        if (!failed) failed = engine_sync(e, err, err_len) < 0;
         res->seconds += driver_now() - t0;
-        if (failed || (since_check && check(tg, 0, err, err_len) < 0)) goto done;
+        if (failed || (since_check && check(e, 0, err, err_len) < 0)) goto done;
         since_check = 0;
-        if (snapshot(tg, o, ws, res, err, err_len) < 0) goto done;
+        if (snapshot(e, o, ws, res, err, err_len) < 0) goto done;
         if (stop >= end) break;
     }
     status = 0;
 done:
-    res->steps = tg->steps(obj);
-    res->t = tg->time(obj);
+    res->steps = engine_steps(e);
+    res->t = engine_time(e);
     if (ws) writers_series_close(ws);
     if (status == 0 && o->dump_path) {
         writers_frame fr;
-        if (writers_frame_build(&fr, tg->program, tg->launch, res->t, NULL, 0, tg->get_field, obj, err, err_len) < 0)
+        if (writers_frame_build(&fr, engine_program(e), engine_geometry(e), res->t, NULL, 0, engine_field, e, err,
+                                err_len) < 0)
             return 1;
         int r = writers_csv(o->dump_path, &fr, err, err_len);
         writers_frame_free(&fr);

@@ -3,6 +3,7 @@
 #ifndef PJ_DRIVER_H
 #define PJ_DRIVER_H
 #include <stdio.h>
+#include "engine.h"
 #include "sim.h"
 #include "writers.h"
 
@@ -29,29 +30,9 @@ typedef struct driver_result {
     int snapshots;
 } driver_result;
 
-/* What the run loop needs of a simulation, whichever back end holds its fields: the CPU sim
- * (driver_target_sim) or the GPU's (cuda_backend_target). Functions return 0, or -1 with a
- * message; take_nonfinite and check_finite return 1 for "yes". */
-typedef struct driver_target {
-    void *obj;
-    const pj_program *program;
-    const kir_launch *launch;   /* the grid: n, h, origin */
-    double (*time)(void *obj);
-    int64_t (*steps)(void *obj);
-    int (*step)(void *obj, double dt, char *err, size_t err_len);
-    int (*sync)(void *obj, char *err, size_t err_len);            /* NULL: steps are synchronous */
-    int (*take_nonfinite)(void *obj, char *err, size_t err_len);  /* a stage stored a NaN/Inf? */
-    int (*check_finite)(void *obj, sim_nan_report *r, char *err, size_t err_len);
-    writers_field_fn get_field;
-} driver_target;
-
-driver_target driver_target_sim(sim *s);
-
-/* Runs t (initialised) to the end. Returns 0; 1 when the run failed (a non-finite value, a
+/* Runs e (initialised) to the end. Returns 0; 1 when the run failed (a non-finite value, a
  * device error, an output that could not be written): the reason is in err. */
-int driver_run_target(const driver_target *t, const driver_options *o, driver_result *res, char *err, size_t err_len);
-/* driver_run_target on a CPU sim. */
-int driver_run(sim *s, const driver_options *o, driver_result *res, char *err, size_t err_len);
+int driver_run(engine *e, const driver_options *o, driver_result *res, char *err, size_t err_len);
 
 /* Formats a NaN report as "non-finite value (nan) in field u at cell (3, 4), x = 0.35, y = 0.45,
  * at step 12, t = 0.12". */

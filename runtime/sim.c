@@ -169,8 +169,8 @@ static size_t last_level_cache_bytes(void)
 
 sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t err_len)
 {
-    if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 ||
-        p->n_slots > PJ_MAX_SLOTS || p->n_stages < 1 || p->n_stages > PJ_MAX_STAGES || !p->bc) {
+    if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 || p->n_stages < 1 || !p->stages ||
+        !p->bc) {
         diag_set(err, err_len, "sim: the program is incomplete (dimension, fields, slots or stages)");
         return NULL;
     }

@@ -1,10 +1,13 @@
 /* solve.c — see solve.h. */
 #include "solve.h"
+#include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cpu_backend.h"
 #include "driver.h"
+#include "engine.h"
+#include "testutil.h"
 
 solved *solve(const char *src, backend_kind be, int single, int threads, const char *sets)
 {
@@ -19,38 +22,33 @@ solved *solve(const char *src, backend_kind be, int single, int threads, const c
     }
     diag_free(&d);
     pj_program *p = r->p;
-    sim_options so = {single, threads};
-    sim *s = sim_create(p, &so, r->err, sizeof r->err);
-    if (!s) abort();
+    static const char *const names[] = {[BE_INTERP] = "interp", [BE_CPU] = "cpu", [BE_CPU_PREFETCH] = "cpu",
+                                        [BE_CUDA] = "cuda"};
+    engine_options eo = {.single = single, .threads = threads, .prefetch = be == BE_CPU_PREFETCH};
+    engine *e = engine_create(engine_backend(names[be]), p, &eo, NULL, r->err, sizeof r->err);
+    if (!e) {
+        fprintf(stderr, "%s\n", r->err);
+        abort();
+    }
     if (sets) {
         char buf[512];
         snprintf(buf, sizeof buf, "%s", sets);
         for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
             char *eq = strchr(tok, '=');
             *eq = 0;
-            if (sim_set_param(s, tok, atof(eq + 1)) < 0) abort();
+            if (engine_set_param(e, tok, atof(eq + 1)) < 0) abort();
         }
     }
-    cpu_backend *cb = NULL;
-    if (be == BE_CPU_PREFETCH) sim_set_prefetch(s, 1);
-    if (be != BE_INTERP) {
-        cpu_backend_options bo = {single, 0, NULL};
-        cb = cpu_backend_create(&bo, r->err, sizeof r->err);
-        if (!cb || cpu_backend_prepare(cb, p, NULL, r->err, sizeof r->err) < 0) {
-            fprintf(stderr, "%s\n", r->err);
-            abort();
-        }
-        cpu_backend_install(cb, s);
-    }
-    sim_init(s);
+    if (engine_init(e, r->err, sizeof r->err) < 0) abort();
     driver_options o = {.dt = p->dt, .until = p->until, .steps = p->steps, .check_every = 1};
     driver_result res;
-    r->status = driver_run(s, &o, &res, r->err, sizeof r->err);
-    r->t = sim_time(s);
-    r->cells = sim_cells(s);
-    for (int f = 0; f < p->n_fields && f < 8; f++) {
+    r->status = driver_run(e, &o, &res, r->err, sizeof r->err);
+    r->t = engine_time(e);
+    r->cells = engine_cells(e);
+    r->u = calloc((size_t)p->n_fields, sizeof *r->u);
+    for (int f = 0; f < p->n_fields; f++) {
         r->u[f] = malloc(sizeof(double) * (size_t)r->cells);
-        sim_get_field(s, f, r->u[f]);
+        if (engine_get_field(e, f, r->u[f], r->err, sizeof r->err) < 0) abort();
     }
     for (int a = 0; a < 3; a++) {
         r->x[a] = malloc(sizeof(double) * (size_t)r->cells);
@@ -60,8 +58,7 @@ solved *solve(const char *src, backend_kind be, int single, int threads, const c
             r->x[a][c] = p->origin[a] + ((double)idx[a] + 0.5) * h;
         }
     }
-    sim_destroy(s);
-    cpu_backend_destroy(cb);
+    engine_destroy(e);
     return r;
 }
 
@@ -75,8 +72,174 @@ double field_sum(const solved *s, int f)
 void solved_free(solved *s)
 {
     if (!s) return;
-    for (int f = 0; f < 8; f++) free(s->u[f]);
+    for (int f = 0; s->u && f < s->p->n_fields; f++) free(s->u[f]);
+    free(s->u);
     for (int a = 0; a < 3; a++) free(s->x[a]);
     program_free(s->p);
     free(s);
+}
+
+/* ---- the table of cases ------------------------------------------------------------------ */
+
+/* 2D, rk4, two fields, linear conditions in t and x, a dependent param (b = a/2). */
+static const char prob_rk4[] =
+    "mesh grid(nx = 23, ny = 17, Lx = 1.3, Ly = 0.9)\n"
+    "param D = 0.01, a = 2, b = a*0.5\n"
+    "field u = exp(-10*((x-0.6)^2 + (y-0.4)^2))\n"
+    "field w = cos(3*x)*y\n"
+    "eq dt(u) = D*lap(u) + b*u*(1 - u) - w*u\n"
+    "eq dt(w) = D*lap(w) - 0.1*w + sin(t + x)\n"
+    "on left: u = sin(3*t)*y\n"
+    "on right: a*u + dn(u) = x*y + t\n"
+    "on bottom: dn(u) = 0.5\n"
+    "on top: u + 0.3*dn(u) = cos(x)\n"
+    "on left, right: dn(w) = 0\n"
+    "time dt = 0.002, until = 1, scheme = rk4\n";
+
+/* 3D, euler (slots swap), halo 2, periodic x, mirror, linear in t and y. */
+static const char prob_euler3d[] =
+    "mesh grid(nx = 12, ny = 9, nz = 7, Lx = 1, Ly = 1, Lz = 1)\n"
+    "param D = 0.001\n"
+    "field u = x + 2*y*y - z\n"
+    "eq dt(u) = -D*lap(lap(u)) + 0.01*u\n"
+    "periodic x\n"
+    "on bottom, top: dn(u) = 0\n"
+    "on back: u = 1 + t\n"
+    "on front: u - 0.2*dn(u) = y\n"
+    "time dt = 0.001, until = 1, scheme = euler\n";
+
+/* A coefficient field without an equation beside two with one, rk3. */
+static const char prob_rk3_coefficient[] =
+    "mesh grid(nx = 40, Lx = 2)\n"
+    "param k = 0.5\n"
+    "field D = 0.1 + 0.05*x\n"
+    "field u = exp(-4*(x - 1)^2)\n"
+    "field v = 0.2\n"
+    "eq dt(u) = div(D*grad(u)) - k*u*v\n"
+    "eq dt(v) = k*u*v - 0.1*v\n"
+    "on left: u = 0\n"
+    "on right: dn(u) = 0\n"
+    "time dt = 0.001, until = 1, scheme = rk3\n";
+
+static int cmp_case(const void *a, const void *b)
+{
+    return strcmp(((const test_case *)a)->name, ((const test_case *)b)->name);
+}
+
+int test_cases(test_case **cases)
+{
+    int n = 0, cap = 32;
+    test_case *c = calloc((size_t)cap, sizeof *c);
+    DIR *d = opendir(PJ_SOURCE_DIR "/samples");
+    if (!c || !d) abort();
+    struct dirent *e;
+    while ((e = readdir(d)) && n < cap - 3) {
+        size_t l = strlen(e->d_name);
+        if (l <= 4 || strcmp(e->d_name + l - 4, ".pde")) continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/samples/%s", PJ_SOURCE_DIR, e->d_name);
+        snprintf(c[n].name, sizeof c[n].name, "%.*s", (int)(l - 4), e->d_name);
+        c[n].text = tu_read_file(path, NULL);
+        if (!c[n].text) abort();
+        n++;
+    }
+    closedir(d);
+    qsort(c, (size_t)n, sizeof *c, cmp_case);
+    static const struct { const char *name, *text, *sets; } own[] = {
+        {"rk4-2d-robin-t-x", prob_rk4, "a=3"},
+        {"euler-3d-halo2", prob_euler3d, "D=0.002"},
+        {"rk3-coefficient-field", prob_rk3_coefficient, NULL},
+    };
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++, n++) {
+        snprintf(c[n].name, sizeof c[n].name, "%s", own[i].name);
+        c[n].text = strdup(own[i].text);
+        c[n].sets = own[i].sets;
+    }
+    *cases = c;
+    return n;
+}
+
+void test_cases_free(test_case *cases, int n)
+{
+    for (int i = 0; i < n; i++) free(cases[i].text);
+    free(cases);
+}
+
+double field_diff(const double *a, const double *b, int64_t n, int64_t *at)
+{
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fmax(fabs(a[i]), fabs(b[i])));
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(a[i]) && isnan(b[i])) continue;
+        double m = fmax(fmax(fabs(a[i]), fabs(b[i])), 1e-6 * scale);
+        double d = a[i] == b[i] ? 0 : m > 0 ? fabs(a[i] - b[i]) / m : INFINITY;
+        if (!(d <= worst)) {
+            worst = d;
+            if (at) *at = i;
+        }
+    }
+    return worst;
+}
+
+static engine *case_engine(const pj_program *p, const char *backend, const engine_options *o, const char *sets)
+{
+    char err[1024];
+    engine *e = engine_create(engine_backend(backend), p, o, NULL, err, sizeof err);
+    if (!e) fail_msg("%s back end: %s", backend, err);
+    if (sets) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", sets);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            char *eq = strchr(tok, '=');
+            *eq = 0;
+            assert_int_equal(engine_set_param(e, tok, atof(eq + 1)), 0);
+        }
+    }
+    if (engine_init(e, err, sizeof err) < 0) fail_msg("%s: %s", backend, err);
+    return e;
+}
+
+double case_agree(const test_case *c, const char *backend, const engine_options *o, int64_t steps)
+{
+    diag d;
+    diag_init(&d, c->name, c->text, strlen(c->text));
+    pj_program *p = compile_problem(c->name, c->text, strlen(c->text), &d, NULL);
+    if (!p) fail_msg("%s", d.log);
+    diag_free(&d);
+    double worst = program_agree(p, c->sets, backend, o, steps, c->name);
+    program_free(p);
+    return worst;
+}
+
+double program_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
+                     const char *label)
+{
+    engine *ref = case_engine(p, "interp", o, sets), *e = case_engine(p, backend, o, sets);
+    for (int i = 0; i < p->n_params; i++) assert_true(engine_params(ref)[i] == engine_params(e)[i]);
+    double dt = p->dt > 0 ? p->dt : 1e-3;
+    char err[1024];
+    for (int64_t i = 0; i < steps; i++) {
+        if (engine_step(ref, dt, err, sizeof err) < 0 || engine_step(e, dt, err, sizeof err) < 0) fail_msg("%s", err);
+    }
+    if (engine_sync(e, err, sizeof err) < 0) fail_msg("%s", err);
+    assert_true(engine_time(e) == engine_time(ref));
+    assert_int_equal(engine_steps(e), engine_steps(ref));
+    int64_t n = engine_cells(ref);
+    double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
+    double worst = 0;
+    for (int f = 0; f < p->n_fields; f++) {
+        if (engine_get_field(ref, f, a, err, sizeof err) < 0 || engine_get_field(e, f, b, err, sizeof err) < 0)
+            fail_msg("%s", err);
+        int64_t at = -1;
+        double diff = field_diff(a, b, n, &at);
+        if (diff > 0)
+            print_message("  %s field %s: largest difference %.3g at cell %lld (interp %.17g, %s %.17g)\n", label,
+                          p->field_names[f], diff, (long long)at, a[at], backend, b[at]);
+        worst = fmax(worst, diff);
+    }
+    free(a);
+    free(b);
+    engine_destroy(ref);
+    engine_destroy(e);
+    return worst;
 }

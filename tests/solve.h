@@ -1,13 +1,15 @@
-/* solve.h — test helper: compile a problem text, run it to its end on a back end, return the
- * final state of every field. */
+/* solve.h — test helpers: compile a problem text, run it to its end on a back end, return the
+ * final state of every field; the one table of cases every back end is checked against the
+ * interpreter with (test_backends: cpu; test_gpu: the emulated and the real GPU). */
 #ifndef PJ_TEST_SOLVE_H
 #define PJ_TEST_SOLVE_H
 #include "program.h"
+#include "engine.h"
 #include "sim.h"
 
 typedef struct solved {
     pj_program *p;
-    double *u[8];       /* final interior values of each field (x fastest) */
+    double **u;         /* per field: its final interior values (x fastest) */
     double *x[3];       /* cell centres of each cell along each axis */
     int64_t cells;
     double t;
@@ -16,12 +18,33 @@ typedef struct solved {
 } solved;
 
 /* BE_CPU_PREFETCH: the CPU back end with kir_launch.prefetch forced on (sim_set_prefetch), as
- * for a state larger than the last-level cache */
-typedef enum { BE_INTERP, BE_CPU, BE_CPU_PREFETCH } backend_kind;
+ * for a state larger than the last-level cache; BE_CUDA: the GPU back end (a real device, or
+ * the stand-ins PDEJIT_NVRTC / PDEJIT_LIBCUDA point at) */
+typedef enum { BE_INTERP, BE_CPU, BE_CPU_PREFETCH, BE_CUDA } backend_kind;
 
 /* Runs `src` to its end; `sets` is "name=value,name=value" or NULL. */
 solved *solve(const char *src, backend_kind be, int single, int threads, const char *sets);
 void solved_free(solved *s);
 double field_sum(const solved *s, int f);
+
+/* A problem of the table: every sample, then problems that reach what the samples do not. */
+typedef struct test_case {
+    char name[64];
+    char *text;
+    const char *sets;      /* "name=value,..." applied to both sides, or NULL */
+} test_case;
+/* The table (malloc'd; test_cases_free). */
+int test_cases(test_case **cases);
+void test_cases_free(test_case *cases, int n);
+/* Largest relative difference between a and b (n values), each relative to the larger magnitude
+ * but at least 1e-6 of the largest value of either (NaN on both sides agrees); *at the cell. */
+double field_diff(const double *a, const double *b, int64_t n, int64_t *at);
+/* Steps case c on the interpreter and on `backend` from the same initial state, `steps` steps of
+ * the problem's dt (1e-3 when it has none), and compares every field: the largest field_diff.
+ * The same options (precision...) on both sides. Fails the test when either side fails. */
+double case_agree(const test_case *c, const char *backend, const engine_options *o, int64_t steps);
+/* The same on a compiled program (label names it in messages). */
+double program_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
+                     const char *label);
 
 #endif

@@ -65,11 +65,89 @@ static void errors_are_statuses(void **state)
     pj_problem_free(pr);
 }
 
+/* A view aliases the field: shape and strides describe the state, a write through it is what
+ * the next step starts from (du/dt = 0 keeps it; du/dt = 1 adds dt). */
+static void field_views_alias(void **state)
+{
+    (void)state;
+    const char *src = "mesh grid(nx = 5, ny = 3)\nfield u = x + 10*y\nfield c = 2\neq dt(u) = 1\n"
+                      "time dt = 0.25, steps = 1, scheme = euler\n";
+    pj_problem *pr;
+    assert_int_equal(pj_problem_compile("view.pde", src, strlen(src), &pr, NULL), PJ_OK);
+    for (int be = 0; be < 2; be++) {
+        for (int single = 0; single <= 1; single++) {
+            pj_sim_options o = {be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, single, 1, 0};
+            pj_sim *s;
+            char err[256];
+            assert_int_equal(pj_sim_create(pr, &o, &s, err, sizeof err), PJ_OK);
+            pj_field_view v;
+            assert_int_equal(pj_sim_field_view(s, "nope", &v), PJ_ERR_INPUT);
+            assert_int_equal(pj_sim_field_view(s, "u", &v), PJ_OK);
+            assert_int_equal(v.shape[0], 5);
+            assert_int_equal(v.shape[1], 3);
+            assert_int_equal(v.shape[2], 1);
+            assert_int_equal(v.strides[0], 1);
+            assert_true(v.strides[1] >= 5);
+            assert_int_equal(v.elem_size, single ? 4 : 8);
+            assert_int_equal(v.on_device, 0);
+            double hx = 1.0 / 5, hy = 1.0 / 3;
+            for (int j = 0; j < 3; j++)
+                for (int i = 0; i < 5; i++) {
+                    char *at = (char *)v.data + (i * v.strides[0] + j * v.strides[1]) * v.elem_size;
+                    double want = (i + 0.5) * hx + 10 * (j + 0.5) * hy;
+                    double got = single ? *(float *)at : *(double *)at;
+                    assert_true(fabs(got - want) < (single ? 1e-5 : 1e-14));
+                    /* write 100*i + j through the view */
+                    if (single) *(float *)at = (float)(100 * i + j);
+                    else *(double *)at = 100 * i + j;
+                }
+            assert_int_equal(pj_sim_advance(s, 0.25, 0.25, err, sizeof err), PJ_OK);
+            double u[15];
+            assert_int_equal(pj_sim_get_field(s, "u", u), PJ_OK);
+            for (int j = 0; j < 3; j++)
+                for (int i = 0; i < 5; i++) assert_true(u[i + 5 * j] == 100 * i + j + 0.25);
+            /* after the step (euler swaps buffers) a new view sees the new state */
+            assert_int_equal(pj_sim_field_view(s, "u", &v), PJ_OK);
+            double first = single ? *(float *)v.data : *(double *)v.data;
+            assert_true(first == 0.25);
+            pj_sim_free(s);
+        }
+    }
+    pj_problem_free(pr);
+}
+
+/* Statuses have texts; the GPU back end without a GPU is "unavailable", not a crash. */
+static void statuses_and_unavailable_backends(void **state)
+{
+    (void)state;
+    for (int st = PJ_OK; st <= PJ_ERR_UNAVAILABLE; st++) {
+        assert_non_null(pj_strerror((pj_status)st));
+        assert_string_not_equal(pj_strerror((pj_status)st), "unknown status");
+    }
+    assert_string_equal(pj_strerror((pj_status)99), "unknown status");
+    pj_problem *pr;
+    assert_int_equal(pj_problem_compile("decay.pde", decay, strlen(decay), &pr, NULL), PJ_OK);
+    pj_sim *s = NULL;
+    char err[256] = "";
+    pj_sim_options o = {(pj_backend)7, 0, 1, 0};
+    assert_int_equal(pj_sim_create(pr, &o, &s, err, sizeof err), PJ_ERR_INPUT);
+    assert_null(s);
+    o.backend = PJ_BACKEND_CUDA;
+    setenv("PDEJIT_LIBCUDA", "/nonexistent/libcuda.so.1", 1); /* as on a machine without a GPU */
+    assert_int_equal(pj_sim_create(pr, &o, &s, err, sizeof err), PJ_ERR_UNAVAILABLE);
+    unsetenv("PDEJIT_LIBCUDA");
+    assert_null(s);
+    assert_non_null(strstr(err, "no CUDA device"));
+    pj_problem_free(pr);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(run_both_backends),
         cmocka_unit_test(errors_are_statuses),
+        cmocka_unit_test(field_views_alias),
+        cmocka_unit_test(statuses_and_unavailable_backends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
  * field and cell as the interpreter's; device memory returns to its starting level; a second sim
  * on the same cache folder loads every kernel without loading NVRTC. */
 #include "testutil.h"
+#include "solve.h"
 #include <limits.h>
 #include <dirent.h>
 #include <math.h>
@@ -69,7 +70,7 @@ static pj_program *compile_file(const char *path)
 }
 
 /* 2D, rk4, two fields, linear conditions in t and x, a dependent param (b = a/2). */
-static const char prob_rk4[] =
+static const char prob_rk4_2d[] =
     "mesh grid(nx = 23, ny = 17, Lx = 1.3, Ly = 0.9)\n"
     "param D = 0.01, a = 2, b = a*0.5\n"
     "field u = exp(-10*((x-0.6)^2 + (y-0.4)^2))\n"
@@ -82,18 +83,6 @@ static const char prob_rk4[] =
     "on top: u + 0.3*dn(u) = cos(x)\n"
     "on left, right: dn(w) = 0\n"
     "time dt = 0.002, until = 1, scheme = rk4\n";
-
-/* 3D, euler (slots swap), halo 2, periodic x, mirror, linear in t and y. */
-static const char prob_euler3d[] =
-    "mesh grid(nx = 12, ny = 9, nz = 7, Lx = 1, Ly = 1, Lz = 1)\n"
-    "param D = 0.001\n"
-    "field u = x + 2*y*y - z\n"
-    "eq dt(u) = -D*lap(lap(u)) + 0.01*u\n"
-    "periodic x\n"
-    "on bottom, top: dn(u) = 0\n"
-    "on back: u = 1 + t\n"
-    "on front: u - 0.2*dn(u) = y\n"
-    "time dt = 0.001, until = 1, scheme = euler\n";
 
 /* Blows up: the last cell first, after a number of steps that exact arithmetic fixes. */
 static const char prob_blowup[] =
@@ -298,6 +287,18 @@ static void use(where w)
         use(w);                                                                                  \
     } while (0)
 
+/* An engine of p on back end `name` (the GPU's with the test's cache folder). */
+static engine *make_engine(const char *name, const pj_program *p)
+{
+    char err[1024];
+    engine_options o = {.threads = 1, .cache_dir = g_cache_dir};
+    engine *e = engine_create(engine_backend(name), p, &o, NULL, err, sizeof err);
+    if (!e) print_error("engine_create(%s): %s\n", name, err);
+    assert_non_null(e);
+    assert_int_equal(engine_init(e, err, sizeof err), 0);
+    return e;
+}
+
 static cuda_sim *make_sim(const pj_program *p, int single, const char *cache_dir)
 {
     char err[1024];
@@ -319,70 +320,13 @@ static cuda_sim *make_sim(const pj_program *p, int single, const char *cache_dir
 
 /* The largest difference between two fields: relative, or relative to the field's largest value
  * where both values are below 1e-6 of it (values that should be 0 and carry round-off). */
-static double field_diff(const double *a, const double *b, int64_t n, int64_t *where_)
-{
-    double scale = 0, worst = 0;
-    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fmax(fabs(a[i]), fabs(b[i])));
-    for (int64_t i = 0; i < n; i++) {
-        if (isnan(a[i]) && isnan(b[i])) continue;
-        double m = fmax(fmax(fabs(a[i]), fabs(b[i])), 1e-6 * scale);
-        double d = a[i] == b[i] ? 0 : m > 0 ? fabs(a[i] - b[i]) / m : INFINITY;
-        if (!(d <= worst)) {
-            worst = d;
-            if (where_) *where_ = i;
-        }
-    }
-    return worst;
-}
-
-/* Steps p on the interpreter and on the back end from the same initial state; compares every
- * field. Returns the largest difference. */
+/* Steps p on the interpreter and on the GPU back end from the same initial state (engine.h);
+ * compares every field. Returns the largest difference. */
 static double agree(const pj_program *p, where w, int single, int64_t steps, const char *label, const char *sets)
 {
-    char err[1024];
-    sim_options so = {single, 0};
-    sim *ref = sim_create(p, &so, err, sizeof err);
-    assert_non_null(ref);
-    cuda_sim *g = make_sim(p, single, NULL);
-    if (sets) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", sets);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-            char *eq = strchr(tok, '=');
-            *eq = 0;
-            assert_int_equal(sim_set_param(ref, tok, atof(eq + 1)), 0);
-            assert_int_equal(cuda_sim_set_param(g, tok, atof(eq + 1)), 0);
-        }
-        for (int i = 0; i < p->n_params; i++) assert_true(sim_params(ref)[i] == cuda_sim_params(g)[i]);
-    }
-    sim_init(ref);
-    OK(cuda_sim_init(g, E));
-    double dt = p->dt > 0 ? p->dt : 1e-3;
-    for (int64_t i = 0; i < steps; i++) {
-        sim_step(ref, dt);
-        OK(cuda_sim_step(g, dt, E));
-    }
-    OK(cuda_sim_sync(g, E));
-    assert_true(cuda_sim_time(g) == sim_time(ref));
-    assert_int_equal(cuda_sim_steps(g), sim_steps(ref));
-    int64_t n = sim_cells(ref);
-    double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
-    double worst = 0;
-    for (int f = 0; f < p->n_fields; f++) {
-        sim_get_field(ref, f, a);
-        OK(cuda_sim_get_field(g, f, b, E));
-        int64_t at = -1;
-        double d = field_diff(a, b, n, &at);
-        if (d > 0)
-            print_message("  %s field %s: largest difference %.3g at cell %lld (interp %.17g, %s %.17g)\n", label,
-                          p->field_names[f], d, (long long)at, a[at], w == ON_GPU ? "gpu" : "emu", b[at]);
-        worst = fmax(worst, d);
-    }
-    free(a);
-    free(b);
-    sim_destroy(ref);
-    cuda_sim_destroy(g);
-    return worst;
+    (void)w;
+    engine_options o = {.single = single, .cache_dir = g_cache_dir};
+    return program_agree(p, sets, "cuda", &o, steps, label);
 }
 
 /* ---- tests that run everywhere ----------------------------------------------------------- */
@@ -469,7 +413,7 @@ static void emit_compiles(void **state)
 static void no_device_reason(void **state)
 {
     (void)state;
-    pj_program *p = compile_text("rk4.pde", prob_rk4);
+    pj_program *p = compile_text("rk4.pde", prob_rk4_2d);
     setenv("PDEJIT_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
     char err[1024] = "", reason[512] = "";
     cuda_device *d = cuda_device_open(0, reason, sizeof reason);
@@ -537,37 +481,24 @@ static void key_composition(void **state)
 
 /* ---- cases that run on a device (real or emulated) --------------------------------------- */
 
+/* The table of cases every back end runs (solve.h), in double and single precision. */
 static void samples_agree(where w)
 {
-    char names[32][256];
-    int n = list_samples(names, 32);
+    test_case *cases;
+    int n = test_cases(&cases);
     /* a few hundred steps on a GPU; a few in the emulation (one host thread per "cell") */
     int64_t steps = w == ON_GPU ? 300 : 6;
     for (int i = 0; i < n; i++) {
-        pj_program *p = compile_file(names[i]);
-        const char *base = strrchr(names[i], '/') + 1;
-        double d = agree(p, w, 0, steps, base, NULL);
-        print_message("%-24s double: largest difference %.3g after %lld steps\n", base, d, (long long)steps);
+        engine_options o = {.cache_dir = g_cache_dir};
+        double d = case_agree(&cases[i], "cuda", &o, steps);
+        print_message("%-24s double: largest difference %.3g after %lld steps\n", cases[i].name, d, (long long)steps);
         assert_true(d <= 1e-12);
-        double s = agree(p, w, 1, steps, base, NULL);
-        print_message("%-24s single: largest difference %.3g\n", base, s);
-        assert_true(s <= (w == ON_EMU ? 0 : 1e-3));
-        program_free(p);
-    }
-    static const struct { const char *name, *text, *sets; } own[] = {
-        {"rk4-2d-robin-t-x", prob_rk4, "a=3"},
-        {"euler-3d-halo2", prob_euler3d, "D=0.002"},
-    };
-    for (int i = 0; i < 2; i++) {
-        pj_program *p = compile_text(own[i].name, own[i].text);
-        double d = agree(p, w, 0, steps, own[i].name, own[i].sets);
-        print_message("%-24s double: largest difference %.3g after %lld steps\n", own[i].name, d, (long long)steps);
-        assert_true(d <= 1e-12);
-        d = agree(p, w, 1, steps, own[i].name, own[i].sets);
-        print_message("%-24s single: largest difference %.3g\n", own[i].name, d);
+        o.single = 1;
+        d = case_agree(&cases[i], "cuda", &o, steps);
+        print_message("%-24s single: largest difference %.3g\n", cases[i].name, d);
         assert_true(d <= (w == ON_EMU ? 0 : 1e-3));
-        program_free(p);
     }
+    test_cases_free(cases, n);
 }
 
 /* NaN/Inf: the same report as the interpreter's run, and an injected value at a known cell. */
@@ -575,19 +506,17 @@ static void nan_reports(where w)
 {
     pj_program *p = compile_text("blowup.pde", prob_blowup);
     char err_ref[1024] = "", err_gpu[1024] = "";
-    sim_options so = {0, 1};
-    sim *ref = sim_create(p, &so, err_ref, sizeof err_ref);
-    sim_init(ref);
+    engine *ref = make_engine("interp", p), *ge = make_engine("cuda", p);
     driver_options o = {.dt = p->dt, .until = -1, .steps = p->steps, .check_every = 1};
     driver_result r1, r2;
     assert_int_equal(driver_run(ref, &o, &r1, err_ref, sizeof err_ref), 1);
-    cuda_sim *g = make_sim(p, 0, NULL);
-    OK(cuda_sim_init(g, E));
-    assert_int_equal(cuda_backend_run(g, &o, &r2, err_gpu, sizeof err_gpu), 1);
+    assert_int_equal(driver_run(ge, &o, &r2, err_gpu, sizeof err_gpu), 1);
     print_message("interp: %s\n%s:    %s\n", err_ref, w == ON_GPU ? "gpu" : "emu", err_gpu);
     assert_string_equal(err_gpu, err_ref);
     assert_int_equal(r1.steps, r2.steps);
-    sim_destroy(ref);
+    engine_destroy(ref);
+    engine_destroy(ge);
+    cuda_sim *g = make_sim(p, 0, NULL);
     /* inject: a NaN in field v at cell (7, 3), an Inf in field u at (2, 4) */
     OK(cuda_sim_init(g, E));
     sim_nan_report rep;
@@ -644,16 +573,12 @@ static void run_matches_driver(where w)
     driver_options o = {.dt = p->dt, .until = w == ON_GPU ? 0.0305 : 0.0015, .steps = -1,
                         .output_every = w == ON_GPU ? 0.01 : 0.0005, .out_dir = out1, .formats = PJ_FMT_CSV,
                         .fields = p->output_fields, .n_fields = p->n_output_fields, .dump_path = dump1, .check_every = 3};
-    sim_options so = {0, 1};
-    sim *ref = sim_create(p, &so, err, sizeof err);
-    sim_init(ref);
+    engine *ref = make_engine("interp", p), *g = make_engine("cuda", p);
     driver_result r1, r2;
     assert_int_equal(driver_run(ref, &o, &r1, err, sizeof err), 0);
-    cuda_sim *g = make_sim(p, 0, NULL);
-    OK(cuda_sim_init(g, E));
     o.out_dir = out2;
     o.dump_path = dump2;
-    int rc = cuda_backend_run(g, &o, &r2, err, sizeof err);
+    int rc = driver_run(g, &o, &r2, err, sizeof err);
     if (rc) print_error("%s\n", err);
     assert_int_equal(rc, 0);
     assert_int_equal(r1.steps, r2.steps);
@@ -666,8 +591,8 @@ static void run_matches_driver(where w)
     if (rc) print_error("%s\n", out);
     free(out);
     assert_int_equal(rc, 0);
-    sim_destroy(ref);
-    cuda_sim_destroy(g);
+    engine_destroy(ref);
+    engine_destroy(g);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     tu_run(cmd, NULL);
     free(dir);
@@ -705,7 +630,7 @@ static void memory_released(where w, cuda_device *d)
 static void cache_hits_without_nvrtc(void)
 {
     char *dir = tu_tempdir("gpu-cache");
-    pj_program *p = compile_text("rk4.pde", prob_rk4);
+    pj_program *p = compile_text("rk4.pde", prob_rk4_2d);
     for (int single = 0; single <= 1; single++) {
         cuda_sim *a = make_sim(p, single, dir);
         const cuda_prepare_stats *sa = cuda_sim_prepare_stats(a);

@@ -105,7 +105,10 @@ static pj_program *tp_new(int dim, const int64_t n[3], const double len[3], int 
     p->until = -1;
     p->steps = -1;
     tctx c = {kind, dim};
-    assert_int_equal(scheme_lower(p, rhs, &c), 0);
+    p->rhs = kir_new(KIR_RHS, dim, n_fields, n_params, 1, "rhs");
+    for (int f = 0; f < n_fields; f++) kir_add_output(p->rhs, 0, f, rhs(&c, p->rhs, 0, f));
+    kir_finish(p->rhs);
+    assert_int_equal(scheme_lower(p), 0);
     for (int s = 0; s < p->n_stages; s++) {
         char err[200];
         assert_int_equal(kir_verify(p->stages[s].kernel, err, sizeof err), 0);
@@ -125,7 +128,9 @@ static void tp_free(pj_program *p)
     free(p->param_values);
     kir_free(p->params_kernel);
     kir_free(p->init);
+    kir_free(p->rhs);
     for (int s = 0; s < p->n_stages; s++) kir_free(p->stages[s].kernel);
+    free(p->stages);
     for (int s = 0; s < 6; s++) kir_free(p->bc_kernel[s]);
     free(p->bc);
     free(p->output_fields);

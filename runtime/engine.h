@@ -1,0 +1,138 @@
+/* engine.h — one interface over every back end: a simulation of a program on the interpreter,
+ * the CPU JIT or the GPU, and everything a client does with it.
+ *
+ * A back end is a table of operations (backend_ops) that its own file fills: the interpreter
+ * and the CPU JIT in host_engine.c (both over sim.c's host buffers), the GPU in cuda_backend.c.
+ * The run loop (driver.c), the command (cli/), hot swap and the public API (api.c) reach a back
+ * end only through engine_* below, so adding a back end is filling one more table and naming it
+ * in engine_backends (engine.c).
+ *
+ *   engine_create      the fields allocated, every kernel compiled or loaded from the cache
+ *   engine_init        initial values at t = 0
+ *   engine_step        one step of the program's scheme (asynchronous on a device: engine_sync)
+ *   engine_prepare     hot swap, part 1: another program's kernels, compiled on any thread
+ *   engine_swap        hot swap, part 2: at a step boundary, that program takes over
+ *
+ * Errors are return codes with a message in the caller's buffer; nothing prints or exits. */
+#ifndef PJ_ENGINE_H
+#define PJ_ENGINE_H
+#include <stdint.h>
+#include <stdio.h>
+#include "program.h"
+#include "sim.h"
+
+typedef struct engine_options {
+    int single;            /* float buffers and arithmetic */
+    int fast_math;         /* reassociation and contraction (CPU), --use_fast_math (GPU) */
+    int threads;           /* host back ends: 0 all cores */
+    const char *cache_dir; /* NULL: $PDEJIT_CACHE_DIR, else the XDG cache folder */
+    int prefetch;          /* host back ends: 1 force row prefetching on, -1 off, 0 decide by size */
+} engine_options;
+
+/* How one kernel was obtained. */
+typedef struct engine_kernel_info {
+    char name[32];
+    int from_cache;        /* 1 loaded from the disk cache, 0 compiled */
+    double ms;
+} engine_kernel_info;
+
+/* What a back end can say about itself after create (fields absent where they do not apply). */
+typedef struct engine_info {
+    const char *device;          /* "NVIDIA H200 (sm_90, ...)", or NULL for the host */
+    const char *compiler;        /* "LLVM 14.0.6", or NULL when the back end compiles nothing */
+    const char *warning;         /* the kernel cache's one warning, or NULL */
+    int n_kernels, from_cache;   /* kernels prepared, and how many came from the disk cache */
+    double ms_prepare;           /* compiling or loading them all */
+    double ms_compiler;          /* of which inside the compiler (NVRTC), when known */
+    const engine_kernel_info *kernels; /* per kernel, or NULL when the back end keeps no list */
+    double bytes_per_cell;       /* the least memory traffic of one step, per cell */
+} engine_info;
+
+/* A field's values where they live, without a copy. Cell (i, j, k) is at
+ * data + (i*stride[0] + j*stride[1] + k*stride[2]) * elem_size; valid until the next step (the
+ * schemes swap buffers) or hot swap. */
+typedef struct engine_view {
+    void *data;
+    int64_t shape[3];            /* cells along x, y, z (1 beyond the dimension) */
+    int64_t stride[3];           /* in elements */
+    int elem_size;               /* 8 double, 4 single */
+    int on_device;               /* 1: data is a CUDA device address */
+} engine_view;
+
+typedef struct backend_ops {
+    const char *name;            /* "interp", "cpu", "cuda": what --backend takes */
+    const char *emit_flag;       /* what `pdejit emit --FLAG` prints this back end's code for, or NULL */
+    /* The fields allocated and every kernel of p ready; p must outlive the simulation.
+       *unavailable = 1 when the back end cannot run on this machine (no device). */
+    void *(*create)(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len);
+    void (*destroy)(void *impl);
+    int (*init)(void *impl, char *err, size_t len);
+    int (*step)(void *impl, double dt, char *err, size_t len);
+    int (*sync)(void *impl, char *err, size_t len);                     /* NULL: steps are synchronous */
+    int (*set_param)(void *impl, const char *name, double value);       /* -1: no such param */
+    const double *(*params)(void *impl);
+    int (*get_field)(void *impl, int f, double *out, char *err, size_t len);
+    int (*set_field)(void *impl, int f, const double *in, char *err, size_t len);
+    int (*take_nonfinite)(void *impl, char *err, size_t len);           /* 1: a stage stored a NaN/Inf */
+    int (*check_finite)(void *impl, sim_nan_report *r, char *err, size_t len); /* 1: found, r filled */
+    double (*time)(void *impl);
+    int64_t (*steps)(void *impl);
+    int (*view)(void *impl, int f, engine_view *v);
+    void (*info)(void *impl, engine_info *info);
+    /* hot swap (NULL: this back end cannot swap): prepare may run on any thread while the
+       simulation steps; swap runs at a step boundary and, on failure, leaves everything as it was */
+    void *(*prepare)(void *impl, const pj_program *p2, engine_info *info, char *err, size_t len);
+    int (*swap)(void *impl, const pj_program *p2, void *prepared, char *err, size_t len);
+    void (*release)(void *prepared);
+    /* without a simulation: the generated code of every kernel, and why each hits or misses the
+       cache (explain returns 1 with the cache's warning in err when it has one) */
+    int (*emit)(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len);
+    int (*explain)(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len);
+} backend_ops;
+
+/* Every back end, in the order --help lists them; NULL-terminated. */
+extern const backend_ops *const engine_backends[];
+/* The back end called `name`, or NULL. */
+const backend_ops *engine_backend(const char *name);
+/* "interp, cpu, cuda" */
+const char *engine_backend_names(void);
+
+typedef struct engine engine;
+
+/* A simulation of p on back end `be`, kernels ready, not yet initialised. NULL with a message on
+ * failure; *unavailable (may be NULL) is set to 1 when the back end cannot run here. */
+engine *engine_create(const backend_ops *be, const pj_program *p, const engine_options *o, int *unavailable,
+                      char *err, size_t len);
+void engine_destroy(engine *e);
+
+const backend_ops *engine_ops(const engine *e);
+const pj_program *engine_program(const engine *e);
+/* The grid (n, h, origin, strides of a host buffer; no buffers): for writers and reports. */
+const kir_launch *engine_geometry(const engine *e);
+int64_t engine_cells(const engine *e);
+void engine_get_info(engine *e, engine_info *info);
+
+int engine_init(engine *e, char *err, size_t len);
+int engine_step(engine *e, double dt, char *err, size_t len);
+int engine_sync(engine *e, char *err, size_t len);
+double engine_time(engine *e);
+int64_t engine_steps(engine *e);
+int engine_set_param(engine *e, const char *name, double value);
+const double *engine_params(engine *e);
+int engine_get_field(engine *e, int f, double *out, char *err, size_t len);
+int engine_set_field(engine *e, int f, const double *in, char *err, size_t len);
+int engine_take_nonfinite(engine *e, char *err, size_t len);
+int engine_check_finite(engine *e, sim_nan_report *r, char *err, size_t len);
+int engine_view_field(engine *e, int f, engine_view *v);
+
+/* Hot swap. engine_can_swap: the back end implements it. engine_prepare compiles p2's kernels
+ * (any thread; the engine keeps stepping meanwhile); engine_swap, at a step boundary, checks that
+ * p2 fits the running simulation (mesh, fields, params, slots, stencil within the ghost layers),
+ * then runs p2 from the next step with the fields' state kept; on failure nothing changes and
+ * the prepared kernels are released. p2 must outlive the simulation's use of it. */
+int engine_can_swap(const engine *e);
+void *engine_prepare(engine *e, const pj_program *p2, engine_info *info, char *err, size_t len);
+int engine_swap(engine *e, const pj_program *p2, void *prepared, char *err, size_t len);
+void engine_release(engine *e, void *prepared);
+
+#endif

@@ -1,0 +1,249 @@
+/* host_engine.c — the two host back ends behind engine.h: "interp" (the reference interpreter)
+ * and "cpu" (LLVM-compiled kernels from cpu_backend.c). Both hold their fields in a sim (sim.c:
+ * buffers with ghost layers, boundary fill, the steppers, the thread pool); the CPU back end
+ * installs its compiled stage kernels as the sim's stage runner, the interpreter leaves the
+ * sim's own. Hot swap replaces the sim's program (sim_replace_program) and the kernels. */
+#include <stdlib.h>
+#include <string.h>
+#include "cpu_backend.h"
+#include "diag.h"
+#include "driver.h"
+#include "engine.h"
+
+typedef struct host_engine {
+    sim *s;
+    cpu_backend *cpu;      /* NULL: the interpreter runs the stages */
+    engine_options opt;
+    double ms_prepare;
+} host_engine;
+
+/* The kernels of a program about to be swapped in: a prepared CPU back end, or none. */
+typedef struct host_prepared { cpu_backend *cpu; } host_prepared;
+
+static cpu_backend *prepare_cpu(const pj_program *p, const engine_options *o, double *ms, char *err, size_t len)
+{
+    double t0 = driver_now();
+    cpu_backend_options bo = {o->single, o->fast_math, o->cache_dir};
+    cpu_backend *cpu = cpu_backend_create(&bo, err, len);
+    if (cpu && cpu_backend_prepare(cpu, p, err, len) < 0) {
+        cpu_backend_destroy(cpu);
+        cpu = NULL;
+    }
+    if (ms) *ms = (driver_now() - t0) * 1e3;
+    return cpu;
+}
+
+static void *host_create(const pj_program *p, const engine_options *o, int with_cpu, char *err, size_t len)
+{
+    host_engine *h = calloc(1, sizeof *h);
+    if (!h) {
+        diag_set(err, len, "out of memory");
+        return NULL;
+    }
+    h->opt = *o;
+    sim_options so = {o->single, o->threads};
+    h->s = sim_create(p, &so, err, len);
+    if (!h->s) {
+        free(h);
+        return NULL;
+    }
+    if (o->prefetch) sim_set_prefetch(h->s, o->prefetch > 0);
+    if (with_cpu) {
+        h->cpu = prepare_cpu(p, o, &h->ms_prepare, err, len);
+        if (!h->cpu) {
+            sim_destroy(h->s);
+            free(h);
+            return NULL;
+        }
+        cpu_backend_install(h->cpu, h->s);
+    }
+    return h;
+}
+
+static void *interp_create(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len)
+{
+    (void)unavailable;
+    return host_create(p, o, 0, err, len);
+}
+
+static void *cpu_create(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len)
+{
+    (void)unavailable;
+    return host_create(p, o, 1, err, len);
+}
+
+static void host_destroy(void *impl)
+{
+    host_engine *h = impl;
+    if (!h) return;
+    sim_destroy(h->s);
+    cpu_backend_destroy(h->cpu);
+    free(h);
+}
+
+static int host_init(void *impl, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    sim_init(((host_engine *)impl)->s);
+    return 0;
+}
+
+static int host_step(void *impl, double dt, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    sim_step(((host_engine *)impl)->s, dt);
+    return 0;
+}
+
+static int host_set_param(void *impl, const char *name, double value)
+{
+    return sim_set_param(((host_engine *)impl)->s, name, value);
+}
+
+static const double *host_params(void *impl) { return sim_params(((host_engine *)impl)->s); }
+
+static int host_get_field(void *impl, int f, double *out, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    sim_get_field(((host_engine *)impl)->s, f, out);
+    return 0;
+}
+
+static int host_set_field(void *impl, int f, const double *in, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    sim_set_field(((host_engine *)impl)->s, f, in);
+    return 0;
+}
+
+static int host_take_nonfinite(void *impl, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    return sim_take_nonfinite(((host_engine *)impl)->s);
+}
+
+static int host_check_finite(void *impl, sim_nan_report *r, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    return sim_check_finite(((host_engine *)impl)->s, r);
+}
+
+static double host_time(void *impl) { return sim_time(((host_engine *)impl)->s); }
+static int64_t host_steps(void *impl) { return sim_steps(((host_engine *)impl)->s); }
+
+static int host_view(void *impl, int f, engine_view *v)
+{
+    host_engine *h = impl;
+    const kir_launch *L = sim_launch(h->s);
+    v->data = L->buf[f]; /* slot 0: the state */
+    for (int a = 0; a < 3; a++) {
+        v->shape[a] = L->n[a];
+        v->stride[a] = L->stride[a];
+    }
+    v->elem_size = h->opt.single ? 4 : 8;
+    v->on_device = 0;
+    return 0;
+}
+
+static void host_info(void *impl, engine_info *info)
+{
+    host_engine *h = impl;
+    const pj_program *p = sim_program(h->s);
+    for (int s = 0; s < p->n_stages; s++) info->bytes_per_cell += kir_values_per_cell(p->stages[s].kernel);
+    info->bytes_per_cell *= h->opt.single ? 4 : 8;
+    if (!h->cpu) return;
+    info->compiler = "LLVM " PJ_LLVM_VERSION;
+    info->warning = cpu_backend_warning(h->cpu);
+    info->kernels = cpu_backend_timings(h->cpu, &info->n_kernels);
+    for (int i = 0; i < info->n_kernels; i++) info->from_cache += info->kernels[i].from_cache;
+    info->ms_prepare = h->ms_prepare;
+}
+
+static void *host_prepare(void *impl, const pj_program *p2, engine_info *info, char *err, size_t len)
+{
+    host_engine *h = impl;
+    host_prepared *hp = calloc(1, sizeof *hp);
+    if (!hp) {
+        diag_set(err, len, "out of memory");
+        return NULL;
+    }
+    if (h->cpu) {
+        double ms = 0;
+        hp->cpu = prepare_cpu(p2, &h->opt, &ms, err, len);
+        if (!hp->cpu) {
+            free(hp);
+            return NULL;
+        }
+        if (info) {
+            info->kernels = cpu_backend_timings(hp->cpu, &info->n_kernels);
+            for (int i = 0; i < info->n_kernels; i++) info->from_cache += info->kernels[i].from_cache;
+            info->ms_prepare = ms;
+        }
+    }
+    return hp;
+}
+
+static void host_release(void *prepared)
+{
+    host_prepared *hp = prepared;
+    if (!hp) return;
+    cpu_backend_destroy(hp->cpu);
+    free(hp);
+}
+
+static int host_swap(void *impl, const pj_program *p2, void *prepared, char *err, size_t len)
+{
+    host_engine *h = impl;
+    host_prepared *hp = prepared;
+    if (sim_replace_program(h->s, p2, err, len) < 0) {
+        host_release(hp);
+        return -1;
+    }
+    if (hp->cpu) {
+        cpu_backend_install(hp->cpu, h->s);
+        cpu_backend_destroy(h->cpu); /* between steps: none of its code is running */
+        h->cpu = hp->cpu;
+    }
+    free(hp);
+    return 0;
+}
+
+static int cpu_emit(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len)
+{
+    cpu_backend_options bo = {o->single, o->fast_math, o->cache_dir};
+    cpu_backend *cpu = cpu_backend_create(&bo, err, len);
+    int r = cpu ? cpu_backend_emit(cpu, p, out, err, len) : -1;
+    cpu_backend_destroy(cpu);
+    return r;
+}
+
+static int cpu_explain(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len)
+{
+    cpu_backend_options bo = {o->single, o->fast_math, o->cache_dir};
+    cpu_backend *cpu = cpu_backend_create(&bo, err, len);
+    if (!cpu) return -1;
+    int r = cpu_backend_explain(cpu, p, out);
+    if (r == 0 && cpu_backend_warning(cpu)) { /* the cache's warning, for the caller to show */
+        diag_set(err, len, "%s", cpu_backend_warning(cpu));
+        r = 1;
+    }
+    cpu_backend_destroy(cpu);
+    return r;
+}
+
+#define HOST_OPS                                                                                         \
+    .destroy = host_destroy, .init = host_init, .step = host_step, .set_param = host_set_param,          \
+    .params = host_params, .get_field = host_get_field, .set_field = host_set_field,                      \
+    .take_nonfinite = host_take_nonfinite, .check_finite = host_check_finite, .time = host_time,          \
+    .steps = host_steps, .view = host_view, .info = host_info, .prepare = host_prepare,                   \
+    .swap = host_swap, .release = host_release
+
+const backend_ops interp_backend_ops = {.name = "interp", .create = interp_create, HOST_OPS};
+const backend_ops cpu_backend_ops = {.name = "cpu", .emit_flag = "llvm", .create = cpu_create, HOST_OPS,
+                                     .emit = cpu_emit, .explain = cpu_explain};
