@@ -11,20 +11,24 @@ struct arena_block {
     _Alignas(16) unsigned char data[];
 };
 
-static void out_of_memory(size_t n)
+static void *out_of_memory(arena *a)
 {
-    fprintf(stderr, "pdejit: out of memory (asked for %zu bytes)\n", n);
-    abort();
+    a->failed = 1;
+    if (a->on_failure) longjmp(*a->on_failure, 1);
+    return NULL;
 }
+
+void arena_fail(arena *a) { out_of_memory(a); }
 
 void *arena_alloc(arena *a, size_t size)
 {
+    if (size > ((size_t)-1) / 2) return out_of_memory(a);
     size = (size + 15) & ~(size_t)15;
     arena_block *b = a->head;
     if (!b || b->size - b->used < size) {
         size_t bsize = size > 65536 ? size : 65536;
         b = malloc(sizeof *b + bsize);
-        if (!b) out_of_memory(size);
+        if (!b) return out_of_memory(a);
         b->next = a->head;
         b->used = 0;
         b->size = bsize;
@@ -40,6 +44,7 @@ void *arena_alloc(arena *a, size_t size)
 void *arena_grow(arena *a, void *old, size_t old_size, size_t new_size)
 {
     void *p = arena_alloc(a, new_size);
+    if (!p) return NULL;
     if (old && old_size) memcpy(p, old, old_size < new_size ? old_size : new_size);
     return p;
 }
@@ -47,6 +52,7 @@ void *arena_grow(arena *a, void *old, size_t old_size, size_t new_size)
 char *arena_strndup(arena *a, const char *s, size_t n)
 {
     char *p = arena_alloc(a, n + 1);
+    if (!p) return NULL;
     memcpy(p, s, n);
     p[n] = 0;
     return p;
@@ -60,7 +66,8 @@ char *arena_printf(arena *a, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    char *p = arena_alloc(a, (size_t)n + 1);
+    char *p = n < 0 ? NULL : arena_alloc(a, (size_t)n + 1);
+    if (!p) return NULL;
     va_start(ap, fmt);
     vsnprintf(p, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -77,4 +84,5 @@ void arena_free(arena *a)
     }
     a->head = NULL;
     a->total = 0;
+    a->failed = 0;
 }

@@ -21,6 +21,7 @@ typedef struct diag {
     size_t source_len;
     int errors, warnings;
     int max_errors;        /* after this many, further errors are counted but not rendered */
+    int out_of_memory;     /* one of the errors is "out of memory" (not the input's fault) */
     char *log;             /* malloc'd rendered text, NUL-terminated */
     const char *part_name; /* lines from part_line on are reported as part_name's, from 1 */
     int part_line;

@@ -11,20 +11,34 @@ const kir_op_info kir_ops[KIR_N_OPS] = {
 #undef X
 };
 
-static void *xrealloc(void *p, size_t n)
+/* Out of memory never aborts: it sets k->failed, after which every builder returns node 0 (which
+ * always exists: kir_new allocates room for it) and changes nothing, kir_finish does nothing
+ * and kir_verify reports the failure. Whoever finishes the kernel turns that into an error. */
+#define KIR_INITIAL_NODES 64
+
+static int fail(kir_kernel *k)
 {
-    void *q = realloc(p, n ? n : 1);
-    if (!q) {
-        fprintf(stderr, "pdejit: out of memory\n");
-        abort();
+    if (!k->failed && k->n_nodes == 0) {
+        memset(&k->nodes[0], 0, sizeof k->nodes[0]);
+        k->nodes[0].op = KIR_CONST;
+        k->nodes[0].arg[0] = k->nodes[0].arg[1] = k->nodes[0].arg[2] = -1;
     }
-    return q;
+    k->failed = 1;
+    return 0;
 }
 
 kir_kernel *kir_new(kir_kind kind, int dim, int n_fields, int n_params, int n_slots, const char *name)
 {
     kir_kernel *k = calloc(1, sizeof *k);
-    if (!k) abort();
+    if (!k) return NULL;
+    k->nodes = malloc(sizeof *k->nodes * KIR_INITIAL_NODES);
+    k->table = malloc(sizeof *k->table * KIR_INITIAL_NODES);
+    if (!k->nodes || !k->table) {
+        kir_free(k);
+        return NULL;
+    }
+    k->cap_nodes = k->table_cap = KIR_INITIAL_NODES;
+    for (int i = 0; i < k->table_cap; i++) k->table[i] = -1;
     k->kind = kind;
     k->dim = dim;
     k->n_fields = n_fields;
@@ -44,21 +58,27 @@ void kir_free(kir_kernel *k)
     free(k);
 }
 
+static void *copy_of(const void *src, size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p && n) memcpy(p, src, n);
+    return p;
+}
+
 kir_kernel *kir_clone(const kir_kernel *k)
 {
     kir_kernel *c = malloc(sizeof *c);
-    if (!c) abort();
+    if (!c) return NULL;
     *c = *k;
-    c->nodes = xrealloc(NULL, sizeof *c->nodes * (size_t)(k->cap_nodes ? k->cap_nodes : 1));
-    memcpy(c->nodes, k->nodes, sizeof *c->nodes * (size_t)k->n_nodes);
-    c->table = NULL;
-    c->table_cap = 0;
-    if (k->table_cap) {
-        c->table = xrealloc(NULL, sizeof *c->table * (size_t)k->table_cap);
-        memcpy(c->table, k->table, sizeof *c->table * (size_t)k->table_cap);
+    c->nodes = malloc(sizeof *c->nodes * (size_t)(k->cap_nodes ? k->cap_nodes : 1));
+    if (c->nodes) memcpy(c->nodes, k->nodes, sizeof *c->nodes * (size_t)k->n_nodes);
+    c->table = copy_of(k->table, sizeof *c->table * (size_t)k->table_cap);
+    c->outputs = malloc(sizeof *c->outputs * (size_t)(k->cap_outputs ? k->cap_outputs : 1));
+    if (c->outputs) memcpy(c->outputs, k->outputs, sizeof *c->outputs * (size_t)k->n_outputs);
+    if (!c->nodes || !c->table || !c->outputs) {
+        kir_free(c);
+        return NULL;
     }
-    c->outputs = xrealloc(NULL, sizeof *c->outputs * (size_t)(k->cap_outputs ? k->cap_outputs : 1));
-    memcpy(c->outputs, k->outputs, sizeof *c->outputs * (size_t)k->n_outputs);
     return c;
 }
 
@@ -98,32 +118,41 @@ static int same_node(const kir_node *a, const kir_node *b)
     return 1;
 }
 
-static void table_rebuild(kir_kernel *k, int cap)
+/* Refills the hash-cons table from the nodes, in a new array of `cap` entries when cap differs.
+ * Returns -1 (the old table kept) when that array cannot be allocated. */
+static int table_rebuild(kir_kernel *k, int cap)
 {
-    free(k->table);
-    k->table = xrealloc(NULL, sizeof *k->table * (size_t)cap);
-    k->table_cap = cap;
+    if (cap != k->table_cap) {
+        int *t = malloc(sizeof *t * (size_t)cap);
+        if (!t) return -1;
+        free(k->table);
+        k->table = t;
+        k->table_cap = cap;
+    }
     for (int i = 0; i < cap; i++) k->table[i] = -1;
     for (int id = 0; id < k->n_nodes; id++) {
         size_t h = k->nodes[id].hash & (size_t)(cap - 1);
         while (k->table[h] >= 0) h = (h + 1) & (size_t)(cap - 1);
         k->table[h] = id;
     }
+    return 0;
 }
 
 static int intern(kir_kernel *k, kir_node n)
 {
+    if (k->failed) return 0;
     n.hash = node_hash(k, &n);
-    if (k->table_cap == 0 || 2 * (k->n_nodes + 1) > k->table_cap)
-        table_rebuild(k, k->table_cap ? 2 * k->table_cap : 64);
+    if (2 * (k->n_nodes + 1) > k->table_cap && table_rebuild(k, 2 * k->table_cap) < 0) return fail(k);
     size_t mask = (size_t)k->table_cap - 1, h = n.hash & mask;
     for (; k->table[h] >= 0; h = (h + 1) & mask) {
         kir_node *o = &k->nodes[k->table[h]];
         if (o->hash == n.hash && same_node(o, &n)) return k->table[h];
     }
     if (k->n_nodes == k->cap_nodes) {
-        k->cap_nodes = k->cap_nodes ? 2 * k->cap_nodes : 64;
-        k->nodes = xrealloc(k->nodes, sizeof *k->nodes * (size_t)k->cap_nodes);
+        kir_node *grown = realloc(k->nodes, sizeof *k->nodes * 2 * (size_t)k->cap_nodes);
+        if (!grown) return fail(k);
+        k->nodes = grown;
+        k->cap_nodes *= 2;
     }
     int id = k->n_nodes++;
     k->nodes[id] = n;
@@ -190,6 +219,7 @@ static int is_const(const kir_kernel *k, int id, double v)
 /* Folding keeps IEEE results bit for bit: only rewrites that are exact for every input. */
 static int build(kir_kernel *k, kir_op op, int a, int b, int c)
 {
+    if (k->failed) return 0;
     int ar = kir_ops[op].arity;
     int args[3] = {a, b, c};
     /* constants: numbers, and booleans (f2b of a number) */
@@ -314,20 +344,37 @@ void kir_import(kir_kernel *dst, const kir_kernel *src, const int *slot_map, int
 
 void kir_add_output(kir_kernel *k, int slot, int field, int node)
 {
+    if (k->failed) return;
     if (k->n_outputs == k->cap_outputs) {
-        k->cap_outputs = k->cap_outputs ? 2 * k->cap_outputs : 8;
-        k->outputs = xrealloc(k->outputs, sizeof *k->outputs * (size_t)k->cap_outputs);
+        int cap = k->cap_outputs ? 2 * k->cap_outputs : 8;
+        kir_output *grown = realloc(k->outputs, sizeof *k->outputs * (size_t)cap);
+        if (!grown) {
+            fail(k);
+            return;
+        }
+        k->outputs = grown;
+        k->cap_outputs = cap;
     }
-    k->outputs[k->n_outputs++] = (kir_output){slot, field, kir_as_f(k, node)};
+    int value = kir_as_f(k, node);
+    if (k->failed) return;
+    k->outputs[k->n_outputs++] = (kir_output){slot, field, value};
 }
 
 /* ---- passes ---------------------------------------------------------------------------- */
 
 void kir_finish(kir_kernel *k)
 {
+    if (k->failed) return;
+    XXH3_state_t *st = XXH3_createState();
     char *live = calloc((size_t)k->n_nodes + 1, 1);
     int *map = malloc(sizeof *map * ((size_t)k->n_nodes + 1));
-    if (!live || !map) abort();
+    if (!st || !live || !map) {
+        XXH3_freeState(st);
+        free(live);
+        free(map);
+        fail(k);
+        return;
+    }
     for (int i = 0; i < k->n_outputs; i++) live[k->outputs[i].node] = 1;
     for (int id = k->n_nodes - 1; id >= 0; id--)
         if (live[id])
@@ -346,9 +393,8 @@ void kir_finish(kir_kernel *k)
     for (int i = 0; i < k->n_outputs; i++) k->outputs[i].node = map[k->outputs[i].node];
     free(live);
     free(map);
-    table_rebuild(k, k->table_cap ? k->table_cap : 64);
+    table_rebuild(k, k->table_cap); /* the same size: refilled in place, cannot fail */
 
-    XXH3_state_t *st = XXH3_createState();
     XXH3_128bits_reset(st);
     int32_t header[6] = {(int32_t)k->kind, k->dim, k->n_fields, k->n_params, k->n_slots, k->side};
     XXH3_128bits_update(st, header, sizeof header);
@@ -367,6 +413,7 @@ void kir_finish(kir_kernel *k)
 int kir_verify(const kir_kernel *k, char *err, size_t err_len)
 {
 #define FAIL(...) do { if (err) snprintf(err, err_len, __VA_ARGS__); return -1; } while (0)
+    if (k->failed) FAIL("out of memory while building kernel %s", k->name);
     for (int id = 0; id < k->n_nodes; id++) {
         const kir_node *n = &k->nodes[id];
         if (n->op >= KIR_N_OPS) FAIL("node %d: bad op %d", id, n->op);
@@ -593,8 +640,9 @@ double kir_eval_scalar(kir_op op, double a, double b, double c, int single)
 double kir_eval_uniform(const kir_kernel *k, int node, const double *params, double t)
 {
     if (node < 0) return NAN;
-    double *v = malloc(sizeof *v * ((size_t)node + 1));
-    if (!v) abort();
+    double small[1024]; /* typical param kernels: no allocation, so nothing can run out */
+    double *v = node < 1024 ? small : malloc(sizeof *v * ((size_t)node + 1));
+    if (!v) return NAN;
     for (int id = 0; id <= node; id++) {
         const kir_node *n = &k->nodes[id];
         double a = n->arg[0] >= 0 ? v[n->arg[0]] : 0, b = n->arg[1] >= 0 ? v[n->arg[1]] : 0,
@@ -608,14 +656,15 @@ double kir_eval_uniform(const kir_kernel *k, int node, const double *params, dou
         }
     }
     double r = v[node];
-    free(v);
+    if (v != small) free(v);
     return r;
 }
 
 int kir_depends_on_place_or_time(const kir_kernel *k, int node)
 {
-    char *mark = calloc((size_t)node + 1, 1);
-    if (!mark) abort();
+    char small[4096];
+    char *mark = node < 4096 ? memset(small, 0, (size_t)node + 1) : calloc((size_t)node + 1, 1);
+    if (!mark) return 1; /* "depends" is always safe: the value is then evaluated every time */
     mark[node] = 1;
     int found = 0;
     for (int id = node; id >= 0 && !found; id--) {
@@ -625,6 +674,6 @@ int kir_depends_on_place_or_time(const kir_kernel *k, int node)
         for (int j = 0; j < 3; j++)
             if (n->arg[j] >= 0) mark[n->arg[j]] = 1;
     }
-    free(mark);
+    if (mark != small) free(mark);
     return found;
 }

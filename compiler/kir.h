@@ -11,7 +11,8 @@
  *   passes:    kir_finish (drop dead nodes, hash) -> kir_verify between passes
  *   queries:   kir_halo, kir_hash_hex, kir_print
  *
- * Memory: a kernel owns its arrays (malloc); kir_free releases them. */
+ * Memory: a kernel owns its arrays (malloc); kir_free releases them. Nothing here aborts: out
+ * of memory while building is the sticky k->failed, reported by kir_verify. */
 #ifndef PJ_KIR_H
 #define PJ_KIR_H
 #include <stdint.h>
@@ -76,13 +77,16 @@ typedef struct kir_kernel {
     kir_output *outputs;
     int n_outputs, cap_outputs;
     uint8_t hash[16];    /* canonical hash, valid after kir_finish */
+    int failed;          /* out of memory while building: sticky; kir_verify reports it */
 } kir_kernel;
 
+/* NULL when out of memory. */
 kir_kernel *kir_new(kir_kind kind, int dim, int n_fields, int n_params, int n_slots, const char *name);
 void kir_free(kir_kernel *k);
-kir_kernel *kir_clone(const kir_kernel *k);
+kir_kernel *kir_clone(const kir_kernel *k);   /* NULL when out of memory */
 
-/* Builders return a node id. Each folds constants and reuses an identical existing node. */
+/* Builders return a node id. Each folds constants and reuses an identical existing node. Out of
+ * memory sets k->failed; from then on builders return node 0 (which exists) and change nothing. */
 int kir_const(kir_kernel *k, double value);
 int kir_param(kir_kernel *k, int index);
 int kir_leaf(kir_kernel *k, kir_op op);                 /* TIME, DT */
@@ -149,7 +153,8 @@ typedef void (*kir_cpu_fn)(const kir_launch *launch, int64_t begin, int64_t end)
 
 
 /* Evaluates `node` of a kernel without loads or coordinates (params, constants, t, math):
- * used for param values and constant coefficients. NaN for anything cell-dependent. */
+ * used for param values and constant coefficients. NaN for anything cell-dependent. Allocates
+ * only for kernels of more than 1024 nodes (NaN when that fails). */
 double kir_eval_uniform(const kir_kernel *k, int node, const double *params, double t);
 /* 1 when `node` depends on TIME or COORD (changes in time or along a boundary). */
 int kir_depends_on_place_or_time(const kir_kernel *k, int node);

@@ -235,7 +235,7 @@ static int lower_name(compiler *C, lctx *x, const ast_expr *e)
             return kir_param(x->k, s->index);
         case SYM_CONST: {
             double v; /* through the name: cycles are caught there */
-            if (sema_const_value(C, (ast_expr *)e, &v) < 0) return -1;
+            if (lower_const_value(C, (ast_expr *)e, &v) < 0) return -1;
             return kir_const(x->k, v);
         }
         default:
@@ -410,7 +410,7 @@ static int lower_index(compiler *C, lctx *x, const ast_expr *e)
     int off[3] = {0, 0, 0};
     for (int i = 0; i < e->n_args; i++) {
         double v;
-        if (sema_const_value(C, e->args[i], &v) < 0) return -1;
+        if (lower_const_value(C, e->args[i], &v) < 0) return -1;
         if (v != floor(v) || fabs(v) > KIR_MAX_OFFSET) {
             lower_error(C, e->args[i]->loc, "a neighbour offset must be an integer between -%d and %d",
                         KIR_MAX_OFFSET, KIR_MAX_OFFSET);
@@ -597,4 +597,54 @@ int lower_bc_field(compiler *C, const ast_expr *lhs, const ast_expr *rhs, pj_loc
         return -1;
     }
     return found[0];
+}
+
+/* ---- constant expressions ----------------------------------------------------------------- */
+
+/* A constant is lowered into a scratch kernel and must fold to one CONST node; a const symbol
+ * is evaluated once, its cycles reported. */
+
+int lower_const_value(compiler *C, ast_expr *e, double *out)
+{
+    /* a const symbol: evaluated once, cycles reported */
+    if (e->kind == AST_NAME) {
+        symbol *s = sema_lookup(C, e->name);
+        if (s && s->kind == SYM_CONST) {
+            if (s->state == 2) { *out = s->const_value; return 0; }
+            if (s->state == 1) {
+                lower_error(C, s->loc, "const '%s' depends on itself", s->name);
+                return -1;
+            }
+            s->state = 1;
+            int r = lower_const_value(C, s->value, &s->const_value);
+            s->state = r < 0 ? 0 : 2;
+            *out = s->const_value;
+            return r;
+        }
+    }
+    /* out of memory is reported, not jumped from: a const may be evaluated inside another's
+       scratch kernel, which the caller frees */
+    kir_kernel *k = kir_new(KIR_PARAMS, C->dim ? C->dim : 1, 0, 0, 1, "const");
+    if (!k) {
+        lower_error(C, e->loc, "out of memory");
+        C->d->out_of_memory = 1;
+        return -1;
+    }
+    lctx x = {.k = k, .where = IN_CONST};
+    int node = lower_expr(C, &x, e);
+    int r = -1;
+    if (node >= 0 && k->failed) {
+        lower_error(C, e->loc, "out of memory");
+        C->d->out_of_memory = 1;
+    } else if (node >= 0) {
+        if (k->nodes[node].type == KIR_B) node = kir_as_f(k, node);
+        if (k->nodes[node].op == KIR_CONST) {
+            *out = k->nodes[node].value;
+            r = 0;
+        } else {
+            lower_error(C, e->loc, "expected a constant expression");
+        }
+    }
+    kir_free(k);
+    return r;
 }

@@ -1,6 +1,7 @@
 /* program.h — a checked, lowered problem: everything the runtime needs, nothing it must parse.
  *
- * compile_problem() runs the whole front end (parse -> sema -> lower -> kir_finish/verify):
+ * compile_problem() (compiler/frontend.c) runs the whole front end (parse -> sema -> lower ->
+ * kir_finish/verify):
  *
  *     text --parse_program--> AST --sema--> resolved problem --lower--> pj_program
  *
@@ -75,7 +76,8 @@ typedef struct pj_compile_options {
     int redefine_line;    /* > 0: statements from this line on redefine earlier ones (redefine.h) */
 } pj_compile_options;
 
-/* Compiles `source` (the contents of `filename`). Errors go to d; returns NULL on error. */
+/* Compiles `source` (the contents of `filename`). Errors go to d; returns NULL on error (out of
+ * memory included: the error "out of memory", d->out_of_memory set). */
 pj_program *compile_problem(const char *filename, const char *source, size_t len, diag *d,
                             const pj_compile_options *opt);
 void program_free(pj_program *p);

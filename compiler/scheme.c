@@ -71,6 +71,11 @@ int scheme_lower(pj_program *p)
         char name[32];
         snprintf(name, sizeof name, "stage%d", s + 1);
         kir_kernel *k = kir_new(KIR_STAGE, p->dim, p->n_fields, p->n_params, sp->n_slots, name);
+        if (!k) { /* out of memory (stages made so far are the program's, freed with it) */
+            free(node_map);
+            free(F);
+            return -1;
+        }
         p->stages[s] = (pj_stage){k, st->read, st->t_frac};
         const int slot_map[1] = {st->read};
         kir_import(k, rhs, slot_map, node_map);

@@ -1,6 +1,7 @@
 /* sema.h — the front end's shared state: the symbol table of one problem and the lowering
- * context. sema.c resolves names and checks statements; lower.c turns expressions into
- * kernel IR in cell, face, boundary, initial-value and parameter contexts. */
+ * context. sema.c resolves names and checks expressions; lower.c turns expressions into
+ * kernel IR in cell, face, boundary, initial-value and parameter contexts; frontend.c drives
+ * both (compile_problem). Dependencies run one way: frontend -> lower -> sema. */
 #ifndef PJ_SEMA_H
 #define PJ_SEMA_H
 #include "ast.h"
@@ -59,12 +60,19 @@ typedef struct compiler {
 symbol *sema_lookup(compiler *C, const char *name);
 const char *sema_lookup_field_name(compiler *C, int field);
 int sema_is_builtin_function(const char *name);
-/* Evaluates a constant expression (numbers, consts, pi, e, math). Returns 0 with *out set,
- * or -1 (reported). */
-int sema_const_value(compiler *C, ast_expr *e, double *out);
 /* Checks names, arities and dimensions of an expression; `def` gives the enclosing func's
  * argument names (NULL outside a func). Returns the number of errors. */
 int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def);
+/* The symbols of C->ast (reported: duplicates, built-in names redefined). */
+void sema_collect_symbols(compiler *C);
+/* sema_check_expr on every expression of the problem (C->dim set), then recursion among funcs. */
+void sema_check_program(compiler *C);
+const char *sema_kind_text(sym_kind k);            /* "field", "param", ... */
+int sema_count_kind(compiler *C, sym_kind kind);
+const char *sema_dim_text(int dim);                /* "1D", "2D", "3D" */
+const char *sema_side_name(int side);              /* 0 left 1 right 2 bottom 3 top 4 back 5 front */
+int sema_side_index(const char *name);             /* or -1 */
+const char *sema_closest_side(const char *name);   /* a side a misspelling may have meant, or NULL */
 
 /* lower.c */
 int lower_expr(compiler *C, lctx *x, const ast_expr *e);   /* node id, or -1 (reported) */
@@ -73,6 +81,9 @@ int lower_expr(compiler *C, lctx *x, const ast_expr *e);   /* node id, or -1 (re
 int lower_bc(compiler *C, lctx *x, const ast_expr *lhs, const ast_expr *rhs, int *a, int *b, int *c);
 /* The one field a boundary condition talks about, or -1 (reported). */
 int lower_bc_field(compiler *C, const ast_expr *lhs, const ast_expr *rhs, pj_loc loc);
+/* Evaluates a constant expression (numbers, consts, pi, e, math). Returns 0 with *out set,
+ * or -1 (reported). */
+int lower_const_value(compiler *C, ast_expr *e, double *out);
 void lower_error(compiler *C, pj_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

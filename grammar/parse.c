@@ -1,9 +1,43 @@
-/* parse.c — parse_program(): runs the scanner and parser of one file (see ast.h). */
+/* parse.c — parse_program(): runs the scanner and parser of one file (see ast.h).
+ *
+ * Neither flex nor the arena may exit or return NULL into the grammar's actions, so both jump
+ * here instead: the scanner's YY_FATAL_ERROR (lexer.l) and an arena allocation that fails
+ * longjmp to run_parser's handler, which reports the error. The scanner allocates from the
+ * arena too (lexer.l), so a jump out of it leaks nothing. */
+#include <limits.h>
+#include <setjmp.h>
 #include "parse_ctx.h"
 #include "parser.tab.h"
 #define YYSTYPE PJYYSTYPE
 #define YYLTYPE PJYYLTYPE
 #include "lexer.yy.h"
+
+static void report_out_of_memory(diag *d)
+{
+    diag_error(d, (pj_loc){0, 0}, "out of memory while parsing");
+    d->out_of_memory = 1;
+}
+
+/* Scans and parses ctx->source with `scanner`. Returns 0, or -1 when the scanner hit a fatal
+ * error or memory ran out (reported). No local of this function changes after setjmp. */
+static int run_parser(parse_ctx *ctx, yyscan_t scanner)
+{
+    jmp_buf *outer = ctx->arena->on_failure;
+    jmp_buf failed;
+    ctx->on_fatal = &failed;
+    ctx->arena->on_failure = &failed;
+    if (setjmp(failed)) {
+        ctx->arena->on_failure = outer;
+        ctx->on_fatal = NULL;
+        if (ctx->arena->failed) report_out_of_memory(ctx->diag);
+        return -1;
+    }
+    pjyy_scan_bytes(ctx->source, (int)ctx->len, scanner); /* a copy, in the arena (lexer.l) */
+    pjyyparse(ctx, scanner);
+    ctx->arena->on_failure = outer;
+    ctx->on_fatal = NULL;
+    return 0;
+}
 
 ast_program *parse_program(arena *a, diag *d, const char *source, size_t len)
 {
@@ -14,13 +48,20 @@ ast_program *parse_program(arena *a, diag *d, const char *source, size_t len)
     ctx.len = len;
     ctx.line = 1;
     ctx.col = 1;
+    if (len > (size_t)INT_MAX - 2) {
+        diag_error(d, (pj_loc){0, 0}, "the problem text is too large (%zu bytes)", len);
+        return NULL;
+    }
     yyscan_t scanner;
-    if (pjyylex_init_extra(&ctx, &scanner)) return NULL;
-    YY_BUFFER_STATE buf = pjyy_scan_bytes(source, (int)len, scanner);
-    pjyyparse(&ctx, scanner);
-    pjyy_delete_buffer(buf, scanner);
+    if (pjyylex_init_extra(&ctx, &scanner)) {
+        report_out_of_memory(d);
+        return NULL;
+    }
+    int status = run_parser(&ctx, scanner);
     pjyylex_destroy(scanner);
+    if (status < 0) return NULL;
     ast_program *p = arena_alloc(a, sizeof *p);
+    if (!p) return NULL;
     p->stmts = ctx.stmts.items;
     p->n_stmts = ctx.stmts.len;
     return p;

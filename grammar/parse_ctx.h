@@ -1,6 +1,7 @@
 /* parse_ctx.h — state shared by the reentrant scanner and the pure parser of one file. */
 #ifndef PJ_PARSE_CTX_H
 #define PJ_PARSE_CTX_H
+#include <setjmp.h>
 #include "ast.h"
 
 typedef PJ_VEC(ast_expr *) expr_vec;
@@ -19,7 +20,8 @@ typedef struct parse_ctx {
     int continues;         /* the last token ends a line that continues (operator, comma) */
     int emitted;           /* a token other than NEWLINE was emitted since the last NEWLINE */
     int at_eof;
-    int fatal;             /* input cannot be parsed further (nesting limit) */
+    int fatal;             /* input cannot be parsed further (nesting limit, a flex fatal error) */
+    jmp_buf *on_fatal;     /* where the scanner's YY_FATAL_ERROR jumps (set by parse_program) */
     int lex_errors;
     /* parser */
     stmt_vec stmts;

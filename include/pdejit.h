@@ -9,12 +9,22 @@
  *
  * Handles are opaque. Every function that can fail returns a pj_status and, where it says so,
  * a message in a caller's buffer. Nothing here prints or exits. Ownership: a pj_problem must
- * outlive the simulations made from it; free both with their _free functions. */
+ * outlive the simulations made from it; free both with their _free functions.
+ *
+ * Link with libpdejit (pkg-config pdejit, or find_package(pdejit) -> pdejit::pdejit): it exports
+ * the functions declared here, every one marked PJ_API, and no other symbol. */
 #ifndef PDEJIT_H
 #define PDEJIT_H
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* Exported from the shared library (which is compiled with -fvisibility=hidden). */
+#if defined(PJ_BUILDING_LIBRARY) && defined(__GNUC__)
+#define PJ_API __attribute__((visibility("default")))
+#else
+#define PJ_API
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,40 +40,40 @@ typedef enum pj_status {
 } pj_status;
 
 /* A short English text for a status ("the run failed" ...); never NULL, static. */
-const char *pj_strerror(pj_status status);
+PJ_API const char *pj_strerror(pj_status status);
 
 typedef enum pj_backend { PJ_BACKEND_INTERP = 0, PJ_BACKEND_CPU = 1, PJ_BACKEND_CUDA = 2 } pj_backend;
 /* The back end called `name` ("interp", "cpu", "cuda"): 0, or -1 when there is none. */
-int pj_backend_by_name(const char *name, pj_backend *backend);
+PJ_API int pj_backend_by_name(const char *name, pj_backend *backend);
 /* "interp, cpu, cuda" (static) */
-const char *pj_backend_names(void);
+PJ_API const char *pj_backend_names(void);
 
 typedef struct pj_problem pj_problem;
 typedef struct pj_sim pj_sim;
 
 /* Compiles `text` (len bytes; `name` is used in messages). On PJ_ERR_INPUT *diagnostics (if
  * not NULL) receives the errors as FILE:LINE:COL lines with carets, then a line "N error(s)"
- * (malloc'd; free it). */
-pj_status pj_problem_compile(const char *name, const char *text, size_t len, pj_problem **problem,
+ * (malloc'd; free it); on PJ_ERR_MEMORY (memory ran out while compiling) they say "out of memory". */
+PJ_API pj_status pj_problem_compile(const char *name, const char *text, size_t len, pj_problem **problem,
                              char **diagnostics);
 /* As pj_problem_compile, with the time scheme of `scheme` ("euler", "rk2", "rk3", "rk4") instead of
  * the file's when it is not NULL; an unknown scheme is PJ_ERR_INPUT with a diagnostic. */
-pj_status pj_problem_compile_scheme(const char *name, const char *text, size_t len, const char *scheme,
+PJ_API pj_status pj_problem_compile_scheme(const char *name, const char *text, size_t len, const char *scheme,
                                     pj_problem **problem, char **diagnostics);
-void pj_problem_free(pj_problem *problem);
-int pj_problem_dim(const pj_problem *problem);
-int64_t pj_problem_cells(const pj_problem *problem);
-int pj_problem_field_count(const pj_problem *problem);
-const char *pj_problem_field_name(const pj_problem *problem, int field);
-int pj_problem_param_count(const pj_problem *problem);
-const char *pj_problem_param_name(const pj_problem *problem, int param);
-double pj_problem_dt(const pj_problem *problem);       /* from `time dt =`, 0 when absent */
-double pj_problem_until(const pj_problem *problem);    /* from `until =`, -1 when absent */
-int64_t pj_problem_steps(const pj_problem *problem);   /* from `steps =`, -1 when absent */
-int pj_problem_has_output(const pj_problem *problem);  /* 1 when the file has an output statement */
+PJ_API void pj_problem_free(pj_problem *problem);
+PJ_API int pj_problem_dim(const pj_problem *problem);
+PJ_API int64_t pj_problem_cells(const pj_problem *problem);
+PJ_API int pj_problem_field_count(const pj_problem *problem);
+PJ_API const char *pj_problem_field_name(const pj_problem *problem, int field);
+PJ_API int pj_problem_param_count(const pj_problem *problem);
+PJ_API const char *pj_problem_param_name(const pj_problem *problem, int param);
+PJ_API double pj_problem_dt(const pj_problem *problem);       /* from `time dt =`, 0 when absent */
+PJ_API double pj_problem_until(const pj_problem *problem);    /* from `until =`, -1 when absent */
+PJ_API int64_t pj_problem_steps(const pj_problem *problem);   /* from `steps =`, -1 when absent */
+PJ_API int pj_problem_has_output(const pj_problem *problem);  /* 1 when the file has an output statement */
 /* The value of a param as the file sets it (after evaluating params that depend on others); NaN
  * when there is no such param. */
-double pj_problem_param(const pj_problem *problem, const char *name);
+PJ_API double pj_problem_param(const pj_problem *problem, const char *name);
 
 typedef struct pj_sim_options {
     pj_backend backend;    /* default (zeroed options): the interpreter */
@@ -75,18 +85,18 @@ typedef struct pj_sim_options {
 /* A simulation at t = 0 with the initial values. options may be NULL. PJ_ERR_UNAVAILABLE when the
  * back end cannot run here (PJ_BACKEND_CUDA without a GPU), PJ_ERR_BACKEND when its kernels do
  * not compile; the reason is in err. */
-pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **sim,
+PJ_API pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **sim,
                         char *err, size_t err_len);
-void pj_sim_free(pj_sim *sim);
-pj_status pj_sim_set_param(pj_sim *sim, const char *name, double value);
+PJ_API void pj_sim_free(pj_sim *sim);
+PJ_API pj_status pj_sim_set_param(pj_sim *sim, const char *name, double value);
 /* Steps of at most dt until t_end exactly (the last one shortened), checking for NaN/Inf after
  * every step: PJ_ERR_RUN with the report in err. */
-pj_status pj_sim_advance(pj_sim *sim, double dt, double t_end, char *err, size_t err_len);
-double pj_sim_time(const pj_sim *sim);
-int64_t pj_sim_steps(const pj_sim *sim);
+PJ_API pj_status pj_sim_advance(pj_sim *sim, double dt, double t_end, char *err, size_t err_len);
+PJ_API double pj_sim_time(const pj_sim *sim);
+PJ_API int64_t pj_sim_steps(const pj_sim *sim);
 /* Copies the field's values (pj_problem_cells of them, x fastest) into out. */
-pj_status pj_sim_get_field(const pj_sim *sim, const char *name, double *out);
-pj_status pj_sim_set_field(pj_sim *sim, const char *name, const double *values);
+PJ_API pj_status pj_sim_get_field(const pj_sim *sim, const char *name, double *out);
+PJ_API pj_status pj_sim_set_field(pj_sim *sim, const char *name, const double *values);
 
 /* A field's current values where they live, without a copy: cell (i, j, k) is the element at
  * data + i*strides[0] + j*strides[1] + k*strides[2] (strides in elements of elem_size bytes:
@@ -108,15 +118,15 @@ pj_status pj_sim_set_field(pj_sim *sim, const char *name, const double *values);
  * any error the simulation runs on with its previous definition. The kernels swapped out are
  * released. pj_sim_redefine and pj_sim_advance are the only calls that may run concurrently on one
  * simulation, and only one pj_sim_redefine at a time. */
-pj_status pj_sim_redefine(pj_sim *sim, const char *text, char **diagnostics);
+PJ_API pj_status pj_sim_redefine(pj_sim *sim, const char *text, char **diagnostics);
 
 /* Hot swap of a whole problem (pdejit run --watch): `next`, compiled from an edited file, runs
  * from the next step boundary as pj_sim_redefine's text would (the same rules, the same
  * errors in err, the same threads). next must outlive the simulation. On success *t_swap (may
  * be NULL) receives the time at which it took over. */
-pj_status pj_sim_swap(pj_sim *sim, const pj_problem *next, double *t_swap, char *err, size_t err_len);
+PJ_API pj_status pj_sim_swap(pj_sim *sim, const pj_problem *next, double *t_swap, char *err, size_t err_len);
 /* 1 when the simulation's back end can swap kernels while it runs (pj_sim_redefine, pj_sim_swap). */
-int pj_sim_can_swap(const pj_sim *sim);
+PJ_API int pj_sim_can_swap(const pj_sim *sim);
 
 /* A whole run with the outputs of the problem file, as `pdejit run` makes it: steps of dt to the
  * end, landing exactly on the file's output times (snapshots in out_dir, in the file's formats)
@@ -139,10 +149,10 @@ typedef struct pj_run_result {
     double seconds;         /* wall time of the stepping, outputs excluded */
     int snapshots;
 } pj_run_result;
-pj_run_options pj_run_options_default(void);
+PJ_API pj_run_options pj_run_options_default(void);
 /* PJ_ERR_INPUT when there is no time step or no end (message in err); PJ_ERR_RUN for a NaN/Inf, a
  * device error or an output that could not be written. */
-pj_status pj_sim_run(pj_sim *sim, const pj_run_options *options, pj_run_result *result, char *err, size_t err_len);
+PJ_API pj_status pj_sim_run(pj_sim *sim, const pj_run_options *options, pj_run_result *result, char *err, size_t err_len);
 
 /* How the back end got ready: kernels compiled or loaded from the kernel cache. Strings are owned
  * by the simulation. */
@@ -154,10 +164,10 @@ typedef struct pj_sim_info {
     double ms_prepare;      /* compiling or loading them all */
     double ms_compiler;     /* of which inside NVRTC, when known */
 } pj_sim_info;
-void pj_sim_get_info(const pj_sim *sim, pj_sim_info *info);
+PJ_API void pj_sim_get_info(const pj_sim *sim, pj_sim_info *info);
 /* Kernel i (0 <= i < the number that lists, which may be 0 when the back end keeps no list): its
  * name, whether it came from the cache, milliseconds. 0, or -1 when there is no kernel i. */
-int pj_sim_kernel(const pj_sim *sim, int i, const char **name, int *from_cache, double *ms);
+PJ_API int pj_sim_kernel(const pj_sim *sim, int i, const char **name, int *from_cache, double *ms);
 
 typedef struct pj_field_view {
     void *data;
@@ -166,7 +176,7 @@ typedef struct pj_field_view {
     int elem_size;
     int on_device;
 } pj_field_view;
-pj_status pj_sim_field_view(pj_sim *sim, const char *name, pj_field_view *view);
+PJ_API pj_status pj_sim_field_view(pj_sim *sim, const char *name, pj_field_view *view);
 
 #ifdef __cplusplus
 }

@@ -105,8 +105,9 @@ pj_status pj_problem_compile_scheme(const char *name, const char *text, size_t l
     }
     pj_program *p = compile_problem(name, text, len, &d, &opt);
     if (diagnostics && (d.log || d.errors)) *diagnostics = diagnostics_text(&d);
+    int out_of_memory = d.out_of_memory;
     diag_free(&d);
-    if (!p) return PJ_ERR_INPUT;
+    if (!p) return out_of_memory ? PJ_ERR_MEMORY : PJ_ERR_INPUT;
     pj_problem *pr = calloc(1, sizeof *pr);
     if (pr) {
         pr->name = strdup(name ? name : "<input>");

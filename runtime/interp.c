@@ -22,15 +22,6 @@ typedef struct ev {
     unsigned char *copy; /* per node: a LOAD that must be copied (stored by an output) */
 } ev;
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "pdejit: out of memory\n");
-        abort();
-    }
-    return p;
-}
 
 static int is_uniform(int op)
 {
@@ -39,16 +30,18 @@ static int is_uniform(int op)
 
 static double rnd(const ev *e, double v) { return e->single ? (double)(float)v : v; }
 
-static void ev_open(ev *e, const kir_kernel *k, const kir_launch *L, int single)
+/* The scratch rows of one call, in one allocation. Returns -1 when it cannot be had. */
+static int ev_open(ev *e, const kir_kernel *k, const kir_launch *L, int single)
 {
     size_t nn = (size_t)(k->n_nodes ? k->n_nodes : 1);
     e->k = k;
     e->L = L;
     e->single = single;
-    e->vals = xmalloc(sizeof *e->vals * nn * INTERP_BLOCK);
-    e->src = xmalloc(sizeof *e->src * nn);
-    e->copy = calloc(nn, 1);
-    if (!e->copy) abort();
+    e->vals = malloc((sizeof *e->vals * INTERP_BLOCK + sizeof *e->src + 1) * nn);
+    if (!e->vals) return -1;
+    e->src = (const double **)(e->vals + nn * INTERP_BLOCK);
+    e->copy = (unsigned char *)(e->src + nn);
+    memset(e->copy, 0, nn);
     for (int o = 0; o < k->n_outputs; o++) e->copy[k->outputs[o].node] = 1;
     for (int id = 0; id < k->n_nodes; id++) {
         const kir_node *n = &k->nodes[id];
@@ -67,14 +60,10 @@ static void ev_open(ev *e, const kir_kernel *k, const kir_launch *L, int single)
         v = rnd(e, v);
         for (int c = 0; c < INTERP_BLOCK; c++) row[c] = v;
     }
+    return 0;
 }
 
-static void ev_close(ev *e)
-{
-    free(e->vals);
-    free(e->src);
-    free(e->copy);
-}
+static void ev_close(ev *e) { free(e->vals); }
 
 /* Loops of one operation over a block: A, B, C are the operands' rows, R the result's. In
  * single precision the operands (already floats) are converted and the operation is done in
@@ -215,13 +204,32 @@ static void outer_range(const kir_launch *L, int dim, int64_t begin, int64_t end
     hi[dim - 1] = end;
 }
 
-void interp_stage(const kir_kernel *k, const kir_launch *L, int single, int64_t begin, int64_t end)
+/* Without scratch memory a stage cannot compute: its outputs become NaN and the non-finite flag
+ * is raised, so a run that ignores the status still stops at its next NaN check. */
+static int stage_without_memory(const kir_kernel *k, const kir_launch *L, int single, const int64_t lo[3],
+                                const int64_t hi[3])
 {
-    if (begin >= end || k->n_outputs == 0) return;
-    ev e;
-    ev_open(&e, k, L, single);
+    for (int o = 0; o < k->n_outputs; o++) {
+        void *b = L->buf[k->outputs[o].slot * k->n_fields + k->outputs[o].field];
+        for (int64_t z = lo[2]; z < hi[2]; z++)
+            for (int64_t y = lo[1]; y < hi[1]; y++)
+                for (int64_t x = lo[0]; x < hi[0]; x++) {
+                    int64_t at = x + y * L->stride[1] + z * L->stride[2];
+                    if (single) ((float *)b)[at] = NAN;
+                    else ((double *)b)[at] = NAN;
+                }
+    }
+    if (L->nonfinite) __atomic_store_n(L->nonfinite, 1, __ATOMIC_RELAXED);
+    return -1;
+}
+
+int interp_stage(const kir_kernel *k, const kir_launch *L, int single, int64_t begin, int64_t end)
+{
+    if (begin >= end || k->n_outputs == 0) return 0;
     int64_t lo[3], hi[3];
     outer_range(L, k->dim, begin, end, lo, hi);
+    ev e;
+    if (ev_open(&e, k, L, single) < 0) return stage_without_memory(k, L, single, lo, hi);
     for (int64_t z = lo[2]; z < hi[2]; z++)
         for (int64_t y = lo[1]; y < hi[1]; y++)
             for (int64_t x = lo[0]; x < hi[0]; x += INTERP_BLOCK) {
@@ -251,11 +259,12 @@ void interp_stage(const kir_kernel *k, const kir_launch *L, int single, int64_t 
                 if (bad && L->nonfinite) __atomic_store_n(L->nonfinite, 1, __ATOMIC_RELAXED);
             }
     ev_close(&e);
+    return 0;
 }
 
-void interp_init(const kir_kernel *k, const kir_launch *L, int single)
+int interp_init(const kir_kernel *k, const kir_launch *L, int single)
 {
-    interp_stage(k, L, single, 0, L->n[k->dim - 1]);
+    return interp_stage(k, L, single, 0, L->n[k->dim - 1]);
 }
 
 static void face_axes(int side, int *a, int *b0, int *b1)
@@ -272,14 +281,17 @@ int64_t interp_face_cells(const kir_launch *L, int side)
     return L->n[b0] * L->n[b1];
 }
 
-void interp_bc(const kir_kernel *k, const kir_launch *L, int single, double *out)
+int interp_bc(const kir_kernel *k, const kir_launch *L, int single, double *out)
 {
     int a, b0, b1;
     face_axes(k->side, &a, &b0, &b1);
     int64_t nb0 = b0 < k->dim ? L->n[b0] : 1, nb1 = b1 < k->dim ? L->n[b1] : 1;
     int64_t nface = interp_face_cells(L, k->side);
     ev e;
-    ev_open(&e, k, L, single);
+    if (ev_open(&e, k, L, single) < 0) { /* NaN coefficients: NaN ghosts, caught by the run */
+        for (size_t c = 0; c < (size_t)k->n_outputs * (size_t)nface; c++) out[c] = NAN;
+        return -1;
+    }
     for (int64_t q = 0; q < nb1; q++)
         for (int64_t p0 = 0; p0 < nb0; p0 += INTERP_BLOCK) {
             int len = (int)(nb0 - p0 < INTERP_BLOCK ? nb0 - p0 : INTERP_BLOCK);
@@ -295,11 +307,17 @@ void interp_bc(const kir_kernel *k, const kir_launch *L, int single, double *out
             }
         }
     ev_close(&e);
+    return 0;
 }
 
-void interp_params(const kir_kernel *k, double *param, const unsigned char *fixed)
+int interp_params(const kir_kernel *k, double *param, const unsigned char *fixed)
 {
-    double *v = xmalloc(sizeof *v * (size_t)(k->n_nodes ? k->n_nodes : 1));
+    double *v = malloc(sizeof *v * (size_t)(k->n_nodes ? k->n_nodes : 1));
+    if (!v) { /* the params it would compute become NaN: the run's NaN check reports them */
+        for (int o = 0; o < k->n_outputs; o++)
+            if (!fixed || !fixed[k->outputs[o].field]) param[k->outputs[o].field] = NAN;
+        return -1;
+    }
     for (int o = 0; o < k->n_outputs; o++) {
         const kir_output *out = &k->outputs[o];
         if (fixed && fixed[out->field]) continue;
@@ -316,6 +334,7 @@ void interp_params(const kir_kernel *k, double *param, const unsigned char *fixe
         param[out->field] = v[out->node];
     }
     free(v);
+    return 0;
 }
 
 int interp_set_param(const pj_program *p, double *param, unsigned char *fixed, const char *name, double value)

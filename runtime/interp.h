@@ -15,7 +15,11 @@
  *
  * Speed: the interpreter evaluates node by node over a block of up to INTERP_BLOCK cells of
  * a row (values [n_nodes][block] in scratch memory malloc'd per call), so the dispatch cost is
- * paid once per node and block, not per cell. Out of memory aborts, like the IR builder. */
+ * paid once per node and block, not per cell.
+ *
+ * Out of memory never aborts: the evaluators return -1 (0 on success) and leave NaN where their
+ * results would be (stage outputs, bc coefficients, params), raising L->nonfinite for a stage,
+ * so a caller that ignores the status still stops at its next NaN check. */
 #ifndef PJ_INTERP_H
 #define PJ_INTERP_H
 #include <stdint.h>
@@ -28,10 +32,10 @@
  * buf[slot*n_fields+field] at the cell. An output buffer may also be an input read at offset
  * 0 (in place): all of a block's outputs are computed before any is stored. Thread-safe for
  * disjoint ranges. */
-void interp_stage(const kir_kernel *k, const kir_launch *L, int single, int64_t begin, int64_t end);
+int interp_stage(const kir_kernel *k, const kir_launch *L, int single, int64_t begin, int64_t end);
 
 /* Evaluates a KIR_INIT kernel over every interior cell (slot 0 of each field it writes). */
-void interp_init(const kir_kernel *k, const kir_launch *L, int single);
+int interp_init(const kir_kernel *k, const kir_launch *L, int single);
 
 /* Number of boundary cells of side `side` (0 left 1 right 2 bottom 3 top 4 back 5 front):
  * the product of L->n over the other two axes. */
@@ -42,13 +46,13 @@ int64_t interp_face_cells(const kir_launch *L, int side);
  * cells, the lower axis fastest. out[o * interp_face_cells(L, side) + c] receives output o
  * (a double, rounded to float first when single) at face cell c. COORD nodes are evaluated as
  * written: the compiler gives the side's axis half = -1 / +1, the face. */
-void interp_bc(const kir_kernel *k, const kir_launch *L, int single, double *out);
+int interp_bc(const kir_kernel *k, const kir_launch *L, int single, double *out);
 
 /* Evaluates a KIR_PARAMS kernel in double, in output order: output i writes param[field] unless
  * fixed && fixed[field] (a value set by the user, kept as it is), so a later output sees the
  * values already written. Only CONST and PARAM leaves are meaningful in such a kernel (other
  * leaves read as NaN). */
-void interp_params(const kir_kernel *k, double *param, const unsigned char *fixed);
+int interp_params(const kir_kernel *k, double *param, const unsigned char *fixed);
 
 /* Sets the param called `name` of program p to value, marks it fixed and re-evaluates the
  * params that depend on it (interp_params). Returns its number, or -1 when p has no such param. */
