@@ -70,7 +70,7 @@ static int cmd_step(int argc, char **argv)
     pj_program *p = compile_text("rd.pde", src);
     if (!p) return 1;
     char err[1024];
-    sim_options so = {0, threads};
+    sim_options so = {.threads = threads};
     sim *s = sim_create(p, &so, err, sizeof err);
     if (!s) { fprintf(stderr, "pj_bench: %s\n", err); return 1; }
     cpu_backend *be = NULL;

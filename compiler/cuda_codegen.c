@@ -406,8 +406,8 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
     if (!kinds) FAIL("cuda bc fill: no kinds");
     int n_linear = 0;
     for (int f = 0; f < n_fields; f++) {
-        if (kinds[f] < CUDA_BC_NONE || kinds[f] > CUDA_BC_LINEAR) FAIL("cuda bc fill: field %d: bad kind %d", f, (int)kinds[f]);
-        n_linear += kinds[f] == CUDA_BC_LINEAR;
+        if (kinds[f] < CUDA_BC_NONE || kinds[f] > CUDA_BC_LINEAR0) FAIL("cuda bc fill: field %d: bad kind %d", f, (int)kinds[f]);
+        n_linear += kinds[f] == CUDA_BC_LINEAR || kinds[f] == CUDA_BC_LINEAR0;
     }
     int *coef = NULL;           /* [f * 3 + slot]: node id of a, b, c, or -1 */
     unsigned char *live = NULL; /* the bc kernel's nodes the linear fields need */
@@ -434,11 +434,13 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
             if (coef[o->field * 3 + o->slot] < 0) coef[o->field * 3 + o->slot] = o->node; /* the first */
         }
         for (int f = 0; f < n_fields; f++) {
-            if (kinds[f] == CUDA_BC_LINEAR && coef[f * 3] < 0 && coef[f * 3 + 1] < 0) {
+            int lin = kinds[f] == CUDA_BC_LINEAR || kinds[f] == CUDA_BC_LINEAR0;
+            if (lin && coef[f * 3] < 0 && coef[f * 3 + 1] < 0) {
                 free(coef);
                 FAIL("cuda bc fill: field %d has neither a nor b in a*u + b*dn(u) = c (kernel %s)", f, bc->name);
             }
-            if (kinds[f] != CUDA_BC_LINEAR) coef[f * 3] = coef[f * 3 + 1] = coef[f * 3 + 2] = -1;
+            if (!lin) coef[f * 3] = coef[f * 3 + 1] = coef[f * 3 + 2] = -1;
+            if (kinds[f] == CUDA_BC_LINEAR0) coef[f * 3 + 2] = -1; /* c = 0 */
         }
         live = malloc((size_t)bc->n_nodes + 1);
         if (!live) {
@@ -483,7 +485,7 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
     int any_periodic = 0, any_mirror = 0;
     for (int f = 0; f < n_fields; f++) {
         any_periodic |= kinds[f] == CUDA_BC_PERIODIC;
-        any_mirror |= kinds[f] == CUDA_BC_MIRROR || kinds[f] == CUDA_BC_LINEAR;
+        any_mirror |= kinds[f] == CUDA_BC_MIRROR || kinds[f] == CUDA_BC_LINEAR || kinds[f] == CUDA_BC_LINEAR0;
     }
     if (any_mirror)
         sb_printf(&b, "    const long long ci = c %s (m - 1)%s; // its mirror image inside\n", high ? "-" : "+", sa);
@@ -516,7 +518,8 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
         case CUDA_BC_NONE: break;
         case CUDA_BC_PERIODIC: sb_printf(&b, "    b0_%d[cg] = b0_%d[cp]; // field %d: periodic\n", f, f, f); break;
         case CUDA_BC_MIRROR: sb_printf(&b, "    b0_%d[cg] = b0_%d[ci]; // field %d: zero gradient\n", f, f, f); break;
-        case CUDA_BC_LINEAR: {
+        case CUDA_BC_LINEAR:
+        case CUDA_BC_LINEAR0: {
             char cv[3][40];
             for (int s3 = 0; s3 < 3; s3++) {
                 int nd = coef[f * 3 + s3];

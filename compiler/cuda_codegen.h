@@ -66,6 +66,7 @@ typedef enum cuda_bc_kind {
     CUDA_BC_PERIODIC,  /* copied from the far side of the interior */
     CUDA_BC_MIRROR,    /* zero gradient: ghost layer m = interior cell m (mirror about the face) */
     CUDA_BC_LINEAR,    /* a*u + b*dn(u) = c, coefficients from the KIR_BC kernel */
+    CUDA_BC_LINEAR0,   /* a*u + b*dn(u) = 0: the homogeneous condition (grid.h) */
 } cuda_bc_kind;
 
 /* CUDA C for a KIR_STAGE or KIR_INIT kernel, named `name` (a C identifier). Launch with

@@ -29,6 +29,7 @@
 #include <xxhash.h>
 #include "cuda_codegen.h"
 #include "cuda_driver.h"
+#include "grid.h"
 #include "interp.h"
 #include "writers.h"
 
@@ -65,18 +66,21 @@ static void kset_free(kset *ks)
     ks->n = 0;
 }
 
-static cuda_bc_kind bc_kind(pj_bc_kind k)
+/* The fill of a field on a side, as the plan says (grid.h). */
+static cuda_bc_kind fill_kind(const ghost_plan *plan, int f, int side)
 {
-    switch (k) {
-    case PJ_BC_PERIODIC: return CUDA_BC_PERIODIC;
-    case PJ_BC_LINEAR: return CUDA_BC_LINEAR;
-    case PJ_BC_NEUMANN0: return CUDA_BC_MIRROR;
+    switch (plan->rule[f * 6 + side]) {
+    case GHOST_PERIODIC: return CUDA_BC_PERIODIC;
+    case GHOST_LINEAR: return plan->set.homogeneous ? CUDA_BC_LINEAR0 : CUDA_BC_LINEAR;
+    case GHOST_MIRROR: return CUDA_BC_MIRROR;
     }
     return CUDA_BC_MIRROR;
 }
 
-/* Generates the CUDA C of every kernel p needs. 0, or -1 with a message. */
-static int kset_build(kset *ks, const pj_program *p, int single, int fast_math, char *err, size_t err_len)
+/* Generates the CUDA C of every kernel p needs, the fills as `plan` says (no fill kernel for a
+ * side a hook fills). 0, or -1 with a message. */
+static int kset_build(kset *ks, const pj_program *p, const ghost_plan *plan, int single, int fast_math, char *err,
+                      size_t err_len)
 {
     memset(ks, 0, sizeof *ks);
     ks->init = ks->check = -1;
@@ -120,10 +124,11 @@ static int kset_build(kset *ks, const pj_program *p, int single, int fast_math, 
         return -1;
     }
     for (int side = 0; side < 2 * p->dim; side++) {
+        if (plan->set.hook[side]) continue;
         int linear = 0;
         for (int f = 0; f < p->n_fields; f++) {
-            kinds[f] = bc_kind(p->bc[f][side].kind);
-            linear |= kinds[f] == CUDA_BC_LINEAR;
+            kinds[f] = fill_kind(plan, f, side);
+            linear |= kinds[f] == CUDA_BC_LINEAR || kinds[f] == CUDA_BC_LINEAR0;
         }
         kspec *k = &ks->k[ks->n];
         k->kind = KK_FILL;
@@ -131,7 +136,7 @@ static int kset_build(kset *ks, const pj_program *p, int single, int fast_math, 
         if (linear && p->bc_kernel[side]) kir_hash_hex(p->bc_kernel[side], hex);
         else snprintf(hex, sizeof hex, "none");
         snprintf(k->name, sizeof k->name, "pj_fill_%d_%c", side, prec);
-        snprintf(k->ir, sizeof k->ir, "fill%d-%s", side, hex);
+        snprintf(k->ir, sizeof k->ir, "fill%d-%s%s", side, hex, linear && plan->set.homogeneous ? "-homogeneous" : "");
         k->src = cuda_codegen_bc_fill(linear ? p->bc_kernel[side] : NULL, p->dim, p->n_fields, side, kinds, &co,
                                       k->name, cerr, sizeof cerr);
         if (!k->src) {
@@ -160,7 +165,14 @@ fail:
 int cuda_backend_emit(const pj_program *p, int single, int fast_math, FILE *out, char *err, size_t err_len)
 {
     kset ks;
-    if (kset_build(&ks, p, single, fast_math, err, err_len) < 0) return -1;
+    ghost_plan plan;
+    if (ghost_plan_make(&plan, p, NULL) < 0) {
+        diag_set(err, err_len, "cuda: out of memory");
+        return -1;
+    }
+    int rc = kset_build(&ks, p, &plan, single, fast_math, err, err_len);
+    ghost_plan_free(&plan);
+    if (rc < 0) return -1;
     for (int i = 0; i < ks.n; i++) {
         const kspec *k = &ks.k[i];
         fprintf(out, "// ---- kernel %s (%s", k->name, kkind_name[k->kind]);
@@ -334,10 +346,9 @@ struct cuda_sim {
     const pj_program *p;
     cuda_sim_options opt;
     size_t esz;
-    int H;
-    int64_t n[3], ghost[3];
-    int64_t origin_off;   /* elements from an allocation's start to cell (0,0,0) */
-    size_t elems, bytes;  /* per buffer */
+    grid_layout g;        /* the buffers' shape (grid.h) */
+    ghost_plan plan;      /* the ghost fill (grid.h): rules, hooks, homogeneous */
+    size_t bytes;         /* per buffer: the layout's elements, rounded up to 256 bytes */
     int nbuf;
     cuda_device *dev;
     cuda_nvrtc *nv;
@@ -362,7 +373,7 @@ struct cuda_sim {
     cuda_prepare_stats stats;
 };
 
-static uint64_t cell0(const cuda_sim *s, int b) { return s->mem[b] + (uint64_t)s->origin_off * s->esz; }
+static uint64_t cell0(const cuda_sim *s, int b) { return s->mem[b] + (uint64_t)s->g.origin_off * s->esz; }
 
 static void refresh_bufs(cuda_sim *s)
 {
@@ -471,10 +482,10 @@ static int prepare_kernels(cuda_sim *s, char *err, size_t err_len)
 static int stage_geometry(cuda_sim *s, char *err, size_t err_len)
 {
     const int dim = s->p->dim;
-    if (cuda_stage_dims(dim, s->n, s->sgrid, s->sblock) < 0 ||
-        cuda_stage_dims(dim, s->n, s->cgrid, s->cblock) < 0) {
-        diag_set(err, err_len, "cuda: a %lldx%lldx%lld grid exceeds the launch limits", (long long)s->n[0],
-                (long long)s->n[1], (long long)s->n[2]);
+    if (cuda_stage_dims(dim, s->g.n, s->sgrid, s->sblock) < 0 ||
+        cuda_stage_dims(dim, s->g.n, s->cgrid, s->cblock) < 0) {
+        diag_set(err, err_len, "cuda: a %lldx%lldx%lld grid exceeds the launch limits", (long long)s->g.n[0],
+                (long long)s->g.n[1], (long long)s->g.n[2]);
         return -1;
     }
     unsigned b[3] = {s->opt.block[0], s->opt.block[1], s->opt.block[2]};
@@ -496,7 +507,7 @@ static int stage_geometry(cuda_sim *s, char *err, size_t err_len)
         }
         static const int64_t lim[3] = {2147483647, 65535, 65535};
         for (int a = 0; a < 3; a++) {
-            int64_t g = (s->n[a] + b[a] - 1) / b[a];
+            int64_t g = (s->g.n[a] + b[a] - 1) / b[a];
             if (g > lim[a]) {
                 diag_set(err, err_len, "cuda: block %ux%ux%u needs too many blocks along %c", b[0], b[1], b[2], "xyz"[a]);
                 return -1;
@@ -515,16 +526,9 @@ static int stage_geometry(cuda_sim *s, char *err, size_t err_len)
 
 cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char *err, size_t err_len)
 {
-    if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 || p->n_stages < 1 || !p->stages ||
-        !p->bc) {
-        diag_set(err, err_len, "cuda: the program is incomplete (dimension, fields, slots or stages)");
-        return NULL;
-    }
-    for (int i = 0; i < p->n_stages; i++)
-        if (!p->stages[i].kernel || p->stages[i].read_slot < 0 || p->stages[i].read_slot >= p->n_slots) {
-            diag_set(err, err_len, "cuda: stage %d has no kernel or a bad read slot", i + 1);
-            return NULL;
-        }
+    grid_layout g;
+    size_t esz = opt && opt->single ? sizeof(float) : sizeof(double);
+    if (grid_layout_make(&g, p, esz, ROW_ALIGN_BYTES, "cuda", err, err_len) < 0) return NULL;
     if (p->n_slots * p->n_fields > CUDA_MAX_BUFS || p->n_params > CUDA_MAX_PARAMS) {
         diag_set(err, err_len, "cuda: %d buffers and %d params; the CUDA back end takes at most %d and %d",
                 p->n_slots * p->n_fields, p->n_params, CUDA_MAX_BUFS, CUDA_MAX_PARAMS);
@@ -537,32 +541,15 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     }
     s->p = p;
     if (opt) s->opt = *opt;
-    s->esz = s->opt.single ? sizeof(float) : sizeof(double);
-    s->H = p->halo > 0 ? p->halo : 1;
+    s->esz = esz;
+    s->g = g;
     s->ks.init = s->ks.check = -1;
-    for (int a = 0; a < 3; a++) {
-        s->n[a] = a < p->dim ? p->n[a] : 1;
-        s->ghost[a] = a < p->dim ? s->H : 0;
-        if (s->n[a] < 1 || (a < p->dim && s->n[a] < s->H)) {
-            diag_set(err, err_len, "cuda: %c has %lld cells, fewer than the %d ghost layers the stencil needs", "xyz"[a],
-                    (long long)s->n[a], s->H);
-            free(s);
-            return NULL;
-        }
-    }
-    /* the layout of sim.c with 128-byte rows */
-    int64_t align = ROW_ALIGN_BYTES / (int64_t)s->esz;
-    int64_t lead = round_up(s->H, align);
-    int64_t row = round_up(lead + s->n[0] + s->H, align);
-    int64_t ny = s->n[1] + 2 * s->ghost[1], nz = s->n[2] + 2 * s->ghost[2];
-    if ((double)row * (double)ny * (double)nz * (double)s->esz > 1e15) {
-        diag_set(err, err_len, "cuda: the grid is too large");
+    s->bytes = (size_t)round_up((int64_t)(g.elems * esz), 256);
+    if (ghost_plan_make(&s->plan, p, s->opt.ghosts) < 0) {
+        diag_set(err, err_len, "cuda: out of memory");
         free(s);
         return NULL;
     }
-    s->elems = (size_t)(row * ny * nz);
-    s->bytes = (size_t)round_up((int64_t)(s->elems * s->esz), 256);
-    s->origin_off = lead + s->ghost[1] * row + s->ghost[2] * row * ny;
     s->nbuf = p->n_slots * p->n_fields;
     s->param = calloc((size_t)(p->n_params ? p->n_params : 1), sizeof *s->param);
     s->param_set = calloc((size_t)(p->n_params ? p->n_params : 1), 1);
@@ -578,21 +565,19 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     s->L.param = s->param;
     s->A.t = s->A.dt = 0;
     for (int a = 0; a < 3; a++) {
-        s->L.n[a] = s->n[a];
+        s->L.n[a] = s->g.n[a];
         s->L.origin[a] = a < p->dim ? p->origin[a] : 0;
-        s->L.h[a] = a < p->dim && p->length[a] > 0 ? p->length[a] / (double)s->n[a] : 1.0;
-        s->A.n[a] = s->n[a];
+        s->L.h[a] = a < p->dim && p->length[a] > 0 ? p->length[a] / (double)s->g.n[a] : 1.0;
+        s->A.n[a] = s->g.n[a];
         s->A.h[a] = s->L.h[a];
         s->A.origin[a] = s->L.origin[a];
-        s->A.ghost[a] = s->ghost[a];
+        s->A.ghost[a] = s->g.ghost[a];
     }
-    s->L.stride[0] = s->A.stride[0] = 1;
-    s->L.stride[1] = s->A.stride[1] = row;
-    s->L.stride[2] = s->A.stride[2] = row * ny;
+    for (int a = 0; a < 3; a++) s->L.stride[a] = s->A.stride[a] = g.stride[a];
     for (int i = 0; i < p->n_params; i++) s->A.param[i] = s->param[i];
 
     /* the CUDA C of every kernel: needs no device */
-    if (kset_build(&s->ks, p, s->opt.single, s->opt.fast_math, err, err_len) < 0) {
+    if (kset_build(&s->ks, p, &s->plan, s->opt.single, s->opt.fast_math, err, err_len) < 0) {
         cuda_sim_destroy(s);
         return NULL;
     }
@@ -664,6 +649,7 @@ void cuda_sim_destroy(cuda_sim *s)
     cuda_nvrtc_close(s->nv);
     cache_close(s->cache);
     kset_free(&s->ks);
+    ghost_plan_free(&s->plan);
     free(s->mod);
     free(s->fn);
     free(s->param);
@@ -715,9 +701,19 @@ static int fill(cuda_sim *s, int slot, double t, char *err, size_t err_len)
     for (int f = 0; f < nf; f++) s->F.buf[f] = s->A.buf[slot * nf + f];
     for (int f = nf; f < s->nbuf; f++) s->F.buf[f] = 0;
     s->F.t = t;
-    for (int side = 0; side < 2 * s->p->dim; side++)
+    for (int side = 0; side < 2 * s->p->dim; side++) {
+        if (s->plan.set.hook[side]) {
+            /* the hook gets the read slot's device addresses, as the fill kernels would */
+            void *buf[CUDA_MAX_BUFS];
+            for (int f = 0; f < nf; f++) buf[f] = (void *)(uintptr_t)s->F.buf[f];
+            if (cuda_synchronize(s->dev, err, err_len) < 0 ||
+                s->plan.set.hook[side](s->plan.set.hook_ctx[side], side, &s->g, buf, nf, t, err, err_len) < 0)
+                return -1;
+            continue;
+        }
         if (launch(s, s->ks.fill[side], s->fgrid[side], s->fblock[side], &s->F, sizeof s->F, err, err_len) < 0)
             return -1;
+    }
     return 0;
 }
 
@@ -781,7 +777,7 @@ static int run_checks(cuda_sim *s, int64_t *first, char *err, size_t err_len)
         ca.buf = s->A.buf[f];
         ca.result = s->results + sizeof(int64_t) * (uint64_t)f;
         for (int a = 0; a < 3; a++) {
-            ca.n[a] = s->n[a];
+            ca.n[a] = s->g.n[a];
             ca.stride[a] = s->A.stride[a];
         }
         if (launch(s, s->ks.check, s->cgrid, s->cblock, &ca, sizeof ca, err, err_len) < 0) return -1;
@@ -804,7 +800,7 @@ int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t
         rc = 1;
         if (!report) break;
         int64_t c = first[f];
-        int64_t idx[3] = {c % s->n[0], (c / s->n[0]) % s->n[1], c / (s->n[0] * s->n[1])};
+        int64_t idx[3] = {c % s->g.n[0], (c / s->g.n[0]) % s->g.n[1], c / (s->g.n[0] * s->g.n[1])};
         int64_t at = idx[0] + idx[1] * s->A.stride[1] + idx[2] * s->A.stride[2];
         double v = NAN;
         if (s->opt.single) {
@@ -843,7 +839,7 @@ int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len)
  * from the first interior cell of its first row to the last of its last row). */
 static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *err, size_t err_len)
 {
-    const int64_t n0 = s->n[0], n1 = s->n[1], n2 = s->n[2], s1 = s->A.stride[1], s2 = s->A.stride[2];
+    const int64_t n0 = s->g.n[0], n1 = s->g.n[1], n2 = s->g.n[2], s1 = s->A.stride[1], s2 = s->A.stride[2];
     int64_t rows_per = (int64_t)((64u << 20) / ((size_t)s1 * s->esz));
     if (rows_per < 1) rows_per = 1;
     if (rows_per > n1) rows_per = n1;
@@ -904,7 +900,7 @@ int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t e
 
 double cuda_sim_time(const cuda_sim *s) { return s->t; }
 int64_t cuda_sim_steps(const cuda_sim *s) { return s->steps; }
-int64_t cuda_sim_cells(const cuda_sim *s) { return s->n[0] * s->n[1] * s->n[2]; }
+int64_t cuda_sim_cells(const cuda_sim *s) { return s->g.n[0] * s->g.n[1] * s->g.n[2]; }
 const pj_program *cuda_sim_program(const cuda_sim *s) { return s->p; }
 const kir_launch *cuda_sim_launch(const cuda_sim *s) { return &s->L; }
 const cuda_prepare_stats *cuda_sim_prepare_stats(const cuda_sim *s) { return &s->stats; }
@@ -937,7 +933,7 @@ double cuda_sim_bytes_per_cell(const cuda_sim *s)
 
 static void *ops_create(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len)
 {
-    cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir};
+    cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir, .ghosts = &o->ghosts};
     cuda_sim *s = cuda_sim_create(p, &co, err, len);
     if (!s) *unavailable = !strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE));
     return s;

@@ -18,6 +18,7 @@
 #define PJ_ENGINE_H
 #include <stdint.h>
 #include <stdio.h>
+#include "grid.h"
 #include "program.h"
 #include "sim.h"
 
@@ -27,6 +28,8 @@ typedef struct engine_options {
     int threads;           /* host back ends: 0 all cores */
     const char *cache_dir; /* NULL: $PDEJIT_CACHE_DIR, else the XDG cache folder */
     int prefetch;          /* host back ends: 1 force row prefetching on, -1 off, 0 decide by size */
+    ghost_settings ghosts; /* zeroed: the program's conditions on every side; else hooks and the
+                              homogeneous fill (grid.h) */
 } engine_options;
 
 /* How one kernel was obtained. */

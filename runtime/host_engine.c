@@ -41,7 +41,7 @@ static void *host_create(const pj_program *p, const engine_options *o, int with_
         return NULL;
     }
     h->opt = *o;
-    sim_options so = {o->single, o->threads};
+    sim_options so = {o->single, o->threads, &o->ghosts};
     h->s = sim_create(p, &so, err, len);
     if (!h->s) {
         free(h);
@@ -91,10 +91,10 @@ static int host_init(void *impl, char *err, size_t len)
 
 static int host_step(void *impl, double dt, char *err, size_t len)
 {
-    (void)err;
-    (void)len;
-    sim_step(((host_engine *)impl)->s, dt);
-    return 0;
+    host_engine *h = impl;
+    if (sim_step(h->s, dt) == 0) return 0;
+    diag_set(err, len, "%s", sim_error(h->s));
+    return -1;
 }
 
 static int host_set_param(void *impl, const char *name, double value)

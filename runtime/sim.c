@@ -1,9 +1,8 @@
 /* sim.c — buffers, ghost fill, stepping, params and NaN checks of a running simulation.
  *
- * Layout: every buffer (one per slot and field) has the same shape: `halo` ghost layers on
- * both sides of each axis below the dimension, rows padded so that the first interior cell of
- * every row is 64-byte aligned, the allocation itself 64-byte aligned. buf[slot*n_fields+f]
- * points at interior cell (0,0,0); swapping slots swaps pointers, never data.
+ * Layout: grid.h's (rows 64-byte aligned), each allocation 64-byte aligned. buf[slot*n_fields+f]
+ * points at interior cell (0,0,0); swapping slots swaps pointers, never data. Ghost fill: the
+ * plan of grid.h, side by side, a hook where the plan has one.
  *
  * A step:  for each stage: fill ghosts of stage.read_slot at t + t_frac*dt
  *                          run the stage kernel over all interior cells (split over threads)
@@ -26,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cpu_pool.h"
+#include "grid.h"
 #include "interp.h"
 
 #define SIM_ALIGN 64
@@ -38,12 +38,10 @@ struct sim {
     size_t esz;            /* bytes per value */
     int threads;
     cpu_pool *pool;        /* NULL: one thread */
-    int H;                 /* ghost layers per side */
-    int64_t n[3];          /* interior cells; 1 beyond dim */
-    int64_t lo[3];         /* first allocated index per axis (-H below dim, 0 beyond) */
-    int64_t ext[3];        /* allocated index range per axis */
-    int64_t origin_off;    /* element offset of cell (0,0,0) from the allocation */
-    size_t elems;          /* elements per buffer */
+    grid_layout g;         /* the buffers' shape (grid.h) */
+    ghost_plan plan;       /* how ghost cells are filled (grid.h) */
+    int failed;            /* a ghost hook failed: the error, and steps stop */
+    char error[512];
     int nbuf;              /* n_slots * n_fields */
     void **mem;            /* allocations */
     void **buf;            /* cell (0,0,0) of each */
@@ -169,56 +167,21 @@ static size_t last_level_cache_bytes(void)
 
 sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t err_len)
 {
-    if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 || p->n_stages < 1 || !p->stages ||
-        !p->bc) {
-        diag_set(err, err_len, "sim: the program is incomplete (dimension, fields, slots or stages)");
-        return NULL;
-    }
-    for (int i = 0; i < p->n_stages; i++)
-        if (!p->stages[i].kernel || p->stages[i].read_slot < 0 || p->stages[i].read_slot >= p->n_slots) {
-            diag_set(err, err_len, "sim: stage %d has no kernel or a bad read slot", i + 1);
-            return NULL;
-        }
+    grid_layout g;
+    size_t esz = opt && opt->single ? sizeof(float) : sizeof(double);
+    if (grid_layout_make(&g, p, esz, SIM_ALIGN, "sim", err, err_len) < 0) return NULL;
     sim *s = calloc(1, sizeof *s);
     if (!s) {
         diag_set(err, err_len, "sim: %s", strerror(ENOMEM));
         return NULL;
     }
     s->p = p;
+    s->g = g;
     s->single = opt && opt->single;
-    s->esz = s->single ? sizeof(float) : sizeof(double);
+    s->esz = esz;
     s->threads = opt && opt->threads > 0 ? opt->threads : 0;
-    s->H = p->halo > 0 ? p->halo : 1;
-    int64_t align = SIM_ALIGN / (int64_t)s->esz;
-    for (int a = 0; a < 3; a++) {
-        s->n[a] = a < p->dim ? p->n[a] : 1;
-        if (s->n[a] < 1 || (a < p->dim && s->n[a] < s->H)) {
-            diag_set(err, err_len, "sim: %c has %lld cells, fewer than the %d ghost layers the stencil needs",
-                    "xyz"[a], (long long)s->n[a], s->H);
-            free(s);
-            return NULL;
-        }
-    }
-    /* x: a leading pad of `lead` elements puts interior cell 0 on an alignment boundary */
-    int64_t lead = round_up(s->H, align);
-    int64_t row = round_up(lead + s->n[0] + s->H, align);
-    int64_t ny = p->dim > 1 ? s->n[1] + 2 * s->H : 1, nz = p->dim > 2 ? s->n[2] + 2 * s->H : 1;
-    s->lo[0] = -s->H;
-    s->ext[0] = s->n[0] + 2 * s->H;
-    for (int a = 1; a < 3; a++) {
-        s->lo[a] = a < p->dim ? -s->H : 0;
-        s->ext[a] = a < p->dim ? s->n[a] + 2 * s->H : 1;
-    }
-    s->L.stride[0] = 1;
-    s->L.stride[1] = row;
-    s->L.stride[2] = row * ny;
-    s->origin_off = lead - s->lo[1] * row - s->lo[2] * row * ny;
-    if ((double)row * ny * nz * (double)s->esz > 1e15) {
-        diag_set(err, err_len, "sim: the grid is too large");
-        free(s);
-        return NULL;
-    }
-    s->elems = (size_t)(row * ny * nz);
+    for (int a = 0; a < 3; a++) s->L.stride[a] = g.stride[a];
+    if (ghost_plan_make(&s->plan, p, opt ? opt->ghosts : NULL) < 0) goto oom;
     s->nbuf = p->n_slots * p->n_fields;
     s->mem = calloc((size_t)s->nbuf, sizeof *s->mem);
     s->buf = calloc((size_t)s->nbuf, sizeof *s->buf);
@@ -226,12 +189,12 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->param_set = calloc((size_t)(p->n_params ? p->n_params : 1), 1);
     s->coef_out = calloc((size_t)p->n_fields, sizeof *s->coef_out);
     if (!s->mem || !s->buf || !s->param || !s->param_set || !s->coef_out) goto oom;
-    size_t bytes = round_up((int64_t)(s->elems * s->esz), SIM_ALIGN);
+    size_t bytes = round_up((int64_t)(s->g.elems * s->esz), SIM_ALIGN);
     for (int i = 0; i < s->nbuf; i++) {
         s->mem[i] = aligned_alloc(SIM_ALIGN, bytes);
         if (!s->mem[i]) goto oom;
         memset(s->mem[i], 0, bytes);
-        s->buf[i] = (char *)s->mem[i] + (size_t)s->origin_off * s->esz;
+        s->buf[i] = (char *)s->mem[i] + (size_t)s->g.origin_off * s->esz;
     }
     for (int i = 0; i < p->n_params; i++) s->param[i] = p->param_values ? p->param_values[i] : 0;
     if (p->params_kernel) interp_params(p->params_kernel, s->param, NULL);
@@ -241,9 +204,9 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->L.prefetch = (double)bytes * s->nbuf > (double)last_level_cache_bytes();
     s->L.param = s->param;
     for (int a = 0; a < 3; a++) {
-        s->L.n[a] = s->n[a];
-        s->L.origin[a] = a < p->dim ? p->origin[a] : 0;
-        s->L.h[a] = a < p->dim && p->length[a] > 0 ? p->length[a] / (double)s->n[a] : 1.0;
+        s->L.n[a] = g.n[a];
+        s->L.origin[a] = g.origin[a];
+        s->L.h[a] = g.h[a];
     }
     if (setup_coefs(s, err, err_len) < 0) {
         sim_destroy(s);
@@ -272,6 +235,7 @@ void sim_destroy(sim *s)
     free(s->param_set);
     free(s->coef_out);
     for (int i = 0; i < 6; i++) free(s->coef[i]);
+    ghost_plan_free(&s->plan);
     free(s);
 }
 
@@ -316,21 +280,22 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo :
  * values (zero gradient) — whole rows at a time along y and z, H values per row along x. */
 static int fill_axis_copy(sim *s, int f, void *b, int a)
 {
-    const pj_program *p = s->p;
-    pj_bc_kind lo_kind = p->bc[f][2 * a].kind, hi_kind = p->bc[f][2 * a + 1].kind;
-    if (lo_kind == PJ_BC_LINEAR || hi_kind == PJ_BC_LINEAR) return 0;
-    int periodic = lo_kind == PJ_BC_PERIODIC;
-    int H = s->H;
-    int64_t n = s->n[a], st = s->L.stride[a];
+    ghost_rule lo_rule = s->plan.rule[f * 6 + 2 * a], hi_rule = s->plan.rule[f * 6 + 2 * a + 1];
+    if (lo_rule == GHOST_LINEAR || hi_rule == GHOST_LINEAR || lo_rule != hi_rule || s->plan.set.hook[2 * a] ||
+        s->plan.set.hook[2 * a + 1])
+        return 0;
+    int periodic = lo_rule == GHOST_PERIODIC;
+    int H = s->g.H;
+    int64_t n = s->g.n[a], st = s->L.stride[a];
     size_t esz = s->esz;
     char *base = b;
     if (a > 0) {
         /* a ghost row (plane line) of the full x extent is a copy of one interior row */
         int b1 = a == 2 ? 1 : 2;
         int64_t sq = s->L.stride[b1];
-        size_t len = (size_t)s->ext[0] * esz;
-        for (int64_t q = s->lo[b1]; q < s->lo[b1] + s->ext[b1]; q++) {
-            int64_t line = s->lo[0] + q * sq;
+        size_t len = (size_t)s->g.ext[0] * esz;
+        for (int64_t q = s->g.lo[b1]; q < s->g.lo[b1] + s->g.ext[b1]; q++) {
+            int64_t line = s->g.lo[0] + q * sq;
             for (int m = 1; m <= H; m++) {
                 int64_t lo_src = periodic ? n - m : m - 1, hi_src = periodic ? m - 1 : n - m;
                 memcpy(base + (size_t)(line - m * st) * esz, base + (size_t)(line + lo_src * st) * esz, len);
@@ -341,8 +306,8 @@ static int fill_axis_copy(sim *s, int f, void *b, int a)
     }
     /* along x: H values at each end of every row (typed copies: no memcpy call per value).
        The rows of all y and z layers, ghosts included, are evenly spaced by stride[1]. */
-    const int64_t st1 = s->L.stride[1], nrows = s->ext[1] * s->ext[2];
-    const int64_t first = s->lo[1] * st1 + s->lo[2] * s->L.stride[2];
+    const int64_t st1 = s->L.stride[1], nrows = s->g.ext[1] * s->g.ext[2];
+    const int64_t first = s->g.lo[1] * st1 + s->g.lo[2] * s->L.stride[2];
     const int64_t lo_src1 = periodic ? n - 1 : 0, hi_src1 = periodic ? 0 : n - 1;
 #define FILL_ROWS(T)                                                                             \
     {                                                                                            \
@@ -371,30 +336,30 @@ static int fill_axis_copy(sim *s, int f, void *b, int a)
 static void fill_axis(sim *s, int f, void *b, int a, const double *cf[2])
 {
     if (fill_axis_copy(s, f, b, a)) return;
-    const pj_program *p = s->p;
-    int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2, H = s->H;
-    int64_t n = s->n[a], st = s->L.stride[a];
+    int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2, H = s->g.H;
+    int64_t n = s->g.n[a], st = s->L.stride[a];
     double ha = s->L.h[a];
-    int64_t nface0 = s->n[b0], nface = s->n[b0] * s->n[b1];
-    for (int64_t q = s->lo[b1]; q < s->lo[b1] + s->ext[b1]; q++)
-        for (int64_t r = s->lo[b0]; r < s->lo[b0] + s->ext[b0]; r++) {
+    int64_t nface0 = s->g.n[b0], nface = s->g.n[b0] * s->g.n[b1];
+    for (int64_t q = s->g.lo[b1]; q < s->g.lo[b1] + s->g.ext[b1]; q++)
+        for (int64_t r = s->g.lo[b0]; r < s->g.lo[b0] + s->g.ext[b0]; r++) {
             int64_t line = r * s->L.stride[b0] + q * s->L.stride[b1]; /* index 0 along a */
-            int64_t fc = clamp64(r, 0, s->n[b0] - 1) + nface0 * clamp64(q, 0, s->n[b1] - 1);
+            int64_t fc = clamp64(r, 0, s->g.n[b0] - 1) + nface0 * clamp64(q, 0, s->g.n[b1] - 1);
             for (int hi = 0; hi < 2; hi++) {
                 int side = 2 * a + hi;
-                const pj_bc *bc = &p->bc[f][side];
+                if (s->plan.set.hook[side]) continue; /* filled by the hook */
+                ghost_rule rule = s->plan.rule[f * 6 + side];
                 for (int m = 1; m <= H; m++) {
                     int64_t g = hi ? n - 1 + m : -m;       /* the ghost cell */
                     int64_t in = hi ? n - m : m - 1;       /* its mirror inside */
                     double v;
-                    if (bc->kind == PJ_BC_PERIODIC) {
+                    if (rule == GHOST_PERIODIC) {
                         v = rd(s, b, line + (hi ? m - 1 : n - m) * st);
-                    } else if (bc->kind == PJ_BC_LINEAR) {
+                    } else if (rule == GHOST_LINEAR) {
                         const double *C = cf[hi];
                         const int *oi = s->coef_out[f][side];
                         double ca = oi[0] >= 0 ? C[oi[0] * nface + fc] : 0;
                         double cb = oi[1] >= 0 ? C[oi[1] * nface + fc] : 0;
-                        double cc = oi[2] >= 0 ? C[oi[2] * nface + fc] : 0;
+                        double cc = oi[2] >= 0 && !s->plan.set.homogeneous ? C[oi[2] * nface + fc] : 0;
                         double d = (2 * m - 1) * ha, u = rd(s, b, line + in * st);
                         v = (cc - u * (ca / 2 - cb / d)) / (ca / 2 + cb / d);
                     } else {
@@ -412,11 +377,21 @@ void sim_fill_ghosts(sim *s, int slot, double t)
     for (int a = 0; a < p->dim; a++) {
         const double *cf[2] = {NULL, NULL};
         for (int hi = 0; hi < 2; hi++)
-            if (s->coef[2 * a + hi]) cf[hi] = side_coefs(s, 2 * a + hi, t);
+            if (s->coef[2 * a + hi] && !s->plan.set.hook[2 * a + hi]) cf[hi] = side_coefs(s, 2 * a + hi, t);
         for (int f = 0; f < p->n_fields; f++)
             fill_axis(s, f, s->buf[slot * p->n_fields + f], a, cf);
+        for (int hi = 0; hi < 2; hi++) {
+            int side = 2 * a + hi;
+            if (s->plan.set.hook[side] && !s->failed &&
+                s->plan.set.hook[side](s->plan.set.hook_ctx[side], side, &s->g, s->buf + slot * p->n_fields, p->n_fields, t,
+                                   s->error, sizeof s->error) < 0)
+                s->failed = 1;
+        }
     }
 }
+
+const char *sim_error(const sim *s) { return s->failed ? s->error : NULL; }
+
 
 /* ---- stepping -------------------------------------------------------------------------- */
 
@@ -437,7 +412,7 @@ static void run_init_range(void *ctx, int64_t begin, int64_t end)
 
 void sim_init(sim *s)
 {
-    size_t bytes = round_up((int64_t)(s->elems * s->esz), SIM_ALIGN);
+    size_t bytes = round_up((int64_t)(s->g.elems * s->esz), SIM_ALIGN);
     for (int i = 0; i < s->nbuf; i++) memset(s->mem[i], 0, bytes);
     s->t = 0;
     s->steps = 0;
@@ -445,21 +420,23 @@ void sim_init(sim *s)
     s->L.dt = 0;
     if (s->p->init) {
         stage_job j = {s, -1, s->p->init};
-        par_for(s, run_init_range, &j, s->n[s->p->dim - 1]);
+        par_for(s, run_init_range, &j, s->g.n[s->p->dim - 1]);
     }
 }
 
-void sim_step(sim *s, double dt)
+int sim_step(sim *s, double dt)
 {
+    if (s->failed) return -1;
     const pj_program *p = s->p;
     for (int i = 0; i < p->n_stages; i++) {
         const pj_stage *st = &p->stages[i];
         double ts = s->t + st->t_frac * dt;
         sim_fill_ghosts(s, st->read_slot, ts);
+        if (s->failed) return -1;
         s->L.t = ts;
         s->L.dt = dt;
         stage_job j = {s, i, st->kernel};
-        par_for(s, run_stage_range, &j, s->n[p->dim - 1]);
+        par_for(s, run_stage_range, &j, s->g.n[p->dim - 1]);
     }
     if (p->swap_after_step) {
         for (int f = 0; f < p->n_fields; f++) {
@@ -471,6 +448,7 @@ void sim_step(sim *s, double dt)
     s->steps++;
     s->t += dt;
     s->L.t = s->t;
+    return 0;
 }
 
 /* ---- queries --------------------------------------------------------------------------- */
@@ -485,10 +463,10 @@ int sim_check_finite(const sim *s, sim_nan_report *report)
     const pj_program *p = s->p;
     for (int f = 0; f < p->n_fields; f++) {
         const void *b = s->buf[f];
-        for (int64_t k = 0; k < s->n[2]; k++)
-            for (int64_t j = 0; j < s->n[1]; j++) {
+        for (int64_t k = 0; k < s->g.n[2]; k++)
+            for (int64_t j = 0; j < s->g.n[1]; j++) {
                 int64_t row = cell_at(s, 0, j, k);
-                for (int64_t i = 0; i < s->n[0]; i++) {
+                for (int64_t i = 0; i < s->g.n[0]; i++) {
                     double v = rd(s, b, row + i);
                     if (isfinite(v)) continue;
                     if (report) {
@@ -511,27 +489,27 @@ int sim_check_finite(const sim *s, sim_nan_report *report)
 
 double sim_time(const sim *s) { return s->t; }
 int64_t sim_steps(const sim *s) { return s->steps; }
-int64_t sim_cells(const sim *s) { return s->n[0] * s->n[1] * s->n[2]; }
+int64_t sim_cells(const sim *s) { return s->g.n[0] * s->g.n[1] * s->g.n[2]; }
 int sim_threads(const sim *s) { return s->threads; }
 const pj_program *sim_program(const sim *s) { return s->p; }
 
 void sim_get_field(const sim *s, int f, double *out)
 {
     const void *b = s->buf[f];
-    for (int64_t k = 0; k < s->n[2]; k++)
-        for (int64_t j = 0; j < s->n[1]; j++) {
+    for (int64_t k = 0; k < s->g.n[2]; k++)
+        for (int64_t j = 0; j < s->g.n[1]; j++) {
             int64_t row = cell_at(s, 0, j, k);
-            for (int64_t i = 0; i < s->n[0]; i++) *out++ = rd(s, b, row + i);
+            for (int64_t i = 0; i < s->g.n[0]; i++) *out++ = rd(s, b, row + i);
         }
 }
 
 void sim_set_field(sim *s, int f, const double *in)
 {
     void *b = s->buf[f];
-    for (int64_t k = 0; k < s->n[2]; k++)
-        for (int64_t j = 0; j < s->n[1]; j++) {
+    for (int64_t k = 0; k < s->g.n[2]; k++)
+        for (int64_t j = 0; j < s->g.n[1]; j++) {
             int64_t row = cell_at(s, 0, j, k);
-            for (int64_t i = 0; i < s->n[0]; i++) wr(s, b, row + i, *in++);
+            for (int64_t i = 0; i < s->g.n[0]; i++) wr(s, b, row + i, *in++);
         }
 }
 
@@ -577,8 +555,8 @@ int sim_replace_program(sim *s, const pj_program *p2, char *err, size_t err_len)
         diag_set(err, err_len, "the scheme changed from %s to %s", scheme_name(p->scheme), scheme_name(p2->scheme));
         return -1;
     }
-    if (p2->halo > s->H) {
-        diag_set(err, err_len, "the stencil now reaches %d cells, the fields have %d ghost layers", p2->halo, s->H);
+    if (p2->halo > s->g.H) {
+        diag_set(err, err_len, "the stencil now reaches %d cells, the fields have %d ghost layers", p2->halo, s->g.H);
         return -1;
     }
     s->p = p2;

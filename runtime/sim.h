@@ -13,6 +13,7 @@ typedef struct sim sim;
 typedef struct sim_options {
     int single;           /* --precision single: buffers are float, kernels compute in float */
     int threads;          /* 0: all cores */
+    const struct ghost_settings *ghosts; /* NULL: the program's conditions on every side (grid.h) */
 } sim_options;
 
 /* Runs stage kernel `stage` (of the program) over outermost indices [begin, end). */
@@ -41,8 +42,11 @@ void sim_set_stage_runner(sim *s, sim_stage_runner run, void *ctx);
 
 /* Initial values at t = 0 (the program's init kernel); resets t and the step count. */
 void sim_init(sim *s);
-/* One step of size dt (every stage of the scheme, boundaries filled before each stage). */
-void sim_step(sim *s, double dt);
+/* One step of size dt (every stage of the scheme, boundaries filled before each stage). 0, or -1
+ * when a ghost hook failed (sim_error says why; the sim takes no more steps). */
+int sim_step(sim *s, double dt);
+/* The failure of a ghost hook, or NULL. */
+const char *sim_error(const sim *s);
 /* First non-finite value in the state, scanning fields in order, cells x fastest; returns 1
  * when found (report filled), 0 when all are finite. */
 int sim_check_finite(const sim *s, sim_nan_report *report);
@@ -80,7 +84,8 @@ int sim_replace_program(sim *s, const pj_program *p2, char *err, size_t err_len)
  * last axis sets the corners). Periodic wraps, Neumann-0 mirrors, a linear condition
  * a*u + b*dn(u) = c (bc_kernel[side], evaluated on the boundary cells at time t, once when
  * constant) sets ghost m = (c - u_m*(a/2 - b/d)) / (a/2 + b/d), d = (2m-1)h, u_m the interior
- * cell mirrored about the face. */
+ * cell mirrored about the face. A side with a hook in the plan (grid.h) is the hook's, called
+ * after the other side of its axis; a failing hook leaves the sim failed (sim_error). */
 void sim_fill_ghosts(sim *s, int slot, double t);
 
 #endif

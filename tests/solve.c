@@ -243,3 +243,148 @@ double program_agree(const pj_program *p, const char *sets, const char *backend,
     engine_destroy(e);
     return worst;
 }
+
+/* ---- the ghost-fill plan (grid.h) on a back end ------------------------------------------- */
+
+/* A hook that fills a side as the mirror rule would (ghost m = interior cell m mirrored about
+ * the face): the run must equal one where that side has dn(u) = 0. Host pointers only. */
+static int mirror_hook(void *ctx, int side, const grid_layout *g, void *const *buf, int n_fields, double t, char *err,
+                       size_t err_len)
+{
+    (void)t;
+    (void)err;
+    (void)err_len;
+    int *calls = ctx;
+    (*calls)++;
+    int a = side / 2, hi = side % 2;
+    int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2;
+    for (int f = 0; f < n_fields; f++) {
+        double *u = buf[f];
+        for (int64_t q = g->lo[b1]; q < g->lo[b1] + g->ext[b1]; q++)
+            for (int64_t r = g->lo[b0]; r < g->lo[b0] + g->ext[b0]; r++) {
+                int64_t line = r * g->stride[b0] + q * g->stride[b1];
+                for (int m = 1; m <= g->H; m++) {
+                    int64_t gh = hi ? g->n[a] - 1 + m : -m, in = hi ? g->n[a] - m : m - 1;
+                    u[line + gh * g->stride[a]] = u[line + in * g->stride[a]];
+                }
+            }
+    }
+    return 0;
+}
+
+static void run_steps(engine *e, const pj_program *p, int steps, double **out)
+{
+    char err[512];
+    for (int i = 0; i < steps; i++)
+        if (engine_step(e, p->dt, err, sizeof err) < 0) fail_msg("%s", err);
+    if (engine_sync(e, err, sizeof err) < 0) fail_msg("%s", err);
+    int64_t n = engine_cells(e);
+    for (int f = 0; f < p->n_fields; f++) {
+        out[f] = malloc(sizeof(double) * (size_t)n);
+        if (engine_get_field(e, f, out[f], err, sizeof err) < 0) fail_msg("%s", err);
+    }
+}
+
+static pj_program *compile_or_fail(const char *name, const char *text)
+{
+    diag d;
+    diag_init(&d, name, text, strlen(text));
+    pj_program *p = compile_problem(name, text, strlen(text), &d, NULL);
+    if (!p) fail_msg("%s", d.log);
+    diag_free(&d);
+    return p;
+}
+
+void check_ghost_plan(const char *backend, const engine_options *base, int hooks)
+{
+    /* linear in (u, v) with affine conditions: F(U) = A U + b; the homogeneous fill drops b */
+    static const char linear[] =
+        "mesh grid(nx = 12, ny = 7, Lx = 1.2, Ly = 0.7)\n"
+        "field u = sin(3*x) + y*y\nfield v = x*y\n"
+        "eq dt(u) = 0.3*lap(u) + 0.2*v\neq dt(v) = 0.1*lap(v) - 0.5*u\n"
+        "on left: u = 5 + y\non right: u + 0.5*dn(u) = 3 + t\non bottom, top: dn(u) = 1\n"
+        "on left, right: dn(v) = 0\non bottom: v = 0\non top: v = 1\n";
+    static const char *const tail[] = {"time dt = 0.001, steps = 1, scheme = euler\n",
+                                       "time dt = 0.001, steps = 1, scheme = rk4\n"};
+    for (int sch = 0; sch < 2; sch++) {
+        char text[2048];
+        snprintf(text, sizeof text, "%s%s", linear, tail[sch]);
+        pj_program *p = compile_or_fail("linear.pde", text);
+        engine_options o = *base, oh = *base;
+        oh.ghosts.homogeneous = 1;
+        char err[512];
+        engine *full = engine_create(engine_backend(backend), p, &o, NULL, err, sizeof err);
+        engine *zero = engine_create(engine_backend(backend), p, &o, NULL, err, sizeof err);
+        engine *hom = engine_create(engine_backend(backend), p, &oh, NULL, err, sizeof err);
+        if (!full || !zero || !hom) fail_msg("%s: %s", backend, err);
+        assert_int_equal(engine_init(full, err, sizeof err), 0);
+        assert_int_equal(engine_init(hom, err, sizeof err), 0);
+        assert_int_equal(engine_init(zero, err, sizeof err), 0);
+        int64_t n = engine_cells(full);
+        double *z = calloc((size_t)n, sizeof *z);
+        for (int f = 0; f < p->n_fields; f++) assert_int_equal(engine_set_field(zero, f, z, err, sizeof err), 0);
+        free(z);
+        double *U[2], *Z[2], *Hm[2];
+        run_steps(full, p, 3, U);
+        run_steps(zero, p, 3, Z);
+        run_steps(hom, p, 3, Hm);
+        /* three steps of the affine map from U and from 0: hom(U) = full(U) - full(0) */
+        double worst = 0, moved = 0;
+        for (int f = 0; f < p->n_fields; f++)
+            for (int64_t c = 0; c < n; c++) {
+                double want = U[f][c] - Z[f][c];
+                worst = fmax(worst, fabs(Hm[f][c] - want) / fmax(1.0, fabs(want)));
+                moved = fmax(moved, fabs(Z[f][c]));
+            }
+        print_message("%s %s: homogeneous fill against the affine difference: %.3g (the inhomogeneous part "
+                      "reaches %.3g)\n", backend, sch ? "rk4" : "euler", worst, moved);
+        assert_true(worst < 1e-12);
+        assert_true(moved > 1e-3); /* the conditions' constants matter: the test can fail */
+        for (int f = 0; f < p->n_fields; f++) {
+            free(U[f]);
+            free(Z[f]);
+            free(Hm[f]);
+        }
+        engine_destroy(full);
+        engine_destroy(zero);
+        engine_destroy(hom);
+        program_free(p);
+    }
+    if (!hooks) return;
+    /* a hook on the top side that mirrors = the condition dn = 0 there, for every field */
+    static const char common[] =
+        "mesh grid(nx = 9, ny = 6)\nfield u = x + 3*y*y\nfield w = cos(4*y)\n"
+        "eq dt(u) = lap(u) + u*w\neq dt(w) = 0.5*lap(w)\n"
+        "on bottom: u = 2\non left, right: dn(u) = 0\non left, right: dn(w) = 0\n"
+        "time dt = 0.001, steps = 1, scheme = rk2\n";
+    char text[1024], mirror[1024];
+    snprintf(text, sizeof text, "%son top: u = -7\non top: w = 4\n", common); /* the hook replaces these */
+    snprintf(mirror, sizeof mirror, "%s", common);                               /* dn = 0 on top */
+    pj_program *ph = compile_or_fail("hooked.pde", text), *pm = compile_or_fail("mirror.pde", mirror);
+    int calls = 0;
+    engine_options o = *base, oh = *base;
+    oh.ghosts.hook[3] = mirror_hook;
+    oh.ghosts.hook_ctx[3] = &calls;
+    char err[512];
+    engine *eh = engine_create(engine_backend(backend), ph, &oh, NULL, err, sizeof err);
+    engine *em = engine_create(engine_backend(backend), pm, &o, NULL, err, sizeof err);
+    if (!eh || !em) fail_msg("%s: %s", backend, err);
+    assert_int_equal(engine_init(eh, err, sizeof err), 0);
+    assert_int_equal(engine_init(em, err, sizeof err), 0);
+    double *A[2], *B[2];
+    run_steps(eh, ph, 5, A);
+    run_steps(em, pm, 5, B);
+    assert_int_equal(calls, 5 * 2); /* once per stage */
+    for (int f = 0; f < 2; f++) {
+        int64_t at = -1;
+        double d = field_diff(B[f], A[f], engine_cells(eh), &at);
+        print_message("%s hook: field %d largest difference %.3g\n", backend, f, d);
+        assert_true(d == 0);
+        free(A[f]);
+        free(B[f]);
+    }
+    engine_destroy(eh);
+    engine_destroy(em);
+    program_free(ph);
+    program_free(pm);
+}

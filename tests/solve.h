@@ -47,4 +47,9 @@ double case_agree(const test_case *c, const char *backend, const engine_options 
 double program_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
                      const char *label);
 
+/* The ghost-fill plan (grid.h) on `backend`: the homogeneous fill is the affine difference
+ * full(U) - full(0) (euler and rk4); with hooks (host memory only), a hook that mirrors one side
+ * gives what dn = 0 there gives, called once per stage. */
+void check_ghost_plan(const char *backend, const engine_options *base, int hooks);
+
 #endif

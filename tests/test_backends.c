@@ -206,11 +206,21 @@ static void random_expressions_agree(void **state)
     assert_true(finite >= total * 3 / 4);
 }
 
+/* The ghost-fill plan: homogeneous fills and a hook side, on both host back ends. */
+static void ghost_plan_on_host(void **state)
+{
+    (void)state;
+    engine_options o = {.threads = 2};
+    check_ghost_plan("interp", &o, 1);
+    check_ghost_plan("cpu", &o, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(samples_agree),
         cmocka_unit_test(random_expressions_agree),
+        cmocka_unit_test(ghost_plan_on_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

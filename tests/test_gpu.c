@@ -675,6 +675,23 @@ static void emu_memory_released(void **state)
     cuda_device_close(d);
 }
 
+/* The ghost-fill plan (grid.h): homogeneous fills on the device; a hook side too in the
+ * emulation, whose device memory is host memory (a hook on a real device copies itself). */
+static void emu_ghost_plan(void **state)
+{
+    (void)state;
+    NEED(ON_EMU);
+    engine_options o = {.cache_dir = g_cache_dir};
+    check_ghost_plan("cuda", &o, 1);
+}
+static void gpu_ghost_plan(void **state)
+{
+    (void)state;
+    NEED(ON_GPU);
+    engine_options o = {.cache_dir = g_cache_dir};
+    check_ghost_plan("cuda", &o, 0);
+}
+
 static void gpu_samples_agree(void **state) { (void)state; NEED(ON_GPU); samples_agree(ON_GPU); }
 static void gpu_nan_reports(void **state) { (void)state; NEED(ON_GPU); nan_reports(ON_GPU); }
 static void gpu_run_matches_driver(void **state) { (void)state; NEED(ON_GPU); run_matches_driver(ON_GPU); }
@@ -810,6 +827,7 @@ int main(void)
         cmocka_unit_test(emu_run_matches_driver),
         cmocka_unit_test(emu_cache_hits_without_nvrtc),
         cmocka_unit_test(emu_memory_released),
+        cmocka_unit_test(emu_ghost_plan),
         cmocka_unit_test(emu_command_line),
         cmocka_unit_test(no_device_command_line),
         cmocka_unit_test(gpu_samples_agree),
@@ -817,6 +835,7 @@ int main(void)
         cmocka_unit_test(gpu_run_matches_driver),
         cmocka_unit_test(gpu_cache_hits_without_nvrtc),
         cmocka_unit_test(gpu_memory_released),
+        cmocka_unit_test(gpu_ghost_plan),
         cmocka_unit_test(gpu_large_problem),
         cmocka_unit_test(gpu_command_line),
     };

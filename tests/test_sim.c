@@ -168,7 +168,7 @@ static void tp_bc(pj_program *p, int f, int side, double a, double b, double c, 
 
 static sim *mk_sim(const pj_program *p, int single, int threads)
 {
-    sim_options o = {single, threads};
+    sim_options o = {.single = single, .threads = threads};
     char err[256] = "";
     sim *s = sim_create(p, &o, err, sizeof err);
     if (!s) fprintf(stderr, "sim_create: %s\n", err);
@@ -562,7 +562,7 @@ static void bad_programs(void **state)
     double len[3] = {1, 1, 1};
     pj_program *p = tp_new(1, n, len, 1, RHS_DECAY, PJ_EULER, 2, 0, NULL, NULL);
     char err[200] = "";
-    sim_options o = {0, 1};
+    sim_options o = {.threads = 1};
     assert_null(sim_create(p, &o, err, sizeof err)); /* 1 cell, halo 2 */
     assert_non_null(strstr(err, "ghost"));
     p->halo = 1;

@@ -1,0 +1,69 @@
+/* grid.h — one grid and ghost-fill layer for every back end: the checks a program must pass
+ * before any buffer is allocated, the layout of the buffers, and the ghost fill as data.
+ *
+ * Layout: every buffer (one per slot and field) has the same shape: H ghost layers on both
+ * sides of each axis below the dimension (H = the program's halo), rows padded so that the
+ * first interior cell of every row starts on a row_align-byte boundary. Cell (i, j, k) is
+ * element origin_off + i + j*stride[1] + k*stride[2] of the allocation.
+ *
+ * Ghost fill: sides in the order x low, x high, y low, y high, z low, z high, each over the
+ * allocated extent of the other axes (so the last axis filled sets the corners). Per side and
+ * field the plan says how: copy the periodic partner, mirror (dn = 0), or solve the linear
+ * condition a*u + b*dn(u) = c of the side's bc kernel for ghost m: g = (c - u_m*(a/2 - b/d)) /
+ * (a/2 + b/d), d = (2m-1)h, u_m the interior cell mirrored about the face. A side may instead
+ * be handed to a hook (ghost cells "exchanged with a neighbour", when a domain is split over
+ * processes), and the plan may be homogeneous (c read as 0: the fill of a difference of two
+ * states, as a Jacobian-vector product needs). Back ends run the plan; they decide none of it. */
+#ifndef PJ_GRID_H
+#define PJ_GRID_H
+#include <stddef.h>
+#include <stdint.h>
+#include "program.h"
+
+typedef struct grid_layout {
+    int dim, H;            /* ghost layers per side, along each axis below dim */
+    int64_t n[3];          /* interior cells; 1 beyond dim */
+    int64_t ghost[3];      /* H below dim, 0 beyond */
+    int64_t lo[3];         /* first allocated index per axis (-ghost) */
+    int64_t ext[3];        /* allocated indices per axis (n + 2*ghost) */
+    int64_t stride[3];     /* elements between neighbours; stride[0] = 1 */
+    int64_t origin_off;    /* elements from an allocation's start to cell (0,0,0) */
+    size_t elems;          /* elements per buffer */
+    size_t esz;            /* bytes per element */
+    double h[3], origin[3];
+} grid_layout;
+
+/* Checks p (dimension, fields, slots, stages and their read slots; no axis with fewer cells
+ * than the ghost layers) and lays out its buffers for elements of esz bytes, rows aligned to
+ * row_align bytes. 0, or -1 with a message that starts with `who` ("sim", "cuda"). */
+int grid_layout_make(grid_layout *g, const pj_program *p, size_t esz, int row_align, const char *who, char *err,
+                     size_t err_len);
+
+/* How one field's ghost cells on one side are filled. */
+typedef enum ghost_rule { GHOST_MIRROR, GHOST_PERIODIC, GHOST_LINEAR } ghost_rule;
+
+/* Fills the ghost layers of `side` (0 left .. 5 front) of every field of one slot in place of the
+ * physical condition: buf[f] is field f's cell (0,0,0) (a host pointer, or a device address on
+ * the GPU), laid out as g says. Returns 0, or -1 with a message. */
+typedef int (*ghost_hook_fn)(void *ctx, int side, const grid_layout *g, void *const *buf, int n_fields, double t,
+                             char *err, size_t err_len);
+
+/* What a simulation is told at its creation, beyond its program (zeroed: the physical conditions). */
+typedef struct ghost_settings {
+    int homogeneous;       /* linear rules with c = 0 */
+    ghost_hook_fn hook[6]; /* NULL: the side's rules; else the hook fills that side */
+    void *hook_ctx[6];
+} ghost_settings;
+
+typedef struct ghost_plan {
+    int n_sides;           /* 2 * dim */
+    ghost_rule *rule;      /* [field * 6 + side] */
+    const kir_kernel *bc[6]; /* the side's KIR_BC kernel (a, b, c per field), NULL without linear rules */
+    ghost_settings set;
+} ghost_plan;
+
+/* The plan of p's boundary conditions with `settings` (may be NULL). 0, or -1 out of memory. */
+int ghost_plan_make(ghost_plan *plan, const pj_program *p, const ghost_settings *settings);
+void ghost_plan_free(ghost_plan *plan);
+
+#endif
