@@ -76,6 +76,7 @@ static const char *kind_name(kir_kind kind)
     case KIR_INIT: return "init";
     case KIR_BC: return "bc";
     case KIR_PARAMS: return "params";
+    case KIR_JACOBIAN: return "jacobian";
     }
     return "?";
 }

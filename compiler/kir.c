@@ -6,7 +6,7 @@
 #include <xxhash.h>
 
 const kir_op_info kir_ops[KIR_N_OPS] = {
-#define X(name, text, arity, type, cfn) [KIR_##name] = {text, arity, KIR_##type, cfn},
+#define X(name, text, arity, type, cfn, user, deriv) [KIR_##name] = {text, arity, KIR_##type, cfn, user},
     KIR_OPS(X)
 #undef X
 };
@@ -377,6 +377,9 @@ int kir_verify(const kir_kernel *k, char *err, size_t err_len)
         if (o->field < 0 || (k->kind != KIR_PARAMS && o->field >= k->n_fields) ||
             (k->kind == KIR_PARAMS && o->field >= k->n_params))
             FAIL("output %d: field %d out of range", i, o->field);
+        if (k->kind == KIR_JACOBIAN && o->slot * k->n_fields + o->field != k->n_slots * k->n_fields + i)
+            FAIL("output %d: a jacobian kernel writes derivative %d into buffer %d, not (slot %d, field %d)", i, i,
+                 k->n_slots * k->n_fields + i, o->slot, o->field);
     }
     return 0;
 #undef FAIL
@@ -418,7 +421,7 @@ void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
 {
     char hex[33];
     kir_hash_hex(k, hex);
-    static const char *kinds[] = {"stage", "init", "bc", "params"};
+    static const char *kinds[] = {"stage", "init", "bc", "params", "jacobian"};
     fprintf(out, "kernel %s  (%s, %dD, %d nodes, hash %s)\n", k->name, kinds[k->kind], k->dim,
             k->n_nodes, hex);
     for (int id = 0; id < k->n_nodes; id++) {
@@ -450,6 +453,8 @@ void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
             fprintf(out, "  %s = %%%d\n", param_names ? param_names[o->field] : "param", o->node);
         else if (k->kind == KIR_BC)
             fprintf(out, "  %c(%s) = %%%d\n", "abc"[o->slot], field_names ? field_names[o->field] : "f", o->node);
+        else if (k->kind == KIR_JACOBIAN)
+            fprintf(out, "  store d%d = %%%d\n", i, o->node);
         else if (field_names)
             fprintf(out, "  store %s@%d = %%%d\n", field_names[o->field], o->slot, o->node);
         else

@@ -19,7 +19,7 @@
 #include "kir_ops.h"
 
 typedef enum kir_op {
-#define X(name, text, arity, type, cfn) KIR_##name,
+#define X(name, text, arity, type, cfn, user, deriv) KIR_##name,
     KIR_OPS(X)
 #undef X
     KIR_N_OPS
@@ -32,6 +32,7 @@ typedef struct kir_op_info {
     int arity;
     kir_type type;
     const char *cfn;     /* libm function (double), or NULL */
+    const char *user;    /* the function a problem calls it by (arity arguments), or NULL */
 } kir_op_info;
 extern const kir_op_info kir_ops[KIR_N_OPS];
 
@@ -59,6 +60,9 @@ typedef enum kir_kind {
     KIR_INIT,    /* initial values: no loads, writes slot 0 */
     KIR_BC,      /* boundary coefficients on one side; COORD on the side's axis is the face */
     KIR_PARAMS,  /* param values: output i (field = i) may read PARAM j < i only */
+    KIR_JACOBIAN,/* derivatives of a stage-like kernel (compiler/derive.h): reads slots [0, n_slots)
+                    at offsets like a stage, and output j writes buffer n_slots * n_fields + j
+                    (slot n_slots + j / n_fields, field j % n_fields) at the cell */
 } kir_kind;
 
 typedef struct kir_kernel {

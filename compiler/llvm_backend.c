@@ -783,8 +783,8 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
         diag_set(err, err_len, "llvm_compile: no JIT or no kernel");
         return -1;
     }
-    if (k->kind != KIR_STAGE && k->kind != KIR_INIT) {
-        diag_set(err, err_len, "kernel %s: the LLVM back end compiles stage and init kernels only", k->name);
+    if (k->kind != KIR_STAGE && k->kind != KIR_INIT && k->kind != KIR_JACOBIAN) {
+        diag_set(err, err_len, "kernel %s: the LLVM back end compiles stage, init and jacobian kernels only", k->name);
         return -1;
     }
     if (k->dim < 1 || k->dim > 3) {
