@@ -56,6 +56,7 @@ kir_kernel *kir_clone(const kir_kernel *k)
     if (k->table_cap) {
         c->table = xrealloc(NULL, sizeof *c->table * (size_t)k->table_cap);
         memcpy(c->table, k->table, sizeof *c->table * (size_t)k->table_cap);
+        c->table_cap = k->table_cap;
     }
     c->outputs = xrealloc(NULL, sizeof *c->outputs * (size_t)(k->cap_outputs ? k->cap_outputs : 1));
     memcpy(c->outputs, k->outputs, sizeof *c->outputs * (size_t)k->n_outputs);
@@ -321,7 +322,9 @@ void kir_finish(kir_kernel *k)
     for (int i = 0; i < k->n_outputs; i++) k->outputs[i].node = map[k->outputs[i].node];
     free(live);
     free(map);
-    table_rebuild(k, k->table_cap ? k->table_cap : 64);
+    int cap = k->table_cap ? k->table_cap : 64;
+    while (cap < 2 * (k->n_nodes + 1)) cap *= 2; /* open addressing needs a free slot */
+    table_rebuild(k, cap);
 
     XXH3_state_t *st = XXH3_createState();
     XXH3_128bits_reset(st);
