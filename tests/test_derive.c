@@ -16,6 +16,8 @@
  *   random_expressions_against_finite_differences  the random problem set, every entry
  *   hashes_are_canonical                same kernel twice, renamed and reformatted problems
  *   jacobian_through_llvm               the Jacobian kernel compiled by the LLVM back end
+ *   jacobian_through_cuda_c             its CUDA C, compiled as host C++ and run thread by thread
+ *                                       (skipped without a C++ compiler)
  *   refuses_other_kernels               an init kernel, an unverifiable kernel */
 #include "testutil.h"
 #include <float.h>
@@ -23,6 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+#include <unistd.h>
+#include "cuda_codegen.h"
 #include "derive.h"
 #include "interp.h"
 #include "llvm_backend.h"
@@ -708,6 +713,119 @@ static void jacobian_through_llvm(void **state)
     llvm_jit_destroy(jit);
 }
 
+/* The CUDA C of a kernel runs on the host: CUDA's built-ins as C++, one call per thread. */
+static const char cuda_on_host_prelude[] =
+    "#include <math.h>\n#include <string.h>\n#define __global__\n#define __device__\n"
+    "#define __forceinline__ inline\nstruct pj_dim3 { unsigned x, y, z; };\n"
+    "static pj_dim3 blockIdx, blockDim, threadIdx;\n"
+    "static inline long long __double_as_longlong(double d) { long long r; memcpy(&r, &d, 8); return r; }\n"
+    "static inline double __longlong_as_double(long long v) { double r; memcpy(&r, &v, 8); return r; }\n"
+    "static inline int __float_as_int(float f) { int r; memcpy(&r, &f, 4); return r; }\n"
+    "static inline float __int_as_float(int v) { float r; memcpy(&r, &v, 4); return r; }\n"
+    "static inline int atomicExch(int *p, int v) { int o = *p; *p = v; return o; }\n"
+    "#line 1 \"jacobian.cu\"\n";
+static const char cuda_on_host_runner[] =
+    "\nextern \"C\" void pj_run(const void *arg, const unsigned *g, const unsigned *b)\n"
+    "{\n    pj_args a;\n    memcpy(&a, arg, sizeof a);\n    blockDim = {b[0], b[1], b[2]};\n"
+    "    for (unsigned z = 0; z < g[2]; z++) for (unsigned y = 0; y < g[1]; y++) for (unsigned x = 0; x < g[0]; x++)\n"
+    "    for (unsigned tz = 0; tz < b[2]; tz++) for (unsigned ty = 0; ty < b[1]; ty++) for (unsigned tx = 0; tx < b[0]; tx++) {\n"
+    "        blockIdx = {x, y, z};\n        threadIdx = {tx, ty, tz};\n        %s(a);\n    }\n}\n";
+
+/* The Jacobian of problem_a through cuda_codegen, run on the host, against the interpreter on
+ * every interior cell of a grid (to 1e-12: the same operations in the same order). */
+static void jacobian_through_cuda_c(void **state)
+{
+    (void)state;
+    if (tu_run("c++ --version", NULL) != 0) {
+        printf("no C++ compiler: CUDA C of the Jacobian not run\n");
+        skip();
+    }
+    derive_entry *ent;
+    int n;
+    pj_program *p;
+    kir_kernel *j = jacobian_of(problem_a, &ent, &n, &p);
+    char err[512] = "";
+    char *cu = cuda_codegen(j, NULL, "pj_jacobian", err, sizeof err);
+    if (!cu) fprintf(stderr, "%s\n", err);
+    assert_non_null(cu);
+    int n_in = j->n_slots * j->n_fields;
+    for (int e = 0; e < n; e++) { /* each derivative stored into its own buffer */
+        char store[64];
+        snprintf(store, sizeof store, "a.buf[%d]", n_in + e);
+        assert_non_null(strstr(cu, store));
+    }
+    char *dir = tu_tempdir("derive-cuda"), path[512], so[512], cmd[1400];
+    snprintf(path, sizeof path, "%s/jacobian.cpp", dir);
+    snprintf(so, sizeof so, "%s/jacobian.so", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(cuda_on_host_prelude, f);
+    fputs(cu, f);
+    fprintf(f, cuda_on_host_runner, "pj_jacobian");
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "c++ -std=c++11 -O1 -shared -fPIC -o %s %s", so, path);
+    char *log = NULL;
+    int rc = tu_run(cmd, &log);
+    if (rc) fprintf(stderr, "%s\n%s\n", cmd, log ? log : "");
+    free(log);
+    assert_int_equal(rc, 0);
+    void *lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(lib);
+    void (*run)(const void *, const unsigned *, const unsigned *);
+    *(void **)&run = dlsym(lib, "pj_run");
+    assert_non_null(run);
+
+    int halo[3], cells[3] = {9, 6, 1};
+    kir_halo_axes(j, halo);
+    cell *a = grid_new(j->dim, cells, halo, n_in + n, p->param_values);
+    cell *b = grid_new(j->dim, cells, halo, n_in + n, p->param_values);
+    unsigned seed = 7;
+    fill_state(a, n_in, &seed);
+    for (int buf = 0; buf < n_in; buf++) memcpy(b->mem[buf], a->mem[buf], sizeof(double) * (size_t)a->len);
+    interp_stage(j, &a->L, 0, 0, a->L.n[j->dim - 1]);
+    cuda_args args;
+    memset(&args, 0, sizeof args);
+    for (int buf = 0; buf < n_in + n; buf++) args.buf[buf] = (uint64_t)(uintptr_t)b->at[buf];
+    for (int i = 0; i < p->n_params; i++) args.param[i] = p->param_values[i];
+    args.t = b->L.t;
+    args.dt = b->L.dt;
+    for (int ax = 0; ax < 3; ax++) {
+        args.n[ax] = b->L.n[ax];
+        args.stride[ax] = b->L.stride[ax];
+        args.h[ax] = b->L.h[ax];
+        args.origin[ax] = b->L.origin[ax];
+        args.ghost[ax] = ax < j->dim ? halo[ax] : 0;
+    }
+    unsigned grid[3], block[3];
+    assert_int_equal(cuda_stage_dims(j->dim, args.n, grid, block), 0);
+    run(&args, grid, block);
+    int compared = 0;
+    for (int e = 0; e < n; e++)
+        for (int64_t y = 0; y < a->L.n[1]; y++)
+            for (int64_t x = 0; x < a->L.n[0]; x++) {
+                int64_t i = a->centre + x + y * a->stride[1];
+                double u = a->mem[n_in + e][i], w = b->mem[n_in + e][i];
+                if (tu_reldiff(u, w) > 1e-12)
+                    fprintf(stderr, "derivative %d, cell (%lld,%lld): interp %.17g, CUDA C %.17g\n", e, (long long)x,
+                            (long long)y, u, w);
+                assert_true(isfinite(u) && tu_reldiff(u, w) <= 1e-12);
+                compared++;
+            }
+    printf("%s: %d derivatives in CUDA C, %d cell values agree with the interpreter\n", j->name, n, compared);
+    assert_int_equal(compared, n * cells[0] * cells[1]);
+    dlclose(lib);
+    remove(path);
+    remove(so);
+    rmdir(dir);
+    free(dir);
+    cell_free(a);
+    cell_free(b);
+    free(cu);
+    free(ent);
+    kir_free(j);
+    program_free(p);
+}
+
 static void refuses_other_kernels(void **state)
 {
     (void)state;
@@ -743,6 +861,7 @@ int main(void)
         cmocka_unit_test(random_expressions_against_finite_differences),
         cmocka_unit_test(hashes_are_canonical),
         cmocka_unit_test(jacobian_through_llvm),
+        cmocka_unit_test(jacobian_through_cuda_c),
         cmocka_unit_test(refuses_other_kernels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
