@@ -33,6 +33,7 @@
 #include "llvm_backend.h"
 #include "program.h"
 #include "randexpr.h"
+#include "sema.h"
 
 /* ---- one cell with its neighbours -------------------------------------------------------------- */
 
@@ -197,6 +198,13 @@ static void every_op_has_a_derivative_rule(void **state)
         if (kir_ops[op].type == KIR_B) assert_int_equal(r, DERIVE_ZERO); /* booleans have no derivative */
     }
     assert_int_equal(derive_op_rule(KIR_N_OPS), DERIVE_NONE);
+    /* the user names are the language's functions: each names one op, and the front end knows it */
+    for (int op = 0; op < KIR_N_OPS; op++) {
+        if (!kir_ops[op].user) continue;
+        assert_true(sema_is_builtin_function(kir_ops[op].user));
+        for (int other = op + 1; other < KIR_N_OPS; other++)
+            assert_false(kir_ops[other].user && !strcmp(kir_ops[op].user, kir_ops[other].user));
+    }
 }
 
 /* Points inside each differentiable op's domain (first operand, second operand), away from
