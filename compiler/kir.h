@@ -10,6 +10,7 @@
  *   builder:   kir_new, kir_const/param/leaf/load/coord, kir_op, kir_add_output
  *   passes:    kir_finish (drop dead nodes, hash) -> kir_verify between passes
  *   queries:   kir_halo, kir_hash_hex, kir_print
+ *   derivatives: derive_jacobian (derive.h) builds a KIR_JACOBIAN kernel from a stage kernel
  *
  * Memory: a kernel owns its arrays (malloc); kir_free releases them. */
 #ifndef PJ_KIR_H
