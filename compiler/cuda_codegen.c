@@ -289,13 +289,23 @@ static void emit_cell_index(sbuf *b, int dim, int with_strides)
     sb_printf(b, "; // this cell\n");
 }
 
+/* Slots a kernel touches: its n_slots, and beyond them those its outputs write (a jacobian kernel
+ * stores derivative j into buffer n_slots * n_fields + j). */
+static int slots_used(const kir_kernel *k)
+{
+    int n = k->n_slots;
+    for (int i = 0; i < k->n_outputs; i++)
+        if (k->outputs[i].slot >= n) n = k->outputs[i].slot + 1;
+    return n;
+}
+
 static int check_limits(const kir_kernel *k, char *err, size_t err_len)
 {
-    if (k->n_slots < 0 || k->n_fields < 0 || k->n_params < 0 ||
-        (long)k->n_slots * k->n_fields > CUDA_MAX_BUFS) {
+    int slots = slots_used(k);
+    if (k->n_slots < 0 || k->n_fields < 0 || k->n_params < 0 || (long)slots * k->n_fields > CUDA_MAX_BUFS) {
         if (err)
             snprintf(err, err_len, "kernel %s needs %d buffers (%d slots x %d fields); the CUDA back end takes at most %d",
-                     k->name, k->n_slots * k->n_fields, k->n_slots, k->n_fields, CUDA_MAX_BUFS);
+                     k->name, slots * k->n_fields, slots, k->n_fields, CUDA_MAX_BUFS);
         return -1;
     }
     if (k->n_params > CUDA_MAX_PARAMS) {
@@ -347,7 +357,7 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
     sb_printf(&b, "extern \"C\" __global__ void %s(const pj_args a)\n{\n", name);
     emit_cell_index(&b, k->dim, 1);
 
-    int nb = k->n_slots * k->n_fields;
+    int n_slots = slots_used(k), nb = n_slots * k->n_fields;
     unsigned char *used = calloc((size_t)nb + 1, 1);
     unsigned char *live = malloc((size_t)k->n_nodes + 1);
     int *roots = calloc((size_t)k->n_outputs + 1, sizeof *roots);
@@ -361,7 +371,7 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
     for (int i = 0; i < k->n_outputs; i++) roots[i] = k->outputs[i].node;
     mark_live(k, roots, k->n_outputs, live); /* all of a finished kernel */
     buffers_used(k, live, used, 1);
-    emit_buffers(&b, used, k->n_slots, k->n_fields, opt->single);
+    emit_buffers(&b, used, n_slots, k->n_fields, opt->single);
 
     leaf_ctx lc = {{"i", "j", "k"}, -1};
     for (int id = 0; id < k->n_nodes; id++)

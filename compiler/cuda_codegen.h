@@ -2,7 +2,7 @@
  *
  * Three kinds of device kernel, each one `extern "C" __global__` function in its own source:
  *
- *   cuda_codegen          a KIR_STAGE or KIR_INIT kernel: one thread per interior cell, with the
+ *   cuda_codegen          a KIR_STAGE, KIR_INIT or KIR_JACOBIAN kernel: one thread per interior cell, with the
  *                         semantics of kir_eval_scalar (C comparisons, selects without branches,
  *                         libm names, double or float);
  *   cuda_codegen_bc_fill  the ghost layers of one side, for every field: periodic copy, mirror
@@ -69,9 +69,10 @@ typedef enum cuda_bc_kind {
     CUDA_BC_LINEAR0,   /* a*u + b*dn(u) = 0: the homogeneous condition (grid.h) */
 } cuda_bc_kind;
 
-/* CUDA C for a KIR_STAGE or KIR_INIT kernel, named `name` (a C identifier). Launch with
- * cuda_stage_dims over the interior cells. Refuses (NULL, err) kernels that fail kir_verify,
- * other kinds, or more than CUDA_MAX_BUFS buffers / CUDA_MAX_PARAMS params. */
+/* CUDA C for a KIR_STAGE, KIR_INIT or KIR_JACOBIAN kernel, named `name` (a C identifier). Launch
+ * with cuda_stage_dims over the interior cells. Refuses (NULL, err) kernels that fail kir_verify,
+ * other kinds, or more than CUDA_MAX_BUFS buffers (a jacobian's outputs included) /
+ * CUDA_MAX_PARAMS params. */
 char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *name, char *err,
                    size_t err_len);
 

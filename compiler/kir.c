@@ -6,7 +6,7 @@
 #include <xxhash.h>
 
 const kir_op_info kir_ops[KIR_N_OPS] = {
-#define X(name, text, arity, type, cfn) [KIR_##name] = {text, arity, KIR_##type, cfn},
+#define X(name, text, arity, type, cfn, user, deriv) [KIR_##name] = {text, arity, KIR_##type, cfn, user},
     KIR_OPS(X)
 #undef X
 };
@@ -449,6 +449,9 @@ int kir_verify(const kir_kernel *k, char *err, size_t err_len)
         if (o->field < 0 || (k->kind != KIR_PARAMS && o->field >= k->n_fields) ||
             (k->kind == KIR_PARAMS && o->field >= k->n_params))
             FAIL("output %d: field %d out of range", i, o->field);
+        if (k->kind == KIR_JACOBIAN && o->slot * k->n_fields + o->field != k->n_slots * k->n_fields + i)
+            FAIL("output %d: a jacobian kernel writes derivative %d into buffer %d, not (slot %d, field %d)", i, i,
+                 k->n_slots * k->n_fields + i, o->slot, o->field);
     }
     return 0;
 #undef FAIL
@@ -495,7 +498,8 @@ void kir_halo_axes(const kir_kernel *k, int halo[3])
 const char *kir_kind_name(kir_kind kind)
 {
     static const char *const names[] = {[KIR_STAGE] = "stage", [KIR_INIT] = "init", [KIR_BC] = "bc",
-                                        [KIR_PARAMS] = "params", [KIR_RHS] = "rhs"};
+                                        [KIR_PARAMS] = "params", [KIR_RHS] = "rhs",
+                                        [KIR_JACOBIAN] = "jacobian"};
     return (unsigned)kind < sizeof names / sizeof *names && names[kind] ? names[kind] : "?";
 }
 
@@ -542,6 +546,8 @@ void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
             fprintf(out, "  %s = %%%d\n", param_names ? param_names[o->field] : "param", o->node);
         else if (k->kind == KIR_BC)
             fprintf(out, "  %c(%s) = %%%d\n", "abc"[o->slot], field_names ? field_names[o->field] : "f", o->node);
+        else if (k->kind == KIR_JACOBIAN)
+            fprintf(out, "  store d%d = %%%d\n", i, o->node);
         else if (field_names)
             fprintf(out, "  store %s@%d = %%%d\n", field_names[o->field], o->slot, o->node);
         else

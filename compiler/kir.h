@@ -10,6 +10,7 @@
  *   builder:   kir_new, kir_const/param/leaf/load/coord, kir_op, kir_add_output
  *   passes:    kir_finish (drop dead nodes, hash) -> kir_verify between passes
  *   queries:   kir_halo, kir_hash_hex, kir_print
+ *   derivatives: derive_jacobian (derive.h) builds a KIR_JACOBIAN kernel from a stage kernel
  *
  * Memory: a kernel owns its arrays (malloc); kir_free releases them. Nothing here aborts: out
  * of memory while building is the sticky k->failed, reported by kir_verify. */
@@ -20,7 +21,7 @@
 #include "kir_ops.h"
 
 typedef enum kir_op {
-#define X(name, text, arity, type, cfn) KIR_##name,
+#define X(name, text, arity, type, cfn, user, deriv) KIR_##name,
     KIR_OPS(X)
 #undef X
     KIR_N_OPS
@@ -33,6 +34,7 @@ typedef struct kir_op_info {
     int arity;
     kir_type type;
     const char *cfn;     /* libm function (double), or NULL */
+    const char *user;    /* the function a problem calls it by (arity arguments), or NULL */
 } kir_op_info;
 extern const kir_op_info kir_ops[KIR_N_OPS];
 
@@ -62,6 +64,9 @@ typedef enum kir_kind {
     KIR_PARAMS,  /* param values: output i (field = i) may read PARAM j < i only */
     KIR_RHS,     /* the right-hand side F(U): reads slot 0 at offsets, output (0, f) = F of field f;
                     the time schemes (scheme.c) compose the stage kernels from it */
+    KIR_JACOBIAN,/* derivatives of a stage-like kernel (compiler/derive.h): reads slots [0, n_slots)
+                    at offsets like a stage, and output j writes buffer n_slots * n_fields + j
+                    (slot n_slots + j / n_fields, field j % n_fields) at the cell */
 } kir_kind;
 
 typedef struct kir_kernel {

@@ -1,67 +1,91 @@
 /* kir_ops.h — the one table of kernel-IR operations (QBE's ops.h).
  *
- * X(NAME, "text", arity, result type, C function) — the enum, the printer, the arity and type
- * checks, the interpreter, the LLVM lowering and the CUDA printer are all driven from this
- * list, so adding an operation is one line here plus its semantics in kir_eval_scalar().
+ * X(NAME, "text", arity, result type, C function, user name, derivative) — the enum, the
+ * printer, the arity and type checks, the interpreter, the LLVM lowering, the CUDA printer, the
+ * function names the language accepts and the derivative pass are all driven from this list, so
+ * adding an operation is one line here plus its semantics in kir_eval_scalar().
+ *
+ * user name: the function a problem calls it by (with `arity` arguments: sema accepts it, lower
+ * builds the op), or 0 for internal operations. Functions the lowering expands into several ops
+ * (min, max, sign, heaviside, small integer powers of pow) are special-cased before this table.
+ *
+ * derivative (read by compiler/derive.c only; inert everywhere else), in terms of the operands
+ * A, B and the result R, built with NUM(value), OP1(OP, x), OP2(OP, x, y), OP3(OP, x, y, z):
+ *     D0          zero: a leaf other than a load, or piecewise constant (booleans, floor, ceil)
+ *     DV          the independent variable: a load (1 for the load differentiated, else 0)
+ *     DS          select: d(c ? a : b) = c ? da : db (piecewise; the condition is not differentiated)
+ *     D1(p)       d = p * dA                       (each partial built only when its dA is nonzero)
+ *     D2(p, q)    d = p * dA + q * dB
  *
  * Semantics are C's, in the kernel's precision (double, or float with --precision single):
  * comparisons are C comparisons (every one false with a NaN operand except NE, which is true),
  * AND/OR/NOT act on booleans and evaluate both sides, SELECT picks without branching,
  * math functions are libm's (exp or expf...). The lowering expands min, max, sign, heaviside
- * and small integer powers into these, so back ends never see them. */
+ * and small integer powers into these, so back ends never see them. The order of the lines is
+ * the op numbering, which the canonical kernel hash (and so every cache key) depends on: new
+ * operations go at the end. */
 #ifndef PJ_KIR_OPS_H
 #define PJ_KIR_OPS_H
 
 /* type letters: F = floating point of the kernel's precision, B = boolean */
-#define KIR_OPS(X)                                                                   \
-    /* leaves */                                                                     \
-    X(CONST, "const", 0, F, 0)   /* value */                                         \
-    X(PARAM, "param", 0, F, 0)   /* index: runtime parameter number */               \
-    X(TIME, "t", 0, F, 0)        /* the stage's time */                              \
-    X(DT, "dt", 0, F, 0)         /* the time step */                                 \
-    X(SPACING, "h", 0, F, 0)     /* axis: cell size along it */                      \
-    X(COORD, "coord", 0, F, 0)   /* axis, half: origin + (i + 1/2 + half/2) * h */   \
-    X(LOAD, "load", 0, F, 0)     /* slot, index (field), off[3]: cell value */       \
-    /* arithmetic */                                                                 \
-    X(NEG, "neg", 1, F, 0)                                                           \
-    X(ADD, "add", 2, F, 0)                                                           \
-    X(SUB, "sub", 2, F, 0)                                                           \
-    X(MUL, "mul", 2, F, 0)                                                           \
-    X(DIV, "div", 2, F, 0)                                                           \
-    /* comparisons and logic */                                                      \
-    X(LT, "lt", 2, B, 0)                                                             \
-    X(LE, "le", 2, B, 0)                                                             \
-    X(GT, "gt", 2, B, 0)                                                             \
-    X(GE, "ge", 2, B, 0)                                                             \
-    X(EQ, "eq", 2, B, 0)                                                             \
-    X(NE, "ne", 2, B, 0)                                                             \
-    X(AND, "and", 2, B, 0)       /* operands B */                                    \
-    X(OR, "or", 2, B, 0)         /* operands B */                                    \
-    X(NOT, "not", 1, B, 0)       /* operand B */                                     \
-    X(SELECT, "select", 3, F, 0) /* arg0 B ? arg1 : arg2 */                          \
-    X(B2F, "b2f", 1, F, 0)       /* true → 1, false → 0 */                           \
-    X(F2B, "f2b", 1, B, 0)       /* x != 0 */                                        \
-    /* math: libm, in the kernel's precision */                                      \
-    X(ABS, "abs", 1, F, "fabs")                                                      \
-    X(SQRT, "sqrt", 1, F, "sqrt")                                                    \
-    X(FLOOR, "floor", 1, F, "floor")                                                 \
-    X(CEIL, "ceil", 1, F, "ceil")                                                    \
-    X(EXP, "exp", 1, F, "exp")                                                       \
-    X(LOG, "log", 1, F, "log")                                                       \
-    X(LOG10, "log10", 1, F, "log10")                                                 \
-    X(CBRT, "cbrt", 1, F, "cbrt")                                                    \
-    X(SIN, "sin", 1, F, "sin")                                                       \
-    X(COS, "cos", 1, F, "cos")                                                       \
-    X(TAN, "tan", 1, F, "tan")                                                       \
-    X(ASIN, "asin", 1, F, "asin")                                                    \
-    X(ACOS, "acos", 1, F, "acos")                                                    \
-    X(ATAN, "atan", 1, F, "atan")                                                    \
-    X(SINH, "sinh", 1, F, "sinh")                                                    \
-    X(COSH, "cosh", 1, F, "cosh")                                                    \
-    X(TANH, "tanh", 1, F, "tanh")                                                    \
-    X(ERF, "erf", 1, F, "erf")                                                       \
-    X(ERFC, "erfc", 1, F, "erfc")                                                    \
-    X(POW, "pow", 2, F, "pow")                                                       \
-    X(ATAN2, "atan2", 2, F, "atan2")
+#define KIR_OPS(X)                                                                                 \
+    /* leaves */                                                                                   \
+    X(CONST, "const", 0, F, 0, 0, D0)     /* value */                                              \
+    X(PARAM, "param", 0, F, 0, 0, D0)     /* index: runtime parameter number */                    \
+    X(TIME, "t", 0, F, 0, 0, D0)          /* the stage's time */                                   \
+    X(DT, "dt", 0, F, 0, 0, D0)           /* the time step */                                      \
+    X(SPACING, "h", 0, F, 0, 0, D0)       /* axis: cell size along it */                           \
+    X(COORD, "coord", 0, F, 0, 0, D0)     /* axis, half: origin + (i + 1/2 + half/2) * h */        \
+    X(LOAD, "load", 0, F, 0, 0, DV)       /* slot, index (field), off[3]: cell value */            \
+    /* arithmetic */                                                                               \
+    X(NEG, "neg", 1, F, 0, 0, D1(NUM(-1)))                                                         \
+    X(ADD, "add", 2, F, 0, 0, D2(NUM(1), NUM(1)))                                                  \
+    X(SUB, "sub", 2, F, 0, 0, D2(NUM(1), NUM(-1)))                                                 \
+    X(MUL, "mul", 2, F, 0, 0, D2(B, A))                                                            \
+    X(DIV, "div", 2, F, 0, 0, D2(OP2(DIV, NUM(1), B), OP1(NEG, OP2(DIV, R, B))))                   \
+    /* comparisons and logic */                                                                    \
+    X(LT, "lt", 2, B, 0, 0, D0)                                                                    \
+    X(LE, "le", 2, B, 0, 0, D0)                                                                    \
+    X(GT, "gt", 2, B, 0, 0, D0)                                                                    \
+    X(GE, "ge", 2, B, 0, 0, D0)                                                                    \
+    X(EQ, "eq", 2, B, 0, 0, D0)                                                                    \
+    X(NE, "ne", 2, B, 0, 0, D0)                                                                    \
+    X(AND, "and", 2, B, 0, 0, D0)         /* operands B */                                         \
+    X(OR, "or", 2, B, 0, 0, D0)           /* operands B */                                         \
+    X(NOT, "not", 1, B, 0, 0, D0)         /* operand B */                                          \
+    X(SELECT, "select", 3, F, 0, 0, DS)   /* arg0 B ? arg1 : arg2 */                               \
+    X(B2F, "b2f", 1, F, 0, 0, D0)         /* true → 1, false → 0 */                                \
+    X(F2B, "f2b", 1, B, 0, 0, D0)         /* x != 0 */                                             \
+    /* math: libm, in the kernel's precision */                                                    \
+    X(ABS, "abs", 1, F, "fabs", "abs",    /* sign(a), 0 at 0 */                                    \
+      D1(OP3(SELECT, OP2(GT, A, NUM(0)), NUM(1), OP3(SELECT, OP2(LT, A, NUM(0)), NUM(-1), NUM(0))))) \
+    X(SQRT, "sqrt", 1, F, "sqrt", "sqrt", D1(OP2(DIV, NUM(0.5), R)))                               \
+    X(FLOOR, "floor", 1, F, "floor", "floor", D0)                                                  \
+    X(CEIL, "ceil", 1, F, "ceil", "ceil", D0)                                                      \
+    X(EXP, "exp", 1, F, "exp", "exp", D1(R))                                                       \
+    X(LOG, "log", 1, F, "log", "log", D1(OP2(DIV, NUM(1), A)))                                     \
+    X(LOG10, "log10", 1, F, "log10", "log10", /* log10(e) / a */                                   \
+      D1(OP2(DIV, NUM(0.43429448190325182765), A)))                                                \
+    X(CBRT, "cbrt", 1, F, "cbrt", "cbrt", D1(OP2(DIV, NUM(1), OP2(MUL, NUM(3), OP2(MUL, R, R)))))  \
+    X(SIN, "sin", 1, F, "sin", "sin", D1(OP1(COS, A)))                                             \
+    X(COS, "cos", 1, F, "cos", "cos", D1(OP1(NEG, OP1(SIN, A))))                                   \
+    X(TAN, "tan", 1, F, "tan", "tan", D1(OP2(ADD, NUM(1), OP2(MUL, R, R))))                        \
+    X(ASIN, "asin", 1, F, "asin", "asin",                                                          \
+      D1(OP2(DIV, NUM(1), OP1(SQRT, OP2(SUB, NUM(1), OP2(MUL, A, A))))))                           \
+    X(ACOS, "acos", 1, F, "acos", "acos",                                                          \
+      D1(OP2(DIV, NUM(-1), OP1(SQRT, OP2(SUB, NUM(1), OP2(MUL, A, A))))))                          \
+    X(ATAN, "atan", 1, F, "atan", "atan", D1(OP2(DIV, NUM(1), OP2(ADD, NUM(1), OP2(MUL, A, A)))))  \
+    X(SINH, "sinh", 1, F, "sinh", "sinh", D1(OP1(COSH, A)))                                        \
+    X(COSH, "cosh", 1, F, "cosh", "cosh", D1(OP1(SINH, A)))                                        \
+    X(TANH, "tanh", 1, F, "tanh", "tanh", D1(OP2(SUB, NUM(1), OP2(MUL, R, R))))                    \
+    X(ERF, "erf", 1, F, "erf", "erf",     /* 2/sqrt(pi) exp(-a^2) */                               \
+      D1(OP2(MUL, NUM(1.1283791670955125739), OP1(EXP, OP1(NEG, OP2(MUL, A, A))))))                \
+    X(ERFC, "erfc", 1, F, "erfc", "erfc",                                                          \
+      D1(OP2(MUL, NUM(-1.1283791670955125739), OP1(EXP, OP1(NEG, OP2(MUL, A, A))))))               \
+    X(POW, "pow", 2, F, "pow", "pow",     /* the log term only where dB is nonzero */              \
+      D2(OP2(MUL, B, OP2(POW, A, OP2(SUB, B, NUM(1)))), OP2(MUL, R, OP1(LOG, A))))                 \
+    X(ATAN2, "atan2", 2, F, "atan2", "atan2", /* (B dA - A dB) / (A^2 + B^2) */                    \
+      D2(OP2(DIV, B, OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B))),                                    \
+         OP2(DIV, OP1(NEG, A), OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B)))))
 
 #endif

@@ -11,8 +11,8 @@
  * The compiled function is a kir_cpu_fn (kir.h): it runs every interior cell whose outermost
  * index (z in 3D, y in 2D, x in 1D) is in [begin, end), the x loop innermost, with unit stride,
  * vectorised for the host. Semantics are kir_eval_scalar()'s and the interpreter's (interp.h),
- * bit for bit in double unless fast_math; KIR_STAGE and KIR_INIT kernels only (boundary and param
- * kernels are evaluated by the interpreter).
+ * bit for bit in double unless fast_math; KIR_STAGE, KIR_INIT and KIR_JACOBIAN kernels only
+ * (boundary and param kernels are evaluated by the interpreter).
  *
  * Aliasing contract of the compiled code: the buffers named by different (slot, field) pairs a
  * kernel uses are either the same array or do not overlap, and an array that is written is read

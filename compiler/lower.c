@@ -267,17 +267,17 @@ static int lower_name(compiler *C, lctx *x, const ast_expr *e)
     return -1;
 }
 
-static int math1(kir_kernel *k, const char *n, int a)
+/* The functions that are one op of the table (kir_ops.h, by user name), then sign and heaviside,
+ * which the lowering expands. -1 when `n` is none of them. */
+static int math_call(kir_kernel *k, const char *n, const int *args)
 {
-    static const struct { const char *name; kir_op op; } table[] = {
-        {"exp", KIR_EXP}, {"log", KIR_LOG}, {"log10", KIR_LOG10}, {"sqrt", KIR_SQRT},
-        {"cbrt", KIR_CBRT}, {"sin", KIR_SIN}, {"cos", KIR_COS}, {"tan", KIR_TAN},
-        {"asin", KIR_ASIN}, {"acos", KIR_ACOS}, {"atan", KIR_ATAN}, {"sinh", KIR_SINH},
-        {"cosh", KIR_COSH}, {"tanh", KIR_TANH}, {"erf", KIR_ERF}, {"erfc", KIR_ERFC},
-        {"abs", KIR_ABS}, {"floor", KIR_FLOOR}, {"ceil", KIR_CEIL},
-    };
-    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
-        if (!strcmp(n, table[i].name)) return kir_op1(k, table[i].op, a);
+    int a = args[0];
+    for (int op = 0; op < KIR_N_OPS; op++) {
+        if (!kir_ops[op].user || strcmp(n, kir_ops[op].user)) continue;
+        if (kir_ops[op].arity == 1) return kir_op1(k, (kir_op)op, a);
+        if (kir_ops[op].arity == 2) return kir_op2(k, (kir_op)op, a, args[1]);
+        return kir_op3(k, (kir_op)op, a, args[1], args[2]);
+    }
     if (!strcmp(n, "sign")) {
         int z = kir_const(k, 0);
         return kir_op3(k, KIR_SELECT, kir_op2(k, KIR_GT, a, z), kir_const(k, 1),
@@ -391,8 +391,7 @@ static int lower_call(compiler *C, lctx *x, const ast_expr *e)
     if (!strcmp(n, "min") || !strcmp(n, "max"))
         return kir_op3(k, KIR_SELECT, kir_op2(k, n[1] == 'i' ? KIR_LT : KIR_GT, a[0], a[1]), a[0], a[1]);
     if (!strcmp(n, "pow")) return power(k, a[0], a[1]);
-    if (!strcmp(n, "atan2")) return kir_op2(k, KIR_ATAN2, a[0], a[1]);
-    int r = math1(k, n, a[0]);
+    int r = math_call(k, n, a);
     if (r < 0) lower_error(C, e->loc, "unknown function '%s'", n);
     return r;
 }

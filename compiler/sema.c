@@ -16,28 +16,32 @@
 /* ---- the built-in vocabulary -------------------------------------------------------------- */
 
 typedef struct builtin_fn { const char *name; int min_args, max_args; } builtin_fn;
-static const builtin_fn builtin_fns[] = {
-    {"exp", 1, 1}, {"log", 1, 1}, {"log10", 1, 1}, {"sqrt", 1, 1}, {"cbrt", 1, 1},
-    {"sin", 1, 1}, {"cos", 1, 1}, {"tan", 1, 1}, {"asin", 1, 1}, {"acos", 1, 1},
-    {"atan", 1, 1}, {"atan2", 2, 2}, {"sinh", 1, 1}, {"cosh", 1, 1}, {"tanh", 1, 1},
-    {"erf", 1, 1}, {"erfc", 1, 1}, {"abs", 1, 1}, {"floor", 1, 1}, {"ceil", 1, 1},
-    {"min", 2, 2}, {"max", 2, 2}, {"pow", 2, 2}, {"sign", 1, 1}, {"heaviside", 1, 1},
+/* The functions the lowering expands itself; every plain math op is one more, with its name and
+ * arity from the op table (kir_ops.h). */
+static const builtin_fn special_fns[] = {
+    {"min", 2, 2}, {"max", 2, 2}, {"sign", 1, 1}, {"heaviside", 1, 1},
     {"div", 1, 1}, {"grad", 1, 1}, {"lap", 1, 1}, {"L", 1, 1}, {"R", 1, 1}, {"LL", 1, 1},
     {"RR", 1, 1}, {"harm", 1, 1}, {"upwind", 2, 2}, {"normal", 1, 3}, {"dn", 1, 1}, {"dt", 1, 1},
 };
-#define N_BUILTIN_FNS ((int)(sizeof builtin_fns / sizeof *builtin_fns))
+#define N_SPECIAL_FNS ((int)(sizeof special_fns / sizeof *special_fns))
 static const char *const builtin_names[] = {"x", "y", "z", "t", "dx", "dy", "dz", "pi", "e"};
 #define N_BUILTIN_NAMES ((int)(sizeof builtin_names / sizeof *builtin_names))
 static const char *const side_names[] = {"left", "right", "bottom", "top", "back", "front"};
 
-static const builtin_fn *find_builtin_fn(const char *name)
+/* Fills *fn (when not NULL) and returns 1 when `name` is a built-in function. */
+static int find_builtin_fn(const char *name, builtin_fn *fn)
 {
-    for (int i = 0; i < N_BUILTIN_FNS; i++)
-        if (!strcmp(builtin_fns[i].name, name)) return &builtin_fns[i];
-    return NULL;
+    builtin_fn found = {NULL, 0, 0};
+    for (int op = 0; op < KIR_N_OPS && !found.name; op++)
+        if (kir_ops[op].user && !strcmp(kir_ops[op].user, name))
+            found = (builtin_fn){kir_ops[op].user, kir_ops[op].arity, kir_ops[op].arity};
+    for (int i = 0; i < N_SPECIAL_FNS && !found.name; i++)
+        if (!strcmp(special_fns[i].name, name)) found = special_fns[i];
+    if (found.name && fn) *fn = found;
+    return found.name != NULL;
 }
 
-int sema_is_builtin_function(const char *name) { return find_builtin_fn(name) != NULL; }
+int sema_is_builtin_function(const char *name) { return find_builtin_fn(name, NULL); }
 
 static int builtin_name_index(const char *name)
 {
@@ -83,7 +87,7 @@ static void add_symbol(compiler *C, const char *name, sym_kind kind, pj_loc loc,
         diag_error(C->d, loc, "'%s' is already defined as a %s at line %d", name, kind_text(old->kind), old->loc.line);
         return;
     }
-    if (builtin_name_index(name) >= 0 || find_builtin_fn(name) ||
+    if (builtin_name_index(name) >= 0 || find_builtin_fn(name, NULL) ||
         !strcmp(name, "all") ) {
         diag_error(C->d, loc, "'%s' is a built-in name and cannot be redefined", name);
         return;
@@ -145,9 +149,11 @@ static const char *suggest(compiler *C, const char *name, const ast_stmt *def, i
     for (int i = 0; i < C->n_syms && n < 400; i++)
         if (((C->syms[i].kind == SYM_FUNC || C->syms[i].kind == SYM_FLUX) != 0) == (functions != 0))
             cand[n++] = C->syms[i].name;
-    if (functions)
-        for (int i = 0; i < N_BUILTIN_FNS && n < 500; i++) cand[n++] = builtin_fns[i].name;
-    else {
+    if (functions) {
+        for (int op = 0; op < KIR_N_OPS && n < 500; op++)
+            if (kir_ops[op].user) cand[n++] = kir_ops[op].user;
+        for (int i = 0; i < N_SPECIAL_FNS && n < 500; i++) cand[n++] = special_fns[i].name;
+    } else {
         for (int i = 0; i < N_BUILTIN_NAMES && n < 500; i++) cand[n++] = builtin_names[i];
         for (int i = 0; def && i < def->n_words && n < 510; i++) cand[n++] = def->words[i].text;
     }
@@ -185,7 +191,7 @@ int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def)
                 diag_error(C->d, e->loc, "'%s' does not exist in a %s mesh", e->name, dim_text(C->dim));
             break;
         }
-        if (find_builtin_fn(e->name)) {
+        if (find_builtin_fn(e->name, NULL)) {
             diag_error(C->d, e->loc, "'%s' is a function: call it as %s(...)", e->name, e->name);
             break;
         }
@@ -207,7 +213,7 @@ int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def)
         } else if (s) {
             diag_error(C->d, e->loc, "'%s' is a %s, not a function", e->name, kind_text(s->kind));
         } else {
-            const builtin_fn *b = find_builtin_fn(e->name);
+            builtin_fn fn, *b = find_builtin_fn(e->name, &fn) ? &fn : NULL;
             if (!b) {
                 const char *near = suggest(C, e->name, def, 1);
                 if (near)

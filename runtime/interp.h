@@ -27,11 +27,11 @@
 
 #define INTERP_BLOCK 128
 
-/* Runs a KIR_STAGE (or KIR_INIT) kernel over the cells whose outermost index (z in 3D, y in 2D,
- * x in 1D) is in [begin, end) and all inner indices in [0, n): every output writes
- * buf[slot*n_fields+field] at the cell. An output buffer may also be an input read at offset
- * 0 (in place): all of a block's outputs are computed before any is stored. Thread-safe for
- * disjoint ranges. */
+/* Runs a KIR_STAGE (or KIR_INIT, or KIR_JACOBIAN: stores at the cell too) kernel over the cells
+ * whose outermost index (z in 3D, y in 2D, x in 1D) is in [begin, end) and all inner indices in
+ * [0, n): every output writes buf[slot*n_fields+field] at the cell. An output buffer may also be
+ * an input read at offset 0 (in place): all of a block's outputs are computed before any is
+ * stored. Thread-safe for disjoint ranges. */
 int interp_stage(const kir_kernel *k, const kir_launch *L, int single, int64_t begin, int64_t end);
 
 /* Evaluates a KIR_INIT kernel over every interior cell (slot 0 of each field it writes). */

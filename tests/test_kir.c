@@ -24,8 +24,33 @@ static void cse_and_fold(void **state)
     kir_free(k);
 }
 
+/* A clone keeps its own hash-cons table: finishing it and building more nodes in it works for
+ * kernels larger than the initial table, and leaves the original alone. */
+static void clone_is_independent(void **state)
+{
+    (void)state;
+    kir_kernel *k = kir_new(KIR_STAGE, 1, 1, 0, 2, "big");
+    int off[3] = {0, 0, 0}, acc = kir_load(k, 0, 0, off);
+    for (int i = 0; i < 200; i++) acc = kir_op2(k, KIR_ADD, kir_op2(k, KIR_MUL, acc, kir_const(k, 1.5 + i)), kir_const(k, i));
+    kir_add_output(k, 1, 0, acc);
+    kir_finish(k);
+    int n = k->n_nodes;
+    kir_kernel *c = kir_clone(k);
+    assert_int_equal(kir_op2(c, KIR_MUL, c->outputs[0].node, kir_const(c, 1.5)),
+                     kir_op2(c, KIR_MUL, c->outputs[0].node, kir_const(c, 1.5)));
+    c->outputs[0].node = kir_op1(c, KIR_EXP, c->outputs[0].node);
+    kir_finish(c);
+    char err[200];
+    assert_int_equal(kir_verify(c, err, sizeof err), 0);
+    assert_int_equal(c->n_nodes, n + 1);
+    assert_int_equal(k->n_nodes, n);
+    assert_memory_not_equal(c->hash, k->hash, 16);
+    kir_free(c);
+    kir_free(k);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(cse_and_fold)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(cse_and_fold), cmocka_unit_test(clone_is_independent)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,265 @@
+/* derive.c — forward-mode derivatives of a kernel (see derive.h).
+ *
+ *   check          a verified KIR_STAGE or KIR_RHS kernel, every op with a derivative rule
+ *   columns        the distinct loads, sorted (slot, field, off z, y, x)
+ *   primal         the source's nodes rebuilt in the new kernel (the same nodes: hash-consed)
+ *   sweep          per load, nodes in topological order: d[id] from its operands' d by the op's
+ *                  rule (the derivative column of kir_ops.h, expanded in op_rule below)
+ *   outputs        per source output, per load, each derivative not structurally zero
+ *   kir_finish + kir_verify
+ */
+#include "derive.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ZERO (-1) /* a derivative known to be zero: no node */
+
+#define FAIL(...)                                              \
+    do {                                                       \
+        if (err && err_len) snprintf(err, err_len, __VA_ARGS__); \
+        goto fail;                                             \
+    } while (0)
+
+/* The derivative column of kir_ops.h for op, applied to operands a, b and result r (node ids in
+ * kernel k): returns the rule and, for DERIVE_CHAIN, sets *pa (when need_a) and *pb (when
+ * need_b) to the partial derivatives by the first and second operand. With neither needed no
+ * node is built (k may then be NULL). */
+static derive_rule op_rule(kir_kernel *k, kir_op op, int a, int b, int r, int need_a, int need_b, int *pa,
+                           int *pb)
+{
+#define A a
+#define B b
+#define R r
+#define NUM(v) kir_const(k, (v))
+#define OP1(o, x) kir_op1(k, KIR_##o, (x))
+#define OP2(o, x, y) kir_op2(k, KIR_##o, (x), (y))
+#define OP3(o, x, y, z) kir_op3(k, KIR_##o, (x), (y), (z))
+#define D0 return DERIVE_ZERO
+#define DV return DERIVE_VAR
+#define DS return DERIVE_SELECT
+#define D1(p)                        \
+    do {                             \
+        if (need_a) *pa = (p);       \
+        return DERIVE_CHAIN;         \
+    } while (0)
+#define D2(p, q)                     \
+    do {                             \
+        if (need_a) *pa = (p);       \
+        if (need_b) *pb = (q);       \
+        return DERIVE_CHAIN;         \
+    } while (0)
+    switch (op) { /* a line whose derivative column is empty falls out as DERIVE_NONE */
+#define X(name, text, arity, type, cfn, user, deriv) \
+    case KIR_##name: {                               \
+        deriv;                                       \
+    } break;
+        KIR_OPS(X)
+#undef X
+    case KIR_N_OPS: break;
+    }
+    return DERIVE_NONE;
+#undef A
+#undef B
+#undef R
+#undef NUM
+#undef OP1
+#undef OP2
+#undef OP3
+#undef D0
+#undef DV
+#undef DS
+#undef D1
+#undef D2
+}
+
+derive_rule derive_op_rule(kir_op op)
+{
+    if ((unsigned)op >= KIR_N_OPS) return DERIVE_NONE;
+    return op_rule(NULL, op, -1, -1, -1, 0, 0, NULL, NULL);
+}
+
+/* ---- building derivative terms ----------------------------------------------------------- */
+
+static int is_const(const kir_kernel *k, int id, double v)
+{
+    return id >= 0 && k->nodes[id].op == KIR_CONST && k->nodes[id].value == v;
+}
+
+/* ZERO for a derivative that is a constant zero (folded), so no term is built from it. */
+static int nonzero(const kir_kernel *k, int d) { return d == ZERO || is_const(k, d, 0.0) ? ZERO : d; }
+
+/* p * d without the trivial products. */
+static int scale(kir_kernel *k, int p, int d)
+{
+    if (d == ZERO || is_const(k, p, 0.0)) return ZERO;
+    if (is_const(k, p, 1.0)) return d;
+    if (is_const(k, p, -1.0)) return kir_op1(k, KIR_NEG, d);
+    if (is_const(k, d, 1.0)) return p;
+    if (is_const(k, d, -1.0)) return kir_op1(k, KIR_NEG, p);
+    return kir_op2(k, KIR_MUL, p, d);
+}
+
+/* s + t, where either may be ZERO and a negated term is subtracted. */
+static int sum(kir_kernel *k, int s, int t)
+{
+    if (s == ZERO) return t;
+    if (t == ZERO) return s;
+    if (k->nodes[t].op == KIR_NEG) return kir_op2(k, KIR_SUB, s, k->nodes[t].arg[0]);
+    if (k->nodes[s].op == KIR_NEG) return kir_op2(k, KIR_SUB, t, k->nodes[s].arg[0]);
+    return kir_op2(k, KIR_ADD, s, t);
+}
+
+/* The source node id rebuilt in j (operands already mapped). */
+static int copy_node(kir_kernel *j, const kir_node *n, const int *map)
+{
+    int off[3] = {n->off[0], n->off[1], n->off[2]};
+    switch ((kir_op)n->op) {
+    case KIR_CONST: return kir_const(j, n->value);
+    case KIR_PARAM: return kir_param(j, n->index);
+    case KIR_TIME: case KIR_DT: return kir_leaf(j, (kir_op)n->op);
+    case KIR_SPACING: return kir_spacing(j, n->axis);
+    case KIR_COORD: return kir_coord(j, n->axis, n->half);
+    case KIR_LOAD: return kir_load(j, n->slot, n->index, off);
+    default: break;
+    }
+    switch (kir_ops[n->op].arity) {
+    case 1: return kir_op1(j, (kir_op)n->op, map[n->arg[0]]);
+    case 2: return kir_op2(j, (kir_op)n->op, map[n->arg[0]], map[n->arg[1]]);
+    default: return kir_op3(j, (kir_op)n->op, map[n->arg[0]], map[n->arg[1]], map[n->arg[2]]);
+    }
+}
+
+/* ---- the columns: distinct loads in canonical order ----------------------------------------- */
+
+static int load_order(const kir_node *x, const kir_node *y)
+{
+    if (x->slot != y->slot) return x->slot < y->slot ? -1 : 1;
+    if (x->index != y->index) return x->index < y->index ? -1 : 1;
+    for (int a = 2; a >= 0; a--)
+        if (x->off[a] != y->off[a]) return x->off[a] < y->off[a] ? -1 : 1;
+    return 0;
+}
+
+static void sort_loads(const kir_kernel *k, int *ids, int n)
+{
+    /* insertion sort: a kernel has tens of loads (qsort would need the kernel in a global) */
+    for (int i = 1; i < n; i++) {
+        int v = ids[i], p = i;
+        while (p > 0 && load_order(&k->nodes[ids[p - 1]], &k->nodes[v]) > 0) {
+            ids[p] = ids[p - 1];
+            p--;
+        }
+        ids[p] = v;
+    }
+}
+
+/* ---- the pass ----------------------------------------------------------------------------- */
+
+kir_kernel *derive_jacobian(const kir_kernel *k, derive_entry **entries, int *n_entries, char *err,
+                            size_t err_len)
+{
+    kir_kernel *j = NULL;
+    int *map = NULL, *d = NULL, *loads = NULL, *dout = NULL;
+    derive_entry *ent = NULL;
+    if (entries) *entries = NULL;
+    if (n_entries) *n_entries = 0;
+    if (!k || !entries || !n_entries) FAIL("derive: no kernel or no place for the descriptors");
+    if (k->kind != KIR_STAGE && k->kind != KIR_RHS)
+        FAIL("derive: kernel %s is not a stage kernel (outputs at the cell from loads)", k->name);
+    char verr[200];
+    if (kir_verify(k, verr, sizeof verr)) FAIL("derive: kernel %s: %s", k->name, verr);
+    for (int id = 0; id < k->n_nodes; id++)
+        if (derive_op_rule((kir_op)k->nodes[id].op) == DERIVE_NONE)
+            FAIL("derive: kernel %s: op %s has no derivative rule in kir_ops.h", k->name,
+                 kir_ops[k->nodes[id].op].text);
+
+    size_t nn = (size_t)k->n_nodes + 1;
+    map = malloc(sizeof *map * nn);
+    d = malloc(sizeof *d * nn);
+    loads = malloc(sizeof *loads * nn);
+    if (!map || !d || !loads) FAIL("derive: out of memory");
+    int n_loads = 0;
+    for (int id = 0; id < k->n_nodes; id++)
+        if (k->nodes[id].op == KIR_LOAD) loads[n_loads++] = id; /* hash-consed: each one distinct */
+    sort_loads(k, loads, n_loads);
+    dout = malloc(sizeof *dout * ((size_t)k->n_outputs * (size_t)n_loads + 1));
+    if (!dout) FAIL("derive: out of memory");
+
+    char name[32];
+    snprintf(name, sizeof name, "%.27s.jac", k->name);
+    j = kir_new(KIR_JACOBIAN, k->dim, k->n_fields, k->n_params, k->n_slots, name);
+    for (int id = 0; id < k->n_nodes; id++) map[id] = copy_node(j, &k->nodes[id], map);
+    int one = kir_const(j, 1.0);
+
+    for (int c = 0; c < n_loads; c++) {
+        int v = loads[c];
+        for (int id = 0; id < v; id++) d[id] = ZERO; /* topological order: nothing before v uses it */
+        for (int id = v; id < k->n_nodes; id++) {
+            const kir_node *n = &k->nodes[id];
+            int arity = kir_ops[n->op].arity;
+            if (arity == 0) {
+                d[id] = id == v ? one : ZERO;
+                continue;
+            }
+            int da[3] = {ZERO, ZERO, ZERO}, any = 0;
+            for (int a = 0; a < arity; a++) any |= (da[a] = d[n->arg[a]]) != ZERO;
+            if (!any) {
+                d[id] = ZERO;
+                continue;
+            }
+            int pa = ZERO, pb = ZERO;
+            int a0 = map[n->arg[0]], a1 = arity > 1 ? map[n->arg[1]] : -1;
+            switch (op_rule(j, (kir_op)n->op, a0, a1, map[id], da[0] != ZERO, da[1] != ZERO, &pa, &pb)) {
+            case DERIVE_SELECT: {
+                /* the condition is piecewise constant; each branch keeps its own derivative */
+                int zero = kir_const(j, 0.0);
+                d[id] = da[1] == ZERO && da[2] == ZERO
+                            ? ZERO
+                            : kir_op3(j, KIR_SELECT, a0, da[1] == ZERO ? zero : da[1], da[2] == ZERO ? zero : da[2]);
+                break;
+            }
+            case DERIVE_CHAIN: d[id] = sum(j, scale(j, pa, da[0]), scale(j, pb, da[1])); break;
+            default: d[id] = ZERO; break; /* DERIVE_ZERO (NONE was refused above, VAR is a leaf) */
+            }
+            d[id] = nonzero(j, d[id]);
+        }
+        for (int o = 0; o < k->n_outputs; o++) dout[(size_t)o * (size_t)n_loads + (size_t)c] = d[k->outputs[o].node];
+    }
+
+    int n_out = 0;
+    for (size_t i = 0; i < (size_t)k->n_outputs * (size_t)n_loads; i++) n_out += dout[i] != ZERO;
+    if (n_out) {
+        ent = malloc(sizeof *ent * (size_t)n_out);
+        if (!ent) FAIL("derive: out of memory");
+    }
+    int e = 0;
+    for (int o = 0; o < k->n_outputs; o++)
+        for (int c = 0; c < n_loads; c++) {
+            int node = dout[(size_t)o * (size_t)n_loads + (size_t)c];
+            if (node == ZERO) continue;
+            const kir_node *ld = &k->nodes[loads[c]];
+            ent[e] = (derive_entry){o, k->outputs[o].slot, k->outputs[o].field, ld->slot, ld->index,
+                                    {ld->off[0], ld->off[1], ld->off[2]}};
+            int buf = k->n_slots * k->n_fields + e;
+            kir_add_output(j, buf / k->n_fields, buf % k->n_fields, node);
+            e++;
+        }
+    kir_finish(j);
+    if (kir_verify(j, verr, sizeof verr)) FAIL("derive: internal error: %s does not verify: %s", j->name, verr);
+    free(map);
+    free(d);
+    free(loads);
+    free(dout);
+    *entries = ent;
+    *n_entries = n_out;
+    return j;
+fail:
+    kir_free(j);
+    free(map);
+    free(d);
+    free(loads);
+    free(dout);
+    free(ent);
+    return NULL;
+}
