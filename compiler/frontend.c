@@ -436,17 +436,17 @@ static void read_boundaries(compiler *C, pj_program *p)
     }
 }
 
-/* The KIR_RHS kernel: F of every field with an eq, reading slot 0. */
+/* The KIR_RHS kernel: F of every field with an eq, reading slot 0, written into slot 1. */
 static int lower_rhs(compiler *C, pj_program *p, const ast_stmt **eqs)
 {
-    kir_kernel *k = p->rhs = need(C, kir_new(KIR_RHS, p->dim, p->n_fields, p->n_params, 1, "rhs"));
+    kir_kernel *k = p->rhs = need(C, kir_new(KIR_RHS, p->dim, p->n_fields, p->n_params, 2, "rhs"));
     for (int f = 0; f < p->n_fields; f++) {
         if (!p->field_has_eq[f]) continue;
         C->work = 0; /* the inlining budget is per expression */
         lctx x = {.k = k, .where = IN_STAGE, .slot = 0};
         int v = lower_expr(C, &x, eqs[f]->rhs);
         if (v < 0) return -1;
-        kir_add_output(k, 0, f, kir_as_f(k, v));
+        kir_add_output(k, 1, f, kir_as_f(k, v));
     }
     return 0;
 }

@@ -62,8 +62,9 @@ typedef enum kir_kind {
     KIR_INIT,    /* initial values: no loads, writes slot 0 */
     KIR_BC,      /* boundary coefficients on one side; COORD on the side's axis is the face */
     KIR_PARAMS,  /* param values: output i (field = i) may read PARAM j < i only */
-    KIR_RHS,     /* the right-hand side F(U): reads slot 0 at offsets, output (0, f) = F of field f;
-                    the time schemes (scheme.c) compose the stage kernels from it */
+    KIR_RHS,     /* the right-hand side F(U): reads slot 0 (U) at offsets, output (1, f) = F of
+                    field f (a buffer apart: no write where a neighbour reads); the time schemes
+                    (scheme.c) compose the stage kernels from it */
     KIR_JACOBIAN,/* derivatives of a stage-like kernel (compiler/derive.h): reads slots [0, n_slots)
                     at offsets like a stage, and output j writes buffer n_slots * n_fields + j
                     (slot n_slots + j / n_fields, field j % n_fields) at the cell */

@@ -77,7 +77,7 @@ int scheme_lower(pj_program *p)
             return -1;
         }
         p->stages[s] = (pj_stage){k, st->read, st->t_frac};
-        const int slot_map[1] = {st->read};
+        const int slot_map[2] = {st->read, st->read};
         kir_import(k, rhs, slot_map, node_map);
         for (int f = 0; f < p->n_fields; f++) F[f] = -1;
         for (int o = 0; o < rhs->n_outputs; o++) F[rhs->outputs[o].field] = node_map[rhs->outputs[o].node];

@@ -56,20 +56,25 @@ const char *pj_strerror(pj_status status)
     return "unknown status";
 }
 
-static const char *const backend_names[] = {[PJ_BACKEND_INTERP] = "interp", [PJ_BACKEND_CPU] = "cpu",
-                                            [PJ_BACKEND_CUDA] = "cuda"};
+/* pj_backend numbers are positions in engine_backends (engine.c): interp, cpu, cuda, ... */
+static const backend_ops *backend_of(pj_backend b)
+{
+    for (int i = 0; engine_backends[i]; i++)
+        if (i == (int)b) return engine_backends[i];
+    return NULL;
+}
 
 int pj_backend_by_name(const char *name, pj_backend *backend)
 {
-    for (int b = 0; name && b < (int)(sizeof backend_names / sizeof *backend_names); b++)
-        if (!strcmp(name, backend_names[b])) {
+    for (int b = 0; name && engine_backends[b]; b++)
+        if (!strcmp(name, engine_backends[b]->name)) {
             *backend = (pj_backend)b;
             return 0;
         }
     return -1;
 }
 
-const char *pj_backend_names(void) { return "interp, cpu, cuda"; }
+const char *pj_backend_names(void) { return engine_backend_names(); }
 
 /* The diagnostics of a failed compile, with the count after them. */
 static char *diagnostics_text(diag *d)
@@ -158,7 +163,8 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     pj_sim_options o = options ? *options : (pj_sim_options){0};
     if (!problem || !out) return PJ_ERR_INPUT;
     *out = NULL;
-    if ((unsigned)o.backend >= sizeof backend_names / sizeof *backend_names) {
+    const backend_ops *be = backend_of(o.backend);
+    if (!be) {
         diag_set(err, err_len, "pj_sim_create: no back end number %d", (int)o.backend);
         return PJ_ERR_INPUT;
     }
@@ -179,7 +185,7 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     pthread_cond_init(&ps->applied, NULL);
     engine_options eo = {.single = o.single, .fast_math = o.fast_math, .threads = o.threads};
     int unavailable = 0;
-    ps->e = engine_create(engine_backend(backend_names[o.backend]), problem->p, &eo, &unavailable, err, err_len);
+    ps->e = engine_create(be, problem->p, &eo, &unavailable, err, err_len);
     if (!ps->e) {
         pj_sim_free(ps);
         return unavailable ? PJ_ERR_UNAVAILABLE : PJ_ERR_BACKEND;

@@ -128,6 +128,17 @@ static void statuses_and_unavailable_backends(void **state)
         assert_string_not_equal(pj_strerror((pj_status)st), "unknown status");
     }
     assert_string_equal(pj_strerror((pj_status)99), "unknown status");
+    /* the numbers of the back ends are their places in the back-end table */
+    static const struct { const char *name; pj_backend b; } bes[] = {
+        {"interp", PJ_BACKEND_INTERP}, {"cpu", PJ_BACKEND_CPU}, {"cuda", PJ_BACKEND_CUDA}};
+    for (int i = 0; i < 3; i++) {
+        pj_backend b;
+        assert_int_equal(pj_backend_by_name(bes[i].name, &b), 0);
+        assert_int_equal(b, bes[i].b);
+        assert_non_null(strstr(pj_backend_names(), bes[i].name));
+    }
+    pj_backend none;
+    assert_int_equal(pj_backend_by_name("gpu", &none), -1);
     pj_problem *pr;
     assert_int_equal(pj_problem_compile("decay.pde", decay, strlen(decay), &pr, NULL), PJ_OK);
     pj_sim *s = NULL;

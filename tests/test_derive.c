@@ -736,6 +736,66 @@ static void jacobian_through_llvm(void **state)
     llvm_jit_destroy(jit);
 }
 
+/* The program's right-hand-side kernel (KIR_RHS) is a kernel like any other: compiled by LLVM it
+ * gives the interpreter's F to the bit, and the CUDA code generator takes it. */
+static void rhs_kernels_through_every_back_end(void **state)
+{
+    (void)state;
+    char err[512] = "";
+    llvm_jit *jit = llvm_jit_create(err, sizeof err);
+    assert_non_null(jit);
+    randexpr r = {777};
+    for (int s = 0; s < 6; s++) {
+        char *src = randexpr_problem(&r, s);
+        pj_program *p = compile_euler(src);
+        const kir_kernel *k = p->rhs;
+        assert_int_equal(k->kind, KIR_RHS);
+        void *obj = NULL;
+        size_t len = 0;
+        char sym[32];
+        snprintf(sym, sizeof sym, "pj_rhs_test_%d", s);
+        int rc = llvm_compile(jit, k, NULL, sym, &obj, &len, NULL, NULL, err, sizeof err);
+        if (rc) fprintf(stderr, "%s\n", err);
+        assert_int_equal(rc, 0);
+        kir_cpu_fn fn = NULL;
+        llvm_loaded *handle = NULL;
+        assert_int_equal(llvm_load(jit, obj, len, sym, &fn, &handle, err, sizeof err), 0);
+        int halo[3], cells[3] = {6, 5, 4};
+        kir_halo_axes(k, halo);
+        int nb = k->n_slots * k->n_fields;
+        cell *a = grid_new(k->dim, cells, halo, nb, p->param_values);
+        cell *b = grid_new(k->dim, cells, halo, nb, p->param_values);
+        unsigned vals = 7;
+        for (int buf = 0; buf < nb; buf++)
+            for (int64_t i = 0; i < a->len; i++) {
+                vals = vals * 1103515245u + 12345u;
+                a->mem[buf][i] = b->mem[buf][i] = 0.2 + 1.2 * (double)((vals >> 8) % 100000) / 100000.0;
+            }
+        int64_t outer = a->L.n[k->dim - 1];
+        interp_stage(k, &a->L, 0, 0, outer);
+        fn(&b->L, 0, outer);
+        int same = 0;
+        for (int f = 0; f < k->n_fields; f++)
+            for (int64_t i = 0; i < a->len; i++) {
+                double u = a->mem[k->n_fields + f][i], w = b->mem[k->n_fields + f][i];
+                assert_true((isnan(u) && isnan(w)) || u == w);
+                same += isfinite(u) != 0;
+            }
+        assert_true(same > 0);
+        char *cu = cuda_codegen(k, NULL, "pj_rhs", err, sizeof err);
+        if (!cu) fprintf(stderr, "%s\n", err);
+        assert_non_null(cu);
+        free(cu);
+        llvm_unload(jit, handle);
+        free(obj);
+        cell_free(a);
+        cell_free(b);
+        program_free(p);
+        free(src);
+    }
+    llvm_jit_destroy(jit);
+}
+
 /* The CUDA C of a kernel runs on the host: CUDA's built-ins as C++, one call per thread. */
 static const char cuda_on_host_prelude[] =
     "#include <math.h>\n#include <string.h>\n#define __global__\n#define __device__\n"
@@ -884,6 +944,7 @@ int main(void)
         cmocka_unit_test(random_expressions_against_finite_differences),
         cmocka_unit_test(hashes_are_canonical),
         cmocka_unit_test(jacobian_through_llvm),
+        cmocka_unit_test(rhs_kernels_through_every_back_end),
         cmocka_unit_test(jacobian_through_cuda_c),
         cmocka_unit_test(refuses_other_kernels),
     };

@@ -105,8 +105,8 @@ static pj_program *tp_new(int dim, const int64_t n[3], const double len[3], int 
     p->until = -1;
     p->steps = -1;
     tctx c = {kind, dim};
-    p->rhs = kir_new(KIR_RHS, dim, n_fields, n_params, 1, "rhs");
-    for (int f = 0; f < n_fields; f++) kir_add_output(p->rhs, 0, f, rhs(&c, p->rhs, 0, f));
+    p->rhs = kir_new(KIR_RHS, dim, n_fields, n_params, 2, "rhs");
+    for (int f = 0; f < n_fields; f++) kir_add_output(p->rhs, 1, f, rhs(&c, p->rhs, 0, f));
     kir_finish(p->rhs);
     assert_int_equal(scheme_lower(p), 0);
     for (int s = 0; s < p->n_stages; s++) {
