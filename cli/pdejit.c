@@ -53,16 +53,21 @@ static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
     return buf;
 }
 
+/* The file's text, or NULL after saying why on stderr. */
+static char *read_file_or_say(const char *path, size_t *len)
+{
+    char err[512];
+    char *text = read_file(path, len, err, sizeof err);
+    if (!text) fprintf(stderr, "pdejit: %s\n", err);
+    return text;
+}
+
 /* Compiles FILE; prints its diagnostics to stderr. NULL on error (status 2). */
 pj_program *cli_load_problem(const char *path, const pj_compile_options *opt)
 {
-    char err[512];
     size_t len;
-    char *text = read_file(path, &len, err, sizeof err);
-    if (!text) {
-        fprintf(stderr, "pdejit: %s\n", err);
-        return NULL;
-    }
+    char *text = read_file_or_say(path, &len);
+    if (!text) return NULL;
     diag d;
     diag_init(&d, path, text, len);
     pj_program *p = compile_problem(path, text, len, &d, opt);
@@ -77,13 +82,9 @@ pj_program *cli_load_problem(const char *path, const pj_compile_options *opt)
 /* Compiles FILE through the public API; prints its diagnostics to stderr. NULL on error. */
 pj_problem *cli_compile(const char *path, const char *scheme)
 {
-    char err[512];
     size_t len;
-    char *text = read_file(path, &len, err, sizeof err);
-    if (!text) {
-        fprintf(stderr, "pdejit: %s\n", err);
-        return NULL;
-    }
+    char *text = read_file_or_say(path, &len);
+    if (!text) return NULL;
     pj_problem *pr = NULL;
     char *diagnostics = NULL;
     pj_status st = pj_problem_compile_scheme(path, text, len, scheme, &pr, &diagnostics);

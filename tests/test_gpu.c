@@ -69,21 +69,6 @@ static pj_program *compile_file(const char *path)
     return p;
 }
 
-/* 2D, rk4, two fields, linear conditions in t and x, a dependent param (b = a/2). */
-static const char prob_rk4_2d[] =
-    "mesh grid(nx = 23, ny = 17, Lx = 1.3, Ly = 0.9)\n"
-    "param D = 0.01, a = 2, b = a*0.5\n"
-    "field u = exp(-10*((x-0.6)^2 + (y-0.4)^2))\n"
-    "field w = cos(3*x)*y\n"
-    "eq dt(u) = D*lap(u) + b*u*(1 - u) - w*u\n"
-    "eq dt(w) = D*lap(w) - 0.1*w + sin(t + x)\n"
-    "on left: u = sin(3*t)*y\n"
-    "on right: a*u + dn(u) = x*y + t\n"
-    "on bottom: dn(u) = 0.5\n"
-    "on top: u + 0.3*dn(u) = cos(x)\n"
-    "on left, right: dn(w) = 0\n"
-    "time dt = 0.002, until = 1, scheme = rk4\n";
-
 /* Blows up: the last cell first, after a number of steps that exact arithmetic fixes. */
 static const char prob_blowup[] =
     "mesh grid(nx = 13, ny = 5, Lx = 1, Ly = 1)\n"
@@ -413,7 +398,7 @@ static void emit_compiles(void **state)
 static void no_device_reason(void **state)
 {
     (void)state;
-    pj_program *p = compile_text("rk4.pde", prob_rk4_2d);
+    pj_program *p = compile_file(PJ_SOURCE_DIR "/samples/robin.pde");
     setenv("PDEJIT_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
     char err[1024] = "", reason[512] = "";
     cuda_device *d = cuda_device_open(0, reason, sizeof reason);
@@ -630,7 +615,7 @@ static void memory_released(where w, cuda_device *d)
 static void cache_hits_without_nvrtc(void)
 {
     char *dir = tu_tempdir("gpu-cache");
-    pj_program *p = compile_text("rk4.pde", prob_rk4_2d);
+    pj_program *p = compile_file(PJ_SOURCE_DIR "/samples/robin.pde");
     for (int single = 0; single <= 1; single++) {
         cuda_sim *a = make_sim(p, single, dir);
         const cuda_prepare_stats *sa = cuda_sim_prepare_stats(a);
