@@ -698,7 +698,8 @@ static int fill(cuda_sim *s, int slot, double t, char *err, size_t err_len)
 {
     const int nf = s->p->n_fields;
     memcpy(&s->F, &s->A, sizeof s->F);
-    for (int f = 0; f < nf; f++) s->F.buf[f] = s->A.buf[slot * nf + f];
+    /* a coefficient (a field without an eq) is read from slot 0 by every stage */
+    for (int f = 0; f < nf; f++) s->F.buf[f] = s->A.buf[(s->p->field_has_eq[f] ? slot : 0) * nf + f];
     for (int f = nf; f < s->nbuf; f++) s->F.buf[f] = 0;
     s->F.t = t;
     for (int side = 0; side < 2 * s->p->dim; side++) {
@@ -730,6 +731,7 @@ int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len)
     }
     if (p->swap_after_step) {
         for (int f = 0; f < p->n_fields; f++) {
+            if (!p->field_has_eq[f]) continue; /* a coefficient lives in slot 0 */
             int a = f, b = p->n_fields + f;
             cuda_ptr t = s->mem[a];
             s->mem[a] = s->mem[b];

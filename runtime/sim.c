@@ -45,6 +45,7 @@ struct sim {
     int nbuf;              /* n_slots * n_fields */
     void **mem;            /* allocations */
     void **buf;            /* cell (0,0,0) of each */
+    void **fill_buf;       /* per field: the buffer a ghost fill works on (sim_fill_ghosts) */
     kir_launch L;
     double *param;
     unsigned char *param_set; /* set by the user: kept when params are re-evaluated */
@@ -185,10 +186,11 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->nbuf = p->n_slots * p->n_fields;
     s->mem = calloc((size_t)s->nbuf, sizeof *s->mem);
     s->buf = calloc((size_t)s->nbuf, sizeof *s->buf);
+    s->fill_buf = calloc((size_t)p->n_fields, sizeof *s->fill_buf);
     s->param = calloc((size_t)(p->n_params ? p->n_params : 1), sizeof *s->param);
     s->param_set = calloc((size_t)(p->n_params ? p->n_params : 1), 1);
     s->coef_out = calloc((size_t)p->n_fields, sizeof *s->coef_out);
-    if (!s->mem || !s->buf || !s->param || !s->param_set || !s->coef_out) goto oom;
+    if (!s->mem || !s->buf || !s->fill_buf || !s->param || !s->param_set || !s->coef_out) goto oom;
     size_t bytes = round_up((int64_t)(s->g.elems * s->esz), SIM_ALIGN);
     for (int i = 0; i < s->nbuf; i++) {
         s->mem[i] = aligned_alloc(SIM_ALIGN, bytes);
@@ -231,6 +233,7 @@ void sim_destroy(sim *s)
         for (int i = 0; i < s->nbuf; i++) free(s->mem[i]);
     free(s->mem);
     free(s->buf);
+    free(s->fill_buf);
     free(s->param);
     free(s->param_set);
     free(s->coef_out);
@@ -374,17 +377,18 @@ static void fill_axis(sim *s, int f, void *b, int a, const double *cf[2])
 void sim_fill_ghosts(sim *s, int slot, double t)
 {
     const pj_program *p = s->p;
+    /* the buffers the stages read: a coefficient (a field without an eq) always from slot 0 */
+    for (int f = 0; f < p->n_fields; f++) s->fill_buf[f] = s->buf[(p->field_has_eq[f] ? slot : 0) * p->n_fields + f];
     for (int a = 0; a < p->dim; a++) {
         const double *cf[2] = {NULL, NULL};
         for (int hi = 0; hi < 2; hi++)
             if (s->coef[2 * a + hi] && !s->plan.set.hook[2 * a + hi]) cf[hi] = side_coefs(s, 2 * a + hi, t);
-        for (int f = 0; f < p->n_fields; f++)
-            fill_axis(s, f, s->buf[slot * p->n_fields + f], a, cf);
+        for (int f = 0; f < p->n_fields; f++) fill_axis(s, f, s->fill_buf[f], a, cf);
         for (int hi = 0; hi < 2; hi++) {
             int side = 2 * a + hi;
             if (s->plan.set.hook[side] && !s->failed &&
-                s->plan.set.hook[side](s->plan.set.hook_ctx[side], side, &s->g, s->buf + slot * p->n_fields, p->n_fields, t,
-                                   s->error, sizeof s->error) < 0)
+                s->plan.set.hook[side](s->plan.set.hook_ctx[side], side, &s->g, s->fill_buf, p->n_fields, t, s->error,
+                                       sizeof s->error) < 0)
                 s->failed = 1;
         }
     }
@@ -440,6 +444,7 @@ int sim_step(sim *s, double dt)
     }
     if (p->swap_after_step) {
         for (int f = 0; f < p->n_fields; f++) {
+            if (!p->field_has_eq[f]) continue; /* a coefficient lives in slot 0 */
             int a = f, b = p->n_fields + f;
             void *t = s->mem[a]; s->mem[a] = s->mem[b]; s->mem[b] = t;
             t = s->buf[a]; s->buf[a] = s->buf[b]; s->buf[b] = t;
