@@ -113,11 +113,12 @@ static const char *usage_check =
     "every error as FILE:LINE:COL: error: MESSAGE with the line and a caret, and exits 2.\n";
 
 static const char *usage_emit =
-    "usage: pdejit emit FILE (--ir | --llvm | --cuda) [--scheme S] [--precision double|single]\n"
+    "usage: pdejit emit FILE (--ir | --llvm | --cuda) [--scheme S] [--precision double|single] [--fast-math]\n"
     "Prints what the compiler generates for every kernel of FILE:\n"
     "  --ir     the kernel IR (the typed DAG every back end consumes) with its canonical hash\n"
     "  --llvm   the optimised LLVM IR of the CPU back end\n"
-    "  --cuda   the CUDA C of the GPU back end\n";
+    "  --cuda   the CUDA C of the GPU back end\n"
+    "  --fast-math  the code --fast-math runs (vector math from libmvec on the CPU)\n";
 
 static const char *usage_run =
     "usage: pdejit run FILE [options]\n"
@@ -184,11 +185,12 @@ static int cmd_emit(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage_emit, stdout); return 0; }
     const char *file = NULL, *what = NULL;
-    int single = 0;
+    int single = 0, fast_math = 0;
     pj_compile_options opt = {0};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--ir") || (!strncmp(argv[i], "--", 2) && emitter(argv[i] + 2))) what = argv[i] + 2;
         else if (!strcmp(argv[i], "--precision") && i + 1 < argc) single = !strcmp(argv[++i], "single");
+        else if (!strcmp(argv[i], "--fast-math")) fast_math = 1;
         else if (!strcmp(argv[i], "--scheme") && i + 1 < argc) {
             int s = scheme_from_name(argv[++i]);
             if (s < 0) { fprintf(stderr, "pdejit: unknown scheme '%s'\n", argv[i]); return 2; }
@@ -219,7 +221,7 @@ static int cmd_emit(int argc, char **argv)
         }
     } else {
         char err[1024];
-        engine_options eo = {.single = single};
+        engine_options eo = {.single = single, .fast_math = fast_math};
         if (emitter(what)->emit(p, &eo, stdout, err, sizeof err) < 0) {
             fprintf(stderr, "pdejit: %s\n", err);
             program_free(p);

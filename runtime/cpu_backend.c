@@ -63,6 +63,7 @@ static void make_key(cpu_backend *be, const kir_kernel *k, kernel_key *kk)
     cache_key_add(&kk->key, "llvm", llvm_version_string());
     cache_key_add(&kk->key, "precision", be->opt.single ? "single" : "double");
     cache_key_add(&kk->key, "fast_math", be->opt.fast_math ? "1" : "0");
+    if (be->opt.fast_math) cache_key_add(&kk->key, "vecmath", llvm_jit_vecmath(be->jit));
     cache_key_add(&kk->key, "codegen", PJ_CODEGEN_VERSION);
 }
 
