@@ -132,9 +132,13 @@ int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t 
         size_t len = 0;
         kir_cpu_fn fn = NULL;
         llvm_loaded *h = NULL;
-        /* a stored object that does not load is a miss: compiled again and replaced */
-        int hit = be->cache && cache_get(be->cache, &j->kk.key, &obj, &len) == 1 &&
-                  llvm_load(be->jit, obj, len, j->kk.symbol, &fn, &h, err, err_len) == 0;
+        /* a stored object that does not load is a miss: set aside, compiled again, replaced */
+        int hit = be->cache && cache_get(be->cache, &j->kk.key, &obj, &len) == 1;
+        if (hit && llvm_load(be->jit, obj, len, j->kk.symbol, &fn, &h, err, err_len) < 0) {
+            cache_reject(be->cache, &j->kk.key, err);
+            if (err_len) err[0] = 0;
+            hit = 0;
+        }
         free(obj);
         if (!hit) {
             missing[n_missing++] = s;
