@@ -441,17 +441,24 @@ static int cmd_cache(int argc, char **argv)
     cache *c = cache_open(NULL, 0);
     if (!c) { fprintf(stderr, "pdejit: out of memory\n"); return 1; }
     if (cache_warning(c)) fprintf(stderr, "pdejit: warning: %s\n", cache_warning(c));
+    char *warned = cache_warning(c) ? strdup(cache_warning(c)) : NULL;
     int r;
     if (!strcmp(what, "stats")) r = cache_stats(c, stdout);
     else if (!strcmp(what, "list")) r = cache_list(c, stdout);
     else if (!strcmp(what, "clear")) {
         r = cache_clear(c);
         if (r >= 0) printf("removed %d entr%s from %s\n", r, r == 1 ? "y" : "ies", cache_dir(c));
+        else if (cache_on_disk(c)) fprintf(stderr, "pdejit cache clear: some of %s was not removed\n", cache_dir(c));
     } else {
         fprintf(stderr, "pdejit cache: unknown subcommand '%s'\n%s", what, usage_cache);
+        free(warned);
         cache_close(c);
         return 2;
     }
+    /* a warning that appeared on the way (a file or folder refused) */
+    const char *w = cache_warning(c);
+    if (w && (!warned || strcmp(w, warned))) fprintf(stderr, "pdejit: warning: %s\n", w);
+    free(warned);
     cache_close(c);
     return r < 0 ? 1 : 0;
 }
