@@ -343,6 +343,8 @@ static int cmd_run(int argc, char **argv)
     pj_sim_info info;
     pj_sim_get_info(sim, &info);
     if (info.warning) fprintf(stderr, "pdejit: warning: %s\n", info.warning);
+    char cache_warned[1024];
+    snprintf(cache_warned, sizeof cache_warned, "%s", info.warning ? info.warning : "");
     const char *kname;
     int kcached;
     double kms;
@@ -397,6 +399,10 @@ static int cmd_run(int argc, char **argv)
     }
     pj_run_result res;
     st = pj_sim_run(sim, &ro, &res, err, sizeof err);
+    /* the cache's warning when it changed while running (a swap's kernels could not be stored) */
+    pj_sim_get_info(sim, &info);
+    if (info.warning && strncmp(info.warning, cache_warned, sizeof cache_warned - 1))
+        fprintf(stderr, "pdejit: warning: %s\n", info.warning);
     status = st == PJ_OK ? 0 : st == PJ_ERR_INPUT ? 2 : 1;
     if (status) fprintf(stderr, "pdejit: run failed: %s\n", err);
     double cells = (double)pj_problem_cells(pr);

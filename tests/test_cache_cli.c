@@ -455,6 +455,30 @@ static void clear_never_follows_a_linked_sub_folder(void **state)
     free(before);
 }
 
+/* A write that fails after start-up — here a swap's kernels under a file size limit (on a real
+ * disk: full, or the folder made read-only) — is reported once, not dropped: the run started on
+ * cache hits without a warning, and says at the end that the cache turned read-only. */
+static void write_failure_while_running_is_reported_once(void **state)
+{
+    (void)state;
+    put("w.pde", "mesh grid(nx = 200000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 8\n");
+    char cmd[8192], *out;
+    assert_int_equal(pj("c8", &out, "run w.pde --out none --steps 1"), 0); /* the first kernels stored */
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && trap '' XFSZ && ulimit -f 8 && (PDEJIT_CACHE_DIR=c8 %s run w.pde --watch --out none --verbose "
+             "2> w.log & pid=$!; until grep -q watching w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
+             "sed -i 's/= 1$/= 2/' w.pde; wait $pid; rc=$?; cat w.log; exit $rc)", tu_dir, PJ_BINARY);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_int_equal(count(out, "loaded from the cache in"), 1); /* started on hits, no warning */
+    assert_non_null(strstr(out, "w.pde changed: swapped in the new definition"));
+    assert_int_equal(count(out, "warning: kernel cache is read-only"), 1);
+    assert_non_null(strstr(out, "File too large"));
+    const char *warning = strstr(out, "warning"), *swapped = strstr(out, "swapped in");
+    assert_true(warning > swapped); /* reported after the swap that failed to store */
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -467,6 +491,7 @@ int main(void)
         cmocka_unit_test(entries_that_do_not_load_are_set_aside),
         cmocka_unit_test(planted_entries_are_refused),
         cmocka_unit_test(clear_never_follows_a_linked_sub_folder),
+        cmocka_unit_test(write_failure_while_running_is_reported_once),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
