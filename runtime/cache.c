@@ -591,6 +591,7 @@ int cache_get(cache *c, const cache_key *key, void **data, size_t *len)
     if (text && !is_disabled(c)) {
         text_id(text, tlen, id);
         rc = entry_read(c, id, text, tlen, data, len, 1, next_stamp(c), &info);
+        free(info.key);
     }
     free(text);
     if (rc == ENT_REFUSED) {
@@ -1009,6 +1010,7 @@ int cache_stats(cache *c, FILE *out)
         for (int i = 0; i < s.n; i++) {
             entry_info info;
             int r = entry_read(c, s.entries[i].id, NULL, 0, NULL, NULL, 1, 0, &info);
+            free(info.key);
             if (r == ENT_REFUSED) s.refused++;
             else if (r != ENT_OK) damaged++;
         }
