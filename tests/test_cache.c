@@ -564,7 +564,18 @@ static void unwritable_folder(void **state)
         print_message("(running as root: chmod 0555 does not stop writes; covered by the paths "
                       "above)\n");
     } else {
-        expect_memory_only(p, "Permission denied");
+        /* it exists: read-only (hits still load; test_cache_trust covers that), one warning */
+        cache *c = cache_open(p, 0);
+        assert_true(cache_on_disk(c));
+        assert_false(cache_writable(c));
+        assert_non_null(cache_warning(c));
+        assert_non_null(strstr(cache_warning(c), "kernel cache is read-only"));
+        assert_non_null(strstr(cache_warning(c), "Permission denied"));
+        cache_key k;
+        make_key(&k, IR1, "double");
+        assert_int_equal(cache_put(c, &k, "obj", 3, "src", "ll"), -1);
+        expect_miss(c, &k);
+        cache_close(c);
         char sub[700];
         snprintf(sub, sizeof sub, "%s/sub", p); /* one that cannot be created */
         expect_memory_only(sub, "Permission denied");
