@@ -502,7 +502,7 @@ static int open_top(cache *c)
         degrade(c, err);
         return -1;
     }
-    struct stat st;
+    struct stat st = {0};
     const char *why = fstat(c->dirfd, &st) < 0 ? "cannot be examined" : distrust(c, &st, 1);
     if (why) {
         pthread_mutex_lock(&c->lock);
