@@ -345,6 +345,8 @@ static int cmd_run(int argc, char **argv)
     pj_sim_info info;
     pj_sim_get_info(sim, &info);
     if (info.warning) fprintf(stderr, "pdejit: warning: %s\n", info.warning);
+    char cache_warned[1024];
+    snprintf(cache_warned, sizeof cache_warned, "%s", info.warning ? info.warning : "");
     const char *kname;
     int kcached;
     double kms;
@@ -399,6 +401,10 @@ static int cmd_run(int argc, char **argv)
     }
     pj_run_result res;
     st = pj_sim_run(sim, &ro, &res, err, sizeof err);
+    /* the cache's warning when it changed while running (a swap's kernels could not be stored) */
+    pj_sim_get_info(sim, &info);
+    if (info.warning && strncmp(info.warning, cache_warned, sizeof cache_warned - 1))
+        fprintf(stderr, "pdejit: warning: %s\n", info.warning);
     status = st == PJ_OK ? 0 : st == PJ_ERR_INPUT ? 2 : 1;
     if (status) fprintf(stderr, "pdejit: run failed: %s\n", err);
     double cells = (double)pj_problem_cells(pr);
@@ -443,17 +449,24 @@ static int cmd_cache(int argc, char **argv)
     cache *c = cache_open(NULL, 0);
     if (!c) { fprintf(stderr, "pdejit: out of memory\n"); return 1; }
     if (cache_warning(c)) fprintf(stderr, "pdejit: warning: %s\n", cache_warning(c));
+    char *warned = cache_warning(c) ? strdup(cache_warning(c)) : NULL;
     int r;
     if (!strcmp(what, "stats")) r = cache_stats(c, stdout);
     else if (!strcmp(what, "list")) r = cache_list(c, stdout);
     else if (!strcmp(what, "clear")) {
         r = cache_clear(c);
         if (r >= 0) printf("removed %d entr%s from %s\n", r, r == 1 ? "y" : "ies", cache_dir(c));
+        else if (cache_on_disk(c)) fprintf(stderr, "pdejit cache clear: some of %s was not removed\n", cache_dir(c));
     } else {
         fprintf(stderr, "pdejit cache: unknown subcommand '%s'\n%s", what, usage_cache);
+        free(warned);
         cache_close(c);
         return 2;
     }
+    /* a warning that appeared on the way (a file or folder refused) */
+    const char *w = cache_warning(c);
+    if (w && (!warned || strcmp(w, warned))) fprintf(stderr, "pdejit: warning: %s\n", w);
+    free(warned);
     cache_close(c);
     return r < 0 ? 1 : 0;
 }

@@ -447,7 +447,8 @@ static int prepare_kernels(cuda_sim *s, char *err, size_t err_len)
             s->mod[i] = cuda_module_load(s->dev, image, lerr, sizeof lerr);
             free(image);
             image = NULL;
-            if (s->mod[i]) s->stats.from_cache++; /* else: a stored image that does not load is a miss */
+            if (s->mod[i]) s->stats.from_cache++;
+            else cache_reject(s->cache, &kb.key, lerr); /* a miss: set aside, compiled again */
         }
         if (!s->mod[i]) {
             if (open_nvrtc(s, err, err_len) < 0) return -1;
