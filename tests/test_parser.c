@@ -339,14 +339,15 @@ static void hostile_input(void **state)
     k = strlen(s);
     while (k < len) { s[k++] = '+'; s[k++] = '1'; }
     s[k] = 0;
-    assert_null(compile(s, &log));
-    assert_non_null(strstr(log, "error: expression is too long or nested too deeply"));
+    pj_program *sum = compile(s, &log); /* a flat sum of 500 000 ones is not nesting */
+    assert_non_null(sum);
+    program_free(sum);
     free(log);
     memset(s + 27, '-', len - 27);
     s[len] = '1';
     s[len + 1] = 0;
     assert_null(compile(s, &log));
-    assert_non_null(strstr(log, "error: expression is too long or nested too deeply"));
+    assert_non_null(strstr(log, "error: expression is nested too deeply (more than 400 levels)"));
     free(log);
 
     srand(7);
@@ -361,6 +362,119 @@ static void hostile_input(void **state)
         diag_free(&d);
     }
     free(s);
+}
+
+/* "mesh grid(nx = 4)\n" HEAD TERM TERM ... (n times) TAIL, malloc'd. */
+static char *repeated(const char *head, const char *term, int n, const char *tail)
+{
+    size_t len = strlen(head) + (size_t)n * strlen(term) + strlen(tail) + 32;
+    char *s = malloc(len), *at = s;
+    at += sprintf(at, "mesh grid(nx = 4)\n%s", head);
+    for (int i = 0; i < n; i++) at += sprintf(at, "%s", term);
+    sprintf(at, "%s", tail);
+    return s;
+}
+
+/* Asserts that compiling src fails with exactly one error (or `n_errors`), `expected`
+ * ("LINE:COL: error: MESSAGE") among them, its caret under the character `under` (lines of any
+ * length: a long line is shown as a window around the caret). */
+static void expect_errors_at(const char *src, int n_errors, const char *expected, char under)
+{
+    char *log;
+    pj_program *p = compile(src, &log);
+    char want[512];
+    snprintf(want, sizeof want, "t.pde:%s\n", expected);
+    const char *at = strstr(log, want);
+    int errors = 0;
+    for (const char *q = log; (q = strstr(q, ": error: ")); q++) errors++;
+    if (p || !at || errors != n_errors) {
+        fprintf(stderr, "expected %d error(s), among them: %swas:\n%.2000s\n", n_errors, want, log);
+        fail();
+    }
+    const char *text = at + strlen(want), *caret_line = strchr(text, '\n') + 1;
+    const char *caret = strchr(caret_line, '^');
+    assert_non_null(caret);
+    assert_int_equal(text[caret - caret_line], under);
+    free(log);
+}
+
+static void long_sums_and_products(void **state)
+{
+    (void)state;
+    /* 200 000 terms are one chain, not 200 000 levels, summed left to right: each + 1 rounds
+       back to 1e16 (from the right the ones would add up first, to 1e16 + 199 999) */
+    char *src = repeated("param p = 1e16", " + 1", 199999, ", q = 1");
+    char *more = repeated("", " - 1", 199999, "\n");
+    src = realloc(src, strlen(src) + strlen(more) + 1);
+    strcat(src, more + strlen("mesh grid(nx = 4)\n"));
+    free(more);
+    char *log;
+    pj_program *p = compile(src, &log);
+    if (!p) fprintf(stderr, "%.2000s", log);
+    assert_non_null(p);
+    assert_true(p->param_values[0] == 1e16);
+    assert_true(p->param_values[1] == -199998);
+    program_free(p);
+    free(log);
+    free(src);
+    /* products and quotients chain alike, left to right: 1e308 * 10 overflows before / 10 */
+    src = repeated("param r = 1", " * 2 / 2", 100000, ", s = 1e308 * 10 / 10\n");
+    p = compile(src, &log);
+    assert_non_null(p);
+    assert_true(p->param_values[0] == 1);
+    assert_true(isinf(p->param_values[1]));
+    program_free(p);
+    free(log);
+    free(src);
+    /* an equation summing 10 000 params */
+    src = malloc(400000);
+    char *at = src + sprintf(src, "mesh grid(nx = 4)\nfield u\nparam p0 = 0");
+    for (int i = 1; i < 10000; i++) at += sprintf(at, ", p%d = %d", i, i);
+    at += sprintf(at, "\neq dt(u) = p0");
+    for (int i = 1; i < 10000; i++) at += sprintf(at, " + p%d", i);
+    sprintf(at, " + u\ntime dt = 1, steps = 1\n");
+    p = compile(src, &log);
+    if (!p) fprintf(stderr, "%.2000s", log);
+    assert_non_null(p);
+    assert_int_equal(p->n_params, 10000);
+    assert_true(p->param_values[9999] == 9999);
+    program_free(p);
+    free(log);
+    free(src);
+    /* a chain's terms still nest: (1 + ...) in a sum of sums */
+    assert_true(param_value("1 + 2*3 - (4 - 5)*2^2^-1 / 2 + -3 < 8 && 1") == 1);
+    assert_true(param_value("2*3^2 + 1 - 2 - 3") == 14);
+    assert_true(param_value("(1 - 2) - (3 - 4)*5 / 10 * 4") == 1);
+}
+
+static void errors_inside_long_expressions(void **state)
+{
+    (void)state;
+    /* a syntax error near the end of a 200 000-term sum is reported where it is, alone */
+    char *src = repeated("field u = 1", " + 1", 199990, " 7 + 1 + 1\n");
+    int col = 11 + 1 + 4 * 199990 + 1;
+    char expected[200];
+    snprintf(expected, sizeof expected, "2:%d: error: unexpected number, expecting end of line", col);
+    expect_errors_at(src, 1, expected, '7');
+    free(src);
+    /* real nesting is still bounded, pointed at where the too-deep part starts: 450 powers
+       nest 450 levels (right-associative), the 401 innermost start at the 50th */
+    src = repeated("field u = 2", "^2", 449, "\n");
+    expect_errors_at(src, 1, "2:109: error: expression is nested too deeply (more than 400 levels, from here)", '2');
+    free(src);
+    src = repeated("field u = ", "-", 500, "1\n");
+    expect_errors_at(src, 1, "2:111: error: expression is nested too deeply (more than 400 levels, from here)", '-');
+    free(src);
+    /* too deep and then a syntax error on the same line: both reported */
+    src = repeated("field u = ", "-", 500, "1 + 1 * 2 3\n");
+    expect_errors_at(src, 2, "2:111: error: expression is nested too deeply (more than 400 levels, from here)", '-');
+    expect_errors_at(src, 2, "2:521: error: unexpected number, expecting end of line", '3');
+    free(src);
+    /* a million unary minuses fill the parser's stack before any of them is reduced: reported
+       where it fills up (YYMAXDEPTH, far beyond 400 levels) */
+    src = repeated("field u = ", "-", 1000000, "1\n");
+    expect_errors_at(src, 1, "2:5005: error: expression is nested too deeply (more than 400 levels)", '-');
+    free(src);
 }
 
 int main(void)
@@ -379,6 +493,8 @@ int main(void)
         cmocka_unit_test(long_func_chains),
         cmocka_unit_test(several_errors_in_one_run),
         cmocka_unit_test(hostile_input),
+        cmocka_unit_test(long_sums_and_products),
+        cmocka_unit_test(errors_inside_long_expressions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
