@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "program.h"
+#include "ast.h"
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Compiles `src` as "t.pde"; returns the program (or NULL) and the diagnostics in *log. */
 static pj_program *compile(const char *src, char **log)
@@ -477,6 +482,95 @@ static void errors_inside_long_expressions(void **state)
     free(src);
 }
 
+/* The canonical hashes of every kernel of p, one string. */
+static void kernel_hashes(const pj_program *p, char *out)
+{
+    const kir_kernel *ks[16] = {p->params_kernel, p->init, p->rhs};
+    int n = 3;
+    for (int s = 0; s < 6; s++) ks[n++] = p->bc_kernel[s];
+    for (int s = 0; s < p->n_stages && n < 16; s++) ks[n++] = p->stages[s].kernel;
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        char hex[33] = "-";
+        if (ks[i]) kir_hash_hex(ks[i], hex);
+        strcat(out, hex);
+        strcat(out, " ");
+    }
+}
+
+static void names_shadow_builtins(void **state)
+{
+    (void)state;
+    /* a field, param or const may take a built-in function's name: written plainly it is the
+       value, called it is the function (also where an argument has the name) */
+    const char *shadowing =
+        "mesh grid(nx = 8, Lx = L)\nconst L = 2\nparam R = 3, harm = 0.5\nfield normal = x/L\n"
+        "func g(exp) = exp*L + exp(0)\nflux F(L) = L*(R(normal) - L(normal))/dx\n"
+        "eq dt(normal) = div(harm*F(R)) + g(L) - R*L\non left: normal = L\non right: dn(normal) = L\n"
+        "time dt = 0.001, steps = 10, scheme = rk2\n";
+    const char *renamed =
+        "mesh grid(nx = 8, Lx = c)\nconst c = 2\nparam p = 3, h = 0.5\nfield u = x/c\n"
+        "func g(a) = a*c + exp(0)\nflux F(a) = a*(R(u) - L(u))/dx\n"
+        "eq dt(u) = div(h*F(p)) + g(c) - p*c\non left: u = c\non right: dn(u) = c\n"
+        "time dt = 0.001, steps = 10, scheme = rk2\n";
+    char *log1, *log2, h1[600], h2[600];
+    pj_program *p1 = compile(shadowing, &log1), *p2 = compile(renamed, &log2);
+    if (!p1) fprintf(stderr, "%s", log1);
+    assert_non_null(p1);
+    assert_non_null(p2);
+    kernel_hashes(p1, h1);
+    kernel_hashes(p2, h2);
+    assert_string_equal(h1, h2);
+    assert_true(p1->length[0] == 2 && p1->param_values[0] == 3 && p1->param_values[1] == 0.5);
+    program_free(p1);
+    program_free(p2);
+    free(log1);
+    free(log2);
+    /* a func or flux cannot: a call would not say which it means. One error, at the definition,
+       and none at the uses (they call the built-in) */
+    expect_errors_at("mesh grid(nx = 8)\nfunc L(a) = 2*a\nfield u = x\neq dt(u) = div(L(u)*grad(u)) + div(L(u))\n", 1,
+                     "2:6: error: 'L' is a built-in function: a func cannot take its name (a field, param or const can)", 'L');
+    expect_errors_at("mesh grid(nx = 8)\nfield u\nflux upwind(a) = a\neq dt(u) = div(upwind(u, 1))\n", 1,
+                     "3:6: error: 'upwind' is a built-in function: a flux cannot take its name (a field, param or const can)", 'u');
+    /* built-in values stay reserved, with one error however often they are used */
+    expect_errors_at("mesh grid(nx = 8)\nconst pi = 3\nfield u = pi*x + pi\neq dt(u) = pi*lap(u) - pi\n", 1,
+                     "2:7: error: 'pi' is a built-in name and cannot be redefined", 'p');
+    /* a value is still not a function, nor a function a value */
+    expect_error("mesh grid(nx = 8)\nconst k = 2\nfield u = k(1)\n", "3:11: error: 'k' is a const, not a function");
+    expect_error("mesh grid(nx = 8)\nconst L = 2\nfield u = exp\n", "3:11: error: 'exp' is a function: call it as exp(...)");
+}
+
+/* A text longer than PJ_MAX_SOURCE_BYTES is refused before a byte of it is read: here 2^31 - 1
+ * bytes (one more than INT_MAX allows flex) mapped from /dev/zero, never touched. */
+static void huge_text_refused(void **state)
+{
+    (void)state;
+    size_t sizes[] = {PJ_MAX_SOURCE_BYTES + 1, (size_t)INT_MAX, (size_t)INT_MAX + 10};
+    size_t most = (size_t)INT_MAX + 10;
+    int fd = open("/dev/zero", O_RDONLY);
+    assert_true(fd >= 0);
+    const char *text = mmap(NULL, most, PROT_READ, MAP_PRIVATE, fd, 0);
+    assert_true(text != MAP_FAILED);
+    for (int i = 0; i < 3; i++) {
+        diag d;
+        diag_init(&d, "huge.pde", text, sizes[i]);
+        pj_program *p = compile_problem("huge.pde", text, sizes[i], &d, NULL);
+        assert_null(p);
+        assert_int_equal(d.errors, 1);
+        assert_string_equal(d.log, "huge.pde: error: the problem text is larger than 64 MiB (67108864 bytes), "
+                                   "the most a problem may have\n");
+        diag_free(&d);
+        arena a = {0};
+        diag_init(&d, "huge.pde", text, sizes[i]);
+        assert_null(parse_program(&a, &d, text, sizes[i]));
+        assert_int_equal(d.errors, 1);
+        diag_free(&d);
+        arena_free(&a);
+    }
+    munmap((void *)text, most);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -495,6 +589,8 @@ int main(void)
         cmocka_unit_test(hostile_input),
         cmocka_unit_test(long_sums_and_products),
         cmocka_unit_test(errors_inside_long_expressions),
+        cmocka_unit_test(names_shadow_builtins),
+        cmocka_unit_test(huge_text_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
