@@ -73,6 +73,7 @@ typedef struct ast_stmt {
 typedef struct ast_program {
     ast_stmt **stmts;
     int n_stmts;
+    long n_nodes;          /* expression nodes written in the whole text */
 } ast_program;
 
 /* The longest problem text accepted: 64 MiB. Far beyond any real problem (a sum of a million

@@ -14,7 +14,9 @@
 #include <stdarg.h>
 #include <string.h>
 
-#define MAX_WORK 4000000L      /* lowering steps per expression */
+/* Lowering steps per expression: 4 000 000 plus 8 per node written in the problem, so that
+ * inlining cannot blow up without bound while an expression as long as you like still lowers. */
+#define MAX_WORK(C) (4000000L + 8 * ((C)->ast ? (C)->ast->n_nodes : 0))
 #define MAX_INLINE_DEPTH 200   /* funcs calling funcs */
 
 void lower_error(compiler *C, pj_loc loc, const char *fmt, ...)
@@ -442,8 +444,8 @@ static int lower_chain(compiler *C, lctx *x, const ast_expr *e, int n)
 
 int lower_expr(compiler *C, lctx *x, const ast_expr *e)
 {
-    if (++C->work > MAX_WORK) {
-        if (C->work == MAX_WORK + 1)
+    if (++C->work > MAX_WORK(C)) {
+        if (C->work == MAX_WORK(C) + 1)
             lower_error(C, e->loc, "expression is too large after inlining funcs and operators");
         return -1;
     }

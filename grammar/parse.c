@@ -65,5 +65,6 @@ ast_program *parse_program(arena *a, diag *d, const char *source, size_t len)
     if (!p) return NULL;
     p->stmts = ctx.stmts.items;
     p->n_stmts = ctx.stmts.len;
+    p->n_nodes = ctx.n_nodes;
     return p;
 }

@@ -24,6 +24,7 @@ static void pjyyerror(PJYYLTYPE *loc, parse_ctx *ctx, void *scanner, const char 
 static ast_expr *node(parse_ctx *c, ast_kind kind, pj_loc loc)
 {
     ast_expr *e = arena_alloc(c->arena, sizeof *e);
+    c->n_nodes++;
     e->kind = kind;
     e->loc = loc;
     e->depth = 1;
