@@ -115,12 +115,12 @@ static void add_symbol(compiler *C, const char *name, sym_kind kind, pj_loc loc,
         return;
     }
     /* A value may take a built-in function's name: a call always means the function and a plain
-     * name the value. A func or flux would make the call itself ambiguous. */
-    if ((kind == SYM_FUNC || kind == SYM_FLUX) && find_builtin_fn(name, NULL)) {
+     * name the value. A func or flux would make the call itself ambiguous: an error, after which
+     * the func is defined all the same, so its calls are checked as the user meant them and
+     * report nothing more. */
+    if ((kind == SYM_FUNC || kind == SYM_FLUX) && find_builtin_fn(name, NULL))
         diag_error(C->d, loc, "'%s' is a built-in function: a %s cannot take its name (a field, param or const can)",
                    name, kind_text(kind));
-        return;
-    }
     if (C->n_syms == C->cap_syms) {
         int cap = C->cap_syms ? 2 * C->cap_syms : 16;
         C->syms = arena_grow(C->arena, C->syms, sizeof *C->syms * (size_t)C->cap_syms, sizeof *C->syms * (size_t)cap);

@@ -539,7 +539,9 @@ static void names_shadow_builtins(void **state)
        and none at the uses (they call the built-in) */
     expect_errors_at("mesh grid(nx = 8)\nfunc L(a) = 2*a\nfield u = x\neq dt(u) = div(L(u)*grad(u)) + div(L(u))\n", 1,
                      "2:6: error: 'L' is a built-in function: a func cannot take its name (a field, param or const can)", 'L');
-    expect_errors_at("mesh grid(nx = 8)\nfield u\nflux upwind(a) = a\neq dt(u) = div(upwind(u, 1))\n", 1,
+    expect_errors_at("mesh grid(nx = 8)\nfunc sign(a, b) = a*b\nfield u = sign(x, 2) + sign(1, x)\n", 1,
+                     "2:6: error: 'sign' is a built-in function: a func cannot take its name (a field, param or const can)", 's');
+    expect_errors_at("mesh grid(nx = 8)\nfield u\nflux upwind(a) = a\neq dt(u) = div(upwind(u))\n", 1,
                      "3:6: error: 'upwind' is a built-in function: a flux cannot take its name (a field, param or const can)", 'u');
     /* built-in values stay reserved, with one error however often they are used */
     expect_errors_at("mesh grid(nx = 8)\nconst pi = 3\nfield u = pi*x + pi\neq dt(u) = pi*lap(u) - pi\n", 1,
