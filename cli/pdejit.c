@@ -8,6 +8,7 @@
 #include <string.h>
 #include <math.h>
 #include <unistd.h>
+#include "ast.h"
 #include "cache.h"
 #include "driver.h"
 #include "engine.h"
@@ -24,21 +25,17 @@ static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
         snprintf(err, err_len, "%s: %s", path, strerror(errno));
         return NULL;
     }
-    size_t cap = 1 << 16, n = 0, r;
+    /* at most one byte more than the front end accepts: enough for it to refuse the file */
+    size_t cap = 1 << 16, n = 0, r, most = PJ_MAX_SOURCE_BYTES + 1;
     char *buf = malloc(cap + 1);
-    while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+    while (buf && n < most && (r = fread(buf + n, 1, cap - n, f)) > 0) {
         n += r;
-        if (n == cap) {
-            if (cap > ((size_t)1 << 30)) {
-                snprintf(err, err_len, "%s: file is larger than 1 GiB", path);
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            char *nb = realloc(buf, 2 * cap + 1);
+        if (n == cap && n < most) {
+            size_t grown = 2 * cap < most ? 2 * cap : most;
+            char *nb = realloc(buf, grown + 1);
             if (!nb) { free(buf); buf = NULL; break; }
             buf = nb;
-            cap *= 2;
+            cap = grown;
         }
     }
     int bad = ferror(f);

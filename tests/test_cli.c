@@ -78,6 +78,15 @@ static void check_is_silent_or_points(void **state)
     free(out);
     free(good);
     free(bad);
+    /* a file of 2^31 - 1 bytes (sparse: no disk space) is refused, read no further than 64 MiB */
+    char *huge = write_file("huge.pde", "");
+    assert_int_equal(truncate(huge, 2147483647), 0);
+    assert_int_equal(pj(&out, "check huge.pde"), 2);
+    assert_string_equal(out, "huge.pde: error: the problem text is larger than 64 MiB (67108864 bytes), the most a "
+                             "problem may have\n1 error\n");
+    free(out);
+    unlink(huge);
+    free(huge);
 }
 
 static void dump_format(void **state)
