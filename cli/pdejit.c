@@ -145,8 +145,14 @@ static const char *usage_run =
     "                             (a file that does not compile is reported; the run goes on)\n"
     "  --verbose                  compile/cache times per kernel, Mcells/s\n"
     "  --quiet                    no progress lines\n"
+    "Before the first step the run is refused (exit 2) when its fields do not fit in the memory\n"
+    "available, when it would take more than 1e15 steps or stop at more than 1e7 output times,\n"
+    "when its end time is not finite, or when the --dump or --out target cannot be written; a\n"
+    "reused --out folder is cleaned of the previous series' files (only those names).\n"
+    "SIGINT/SIGTERM stop it at a step boundary (no dump written; exit 130/143).\n"
+    "--watch reads only a regular file of at most 64 MiB.\n"
     "Exit status: 0 success, 1 the run failed (NaN/Inf found: step, time, field, cell), 2 bad\n"
-    "usage or a bad problem file.\n";
+    "usage, a bad problem file or a refused run, 130/143 stopped by SIGINT/SIGTERM.\n";
 
 static const char *usage_cache =
     "usage: pdejit cache stats|list|clear|explain FILE [--precision single] [--fast-math]\n"
