@@ -1,6 +1,7 @@
 /* grid.c — the checks, the buffer layout and the ghost-fill plan of every back end (see grid.h). */
 #include "grid.h"
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,9 +116,30 @@ double grid_host_memory_available(void)
             }
         fclose(f);
     }
-    double max = read_number_file("/sys/fs/cgroup/memory.max"); /* "max": no limit, reads as -1 */
-    double current = read_number_file("/sys/fs/cgroup/memory.current");
-    if (max >= 0 && current >= 0) available = fmin(available, max > current ? max - current : 0);
+    /* cgroup v2: what the limit leaves, in this process's group and each group above it (a
+       container sees its own group as the root, where memory.max is absent) */
+    char dir[1024] = "/sys/fs/cgroup", line[900];
+    FILE *cg = fopen("/proc/self/cgroup", "r");
+    if (cg) {
+        while (fgets(line, sizeof line, cg))
+            if (!strncmp(line, "0::/", 4)) {
+                line[strcspn(line, "\n")] = 0;
+                snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", strcmp(line + 3, "/") ? line + 3 : "");
+                break;
+            }
+        fclose(cg);
+    }
+    for (;;) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s/memory.max", dir);
+        double max = read_number_file(path); /* "max": no limit, reads as -1 */
+        snprintf(path, sizeof path, "%s/memory.current", dir);
+        double current = read_number_file(path);
+        if (max >= 0 && current >= 0) available = fmin(available, max > current ? max - current : 0);
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash - dir < (ptrdiff_t)strlen("/sys/fs/cgroup")) break;
+        *slash = 0;
+    }
     return available;
 }
 

@@ -50,7 +50,8 @@ double grid_buffer_bytes(const grid_layout *g, size_t alloc_align);
 int grid_memory_check(int n_buffers, double buffer_bytes, double available, const char *where, char *err,
                       size_t err_len);
 /* The host memory a new simulation may take, in bytes: MemAvailable of /proc/meminfo, or the
- * cgroup v2 limit's remainder (memory.max - memory.current) when lower; $PDEJIT_MEMORY_AVAILABLE
+ * cgroup v2 limit's remainder (memory.max - memory.current, in the process's group of
+ * /proc/self/cgroup and each one above it) when lower; $PDEJIT_MEMORY_AVAILABLE
  * (bytes, e.g. 8e9) instead of both when set (tests). Infinity when none of these can be read. */
 double grid_host_memory_available(void);
 
