@@ -166,11 +166,26 @@ static size_t last_level_cache_bytes(void)
     return best ? best : (size_t)32 << 20;
 }
 
+static int fits_in_memory(const grid_layout *g, const pj_program *p, char *err, size_t err_len)
+{
+    return grid_memory_check(p->n_slots * p->n_fields, grid_buffer_bytes(g, SIM_ALIGN), grid_host_memory_available(),
+                             NULL, err, err_len);
+}
+
+int sim_memory_check(const pj_program *p, int single, char *err, size_t err_len)
+{
+    grid_layout g;
+    if (grid_layout_make(&g, p, single ? sizeof(float) : sizeof(double), SIM_ALIGN, "sim", err, err_len) < 0)
+        return -1;
+    return fits_in_memory(&g, p, err, err_len);
+}
+
 sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t err_len)
 {
     grid_layout g;
     size_t esz = opt && opt->single ? sizeof(float) : sizeof(double);
     if (grid_layout_make(&g, p, esz, SIM_ALIGN, "sim", err, err_len) < 0) return NULL;
+    if (fits_in_memory(&g, p, err, err_len) < 0) return NULL;
     sim *s = calloc(1, sizeof *s);
     if (!s) {
         diag_set(err, err_len, "sim: %s", strerror(ENOMEM));

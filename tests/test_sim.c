@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <dirent.h>
+#include "grid.h"
 #include "interp.h"
 #include "kir.h"
 #include "scheme.h"
@@ -886,6 +887,28 @@ static void speed(void **state)
     tp_free(p);
 }
 
+/* grid_memory_check, the one comparison every back end makes before it allocates: fits or not,
+ * and the numbers in decimal units with one decimal (GB, MB, kB), " on the device" where given;
+ * grid_host_memory_available takes $PDEJIT_MEMORY_AVAILABLE over /proc/meminfo. */
+static void memory_check_says_the_numbers(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    assert_int_equal(grid_memory_check(12, 3.2e9, 38.4e9, NULL, err, sizeof err), 0);
+    assert_string_equal(err, "");
+    assert_int_equal(grid_memory_check(12, 3.2e9, 22.9e9, NULL, err, sizeof err), -1);
+    assert_string_equal(err, "the problem needs 38.4 GB (12 buffers of 3.2 GB); 22.9 GB are available");
+    assert_int_equal(grid_memory_check(1, 5e6, 2.5e6, " on the device", err, sizeof err), -1);
+    assert_string_equal(err, "the problem needs 5.0 MB (1 buffer of 5.0 MB); 2.5 MB are available on the device");
+    assert_int_equal(grid_memory_check(4, 1e3, -5, NULL, err, sizeof err), -1);
+    assert_string_equal(err, "the problem needs 4.0 kB (4 buffers of 1.0 kB); 0.0 kB are available");
+    setenv("PDEJIT_MEMORY_AVAILABLE", "1.5e9", 1);
+    assert_true(grid_host_memory_available() == 1.5e9);
+    unsetenv("PDEJIT_MEMORY_AVAILABLE");
+    double here = grid_host_memory_available();
+    assert_true(here > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -893,6 +916,7 @@ int main(void)
         cmocka_unit_test(single_and_threads), cmocka_unit_test(ghosts_1d),
         cmocka_unit_test(ghosts_2d),     cmocka_unit_test(ghosts_3d),
         cmocka_unit_test(params),
+        cmocka_unit_test(memory_check_says_the_numbers),
         cmocka_unit_test(stage_runner),  cmocka_unit_test(nan_report),
         cmocka_unit_test(bad_programs),  cmocka_unit_test(csv_format),
         cmocka_unit_test(png_roundtrip), cmocka_unit_test(vti_and_series),
