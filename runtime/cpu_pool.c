@@ -22,16 +22,33 @@
  *
  * A launch costs ~0.2 us with the pool against ~0.35 us with an OpenMP parallel region; on a
  * 64x64 grid that is 1.4 against 1.6 us per sweep (serial 2.2). Large grids are bandwidth bound
- * and equal. Chosen: the pool. When the machine is oversubscribed both degrade alike (a
- * descheduled worker delays the launch); the pool sleeps after SPIN_US so it yields sooner than
- * libgomp's default spin (GOMP_SPINCOUNT 300000).
+ * and equal. Chosen: the pool.
  *
- * Protocol: the caller writes the job, sets `pending` to the number of workers and bumps the
- * futex word `gen`; workers spin on `gen` (SPIN_US microseconds), then count
- * themselves in `sleepers` and FUTEX_WAIT. The caller wakes only when `sleepers` > 0 (seq_cst
- * on both sides: either the worker sees the new gen or the caller sees the sleeper). It runs
- * chunk 0 itself, then waits on `pending` the same way (spin, then futex with
- * `caller_waiting`). */
+ * Contention (issue 15): with one chunk per thread, a launch on a busy machine waited for a
+ * descheduled worker: a stage of a 103^2 problem took a scheduler time slice instead of ~20 us
+ * (two threads 5-28x slower than one). Now each thread's range is cut into pieces (about
+ * PIECE_CELLS cells, at most MAX_PIECES per range), claimed one by one; a thread that has run
+ * its own takes the pieces nobody has started from the back of the others' ranges. A late worker
+ * (descheduled, or still waking from the futex) therefore costs nothing: the caller runs its
+ * share, and a launch waits only for pieces already started. Without contention each thread
+ * still runs its own range, the same rows every launch (one uncontended CAS per piece on its own
+ * cache line). Workers spin adaptively: a worker that finds, although it was spinning, that its
+ * whole range was taken by others was descheduled while spinning, so it sleeps sooner (its spin
+ * budget is quartered); on time it spins the full SPIN_US again; after each futex sleep the
+ * budget grows by 1/16. On a busy machine the spinning would otherwise take CPU time from the
+ * caller, which does most of the work there. Measured in docs/performance.md ("Threads under
+ * contention").
+ *
+ * Protocol: the caller writes the job and each range's claim word (generation, front, back),
+ * sets `pending` to the number of pieces and bumps the futex word `gen`; workers spin on `gen`,
+ * then count themselves in `sleepers` and FUTEX_WAIT. The caller wakes only when `sleepers` > 0
+ * (seq_cst on both sides: either the worker sees the new gen or the caller sees the sleeper).
+ * Every claim is a CAS on a claim word that must carry the launch's generation, so a worker that
+ * sees a launch late claims nothing of it, nor of a later one it has not seen (the 32-bit
+ * generation would have to wrap around during one stall); the job is read only after a
+ * successful claim, while the launch cannot end. Each thread subtracts its pieces from `pending`
+ * when it finds nothing left to claim; the caller, done with its share, waits for 0 (spin, then
+ * futex with `caller_waiting`). */
 #include "cpu_pool.h"
 
 #include <limits.h>
@@ -40,7 +57,6 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -158,22 +174,28 @@ static void *worker_main(void *arg)
     int index = ((worker_arg *)arg)->index;
     free(arg);
     unsigned seen = 0;
+    int budget = p->spin;  /* pause instructions to spin before sleeping (see the top) */
     for (;;) {
         unsigned g;
-        int spins = 0;
+        int spins = 0, slept = 0;
         while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
-            if (++spins < p->spin) {
+            if (spins < budget) {
+                spins++;
                 cpu_relax();
                 continue;
             }
             atomic_fetch_add(&p->sleepers, 1);
             if (atomic_load(&p->gen) == seen) futex_wait(&p->gen, seen);
             atomic_fetch_sub(&p->sleepers, 1);
+            slept = 1;
             spins = 0;
         }
         seen = g;
         if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return NULL;
         unsigned own, done = run_share(p, index, g, &own);
+        if (slept) budget = budget + p->spin / 16 < p->spin ? budget + p->spin / 16 : p->spin;
+        else if (own) budget = p->spin;  /* spinning paid off: on time */
+        else budget /= 4;                /* late although spinning: descheduled, sleep sooner */
         if (done && atomic_fetch_sub(&p->pending, done) == done && atomic_load(&p->caller_waiting))
             futex_wake(&p->pending, 1);
     }
