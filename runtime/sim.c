@@ -9,8 +9,9 @@
  *          swap slots 0 and 1 when the scheme says so; t += dt; steps++
  *
  * Threads: par_for() is the one place that splits work, over the sim's cpu_pool (persistent
- * threads; chunk boundaries in 1D on CPU_POOL_GRAIN_1D cells so that threads never share a cache
- * line of output). Ghost fill and checks are serial: they touch a surface, or run once per
+ * threads, each with its own range of rows in pieces that another thread takes over when it is
+ * late; piece boundaries in 1D on CPU_POOL_GRAIN_1D cells so that threads never share a cache
+ * line of output; each cell computed by exactly one thread). Ghost fill and checks are serial: they touch a surface, or run once per
  * output.
  *
  * Large states: when all buffers together exceed the last-level cache, kir_launch.prefetch asks
@@ -65,14 +66,18 @@ struct sim {
 
 typedef void (*par_fn)(void *ctx, int64_t begin, int64_t end);
 
-/* Runs fn over [0, n_outer) of the outermost axis split into one contiguous range per thread. */
+/* Runs fn over [0, n_outer) of the outermost axis: one contiguous range per thread, in pieces
+ * that a thread which is done takes over from a late one (cpu_pool.h). */
 static void par_for(const sim *s, par_fn fn, void *ctx, int64_t n_outer)
 {
-    if (!s->pool || sim_cells(s) < SIM_PAR_MIN_CELLS) {
+    int64_t cells = sim_cells(s);
+    if (!s->pool || cells < SIM_PAR_MIN_CELLS) {
         fn(ctx, 0, n_outer);
         return;
     }
-    cpu_pool_run_range(s->pool, fn, ctx, n_outer, s->p->dim == 1 ? CPU_POOL_GRAIN_1D : 1);
+    int one_d = s->p->dim == 1;
+    cpu_pool_run_range(s->pool, fn, ctx, n_outer, one_d ? CPU_POOL_GRAIN_1D : 1,
+                       one_d ? 1 : cells / n_outer);
 }
 
 /* ---- creation -------------------------------------------------------------------------- */

@@ -782,7 +782,7 @@ static void pool_ranges(void **state)
                 for (int rep = 0; rep < 50; rep++) {
                     int64_t n = ns[ni];
                     cover c = {calloc((size_t)n + 1, sizeof(int)), grains[gi], n, 0};
-                    cpu_pool_run_range(pools[pi], cover_fn, &c, n, c.grain);
+                    cpu_pool_run_range(pools[pi], cover_fn, &c, n, c.grain, 1);
                     for (int64_t i = 0; i < n; i++) assert_int_equal(c.count[i], 1);
                     assert_int_equal(c.misaligned, 0);
                     free(c.count);

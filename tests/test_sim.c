@@ -294,6 +294,39 @@ static void single_and_threads(void **state)
     tp_free(p);
 }
 
+/* Grids large enough that each thread's range is cut into several pieces (cpu_pool.c: about
+ * 16384 cells each), in 1D (pieces on 16-cell boundaries), 2D and 3D: 1, 2, 3 and 4 threads give
+ * the same bytes (each cell computed once, by the same arithmetic, whoever computes it). */
+static void threads_in_pieces(void **state)
+{
+    (void)state;
+    const char *pn[] = {"D"};
+    double pv[] = {1.0};
+    int64_t sizes[3][3] = {{200003, 1, 1}, {301, 433, 1}, {41, 37, 89}};
+    for (int dim = 1; dim <= 3; dim++) {
+        double len[3] = {1, 1, 1};
+        pj_program *p = tp_new(dim, sizes[dim - 1], len, 1, RHS_DIFFUSION, PJ_RK2, 1, 1, pn, pv);
+        tp_bc(p, 0, 0, 1, 0, 1, NULL, 1); /* low x: u = 1 */
+        double *r[4] = {NULL};
+        int64_t cells = 0;
+        for (int t = 1; t <= 4; t++) {
+            sim *s = mk_sim(p, 0, t);
+            sim_init(s);
+            cells = sim_cells(s);
+            double *u = malloc(sizeof *u * (size_t)cells);
+            for (int64_t i = 0; i < cells; i++) u[i] = sin(0.001 * (double)i);
+            sim_set_field(s, 0, u);
+            for (int i = 0; i < 4; i++) sim_step(s, 1e-9);
+            sim_get_field(s, 0, u);
+            r[t - 1] = u;
+            sim_destroy(s);
+        }
+        for (int t = 2; t <= 4; t++) assert_memory_equal(r[0], r[t - 1], sizeof(double) * (size_t)cells);
+        for (int t = 0; t < 4; t++) free(r[t]);
+        tp_free(p);
+    }
+}
+
 /* ---- ghost fill -------------------------------------------------------------------------- */
 
 static int coord_face(kir_kernel *k, int side)
@@ -913,7 +946,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ode_orders),    cmocka_unit_test(diffusion_conserves),
-        cmocka_unit_test(single_and_threads), cmocka_unit_test(ghosts_1d),
+        cmocka_unit_test(single_and_threads), cmocka_unit_test(threads_in_pieces),
+        cmocka_unit_test(ghosts_1d),
         cmocka_unit_test(ghosts_2d),     cmocka_unit_test(ghosts_3d),
         cmocka_unit_test(params),
         cmocka_unit_test(memory_check_says_the_numbers),
