@@ -62,12 +62,8 @@ int scheme_lower(pj_program *p)
     int *node_map = malloc(sizeof *node_map * (size_t)(rhs->n_nodes + 1));
     int *F = malloc(sizeof *F * (size_t)(p->n_fields + 1));
     int *field_slot = malloc(sizeof *field_slot * (size_t)(p->n_fields + 1));
-    if (!p->stages || !node_map || !F || !field_slot) {
-        free(node_map);
-        free(F);
-        free(field_slot);
-        return -1;
-    }
+    int rc = -1;
+    if (!p->stages || !node_map || !F || !field_slot) goto done;
     for (int f = 0; f < p->n_fields; f++) field_slot[f] = p->field_has_eq[f] ? -1 : 0; /* coefficients: slot 0 */
     p->n_slots = sp->n_slots;
     p->n_stages = sp->n_stages;
@@ -78,11 +74,7 @@ int scheme_lower(pj_program *p)
         char name[32];
         snprintf(name, sizeof name, "stage%d", s + 1);
         kir_kernel *k = kir_new(KIR_STAGE, p->dim, p->n_fields, p->n_params, sp->n_slots, name);
-        if (!k) { /* out of memory (stages made so far are the program's, freed with it) */
-            free(node_map);
-            free(F);
-            return -1;
-        }
+        if (!k) goto done; /* out of memory (stages made so far are the program's, freed with it) */
         p->stages[s] = (pj_stage){k, st->read, st->t_frac};
         const int slot_map[2] = {st->read, st->read};
         kir_import(k, rhs, slot_map, field_slot, node_map);
@@ -102,8 +94,10 @@ int scheme_lower(pj_program *p)
         }
         kir_finish(k);
     }
+    rc = 0;
+done:
     free(node_map);
     free(F);
     free(field_slot);
-    return 0;
+    return rc;
 }
