@@ -5,7 +5,8 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 PACKAGES = cmake make gcc flex bison libcmocka-dev libxxhash-dev libpng-dev zlib1g-dev \
-           llvm-14-dev libomp-dev libz3-dev libxml2-dev libtinfo-dev libffi-dev python3 pkg-config
+           llvm-14-dev libomp-dev libz3-dev libxml2-dev libtinfo-dev libffi-dev python3 pkg-config \
+           libpetsc-real3.18-dev
 
 .PHONY: all deps build demo test test-fast clean
 

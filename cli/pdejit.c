@@ -127,7 +127,12 @@ static const char *usage_run =
     "  --set NAME=VALUE           change a param (repeatable; never recompiles)\n"
     "  --dt DT                    time step (overrides the file)\n"
     "  --steps N | --until T      how far to run (overrides the file)\n"
-    "  --scheme euler|rk2|rk3|rk4 time-stepping scheme (overrides the file)\n"
+    "  --scheme S                 time-stepping scheme (overrides the file): euler, rk2, rk3, rk4\n"
+    "                             (explicit), beuler, cn, bdf2 (implicit, through PETSc)\n"
+    "  --solver-options \"...\"     implicit schemes: options passed to PETSc, after the file's\n"
+    "                             solver statement (\"-ksp_type cg -pc_type gamg -snes_monitor\")\n"
+    "  --no-stability-check       run an explicit scheme even when dt exceeds its estimated\n"
+    "                             stability limit (refused with exit 2 otherwise)\n"
     "  --out DIR                  snapshot folder (default FILE's name + .out when the file has\n"
     "                             an output statement; `--out none` writes none)\n"
     "  --dump FILE.csv            write the final state: x[,y[,z]],field... one row per cell,\n"
@@ -141,7 +146,8 @@ static const char *usage_run =
     "                             and swap the new equations, funcs, fluxes and boundary\n"
     "                             conditions in at a step boundary, the fields keeping their state\n"
     "                             (a file that does not compile is reported; the run goes on)\n"
-    "  --verbose                  compile/cache times per kernel, Mcells/s\n"
+    "  --verbose                  compile/cache times per kernel, Mcells/s; implicit schemes:\n"
+    "                             Newton and linear iterations per step\n"
     "  --quiet                    no progress lines\n"
     "Before the first step the run is refused (exit 2) when its fields do not fit in the memory\n"
     "available, when it would take more than 1e15 steps or stop at more than 1e7 output times,\n"
@@ -308,6 +314,8 @@ static void catch_stop_signals(void)
 typedef struct run_hook {
     pj_sim *sim;
     watch *w;
+    int verbose;
+    int64_t reported;      /* the last step whose iterations --verbose printed */
 } run_hook;
 
 static void run_between_steps(void *ctx)
@@ -315,6 +323,11 @@ static void run_between_steps(void *ctx)
     run_hook *h = ctx;
     if (stop_signal) pj_sim_interrupt(h->sim);
     if (h->w) watch_between_steps(h->w);
+    pj_solver_stats st;
+    if (h->verbose && pj_sim_steps(h->sim) != h->reported && pj_sim_solver_stats(h->sim, &st) == PJ_OK &&
+        (h->reported = pj_sim_steps(h->sim)) >= 0)
+        fprintf(stderr, "pdejit: step %lld, t = %.9g: %d Newton, %d linear iterations, residual %.3g\n",
+                (long long)pj_sim_steps(h->sim), pj_sim_time(h->sim), st.last_newton, st.last_linear, st.last_residual);
 }
 
 static int cmd_run(int argc, char **argv)
@@ -324,12 +337,15 @@ static int cmd_run(int argc, char **argv)
     const char *sets[256];
     int n_sets = 0, threads = 0, single = 0, fast_math = 0, verbose = 0, quiet = 0, watching = 0;
     double dt = 0, until = -1, steps_d = -1, check_every = 1;
-    const char *scheme = NULL;
+    const char *scheme = NULL, *solver_options = NULL;
+    int no_stability_check = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEED_VALUE() do { if (!v) { fprintf(stderr, "pdejit run: %s needs a value\n%s", a, usage_run); return 2; } i++; } while (0)
         if (!strcmp(a, "--backend")) { NEED_VALUE(); backend = v; }
+        else if (!strcmp(a, "--solver-options")) { NEED_VALUE(); solver_options = v; }
+        else if (!strcmp(a, "--no-stability-check")) no_stability_check = 1;
         else if (!strcmp(a, "--set")) {
             NEED_VALUE();
             if (n_sets == 256) { fprintf(stderr, "pdejit run: too many --set\n"); return 2; }
@@ -340,7 +356,7 @@ static int cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--steps")) { NEED_VALUE(); if (cli_parse_double(a, v, &steps_d) < 0) return 2; if (!(steps_d >= 0 && steps_d == floor(steps_d) && steps_d < 9e15)) { fprintf(stderr, "pdejit: --steps must be a whole number from 0 to 9e15\n"); return 2; } }
         else if (!strcmp(a, "--scheme")) {
             NEED_VALUE();
-            if (scheme_from_name(v) < 0) { fprintf(stderr, "pdejit: unknown scheme '%s'; schemes are euler, rk2, rk3, rk4\n", v); return 2; }
+            if (scheme_from_name(v) < 0 || !strcmp(v, "steady")) { fprintf(stderr, "pdejit: unknown scheme '%s'; schemes are euler, rk2, rk3, rk4, beuler, cn, bdf2\n", v); return 2; }
             scheme = v;
         }
         else if (!strcmp(a, "--out")) { NEED_VALUE(); out = v; }
@@ -391,7 +407,7 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pdejit: %s: how far to run? add `until = ` or `steps = ` to the time statement, or give --until/--steps\n", file);
         goto done;
     }
-    pj_sim_options so = {be, single, threads, fast_math};
+    pj_sim_options so = {be, single, threads, fast_math, solver_options};
     pj_status st = pj_sim_create(pr, &so, &sim, err, sizeof err);
     if (st != PJ_OK) {
         if (st == PJ_ERR_UNAVAILABLE) fprintf(stderr, "pdejit: %s\n", err);
@@ -450,6 +466,7 @@ static int cmd_run(int argc, char **argv)
     ro.dump_path = dump;
     ro.check_every = (int)check_every;
     ro.progress = quiet ? NULL : stderr;
+    ro.no_stability_check = no_stability_check;
     if (watching) {
         w = watch_create(file, &base, sim, scheme);
         if (!w) {
@@ -459,7 +476,7 @@ static int cmd_run(int argc, char **argv)
         }
         fprintf(stderr, "pdejit: watching %s: edits are swapped in while the run goes on\n", file);
     }
-    run_hook hook = {sim, w};
+    run_hook hook = {sim, w, verbose, 0};
     ro.between_steps = run_between_steps;
     ro.between_ctx = &hook;
     catch_stop_signals();
@@ -477,6 +494,11 @@ static int cmd_run(int argc, char **argv)
     else if (st == PJ_ERR_INPUT) fprintf(stderr, "pdejit: %s: %s\n", file, err);
     else if (status) fprintf(stderr, "pdejit: run failed: %s\n", err);
     double cells = (double)pj_problem_cells(pr);
+    pj_solver_stats sst;
+    if (verbose && pj_sim_solver_stats(sim, &sst) == PJ_OK)
+        fprintf(stderr, "pdejit: implicit solver: %lld steps (%lld rejected), %lld Newton and %lld linear iterations, "
+                "%lld Jacobians (%.3g s)\n", (long long)sst.steps, (long long)sst.rejected, (long long)sst.newton,
+                (long long)sst.linear, (long long)sst.jacobians, sst.seconds_jacobian);
     if (verbose || (!quiet && res.seconds > 3))
         fprintf(stderr, "pdejit: %lld steps to t = %.9g in %.3g s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res.steps, res.t,
                 res.seconds, res.seconds > 0 ? (double)res.steps * cells * 1e-6 / res.seconds : 0.0, backend,

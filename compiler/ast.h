@@ -53,7 +53,7 @@ typedef struct ast_kwarg {
 
 typedef enum ast_stmt_kind {
     ST_MESH, ST_PARAM, ST_CONST, ST_FIELD, ST_FUNC, ST_FLUX, ST_EQ,
-    ST_ON, ST_PERIODIC, ST_TIME, ST_OUTPUT,
+    ST_ON, ST_PERIODIC, ST_TIME, ST_OUTPUT, ST_STEADY, ST_SOLVER,
 } ast_stmt_kind;
 
 typedef struct ast_stmt {
@@ -63,7 +63,7 @@ typedef struct ast_stmt {
     pj_loc name_loc;
     const char *eq_op;     /* ST_EQ: the operator written before the field (must be `dt`) */
     pj_loc eq_op_loc;
-    ast_kwarg *kwargs;     /* ST_MESH, ST_PARAM, ST_CONST, ST_FIELD, ST_TIME, ST_OUTPUT */
+    ast_kwarg *kwargs;     /* ST_MESH, ST_PARAM, ST_CONST, ST_FIELD, ST_TIME, ST_OUTPUT, ST_SOLVER */
     int n_kwargs;
     ast_word *words;       /* ST_FUNC/ST_FLUX: argument names; ST_ON: sides; ST_PERIODIC: axes */
     int n_words;

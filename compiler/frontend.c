@@ -180,17 +180,24 @@ static void read_time(compiler *C, pj_program *p, const pj_compile_options *opt)
     p->until = -1;
     p->steps = -1;
     p->scheme = PJ_EULER;
-    const ast_stmt *time = NULL;
+    const ast_stmt *time = NULL, *steady = NULL;
     for (int i = 0; i < C->ast->n_stmts; i++) {
         const ast_stmt *st = C->ast->stmts[i];
+        if (st->kind == ST_STEADY) {
+            if (steady) diag_error(C->d, st->loc, "a second steady statement (the first is at line %d)", steady->loc.line);
+            else if (time) diag_error(C->d, st->loc, "steady replaces the time statement (at line %d): give one of them", time->loc.line);
+            steady = st;
+            continue;
+        }
         if (st->kind != ST_TIME) continue;
         if (time) {
             diag_error(C->d, st->loc, "a second time statement (the first is at line %d)", time->loc.line);
             continue;
         }
+        if (steady) diag_error(C->d, st->loc, "steady (at line %d) replaces the time statement: give one of them", steady->loc.line);
         time = st;
-        static const char *const keys[] = {"dt", "until", "steps", "scheme"};
-        if (check_kwargs(C, st, "time", keys, 4)) continue;
+        static const char *const keys[] = {"dt", "until", "steps", "scheme", "adapt"};
+        if (check_kwargs(C, st, "time", keys, 5)) continue;
         const ast_kwarg *kw;
         if ((kw = kwarg_named(st, "dt")) && const_setting(C, kw, &p->dt) == 0 && !(p->dt > 0 && isfinite(p->dt)))
             diag_error(C->d, kw->value->loc, "the time step dt must be positive, not %g", p->dt);
@@ -207,18 +214,85 @@ static void read_time(compiler *C, pj_program *p, const pj_compile_options *opt)
             diag_error(C->d, kwarg_named(st, "steps")->loc, "give either until or steps, not both");
         if ((kw = kwarg_named(st, "scheme"))) {
             int s = kw->value->kind == AST_NAME && !kw->n_words ? scheme_from_name(kw->value->name) : -1;
-            if (s < 0) {
+            if (s < 0 || s == PJ_STEADY) {
                 const char *text = kw->value->kind == AST_NAME ? kw->value->name : "?";
-                static const char *const schemes[] = {"euler", "rk2", "rk3", "rk4"};
-                const char *near = diag_closest(text, schemes, 4);
-                diag_error(C->d, kw->value->loc, "unknown scheme '%s'%s%s%s; schemes are euler, rk2, rk3, rk4", text,
-                           near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+                static const char *const schemes[] = {"euler", "rk2", "rk3", "rk4", "beuler", "cn", "bdf2", "imex"};
+                const char *near = s == PJ_STEADY ? NULL : diag_closest(text, schemes, 8);
+                diag_error(C->d, kw->value->loc, "unknown scheme '%s'%s%s%s; schemes are euler, rk2, rk3, rk4, beuler, cn, bdf2, imex%s",
+                           text, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "",
+                           s == PJ_STEADY ? " (steady is a statement of its own, in place of time)" : "");
             } else {
                 p->scheme = (pj_scheme)s;
             }
         }
+        if ((kw = kwarg_named(st, "adapt")) && const_setting(C, kw, &p->adapt) == 0) {
+            if (!(p->adapt > 0 && p->adapt < 1))
+                diag_error(C->d, kw->value->loc, "adapt is a relative tolerance between 0 and 1, not %g", p->adapt);
+            else if (!PJ_SCHEME_IMPLICIT(p->scheme))
+                diag_error(C->d, kw->loc, "adapt needs an implicit scheme (beuler, cn, bdf2, imex), not %s", scheme_name(p->scheme));
+        }
     }
     if (opt && opt->scheme_set) p->scheme = opt->scheme;
+    if (steady) {
+        p->scheme = PJ_STEADY;
+        p->dt = 1;     /* one "step": the Newton solve */
+        p->steps = 1;
+        p->until = -1;
+    }
+}
+
+/* solver rtol = 1e-10, atol = ..., max_it = 50, linear = gmres, pc = mg */
+static void read_solver(compiler *C, pj_program *p)
+{
+    const ast_stmt *seen = NULL;
+    for (int i = 0; i < C->ast->n_stmts; i++) {
+        const ast_stmt *st = C->ast->stmts[i];
+        if (st->kind != ST_SOLVER) continue;
+        if (seen) {
+            diag_error(C->d, st->loc, "a second solver statement (the first is at line %d)", seen->loc.line);
+            continue;
+        }
+        seen = st;
+        static const char *const keys[] = {"rtol", "atol", "max_it", "linear", "pc"};
+        if (check_kwargs(C, st, "solver", keys, 5)) continue;
+        const ast_kwarg *kw;
+        if ((kw = kwarg_named(st, "rtol")) && const_setting(C, kw, &p->solver_rtol) == 0 &&
+            !(p->solver_rtol > 0 && p->solver_rtol < 1))
+            diag_error(C->d, kw->value->loc, "rtol is a relative tolerance between 0 and 1, not %g", p->solver_rtol);
+        if ((kw = kwarg_named(st, "atol")) && const_setting(C, kw, &p->solver_atol) == 0 &&
+            !(p->solver_atol > 0 && isfinite(p->solver_atol)))
+            diag_error(C->d, kw->value->loc, "atol must be positive, not %g", p->solver_atol);
+        double it;
+        if ((kw = kwarg_named(st, "max_it")) && const_setting(C, kw, &it) == 0) {
+            if (!(it >= 1 && it == floor(it) && it < 1e9)) diag_error(C->d, kw->value->loc, "max_it must be a whole number >= 1, not %g", it);
+            else p->solver_max_it = (int)it;
+        }
+        static const char *const linear[] = {"gmres", "cg", "bicg", "bcgs", "preonly", "fgmres", "minres"};
+        static const char *const pcs[] = {"mg", "gamg", "hypre", "ilu", "lu", "jacobi", "sor", "none", "icc", "cholesky"};
+        for (int which = 0; which < 2; which++) {
+            const char *key = which ? "pc" : "linear";
+            const char *const *names = which ? pcs : linear;
+            int n = which ? 10 : 7;
+            if (!(kw = kwarg_named(st, key))) continue;
+            const char *v = kw->value->kind == AST_NAME && !kw->n_words ? kw->value->name : NULL;
+            int ok = 0;
+            for (int q = 0; v && q < n; q++) ok |= !strcmp(v, names[q]);
+            if (!ok) {
+                const char *near = v ? diag_closest(v, names, n) : NULL;
+                diag_error(C->d, kw->value->loc, "unknown %s '%s'%s%s%s; %s", which ? "preconditioner" : "linear solver",
+                           v ? v : "?", near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "",
+                           which ? "pc is one of mg, gamg, hypre, ilu, lu, jacobi, sor, none, icc, cholesky"
+                                 : "linear is one of gmres, cg, bicg, bcgs, preonly, fgmres, minres");
+                continue;
+            }
+            char **dst = which ? &p->solver_pc : &p->solver_linear;
+            free(*dst);
+            *dst = need(C, strdup(v));
+        }
+    }
+    if (seen && !PJ_SCHEME_IMPLICIT(p->scheme))
+        diag_error(C->d, seen->loc, "the solver statement needs an implicit scheme (beuler, cn, bdf2, imex) or steady; "
+                   "this problem steps explicitly with %s", scheme_name(p->scheme));
 }
 
 static void read_output(compiler *C, pj_program *p)
@@ -489,12 +563,18 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     const ast_stmt **eqs = arena_alloc(C->arena, sizeof *eqs * ((size_t)p->n_fields + 1));
     read_equations(C, p, eqs);
     read_time(C, p, opt);
+    read_solver(C, p);
     read_output(C, p);
     read_boundaries(C, p);
     if (d->errors) return -1;
 
     if (lower_rhs(C, p, eqs) < 0 || d->errors || finish(C, p->rhs) < 0) return -1;
-    if (scheme_lower(p) < 0) arena_fail(C->arena); /* out of memory */
+    int lowered = scheme_lower(p);
+    if (lowered == -1) arena_fail(C->arena); /* out of memory */
+    if (lowered < 0) {
+        diag_error(d, (pj_loc){0, 0}, "internal error: the Jacobian of the right-hand side cannot be derived");
+        return -1;
+    }
 
     finish(C, p->params_kernel);
     finish(C, p->init);
@@ -577,6 +657,9 @@ void program_free(pj_program *p)
     kir_free(p->init);
     for (int s = 0; s < 6; s++) kir_free(p->bc_kernel[s]);
     kir_free(p->rhs);
+    free(p->jac);
+    free(p->solver_linear);
+    free(p->solver_pc);
     for (int s = 0; s < p->n_stages; s++) kir_free(p->stages ? p->stages[s].kernel : NULL);
     free(p->stages);
     free(p->filename);

@@ -14,7 +14,10 @@
 #include "diag.h"
 #include "kir.h"
 
-typedef enum pj_scheme { PJ_EULER, PJ_RK2, PJ_RK3, PJ_RK4 } pj_scheme;
+/* Explicit schemes first; from PJ_BEULER on the schemes are implicit (runtime/implicit.c solves
+ * them through PETSc) and PJ_STEADY is the `steady` statement: F(U) = 0 in one Newton solve. */
+typedef enum pj_scheme { PJ_EULER, PJ_RK2, PJ_RK3, PJ_RK4, PJ_BEULER, PJ_CN, PJ_BDF2, PJ_IMEX, PJ_STEADY } pj_scheme;
+#define PJ_SCHEME_IMPLICIT(s) ((s) >= PJ_BEULER)
 typedef enum pj_bc_kind { PJ_BC_NEUMANN0, PJ_BC_LINEAR, PJ_BC_PERIODIC } pj_bc_kind;
 enum { PJ_FMT_CSV = 1, PJ_FMT_VTK = 2, PJ_FMT_PNG = 4 };
 
@@ -55,6 +58,15 @@ typedef struct pj_program {
     int n_stages;
     pj_stage *stages;     /* n_stages, composed from rhs by the scheme (compiler/scheme.c) */
     int swap_after_step;  /* Euler: slot 1 holds the new state; swap slots 0 and 1 */
+    /* Implicit schemes: stage 0 is the rhs kernel (F(U) into slot 1), stage 1 its Jacobian
+       (derive.h): jac[j] says what output j of stage 1 is (buffer 2 * n_fields + j). */
+    struct derive_entry *jac;
+    int n_jac;
+    double adapt;         /* > 0: local error control with this relative tolerance */
+    /* the solver statement (0 / NULL: pdejit's defaults) */
+    double solver_rtol, solver_atol;
+    int solver_max_it;
+    char *solver_linear, *solver_pc;
 
     /* bc[f][side], side 0 left 1 right 2 bottom 3 top 4 back 5 front */
     pj_bc (*bc)[6];

@@ -11,6 +11,8 @@
  * and never changes: every stage reads it from slot 0 and none writes it, in any slot (the
  * run's ghost fill and Euler's slot swap leave it alone too), so it costs one read per stage. */
 #include "scheme.h"
+#include <stdio.h>
+#include "derive.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +45,12 @@ static const scheme_spec schemes[] = {
     [PJ_RK2] = {"rk2", 2, 2, 0, rk2_stages},
     [PJ_RK3] = {"rk3", 3, 3, 0, rk3_stages},
     [PJ_RK4] = {"rk4", 4, 4, 0, rk4_stages},
+    /* implicit: PETSc's time steppers (runtime/implicit.c) take the stages of implicit_lower */
+    [PJ_BEULER] = {"beuler", 0, 0, 0, NULL},
+    [PJ_CN] = {"cn", 0, 0, 0, NULL},
+    [PJ_BDF2] = {"bdf2", 0, 0, 0, NULL},
+    [PJ_IMEX] = {"imex", 0, 0, 0, NULL},
+    [PJ_STEADY] = {"steady", 0, 0, 0, NULL},
 };
 
 const char *scheme_name(pj_scheme s) { return schemes[s].name; }
@@ -54,8 +62,39 @@ int scheme_from_name(const char *name)
     return -1;
 }
 
+/* Implicit schemes and steady solves: no fused stages (the solver library combines F and its
+ * Jacobian), so stage 0 is the rhs kernel itself (F(U) into slot 1) and stage 1 its Jacobian,
+ * whose output j goes to buffer 2 * n_fields + j: slots 2 and up hold the stencil coefficients. */
+static int implicit_lower(pj_program *p)
+{
+    char err[256];
+    derive_entry *entries = NULL;
+    int n = 0;
+    kir_kernel *rhs = kir_clone(p->rhs);
+    if (!rhs) return -1;
+    kir_kernel *jac = derive_jacobian(p->rhs, &entries, &n, err, sizeof err);
+    p->stages = calloc(2, sizeof *p->stages);
+    if (!jac || !p->stages) {
+        kir_free(rhs);
+        kir_free(jac);
+        free(entries);
+        return jac ? -1 : -2;
+    }
+    snprintf(rhs->name, sizeof rhs->name, "rhs");
+    snprintf(jac->name, sizeof jac->name, "jacobian");
+    p->stages[0] = (pj_stage){rhs, 0, 0.0};
+    p->stages[1] = (pj_stage){jac, 0, 0.0};
+    p->n_stages = 2;
+    p->n_slots = 2 + (n + p->n_fields - 1) / (p->n_fields > 0 ? p->n_fields : 1);
+    p->swap_after_step = 0;
+    p->jac = entries;
+    p->n_jac = n;
+    return 0;
+}
+
 int scheme_lower(pj_program *p)
 {
+    if (PJ_SCHEME_IMPLICIT(p->scheme)) return implicit_lower(p);
     const scheme_spec *sp = &schemes[p->scheme];
     const kir_kernel *rhs = p->rhs;
     p->stages = calloc((size_t)sp->n_stages, sizeof *p->stages);

@@ -8,11 +8,13 @@
 #include "program.h"
 
 /* Fills p->stages (malloc'd), p->n_stages, p->n_slots, p->swap_after_step for p->scheme,
- * composing each stage from p->rhs (finished). Needs p->dim, n_fields, n_params. Returns 0, or
- * -1 when out of memory. */
+ * composing each stage from p->rhs (finished). Needs p->dim, n_fields, n_params. For an implicit
+ * scheme the stages are the rhs kernel and its Jacobian (p->jac, p->n_jac describe the latter).
+ * Returns 0, -1 when out of memory, -2 when the Jacobian cannot be derived. */
 int scheme_lower(pj_program *p);
 
-/* Parses "euler" "rk2" "rk3" "rk4"; -1 when unknown. */
+/* Parses "euler" "rk2" "rk3" "rk4" "beuler" "cn" "bdf2" "imex"; -1 when unknown ("steady" is a
+ * statement, not a scheme name, but parses too). */
 int scheme_from_name(const char *name);
 
 #endif

@@ -113,7 +113,7 @@ static void set_words(ast_stmt *s, word_vec v) { s->words = v.items; s->n_words 
 %token <num> NUMBER "number"
 %token <str> NAME "name"
 %token MESH "mesh" PARAM "param" CONST "const" FIELD "field" FUNC "func" FLUX "flux"
-%token EQ "eq" ON "on" PERIODIC "periodic" TIME "time" OUTPUT "output"
+%token EQ "eq" ON "on" PERIODIC "periodic" TIME "time" OUTPUT "output" STEADY "steady" SOLVER "solver"
 %token LE "<=" GE ">=" EQEQ "==" NE "!=" AND "&&" OR "||"
 
 %type <expr> expr
@@ -162,6 +162,8 @@ stmt
     | PERIODIC names        { $$ = stmt(ctx, ST_PERIODIC, L(@1)); set_words($$, $2); }
     | TIME kwargs           { $$ = stmt(ctx, ST_TIME, L(@1)); set_kwargs($$, $2); }
     | OUTPUT kwargs         { $$ = stmt(ctx, ST_OUTPUT, L(@1)); set_kwargs($$, $2); }
+    | STEADY                { $$ = stmt(ctx, ST_STEADY, L(@1)); }
+    | SOLVER kwargs         { $$ = stmt(ctx, ST_SOLVER, L(@1)); set_kwargs($$, $2); }
     ;
 
 kwargs_opt

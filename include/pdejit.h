@@ -81,6 +81,9 @@ typedef struct pj_sim_options {
     int single;            /* float instead of double */
     int threads;           /* 0: all cores */
     int fast_math;         /* CPU back end: allow reassociation and FMA */
+    const char *solver_options; /* implicit schemes: options for PETSc ("-ksp_type cg -pc_type gamg"),
+                                   after the problem's solver statement; NULL for none. They go
+                                   into PETSc's process-wide options database. */
 } pj_sim_options;
 
 /* A simulation at t = 0 with the initial values. options may be NULL. PJ_ERR_UNAVAILABLE when the
@@ -153,6 +156,7 @@ typedef struct pj_run_options {
     FILE *progress;         /* a line every few seconds on long runs, or NULL */
     void (*between_steps)(void *ctx); /* NULL, or called after every step on the stepping thread */
     void *between_ctx;
+    int no_stability_check; /* 1: run an explicit scheme whatever its dt (see pj_sim_run) */
 } pj_run_options;
 typedef struct pj_run_result {
     int64_t steps;          /* steps taken in all */
@@ -161,7 +165,10 @@ typedef struct pj_run_result {
     int snapshots;
 } pj_run_result;
 PJ_API pj_run_options pj_run_options_default(void);
-/* Before the first step: PJ_ERR_INPUT when there is no time step or no end, when the end time is
+/* Before the first step: PJ_ERR_INPUT when an explicit scheme's dt exceeds the stability limit
+ * estimated from the linearised right-hand side at the current state ("dt = X exceeds the
+ * explicit stability limit (about Y) of SCHEME; use a smaller dt or an implicit scheme"; unless
+ * no_stability_check), when there is no time step or no end, when the end time is
  * not finite, when the run would take more than 1e15 steps or stop at more than 1e7 output times
  * (a dt or `output every` that underflowed), when the dump's folder does not take a file, or when
  * out_dir cannot be created or written (message in err). In a reused out_dir the files of a
@@ -185,6 +192,19 @@ PJ_API void pj_sim_get_info(const pj_sim *sim, pj_sim_info *info);
 /* Kernel i (0 <= i < the number that lists, which may be 0 when the back end keeps no list): its
  * name, whether it came from the cache, milliseconds. 0, or -1 when there is no kernel i. */
 PJ_API int pj_sim_kernel(const pj_sim *sim, int i, const char **name, int *from_cache, double *ms);
+
+/* The implicit solver's work (implicit schemes and steady problems), counted since the start. */
+typedef struct pj_solver_stats {
+    int64_t steps;           /* accepted time steps (1 for a steady solve) */
+    int64_t rejected;        /* steps rejected (error control, or a Newton solve that failed) */
+    int64_t newton, linear;  /* Newton and Krylov iterations in all */
+    int last_newton, last_linear; /* in the last step */
+    double last_residual;    /* the nonlinear residual's norm at the end of the last step */
+    int64_t jacobians;       /* Jacobian assemblies */
+    double seconds_jacobian; /* spent in them */
+} pj_solver_stats;
+/* PJ_OK with the counts, or PJ_ERR_INPUT when the problem steps explicitly. */
+PJ_API pj_status pj_sim_solver_stats(const pj_sim *sim, pj_solver_stats *stats);
 
 typedef struct pj_field_view {
     void *data;

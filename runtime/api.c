@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "driver.h"
+#include "stability.h"
 #include "engine.h"
 #include "program.h"
 #include "scheme.h"
@@ -185,7 +186,8 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     ps->len = problem->len;
     pthread_mutex_init(&ps->lock, NULL);
     pthread_cond_init(&ps->applied, NULL);
-    engine_options eo = {.single = o.single, .fast_math = o.fast_math, .threads = o.threads};
+    engine_options eo = {.single = o.single, .fast_math = o.fast_math, .threads = o.threads,
+                         .solver_options = o.solver_options};
     int unavailable = 0;
     ps->e = engine_create(be, problem->p, &eo, &unavailable, err, err_len);
     if (!ps->e) {
@@ -405,6 +407,8 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     };
     if (result) *result = (pj_run_result){0, engine_time(ps->e), 0, 0};
     if (driver_check_counts(&dopt, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
+    if (!o.no_stability_check && stability_check(ps->e, dt, err, err_len) > 0) return PJ_ERR_INPUT;
+    if (err && err_len) err[0] = 0; /* a check that could not be made says nothing */
     int cleaned = 0;
     if (driver_prepare_outputs(&dopt, &cleaned, err, err_len) < 0) return PJ_ERR_INPUT;
     if (cleaned && o.progress) {
@@ -421,6 +425,15 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     ps->user_between = NULL;
     if (result) *result = (pj_run_result){res.steps, res.t, res.seconds, res.snapshots};
     return rc == 0 ? PJ_OK : rc == 2 ? PJ_INTERRUPTED : PJ_ERR_RUN;
+}
+
+pj_status pj_sim_solver_stats(const pj_sim *ps, pj_solver_stats *stats)
+{
+    implicit_stats st;
+    if (!ps || !stats || engine_solver_stats(ps->e, &st) < 0) return PJ_ERR_INPUT;
+    *stats = (pj_solver_stats){st.steps, st.rejected, st.newton, st.linear, st.last_newton, st.last_linear,
+                               st.last_residual, st.jacobians, st.seconds_jacobian};
+    return PJ_OK;
 }
 
 void pj_sim_get_info(const pj_sim *ps, pj_sim_info *info)

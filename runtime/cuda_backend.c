@@ -933,6 +933,12 @@ double cuda_sim_bytes_per_cell(const cuda_sim *s)
 
 static void *ops_create(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len)
 {
+    if (PJ_SCHEME_IMPLICIT(p->scheme)) {
+        diag_set(err, len, "the cuda back end cannot solve implicit schemes or steady problems yet (%s): "
+                 "use --backend cpu", scheme_name(p->scheme));
+        *unavailable = 1;
+        return NULL;
+    }
     cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir, .ghosts = &o->ghosts};
     cuda_sim *s = cuda_sim_create(p, &co, err, len);
     if (!s) *unavailable = !strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE));

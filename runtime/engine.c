@@ -152,3 +152,9 @@ void engine_release(engine *e, void *prepared)
 {
     if (prepared && e->ops->release) e->ops->release(prepared);
 }
+
+int engine_solver_stats(engine *e, implicit_stats *stats)
+{
+    memset(stats, 0, sizeof *stats);
+    return e->ops->solver_stats ? e->ops->solver_stats(e->impl, stats) : -1;
+}

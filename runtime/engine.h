@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "grid.h"
+#include "implicit.h"
 #include "program.h"
 #include "sim.h"
 
@@ -28,6 +29,7 @@ typedef struct engine_options {
     int threads;           /* host back ends: 0 all cores */
     const char *cache_dir; /* NULL: $PDEJIT_CACHE_DIR, else the XDG cache folder */
     int prefetch;          /* host back ends: 1 force row prefetching on, -1 off, 0 decide by size */
+    const char *solver_options; /* implicit schemes: options for the solver library (PETSc), or NULL */
     ghost_settings ghosts; /* zeroed: the program's conditions on every side; else hooks and the
                               homogeneous fill (grid.h) */
 } engine_options;
@@ -87,6 +89,8 @@ typedef struct backend_ops {
     void *(*prepare)(void *impl, const pj_program *p2, engine_info *info, char *err, size_t len);
     int (*swap)(void *impl, const pj_program *p2, void *prepared, char *err, size_t len);
     void (*release)(void *prepared);
+    /* an implicit program's iteration counts (NULL or -1: none) */
+    int (*solver_stats)(void *impl, implicit_stats *stats);
     /* without a simulation: the generated code of every kernel, and why each hits or misses the
        cache (explain returns 1 with the cache's warning in err when it has one) */
     int (*emit)(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len);
@@ -132,6 +136,8 @@ int engine_set_field(engine *e, int f, const double *in, char *err, size_t len);
 int engine_take_nonfinite(engine *e, char *err, size_t len);
 int engine_check_finite(engine *e, sim_nan_report *r, char *err, size_t len);
 int engine_view_field(engine *e, int f, engine_view *v);
+/* The implicit solver's iteration counts: 0, or -1 when the program steps explicitly. */
+int engine_solver_stats(engine *e, implicit_stats *stats);
 
 /* Hot swap. engine_can_swap: the back end implements it. engine_prepare compiles p2's kernels
  * (any thread; the engine keeps stepping meanwhile); engine_swap, at a step boundary, checks that

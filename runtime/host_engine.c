@@ -9,10 +9,12 @@
 #include "diag.h"
 #include "driver.h"
 #include "engine.h"
+#include "implicit.h"
 
 typedef struct host_engine {
     sim *s;
     cpu_backend *cpu;      /* NULL: the interpreter runs the stages */
+    implicit_solver *imp;  /* an implicit program's solver (implicit.h), else NULL */
     engine_options opt;
     double ms_prepare;
 } host_engine;
@@ -33,7 +35,8 @@ static cpu_backend *prepare_cpu(const pj_program *p, const engine_options *o, do
     return cpu;
 }
 
-static void *host_create(const pj_program *p, const engine_options *o, int with_cpu, char *err, size_t len)
+static void *host_create(const pj_program *p, const engine_options *o, int with_cpu, int *unavailable, char *err,
+                         size_t len)
 {
     host_engine *h = calloc(1, sizeof *h);
     if (!h) {
@@ -41,6 +44,18 @@ static void *host_create(const pj_program *p, const engine_options *o, int with_
         return NULL;
     }
     h->opt = *o;
+    if (PJ_SCHEME_IMPLICIT(p->scheme)) {
+        if (!implicit_available(err, len)) {
+            if (unavailable) *unavailable = ENGINE_UNAVAILABLE;
+            free(h);
+            return NULL;
+        }
+        if (o->single) {
+            diag_set(err, len, "implicit schemes run in double precision (the solver library's): drop --precision single");
+            free(h);
+            return NULL;
+        }
+    }
     sim_options so = {o->single, o->threads, &o->ghosts};
     h->s = sim_create(p, &so, err, len);
     if (!h->s) {
@@ -57,25 +72,30 @@ static void *host_create(const pj_program *p, const engine_options *o, int with_
         }
         cpu_backend_install(h->cpu, h->s);
     }
+    if (PJ_SCHEME_IMPLICIT(p->scheme) && !(h->imp = implicit_create(h->s, o->solver_options, err, len))) {
+        cpu_backend_destroy(h->cpu);
+        sim_destroy(h->s);
+        free(h);
+        return NULL;
+    }
     return h;
 }
 
 static void *interp_create(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len)
 {
-    (void)unavailable;
-    return host_create(p, o, 0, err, len);
+    return host_create(p, o, 0, unavailable, err, len);
 }
 
 static void *cpu_create(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len)
 {
-    (void)unavailable;
-    return host_create(p, o, 1, err, len);
+    return host_create(p, o, 1, unavailable, err, len);
 }
 
 static void host_destroy(void *impl)
 {
     host_engine *h = impl;
     if (!h) return;
+    implicit_destroy(h->imp);
     sim_destroy(h->s);
     cpu_backend_destroy(h->cpu);
     free(h);
@@ -92,9 +112,18 @@ static int host_init(void *impl, char *err, size_t len)
 static int host_step(void *impl, double dt, char *err, size_t len)
 {
     host_engine *h = impl;
+    if (h->imp) return implicit_step(h->imp, dt, err, len);
     if (sim_step(h->s, dt) == 0) return 0;
     diag_set(err, len, "%s", sim_error(h->s));
     return -1;
+}
+
+static int host_solver_stats(void *impl, implicit_stats *st)
+{
+    host_engine *h = impl;
+    if (!h->imp) return -1;
+    implicit_get_stats(h->imp, st);
+    return 0;
 }
 
 static int host_set_param(void *impl, const char *name, double value)
@@ -201,6 +230,11 @@ static int host_swap(void *impl, const pj_program *p2, void *prepared, char *err
 {
     host_engine *h = impl;
     host_prepared *hp = prepared;
+    if (PJ_SCHEME_IMPLICIT(p2->scheme) || h->imp) {
+        diag_set(err, len, "hot swap of an implicitly solved problem is not available yet");
+        host_release(hp);
+        return -1;
+    }
     if (sim_replace_program(h->s, p2, err, len) < 0) {
         host_release(hp);
         return -1;
@@ -242,7 +276,7 @@ static int cpu_explain(const pj_program *p, const engine_options *o, FILE *out, 
     .params = host_params, .get_field = host_get_field, .set_field = host_set_field,                      \
     .take_nonfinite = host_take_nonfinite, .check_finite = host_check_finite, .time = host_time,          \
     .steps = host_steps, .view = host_view, .info = host_info, .prepare = host_prepare,                   \
-    .swap = host_swap, .release = host_release
+    .swap = host_swap, .release = host_release, .solver_stats = host_solver_stats
 
 const backend_ops interp_backend_ops = {.name = "interp", .create = interp_create, HOST_OPS};
 const backend_ops cpu_backend_ops = {.name = "cpu", .emit_flag = "llvm", .create = cpu_create, HOST_OPS,

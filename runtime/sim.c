@@ -476,6 +476,29 @@ int sim_step(sim *s, double dt)
     return 0;
 }
 
+int sim_eval(sim *s, int stage, double t, double dt)
+{
+    if (s->failed) return -1;
+    const pj_stage *st = &s->p->stages[stage];
+    sim_fill_ghosts(s, st->read_slot, t);
+    if (s->failed) return -1;
+    s->L.t = t;
+    s->L.dt = dt;
+    stage_job j = {s, stage, st->kernel};
+    par_for(s, run_stage_range, &j, s->g.n[s->p->dim - 1]);
+    s->L.t = s->t;
+    return 0;
+}
+
+void sim_set_clock(sim *s, double t, int64_t steps)
+{
+    s->t = t;
+    s->steps = steps;
+    s->L.t = t;
+}
+
+const grid_layout *sim_layout(const sim *s) { return &s->g; }
+
 /* ---- queries --------------------------------------------------------------------------- */
 
 static int64_t cell_at(const sim *s, int64_t i, int64_t j, int64_t k)

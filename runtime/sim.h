@@ -49,6 +49,14 @@ void sim_init(sim *s);
 /* One step of size dt (every stage of the scheme, boundaries filled before each stage). 0, or -1
  * when a ghost hook failed (sim_error says why; the sim takes no more steps). */
 int sim_step(sim *s, double dt);
+/* One stage kernel of the program run once at time t (its read slot's ghosts filled first),
+ * without advancing the time: what an implicit solver calls for F(U) and its Jacobian. 0, or
+ * -1 when a ghost hook failed. */
+int sim_eval(sim *s, int stage, double t, double dt);
+/* Sets the simulation's time and step count (an implicit solver advances them itself). */
+void sim_set_clock(sim *s, double t, int64_t steps);
+/* The buffers' layout (grid.h); buffer (slot, field) is sim_launch(s)->buf[slot * n_fields + field]. */
+const struct grid_layout *sim_layout(const sim *s);
 /* The failure of a ghost hook, or NULL. */
 const char *sim_error(const sim *s);
 /* First non-finite value in the state, scanning fields in order, cells x fastest; returns 1

@@ -1,0 +1,624 @@
+/* implicit.c — implicit time steps and steady solves through PETSc (see implicit.h).
+ *
+ * Unknowns: the fields with an equation (coefficient fields stay in the sim's slot 0), in a
+ * DMDA with dof = their number, interlaced; the DMDA's stencil is the program's halo, a box
+ * when the Jacobian couples diagonal neighbours, else a star. The sim's buffers stay the home
+ * of the kernels' data: PETSc's vectors are copied into slot 0 before F or the Jacobian runs
+ * and F is copied out of slot 1 (the copies cost one sweep each, the solves many).
+ *
+ * The Jacobian: output j of the Jacobian kernel is dF(row field at cell)/dU(field at cell + off).
+ * A column off the grid is a ghost cell, and a ghost's value is affine in one interior cell (the
+ * mirrored one, or the periodic partner): g = alpha * u_m + beta. alpha is measured exactly by
+ * two ghost fills of a scratch slot (interior 0, then 1: alpha = g1 - g0; a corner's alpha is
+ * the product along its axes, and comes out of the fills the same way), once, or at every
+ * assembly when a boundary condition depends on time. */
+#include "implicit.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "derive.h"
+#include "diag.h"
+#include "driver.h"
+#include "grid.h"
+
+#ifndef PJ_HAVE_PETSC
+
+struct implicit_solver { int unused; };
+
+int implicit_available(char *why, size_t len)
+{
+    diag_set(why, len, "this build of pdejit has no implicit solver: it was built without PETSc "
+                       "(install libpetsc-real3.18-dev and rebuild); explicit schemes (euler, rk2, rk3, rk4) work");
+    return 0;
+}
+
+implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t len)
+{
+    (void)s;
+    (void)options;
+    implicit_available(err, len);
+    return NULL;
+}
+
+void implicit_destroy(implicit_solver *solver) { (void)solver; }
+
+int implicit_step(implicit_solver *solver, double dt, char *err, size_t len)
+{
+    (void)solver;
+    (void)dt;
+    implicit_available(err, len);
+    return -1;
+}
+
+void implicit_get_stats(const implicit_solver *solver, implicit_stats *stats)
+{
+    (void)solver;
+    memset(stats, 0, sizeof *stats);
+}
+
+int implicit_check_jacobian(implicit_solver *solver, double t, double *rel, double *norm, char *err, size_t len)
+{
+    (void)solver;
+    (void)t;
+    (void)rel;
+    (void)norm;
+    implicit_available(err, len);
+    return -1;
+}
+
+#else
+#include <petscdmda.h>
+#include <petscsnes.h>
+#include <petscts.h>
+
+struct implicit_solver {
+    sim *s;
+    const pj_program *p;
+    int nf;                /* fields of the program */
+    int dof;               /* fields with an equation: the unknowns per cell */
+    int *unknown;          /* [field] its place among the unknowns, or -1 */
+    int *field_of;         /* [dof] the field */
+    int64_t n[3];
+    DM da;
+    Vec X, R;
+    Mat J;
+    TS ts;                 /* time steps */
+    SNES snes;             /* steady: F(U) = 0 */
+    double *alpha;         /* [dof][elems]: d ghost / d its interior cell (grid buffers' layout) */
+    int alpha_valid, alpha_const;
+    MatStencil *cols;      /* one row's columns and values */
+    PetscScalar *vals;
+    implicit_stats st;
+    double t_fd;           /* the time of implicit_check_jacobian's differences */
+    char error[512];       /* a failure inside a callback */
+};
+
+static int petsc_ready;
+
+static void petsc_message(PetscErrorCode e, const char *what, char *err, size_t len)
+{
+    const char *text = NULL;
+    PetscErrorMessage(e, &text, NULL);
+    diag_set(err, len, "%s: PETSc error %d (%s)", what, (int)e, text ? text : "unknown");
+}
+
+/* PETSc (and MPI) once per process, its errors returned rather than printed or aborting, no
+ * signal handlers of its own. */
+static int petsc_init(char *err, size_t len)
+{
+    if (petsc_ready) return 0;
+    PetscBool done = PETSC_FALSE;
+    PetscInitialized(&done);
+    if (!done) {
+        PetscOptionsSetValue(NULL, "-no_signal_handler", NULL);
+        PetscErrorCode e = PetscInitializeNoArguments();
+        if (e) {
+            diag_set(err, len, "the implicit solver could not start: PetscInitialize failed (%d)", (int)e);
+            return -1;
+        }
+    }
+    if (!getenv("PDEJIT_PETSC_TRACE")) PetscPushErrorHandler(PetscReturnErrorHandler, NULL);
+    petsc_ready = 1;
+    return 0;
+}
+
+int implicit_available(char *why, size_t len)
+{
+    (void)why;
+    (void)len;
+    return 1;
+}
+
+#define CHECK(call, what)                                                                                          \
+    do {                                                                                                           \
+        PetscErrorCode e_ = (call);                                                                                \
+        if (e_) {                                                                                                  \
+            petsc_message(e_, what, err, len);                                                                     \
+            goto fail;                                                                                             \
+        }                                                                                                          \
+    } while (0)
+
+static double *buffer(implicit_solver *q, int slot, int field)
+{
+    return (double *)sim_launch(q->s)->buf[slot * q->nf + field];
+}
+
+static int64_t at(const grid_layout *g, int64_t i, int64_t j, int64_t k)
+{
+    return i + j * g->stride[1] + k * g->stride[2];
+}
+
+/* PETSc vector <-> slot buffers (interior cells of the fields with an equation). */
+static void vec_to_slot(implicit_solver *q, const PetscScalar *x, int slot)
+{
+    const grid_layout *g = sim_layout(q->s);
+    for (int c = 0; c < q->dof; c++) {
+        double *b = buffer(q, slot, q->field_of[c]);
+        int64_t idx = c;
+        for (int64_t k = 0; k < g->n[2]; k++)
+            for (int64_t j = 0; j < g->n[1]; j++) {
+                double *row = b + at(g, 0, j, k);
+                for (int64_t i = 0; i < g->n[0]; i++, idx += q->dof) row[i] = x[idx];
+            }
+    }
+}
+
+static void slot_to_vec(implicit_solver *q, int slot, PetscScalar *x)
+{
+    const grid_layout *g = sim_layout(q->s);
+    for (int c = 0; c < q->dof; c++) {
+        const double *b = buffer(q, slot, q->field_of[c]);
+        int64_t idx = c;
+        for (int64_t k = 0; k < g->n[2]; k++)
+            for (int64_t j = 0; j < g->n[1]; j++) {
+                const double *row = b + at(g, 0, j, k);
+                for (int64_t i = 0; i < g->n[0]; i++, idx += q->dof) x[idx] = row[i];
+            }
+    }
+}
+
+/* F(U) at time t into f: U into slot 0, the rhs kernel (stage 0) writes slot 1. */
+static PetscErrorCode eval_rhs(implicit_solver *q, double t, Vec U, Vec F)
+{
+    const PetscScalar *u;
+    PetscScalar *f;
+    PetscCall(VecGetArrayRead(U, &u));
+    vec_to_slot(q, u, 0);
+    PetscCall(VecRestoreArrayRead(U, &u));
+    if (sim_eval(q->s, 0, t, 0) < 0) {
+        snprintf(q->error, sizeof q->error, "%s", sim_error(q->s));
+        SETERRQ(PETSC_COMM_SELF, PETSC_ERR_USER, "ghost fill failed");
+    }
+    PetscCall(VecGetArray(F, &f));
+    slot_to_vec(q, 1, f);
+    PetscCall(VecRestoreArray(F, &f));
+    return 0;
+}
+
+/* alpha of every ghost cell of every unknown field, from two fills of slot 1. */
+static int measure_alpha(implicit_solver *q, double t)
+{
+    const grid_layout *g = sim_layout(q->s);
+    size_t elems = g->elems;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int c = 0; c < q->dof; c++) {
+            double *b = buffer(q, 1, q->field_of[c]) - g->origin_off;
+            for (size_t e = 0; e < elems; e++) b[e] = 0;
+            if (pass == 1)
+                for (int64_t k = 0; k < g->n[2]; k++)
+                    for (int64_t j = 0; j < g->n[1]; j++)
+                        for (int64_t i = 0; i < g->n[0]; i++) b[g->origin_off + at(g, i, j, k)] = 1;
+        }
+        sim_fill_ghosts(q->s, 1, t);
+        if (sim_error(q->s)) return -1;
+        for (int c = 0; c < q->dof; c++) {
+            const double *b = buffer(q, 1, q->field_of[c]) - g->origin_off;
+            double *a = q->alpha + (size_t)c * elems;
+            for (size_t e = 0; e < elems; e++) a[e] = pass ? b[e] - a[e] : b[e];
+        }
+    }
+    q->alpha_valid = 1;
+    return 0;
+}
+
+/* Where a column at cell index v along axis ax lands, as an interior index. */
+static int64_t fold(const implicit_solver *q, int ax, int64_t v)
+{
+    int64_t n = q->n[ax];
+    if (q->p->periodic[ax]) return ((v % n) + n) % n;
+    if (v < 0) return -v - 1;
+    if (v >= n) return 2 * n - 1 - v;
+    return v;
+}
+
+static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
+{
+    double t0 = driver_now();
+    const PetscScalar *u;
+    PetscCall(VecGetArrayRead(U, &u));
+    vec_to_slot(q, u, 0);
+    PetscCall(VecRestoreArrayRead(U, &u));
+    if (sim_eval(q->s, 1, t, 0) < 0 || ((!q->alpha_valid || !q->alpha_const) && measure_alpha(q, t) < 0)) {
+        snprintf(q->error, sizeof q->error, "%s", sim_error(q->s));
+        SETERRQ(PETSC_COMM_SELF, PETSC_ERR_USER, "ghost fill failed");
+    }
+    const grid_layout *g = sim_layout(q->s);
+    const pj_program *p = q->p;
+    PetscCall(MatZeroEntries(A));
+    const double **jb = malloc(sizeof *jb * (size_t)(p->n_jac + 1));
+    if (!jb) SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "out of memory");
+    for (int e = 0; e < p->n_jac; e++) jb[e] = (const double *)sim_launch(q->s)->buf[2 * q->nf + e];
+    for (int64_t k = 0; k < g->n[2]; k++)
+        for (int64_t j = 0; j < g->n[1]; j++)
+            for (int64_t i = 0; i < g->n[0]; i++) {
+                int64_t cell = at(g, i, j, k);
+                int e = 0;
+                while (e < p->n_jac) { /* entries come grouped by output: one row each */
+                    const derive_entry *d0 = &p->jac[e];
+                    int row_c = q->unknown[d0->out_field];
+                    int nc = 0;
+                    for (; e < p->n_jac && p->jac[e].output == d0->output; e++) {
+                        const derive_entry *d = &p->jac[e];
+                        double v = jb[e][cell];
+                        int col_c = q->unknown[d->field];
+                        if (v == 0 || col_c < 0 || row_c < 0) continue;
+                        int64_t pos[3] = {i + d->off[0], j + d->off[1], k + d->off[2]};
+                        int ghost = 0;
+                        for (int ax = 0; ax < p->dim; ax++) ghost |= pos[ax] < 0 || pos[ax] >= q->n[ax];
+                        if (ghost) v *= q->alpha[(size_t)col_c * g->elems + (size_t)(g->origin_off + at(g, pos[0], pos[1], pos[2]))];
+                        if (v == 0) continue;
+                        MatStencil col = {0};
+                        col.i = (PetscInt)fold(q, 0, pos[0]);
+                        col.j = (PetscInt)(p->dim > 1 ? fold(q, 1, pos[1]) : 0);
+                        col.k = (PetscInt)(p->dim > 2 ? fold(q, 2, pos[2]) : 0);
+                        col.c = col_c;
+                        q->cols[nc] = col;
+                        q->vals[nc++] = v;
+                    }
+                    if (!nc) continue;
+                    MatStencil row = {.k = (PetscInt)k, .j = (PetscInt)j, .i = (PetscInt)i, .c = row_c};
+                    PetscErrorCode rc = MatSetValuesStencil(A, 1, &row, nc, q->cols, q->vals, ADD_VALUES);
+                    if (rc) {
+                        free(jb);
+                        return rc;
+                    }
+                }
+            }
+    free(jb);
+    PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+    q->st.jacobians++;
+    q->st.seconds_jacobian += driver_now() - t0;
+    return 0;
+}
+
+static PetscErrorCode ts_rhs(TS ts, PetscReal t, Vec U, Vec F, void *ctx)
+{
+    (void)ts;
+    return eval_rhs(ctx, t, U, F);
+}
+
+static PetscErrorCode ts_jacobian(TS ts, PetscReal t, Vec U, Mat A, Mat B, void *ctx)
+{
+    (void)ts;
+    (void)A;
+    return assemble(ctx, t, U, B);
+}
+
+static PetscErrorCode snes_rhs(SNES snes, Vec U, Vec F, void *ctx)
+{
+    (void)snes;
+    implicit_solver *q = ctx;
+    return eval_rhs(q, sim_time(q->s), U, F);
+}
+
+static PetscErrorCode snes_jacobian(SNES snes, Vec U, Mat A, Mat B, void *ctx)
+{
+    (void)snes;
+    (void)A;
+    implicit_solver *q = ctx;
+    return assemble(q, sim_time(q->s), U, B);
+}
+
+/* The solver statement, then the user's options (later ones win). */
+static int insert_options(const pj_program *p, const char *options, char *err, size_t len)
+{
+    char buf[256];
+    if (p->solver_rtol > 0) {
+        snprintf(buf, sizeof buf, "%.17g", p->solver_rtol);
+        PetscOptionsSetValue(NULL, "-snes_rtol", buf);
+    }
+    if (p->solver_atol > 0) {
+        snprintf(buf, sizeof buf, "%.17g", p->solver_atol);
+        PetscOptionsSetValue(NULL, "-snes_atol", buf);
+    }
+    if (p->solver_max_it > 0) {
+        snprintf(buf, sizeof buf, "%d", p->solver_max_it);
+        PetscOptionsSetValue(NULL, "-snes_max_it", buf);
+    }
+    if (p->solver_linear) PetscOptionsSetValue(NULL, "-ksp_type", p->solver_linear);
+    if (p->solver_pc) {
+        const char *pc = p->solver_pc;
+        if (!strcmp(pc, "hypre")) PetscOptionsSetValue(NULL, "-pc_hypre_type", "boomeramg");
+        if (!strcmp(pc, "mg")) PetscOptionsSetValue(NULL, "-pc_mg_galerkin", "pmat");
+        PetscOptionsSetValue(NULL, "-pc_type", pc);
+    }
+    if (options && *options) {
+        PetscErrorCode e = PetscOptionsInsertString(NULL, options);
+        if (e) {
+            diag_set(err, len, "--solver-options \"%s\": PETSc cannot read these options", options);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t len)
+{
+    const pj_program *p = sim_program(s);
+    if (!PJ_SCHEME_IMPLICIT(p->scheme)) {
+        diag_set(err, len, "internal error: implicit_create on an explicit program");
+        return NULL;
+    }
+    if (petsc_init(err, len) < 0) return NULL;
+    implicit_solver *q = calloc(1, sizeof *q);
+    if (!q) {
+        diag_set(err, len, "out of memory");
+        return NULL;
+    }
+    q->s = s;
+    q->p = p;
+    q->nf = p->n_fields;
+    q->unknown = malloc(sizeof *q->unknown * (size_t)(p->n_fields + 1));
+    q->field_of = malloc(sizeof *q->field_of * (size_t)(p->n_fields + 1));
+    q->cols = malloc(sizeof *q->cols * (size_t)(p->n_jac + 1));
+    q->vals = malloc(sizeof *q->vals * (size_t)(p->n_jac + 1));
+    const grid_layout *g = sim_layout(s);
+    if (!q->unknown || !q->field_of || !q->cols || !q->vals) goto oom;
+    for (int f = 0; f < p->n_fields; f++) {
+        q->unknown[f] = p->field_has_eq[f] ? q->dof : -1;
+        if (p->field_has_eq[f]) q->field_of[q->dof++] = f;
+    }
+    if (!q->dof) {
+        diag_set(err, len, "an implicit scheme needs at least one equation");
+        goto fail;
+    }
+    q->alpha = malloc(sizeof *q->alpha * g->elems * (size_t)q->dof);
+    if (!q->alpha) goto oom;
+    q->alpha_const = 1;
+    for (int side = 0; side < 6; side++)
+        for (int f = 0; f < p->n_fields; f++)
+            if (p->bc[f][side].kind == PJ_BC_LINEAR && !p->bc[f][side].constant) q->alpha_const = 0;
+    for (int a = 0; a < 3; a++) q->n[a] = p->n[a];
+
+    int box = 0; /* a Jacobian entry off more than one axis needs the box stencil */
+    for (int e = 0; e < p->n_jac; e++)
+        box |= (p->jac[e].off[0] != 0) + (p->jac[e].off[1] != 0) + (p->jac[e].off[2] != 0) > 1;
+    DMBoundaryType bt[3];
+    for (int a = 0; a < 3; a++) bt[a] = p->periodic[a] ? DM_BOUNDARY_PERIODIC : DM_BOUNDARY_NONE;
+    DMDAStencilType stype = box ? DMDA_STENCIL_BOX : DMDA_STENCIL_STAR;
+    PetscInt sw = p->halo;
+    if (p->dim == 1)
+        CHECK(DMDACreate1d(PETSC_COMM_SELF, bt[0], (PetscInt)p->n[0], q->dof, sw, NULL, &q->da), "DMDACreate1d");
+    else if (p->dim == 2)
+        CHECK(DMDACreate2d(PETSC_COMM_SELF, bt[0], bt[1], stype, (PetscInt)p->n[0], (PetscInt)p->n[1], 1, 1, q->dof, sw, NULL,
+                           NULL, &q->da), "DMDACreate2d");
+    else
+        CHECK(DMDACreate3d(PETSC_COMM_SELF, bt[0], bt[1], bt[2], stype, (PetscInt)p->n[0], (PetscInt)p->n[1],
+                           (PetscInt)p->n[2], 1, 1, 1, q->dof, sw, NULL, NULL, NULL, &q->da), "DMDACreate3d");
+    CHECK(DMSetUp(q->da), "DMSetUp");
+    for (int c = 0; c < q->dof; c++) CHECK(DMDASetFieldName(q->da, c, p->field_names[q->field_of[c]]), "DMDASetFieldName");
+    CHECK(DMCreateGlobalVector(q->da, &q->X), "DMCreateGlobalVector");
+    CHECK(VecDuplicate(q->X, &q->R), "VecDuplicate");
+    CHECK(DMCreateMatrix(q->da, &q->J), "DMCreateMatrix");
+    CHECK(MatSetOption(q->J, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE), "MatSetOption");
+    if (insert_options(p, options, err, len) < 0) goto fail;
+
+    if (p->scheme == PJ_STEADY) {
+        CHECK(SNESCreate(PETSC_COMM_SELF, &q->snes), "SNESCreate");
+        CHECK(SNESSetDM(q->snes, q->da), "SNESSetDM");
+        CHECK(SNESSetFunction(q->snes, q->R, snes_rhs, q), "SNESSetFunction");
+        CHECK(SNESSetJacobian(q->snes, q->J, q->J, snes_jacobian, q), "SNESSetJacobian");
+        CHECK(SNESSetFromOptions(q->snes), "SNESSetFromOptions (check --solver-options)");
+    } else {
+        CHECK(TSCreate(PETSC_COMM_SELF, &q->ts), "TSCreate");
+        CHECK(TSSetDM(q->ts, q->da), "TSSetDM");
+        CHECK(TSSetProblemType(q->ts, TS_NONLINEAR), "TSSetProblemType");
+        if (p->scheme == PJ_BEULER) CHECK(TSSetType(q->ts, TSBEULER), "TSSetType");
+        else if (p->scheme == PJ_CN) CHECK(TSSetType(q->ts, TSCN), "TSSetType");
+        else if (p->scheme == PJ_BDF2) {
+            CHECK(TSSetType(q->ts, TSBDF), "TSSetType");
+            CHECK(TSBDFSetOrder(q->ts, 2), "TSBDFSetOrder");
+        } else {
+            diag_set(err, len, "the scheme %s is not available yet", scheme_name(p->scheme));
+            goto fail;
+        }
+        CHECK(TSSetRHSFunction(q->ts, q->R, ts_rhs, q), "TSSetRHSFunction");
+        CHECK(TSSetRHSJacobian(q->ts, q->J, q->J, ts_jacobian, q), "TSSetRHSJacobian");
+        CHECK(TSSetExactFinalTime(q->ts, TS_EXACTFINALTIME_MATCHSTEP), "TSSetExactFinalTime");
+        CHECK(TSSetMaxSteps(q->ts, 1000000000), "TSSetMaxSteps");
+        CHECK(TSSetMaxTime(q->ts, 1e300), "TSSetMaxTime");
+        CHECK(TSSetErrorIfStepFails(q->ts, PETSC_FALSE), "TSSetErrorIfStepFails");
+        CHECK(TSSetTimeStep(q->ts, p->dt > 0 ? p->dt : 1e-3), "TSSetTimeStep");
+        TSAdapt adapt;
+        CHECK(TSGetAdapt(q->ts, &adapt), "TSGetAdapt");
+        if (p->adapt > 0) {
+            CHECK(TSAdaptSetType(adapt, TSADAPTBASIC), "TSAdaptSetType");
+            CHECK(TSSetTolerances(q->ts, p->adapt * 1e-3, NULL, p->adapt, NULL), "TSSetTolerances");
+        } else {
+            CHECK(TSAdaptSetType(adapt, TSADAPTNONE), "TSAdaptSetType");
+        }
+        CHECK(TSSetFromOptions(q->ts), "TSSetFromOptions (check --solver-options)");
+        PetscScalar *x;
+        CHECK(VecGetArray(q->X, &x), "VecGetArray");
+        slot_to_vec(q, 0, x);
+        CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
+        CHECK(TSSetSolution(q->ts, q->X), "TSSetSolution");
+        CHECK(TSSetTime(q->ts, sim_time(s)), "TSSetTime");
+        CHECK(TSSetUp(q->ts), "TSSetUp");
+    }
+    return q;
+oom:
+    diag_set(err, len, "out of memory");
+fail:
+    implicit_destroy(q);
+    return NULL;
+}
+
+void implicit_destroy(implicit_solver *q)
+{
+    if (!q) return;
+    if (q->ts) TSDestroy(&q->ts);
+    if (q->snes) SNESDestroy(&q->snes);
+    if (q->J) MatDestroy(&q->J);
+    if (q->X) VecDestroy(&q->X);
+    if (q->R) VecDestroy(&q->R);
+    if (q->da) DMDestroy(&q->da);
+    free(q->unknown);
+    free(q->field_of);
+    free(q->alpha);
+    free(q->cols);
+    free(q->vals);
+    free(q);
+}
+
+static void count_snes(implicit_solver *q, SNES snes)
+{
+    PetscInt it = 0, lin = 0;
+    PetscReal norm = 0;
+    SNESGetIterationNumber(snes, &it);
+    SNESGetLinearSolveIterations(snes, &lin);
+    SNESGetFunctionNorm(snes, &norm);
+    q->st.last_newton = (int)it;
+    q->st.last_linear = (int)lin;
+    q->st.last_residual = norm;
+}
+
+static int steady_solve(implicit_solver *q, char *err, size_t len)
+{
+    PetscScalar *x;
+    CHECK(VecGetArray(q->X, &x), "VecGetArray");
+    slot_to_vec(q, 0, x);
+    CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
+    q->error[0] = 0;
+    PetscErrorCode e = SNESSolve(q->snes, NULL, q->X);
+    count_snes(q, q->snes);
+    q->st.newton += q->st.last_newton;
+    q->st.linear += q->st.last_linear;
+    if (e) {
+        if (q->error[0]) diag_set(err, len, "%s", q->error);
+        else petsc_message(e, "the steady solve failed", err, len);
+        return -1;
+    }
+    SNESConvergedReason reason;
+    SNESGetConvergedReason(q->snes, &reason);
+    CHECK(VecGetArray(q->X, &x), "VecGetArray");
+    vec_to_slot(q, x, 0);
+    CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
+    if (reason < 0) {
+        diag_set(err, len, "the steady solve did not converge: Newton stopped after %d iterations with residual %.3g (%s)",
+                 q->st.last_newton, q->st.last_residual, SNESConvergedReasons[reason]);
+        return -1;
+    }
+    q->st.steps++;
+    sim_set_clock(q->s, sim_time(q->s), sim_steps(q->s) + 1);
+    return 0;
+fail:
+    return -1;
+}
+
+int implicit_step(implicit_solver *q, double dt, char *err, size_t len)
+{
+    if (q->snes) return steady_solve(q, err, len);
+    double t = sim_time(q->s), target = t + dt;
+    SNES snes;
+    CHECK(TSGetSNES(q->ts, &snes), "TSGetSNES");
+    /* the state may have been changed from outside between steps (set_field, a view) */
+    PetscScalar *x;
+    CHECK(VecGetArray(q->X, &x), "VecGetArray");
+    slot_to_vec(q, 0, x);
+    CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
+    CHECK(TSSetTime(q->ts, t), "TSSetTime");
+    double eps = 1e-12 * fmax(fabs(target), dt);
+    while (t < target - eps) {
+        PetscReal h;
+        CHECK(TSGetTimeStep(q->ts, &h), "TSGetTimeStep");
+        if (q->p->adapt <= 0 || t + h > target - eps) CHECK(TSSetTimeStep(q->ts, target - t), "TSSetTimeStep");
+        q->error[0] = 0;
+        PetscErrorCode e = TSStep(q->ts);
+        count_snes(q, snes);
+        q->st.newton += q->st.last_newton;
+        q->st.linear += q->st.last_linear;
+        TSConvergedReason reason = TS_CONVERGED_ITERATING;
+        TSGetConvergedReason(q->ts, &reason);
+        PetscInt rejects = 0;
+        TSGetStepRejections(q->ts, &rejects);
+        q->st.rejected = rejects;
+        if (e || reason < 0) {
+            if (q->error[0]) diag_set(err, len, "%s", q->error);
+            else if (e) petsc_message(e, "the implicit step failed", err, len);
+            else
+                diag_set(err, len, "Newton did not converge in the step from t = %.9g: residual %.3g after %d iterations%s%s",
+                         t, q->st.last_residual, q->st.last_newton, reason < 0 ? " (" : "",
+                         reason < 0 ? TSConvergedReasons[reason] : "");
+            if (!q->error[0] && reason < 0) strncat(err, ")", len - strlen(err) - 1);
+            return -1;
+        }
+        PetscReal tn;
+        CHECK(TSGetTime(q->ts, &tn), "TSGetTime");
+        t = tn;
+        q->st.steps++;
+        if (q->p->adapt <= 0) break;
+    }
+    CHECK(VecGetArray(q->X, &x), "VecGetArray");
+    vec_to_slot(q, x, 0);
+    CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
+    sim_set_clock(q->s, target, sim_steps(q->s) + 1);
+    return 0;
+fail:
+    return -1;
+}
+
+void implicit_get_stats(const implicit_solver *q, implicit_stats *stats) { *stats = q->st; }
+
+static PetscErrorCode fd_function(SNES snes, Vec U, Vec F, void *ctx)
+{
+    (void)snes;
+    implicit_solver *q = ctx;
+    return eval_rhs(q, q->t_fd, U, F);
+}
+
+int implicit_check_jacobian(implicit_solver *q, double t, double *rel, double *norm, char *err, size_t len)
+{
+    SNES snes = NULL;
+    Mat Jfd = NULL;
+    Vec U = NULL;
+    PetscScalar *x;
+    CHECK(VecDuplicate(q->X, &U), "VecDuplicate");
+    CHECK(VecGetArray(U, &x), "VecGetArray");
+    slot_to_vec(q, 0, x);
+    CHECK(VecRestoreArray(U, &x), "VecRestoreArray");
+    CHECK(assemble(q, t, U, q->J), "assembling the Jacobian");
+    CHECK(MatDuplicate(q->J, MAT_DO_NOT_COPY_VALUES, &Jfd), "MatDuplicate");
+    CHECK(SNESCreate(PETSC_COMM_SELF, &snes), "SNESCreate");
+    CHECK(SNESSetFunction(snes, q->R, fd_function, q), "SNESSetFunction");
+    q->t_fd = t;
+    CHECK(SNESComputeJacobianDefault(snes, U, Jfd, Jfd, q), "SNESComputeJacobianDefault");
+    PetscReal nfd, nd;
+    CHECK(MatNorm(Jfd, NORM_FROBENIUS, &nfd), "MatNorm");
+    CHECK(MatAXPY(Jfd, -1.0, q->J, DIFFERENT_NONZERO_PATTERN), "MatAXPY");
+    CHECK(MatNorm(Jfd, NORM_FROBENIUS, &nd), "MatNorm");
+    *norm = nfd;
+    *rel = nfd > 0 ? nd / nfd : nd;
+    MatDestroy(&Jfd);
+    VecDestroy(&U);
+    SNESDestroy(&snes);
+    return 0;
+fail:
+    if (Jfd) MatDestroy(&Jfd);
+    if (U) VecDestroy(&U);
+    if (snes) SNESDestroy(&snes);
+    return -1;
+}
+#endif

@@ -1,0 +1,60 @@
+/* implicit.h — implicit time steps and steady solves of a program through PETSc.
+ *
+ * An implicit program (PJ_SCHEME_IMPLICIT: beuler, cn, bdf2, imex, steady) has two stage kernels
+ * (scheme.c): F(U), the right-hand side, and its Jacobian, the stencil coefficients dF/dU per
+ * (field, offset) from the symbolic derivative of F (derive.h). Both run through the
+ * simulation's back end (interpreter or CPU JIT) on its own buffers and ghost fill; this module
+ * owns the PETSc side: a DMDA over the fields that have an equation (dof = their number), the
+ * state vector, the Jacobian matrix (the coefficients inserted with MatSetValuesStencil, a ghost
+ * cell's coefficient moved onto the interior cell its boundary rule reads, scaled by the rule's
+ * derivative), and a TS (TSBEULER, TSCN, TSBDF order 2) or, for `steady`, a SNES. The options of
+ * the problem's `solver` statement and the user's --solver-options go to PETSc's options
+ * database before the solver reads it.
+ *
+ * A build without PETSc (PJ_HAVE_PETSC undefined) compiles a stub: implicit_available() says why
+ * and implicit_create() fails with that message. Library code: nothing prints or exits; PETSc's
+ * errors come back as return codes (its error handler is set to return). */
+#ifndef PJ_IMPLICIT_H
+#define PJ_IMPLICIT_H
+#include <stddef.h>
+#include <stdint.h>
+#include "sim.h"
+
+typedef struct implicit_solver implicit_solver;
+
+/* Iteration counts, for --verbose and the benchmarks. */
+typedef struct implicit_stats {
+    int64_t steps;             /* accepted steps (time steps, or 1 for a steady solve) */
+    int64_t rejected;          /* steps rejected by error control or a failed Newton solve */
+    int64_t newton;            /* Newton iterations in all */
+    int64_t linear;            /* Krylov iterations in all */
+    int last_newton, last_linear;
+    double last_residual;      /* the Newton residual norm at the end of the last solve */
+    int64_t jacobians;         /* Jacobian assemblies */
+    double seconds_jacobian;   /* in assembly (kernel and insertion) */
+} implicit_stats;
+
+/* 1 when this build has the implicit solver; else 0 with the reason in why. */
+int implicit_available(char *why, size_t len);
+
+/* The solver of s's program (implicit; double precision), on s's buffers: the state starts from
+ * s's slot 0 at the first step. `options` is passed to PETSc's options database ("-ksp_type cg
+ * -pc_type gamg"), may be NULL. NULL with a message on failure. */
+implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t len);
+void implicit_destroy(implicit_solver *solver);
+
+/* Advances s by dt (or, for steady, solves F(U) = 0 and leaves the time as it was): the state
+ * in slot 0 is updated, with sim_time and sim_steps. Under adaptive error control the solver takes
+ * as many steps as it needs to land on t + dt. 0, or -1 with a message naming the time and the
+ * residual when Newton did not converge (the state is then the last accepted one). */
+int implicit_step(implicit_solver *solver, double dt, char *err, size_t len);
+
+void implicit_get_stats(const implicit_solver *solver, implicit_stats *stats);
+
+/* Compares the Jacobian assembled from the derived kernel with PETSc's finite-difference one
+ * (SNESComputeJacobianDefault) at the current state and time t: *rel receives
+ * ||J - J_fd||_F / ||J_fd||_F, *norm ||J_fd||_F. For tests, on small grids (dense differencing).
+ * 0, or -1 with a message. */
+int implicit_check_jacobian(implicit_solver *solver, double t, double *rel, double *norm, char *err, size_t len);
+
+#endif
