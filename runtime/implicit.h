@@ -51,10 +51,20 @@ int implicit_step(implicit_solver *solver, double dt, char *err, size_t len);
 
 void implicit_get_stats(const implicit_solver *solver, implicit_stats *stats);
 
-/* Compares the Jacobian assembled from the derived kernel with PETSc's finite-difference one
- * (SNESComputeJacobianDefault) at the current state and time t: *rel receives
- * ||J - J_fd||_F / ||J_fd||_F, *norm ||J_fd||_F. For tests, on small grids (dense differencing).
- * 0, or -1 with a message. */
-int implicit_check_jacobian(implicit_solver *solver, double t, double *rel, double *norm, char *err, size_t len);
+/* The Newton residual norms of the last solve (the initial one first), as PETSc recorded them:
+ * their number, *norms pointing into the solver. */
+int implicit_residual_history(implicit_solver *solver, const double **norms);
+
+/* The Jacobian assembled from the derived kernel against PETSc's finite-difference one
+ * (SNESComputeJacobianDefault: dense differencing, for small grids in tests) at the current state
+ * and time t, row by row: a row is compared when all its entries are finite in both; it agrees
+ * when max_j |J_ij - Jfd_ij| <= tol * max_j |Jfd_ij| + 1e-6 * max(1, |F_i|) (the second term: the
+ * differences' own error, F's rounding over the step). */
+typedef struct jacobian_check {
+    int64_t rows, compared, disagree, entries;
+    double worst;          /* max_j |J_ij - Jfd_ij| / max_j |Jfd_ij| over the rows within tol of it */
+    int64_t first_bad;     /* the first row that disagrees, or -1 */
+} jacobian_check;
+int implicit_check_jacobian(implicit_solver *solver, double t, double tol, jacobian_check *r, char *err, size_t len);
 
 #endif

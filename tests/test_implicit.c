@@ -1,0 +1,411 @@
+/* test_implicit.c — implicit schemes and steady solves through PETSc (runtime/implicit.c), and
+ * the explicit stability check (runtime/stability.c).
+ *
+ * Against independent expectations: the Jacobian assembled from the derived kernel against
+ * PETSc's finite-difference Jacobian (every sample made implicit, the random-expression set);
+ * Newton's residuals falling quadratically on a nonlinear problem; the orders of beuler (1), cn
+ * and bdf2 (2) against the exact solution of the semi-discrete heat equation (sin(pi x) is an
+ * exact eigenvector of the discrete Laplacian with the ghost rule of u = 0); a steady Poisson
+ * problem at order 2 in space against its manufactured solution; the heat-from-a-wall problem at
+ * 100x the explicit limit against 1 - erf; exit codes and messages of the command. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "derive.h"
+#include "diag.h"
+#include "implicit.h"
+#include "pdejit.h"
+#include "program.h"
+#include "randexpr.h"
+#include "scheme.h"
+#include "sim.h"
+#include "testutil.h"
+
+static pj_program *compile_as(const char *src, int scheme)
+{
+    diag d;
+    diag_init(&d, "t.pde", src, strlen(src));
+    pj_compile_options o = {(pj_scheme)scheme, scheme >= 0, 0};
+    pj_program *p = compile_problem("t.pde", src, strlen(src), &d, scheme >= 0 ? &o : NULL);
+    if (!p) fprintf(stderr, "%s", d.log ? d.log : "(no diagnostics)\n");
+    diag_free(&d);
+    return p;
+}
+
+/* The derived Jacobian of p (implicit) at its initial state (scrambled: each value of a field
+ * with an equation moved to 0.2 .. 0.8, away from the kinks a flux limiter has where neighbours
+ * are equal) against finite differences. */
+static jacobian_check jacobian_difference(pj_program *p, int scramble)
+{
+    char err[512];
+    sim_options so = {0, 1, NULL};
+    sim *s = sim_create(p, &so, err, sizeof err);
+    assert_non_null(s);
+    sim_init(s);
+    int64_t cells = p->n[0] * p->n[1] * p->n[2];
+    double *u = malloc(sizeof *u * (size_t)cells);
+    for (int f = 0; scramble && f < p->n_fields; f++) {
+        if (!p->field_has_eq[f]) continue;
+        for (int64_t c = 0; c < cells; c++) u[c] = 0.5 + 0.3 * sin(1.7 * (double)c + 2.3 * f);
+        sim_set_field(s, f, u);
+    }
+    free(u);
+    implicit_solver *q = implicit_create(s, NULL, err, sizeof err);
+    if (!q) fprintf(stderr, "%s\n", err);
+    assert_non_null(q);
+    jacobian_check r;
+    int rc = implicit_check_jacobian(q, 0.25, 1e-5, &r, err, sizeof err);
+    if (rc) fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    implicit_destroy(q);
+    sim_destroy(s);
+    return r;
+}
+
+static void jacobian_of_every_sample(void **state)
+{
+    (void)state;
+    static const char *const samples[] = {"advection_vanleer", "allen_cahn", "fisher", "gray_scott", "heat1d", "heat3d", "robin"};
+    for (size_t i = 0; i < sizeof samples / sizeof *samples; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "../samples/%s.pde", samples[i]);
+        char *src = tu_read_file(path, NULL);
+        assert_non_null(src);
+        pj_program *p = compile_as(src, PJ_BEULER);
+        assert_non_null(p);
+        for (int a = 0; a < p->dim; a++) /* a small grid: the differences are dense */
+            if (p->n[a] > 9) p->n[a] = 9;
+        jacobian_check r = jacobian_difference(p, 1);
+        printf("%-18s %d Jacobian entries per cell; %lld rows, all compared: worst |J - J_fd| / max|J_fd| %.2g\n",
+               samples[i], p->n_jac, (long long)r.rows, r.worst);
+        assert_true(r.rows > 0);
+        assert_int_equal(r.compared, r.rows);
+        assert_int_equal(r.disagree, 0);
+        assert_true(r.worst < 1e-6);
+        program_free(p);
+        free(src);
+    }
+}
+
+/* The random set: coupled fields, conditionals, face fluxes, Robin and time-dependent conditions,
+ * periodic axes. A problem whose F has a non-finite value anywhere (a log or sqrt of a negative
+ * number) is skipped. PETSc's differencing drops a column's entries below 1e-14 of its largest,
+ * and forward differences across the kink of a conditional, abs, min or max differ from the
+ * one-sided derivative: random expressions have both (t ^ lap(u) reaches 1e100), so up to 1 % of
+ * the rows may disagree; the others agree to 1e-5 of the row's largest entry. */
+static void jacobian_of_random_problems(void **state)
+{
+    (void)state;
+    randexpr r = {9090};
+    int64_t rows = 0, disagree = 0;
+    int problems = 0, skipped = 0;
+    double worst = 0;
+    for (int prob = 0; prob < 48; prob++) {
+        char *src = randexpr_problem(&r, prob);
+        assert_non_null(src);
+        pj_program *p = compile_as(src, PJ_BEULER);
+        assert_non_null(p);
+        jacobian_check c = jacobian_difference(p, 1);
+        if (c.compared == c.rows) {
+            problems++;
+            rows += c.rows;
+            disagree += c.disagree;
+            worst = fmax(worst, c.worst);
+            if (c.disagree) fprintf(stderr, "random problem %d: %lld of %lld rows disagree (first: row %lld)\n", prob,
+                                    (long long)c.disagree, (long long)c.compared, (long long)c.first_bad);
+        } else {
+            skipped++;
+        }
+        program_free(p);
+        free(src);
+    }
+    printf("random problems: %d compared (%d skipped with a non-finite F), %lld rows, %lld disagree by more than "
+           "1e-5; worst of the others %.2g\n", problems, skipped, (long long)rows, (long long)disagree, worst);
+    assert_true(problems >= 20);
+    assert_true(disagree <= rows / 100);
+    assert_true(worst <= 1e-5);
+}
+
+/* Newton on a nonlinear steady problem: -div((1 + u^2) grad u) = f. The residual norms, as PETSc
+ * records them, must fall quadratically once close: r[k+1] <= C r[k]^2. */
+static void newton_converges_quadratically(void **state)
+{
+    (void)state;
+    const char *src = "mesh grid(nx = 40, ny = 40)\n"
+                      "field u = 0\n"
+                      "eq dt(u) = div((1 + u^2)*grad(u)) + 20*exp(-20*((x-0.5)^2 + (y-0.5)^2))\n"
+                      "on all: u = 0.1\n"
+                      "steady\n"
+                      "solver rtol = 1e-14, atol = 1e-13, linear = preonly, pc = lu\n";
+    pj_program *p = compile_as(src, -1);
+    assert_non_null(p);
+    char err[512];
+    sim_options so = {0, 1, NULL};
+    sim *s = sim_create(p, &so, err, sizeof err);
+    assert_non_null(s);
+    sim_init(s);
+    implicit_solver *q = implicit_create(s, NULL, err, sizeof err);
+    assert_non_null(q);
+    int rc = implicit_step(q, 1, err, sizeof err);
+    if (rc) fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, 0);
+    const double *h;
+    int n = implicit_residual_history(q, &h);
+    char history[1024] = "";
+    for (int k = 0; k < n; k++) snprintf(history + strlen(history), sizeof history - strlen(history), " %.3e", h[k]);
+    int quadratic = 0;
+    for (int k = 1; k + 1 < n; k++) /* close to the root, and above the floor that rounding sets */
+        if (h[k] < 1e-3 * h[0] && h[k + 1] > 1e-11 * h[0]) {
+            double order = log(h[k + 1] / h[k]) / log(h[k] / h[k - 1]);
+            if (order < 1.8) fail_msg("Newton's residuals do not fall quadratically (order %.2f at iteration %d):%s", order, k, history);
+            quadratic++;
+        }
+    printf("Newton residuals:%s\n", history);
+    if (quadratic < 1) fail_msg("too few iterations to see the order:%s", history);
+    assert_true(h[n - 1] < 1e-14 * h[0]);
+    assert_true(n <= 8); /* from u = 0: a handful of iterations */
+    implicit_destroy(q);
+    sim_destroy(s);
+    program_free(p);
+}
+
+/* The semi-discrete heat equation u' = D L u, u(0) = sin(pi x): exactly exp(-lambda t) sin(pi x)
+ * with lambda = D 4 sin^2(pi h / 2) / h^2. Max error at t = 0.1 after steps of dt. */
+static double heat_error(const char *scheme, double dt, const char *backend_note)
+{
+    (void)backend_note;
+    char src[512];
+    snprintf(src, sizeof src,
+             "mesh grid(nx = 50, Lx = 1)\nparam D = 1\nfield u = sin(pi*x)\neq dt(u) = D*lap(u)\non all: u = 0\n"
+             "time dt = %.17g, until = 0.1, scheme = %s\nsolver rtol = 1e-13, linear = preonly, pc = lu\n", dt, scheme);
+    pj_problem *pr;
+    char *diags = NULL;
+    assert_int_equal(pj_problem_compile("heat.pde", src, strlen(src), &pr, &diags), PJ_OK);
+    pj_sim *sim;
+    char err[512];
+    pj_sim_options so = {PJ_BACKEND_CPU, 0, 1, 0, NULL};
+    pj_status st = pj_sim_create(pr, &so, &sim, err, sizeof err);
+    if (st) fprintf(stderr, "%s\n", err);
+    assert_int_equal(st, PJ_OK);
+    st = pj_sim_advance(sim, dt, 0.1, err, sizeof err);
+    if (st) fprintf(stderr, "%s\n", err);
+    assert_int_equal(st, PJ_OK);
+    assert_true(fabs(pj_sim_time(sim) - 0.1) < 1e-12);
+    double u[50], h = 1.0 / 50, lambda = 4 * sin(M_PI * h / 2) * sin(M_PI * h / 2) / (h * h), worst = 0;
+    assert_int_equal(pj_sim_get_field(sim, "u", u), PJ_OK);
+    for (int i = 0; i < 50; i++) worst = fmax(worst, fabs(u[i] - exp(-lambda * 0.1) * sin(M_PI * (i + 0.5) * h)));
+    pj_sim_free(sim);
+    pj_problem_free(pr);
+    return worst;
+}
+
+static void orders_in_time(void **state)
+{
+    (void)state;
+    static const struct { const char *scheme; double order; } cases[] = {{"beuler", 1}, {"cn", 2}, {"bdf2", 2}};
+    for (int c = 0; c < 3; c++) {
+        double e1 = heat_error(cases[c].scheme, 0.004, NULL), e2 = heat_error(cases[c].scheme, 0.002, NULL),
+               e3 = heat_error(cases[c].scheme, 0.001, NULL);
+        double o1 = log2(e1 / e2), o2 = log2(e2 / e3);
+        printf("%-6s errors %.3e %.3e %.3e: orders %.3f %.3f\n", cases[c].scheme, e1, e2, e3, o1, o2);
+        assert_true(fabs(o2 - cases[c].order) < 0.1);
+        assert_true(fabs(o1 - cases[c].order) < 0.2);
+    }
+}
+
+static double poisson_error(int n)
+{
+    char src[512];
+    snprintf(src, sizeof src,
+             "mesh grid(nx = %d, ny = %d)\nfield u = 0\neq dt(u) = lap(u) + 2*pi^2*sin(pi*x)*sin(pi*y)\non all: u = 0\n"
+             "steady\nsolver rtol = 1e-12\n", n, n);
+    pj_program *p = compile_as(src, -1);
+    assert_non_null(p);
+    assert_int_equal(p->scheme, PJ_STEADY);
+    char err[512];
+    sim_options so = {0, 1, NULL};
+    sim *s = sim_create(p, &so, err, sizeof err);
+    assert_non_null(s);
+    sim_init(s);
+    implicit_solver *q = implicit_create(s, "-ksp_rtol 1e-13", err, sizeof err);
+    assert_non_null(q);
+    assert_int_equal(implicit_step(q, 1, err, sizeof err), 0);
+    double *u = malloc(sizeof *u * (size_t)(n * n)), worst = 0;
+    sim_get_field(s, 0, u);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++)
+            worst = fmax(worst, fabs(u[j * n + i] - sin(M_PI * (i + 0.5) / n) * sin(M_PI * (j + 0.5) / n)));
+    free(u);
+    implicit_destroy(q);
+    sim_destroy(s);
+    program_free(p);
+    return worst;
+}
+
+static void steady_poisson_order_two(void **state)
+{
+    (void)state;
+    double e1 = poisson_error(16), e2 = poisson_error(32), e3 = poisson_error(64);
+    printf("steady Poisson: errors %.3e %.3e %.3e: orders %.3f %.3f\n", e1, e2, e3, log2(e1 / e2), log2(e2 / e3));
+    assert_true(fabs(log2(e2 / e3) - 2) < 0.1);
+    assert_true(fabs(log2(e1 / e2) - 2) < 0.15);
+}
+
+/* Heat from a wall held at 1 into a cold medium, bdf2 at 100x the explicit limit h^2 / (2 D). */
+static void heat_from_a_wall_at_100x_the_limit(void **state)
+{
+    (void)state;
+    const int n = 400;
+    const double L = 2, D = 1, h = L / n, dt = 100 * h * h / (2 * D), T = 0.1;
+    char src[512];
+    snprintf(src, sizeof src,
+             "mesh grid(nx = %d, Lx = %g)\nparam D = %g\nfield u = 0\neq dt(u) = D*lap(u)\non left: u = 1\n"
+             "on right: dn(u) = 0\ntime dt = %.17g, until = %g, scheme = bdf2\n", n, L, D, dt, T);
+    pj_problem *pr;
+    char *diags = NULL;
+    assert_int_equal(pj_problem_compile("wall.pde", src, strlen(src), &pr, &diags), PJ_OK);
+    pj_sim *sim;
+    char err[512];
+    pj_sim_options so = {PJ_BACKEND_CPU, 0, 1, 0, NULL};
+    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+    assert_int_equal(pj_sim_advance(sim, dt, T, err, sizeof err), PJ_OK);
+    double *u = malloc(sizeof *u * n), worst = 0;
+    assert_int_equal(pj_sim_get_field(sim, "u", u), PJ_OK);
+    for (int i = 0; i < n; i++) worst = fmax(worst, fabs(u[i] - erfc((i + 0.5) * h / (2 * sqrt(D * T)))));
+    printf("heat from a wall, dt = %.3g (100x the explicit limit), %lld steps: max |u - (1 - erf)| = %.3g\n", dt,
+           (long long)pj_sim_steps(sim), worst);
+    assert_true(worst < 1e-3);
+    free(u);
+    pj_sim_free(sim);
+    pj_problem_free(pr);
+}
+
+/* interp and cpu run the same kernels under the same solver: the same numbers, bit for bit. */
+static void interp_and_cpu_agree(void **state)
+{
+    (void)state;
+    const char *src = "mesh grid(nx = 24, ny = 20)\nparam D = 0.1\nfield u = exp(-20*((x-0.4)^2+(y-0.5)^2))\n"
+                      "field v = 0.2\neq dt(u) = D*lap(u) + u*(1-u)*v\neq dt(v) = div((0.01 + v^2)*grad(v)) - u*v\n"
+                      "on left: u = 1 + t\non right: dn(u) = 0\nperiodic y\non left, right: v = 0.2\n"
+                      "time dt = 0.05, steps = 4, scheme = bdf2\n";
+    double out[2][2][480];
+    for (int be = 0; be < 2; be++) {
+        pj_problem *pr;
+        char *diags = NULL;
+        assert_int_equal(pj_problem_compile("c.pde", src, strlen(src), &pr, &diags), PJ_OK);
+        pj_sim *sim;
+        char err[512];
+        pj_sim_options so = {be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, 0, 1, 0, NULL};
+        assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+        assert_int_equal(pj_sim_advance(sim, 0.05, 0.2, err, sizeof err), PJ_OK);
+        assert_int_equal(pj_sim_get_field(sim, "u", out[be][0]), PJ_OK);
+        assert_int_equal(pj_sim_get_field(sim, "v", out[be][1]), PJ_OK);
+        pj_solver_stats st;
+        assert_int_equal(pj_sim_solver_stats(sim, &st), PJ_OK);
+        assert_int_equal(st.steps, 4);
+        assert_true(st.newton >= 4 && st.linear >= st.newton);
+        pj_sim_free(sim);
+        pj_problem_free(pr);
+    }
+    assert_memory_equal(out[0], out[1], sizeof out[0]);
+}
+
+static int run_cli(const char *pde, const char *args, char **output)
+{
+    char path[512], cmd[2048];
+    snprintf(path, sizeof path, "%s/p.pde", tu_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(pde, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s run p.pde --quiet %s", tu_dir, tu_dir, PJ_BINARY, args);
+    return tu_run(cmd, output);
+}
+
+static const char *stiff = "mesh grid(nx = 200, Lx = 1)\nparam D = 1\nfield u = sin(pi*x)\neq dt(u) = D*lap(u)\n"
+                           "on all: u = 0\ntime dt = 0.001, until = 0.1, scheme = bdf2\n";
+
+static void command_line(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    /* the contract's example runs */
+    assert_int_equal(run_cli(stiff, "--dump d.csv", &out), 0);
+    free(out);
+    /* explicitly it is refused, with the message of LANGUAGE.md 7, and runs when told to */
+    assert_int_equal(run_cli(stiff, "--scheme rk4", &out), 2);
+    assert_non_null(strstr(out, "p.pde: dt = 0.001 exceeds the explicit stability limit (about 1.74e-05) of rk4; "
+                                "use a smaller dt or an implicit scheme"));
+    free(out);
+    assert_int_equal(run_cli(stiff, "--scheme euler", &out), 2);
+    assert_non_null(strstr(out, "(about 1.25e-05) of euler"));
+    free(out);
+    assert_int_equal(run_cli(stiff, "--scheme euler --no-stability-check --steps 3", &out), 0);
+    free(out);
+    /* at the limit it runs: h^2 / (2 D) for euler */
+    assert_int_equal(run_cli(stiff, "--scheme euler --dt 1.25e-5 --steps 3", &out), 0);
+    free(out);
+    /* --verbose prints the iterations per step */
+    assert_int_equal(run_cli(stiff, "--verbose --steps 2", &out), 0);
+    assert_non_null(strstr(out, "pdejit: step 2, t = 0.002: "));
+    assert_non_null(strstr(out, "Newton, "));
+    free(out);
+    /* Newton that does not converge: exit 1 naming the step's time and the residual */
+    const char *hard = "mesh grid(nx = 30)\nfield u = 0\neq dt(u) = div((1 + u^4)*grad(u)) + 50\non all: u = 0\n"
+                       "time dt = 1, steps = 2, scheme = beuler\nsolver rtol = 1e-12, max_it = 2\n";
+    assert_int_equal(run_cli(hard, "", &out), 1);
+    assert_non_null(strstr(out, "pdejit: run failed: Newton did not converge in the step from t = 0: residual "));
+    assert_non_null(strstr(out, "after 2 iterations (DIVERGED_NONLINEAR_SOLVE)"));
+    free(out);
+    /* bad solver options are the user's error */
+    assert_int_equal(run_cli(stiff, "--solver-options '-ksp_type nosuchsolver' --steps 1", &out), 1);
+    assert_non_null(strstr(out, "nosuchsolver"));
+    free(out);
+    /* the GPU back end says it cannot yet */
+    assert_int_equal(run_cli(stiff, "--backend cuda", &out), 2);
+    assert_non_null(strstr(out, "the cuda back end cannot solve implicit schemes or steady problems yet (bdf2): use --backend cpu"));
+    free(out);
+    assert_int_equal(run_cli(stiff, "--precision single", &out), 1);
+    assert_non_null(strstr(out, "implicit schemes run in double precision"));
+    free(out);
+}
+
+static void language_errors(void **state)
+{
+    (void)state;
+    static const struct { const char *text, *message; } cases[] = {
+        {"time dt = 0.1, steps = 1, scheme = bdf3\n", "t.pde:4:36: error: unknown scheme 'bdf3' (did you mean 'bdf2'?); schemes are euler, rk2, rk3, rk4, beuler, cn, bdf2, imex"},
+        {"time dt = 0.1, steps = 1\nsolver rtol = 1e-8\n", "t.pde:5:1: error: the solver statement needs an implicit scheme (beuler, cn, bdf2, imex) or steady; this problem steps explicitly with euler"},
+        {"time dt = 0.1, steps = 1, scheme = cn\nsolver pc = multigrid\n", "t.pde:5:13: error: unknown preconditioner 'multigrid'"},
+        {"time dt = 0.1, steps = 1, scheme = rk4, adapt = 1e-4\n", "error: adapt needs an implicit scheme (beuler, cn, bdf2, imex), not rk4"},
+        {"time dt = 0.1, steps = 1\nsteady\n", "t.pde:5:1: error: steady replaces the time statement (at line 4): give one of them"},
+        {"steady\nsteady\n", "t.pde:5:1: error: a second steady statement (the first is at line 4)"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char src[512];
+        snprintf(src, sizeof src, "mesh grid(nx = 8)\nfield u = 0\neq dt(u) = lap(u)\n%s", cases[c].text);
+        diag d;
+        diag_init(&d, "t.pde", src, strlen(src));
+        pj_program *p = compile_problem("t.pde", src, strlen(src), &d, NULL);
+        if (p || !d.log || !strstr(d.log, cases[c].message))
+            fail_msg("case %zu: expected '%s' in:\n%s", c, cases[c].message, d.log ? d.log : "(none)");
+        diag_free(&d);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(language_errors),
+        cmocka_unit_test(jacobian_of_every_sample),
+        cmocka_unit_test(jacobian_of_random_problems),
+        cmocka_unit_test(newton_converges_quadratically),
+        cmocka_unit_test(orders_in_time),
+        cmocka_unit_test(steady_poisson_order_two),
+        cmocka_unit_test(heat_from_a_wall_at_100x_the_limit),
+        cmocka_unit_test(interp_and_cpu_agree),
+        cmocka_unit_test(command_line),
+    };
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
+}
