@@ -510,18 +510,31 @@ static void read_boundaries(compiler *C, pj_program *p)
     }
 }
 
-/* The KIR_RHS kernel: F of every field with an eq, reading slot 0, written into slot 1. */
-static int lower_rhs(compiler *C, pj_program *p, const ast_stmt **eqs)
+/* A KIR_RHS kernel: F of every field with an eq (or one part of it, lower_eq_rhs's mode), reading
+ * slot 0, written into slot 1. */
+static kir_kernel *lower_rhs_part(compiler *C, pj_program *p, const ast_stmt **eqs, int mode, const char *name)
 {
-    kir_kernel *k = p->rhs = need(C, kir_new(KIR_RHS, p->dim, p->n_fields, p->n_params, 2, "rhs"));
+    kir_kernel *k = need(C, kir_new(KIR_RHS, p->dim, p->n_fields, p->n_params, 2, name));
     for (int f = 0; f < p->n_fields; f++) {
         if (!p->field_has_eq[f]) continue;
         C->work = 0; /* the inlining budget is per expression */
         lctx x = {.k = k, .where = IN_STAGE, .slot = 0};
-        int v = lower_expr(C, &x, eqs[f]->rhs);
-        if (v < 0) return -1;
+        int v = lower_eq_rhs(C, &x, eqs[f]->rhs, mode, NULL);
+        if (v < 0) {
+            kir_free(k);
+            return NULL;
+        }
         kir_add_output(k, 1, f, kir_as_f(k, v));
     }
+    return k;
+}
+
+static int lower_rhs(compiler *C, pj_program *p, const ast_stmt **eqs)
+{
+    if (!(p->rhs = lower_rhs_part(C, p, eqs, LOWER_ALL, "rhs"))) return -1;
+    if (p->scheme != PJ_IMEX) return 0;
+    if (!(p->rhs_implicit = lower_rhs_part(C, p, eqs, LOWER_IMPLICIT, "rhs.implicit"))) return -1;
+    if (!(p->rhs_explicit = lower_rhs_part(C, p, eqs, LOWER_EXPLICIT, "rhs.explicit"))) return -1;
     return 0;
 }
 
@@ -568,7 +581,9 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     read_boundaries(C, p);
     if (d->errors) return -1;
 
-    if (lower_rhs(C, p, eqs) < 0 || d->errors || finish(C, p->rhs) < 0) return -1;
+    if (lower_rhs(C, p, eqs) < 0 || d->errors || finish(C, p->rhs) < 0 || finish(C, p->rhs_implicit) < 0 ||
+        finish(C, p->rhs_explicit) < 0)
+        return -1;
     int lowered = scheme_lower(p);
     if (lowered == -1) arena_fail(C->arena); /* out of memory */
     if (lowered < 0) {
@@ -657,6 +672,8 @@ void program_free(pj_program *p)
     kir_free(p->init);
     for (int s = 0; s < 6; s++) kir_free(p->bc_kernel[s]);
     kir_free(p->rhs);
+    kir_free(p->rhs_implicit);
+    kir_free(p->rhs_explicit);
     free(p->jac);
     free(p->solver_linear);
     free(p->solver_pc);

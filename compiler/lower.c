@@ -356,6 +356,11 @@ static int lower_call(compiler *C, lctx *x, const ast_expr *e)
         lower_error(C, e->loc, "dt() may only stand on the left of an equation: eq dt(u) = ...");
         return -1;
     }
+    if (!strcmp(n, "implicit")) { /* lower_eq_rhs takes the ones in their place */
+        lower_error(C, e->loc, "implicit(...) must be a term of an equation's right-hand side: "
+                               "eq dt(u) = implicit(...) + ... (not inside another expression or a func)");
+        return -1;
+    }
     if (is_face_op(n)) {
         if (!need_face(C, x, e)) return -1;
         if (!strcmp(n, "grad")) return face_grad(C, x, e->args[0]);
@@ -472,6 +477,51 @@ int lower_expr(compiler *C, lctx *x, const ast_expr *e)
     case AST_BINARY: return lower_chain(C, x, e, e->n_args);
     }
     return -1;
+}
+
+static int is_implicit_call(compiler *C, const ast_expr *e)
+{
+    if (e->kind != AST_CALL || strcmp(e->name, "implicit") || e->n_args != 1) return 0;
+    symbol *s = sema_lookup(C, e->name);
+    return !(s && (s->kind == SYM_FUNC || s->kind == SYM_FLUX)); /* a user func of that name wins */
+}
+
+static int has_implicit(compiler *C, const ast_expr *e)
+{
+    if (!e) return 0;
+    if (is_implicit_call(C, e)) return 1;
+    if (has_implicit(C, e->a) || has_implicit(C, e->b) || has_implicit(C, e->c)) return 1;
+    for (int i = 0; i < e->n_args; i++)
+        if (has_implicit(C, e->args[i])) return 1;
+    return 0;
+}
+
+int lower_eq_rhs(compiler *C, lctx *x, const ast_expr *e, int mode, int *n_implicit)
+{
+    kir_kernel *k = x->k;
+    if (is_implicit_call(C, e)) {
+        if (n_implicit) (*n_implicit)++;
+        return mode == LOWER_EXPLICIT ? kir_const(k, 0) : lower_expr(C, x, e->args[0]);
+    }
+    int additive = e->kind == AST_BINARY;
+    for (int i = 1; additive && i < e->n_args; i++) additive = e->ops[i] == OP_ADD || e->ops[i] == OP_SUB;
+    if (additive) {
+        int a = lower_eq_rhs(C, x, e->args[0], mode, n_implicit);
+        for (int i = 1; i < e->n_args && a >= 0; i++) {
+            int b = lower_eq_rhs(C, x, e->args[i], mode, n_implicit);
+            if (b < 0) return -1;
+            a = kir_op2(k, e->ops[i] == OP_ADD ? KIR_ADD : KIR_SUB, kir_as_f(k, a), kir_as_f(k, b));
+        }
+        return a;
+    }
+    if (e->kind == AST_UNARY && (e->op == '-' || e->op == '+')) {
+        int a = lower_eq_rhs(C, x, e->a, mode, n_implicit);
+        if (a < 0) return -1;
+        return e->op == '-' ? kir_op1(k, KIR_NEG, a) : kir_as_f(k, a);
+    }
+    /* any other term is explicit; an implicit(...) inside it is lower_call's error */
+    if (mode == LOWER_IMPLICIT && !has_implicit(C, e)) return kir_const(k, 0);
+    return lower_expr(C, x, e);
 }
 
 /* ---- boundary conditions ------------------------------------------------------------------ */

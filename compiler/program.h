@@ -52,6 +52,7 @@ typedef struct pj_program {
 
     kir_kernel *init;     /* KIR_INIT */
     kir_kernel *rhs;      /* KIR_RHS: F(U) of every field with an eq, reading slot 0 */
+    kir_kernel *rhs_implicit, *rhs_explicit; /* imex: F split into its implicit(...) terms and the rest */
 
     pj_scheme scheme;
     int n_slots;

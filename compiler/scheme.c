@@ -64,27 +64,36 @@ int scheme_from_name(const char *name)
 
 /* Implicit schemes and steady solves: no fused stages (the solver library combines F and its
  * Jacobian), so stage 0 is the rhs kernel itself (F(U) into slot 1) and stage 1 its Jacobian,
- * whose output j goes to buffer 2 * n_fields + j: slots 2 and up hold the stencil coefficients. */
+ * whose output j goes to buffer 2 * n_fields + j: slots 2 and up hold the stencil coefficients.
+ * imex: stage 0 is the implicit part of F (its implicit(...) terms), stage 1 that part's Jacobian,
+ * stage 2 the explicit part. */
 static int implicit_lower(pj_program *p)
 {
     char err[256];
     derive_entry *entries = NULL;
-    int n = 0;
-    kir_kernel *rhs = kir_clone(p->rhs);
-    if (!rhs) return -1;
-    kir_kernel *jac = derive_jacobian(p->rhs, &entries, &n, err, sizeof err);
-    p->stages = calloc(2, sizeof *p->stages);
-    if (!jac || !p->stages) {
+    int n = 0, imex = p->scheme == PJ_IMEX && p->rhs_implicit && p->rhs_explicit;
+    const kir_kernel *F = imex ? p->rhs_implicit : p->rhs;
+    kir_kernel *rhs = kir_clone(F), *ex = imex ? kir_clone(p->rhs_explicit) : NULL;
+    kir_kernel *jac = rhs ? derive_jacobian(F, &entries, &n, err, sizeof err) : NULL;
+    p->stages = calloc(3, sizeof *p->stages);
+    if (!rhs || !jac || !p->stages || (imex && !ex)) {
+        int derived = !rhs || jac;
         kir_free(rhs);
+        kir_free(ex);
         kir_free(jac);
         free(entries);
-        return jac ? -1 : -2;
+        return derived ? -1 : -2;
     }
-    snprintf(rhs->name, sizeof rhs->name, "rhs");
+    snprintf(rhs->name, sizeof rhs->name, imex ? "rhs.implicit" : "rhs");
     snprintf(jac->name, sizeof jac->name, "jacobian");
     p->stages[0] = (pj_stage){rhs, 0, 0.0};
     p->stages[1] = (pj_stage){jac, 0, 0.0};
     p->n_stages = 2;
+    if (imex) { /* stage 2: the explicit part, also into slot 1 (never at the same time as stage 0) */
+        snprintf(ex->name, sizeof ex->name, "rhs.explicit");
+        p->stages[2] = (pj_stage){ex, 0, 0.0};
+        p->n_stages = 3;
+    }
     p->n_slots = 2 + (n + p->n_fields - 1) / (p->n_fields > 0 ? p->n_fields : 1);
     p->swap_after_step = 0;
     p->jac = entries;

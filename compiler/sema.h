@@ -79,6 +79,12 @@ const char *sema_closest_side(const char *name);   /* a side a misspelling may h
 
 /* lower.c */
 int lower_expr(compiler *C, lctx *x, const ast_expr *e);   /* node id, or -1 (reported) */
+/* An equation's right-hand side, whose terms (of its top-level sum) may be implicit(...):
+ * LOWER_ALL takes implicit(e) as e, LOWER_IMPLICIT keeps only the implicit terms, LOWER_EXPLICIT
+ * only the others (IMEX splits F = F_implicit + F_explicit so). *n_implicit (may be NULL) counts
+ * the implicit terms. implicit(...) anywhere else is an error. Node id, or -1 (reported). */
+enum { LOWER_ALL, LOWER_IMPLICIT, LOWER_EXPLICIT };
+int lower_eq_rhs(compiler *C, lctx *x, const ast_expr *e, int mode, int *n_implicit);
 /* Decomposes `lhs - rhs` of a boundary condition as a*u + b*dn(u) - c. Returns 0 and node
  * ids (a, b may be -1 for zero), or -1 (reported). */
 int lower_bc(compiler *C, lctx *x, const ast_expr *lhs, const ast_expr *rhs, int *a, int *b, int *c);

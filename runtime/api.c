@@ -340,7 +340,7 @@ pj_status pj_sim_advance(pj_sim *ps, double dt, double t_end, char *err, size_t 
     /* the run loop's steps (the last one shortened to land on t_end), a check after each; a
        redefinition posted meanwhile is swapped in between two steps */
     driver_options o = {.dt = dt, .until = t_end, .steps = -1, .check_every = 1, .between_steps = between_steps,
-                        .between_ctx = ps, .interrupt = &ps->interrupt};
+                        .between_ctx = ps, .interrupt = &ps->interrupt, .adaptive = ps->p->adapt > 0};
     if (driver_check_counts(&o, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
     driver_result res;
     stepping(ps, 1);
@@ -403,7 +403,7 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
         .dt = dt, .until = until, .steps = steps, .output_every = p->output_every, .out_dir = o.out_dir,
         .formats = p->output_formats, .fields = p->output_fields, .n_fields = p->n_output_fields,
         .dump_path = o.dump_path, .check_every = o.check_every > 0 ? o.check_every : 1, .progress = o.progress,
-        .between_steps = between_steps, .between_ctx = ps, .interrupt = &ps->interrupt,
+        .between_steps = between_steps, .between_ctx = ps, .interrupt = &ps->interrupt, .adaptive = p->adapt > 0,
     };
     if (result) *result = (pj_run_result){0, engine_time(ps->e), 0, 0};
     if (driver_check_counts(&dopt, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;

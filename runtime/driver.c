@@ -157,7 +157,8 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
             double next = (double)n_out * o->output_every;
             if (next < end - 1e-12 * fmax(1, fabs(end))) stop = next;
         }
-        int64_t n = (int64_t)ceil((stop - engine_time(e)) / dt - 1e-9);
+        /* adaptive steps: the solver chooses its own, one engine step covers the span */
+        int64_t n = o->adaptive ? 1 : (int64_t)ceil((stop - engine_time(e)) / dt - 1e-9);
         double t0 = driver_now();
         int failed = 0;
         for (int64_t i = 0; i < n && !failed && !interrupted; i++) {

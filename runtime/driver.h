@@ -22,6 +22,8 @@ typedef struct driver_options {
     FILE *progress;         /* NULL: quiet; else a line every few seconds on long runs */
     void (*between_steps)(void *ctx); /* NULL, or called after every step (hot swap) */
     void *between_ctx;
+    int adaptive;           /* the engine chooses its steps (implicit schemes with adapt): one
+                               engine_step per span between stops */
     atomic_int *interrupt;  /* NULL, or a flag that, once set (any thread, a signal handler), stops
                                the run at the next step boundary; the run clears it */
 } driver_options;

@@ -191,15 +191,16 @@ static void slot_to_vec(implicit_solver *q, int slot, PetscScalar *x)
     }
 }
 
-/* F(U) at time t into f: U into slot 0, the rhs kernel (stage 0) writes slot 1. */
-static PetscErrorCode eval_rhs(implicit_solver *q, double t, Vec U, Vec F)
+/* F(U) at time t into f: U into slot 0, the rhs kernel (stage 0; under imex stage 0 is the
+ * implicit part, stage 2 the explicit one) writes slot 1. */
+static PetscErrorCode eval_stage(implicit_solver *q, int stage, double t, Vec U, Vec F)
 {
     const PetscScalar *u;
     PetscScalar *f;
     PetscCall(VecGetArrayRead(U, &u));
     vec_to_slot(q, u, 0);
     PetscCall(VecRestoreArrayRead(U, &u));
-    if (sim_eval(q->s, 0, t, 0) < 0) {
+    if (sim_eval(q->s, stage, t, 0) < 0) {
         snprintf(q->error, sizeof q->error, "%s", sim_error(q->s));
         SETERRQ(PETSC_COMM_SELF, PETSC_ERR_USER, "ghost fill failed");
     }
@@ -244,6 +245,8 @@ static int64_t fold(const implicit_solver *q, int ax, int64_t v)
     if (v >= n) return 2 * n - 1 - v;
     return v;
 }
+
+static PetscErrorCode eval_rhs(implicit_solver *q, double t, Vec U, Vec F) { return eval_stage(q, 0, t, U, F); }
 
 static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
 {
@@ -317,6 +320,32 @@ static PetscErrorCode ts_jacobian(TS ts, PetscReal t, Vec U, Mat A, Mat B, void 
     (void)ts;
     (void)A;
     return assemble(ctx, t, U, B);
+}
+
+/* imex: F(t, U, U') = U' - F_implicit(U), its Jacobian shift I - dF_implicit/dU; G = F_explicit */
+static PetscErrorCode ts_ifunction(TS ts, PetscReal t, Vec U, Vec Udot, Vec F, void *ctx)
+{
+    (void)ts;
+    PetscCall(eval_stage(ctx, 0, t, U, F));
+    PetscCall(VecAYPX(F, -1.0, Udot));
+    return 0;
+}
+
+static PetscErrorCode ts_ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscReal shift, Mat A, Mat B, void *ctx)
+{
+    (void)ts;
+    (void)Udot;
+    (void)A;
+    PetscCall(assemble(ctx, t, U, B));
+    PetscCall(MatScale(B, -1.0));
+    PetscCall(MatShift(B, shift));
+    return 0;
+}
+
+static PetscErrorCode ts_explicit(TS ts, PetscReal t, Vec U, Vec G, void *ctx)
+{
+    (void)ts;
+    return eval_stage(ctx, 2, t, U, G);
 }
 
 static PetscErrorCode snes_rhs(SNES snes, Vec U, Vec F, void *ctx)
@@ -445,11 +474,17 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
             CHECK(TSSetType(q->ts, TSBDF), "TSSetType");
             CHECK(TSBDFSetOrder(q->ts, 2), "TSBDFSetOrder");
         } else {
-            diag_set(err, len, "the scheme %s is not available yet", scheme_name(p->scheme));
-            goto fail;
+            CHECK(TSSetType(q->ts, TSARKIMEX), "TSSetType");
+            CHECK(TSARKIMEXSetType(q->ts, TSARKIMEX3), "TSARKIMEXSetType");
         }
-        CHECK(TSSetRHSFunction(q->ts, q->R, ts_rhs, q), "TSSetRHSFunction");
-        CHECK(TSSetRHSJacobian(q->ts, q->J, q->J, ts_jacobian, q), "TSSetRHSJacobian");
+        if (p->scheme == PJ_IMEX) {
+            CHECK(TSSetIFunction(q->ts, NULL, ts_ifunction, q), "TSSetIFunction");
+            CHECK(TSSetIJacobian(q->ts, q->J, q->J, ts_ijacobian, q), "TSSetIJacobian");
+            CHECK(TSSetRHSFunction(q->ts, q->R, ts_explicit, q), "TSSetRHSFunction");
+        } else {
+            CHECK(TSSetRHSFunction(q->ts, q->R, ts_rhs, q), "TSSetRHSFunction");
+            CHECK(TSSetRHSJacobian(q->ts, q->J, q->J, ts_jacobian, q), "TSSetRHSJacobian");
+        }
         CHECK(TSSetExactFinalTime(q->ts, TS_EXACTFINALTIME_MATCHSTEP), "TSSetExactFinalTime");
         CHECK(TSSetMaxSteps(q->ts, 1000000000), "TSSetMaxSteps");
         CHECK(TSSetMaxTime(q->ts, 1e300), "TSSetMaxTime");

@@ -214,6 +214,69 @@ static void orders_in_time(void **state)
     }
 }
 
+/* imex: u' = implicit(D L u) - k u; exact exp(-(lambda + k) t) sin(pi x). ARK IMEX 3: order 3. */
+static double imex_error(double dt)
+{
+    char src[512];
+    snprintf(src, sizeof src,
+             "mesh grid(nx = 50, Lx = 1)\nparam D = 1, k = 5\nfield u = sin(pi*x)\neq dt(u) = implicit(D*lap(u)) - k*u\n"
+             "on all: u = 0\ntime dt = %.17g, until = 0.2, scheme = imex\nsolver rtol = 1e-13, linear = preonly, pc = lu\n", dt);
+    pj_problem *pr;
+    char *diags = NULL, err[512];
+    assert_int_equal(pj_problem_compile("imex.pde", src, strlen(src), &pr, &diags), PJ_OK);
+    pj_sim *sim;
+    pj_sim_options so = {PJ_BACKEND_CPU, 0, 1, 0, NULL};
+    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+    pj_status st = pj_sim_advance(sim, dt, 0.2, err, sizeof err);
+    if (st) fprintf(stderr, "%s\n", err);
+    assert_int_equal(st, PJ_OK);
+    double u[50], h = 1.0 / 50, lambda = 4 * sin(M_PI * h / 2) * sin(M_PI * h / 2) / (h * h) + 5, worst = 0;
+    assert_int_equal(pj_sim_get_field(sim, "u", u), PJ_OK);
+    for (int i = 0; i < 50; i++) worst = fmax(worst, fabs(u[i] - exp(-lambda * 0.2) * sin(M_PI * (i + 0.5) * h)));
+    pj_sim_free(sim);
+    pj_problem_free(pr);
+    return worst;
+}
+
+static void imex_order_three(void **state)
+{
+    (void)state;
+    double e1 = imex_error(0.01), e2 = imex_error(0.005), e3 = imex_error(0.0025);
+    printf("imex   errors %.3e %.3e %.3e: orders %.3f %.3f\n", e1, e2, e3, log2(e1 / e2), log2(e2 / e3));
+    assert_true(fabs(log2(e2 / e3) - 3) < 0.15);
+    assert_true(fabs(log2(e1 / e2) - 3) < 0.25);
+}
+
+/* adapt: the error controller takes far fewer steps than dt would, lands on the output times and
+ * the end, and stays near the tolerance. */
+static void adaptive_steps(void **state)
+{
+    (void)state;
+    const char *src = "mesh grid(nx = 200, Lx = 1)\nparam D = 1\nfield u = sin(pi*x)\neq dt(u) = D*lap(u)\n"
+                      "on all: u = 0\ntime dt = 0.0001, until = 0.1, scheme = bdf2, adapt = 1e-4\n";
+    pj_problem *pr;
+    char *diags = NULL, err[512];
+    assert_int_equal(pj_problem_compile("adapt.pde", src, strlen(src), &pr, &diags), PJ_OK);
+    pj_sim *sim;
+    pj_sim_options so = {PJ_BACKEND_CPU, 0, 1, 0, NULL};
+    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+    pj_run_options ro = pj_run_options_default();
+    pj_run_result res;
+    assert_int_equal(pj_sim_run(sim, &ro, &res, err, sizeof err), PJ_OK);
+    assert_true(pj_sim_time(sim) == 0.1);
+    pj_solver_stats st;
+    assert_int_equal(pj_sim_solver_stats(sim, &st), PJ_OK);
+    double u[200], worst = 0;
+    assert_int_equal(pj_sim_get_field(sim, "u", u), PJ_OK);
+    for (int i = 0; i < 200; i++) worst = fmax(worst, fabs(u[i] - exp(-M_PI * M_PI * 0.1) * sin(M_PI * (i + 0.5) / 200)));
+    printf("adapt = 1e-4: %lld steps (%lld rejected) instead of 1000; max error %.3g\n", (long long)st.steps,
+           (long long)st.rejected, worst);
+    assert_true(st.steps < 100);
+    assert_true(worst < 1e-3);
+    pj_sim_free(sim);
+    pj_problem_free(pr);
+}
+
 static double poisson_error(int n)
 {
     char src[512];
@@ -381,6 +444,9 @@ static void language_errors(void **state)
         {"time dt = 0.1, steps = 1, scheme = rk4, adapt = 1e-4\n", "error: adapt needs an implicit scheme (beuler, cn, bdf2, imex), not rk4"},
         {"time dt = 0.1, steps = 1\nsteady\n", "t.pde:5:1: error: steady replaces the time statement (at line 4): give one of them"},
         {"steady\nsteady\n", "t.pde:5:1: error: a second steady statement (the first is at line 4)"},
+        {"eq dt(v) = 2*implicit(lap(v))\nfield v = 0\nsteady\n", "t.pde:4:14: error: implicit(...) must be a term of an equation's right-hand side"},
+        {"func g(a) = implicit(a)\nfield v = 0\neq dt(v) = g(v)\nsteady\n", "t.pde:4:13: error: implicit(...) must be a term"},
+        {"field v = implicit(1)\nsteady\n", "t.pde:4:11: error: implicit(...) must be a term"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         char src[512];
@@ -402,6 +468,8 @@ int main(void)
         cmocka_unit_test(jacobian_of_random_problems),
         cmocka_unit_test(newton_converges_quadratically),
         cmocka_unit_test(orders_in_time),
+        cmocka_unit_test(imex_order_three),
+        cmocka_unit_test(adaptive_steps),
         cmocka_unit_test(steady_poisson_order_two),
         cmocka_unit_test(heat_from_a_wall_at_100x_the_limit),
         cmocka_unit_test(interp_and_cpu_agree),
