@@ -78,6 +78,9 @@ int implicit_check_jacobian(implicit_solver *solver, double t, double tol, jacob
 #include <petscdmda.h>
 #include <petscsnes.h>
 #include <petscts.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 struct implicit_solver {
     sim *s;
@@ -123,7 +126,13 @@ static int petsc_init(char *err, size_t len)
     PetscInitialized(&done);
     if (!done) {
         PetscOptionsSetValue(NULL, "-no_signal_handler", NULL);
+#ifdef __SANITIZE_ADDRESS__
+        __lsan_disable(); /* what MPI's start keeps for the process's life is not a leak of ours */
+#endif
         PetscErrorCode e = PetscInitializeNoArguments();
+#ifdef __SANITIZE_ADDRESS__
+        __lsan_enable();
+#endif
         if (e) {
             diag_set(err, len, "the implicit solver could not start: PetscInitialize failed (%d)", (int)e);
             return -1;
