@@ -460,6 +460,42 @@ static void language_errors(void **state)
     }
 }
 
+/* samples/implicit/: the stiff example lands on its exact solution; every file there compiles to
+ * an implicit program. */
+static void implicit_samples(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"stiff_heat", "cahn_hilliard"};
+    for (int i = 0; i < 2; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "../samples/implicit/%s.pde", names[i]);
+        size_t len;
+        char *src = tu_read_file(path, &len);
+        assert_non_null(src);
+        pj_program *p = compile_as(src, -1);
+        assert_non_null(p);
+        assert_true(PJ_SCHEME_IMPLICIT(p->scheme));
+        program_free(p);
+        free(src);
+    }
+    char *out = NULL, cmd[1024];
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s run %s/samples/implicit/stiff_heat.pde --quiet --dump s.csv",
+             tu_dir, tu_dir, PJ_BINARY, PJ_SOURCE_DIR);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s/s.csv", tu_dir);
+    char *csv = tu_read_file(cmd, NULL);
+    assert_non_null(csv);
+    double worst = 0, x, u;
+    int rows = 0;
+    for (char *line = strchr(csv, '\n'); line && sscanf(line + 1, "%lf,%lf", &x, &u) == 2; line = strchr(line + 1, '\n'), rows++)
+        worst = fmax(worst, fabs(u - exp(-M_PI * M_PI * 0.1) * sin(M_PI * x)));
+    printf("stiff_heat.pde: %d cells, max |u - exp(-pi^2 t) sin(pi x)| = %.3g\n", rows, worst);
+    assert_int_equal(rows, 200);
+    assert_true(worst < 1e-5);
+    free(csv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -474,6 +510,7 @@ int main(void)
         cmocka_unit_test(heat_from_a_wall_at_100x_the_limit),
         cmocka_unit_test(interp_and_cpu_agree),
         cmocka_unit_test(command_line),
+        cmocka_unit_test(implicit_samples),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
