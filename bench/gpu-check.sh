@@ -3,7 +3,9 @@
 # written to one report.
 #
 #   bench/gpu-check.sh --build [BUILD]   here (a machine with the compilers): builds BUILD/gpu/
-#                                        (default BUILD=build, which must hold libpdejit_core.a):
+#                                        (default BUILD=build, which must hold libpdejit_core.a of
+#                                        a build without PETSc, which the GPU machine lacks:
+#                                        cmake -S . -B build-gpu -DPJ_WITH_PETSC=OFF):
 #                                        test_gpu, test_cuda and gpu_bench linked without LLVM,
 #                                        xxhash/png/zlib/libgomp static, libcmocka copied beside
 #                                        them (lib/, found through the rpath). About 3 MB: carry it,
@@ -22,6 +24,11 @@ if [ "${1:-}" = "--build" ]; then
     BUILD=${2:-build}
     LIB=$BUILD/libpdejit_core.a
     [ -f "$LIB" ] || { echo "gpu-check: $LIB not found: build the project first (cmake --build $BUILD)"; exit 1; }
+    if grep -q "^PJ_WITH_PETSC:BOOL=ON" "$BUILD/CMakeCache.txt" 2>/dev/null; then
+        echo "gpu-check: $BUILD links PETSc, which the GPU machine does not have: configure a build without it"
+        echo "  (cmake -S . -B build-gpu -DPJ_WITH_PETSC=OFF && cmake --build build-gpu) and pass that"
+        exit 1
+    fi
     CUDA_INC=$(dirname "$(ls /usr/local/cuda/include/cuda.h /usr/include/cuda.h 2>/dev/null | head -1)")
     DEST=$BUILD/gpu
     mkdir -p "$DEST/lib"
