@@ -64,6 +64,10 @@ PJ_API pj_status pj_problem_compile_scheme(const char *name, const char *text, s
 PJ_API void pj_problem_free(pj_problem *problem);
 PJ_API int pj_problem_dim(const pj_problem *problem);
 PJ_API int64_t pj_problem_cells(const pj_problem *problem);
+/* The mesh along axis 0 (x), 1 (y) or 2 (z): cells (1 beyond the problem's dimension) and length
+ * (the domain's extent; 0 beyond the dimension). 0 for another axis. */
+PJ_API int64_t pj_problem_n(const pj_problem *problem, int axis);
+PJ_API double pj_problem_length(const pj_problem *problem, int axis);
 PJ_API int pj_problem_field_count(const pj_problem *problem);
 PJ_API const char *pj_problem_field_name(const pj_problem *problem, int field);
 PJ_API int pj_problem_param_count(const pj_problem *problem);
@@ -93,6 +97,9 @@ PJ_API pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *
                         char *err, size_t err_len);
 PJ_API void pj_sim_free(pj_sim *sim);
 PJ_API pj_status pj_sim_set_param(pj_sim *sim, const char *name, double value);
+/* The value a param has in the simulation now (set with pj_sim_set_param, or re-evaluated from
+ * the params it depends on); NaN when there is no such param. */
+PJ_API double pj_sim_param(const pj_sim *sim, const char *name);
 /* Steps of at most dt until t_end exactly (the last one shortened), checking for NaN/Inf after
  * every step: PJ_ERR_RUN with the report in err. PJ_ERR_INPUT, before any step, when t_end is not
  * finite or is more than 1e15 steps of dt away, or when dt is below the resolution of t_end.
