@@ -564,6 +564,11 @@ void sim_get_field(const sim *s, int f, double *out)
     for (int64_t k = 0; k < s->g.n[2]; k++)
         for (int64_t j = 0; j < s->g.n[1]; j++) {
             int64_t row = cell_at(s, 0, j, k);
+            if (!s->single) { /* a row at a time */
+                memcpy(out, (const double *)b + row, sizeof(double) * (size_t)s->g.n[0]);
+                out += s->g.n[0];
+                continue;
+            }
             for (int64_t i = 0; i < s->g.n[0]; i++) *out++ = rd(s, b, row + i);
         }
 }
@@ -574,6 +579,11 @@ void sim_set_field(sim *s, int f, const double *in)
     for (int64_t k = 0; k < s->g.n[2]; k++)
         for (int64_t j = 0; j < s->g.n[1]; j++) {
             int64_t row = cell_at(s, 0, j, k);
+            if (!s->single) {
+                memmove((double *)b + row, in, sizeof(double) * (size_t)s->g.n[0]);
+                in += s->g.n[0];
+                continue;
+            }
             for (int64_t i = 0; i < s->g.n[0]; i++) wr(s, b, row + i, *in++);
         }
 }

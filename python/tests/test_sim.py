@@ -232,3 +232,18 @@ def test_thousand_swaps_leave_memory_flat():
     gc.collect()
     grown = rss_bytes() - before
     assert grown < 4 << 20, "resident memory grew by %d bytes over 1000 swaps" % grown
+
+
+def test_redefine_while_advancing_on_another_thread():
+    text = ("mesh grid(nx = 2000)\nfunc r(s) = 0\nfield u = 1\neq dt(u) = r(u) + 1e-3*lap(u)\n"
+            "time dt = 0.001\n")
+    sim = pdejit.compile(text).simulate(backend="interp", threads=1)
+    th = threading.Thread(target=sim.advance, args=(2.0,))  # 2000 interpreted steps
+    th.start()
+    time.sleep(0.05)
+    sim.redefine("func r(s) = 1")  # taken between two steps while the other thread steps
+    th.join()
+    u = sim.fields["u"]
+    assert sim.t == 2.0
+    # u grew by 1 per unit time from the swap on: 1 + (2 - t_swap), t_swap in (0, 2)
+    assert 1.0 < u[0] < 3.0 and np.all(u == u[0])
