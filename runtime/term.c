@@ -232,8 +232,7 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     const kernel_timing *tm = cpu_backend_timings(t->cpu, &nk);
     t->from_cache = nk > 0 && tm && tm[0].from_cache;
     cpu_backend_install(t->cpu, t->s);
-    sim_set_spacing(t->s, o->h);
-    sim_init(t->s); /* every buffer zeroed: slot 0's term__ stays 0 */
+    sim_set_spacing(t->s, o->h); /* sim_create zeroed every buffer: slot 0's term__ stays 0 */
     *out = t;
     return PJ_OK;
 }
