@@ -126,7 +126,8 @@ class _Params(collections.abc.MutableMapping):
         if not isinstance(name, str) or name not in self._sim.problem.params:
             raise KeyError(name)
         value = _number(value, "param %s" % name)
-        _check(lib.pj_sim_set_param(self._sim._h, name.encode(), value), what="param %s" % name)
+        with self._sim._step_lock:
+            _check(lib.pj_sim_set_param(self._sim._h, name.encode(), value), what="param %s" % name)
 
     def __delitem__(self, name):
         raise TypeError("params cannot be removed")
@@ -194,8 +195,9 @@ class _Fields(collections.abc.Mapping):
 
 class Simulation:
     """A simulation of a problem on one back end (Problem.simulate). advance() and run() release
-    the GIL while they step; redefine() may be called from another thread meanwhile (the swap
-    then happens between two steps)."""
+    the GIL while they step; redefine() and interrupt() may be called from another thread
+    meanwhile (the swap then happens between two steps); another advance(), run() or a param
+    change waits for the stepping to end."""
 
     def __init__(self, problem, backend="cpu", threads=0, precision="double", fast_math=False):
         if not isinstance(problem, Problem):
@@ -224,7 +226,10 @@ class Simulation:
         self._h = ffi.gc(out[0], lib.pj_sim_free)
         self.params = _Params(self)
         self.fields = _Fields(self)
-        self._lock = threading.Lock()
+        # the C API lets pj_sim_redefine run beside pj_sim_advance, nothing else: stepping calls
+        # (and param changes) take one lock, redefinitions another
+        self._step_lock = threading.Lock()
+        self._redefine_lock = threading.Lock()
 
     @property
     def t(self):
@@ -248,7 +253,9 @@ class Simulation:
                 raise InputError("advance: no dt given and the problem has no `time dt =`")
         dt = _number(dt, "dt")
         err = ffi.new("char[]", _ERR_LEN)
-        _check(lib.pj_sim_advance(self._h, dt, t_end, err, _ERR_LEN), err)
+        with self._step_lock:
+            status = lib.pj_sim_advance(self._h, dt, t_end, err, _ERR_LEN)
+        _check(status, err)
 
     def run(self, outputs=True, out_dir=None, dump=None, dt=None, until=None, steps=None, check_every=1):
         """A whole run as `pdejit run` makes it: the file's time settings (or dt, until, steps),
@@ -279,7 +286,9 @@ class Simulation:
             o.dump_path = keep[-1]
         result = ffi.new("pj_run_result *")
         err = ffi.new("char[]", _ERR_LEN)
-        _check(lib.pj_sim_run(self._h, o, result, err, _ERR_LEN), err)
+        with self._step_lock:
+            status = lib.pj_sim_run(self._h, o, result, err, _ERR_LEN)
+        _check(status, err)
         return RunResult(result.steps, result.t, result.seconds, result.snapshots)
 
     def redefine(self, text):
@@ -289,7 +298,8 @@ class Simulation:
         if not isinstance(text, str):
             raise TypeError("redefine() takes the text of statements")
         diags = ffi.new("char **")
-        status = lib.pj_sim_redefine(self._h, text.encode("utf-8"), diags)
+        with self._redefine_lock:
+            status = lib.pj_sim_redefine(self._h, text.encode("utf-8"), diags)
         if status != lib.PJ_OK:
             message = _take_diagnostics(diags, _str(lib.pj_strerror(status)))
             if status == lib.PJ_ERR_INPUT:

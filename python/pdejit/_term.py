@@ -1,5 +1,7 @@
 """_term.py — Term: a text-defined cell expression compiled once (pj_term_compile) and evaluated
 on NumPy arrays (pj_term_eval), with its derivative by an input at the cell (pj_term_jacobian)."""
+import threading
+
 import numpy as np
 
 from ._core import _check, _number, _take_diagnostics
@@ -125,6 +127,7 @@ class Term:
         self.from_cache = bool(lib.pj_term_from_cache(self._h))
         self._what = "Term(%r)" % expr if len(expr) < 40 else "Term"
         self._err = ffi.new("char[]", _ERR_LEN)
+        self._lock = threading.Lock()  # one evaluation at a time: they share the term's buffers
 
     @property
     def params(self):
@@ -135,14 +138,16 @@ class Term:
         if name not in self._params:
             raise KeyError(name)
         value = _number(value, "param %s" % name)
-        _check(lib.pj_term_set_param(self._h, name.encode(), value))
+        with self._lock:
+            _check(lib.pj_term_set_param(self._h, name.encode(), value))
         self._params[name] = value
 
     def __call__(self, out=None, t=0.0, **inputs):
         arrays, ptrs, out = _Inputs.gather(self, inputs, out)
-        status = lib.pj_term_eval(self._h, ptrs, _number(t, "t"), ffi.cast("double *", ffi.from_buffer(out)),
-                                  self._err, _ERR_LEN)
-        _check(status, self._err)
+        t = _number(t, "t")
+        with self._lock:
+            status = lib.pj_term_eval(self._h, ptrs, t, ffi.cast("double *", ffi.from_buffer(out)), self._err, _ERR_LEN)
+            _check(status, self._err)
         return out
 
     def jacobian(self, field):
@@ -170,7 +175,9 @@ class Derivative:
     def __call__(self, out=None, t=0.0, **inputs):
         arrays, ptrs, out = _Inputs.gather(self, inputs, out)
         term = self.term
-        status = lib.pj_term_jacobian(term._h, self._name, ptrs, _number(t, "t"),
-                                      ffi.cast("double *", ffi.from_buffer(out)), term._err, _ERR_LEN)
-        _check(status, term._err)
+        t = _number(t, "t")
+        with term._lock:
+            status = lib.pj_term_jacobian(term._h, self._name, ptrs, t, ffi.cast("double *", ffi.from_buffer(out)),
+                                          term._err, _ERR_LEN)
+            _check(status, term._err)
         return out

@@ -178,3 +178,28 @@ def test_ten_thousand_calls_leave_memory_flat():
     gc.collect()
     grown = rss_bytes() - before
     assert grown < 4 << 20, "resident memory grew by %d bytes" % grown
+
+
+def test_threads_share_a_term_safely_and_huge_grids_raise():
+    import threading
+    u, v = fields2d(64, 64)
+    term = pdejit.Term("u*v + lap(u)", grid=(64, 64), fields=["u", "v"])
+    expect = term(u=u, v=v)
+    bad = []
+
+    def work(scale):
+        for _ in range(200):
+            r = term(u=u * scale, v=v)
+            if not np.array_equal(r, pdejit.Term.__call__(term, u=u * scale, v=v)):
+                bad.append(scale)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in (1.0, 2.0, 3.0)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not bad and np.array_equal(term(u=u, v=v), expect)
+    with pytest.raises(pdejit.Error):
+        pdejit.Term("u", grid=(10 ** 6, 10 ** 6, 10 ** 6), fields="u")
+    with pytest.raises(pdejit.ProblemError, match="at least one cell"):
+        pdejit.Term("u", grid=(0,), fields="u")
