@@ -87,6 +87,57 @@ pj_status pj_term_set_param(pj_term *term, const char *name, double value);
 int pj_term_from_cache(const pj_term *term);
 
 void free(void *);
+
+/* the extension's own: SIGINT stops a stepping call at a step boundary (see _core.py) */
+int pdejit_py_sigint_begin(pj_sim *sim);
+int pdejit_py_sigint_end(void);
+"""
+
+
+# While advance() or run() steps on the main thread, SIGINT (Ctrl-C, a notebook's interrupt) calls
+# pj_sim_interrupt (async-signal-safe) so the call returns at the next step boundary; Python's
+# handler is put back afterwards and the package raises KeyboardInterrupt. Python's own handler
+# cannot run meanwhile: the main thread is inside C.
+SIGINT_C = r"""
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pdejit.h"
+
+static pj_sim *volatile pdejit_py_stepping;
+static volatile sig_atomic_t pdejit_py_caught;
+static struct sigaction pdejit_py_old;
+
+static void pdejit_py_on_sigint(int sig)
+{
+    (void)sig;
+    pdejit_py_caught = 1;
+    if (pdejit_py_stepping) pj_sim_interrupt(pdejit_py_stepping);
+}
+
+/* 0 when installed (call pdejit_py_sigint_end after), -1 when SIGINT is not Python's to take */
+static int pdejit_py_sigint_begin(pj_sim *sim)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = pdejit_py_on_sigint;
+    sigemptyset(&sa.sa_mask);
+    pdejit_py_caught = 0;
+    pdejit_py_stepping = sim;
+    if (sigaction(SIGINT, &sa, &pdejit_py_old) < 0) {
+        pdejit_py_stepping = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* restores the handler; 1 when a SIGINT came meanwhile */
+static int pdejit_py_sigint_end(void)
+{
+    sigaction(SIGINT, &pdejit_py_old, NULL);
+    pdejit_py_stepping = NULL;
+    return pdejit_py_caught;
+}
 """
 
 
@@ -133,7 +184,7 @@ ffibuilder.cdef(CDEF)
 _inc, _lib = locate()
 ffibuilder.set_source(
     "pdejit._pdejit_cffi",
-    "#include <stdlib.h>\n#include \"pdejit.h\"\n",
+    SIGINT_C,
     include_dirs=[_inc],
     library_dirs=[_lib],
     libraries=["pdejit"],

@@ -193,6 +193,29 @@ class _Fields(collections.abc.Mapping):
         return len(self._sim.problem.fields)
 
 
+class _Interruptible:
+    """Around a stepping call on the main thread: SIGINT stops it at a step boundary (the
+    extension's C handler calls pj_sim_interrupt); KeyboardInterrupt is raised after it returns.
+    Elsewhere (other threads, or SIGINT not handled by Python) it does nothing."""
+
+    def __init__(self, sim):
+        self._sim = sim
+        self._on = False
+        self.caught = False
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            import signal
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                self._on = lib.pdejit_py_sigint_begin(self._sim._h) == 0
+        return self
+
+    def __exit__(self, *exc):
+        if self._on:
+            self.caught = bool(lib.pdejit_py_sigint_end())
+        return False
+
+
 class Simulation:
     """A simulation of a problem on one back end (Problem.simulate). advance() and run() release
     the GIL while they step; redefine() and interrupt() may be called from another thread
@@ -253,8 +276,10 @@ class Simulation:
                 raise InputError("advance: no dt given and the problem has no `time dt =`")
         dt = _number(dt, "dt")
         err = ffi.new("char[]", _ERR_LEN)
-        with self._step_lock:
+        with self._step_lock, _Interruptible(self) as guard:
             status = lib.pj_sim_advance(self._h, dt, t_end, err, _ERR_LEN)
+        if guard.caught and status == lib.PJ_INTERRUPTED:
+            raise KeyboardInterrupt("pdejit: stopped at t = %g after step %d" % (self.t, self.steps))
         _check(status, err)
 
     def run(self, outputs=True, out_dir=None, dump=None, dt=None, until=None, steps=None, check_every=1):
@@ -286,8 +311,10 @@ class Simulation:
             o.dump_path = keep[-1]
         result = ffi.new("pj_run_result *")
         err = ffi.new("char[]", _ERR_LEN)
-        with self._step_lock:
+        with self._step_lock, _Interruptible(self) as guard:
             status = lib.pj_sim_run(self._h, o, result, err, _ERR_LEN)
+        if guard.caught and status == lib.PJ_INTERRUPTED:
+            raise KeyboardInterrupt("pdejit: stopped at t = %g after step %d" % (self.t, self.steps))
         _check(status, err)
         return RunResult(result.steps, result.t, result.seconds, result.snapshots)
 

@@ -248,3 +248,26 @@ def test_redefine_while_advancing_on_another_thread():
     assert sim.t == 0.5
     # u grew by 1 per unit time from the swap on: 1 + (0.5 - t_swap), the swap after step 5
     assert 1.0 < u[0] <= 1.495 and np.all(u == u[0]), u[0]
+
+
+CTRL_C = r"""
+import os, signal, sys, threading, time
+import pdejit
+sim = pdejit.compile(sys.argv[1]).simulate(backend="interp", threads=1)
+threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    sim.advance(1e5)
+    print("finished")
+except KeyboardInterrupt as e:
+    steps = sim.steps
+    sim.advance(sim.t + 0.001)  # still usable; Python's handler is back
+    print("interrupted", steps > 0, sim.steps == steps + 5, signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+"""
+
+
+def test_ctrl_c_stops_advance_at_a_step_boundary():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", CTRL_C, str(SAMPLES / "heat3d.pde")], capture_output=True, text=True,
+                       timeout=60)
+    assert r.stdout.strip() == "interrupted True True True", r.stdout + r.stderr
