@@ -5,8 +5,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 PACKAGES = cmake make gcc flex bison libcmocka-dev libxxhash-dev libpng-dev zlib1g-dev \
-           llvm-14-dev libomp-dev libz3-dev libxml2-dev libtinfo-dev libffi-dev python3 pkg-config \
-           python3-venv python3-dev
+           llvm-14-dev libomp-dev libz3-dev libxml2-dev libtinfo-dev libffi-dev python3 pkg-config
 
 .PHONY: all deps build demo test test-fast python-test clean
 
@@ -37,6 +36,7 @@ test-fast: build
 # The Python package (python/): a virtual environment in the build folder (numpy, cffi, pytest from
 # PyPI, once), the package built with cffi against this build's libpdejit.so, its pytest suite.
 PYENV ?= $(BUILD)/pyenv
+PACKAGES += python3-venv python3-dev
 PYENV_ABS = $(abspath $(PYENV))
 BUILD_ABS = $(abspath $(BUILD))
 
