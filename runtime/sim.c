@@ -450,7 +450,7 @@ static void run_eval_range(void *ctx, int64_t begin, int64_t end)
     else interp_stage(j->k, j->L, j->s->single, begin, end);
 }
 
-int sim_eval(sim *s, int read_slot, double t, double dt, sim_stage_runner run, void *ctx, int stage,
+int sim_run_kernel(sim *s, int read_slot, double t, double dt, sim_stage_runner run, void *ctx, int stage,
              const kir_kernel *k, kir_launch *L)
 {
     if (s->failed) return -1;

@@ -72,7 +72,7 @@ const pj_program *sim_program(const sim *s);
  * the sim's stage runner, or the interpreter on k when none is installed, as a step would). Slots
  * are not swapped, the clock does not move. 0, or -1 when a ghost hook failed (sim_error).
  * For pj_term (runtime/term.c). */
-int sim_eval(sim *s, int read_slot, double t, double dt, sim_stage_runner run, void *ctx, int stage,
+int sim_run_kernel(sim *s, int read_slot, double t, double dt, sim_stage_runner run, void *ctx, int stage,
              const kir_kernel *k, kir_launch *L);
 /* Copies field f's interior values (x fastest) into out, as doubles; f may also be
  * slot * n_fields + field, a field of another slot (sim_get_field and sim_set_field). */

@@ -3,8 +3,8 @@
  * A term is a generated problem: the inputs are fields without an eq, the expression is the eq of
  * one more field (`term__`), the boundary treatment is `periodic` on the periodic axes and the
  * default zero-flux mirror elsewhere, the scheme Euler. Evaluating it is that problem's one stage
- * kernel (U + dt·F with U = 0 and dt = 1, which is F exactly) run once on a sim (sim_eval: ghost
- * fill of slot 0, the kernel on the sim's threads, no step) and read from slot 1; slot 0's
+ * kernel (U + dt·F with U = 0 and dt = 1, which is F exactly) run once on a sim (sim_run_kernel:
+ * ghost fill of slot 0, the kernel on the sim's threads, no step) and read from slot 1; slot 0's
  * `term__` is never written, so it stays 0. The kernel is compiled by the CPU back end through the
  * kernel cache like every stage kernel. The derivative with respect to an input at the cell is
  * one output of derive.c's Jacobian of the problem's rhs kernel; that kernel is compiled the same
@@ -128,7 +128,8 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     if (diagnostics) *diagnostics = NULL;
     if (out) *out = NULL;
     if (!expr || !o || !out) return fail(diagnostics, PJ_ERR_INPUT, "pj_term_compile: NULL argument");
-    if (o->dim < 1 || o->dim > 3) return fail(diagnostics, PJ_ERR_INPUT, "the grid must have 1, 2 or 3 axes, not %d", o->dim);
+    if (o->dim < 1 || o->dim > 3)
+        return fail(diagnostics, PJ_ERR_INPUT, "the grid must have 1, 2 or 3 axes, not %d", o->dim);
     if (o->n_fields < 1 || !o->fields) return fail(diagnostics, PJ_ERR_INPUT, "a term needs at least one input field");
     if (o->n_params < 0 || (o->n_params && (!o->params || !o->param_values)))
         return fail(diagnostics, PJ_ERR_INPUT, "params: names and values are needed");
@@ -170,7 +171,8 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     for (int a = 0; a < o->dim; a++) put(&tx, "n%c = %lld, ", axis_name[a], (long long)o->n[a]);
     for (int a = 0; a < o->dim; a++) put(&tx, "L%c = %.17g%s", axis_name[a], length[a], a + 1 < o->dim ? ", " : ")\n");
     for (int i = 0; i < o->n_params; i++)
-        put(&tx, "%s%s = %.17g%s", i ? "" : "param ", o->params[i], o->param_values[i], i + 1 < o->n_params ? ", " : "\n");
+        put(&tx, "%s%s = %.17g%s", i ? "" : "param ", o->params[i], o->param_values[i],
+            i + 1 < o->n_params ? ", " : "\n");
     put(&tx, "field ");
     for (int f = 0; f < o->n_fields; f++) put(&tx, "%s, ", o->fields[f]);
     put(&tx, "%s\n", TERM_OUT);
@@ -257,7 +259,8 @@ pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, dou
 {
     pj_status st = load_inputs(t, inputs, out, err, err_len);
     if (st != PJ_OK) return st;
-    if (sim_eval(t->s, t->p->stages[0].read_slot, time, 1.0, NULL, NULL, 0, t->p->stages[0].kernel, NULL) < 0) {
+    const pj_stage *stage = &t->p->stages[0];
+    if (sim_run_kernel(t->s, stage->read_slot, time, 1.0, NULL, NULL, 0, stage->kernel, NULL) < 0) {
         diag_set(err, err_len, "%s", sim_error(t->s));
         return PJ_ERR_RUN;
     }
@@ -345,7 +348,7 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
     int32_t nonfinite = 0;
     L.buf = buf;
     L.nonfinite = &nonfinite;
-    int rc = sim_eval(t->s, 0, time, 1.0, cpu_backend_run, j->cpu, 0, j->k, &L);
+    int rc = sim_run_kernel(t->s, 0, time, 1.0, cpu_backend_run, j->cpu, 0, j->k, &L);
     free(buf);
     if (rc < 0) {
         diag_set(err, err_len, "%s", sim_error(t->s));
