@@ -8,7 +8,7 @@ PACKAGES = cmake make gcc flex bison libcmocka-dev libxxhash-dev libpng-dev zlib
            llvm-14-dev libomp-dev libz3-dev libxml2-dev libtinfo-dev libffi-dev python3 pkg-config \
            libpetsc-real3.18-dev
 
-.PHONY: all deps build demo test test-fast clean
+.PHONY: all deps build demo test test-fast python-test clean
 
 all: build
 
@@ -34,7 +34,22 @@ demo: build
 test-fast: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test: test-fast
+# The Python package (python/): a virtual environment in the build folder (numpy, cffi, pytest from
+# PyPI, once), the package built with cffi against this build's libpdejit.so, its pytest suite.
+PYENV ?= $(BUILD)/pyenv
+PACKAGES += python3-venv python3-dev
+PYENV_ABS = $(abspath $(PYENV))
+BUILD_ABS = $(abspath $(BUILD))
+
+$(PYENV)/.ready:
+	@python3 -m venv $(PYENV) && $(PYENV)/bin/pip install -q numpy cffi pytest setuptools wheel && touch $@
+
+python-test: build $(PYENV)/.ready
+	@PDEJIT_BUILD_DIR=$(BUILD_ABS) $(PYENV)/bin/pip install -q --no-build-isolation --no-deps --force-reinstall ./python
+	@cd python/tests && PDEJIT_BINARY=$(BUILD_ABS)/pdejit PDEJIT_CACHE_DIR=$(BUILD_ABS)/tests/cache-python \
+	  $(PYENV_ABS)/bin/pytest -q
+
+test: test-fast python-test
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPJ_SANITIZE=ON -DPJ_STATIC_LLVM=OFF >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS) -- --no-print-directory
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -6,6 +6,7 @@
  *     pj_sim_advance       step to a time, landing on it exactly; NaN/Inf stop it
  *     pj_sim_get_field     read a field's values (a copy)
  *     pj_sim_field_view    a field where it lives, without a copy
+ *     pj_term_compile      a text-defined cell expression, evaluated on the caller's arrays
  *
  * Handles are opaque. Every function that can fail returns a pj_status and, where it says so,
  * a message in a caller's buffer. Nothing here prints or exits. Ownership: a pj_problem must
@@ -64,6 +65,10 @@ PJ_API pj_status pj_problem_compile_scheme(const char *name, const char *text, s
 PJ_API void pj_problem_free(pj_problem *problem);
 PJ_API int pj_problem_dim(const pj_problem *problem);
 PJ_API int64_t pj_problem_cells(const pj_problem *problem);
+/* The mesh along axis 0 (x), 1 (y) or 2 (z): cells (1 beyond the problem's dimension) and length
+ * (the domain's extent; 0 beyond the dimension). 0 for another axis. */
+PJ_API int64_t pj_problem_n(const pj_problem *problem, int axis);
+PJ_API double pj_problem_length(const pj_problem *problem, int axis);
 PJ_API int pj_problem_field_count(const pj_problem *problem);
 PJ_API const char *pj_problem_field_name(const pj_problem *problem, int field);
 PJ_API int pj_problem_param_count(const pj_problem *problem);
@@ -96,6 +101,9 @@ PJ_API pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *
                         char *err, size_t err_len);
 PJ_API void pj_sim_free(pj_sim *sim);
 PJ_API pj_status pj_sim_set_param(pj_sim *sim, const char *name, double value);
+/* The value a param has in the simulation now (set with pj_sim_set_param, or re-evaluated from
+ * the params it depends on); NaN when there is no such param. */
+PJ_API double pj_sim_param(const pj_sim *sim, const char *name);
 /* Steps of at most dt until t_end exactly (the last one shortened), checking for NaN/Inf after
  * every step: PJ_ERR_RUN with the report in err. PJ_ERR_INPUT, before any step, when t_end is not
  * finite or is more than 1e15 steps of dt away, or when dt is below the resolution of t_end.
@@ -214,6 +222,62 @@ typedef struct pj_field_view {
     int on_device;
 } pj_field_view;
 PJ_API pj_status pj_sim_field_view(pj_sim *sim, const char *name, pj_field_view *view);
+
+/* ---- terms: a text-defined cell expression evaluated on the caller's arrays ------------------
+ *
+ * A term is an expression of the problem language in cell context (neighbour offsets u[1, 0],
+ * lap, grad, div of fluxes, L R harm upwind ..., conditionals, x y z coordinates, params), over
+ * input fields on a uniform grid, e.g. "D*lap(u) + (u > 0.5 ? k*u*(1 - u) : 0)". It is compiled
+ * once, like a problem's kernel (LLVM on the CPU, through the kernel cache), and evaluated at every
+ * cell of arrays the caller owns (x fastest, no ghost cells): the inputs are copied into buffers
+ * with ghost layers, which are filled by the boundary treatment of each axis, then the kernel runs
+ * on the term's threads and the result is copied out.
+ *
+ * Boundaries: PJ_TERM_ZERO_FLUX (the default) mirrors the cells next to the wall into the ghost
+ * layers (dn(u) = 0 on both sides: lap(u) and div(D*grad(u)) see no flux through the wall);
+ * PJ_TERM_PERIODIC wraps around the axis. */
+typedef enum pj_term_boundary { PJ_TERM_ZERO_FLUX = 0, PJ_TERM_PERIODIC = 1 } pj_term_boundary;
+typedef struct pj_term pj_term;
+typedef struct pj_term_options {
+    int dim;                       /* 1, 2 or 3 */
+    int64_t n[3];                  /* cells along x, y, z (beyond dim: ignored) */
+    double h[3];                   /* cell spacing along x, y, z (> 0; beyond dim: ignored) */
+    int n_fields;                  /* the inputs, named as the expression names them */
+    const char *const *fields;
+    int n_params;                  /* params the expression names, with their initial values */
+    const char *const *params;
+    const double *param_values;
+    pj_term_boundary boundary[3];  /* per axis; zeroed: zero flux */
+    int threads;                   /* 0: all cores */
+    /* func, flux and const statements the expression may use ("func f(s) = s*(1 - s)"), or NULL */
+    const char *definitions;
+} pj_term_options;
+/* Compiles `expr` for the grid and inputs of `options`. PJ_ERR_INPUT on a bad expression or
+ * definition (*diagnostics, if not NULL, receives "<term>:LINE:COL: error: ..." or
+ * "<definitions>:LINE:COL: ...", with the line and a caret, then "N error(s)"; malloc'd, free it)
+ * or a bad option (a name that is not an identifier or is given twice, a spacing that is not
+ * positive, too few cells for the stencil: the message in *diagnostics); PJ_ERR_BACKEND when
+ * the kernel does not compile; PJ_ERR_MEMORY. Coordinates: cell i's centre is (i + 1/2)·h. */
+PJ_API pj_status pj_term_compile(const char *expr, const pj_term_options *options, pj_term **term,
+                                 char **diagnostics);
+PJ_API void pj_term_free(pj_term *term);
+/* Evaluates the term at every cell: inputs[f] is field f's values (prod n cells, x fastest,
+ * in the order of options.fields), out receives the term's (it may be one of the inputs); t is
+ * the time the expression's `t` reads. PJ_ERR_INPUT for NULL arrays; PJ_ERR_RUN when a boundary
+ * fill failed (message in err). Not to be called on one term from two threads at once. */
+PJ_API pj_status pj_term_eval(pj_term *term, const double *const *inputs, double t, double *out, char *err,
+                              size_t err_len);
+/* The derivative of the term at each cell with respect to input `field` at that same cell (the
+ * diagonal of its Jacobian: what an implicit source term's linearisation takes), from the
+ * symbolic derivative of the kernel (compiled once per field, through the kernel cache); zero
+ * where the term does not depend on it. Arguments and errors as pj_term_eval, and PJ_ERR_INPUT
+ * for an unknown field. */
+PJ_API pj_status pj_term_jacobian(pj_term *term, const char *field, const double *const *inputs, double t,
+                                  double *out, char *err, size_t err_len);
+/* Changes a param (never recompiles). PJ_ERR_INPUT when the term has no such param. */
+PJ_API pj_status pj_term_set_param(pj_term *term, const char *name, double value);
+/* 1 when the term's kernel was loaded from the disk cache, 0 when it was compiled now. */
+PJ_API int pj_term_from_cache(const pj_term *term);
 
 #ifdef __cplusplus
 }

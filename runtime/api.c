@@ -146,6 +146,11 @@ void pj_problem_free(pj_problem *problem)
 
 int pj_problem_dim(const pj_problem *pr) { return pr->p->dim; }
 int64_t pj_problem_cells(const pj_problem *pr) { return pr->p->n[0] * pr->p->n[1] * pr->p->n[2]; }
+int64_t pj_problem_n(const pj_problem *pr, int axis) { return axis >= 0 && axis < 3 ? pr->p->n[axis] : 0; }
+double pj_problem_length(const pj_problem *pr, int axis)
+{
+    return axis >= 0 && axis < pr->p->dim ? pr->p->length[axis] : 0;
+}
 int pj_problem_field_count(const pj_problem *pr) { return pr->p->n_fields; }
 const char *pj_problem_field_name(const pj_problem *pr, int f) { return f >= 0 && f < pr->p->n_fields ? pr->p->field_names[f] : NULL; }
 int pj_problem_param_count(const pj_problem *pr) { return pr->p->n_params; }
@@ -217,6 +222,14 @@ void pj_sim_free(pj_sim *ps)
 pj_status pj_sim_set_param(pj_sim *ps, const char *name, double value)
 {
     return name && engine_set_param(ps->e, name, value) == 0 ? PJ_OK : PJ_ERR_INPUT;
+}
+
+double pj_sim_param(const pj_sim *ps, const char *name)
+{
+    const double *values = ps && name ? engine_params(ps->e) : NULL;
+    for (int i = 0; values && i < ps->p->n_params; i++)
+        if (!strcmp(ps->p->param_names[i], name)) return values[i];
+    return NAN;
 }
 
 /* ---- hot swap -------------------------------------------------------------------------- */

@@ -230,7 +230,7 @@ int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t 
     return rc;
 }
 
-static void run_stage(void *ctx, int stage, const kir_launch *L, int64_t begin, int64_t end)
+void cpu_backend_run(void *ctx, int stage, const kir_launch *L, int64_t begin, int64_t end)
 {
     cpu_backend *be = ctx;
     be->fn[stage](L, begin, end);
@@ -242,7 +242,7 @@ const kernel_timing *cpu_backend_timings(const cpu_backend *be, int *n)
     return be->timings;
 }
 
-void cpu_backend_install(cpu_backend *be, sim *s) { sim_set_stage_runner(s, run_stage, be); }
+void cpu_backend_install(cpu_backend *be, sim *s) { sim_set_stage_runner(s, cpu_backend_run, be); }
 
 int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out)
 {

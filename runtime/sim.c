@@ -434,6 +434,46 @@ static void run_init_range(void *ctx, int64_t begin, int64_t end)
     interp_stage(j->k, &j->s->L, j->s->single, begin, end);
 }
 
+typedef struct eval_job {
+    const sim *s;
+    sim_stage_runner run;
+    void *ctx;
+    int stage;
+    const kir_kernel *k;
+    const kir_launch *L;
+} eval_job;
+
+static void run_eval_range(void *ctx, int64_t begin, int64_t end)
+{
+    eval_job *j = ctx;
+    if (j->run) j->run(j->ctx, j->stage, j->L, begin, end);
+    else interp_stage(j->k, j->L, j->s->single, begin, end);
+}
+
+int sim_run_kernel(sim *s, int read_slot, double t, double dt, sim_stage_runner run, void *ctx, int stage,
+             const kir_kernel *k, kir_launch *L)
+{
+    if (s->failed) return -1;
+    if (read_slot >= 0) sim_fill_ghosts(s, read_slot, t);
+    if (s->failed) return -1;
+    s->L.t = t;
+    s->L.dt = dt;
+    if (!L) {
+        L = &s->L;
+        if (!run) {
+            run = s->runner;
+            ctx = s->runner_ctx;
+        }
+    } else {
+        L->t = t;
+        L->dt = dt;
+    }
+    eval_job j = {s, run, ctx, stage, k, L};
+    par_for(s, run_eval_range, &j, s->g.n[s->p->dim - 1]);
+    s->L.t = s->t;
+    return 0;
+}
+
 void sim_init(sim *s)
 {
     size_t bytes = round_up((int64_t)(s->g.elems * s->esz), SIM_ALIGN);
@@ -547,6 +587,11 @@ void sim_get_field(const sim *s, int f, double *out)
     for (int64_t k = 0; k < s->g.n[2]; k++)
         for (int64_t j = 0; j < s->g.n[1]; j++) {
             int64_t row = cell_at(s, 0, j, k);
+            if (!s->single) { /* a row at a time */
+                memcpy(out, (const double *)b + row, sizeof(double) * (size_t)s->g.n[0]);
+                out += s->g.n[0];
+                continue;
+            }
             for (int64_t i = 0; i < s->g.n[0]; i++) *out++ = rd(s, b, row + i);
         }
 }
@@ -557,11 +602,20 @@ void sim_set_field(sim *s, int f, const double *in)
     for (int64_t k = 0; k < s->g.n[2]; k++)
         for (int64_t j = 0; j < s->g.n[1]; j++) {
             int64_t row = cell_at(s, 0, j, k);
+            if (!s->single) {
+                memmove((double *)b + row, in, sizeof(double) * (size_t)s->g.n[0]);
+                in += s->g.n[0];
+                continue;
+            }
             for (int64_t i = 0; i < s->g.n[0]; i++) wr(s, b, row + i, *in++);
         }
 }
 
 const kir_launch *sim_launch(sim *s) { return &s->L; }
+void sim_set_spacing(sim *s, const double h[3])
+{
+    for (int a = 0; a < s->p->dim; a++) s->L.h[a] = h[a];
+}
 void sim_set_prefetch(sim *s, int on) { s->L.prefetch = on != 0; }
 
 int sim_take_nonfinite(sim *s)

@@ -74,12 +74,24 @@ int64_t sim_cells(const sim *s);
 /* Threads a stage is split over (1 when the sim runs serially). */
 int sim_threads(const sim *s);
 const pj_program *sim_program(const sim *s);
-/* Copies field f's interior values (x fastest) into out, as doubles. */
+/* One evaluation of a kernel over the interior, on the sim's threads, without a step: fills the
+ * ghost cells of read_slot at time t (none when read_slot < 0), then runs `stage` of `run` (ctx)
+ * over every cell with launch L, its t and dt set (L NULL: the sim's own launch; run NULL: then
+ * the sim's stage runner, or the interpreter on k when none is installed, as a step would). Slots
+ * are not swapped, the clock does not move. 0, or -1 when a ghost hook failed (sim_error).
+ * For pj_term (runtime/term.c). */
+int sim_run_kernel(sim *s, int read_slot, double t, double dt, sim_stage_runner run, void *ctx, int stage,
+             const kir_kernel *k, kir_launch *L);
+/* Copies field f's interior values (x fastest) into out, as doubles; f may also be
+ * slot * n_fields + field, a field of another slot (sim_get_field and sim_set_field). */
 void sim_get_field(const sim *s, int f, double *out);
 /* Replaces field f's interior values from doubles (x fastest). */
 void sim_set_field(sim *s, int f, const double *in);
 /* The launch description for stage kernels (buffers of the current slots), for back ends. */
 const kir_launch *sim_launch(sim *s);
+/* Sets the cell spacing kernels see (sim_create takes it as the mesh's length / cells, which cannot
+ * give every spacing exactly), for pj_term; the ghost fill of linear conditions keeps its own. */
+void sim_set_spacing(sim *s, const double h[3]);
 /* Overrides the choice sim_create made for kir_launch.prefetch (on: the state exceeds the
  * last-level cache); for tests and benchmarks. */
 void sim_set_prefetch(sim *s, int on);

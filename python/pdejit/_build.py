@@ -1,0 +1,195 @@
+"""_build.py — the cffi builder (API mode, out of line) of pdejit._pdejit_cffi.
+
+The extension is compiled against include/pdejit.h and linked with libpdejit.so, found in this
+order:
+
+1. PDEJIT_INCLUDE_DIR and PDEJIT_LIB_DIR (folders holding pdejit.h and libpdejit.so);
+2. PDEJIT_BUILD_DIR: a CMake build folder of the pdejit sources (its CMakeCache.txt names the
+   source tree, whose include/ holds the header);
+3. pkg-config pdejit (an installed pdejit; PKG_CONFIG_PATH=PREFIX/lib/pkgconfig);
+4. the source tree this package sits in: ../include and ../build.
+
+The library's folder is recorded as the extension's run path, so no LD_LIBRARY_PATH is needed.
+The declarations below are the subset of pdejit.h the package calls; in API mode the C compiler
+checks them against the real header (a mismatch does not compile)."""
+import os
+import re
+import shlex
+import subprocess
+
+from cffi import FFI
+
+CDEF = r"""
+typedef enum pj_status { PJ_OK = 0, PJ_ERR_RUN = 1, PJ_ERR_INPUT = 2, PJ_ERR_BACKEND = 3,
+    PJ_ERR_MEMORY = 4, PJ_ERR_UNAVAILABLE = 5, PJ_INTERRUPTED = 6 } pj_status;
+const char *pj_strerror(pj_status status);
+typedef enum pj_backend { PJ_BACKEND_INTERP = 0, PJ_BACKEND_CPU = 1, PJ_BACKEND_CUDA = 2 } pj_backend;
+int pj_backend_by_name(const char *name, pj_backend *backend);
+const char *pj_backend_names(void);
+
+typedef struct pj_problem pj_problem;
+typedef struct pj_sim pj_sim;
+pj_status pj_problem_compile_scheme(const char *name, const char *text, size_t len, const char *scheme,
+                                    pj_problem **problem, char **diagnostics);
+void pj_problem_free(pj_problem *problem);
+int pj_problem_dim(const pj_problem *problem);
+int64_t pj_problem_cells(const pj_problem *problem);
+int64_t pj_problem_n(const pj_problem *problem, int axis);
+double pj_problem_length(const pj_problem *problem, int axis);
+int pj_problem_field_count(const pj_problem *problem);
+const char *pj_problem_field_name(const pj_problem *problem, int field);
+int pj_problem_param_count(const pj_problem *problem);
+const char *pj_problem_param_name(const pj_problem *problem, int param);
+double pj_problem_dt(const pj_problem *problem);
+double pj_problem_until(const pj_problem *problem);
+int64_t pj_problem_steps(const pj_problem *problem);
+int pj_problem_has_output(const pj_problem *problem);
+double pj_problem_param(const pj_problem *problem, const char *name);
+
+typedef struct pj_sim_options { pj_backend backend; int single; int threads; int fast_math; ...; } pj_sim_options;
+pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **sim,
+                        char *err, size_t err_len);
+void pj_sim_free(pj_sim *sim);
+pj_status pj_sim_set_param(pj_sim *sim, const char *name, double value);
+double pj_sim_param(const pj_sim *sim, const char *name);
+pj_status pj_sim_advance(pj_sim *sim, double dt, double t_end, char *err, size_t err_len);
+void pj_sim_interrupt(pj_sim *sim);
+double pj_sim_time(const pj_sim *sim);
+int64_t pj_sim_steps(const pj_sim *sim);
+pj_status pj_sim_redefine(pj_sim *sim, const char *text, char **diagnostics);
+int pj_sim_can_swap(const pj_sim *sim);
+
+typedef struct pj_run_options { double dt; double until; int64_t steps; const char *out_dir;
+    const char *dump_path; int check_every; ...; } pj_run_options;
+typedef struct pj_run_result { int64_t steps; double t; double seconds; int snapshots; } pj_run_result;
+pj_run_options pj_run_options_default(void);
+pj_status pj_sim_run(pj_sim *sim, const pj_run_options *options, pj_run_result *result, char *err, size_t err_len);
+
+typedef struct pj_sim_info { const char *backend; const char *device; const char *warning;
+    int kernels, from_cache; double ms_prepare; double ms_compiler; } pj_sim_info;
+void pj_sim_get_info(const pj_sim *sim, pj_sim_info *info);
+
+typedef struct pj_field_view { void *data; int64_t shape[3]; int64_t strides[3]; int elem_size;
+    int on_device; } pj_field_view;
+pj_status pj_sim_field_view(pj_sim *sim, const char *name, pj_field_view *view);
+
+typedef enum pj_term_boundary { PJ_TERM_ZERO_FLUX = 0, PJ_TERM_PERIODIC = 1 } pj_term_boundary;
+typedef struct pj_term pj_term;
+typedef struct pj_term_options { int dim; int64_t n[3]; double h[3]; int n_fields; const char *const *fields;
+    int n_params; const char *const *params; const double *param_values; pj_term_boundary boundary[3];
+    int threads; const char *definitions; } pj_term_options;
+pj_status pj_term_compile(const char *expr, const pj_term_options *options, pj_term **term, char **diagnostics);
+void pj_term_free(pj_term *term);
+pj_status pj_term_eval(pj_term *term, const double *const *inputs, double t, double *out, char *err, size_t err_len);
+pj_status pj_term_jacobian(pj_term *term, const char *field, const double *const *inputs, double t,
+                           double *out, char *err, size_t err_len);
+pj_status pj_term_set_param(pj_term *term, const char *name, double value);
+int pj_term_from_cache(const pj_term *term);
+
+void free(void *);
+
+/* the extension's own: SIGINT stops a stepping call at a step boundary (see _core.py) */
+int pdejit_py_sigint_begin(pj_sim *sim);
+int pdejit_py_sigint_end(void);
+"""
+
+
+# While advance() or run() steps on the main thread, SIGINT (Ctrl-C, a notebook's interrupt) calls
+# pj_sim_interrupt (async-signal-safe) so the call returns at the next step boundary; Python's
+# handler is put back afterwards and the package raises KeyboardInterrupt. Python's own handler
+# cannot run meanwhile: the main thread is inside C.
+SIGINT_C = r"""
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pdejit.h"
+
+static pj_sim *volatile pdejit_py_stepping;
+static volatile sig_atomic_t pdejit_py_caught;
+static struct sigaction pdejit_py_old;
+
+static void pdejit_py_on_sigint(int sig)
+{
+    (void)sig;
+    pdejit_py_caught = 1;
+    if (pdejit_py_stepping) pj_sim_interrupt(pdejit_py_stepping);
+}
+
+/* 0 when installed (call pdejit_py_sigint_end after), -1 when SIGINT is not Python's to take */
+static int pdejit_py_sigint_begin(pj_sim *sim)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = pdejit_py_on_sigint;
+    sigemptyset(&sa.sa_mask);
+    pdejit_py_caught = 0;
+    pdejit_py_stepping = sim;
+    if (sigaction(SIGINT, &sa, &pdejit_py_old) < 0) {
+        pdejit_py_stepping = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* restores the handler; 1 when a SIGINT came meanwhile */
+static int pdejit_py_sigint_end(void)
+{
+    sigaction(SIGINT, &pdejit_py_old, NULL);
+    pdejit_py_stepping = NULL;
+    return pdejit_py_caught;
+}
+"""
+
+
+def _cmake_source_dir(build_dir):
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            m = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", f.read(), re.M)
+            return m.group(1) if m else None
+    except OSError:
+        return None
+
+
+def locate():
+    """(include folder, library folder) of pdejit, by the rules of this module's comment."""
+    inc, lib = os.environ.get("PDEJIT_INCLUDE_DIR"), os.environ.get("PDEJIT_LIB_DIR")
+    if inc and lib:
+        return inc, lib
+    build = os.environ.get("PDEJIT_BUILD_DIR")
+    if build:
+        src = _cmake_source_dir(build)
+        if not src:
+            raise RuntimeError("PDEJIT_BUILD_DIR=%s is not a CMake build of pdejit" % build)
+        return os.path.join(src, "include"), os.path.abspath(build)
+    try:
+        cflags = subprocess.run(["pkg-config", "--cflags-only-I", "pdejit"], capture_output=True, text=True,
+                                check=True).stdout
+        libs = subprocess.run(["pkg-config", "--libs-only-L", "pdejit"], capture_output=True, text=True,
+                              check=True).stdout
+        incs = [a[2:] for a in shlex.split(cflags) if a.startswith("-I")]
+        libdirs = [a[2:] for a in shlex.split(libs) if a.startswith("-L")]
+        if incs and libdirs:
+            return incs[0], libdirs[0]
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if os.path.isfile(os.path.join(root, "include", "pdejit.h")):
+        return os.path.join(root, "include"), os.path.join(root, "build")
+    raise RuntimeError("pdejit not found: set PDEJIT_BUILD_DIR (a build folder of pdejit), "
+                       "PDEJIT_INCLUDE_DIR and PDEJIT_LIB_DIR, or install it where pkg-config finds it")
+
+
+ffibuilder = FFI()
+ffibuilder.cdef(CDEF)
+_inc, _lib = locate()
+ffibuilder.set_source(
+    "pdejit._pdejit_cffi",
+    SIGINT_C,
+    include_dirs=[_inc],
+    library_dirs=[_lib],
+    libraries=["pdejit"],
+    extra_link_args=["-Wl,-rpath," + _lib],
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

@@ -1,0 +1,359 @@
+"""_core.py — problems and simulations over the C API (pj_problem_*, pj_sim_*): compile(),
+Problem, Simulation, its params and its fields as zero-copy NumPy arrays."""
+import collections
+import os
+import threading
+
+import numpy as np
+
+from ._errors import Error, InputError, ProblemError, raise_status
+from ._pdejit_cffi import ffi, lib
+
+_ERR_LEN = 1024
+
+RunResult = collections.namedtuple("RunResult", "steps t seconds snapshots")
+
+
+def _str(cdata):
+    return ffi.string(cdata).decode("utf-8", "replace") if cdata != ffi.NULL else None
+
+
+def _take_diagnostics(pp, fallback):
+    """The malloc'd diagnostics of a failed compile as a str (freed here)."""
+    if pp[0] == ffi.NULL:
+        return fallback
+    text = ffi.string(pp[0]).decode("utf-8", "replace")
+    lib.free(pp[0])
+    return text.rstrip("\n")
+
+
+def _check(status, errbuf=None, what=None):
+    if status != lib.PJ_OK:
+        message = ffi.string(errbuf).decode("utf-8", "replace") if errbuf is not None else ""
+        if not message:
+            message = _str(lib.pj_strerror(status))
+        raise_status(status, (what + ": " if what else "") + message)
+
+
+def _number(value, what):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError("%s must be a number, not %s" % (what, type(value).__name__))
+    return float(value)
+
+
+def compile(source, scheme=None, name=None):
+    """Compiles a problem: `source` is the problem text, or the path of a .pde file (a
+    pathlib.Path, or a str of one line naming an existing file). `scheme` overrides the file's
+    time scheme ("euler", "rk2", "rk3", "rk4"). Raises ProblemError with the diagnostics."""
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
+                                           and (os.path.isfile(source) or source.endswith(".pde"))):
+        path = os.fspath(source)
+        with open(path, "rb") as f:
+            data = f.read()
+        name = name or path
+    elif isinstance(source, (str, bytes)):
+        data = source.encode("utf-8") if isinstance(source, str) else bytes(source)
+        name = name or "<string>"
+    else:
+        raise TypeError("compile() takes a problem text or a path, not %s" % type(source).__name__)
+    if scheme is not None and not isinstance(scheme, str):
+        raise TypeError("scheme must be a str")
+    out = ffi.new("pj_problem **")
+    diags = ffi.new("char **")
+    status = lib.pj_problem_compile_scheme(name.encode(), data, len(data),
+                                           scheme.encode() if scheme else ffi.NULL, out, diags)
+    if status != lib.PJ_OK:
+        text = _take_diagnostics(diags, _str(lib.pj_strerror(status)))
+        if status == lib.PJ_ERR_MEMORY:
+            raise MemoryError(text)
+        raise ProblemError(text, status)
+    _take_diagnostics(diags, None)  # warnings: not kept
+    return Problem(ffi.gc(out[0], lib.pj_problem_free), name, data)
+
+
+class Problem:
+    """A compiled problem: its fields, params, mesh and time settings. simulate() makes
+    simulations of it (each keeps the problem alive)."""
+
+    def __init__(self, handle, name, text):
+        self._h = handle
+        self.name = name
+        self.text = text.decode("utf-8", "replace")
+        h = handle
+        self.dim = lib.pj_problem_dim(h)
+        self.cells = lib.pj_problem_cells(h)
+        self.fields = tuple(_str(lib.pj_problem_field_name(h, i)) for i in range(lib.pj_problem_field_count(h)))
+        names = [_str(lib.pj_problem_param_name(h, i)) for i in range(lib.pj_problem_param_count(h))]
+        self.params = {n: lib.pj_problem_param(h, n.encode()) for n in names}
+        dt, until, steps = lib.pj_problem_dt(h), lib.pj_problem_until(h), lib.pj_problem_steps(h)
+        self.dt = dt if dt > 0 else None
+        self.until = until if until >= 0 else None
+        self.steps = steps if steps >= 0 else None
+        self.has_output = bool(lib.pj_problem_has_output(h))
+
+    @property
+    def shape(self):
+        """The mesh as a NumPy shape: (nz, ny, nx), (ny, nx) or (nx,)."""
+        return tuple(int(lib.pj_problem_n(self._h, a)) for a in reversed(range(self.dim)))
+
+    @property
+    def length(self):
+        """The domain's extent along x, y, z (as many as the dimension)."""
+        return tuple(lib.pj_problem_length(self._h, a) for a in range(self.dim))
+
+    def simulate(self, backend="cpu", threads=0, precision="double", fast_math=False):
+        """A simulation at t = 0 on `backend` ("cpu": LLVM JIT, "interp": the interpreter,
+        "cuda": the GPU). threads: 0 for all cores; precision: "double" or "single"."""
+        return Simulation(self, backend, threads, precision, fast_math)
+
+    def __repr__(self):
+        return "<pdejit.Problem %s: %dD, %d cells, fields %s, params %s>" % (
+            self.name, self.dim, self.cells, ", ".join(self.fields), ", ".join(self.params) or "none")
+
+
+class _Params(collections.abc.MutableMapping):
+    """sim.params: the simulation's params by name; assigning one never recompiles."""
+
+    def __init__(self, sim):
+        self._sim = sim
+
+    def __getitem__(self, name):
+        if name not in self._sim.problem.params:
+            raise KeyError(name)
+        return lib.pj_sim_param(self._sim._h, name.encode())
+
+    def __setitem__(self, name, value):
+        if not isinstance(name, str) or name not in self._sim.problem.params:
+            raise KeyError(name)
+        value = _number(value, "param %s" % name)
+        with self._sim._step_lock:
+            _check(lib.pj_sim_set_param(self._sim._h, name.encode(), value), what="param %s" % name)
+
+    def __delitem__(self, name):
+        raise TypeError("params cannot be removed")
+
+    def __iter__(self):
+        return iter(self._sim.problem.params)
+
+    def __len__(self):
+        return len(self._sim.problem.params)
+
+    def __repr__(self):
+        return repr(dict(self))
+
+
+class DeviceArray:
+    """A field on the GPU, without a copy: __cuda_array_interface__ (version 3) lets CuPy or
+    Numba wrap it (cupy.asarray(sim.fields["u"])). Keeps its simulation alive."""
+
+    def __init__(self, sim, ptr, shape, strides, dtype):
+        self._sim = sim
+        self.shape, self.strides, self.dtype = shape, strides, np.dtype(dtype)
+        self.__cuda_array_interface__ = {"shape": shape, "strides": strides, "typestr": self.dtype.str,
+                                         "data": (ptr, False), "version": 3, "stream": None}
+
+
+class _HostArrayOwner:
+    """The base object of a field's NumPy array: describes the memory and keeps the simulation
+    (and so the buffers) alive while any array on it exists."""
+
+    def __init__(self, sim, ptr, shape, strides, dtype):
+        self._sim = sim
+        self.__array_interface__ = {"shape": shape, "strides": strides, "typestr": np.dtype(dtype).str,
+                                    "data": (ptr, False), "version": 3}
+
+
+class _Fields(collections.abc.Mapping):
+    """sim.fields: each field's current values where they live, without a copy (a NumPy array
+    of the interior cells, shape (nz, ny, nx) / (ny, nx) / (nx,); on the GPU a DeviceArray).
+    Writes go through to the simulation. The schemes swap buffers while stepping: take the
+    array again after advance(), run() or redefine()."""
+
+    def __init__(self, sim):
+        self._sim = sim
+
+    def __getitem__(self, name):
+        if not isinstance(name, str) or name not in self._sim.problem.fields:
+            raise KeyError(name)
+        view = ffi.new("pj_field_view *")
+        _check(lib.pj_sim_field_view(self._sim._h, name.encode(), view), what="field %s" % name)
+        dim = self._sim.problem.dim
+        shape = tuple(int(view.shape[a]) for a in reversed(range(dim)))
+        strides = tuple(int(view.strides[a]) * view.elem_size for a in reversed(range(dim)))
+        dtype = np.float64 if view.elem_size == 8 else np.float32
+        ptr = int(ffi.cast("uintptr_t", view.data))
+        if view.on_device:
+            return DeviceArray(self._sim, ptr, shape, strides, dtype)
+        return np.asarray(_HostArrayOwner(self._sim, ptr, shape, strides, dtype))
+
+    def __iter__(self):
+        return iter(self._sim.problem.fields)
+
+    def __len__(self):
+        return len(self._sim.problem.fields)
+
+
+class _Interruptible:
+    """Around a stepping call on the main thread: SIGINT stops it at a step boundary (the
+    extension's C handler calls pj_sim_interrupt); KeyboardInterrupt is raised after it returns.
+    Elsewhere (other threads, or SIGINT not handled by Python) it does nothing."""
+
+    def __init__(self, sim):
+        self._sim = sim
+        self._on = False
+        self.caught = False
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            import signal
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                self._on = lib.pdejit_py_sigint_begin(self._sim._h) == 0
+        return self
+
+    def __exit__(self, *exc):
+        if self._on:
+            self.caught = bool(lib.pdejit_py_sigint_end())
+        return False
+
+
+class Simulation:
+    """A simulation of a problem on one back end (Problem.simulate). advance() and run() release
+    the GIL while they step; redefine() and interrupt() may be called from another thread
+    meanwhile (the swap then happens between two steps); another advance(), run() or a param
+    change waits for the stepping to end."""
+
+    def __init__(self, problem, backend="cpu", threads=0, precision="double", fast_math=False):
+        if not isinstance(problem, Problem):
+            raise TypeError("Simulation needs a Problem (pdejit.compile)")
+        if not isinstance(backend, str):
+            raise TypeError("backend must be a str")
+        if precision not in ("double", "single"):
+            raise InputError("precision must be 'double' or 'single', not %r" % (precision,))
+        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 0 <= threads <= 1024:
+            raise InputError("threads must be an int from 0 (all cores) to 1024, not %r" % (threads,))
+        be = ffi.new("pj_backend *")
+        if lib.pj_backend_by_name(backend.encode(), be) < 0:
+            raise InputError("unknown back end %r; back ends are %s" % (backend, _str(lib.pj_backend_names())))
+        opts = ffi.new("pj_sim_options *")
+        opts.backend = be[0]
+        opts.single = precision == "single"
+        opts.threads = int(threads)
+        opts.fast_math = bool(fast_math)
+        out = ffi.new("pj_sim **")
+        err = ffi.new("char[]", _ERR_LEN)
+        status = lib.pj_sim_create(problem._h, opts, out, err, _ERR_LEN)
+        _check(status, err, what="%s back end" % backend)
+        self.problem = problem
+        self.backend = backend
+        self.precision = precision
+        self._h = ffi.gc(out[0], lib.pj_sim_free)
+        self.params = _Params(self)
+        self.fields = _Fields(self)
+        # the C API lets pj_sim_redefine run beside pj_sim_advance, nothing else: stepping calls
+        # (and param changes) take one lock, redefinitions another
+        self._step_lock = threading.Lock()
+        self._redefine_lock = threading.Lock()
+
+    @property
+    def t(self):
+        return lib.pj_sim_time(self._h)
+
+    @property
+    def steps(self):
+        return lib.pj_sim_steps(self._h)
+
+    @property
+    def shape(self):
+        return self.problem.shape
+
+    def advance(self, t_end, dt=None):
+        """Steps of at most dt (default: the problem's `time dt`) until t_end exactly, the GIL
+        released. Raises RunError on a NaN/Inf, Interrupted after interrupt()."""
+        t_end = _number(t_end, "t_end")
+        if dt is None:
+            dt = self.problem.dt
+            if dt is None:
+                raise InputError("advance: no dt given and the problem has no `time dt =`")
+        dt = _number(dt, "dt")
+        err = ffi.new("char[]", _ERR_LEN)
+        with self._step_lock, _Interruptible(self) as guard:
+            status = lib.pj_sim_advance(self._h, dt, t_end, err, _ERR_LEN)
+        if guard.caught and status == lib.PJ_INTERRUPTED:
+            raise KeyboardInterrupt("pdejit: stopped at t = %g after step %d" % (self.t, self.steps))
+        _check(status, err)
+
+    def run(self, outputs=True, out_dir=None, dump=None, dt=None, until=None, steps=None, check_every=1):
+        """A whole run as `pdejit run` makes it: the file's time settings (or dt, until, steps),
+        snapshots at the file's output times in out_dir (default NAME.out beside the current
+        folder, as the command does) when outputs is true and the file has an output statement,
+        the final state as CSV in `dump`. Returns RunResult(steps, t, seconds, snapshots)."""
+        o = ffi.new("pj_run_options *", lib.pj_run_options_default())
+        keep = []
+        if dt is not None:
+            o.dt = _number(dt, "dt")
+        if until is not None:
+            o.until = _number(until, "until")
+        if steps is not None:
+            if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+                raise InputError("steps must be an int >= 0")
+            o.steps = int(steps)
+        if isinstance(check_every, bool) or not isinstance(check_every, (int, np.integer)) or check_every < 1:
+            raise InputError("check_every must be an int >= 1")
+        o.check_every = int(check_every)
+        if outputs and self.problem.has_output:
+            if out_dir is None:
+                base = os.path.basename(self.problem.name)
+                out_dir = (base[:-4] if base.endswith(".pde") and len(base) > 4 else base) + ".out"
+            keep.append(ffi.new("char[]", os.fsencode(out_dir)))
+            o.out_dir = keep[-1]
+        if dump is not None:
+            keep.append(ffi.new("char[]", os.fsencode(dump)))
+            o.dump_path = keep[-1]
+        result = ffi.new("pj_run_result *")
+        err = ffi.new("char[]", _ERR_LEN)
+        with self._step_lock, _Interruptible(self) as guard:
+            status = lib.pj_sim_run(self._h, o, result, err, _ERR_LEN)
+        if guard.caught and status == lib.PJ_INTERRUPTED:
+            raise KeyboardInterrupt("pdejit: stopped at t = %g after step %d" % (self.t, self.steps))
+        _check(status, err)
+        return RunResult(result.steps, result.t, result.seconds, result.snapshots)
+
+    def redefine(self, text):
+        """Hot swap: func, flux, eq, const or boundary statements replace the running ones (the
+        fields keep their state, params keep their values). ProblemError with the diagnostics
+        when the text has an error; the simulation then runs on unchanged."""
+        if not isinstance(text, str):
+            raise TypeError("redefine() takes the text of statements")
+        diags = ffi.new("char **")
+        with self._redefine_lock:
+            status = lib.pj_sim_redefine(self._h, text.encode("utf-8"), diags)
+        if status != lib.PJ_OK:
+            message = _take_diagnostics(diags, _str(lib.pj_strerror(status)))
+            if status == lib.PJ_ERR_INPUT:
+                raise ProblemError(message, status)
+            raise_status(status, message)
+        _take_diagnostics(diags, None)
+
+    def interrupt(self):
+        """Stops advance() or run() (running on another thread) at the next step boundary."""
+        lib.pj_sim_interrupt(self._h)
+
+    @property
+    def can_swap(self):
+        return bool(lib.pj_sim_can_swap(self._h))
+
+    @property
+    def info(self):
+        """How the back end got ready: backend, device, warning, kernels, from_cache, ms_prepare."""
+        i = ffi.new("pj_sim_info *")
+        lib.pj_sim_get_info(self._h, i)
+        return {"backend": _str(i.backend), "device": _str(i.device), "warning": _str(i.warning),
+                "kernels": i.kernels, "from_cache": i.from_cache, "ms_prepare": i.ms_prepare,
+                "ms_compiler": i.ms_compiler}
+
+    def __repr__(self):
+        return "<pdejit.Simulation of %s on %s at t=%g after %d steps>" % (self.problem.name, self.backend, self.t,
+                                                                           self.steps)
+
+
+__all__ = ["compile", "Problem", "Simulation", "RunResult", "DeviceArray", "Error"]

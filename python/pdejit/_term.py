@@ -1,0 +1,183 @@
+"""_term.py — Term: a text-defined cell expression compiled once (pj_term_compile) and evaluated
+on NumPy arrays (pj_term_eval), with its derivative by an input at the cell (pj_term_jacobian)."""
+import threading
+
+import numpy as np
+
+from ._core import _check, _number, _take_diagnostics
+from ._errors import InputError, ProblemError, raise_status
+from ._pdejit_cffi import ffi, lib
+
+_ERR_LEN = 1024
+_BOUNDARIES = {"zero-flux": lib.PJ_TERM_ZERO_FLUX, "periodic": lib.PJ_TERM_PERIODIC}
+
+
+class _Inputs:
+    """Checks and converts the keyword arrays of a call into C pointers (copies only arrays that
+    are not C-contiguous float64)."""
+
+    @staticmethod
+    def gather(term, kwargs, out):
+        missing = [f for f in term.fields if f not in kwargs]
+        extra = [k for k in kwargs if k not in term.fields]
+        if missing or extra:
+            raise InputError("%s: needs the inputs %s%s" % (term._what, ", ".join(term.fields),
+                                                             "; unknown: " + ", ".join(extra) if extra else ""))
+        arrays = []
+        for f in term.fields:
+            a = np.ascontiguousarray(kwargs[f], dtype=np.float64)
+            if a.size != term.cells or (a.shape != term.shape and a.ndim != 1):
+                raise InputError("%s: input %s has shape %s; the grid is %s (or %d cells flat)"
+                                 % (term._what, f, a.shape, term.shape, term.cells))
+            arrays.append(a)
+        if out is None:
+            out = np.empty(term.shape if arrays[0].ndim != 1 or term.dim == 1 else (term.cells,))
+        elif not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.flags.c_contiguous
+                  and out.flags.writeable and out.size == term.cells):
+            raise InputError("%s: out must be a writable C-contiguous float64 array of %d cells"
+                             % (term._what, term.cells))
+        ptrs = ffi.new("const double *[]", [ffi.cast("const double *", ffi.from_buffer(a)) for a in arrays])
+        return arrays, ptrs, out
+
+
+class Term:
+    """A cell expression of the problem language over input fields on a uniform grid, compiled
+    once (LLVM, through the kernel cache) and evaluated at every cell of NumPy arrays:
+
+        term = pdejit.Term("D*lap(u) - u*v^2", grid=(nx, ny), spacing=(hx, hy),
+                           fields=["u", "v"], params={"D": 1e-3})
+        r = term(u=a, v=b)              # a new array of the grid's shape
+        term(u=a, v=b, out=r)           # into r
+        dr_du = term.jacobian("u")(u=a, v=b)   # d term / d u at each cell
+
+    Arrays have the NumPy shape of the grid, (ny, nx) for grid=(nx, ny) (x fastest), or are flat.
+    boundary: "zero-flux" (ghost cells mirror the cells next to the wall: no flux through it) or
+    "periodic", for every axis, or a sequence of one per axis. definitions: func, flux and const
+    statements the expression uses. t: the time the expression's `t` reads (default 0)."""
+
+    def __init__(self, expr, grid, spacing=None, fields=("u",), params=None, boundary="zero-flux",
+                 definitions=None, threads=0):
+        if not isinstance(expr, str):
+            raise TypeError("Term: the expression must be a str")
+        grid = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
+        if not 1 <= len(grid) <= 3 or not all(isinstance(n, (int, np.integer)) and not isinstance(n, bool)
+                                               for n in grid):
+            raise InputError("Term: grid must be 1 to 3 cell counts (nx, ny, nz)")
+        dim = len(grid)
+        if spacing is None:
+            spacing = (1.0,) * dim
+        spacing = (spacing,) * dim if isinstance(spacing, (int, float, np.number)) else tuple(spacing)
+        if len(spacing) != dim:
+            raise InputError("Term: spacing needs %d values, one per axis of the grid" % dim)
+        if isinstance(fields, str):
+            fields = [fields]
+        fields = list(fields)
+        params = dict(params or {})
+        if isinstance(boundary, str):
+            boundary = (boundary,) * dim
+        boundary = tuple(boundary)
+        if len(boundary) != dim or any(b not in _BOUNDARIES for b in boundary):
+            raise InputError("Term: boundary must be 'zero-flux' or 'periodic', or one of them per axis")
+        if definitions is not None and not isinstance(definitions, str):
+            raise TypeError("Term: definitions must be a str")
+        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 0 <= threads <= 1024:
+            raise InputError("Term: threads must be an int from 0 (all cores) to 1024")
+        for f in fields + list(params):
+            if not isinstance(f, str):
+                raise TypeError("Term: field and param names must be str")
+
+        o = ffi.new("pj_term_options *")
+        keep = []
+        o.dim = dim
+        for a in range(dim):
+            o.n[a] = int(grid[a])
+            o.h[a] = _number(spacing[a], "spacing")
+            o.boundary[a] = _BOUNDARIES[boundary[a]]
+        names = [ffi.new("char[]", f.encode()) for f in fields]
+        pnames = [ffi.new("char[]", p.encode()) for p in params]
+        keep += names + pnames
+        o.n_fields = len(fields)
+        o.fields = keep_arr = ffi.new("const char *[]", names or [ffi.NULL])
+        o.n_params = len(params)
+        o.params = pkeep = ffi.new("const char *[]", pnames or [ffi.NULL])
+        o.param_values = vkeep = ffi.new("double[]", [_number(v, "param %s" % k) for k, v in params.items()] or [0.0])
+        keep += [keep_arr, pkeep, vkeep]
+        if definitions:
+            keep.append(ffi.new("char[]", definitions.encode()))
+            o.definitions = keep[-1]
+        o.threads = int(threads)
+        out = ffi.new("pj_term **")
+        diags = ffi.new("char **")
+        status = lib.pj_term_compile(expr.encode(), o, out, diags)
+        if status != lib.PJ_OK:
+            message = _take_diagnostics(diags, "pj_term_compile failed")
+            if status == lib.PJ_ERR_INPUT:
+                raise ProblemError(message, status)
+            raise_status(status, message)
+        self._h = ffi.gc(out[0], lib.pj_term_free)
+        self.expr = expr
+        self.grid = tuple(int(n) for n in grid)
+        self.spacing = tuple(float(h) for h in spacing)
+        self.fields = tuple(fields)
+        self.boundary = boundary
+        self.dim = dim
+        self.shape = tuple(reversed(self.grid))
+        self.cells = int(np.prod(self.grid))
+        self._params = {k: float(v) for k, v in params.items()}
+        self.from_cache = bool(lib.pj_term_from_cache(self._h))
+        self._what = "Term(%r)" % expr if len(expr) < 40 else "Term"
+        self._err = ffi.new("char[]", _ERR_LEN)
+        self._lock = threading.Lock()  # one evaluation at a time: they share the term's buffers
+
+    @property
+    def params(self):
+        return dict(self._params)
+
+    def set_param(self, name, value):
+        """Changes a param (never recompiles)."""
+        if name not in self._params:
+            raise KeyError(name)
+        value = _number(value, "param %s" % name)
+        with self._lock:
+            _check(lib.pj_term_set_param(self._h, name.encode(), value))
+        self._params[name] = value
+
+    def __call__(self, out=None, t=0.0, **inputs):
+        arrays, ptrs, out = _Inputs.gather(self, inputs, out)
+        t = _number(t, "t")
+        with self._lock:
+            status = lib.pj_term_eval(self._h, ptrs, t, ffi.cast("double *", ffi.from_buffer(out)), self._err, _ERR_LEN)
+            _check(status, self._err)
+        return out
+
+    def jacobian(self, field):
+        """The derivative of the term with respect to input `field` at the cell, as a callable
+        with the term's inputs: term.jacobian("u")(u=a, v=b) -> array (for an implicit source
+        term's linearisation, e.g. FiPy's ImplicitSourceTerm coefficient)."""
+        if field not in self.fields:
+            raise KeyError(field)
+        return Derivative(self, field)
+
+    def __repr__(self):
+        return "<pdejit.Term %r on %s cells, inputs %s>" % (self.expr, "x".join(map(str, self.grid)),
+                                                            ", ".join(self.fields))
+
+
+class Derivative:
+    """d term / d field at the cell (Term.jacobian)."""
+
+    def __init__(self, term, field):
+        self.term, self.field = term, field
+        self.fields, self.shape, self.cells, self.dim = term.fields, term.shape, term.cells, term.dim
+        self._what = "%s.jacobian(%r)" % (term._what, field)
+        self._name = field.encode()
+
+    def __call__(self, out=None, t=0.0, **inputs):
+        arrays, ptrs, out = _Inputs.gather(self, inputs, out)
+        term = self.term
+        t = _number(t, "t")
+        with term._lock:
+            status = lib.pj_term_jacobian(term._h, self._name, ptrs, t, ffi.cast("double *", ffi.from_buffer(out)),
+                                          term._err, _ERR_LEN)
+            _check(status, term._err)
+        return out

@@ -1,0 +1,273 @@
+# test_sim.py — problems and simulations from Python: metadata, params, zero-copy field views that
+# write through, advance() with the GIL released, hot swap, run() with outputs, and errors that
+# raise (never crash).
+import gc
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import pdejit
+from conftest import SAMPLES, rss_bytes
+
+DIFFUSION_1D = """mesh grid(nx = 8, Lx = 8)
+param D = 1, twice = 2*D
+field u = 0
+eq dt(u) = D*lap(u)
+periodic x
+time dt = 0.25, until = 1
+"""
+
+
+def test_problem_metadata():
+    p = pdejit.compile(SAMPLES / "gray_scott.pde")
+    assert p.dim == 2 and p.shape == (128, 128) and p.cells == 128 * 128
+    assert p.fields == ("u", "v")
+    assert p.params == {"Du": 2e-5, "Dv": 1e-5, "F": 0.035, "k": 0.065}
+    assert p.dt == 1 and p.until == 2000 and p.steps is None and p.has_output
+    assert p.length == (2.5, 2.5)
+    p3 = pdejit.compile(SAMPLES / "heat3d.pde")
+    assert p3.shape == (24, 24, 24)
+    q = pdejit.compile("mesh grid(nx = 5, ny = 3, nz = 2)\nfield a, b\n")
+    assert q.shape == (2, 3, 5) and q.fields == ("a", "b") and q.dt is None and not q.has_output
+
+
+def test_compile_from_path_and_text_agree():
+    path = SAMPLES / "heat1d.pde"
+    a = pdejit.compile(str(path))
+    b = pdejit.compile(path.read_text(), name="heat1d.pde")
+    assert a.fields == b.fields and a.params == b.params and a.name == str(path)
+
+
+def test_problem_error_has_diagnostic_and_caret():
+    with pytest.raises(pdejit.ProblemError) as e:
+        pdejit.compile("mesh grid(nx = 4)\nfield u = 1\neq dt(u) = lap(w)\n", name="bad.pde")
+    assert str(e.value) == ("bad.pde:3:16: error: undefined name 'w'\n"
+                            "    eq dt(u) = lap(w)\n"
+                            "                   ^\n"
+                            "1 error")
+    assert isinstance(e.value, ValueError) and e.value.status == 2
+
+
+def test_params_get_set_and_dependents():
+    sim = pdejit.compile(DIFFUSION_1D).simulate()
+    assert dict(sim.params) == {"D": 1.0, "twice": 2.0}
+    sim.params["D"] = 3
+    assert sim.params["D"] == 3.0 and sim.params["twice"] == 6.0  # re-evaluated by the library
+    with pytest.raises(KeyError):
+        sim.params["nope"] = 1.0
+    with pytest.raises(KeyError):
+        sim.params["nope"]
+    with pytest.raises(TypeError):
+        sim.params["D"] = "fast"
+
+
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_view_writes_through_and_next_step_sees_it(backend):
+    sim = pdejit.compile(DIFFUSION_1D).simulate(backend=backend)
+    u = sim.fields["u"]
+    assert u.shape == (8,) and u.dtype == np.float64 and not u.flags.owndata
+    assert (u == 0).all()
+    u[3] = 1.0  # a delta, written into the simulation's buffer
+    sim.advance(0.25)
+    assert sim.t == 0.25 and sim.steps == 1
+    # one Euler step of u_t = u_xx (h = 1, dt = 1/4): exact in binary
+    expect = np.zeros(8)
+    expect[2:5] = [0.25, 0.5, 0.25]
+    assert sim.fields["u"].tolist() == expect.tolist()
+
+
+def test_views_2d_3d_and_single_precision():
+    sim = pdejit.compile("mesh grid(nx = 5, ny = 3, nz = 2)\nfield a = x + 10*y + 100*z\n").simulate(backend="interp")
+    a = sim.fields["a"]
+    assert a.shape == (2, 3, 5)
+    h = 1.0 / np.array([5, 3, 2])  # unit lengths by default
+    z, y, x = np.meshgrid((np.arange(2) + 0.5) * h[2], (np.arange(3) + 0.5) * h[1], (np.arange(5) + 0.5) * h[0],
+                          indexing="ij")
+    np.testing.assert_allclose(a, x + 10 * y + 100 * z, rtol=1e-15)
+    s = pdejit.compile(SAMPLES / "gray_scott.pde").simulate(precision="single", threads=1)
+    v = s.fields["v"]
+    assert v.dtype == np.float32 and v.shape == (128, 128)
+    assert v.strides[1] == 4 and v.strides[0] >= 128 * 4
+
+
+def test_view_keeps_simulation_alive():
+    sim = pdejit.compile(DIFFUSION_1D).simulate()
+    u = sim.fields["u"]
+    u[:] = 7.0
+    del sim
+    gc.collect()
+    assert u.sum() == 56.0  # the buffers live as long as the array
+
+
+def test_advance_releases_the_gil():
+    sim = pdejit.compile(SAMPLES / "heat3d.pde").simulate(backend="interp", threads=1)
+    done = threading.Event()
+
+    def stepping():
+        sim.advance(0.01)  # 50 steps of the interpreter on 24^3 cells: a few hundred ms
+        done.set()
+
+    th = threading.Thread(target=stepping)
+    t0 = time.perf_counter()
+    th.start()
+    spins = 0
+    while not done.is_set():
+        spins += 1
+    th.join()
+    elapsed = time.perf_counter() - t0
+    assert sim.steps == 50
+    # with the GIL held through the C call this thread could not run at all while it stepped
+    assert elapsed > 0.05 and spins > 10000, (elapsed, spins)
+
+
+def test_redefine_hot_swap():
+    text = ("mesh grid(nx = 4)\nfunc r(s) = s\nfield u = 1\neq dt(u) = r(u)\ntime dt = 0.5\n")
+    sim = pdejit.compile(text).simulate()
+    sim.advance(0.5)
+    assert sim.fields["u"].tolist() == [1.5] * 4
+    sim.redefine("func r(s) = 2*s")
+    sim.advance(1.0)
+    assert sim.fields["u"].tolist() == [3.0] * 4  # 1.5 + 0.5 * 2 * 1.5
+    with pytest.raises(pdejit.ProblemError) as e:
+        sim.redefine("func r(s) = 2*q")
+    assert str(e.value).startswith("<redefine>:1:")
+    assert "undefined name 'q'" in str(e.value) and "^" in str(e.value)
+    sim.advance(1.5)  # runs on with the previous definition
+    assert sim.fields["u"].tolist() == [6.0] * 4
+
+
+def test_run_with_outputs(in_tmp):
+    sim = pdejit.compile(SAMPLES / "robin.pde").simulate()
+    res = sim.run(out_dir="snaps")
+    assert res.t == 3.0 and res.steps == 30000 and res.snapshots == 4  # t = 0, 1, 2, 3
+    assert sorted(os.listdir("snaps"))[:2] == ["snapshot_000000.csv", "snapshot_000001.csv"]
+    x = (np.arange(50) + 0.5) / 50
+    np.testing.assert_allclose(sim.fields["u"], 1 - 2 * x / 3, atol=2e-3)  # the steady line
+    quiet = pdejit.compile(SAMPLES / "robin.pde").simulate().run(outputs=False, steps=10)
+    assert quiet.snapshots == 0 and quiet.steps == 10
+    default = pdejit.compile(SAMPLES / "robin.pde").simulate().run(steps=1)
+    assert default.snapshots == 2 and os.path.isdir("robin.out")
+
+
+def test_bad_arguments_raise():
+    p = pdejit.compile(DIFFUSION_1D)
+    with pytest.raises(pdejit.InputError, match="unknown back end 'gpu'"):
+        p.simulate(backend="gpu")
+    with pytest.raises(pdejit.InputError):
+        p.simulate(precision="half")
+    with pytest.raises(pdejit.InputError):
+        p.simulate(threads=-1)
+    with pytest.raises(TypeError):
+        p.simulate(backend=3)
+    sim = p.simulate()
+    with pytest.raises(KeyError):
+        sim.fields["w"]
+    with pytest.raises(pdejit.InputError):
+        sim.advance(float("nan"))
+    with pytest.raises(pdejit.InputError):
+        sim.advance(1.0, dt=-1)
+    sim.advance(1.0)
+    with pytest.raises(pdejit.InputError):
+        sim.advance(0.5)  # the past
+    with pytest.raises(TypeError):
+        sim.advance("soon")
+    with pytest.raises(TypeError):
+        pdejit.compile(42)
+    with pytest.raises(FileNotFoundError):
+        pdejit.compile("no_such_file.pde")
+    with pytest.raises(pdejit.ProblemError):
+        pdejit.compile("mesh grid(nx = 4)\nfield u\n", scheme="rk9")
+    nodt = pdejit.compile("mesh grid(nx = 4)\nfield u\n").simulate()
+    with pytest.raises(pdejit.InputError, match="no dt"):
+        nodt.advance(1.0)
+    with pytest.raises(pdejit.InputError, match="no time step"):
+        nodt.run()
+    with pytest.raises(TypeError):
+        sim.redefine(None)
+
+
+def test_blow_up_raises_run_error():
+    sim = pdejit.compile("mesh grid(nx = 4)\nfield u = 1\neq dt(u) = u*u*1e300\ntime dt = 1\n").simulate()
+    with pytest.raises(pdejit.RunError, match="u"):
+        sim.advance(10.0)
+
+
+def test_cuda_unavailable_or_working():
+    p = pdejit.compile(DIFFUSION_1D)
+    try:
+        sim = p.simulate(backend="cuda")
+    except pdejit.UnavailableError as e:
+        assert "cuda" in str(e)
+        return
+    u = sim.fields["u"]  # a GPU is here: a device array without a copy
+    iface = u.__cuda_array_interface__
+    assert iface["shape"] == (8,) and iface["typestr"] == "<f8" and iface["data"][0] != 0
+
+
+def test_interrupt_from_another_thread():
+    sim = pdejit.compile(SAMPLES / "heat3d.pde").simulate(backend="interp", threads=1)
+    timer = threading.Timer(0.05, sim.interrupt)
+    timer.start()
+    with pytest.raises(pdejit.Interrupted):
+        sim.advance(1e6 * 0.0002)
+    timer.join()
+    assert 0 < sim.steps < 1e6
+
+
+def test_thousand_swaps_leave_memory_flat():
+    text = "mesh grid(nx = 64)\nfunc r(s) = s\nfield u = 1\neq dt(u) = -r(u)\ntime dt = 0.01\n"
+    sim = pdejit.compile(text).simulate()
+    defs = ["func r(s) = 2*s", "func r(s) = s/2"]
+    for i in range(100):  # warm: both kernels compiled and cached
+        sim.redefine(defs[i % 2])
+    gc.collect()
+    before = rss_bytes()
+    for i in range(1000):
+        sim.redefine(defs[i % 2])
+        if i % 100 == 0:
+            sim.advance(sim.t + 0.01)
+    gc.collect()
+    grown = rss_bytes() - before
+    assert grown < 4 << 20, "resident memory grew by %d bytes over 1000 swaps" % grown
+
+
+def test_redefine_while_advancing_on_another_thread():
+    text = ("mesh grid(nx = 20000)\nfunc r(s) = 0\nfield u = 1\neq dt(u) = r(u) + 1e-3*lap(u)\n"
+            "time dt = 0.001\n")
+    sim = pdejit.compile(text).simulate(backend="interp", threads=1)
+    th = threading.Thread(target=sim.advance, args=(0.5,))  # 500 interpreted steps
+    th.start()
+    while sim.steps < 5 and th.is_alive():
+        time.sleep(0.001)
+    sim.redefine("func r(s) = 1")  # taken between two steps while the other thread steps
+    th.join()
+    u = sim.fields["u"]
+    assert sim.t == 0.5
+    # u grew by 1 per unit time from the swap on: 1 + (0.5 - t_swap), the swap after step 5
+    assert 1.0 < u[0] <= 1.495 and np.all(u == u[0]), u[0]
+
+
+CTRL_C = r"""
+import os, signal, sys, threading, time
+import pdejit
+sim = pdejit.compile(sys.argv[1]).simulate(backend="interp", threads=1)
+threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    sim.advance(1e5)
+    print("finished")
+except KeyboardInterrupt as e:
+    steps = sim.steps
+    sim.advance(sim.t + 0.001)  # still usable; Python's handler is back
+    print("interrupted", steps > 0, sim.steps == steps + 5, signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+"""
+
+
+def test_ctrl_c_stops_advance_at_a_step_boundary():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", CTRL_C, str(SAMPLES / "heat3d.pde")], capture_output=True, text=True,
+                       timeout=60)
+    assert r.stdout.strip() == "interrupted True True True", r.stdout + r.stderr

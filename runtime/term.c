@@ -1,0 +1,372 @@
+/* term.c — text-defined terms on the caller's arrays (pj_term_*, include/pdejit.h).
+ *
+ * A term is a generated problem: the inputs are fields without an eq, the expression is the eq of
+ * one more field (`term__`), the boundary treatment is `periodic` on the periodic axes and the
+ * default zero-flux mirror elsewhere, the scheme Euler. Evaluating it is that problem's one stage
+ * kernel (U + dt·F with U = 0 and dt = 1, which is F exactly) run once on a sim (sim_run_kernel:
+ * ghost fill of slot 0, the kernel on the sim's threads, no step) and read from slot 1; slot 0's
+ * `term__` is never written, so it stays 0. The kernel is compiled by the CPU back end through the
+ * kernel cache like every stage kernel. The derivative with respect to an input at the cell is
+ * one output of derive.c's Jacobian of the problem's rhs kernel; that kernel is compiled the same
+ * way (per field, on first use) and run with the sim's buffers and two scratch buffers (the wanted
+ * derivative and one that every other derivative output is written to). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cpu_backend.h"
+#include "derive.h"
+#include "diag.h"
+#include "pdejit.h"
+#include "program.h"
+#include "sim.h"
+
+#define TERM_OUT "term__"
+
+typedef struct term_jac {
+    cpu_backend *cpu;      /* NULL until first used */
+    kir_kernel *k;         /* the Jacobian of the rhs kernel */
+    int entry;             /* its output holding d term / d field at offset 0, -1: zero */
+} term_jac;
+
+struct pj_term {
+    pj_program *p;
+    sim *s;
+    cpu_backend *cpu;
+    int n_inputs;          /* fields 0 .. n_inputs - 1; the term is field n_inputs */
+    int64_t cells;
+    int threads;
+    int from_cache;
+    term_jac *jac;         /* per input */
+    double *scratch[2];    /* Jacobian outputs, in the sim's layout (allocated on first use) */
+};
+
+static int is_identifier(const char *s)
+{
+    if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+    for (s++; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return 0;
+    return 1;
+}
+
+/* A growing text; NULL data after a failed allocation. */
+typedef struct text { char *data; size_t len, cap; int failed; } text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...)
+{
+    if (t->failed) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->data ? t->data + t->len : NULL, t->data ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) { t->failed = 1; return; }
+        if (t->data && t->len + (size_t)n < t->cap) { t->len += (size_t)n; return; }
+        size_t cap = (t->cap + (size_t)n + 1) * 2;
+        char *d = realloc(t->data, cap);
+        if (!d) { t->failed = 1; return; }
+        t->data = d;
+        t->cap = cap;
+        if (t->len == 0) t->data[0] = 0;
+    }
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+static pj_status fail(char **diagnostics, pj_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static pj_status fail(char **diagnostics, pj_status st, const char *fmt, ...)
+{
+    if (diagnostics) {
+        char buf[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        size_t n = strlen(buf) + 32;
+        *diagnostics = malloc(n);
+        if (*diagnostics) snprintf(*diagnostics, n, "<term>: error: %s\n1 error\n", buf);
+    }
+    return st;
+}
+
+/* A length L along an axis of n cells with L / n as near h as can be (the sim's spacing is then
+ * set to h exactly, sim_set_spacing). */
+static double length_for(double h, int64_t n)
+{
+    double l = h * (double)n;
+    for (int i = 0; i < 4 && l / (double)n != h; i++) l = nextafter(l, l / (double)n < h ? INFINITY : 0);
+    return l;
+}
+
+void pj_term_free(pj_term *t)
+{
+    if (!t) return;
+    for (int f = 0; t->jac && f < t->n_inputs; f++) {
+        cpu_backend_destroy(t->jac[f].cpu);
+        kir_free(t->jac[f].k);
+    }
+    free(t->jac);
+    free(t->scratch[0]);
+    free(t->scratch[1]);
+    sim_destroy(t->s);
+    cpu_backend_destroy(t->cpu);
+    program_free(t->p);
+    free(t);
+}
+
+pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **out, char **diagnostics)
+{
+    static const char axis_name[3] = {'x', 'y', 'z'};
+    if (diagnostics) *diagnostics = NULL;
+    if (out) *out = NULL;
+    if (!expr || !o || !out) return fail(diagnostics, PJ_ERR_INPUT, "pj_term_compile: NULL argument");
+    if (o->dim < 1 || o->dim > 3)
+        return fail(diagnostics, PJ_ERR_INPUT, "the grid must have 1, 2 or 3 axes, not %d", o->dim);
+    if (o->n_fields < 1 || !o->fields) return fail(diagnostics, PJ_ERR_INPUT, "a term needs at least one input field");
+    if (o->n_params < 0 || (o->n_params && (!o->params || !o->param_values)))
+        return fail(diagnostics, PJ_ERR_INPUT, "params: names and values are needed");
+    int n_names = o->n_fields + o->n_params;
+    for (int i = 0; i < n_names; i++) {
+        const char *name = i < o->n_fields ? o->fields[i] : o->params[i - o->n_fields];
+        if (!is_identifier(name) || strlen(name) > 64)
+            return fail(diagnostics, PJ_ERR_INPUT, "'%s' is not a name for a %s", name ? name : "(null)",
+                        i < o->n_fields ? "field" : "param");
+        if (!strcmp(name, TERM_OUT)) return fail(diagnostics, PJ_ERR_INPUT, "'%s' is reserved", name);
+        for (int j = 0; j < i; j++) {
+            const char *other = j < o->n_fields ? o->fields[j] : o->params[j - o->n_fields];
+            if (!strcmp(name, other)) return fail(diagnostics, PJ_ERR_INPUT, "'%s' is given twice", name);
+        }
+        if (i >= o->n_fields && !isfinite(o->param_values[i - o->n_fields]))
+            return fail(diagnostics, PJ_ERR_INPUT, "param %s is not a finite number", name);
+    }
+    double length[3];
+    for (int a = 0; a < o->dim; a++) {
+        if (o->n[a] < 1 || o->n[a] > ((int64_t)1 << 40))
+            return fail(diagnostics, PJ_ERR_INPUT, "the grid needs at least one cell along %c", axis_name[a]);
+        if (!(o->h[a] > 0) || !isfinite(o->h[a]))
+            return fail(diagnostics, PJ_ERR_INPUT, "the spacing along %c must be a positive number", axis_name[a]);
+        if ((unsigned)o->boundary[a] > PJ_TERM_PERIODIC)
+            return fail(diagnostics, PJ_ERR_INPUT, "unknown boundary treatment %d along %c", (int)o->boundary[a],
+                        axis_name[a]);
+        length[a] = length_for(o->h[a], o->n[a]);
+        if (!isfinite(length[a]))
+            return fail(diagnostics, PJ_ERR_INPUT, "the spacing along %c is too large", axis_name[a]);
+    }
+
+    /* the problem: definitions first (their lines are the user's), then the grid, the inputs, the
+       term's eq with the expression alone on its lines (its columns are the user's) */
+    const char *defs = o->definitions ? o->definitions : "";
+    text tx = {0};
+    put(&tx, "%s", defs);
+    if (defs[0] && defs[strlen(defs) - 1] != '\n') put(&tx, "\n");
+    put(&tx, "mesh grid(");
+    for (int a = 0; a < o->dim; a++) put(&tx, "n%c = %lld, ", axis_name[a], (long long)o->n[a]);
+    for (int a = 0; a < o->dim; a++) put(&tx, "L%c = %.17g%s", axis_name[a], length[a], a + 1 < o->dim ? ", " : ")\n");
+    for (int i = 0; i < o->n_params; i++)
+        put(&tx, "%s%s = %.17g%s", i ? "" : "param ", o->params[i], o->param_values[i],
+            i + 1 < o->n_params ? ", " : "\n");
+    put(&tx, "field ");
+    for (int f = 0; f < o->n_fields; f++) put(&tx, "%s, ", o->fields[f]);
+    put(&tx, "%s\n", TERM_OUT);
+    int any_periodic = 0;
+    for (int a = 0; a < o->dim; a++)
+        if (o->boundary[a] == PJ_TERM_PERIODIC) {
+            put(&tx, "%s%c", any_periodic ? ", " : "periodic ", axis_name[a]);
+            any_periodic = 1;
+        }
+    if (any_periodic) put(&tx, "\n");
+    put(&tx, "eq dt(%s) = (\n", TERM_OUT);
+    int expr_line = tx.failed ? 0 : count_lines(tx.data) + 1;
+    put(&tx, "%s\n)\n", expr);
+    if (tx.failed) {
+        free(tx.data);
+        return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
+    }
+
+    diag d;
+    diag_init(&d, "<definitions>", tx.data, tx.len);
+    diag_set_part(&d, expr_line, "<term>");
+    pj_compile_options copt = {.scheme = PJ_EULER, .scheme_set = 1};
+    pj_program *p = compile_problem("<term>", tx.data, tx.len, &d, &copt);
+    if (!p) {
+        if (d.errors) diag_append(&d, "%d error%s\n", d.errors, d.errors == 1 ? "" : "s");
+        if (diagnostics && d.log) *diagnostics = strdup(d.log);
+        pj_status st = d.out_of_memory ? PJ_ERR_MEMORY : PJ_ERR_INPUT;
+        diag_free(&d);
+        free(tx.data);
+        return st;
+    }
+    diag_free(&d);
+    free(tx.data);
+
+    char err[512] = "";
+    pj_term *t = calloc(1, sizeof *t);
+    if (!t) {
+        program_free(p);
+        return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
+    }
+    t->p = p;
+    t->n_inputs = o->n_fields;
+    t->threads = o->threads;
+    t->cells = p->n[0] * p->n[1] * p->n[2];
+    t->jac = calloc((size_t)o->n_fields, sizeof *t->jac);
+    sim_options so = {0, o->threads, NULL};
+    if (!t->jac || !(t->s = sim_create(p, &so, err, sizeof err))) {
+        pj_status st = t->jac ? PJ_ERR_INPUT : PJ_ERR_MEMORY;
+        pj_term_free(t);
+        return fail(diagnostics, st, "%s", err[0] ? err : "out of memory");
+    }
+    cpu_backend_options bo = {0, 0, NULL};
+    t->cpu = cpu_backend_create(&bo, err, sizeof err);
+    if (!t->cpu || cpu_backend_prepare(t->cpu, p, err, sizeof err) < 0) {
+        pj_term_free(t);
+        return fail(diagnostics, PJ_ERR_BACKEND, "%s", err);
+    }
+    int nk = 0;
+    const kernel_timing *tm = cpu_backend_timings(t->cpu, &nk);
+    t->from_cache = nk > 0 && tm && tm[0].from_cache;
+    cpu_backend_install(t->cpu, t->s);
+    sim_set_spacing(t->s, o->h); /* sim_create zeroed every buffer: slot 0's term__ stays 0 */
+    *out = t;
+    return PJ_OK;
+}
+
+static pj_status load_inputs(pj_term *t, const double *const *inputs, double *out, char *err, size_t err_len)
+{
+    if (!t || !inputs || !out) {
+        diag_set(err, err_len, "pj_term: NULL argument");
+        return PJ_ERR_INPUT;
+    }
+    for (int f = 0; f < t->n_inputs; f++) {
+        if (!inputs[f]) {
+            diag_set(err, err_len, "pj_term: input %s is NULL", t->p->field_names[f]);
+            return PJ_ERR_INPUT;
+        }
+        sim_set_field(t->s, f, inputs[f]);
+    }
+    return PJ_OK;
+}
+
+pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, double *out, char *err, size_t err_len)
+{
+    pj_status st = load_inputs(t, inputs, out, err, err_len);
+    if (st != PJ_OK) return st;
+    const pj_stage *stage = &t->p->stages[0];
+    if (sim_run_kernel(t->s, stage->read_slot, time, 1.0, NULL, NULL, 0, stage->kernel, NULL) < 0) {
+        diag_set(err, err_len, "%s", sim_error(t->s));
+        return PJ_ERR_RUN;
+    }
+    sim_get_field(t->s, t->p->n_fields + t->n_inputs, out); /* slot 1 */
+    return PJ_OK;
+}
+
+/* The Jacobian of field f's derivative, compiled on first use. */
+static pj_status prepare_jacobian(pj_term *t, int f, char *err, size_t err_len)
+{
+    term_jac *j = &t->jac[f];
+    if (j->cpu) return PJ_OK;
+    derive_entry *entries = NULL;
+    int n = 0;
+    kir_kernel *k = derive_jacobian(t->p->rhs, &entries, &n, err, err_len);
+    if (!k) return PJ_ERR_BACKEND;
+    if (k->n_slots > t->p->n_slots || k->n_fields != t->p->n_fields) { /* it reads the sim's buffers */
+        free(entries);
+        kir_free(k);
+        diag_set(err, err_len, "pj_term_jacobian: the Jacobian kernel reads %d slots, the term has %d", k->n_slots,
+                 t->p->n_slots);
+        return PJ_ERR_BACKEND;
+    }
+    j->entry = -1;
+    for (int e = 0; e < n; e++)
+        if (entries[e].out_field == t->n_inputs && entries[e].field == f && entries[e].slot == 0 &&
+            !entries[e].off[0] && !entries[e].off[1] && !entries[e].off[2])
+            j->entry = e;
+    free(entries);
+    /* a program whose one stage is the Jacobian kernel, for the CPU back end and its cache */
+    pj_program jp = *t->p;
+    pj_stage stage = {k, 0, 0};
+    jp.stages = &stage;
+    jp.n_stages = 1;
+    cpu_backend_options bo = {0, 0, NULL};
+    cpu_backend *cpu = cpu_backend_create(&bo, err, err_len);
+    if (!cpu || cpu_backend_prepare(cpu, &jp, err, err_len) < 0) {
+        cpu_backend_destroy(cpu);
+        kir_free(k);
+        return PJ_ERR_BACKEND;
+    }
+    const kir_launch *L = sim_launch(t->s);
+    int64_t last = (L->n[0] - 1) + (L->n[1] - 1) * L->stride[1] + (L->n[2] - 1) * L->stride[2] + 1;
+    size_t bytes = ((size_t)last * sizeof(double) + 63) / 64 * 64;
+    for (int i = 0; i < 2; i++)
+        if (!t->scratch[i] && !(t->scratch[i] = aligned_alloc(64, bytes))) {
+            cpu_backend_destroy(cpu);
+            kir_free(k);
+            diag_set(err, err_len, "out of memory");
+            return PJ_ERR_MEMORY;
+        }
+    j->cpu = cpu;
+    j->k = k;
+    return PJ_OK;
+}
+
+pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *inputs, double time, double *out,
+                           char *err, size_t err_len)
+{
+    pj_status st = load_inputs(t, inputs, out, err, err_len);
+    if (st != PJ_OK) return st;
+    int f = -1;
+    for (int i = 0; field && i < t->n_inputs; i++)
+        if (!strcmp(t->p->field_names[i], field)) f = i;
+    if (f < 0) {
+        diag_set(err, err_len, "pj_term_jacobian: the term has no input '%s'", field ? field : "(null)");
+        return PJ_ERR_INPUT;
+    }
+    if ((st = prepare_jacobian(t, f, err, err_len)) != PJ_OK) return st;
+    term_jac *j = &t->jac[f];
+    if (j->entry < 0) {
+        memset(out, 0, sizeof(double) * (size_t)t->cells);
+        return PJ_OK;
+    }
+    /* the sim's buffers, then one buffer per derivative output: the wanted one, or scratch */
+    kir_launch L = *sim_launch(t->s);
+    int nbuf = j->k->n_slots * j->k->n_fields;
+    void **buf = malloc(sizeof(void *) * (size_t)(nbuf + j->k->n_outputs));
+    if (!buf) {
+        diag_set(err, err_len, "out of memory");
+        return PJ_ERR_MEMORY;
+    }
+    memcpy(buf, L.buf, sizeof(void *) * (size_t)nbuf);
+    for (int o = 0; o < j->k->n_outputs; o++) buf[nbuf + o] = t->scratch[o == j->entry ? 0 : 1];
+    int32_t nonfinite = 0;
+    L.buf = buf;
+    L.nonfinite = &nonfinite;
+    int rc = sim_run_kernel(t->s, 0, time, 1.0, cpu_backend_run, j->cpu, 0, j->k, &L);
+    free(buf);
+    if (rc < 0) {
+        diag_set(err, err_len, "%s", sim_error(t->s));
+        return PJ_ERR_RUN;
+    }
+    const double *d = t->scratch[0];
+    for (int64_t k = 0; k < L.n[2]; k++)
+        for (int64_t jj = 0; jj < L.n[1]; jj++) {
+            const double *row = d + jj * L.stride[1] + k * L.stride[2];
+            memcpy(out, row, sizeof(double) * (size_t)L.n[0]);
+            out += L.n[0];
+        }
+    return PJ_OK;
+}
+
+pj_status pj_term_set_param(pj_term *t, const char *name, double value)
+{
+    return t && name && sim_set_param(t->s, name, value) == 0 ? PJ_OK : PJ_ERR_INPUT;
+}
+
+int pj_term_from_cache(const pj_term *t) { return t ? t->from_cache : 0; }
