@@ -87,8 +87,8 @@ typedef struct pj_sim_options {
     int threads;           /* 0: all cores */
     int fast_math;         /* CPU back end: allow reassociation and FMA */
     const char *solver_options; /* implicit schemes: options for PETSc ("-ksp_type cg -pc_type gamg"),
-                                   after the problem's solver statement; NULL for none. They go
-                                   into PETSc's process-wide options database. */
+                                   after the problem's solver statement; NULL for none. They are
+                                   this simulation's own (not PETSc's process-wide database). */
 } pj_sim_options;
 
 /* A simulation at t = 0 with the initial values. options may be NULL. PJ_ERR_UNAVAILABLE when the

@@ -93,6 +93,7 @@ struct implicit_solver {
     DM da;
     Vec X, R;
     Mat J;
+    PetscOptions opts;     /* this solver's options (the solver statement, --solver-options) */
     TS ts;                 /* time steps */
     SNES snes;             /* steady: F(U) = 0 */
     double *alpha;         /* [dof][elems]: d ghost / d its interior cell (grid buffers' layout) */
@@ -372,36 +373,53 @@ static PetscErrorCode snes_jacobian(SNES snes, Vec U, Mat A, Mat B, void *ctx)
     return assemble(q, sim_time(q->s), U, B);
 }
 
-/* The solver statement, then the user's options (later ones win). */
-static int insert_options(const pj_program *p, const char *options, char *err, size_t len)
+/* The solver statement, then the user's options (later ones win), into this solver's own options
+ * database: two simulations in one process never see each other's options. */
+static int insert_options(PetscOptions o, const pj_program *p, const char *options, char *err, size_t len)
 {
     char buf[256];
     if (p->solver_rtol > 0) {
         snprintf(buf, sizeof buf, "%.17g", p->solver_rtol);
-        PetscOptionsSetValue(NULL, "-snes_rtol", buf);
+        PetscOptionsSetValue(o, "-snes_rtol", buf);
     }
     if (p->solver_atol > 0) {
         snprintf(buf, sizeof buf, "%.17g", p->solver_atol);
-        PetscOptionsSetValue(NULL, "-snes_atol", buf);
+        PetscOptionsSetValue(o, "-snes_atol", buf);
     }
     if (p->solver_max_it > 0) {
         snprintf(buf, sizeof buf, "%d", p->solver_max_it);
-        PetscOptionsSetValue(NULL, "-snes_max_it", buf);
+        PetscOptionsSetValue(o, "-snes_max_it", buf);
     }
-    if (p->solver_linear) PetscOptionsSetValue(NULL, "-ksp_type", p->solver_linear);
+    if (p->solver_linear) PetscOptionsSetValue(o, "-ksp_type", p->solver_linear);
     if (p->solver_pc) {
         const char *pc = p->solver_pc;
-        if (!strcmp(pc, "hypre")) PetscOptionsSetValue(NULL, "-pc_hypre_type", "boomeramg");
-        if (!strcmp(pc, "mg")) PetscOptionsSetValue(NULL, "-pc_mg_galerkin", "pmat");
-        PetscOptionsSetValue(NULL, "-pc_type", pc);
+        if (!strcmp(pc, "hypre")) PetscOptionsSetValue(o, "-pc_hypre_type", "boomeramg");
+        if (!strcmp(pc, "mg")) PetscOptionsSetValue(o, "-pc_mg_galerkin", "pmat");
+        PetscOptionsSetValue(o, "-pc_type", pc);
     }
     if (options && *options) {
-        PetscErrorCode e = PetscOptionsInsertString(NULL, options);
+        PetscErrorCode e = PetscOptionsInsertString(o, options);
         if (e) {
             diag_set(err, len, "--solver-options \"%s\": PETSc cannot read these options", options);
             return -1;
         }
     }
+    return 0;
+}
+
+/* Every object that reads options takes them from the solver's own database. */
+static PetscErrorCode use_options(implicit_solver *q, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    SNESLineSearch ls;
+    PetscCall(PetscObjectSetOptions((PetscObject)snes, q->opts));
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(PetscObjectSetOptions((PetscObject)ksp, q->opts));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PetscObjectSetOptions((PetscObject)pc, q->opts));
+    PetscCall(SNESGetLineSearch(snes, &ls));
+    PetscCall(PetscObjectSetOptions((PetscObject)ls, q->opts));
     return 0;
 }
 
@@ -464,10 +482,12 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
     CHECK(VecDuplicate(q->X, &q->R), "VecDuplicate");
     CHECK(DMCreateMatrix(q->da, &q->J), "DMCreateMatrix");
     CHECK(MatSetOption(q->J, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE), "MatSetOption");
-    if (insert_options(p, options, err, len) < 0) goto fail;
+    CHECK(PetscOptionsCreate(&q->opts), "PetscOptionsCreate");
+    if (insert_options(q->opts, p, options, err, len) < 0) goto fail;
 
     if (p->scheme == PJ_STEADY) {
         CHECK(SNESCreate(PETSC_COMM_SELF, &q->snes), "SNESCreate");
+        CHECK(use_options(q, q->snes), "PetscObjectSetOptions");
         CHECK(SNESSetDM(q->snes, q->da), "SNESSetDM");
         CHECK(SNESSetFunction(q->snes, q->R, snes_rhs, q), "SNESSetFunction");
         CHECK(SNESSetJacobian(q->snes, q->J, q->J, snes_jacobian, q), "SNESSetJacobian");
@@ -475,6 +495,13 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
         CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
     } else {
         CHECK(TSCreate(PETSC_COMM_SELF, &q->ts), "TSCreate");
+        CHECK(PetscObjectSetOptions((PetscObject)q->ts, q->opts), "PetscObjectSetOptions");
+        SNES ts_snes;
+        TSAdapt ts_adapt;
+        CHECK(TSGetSNES(q->ts, &ts_snes), "TSGetSNES");
+        CHECK(use_options(q, ts_snes), "PetscObjectSetOptions");
+        CHECK(TSGetAdapt(q->ts, &ts_adapt), "TSGetAdapt");
+        CHECK(PetscObjectSetOptions((PetscObject)ts_adapt, q->opts), "PetscObjectSetOptions");
         CHECK(TSSetDM(q->ts, q->da), "TSSetDM");
         CHECK(TSSetProblemType(q->ts, TS_NONLINEAR), "TSSetProblemType");
         if (p->scheme == PJ_BEULER) CHECK(TSSetType(q->ts, TSBEULER), "TSSetType");
@@ -536,6 +563,7 @@ void implicit_destroy(implicit_solver *q)
     if (q->X) VecDestroy(&q->X);
     if (q->R) VecDestroy(&q->R);
     if (q->da) DMDestroy(&q->da);
+    if (q->opts) PetscOptionsDestroy(&q->opts);
     free(q->unknown);
     free(q->field_of);
     free(q->alpha);

@@ -374,6 +374,36 @@ static void interp_and_cpu_agree(void **state)
     assert_memory_equal(out[0], out[1], sizeof out[0]);
 }
 
+/* Each simulation's solver options are its own: an LU solve in one leaves the next on GMRES. */
+static void options_stay_with_their_simulation(void **state)
+{
+    (void)state;
+    const char *base = "mesh grid(nx = 40, ny = 40)\nfield u = sin(pi*x)*sin(pi*y)\neq dt(u) = lap(u)\non all: u = 0\n"
+                       "time dt = 0.01, steps = 2, scheme = beuler\n";
+    int64_t linear[3];
+    for (int i = 0; i < 3; i++) {
+        char src[512];
+        snprintf(src, sizeof src, "%s%s", base, i == 1 ? "solver linear = preonly, pc = lu\n" : "");
+        pj_problem *pr;
+        char *diags = NULL, err[512];
+        assert_int_equal(pj_problem_compile("o.pde", src, strlen(src), &pr, &diags), PJ_OK);
+        pj_sim *sim;
+        pj_sim_options so = {PJ_BACKEND_INTERP, 0, 1, 0, i == 2 ? "-ksp_type preonly -pc_type lu" : NULL};
+        assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+        assert_int_equal(pj_sim_advance(sim, 0.01, 0.02, err, sizeof err), PJ_OK);
+        pj_solver_stats st;
+        assert_int_equal(pj_sim_solver_stats(sim, &st), PJ_OK);
+        linear[i] = st.linear / (st.newton > 0 ? st.newton : 1);
+        pj_sim_free(sim);
+        pj_problem_free(pr);
+    }
+    printf("linear iterations per Newton iteration: default %lld, solver statement lu %lld, --solver-options lu %lld\n",
+           (long long)linear[0], (long long)linear[1], (long long)linear[2]);
+    assert_true(linear[0] > 3);
+    assert_true(linear[1] <= 1);
+    assert_true(linear[2] <= 1);
+}
+
 static int run_cli(const char *pde, const char *args, char **output)
 {
     char path[512], cmd[2048];
@@ -509,6 +539,7 @@ int main(void)
         cmocka_unit_test(steady_poisson_order_two),
         cmocka_unit_test(heat_from_a_wall_at_100x_the_limit),
         cmocka_unit_test(interp_and_cpu_agree),
+        cmocka_unit_test(options_stay_with_their_simulation),
         cmocka_unit_test(command_line),
         cmocka_unit_test(implicit_samples),
     };
