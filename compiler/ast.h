@@ -68,6 +68,7 @@ typedef struct ast_stmt {
     ast_word *words;       /* ST_FUNC/ST_FLUX: argument names; ST_ON: sides; ST_PERIODIC: axes */
     int n_words;
     ast_expr *lhs, *rhs;   /* ST_ON: lhs = rhs; ST_FUNC/ST_FLUX/ST_EQ: rhs */
+    ast_expr *lhs2, *rhs2; /* ST_ON: a second condition, lap(u) = value (fourth-order operators), or NULL */
 } ast_stmt;
 
 typedef struct ast_program {

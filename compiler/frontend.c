@@ -502,10 +502,31 @@ static void read_boundaries(compiler *C, pj_program *p)
             kir_add_output(k, 0, field, a);
             kir_add_output(k, 1, field, b);
             kir_add_output(k, 2, field, c);
+            int lap_value = -1;
+            if (st->lhs2) { /* on left: u = 0, lap(u) = VALUE */
+                const ast_expr *l2 = st->lhs2;
+                const char *fname = sema_lookup_field_name(C, field);
+                if (!(l2->kind == AST_CALL && !strcmp(l2->name, "lap") && l2->n_args == 1 &&
+                      l2->args[0]->kind == AST_NAME && !strcmp(l2->args[0]->name, fname))) {
+                    diag_error(C->d, l2->loc, "a second boundary condition is lap(%s) = value (for fourth-order operators)",
+                               fname);
+                    break;
+                }
+                lctx x2 = {.k = k, .where = IN_BC, .bc_field = field, .bc_side = side};
+                lap_value = lower_expr(C, &x2, st->rhs2);
+                if (lap_value < 0) break;
+                if (x2.bc_hit) {
+                    diag_error(C->d, st->rhs2->loc, "the value of lap(%s) on a boundary cannot depend on the fields", fname);
+                    break;
+                }
+                kir_add_output(k, 3, field, kir_as_f(k, lap_value));
+                p->bc[field][side].lap = 1;
+            }
             p->bc[field][side].kind = PJ_BC_LINEAR;
             p->bc[field][side].loc = st->loc;
             p->bc[field][side].constant = !kir_depends_on_place_or_time(k, a) && !kir_depends_on_place_or_time(k, b) &&
-                                          !kir_depends_on_place_or_time(k, c);
+                                          !kir_depends_on_place_or_time(k, c) &&
+                                          (lap_value < 0 || !kir_depends_on_place_or_time(k, lap_value));
         }
     }
 }

@@ -549,7 +549,7 @@ void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
         if (k->kind == KIR_PARAMS)
             fprintf(out, "  %s = %%%d\n", param_names ? param_names[o->field] : "param", o->node);
         else if (k->kind == KIR_BC)
-            fprintf(out, "  %c(%s) = %%%d\n", "abc"[o->slot], field_names ? field_names[o->field] : "f", o->node);
+            fprintf(out, "  %c(%s) = %%%d\n", "abcl"[o->slot & 3], field_names ? field_names[o->field] : "f", o->node);
         else if (k->kind == KIR_JACOBIAN)
             fprintf(out, "  store d%d = %%%d\n", i, o->node);
         else if (field_names)

@@ -30,6 +30,8 @@ typedef struct pj_stage {
 typedef struct pj_bc {
     pj_bc_kind kind;
     int constant;         /* LINEAR with a, b, c free of t and coordinates: evaluate once */
+    int lap;              /* LINEAR with a second condition lap(u) = value (output slot 3 of the bc
+                             kernel): the second ghost layer keeps it (fourth-order operators) */
     pj_loc loc;           /* where it was written (line 0: the default) */
 } pj_bc;
 

@@ -398,6 +398,8 @@ static void check_all_expressions(compiler *C)
         if (st->kind == ST_ON) {
             sema_check_expr(C, st->lhs, NULL);
             sema_check_expr(C, st->rhs, NULL);
+            if (st->lhs2) sema_check_expr(C, st->lhs2, NULL);
+            if (st->rhs2) sema_check_expr(C, st->rhs2, NULL);
         }
     }
 }

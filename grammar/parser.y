@@ -159,6 +159,9 @@ stmt
                             { $$ = stmt(ctx, ST_EQ, L(@1)); $$->eq_op = $2; $$->eq_op_loc = L(@2); $$->name = $4; $$->name_loc = L(@4); $$->rhs = $7; }
     | ON names ':' expr '=' expr
                             { $$ = stmt(ctx, ST_ON, L(@1)); set_words($$, $2); $$->lhs = $4; $$->rhs = $6; }
+    | ON names ':' expr '=' expr ',' expr '=' expr
+                            { $$ = stmt(ctx, ST_ON, L(@1)); set_words($$, $2); $$->lhs = $4; $$->rhs = $6;
+                              $$->lhs2 = $8; $$->rhs2 = $10; }
     | PERIODIC names        { $$ = stmt(ctx, ST_PERIODIC, L(@1)); set_words($$, $2); }
     | TIME kwargs           { $$ = stmt(ctx, ST_TIME, L(@1)); set_kwargs($$, $2); }
     | OUTPUT kwargs         { $$ = stmt(ctx, ST_OUTPUT, L(@1)); set_kwargs($$, $2); }

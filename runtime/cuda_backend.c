@@ -939,6 +939,14 @@ static void *ops_create(const pj_program *p, const engine_options *o, int *unava
         *unavailable = 1;
         return NULL;
     }
+    for (int f = 0; f < p->n_fields; f++)
+        for (int side = 0; side < 6; side++)
+            if (p->bc[f][side].lap) {
+                diag_set(err, len, "the cuda back end cannot fill a second boundary condition (lap(%s) = ...) yet: "
+                         "use --backend cpu", p->field_names[f]);
+                *unavailable = 1;
+                return NULL;
+            }
     cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir, .ghosts = &o->ghosts};
     cuda_sim *s = cuda_sim_create(p, &co, err, len);
     if (!s) *unavailable = !strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE));

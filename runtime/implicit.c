@@ -96,7 +96,8 @@ struct implicit_solver {
     PetscOptions opts;     /* this solver's options (the solver statement, --solver-options) */
     TS ts;                 /* time steps */
     SNES snes;             /* steady: F(U) = 0 */
-    double *alpha;         /* [dof][elems]: d ghost / d its interior cell (grid buffers' layout) */
+    double *alpha;         /* [dof][H + 2][elems]: per field, beta (the ghosts' constant part), the
+                              all-ones fill less beta, then alpha_k for k = 0 .. H-1 (measure_alpha) */
     int alpha_valid, alpha_const;
     MatStencil *cols;      /* one row's columns and values */
     PetscScalar *vals;
@@ -220,28 +221,78 @@ static PetscErrorCode eval_stage(implicit_solver *q, int stage, double t, Vec U,
     return 0;
 }
 
-/* alpha of every ghost cell of every unknown field, from two fills of slot 1. */
+/* How ghost cells depend on interior cells. A ghost cell out of the grid along one axis a is
+ * sum_k alpha_k * u(interior cell k from its side, along a) + beta (the mirror, linear and
+ * periodic rules use one k; a second condition lap(u) = c makes the second layer use two).
+ * Measured exactly by fills of slot 1: interior 0 (beta), then for each k an indicator of the
+ * cells k from either side of every axis: alpha_k = g - beta (a ghost of axis a sees only the
+ * indicators along a; the grid has at least 2H cells per axis for that, else one cell per
+ * ghost is assumed, the mirror's). A corner ghost (out along two axes) keeps the one-cell rule:
+ * alpha from the all-ones fill, at the mirrored cell. */
+/* Slot 1 of the unknown fields: 0 everywhere, then (axis >= 0) 1 at the cells k from either side
+ * along `axis`, or (axis = -2) 1 at every interior cell; ghosts filled at time t. */
+static int fill_slot1(implicit_solver *q, double t, int axis, int k_ind)
+{
+    const grid_layout *g = sim_layout(q->s);
+    for (int c = 0; c < q->dof; c++) {
+        double *b = buffer(q, 1, q->field_of[c]) - g->origin_off;
+        for (size_t e = 0; e < g->elems; e++) b[e] = 0;
+        if (axis == -1) continue;
+        for (int64_t kk = 0; kk < g->n[2]; kk++)
+            for (int64_t j = 0; j < g->n[1]; j++)
+                for (int64_t i = 0; i < g->n[0]; i++) {
+                    int64_t pos[3] = {i, j, kk};
+                    if (axis == -2 || pos[axis] == k_ind || pos[axis] == q->n[axis] - 1 - k_ind)
+                        b[g->origin_off + at(g, i, j, kk)] = 1;
+                }
+    }
+    sim_fill_ghosts(q->s, 1, t);
+    return sim_error(q->s) ? -1 : 0;
+}
+
+/* The ghost cells (allocated, out of the grid along `axis` only, or along two or more axes for
+ * axis = -2) of every unknown field: dst[e] = slot 1's value - base[e] (base NULL: 0). */
+static void take_ghosts(implicit_solver *q, int axis, double *const *dst, double *const *base)
+{
+    const grid_layout *g = sim_layout(q->s);
+    for (int c = 0; c < q->dof; c++) {
+        const double *b = buffer(q, 1, q->field_of[c]);
+        for (int64_t kk = g->lo[2]; kk < g->lo[2] + g->ext[2]; kk++)
+            for (int64_t j = g->lo[1]; j < g->lo[1] + g->ext[1]; j++)
+                for (int64_t i = g->lo[0]; i < g->lo[0] + g->ext[0]; i++) {
+                    int64_t pos[3] = {i, j, kk};
+                    int out = 0, last = -1;
+                    for (int a = 0; a < q->p->dim; a++)
+                        if (pos[a] < 0 || pos[a] >= q->n[a]) {
+                            out++;
+                            last = a;
+                        }
+                    if (!out || (axis >= 0 && (out != 1 || last != axis)) || (axis == -2 && out < 2)) continue;
+                    int64_t e = at(g, i, j, kk);
+                    dst[c][g->origin_off + e] = b[e] - (base ? base[c][g->origin_off + e] : 0);
+                }
+    }
+}
+
 static int measure_alpha(implicit_solver *q, double t)
 {
     const grid_layout *g = sim_layout(q->s);
-    size_t elems = g->elems;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int c = 0; c < q->dof; c++) {
-            double *b = buffer(q, 1, q->field_of[c]) - g->origin_off;
-            for (size_t e = 0; e < elems; e++) b[e] = 0;
-            if (pass == 1)
-                for (int64_t k = 0; k < g->n[2]; k++)
-                    for (int64_t j = 0; j < g->n[1]; j++)
-                        for (int64_t i = 0; i < g->n[0]; i++) b[g->origin_off + at(g, i, j, k)] = 1;
+    int H = g->H, S = H + 2;
+    double *beta[q->dof > 0 ? q->dof : 1], *slot[q->dof > 0 ? q->dof : 1];
+    for (int c = 0; c < q->dof; c++) beta[c] = q->alpha + (size_t)c * g->elems * (size_t)S;
+    if (fill_slot1(q, t, -1, 0) < 0) return -1; /* beta: the constant part of every ghost */
+    take_ghosts(q, -2, beta, NULL);
+    for (int a = 0; a < q->p->dim; a++) take_ghosts(q, a, beta, NULL);
+    if (fill_slot1(q, t, -2, 0) < 0) return -1; /* corners: the one-cell rule's alpha */
+    for (int c = 0; c < q->dof; c++) slot[c] = beta[c] + g->elems;
+    take_ghosts(q, -2, slot, beta);
+    for (int a = 0; a < q->p->dim; a++) take_ghosts(q, a, slot, beta);
+    for (int a = 0; a < q->p->dim; a++)
+        for (int k = 0; k < H; k++) {
+            if (fill_slot1(q, t, a, k) < 0) return -1;
+            for (int c = 0; c < q->dof; c++) slot[c] = beta[c] + g->elems * (size_t)(k + 2);
+            take_ghosts(q, a, slot, beta);
         }
-        sim_fill_ghosts(q->s, 1, t);
-        if (sim_error(q->s)) return -1;
-        for (int c = 0; c < q->dof; c++) {
-            const double *b = buffer(q, 1, q->field_of[c]) - g->origin_off;
-            double *a = q->alpha + (size_t)c * elems;
-            for (size_t e = 0; e < elems; e++) a[e] = pass ? b[e] - a[e] : b[e];
-        }
-    }
     q->alpha_valid = 1;
     return 0;
 }
@@ -290,15 +341,37 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
                         int col_c = q->unknown[d->field];
                         if (v == 0 || col_c < 0 || row_c < 0) continue;
                         int64_t pos[3] = {i + d->off[0], j + d->off[1], k + d->off[2]};
-                        int ghost = 0;
-                        for (int ax = 0; ax < p->dim; ax++) ghost |= pos[ax] < 0 || pos[ax] >= q->n[ax];
-                        if (ghost) v *= q->alpha[(size_t)col_c * g->elems + (size_t)(g->origin_off + at(g, pos[0], pos[1], pos[2]))];
-                        if (v == 0) continue;
+                        int out = 0, axis = -1;
+                        for (int ax = 0; ax < p->dim; ax++)
+                            if (pos[ax] < 0 || pos[ax] >= q->n[ax]) {
+                                out++;
+                                axis = ax;
+                            }
+                        const double *al = q->alpha + (size_t)col_c * g->elems * (size_t)(g->H + 2);
+                        size_t ghost_at = (size_t)(g->origin_off + at(g, pos[0], pos[1], pos[2]));
                         MatStencil col = {0};
+                        col.c = col_c;
+                        if (out == 1 && !p->periodic[axis] && q->n[axis] >= 2 * g->H) {
+                            /* a sum over the interior cells k from the ghost's side */
+                            int64_t n = q->n[axis];
+                            for (int kk = 0; kk < g->H; kk++) {
+                                double a = al[(size_t)(kk + 2) * g->elems + ghost_at];
+                                if (a == 0) continue;
+                                int64_t cp[3] = {pos[0], pos[1], pos[2]};
+                                cp[axis] = pos[axis] < 0 ? kk : n - 1 - kk;
+                                col.i = (PetscInt)cp[0];
+                                col.j = (PetscInt)cp[1];
+                                col.k = (PetscInt)cp[2];
+                                q->cols[nc] = col;
+                                q->vals[nc++] = v * a;
+                            }
+                            continue;
+                        }
+                        if (out) v *= al[g->elems + ghost_at];
+                        if (v == 0) continue;
                         col.i = (PetscInt)fold(q, 0, pos[0]);
                         col.j = (PetscInt)(p->dim > 1 ? fold(q, 1, pos[1]) : 0);
                         col.k = (PetscInt)(p->dim > 2 ? fold(q, 2, pos[2]) : 0);
-                        col.c = col_c;
                         q->cols[nc] = col;
                         q->vals[nc++] = v;
                     }
@@ -441,8 +514,8 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
     q->nf = p->n_fields;
     q->unknown = malloc(sizeof *q->unknown * (size_t)(p->n_fields + 1));
     q->field_of = malloc(sizeof *q->field_of * (size_t)(p->n_fields + 1));
-    q->cols = malloc(sizeof *q->cols * (size_t)(p->n_jac + 1));
-    q->vals = malloc(sizeof *q->vals * (size_t)(p->n_jac + 1));
+    q->cols = malloc(sizeof *q->cols * (size_t)(p->n_jac + 1) * (size_t)(p->halo + 1));
+    q->vals = malloc(sizeof *q->vals * (size_t)(p->n_jac + 1) * (size_t)(p->halo + 1));
     const grid_layout *g = sim_layout(s);
     if (!q->unknown || !q->field_of || !q->cols || !q->vals) goto oom;
     for (int f = 0; f < p->n_fields; f++) {
@@ -453,7 +526,7 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
         diag_set(err, len, "an implicit scheme needs at least one equation");
         goto fail;
     }
-    q->alpha = malloc(sizeof *q->alpha * g->elems * (size_t)q->dof);
+    q->alpha = malloc(sizeof *q->alpha * g->elems * (size_t)q->dof * (size_t)(g->H + 2));
     if (!q->alpha) goto oom;
     q->alpha_const = 1;
     for (int side = 0; side < 6; side++)

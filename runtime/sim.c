@@ -59,7 +59,7 @@ struct sim {
      * output numbers of a, b, c (-1: absent, reads as 0) */
     double *coef[6];
     int coef_valid[6], coef_const[6];
-    int (*coef_out)[6][3];
+    int (*coef_out)[6][4];
 };
 
 /* ---- threads --------------------------------------------------------------------------- */
@@ -108,7 +108,7 @@ static int setup_coefs(sim *s, char *err, size_t err_len)
     for (int side = 0; side < 2 * p->dim; side++) {
         int any = 0, all_const = 1;
         for (int f = 0; f < p->n_fields; f++) {
-            for (int c = 0; c < 3; c++) s->coef_out[f][side][c] = -1;
+            for (int c = 0; c < 4; c++) s->coef_out[f][side][c] = -1;
             if (p->bc[f][side].kind != PJ_BC_LINEAR) continue;
             any = 1;
             if (!p->bc[f][side].constant) all_const = 0;
@@ -121,7 +121,7 @@ static int setup_coefs(sim *s, char *err, size_t err_len)
         }
         for (int o = 0; o < k->n_outputs; o++) {
             const kir_output *out = &k->outputs[o];
-            if (out->slot >= 0 && out->slot < 3 && out->field >= 0 && out->field < p->n_fields &&
+            if (out->slot >= 0 && out->slot < 4 && out->field >= 0 && out->field < p->n_fields &&
                 s->coef_out[out->field][side][out->slot] < 0)
                 s->coef_out[out->field][side][out->slot] = o;
         }
@@ -385,6 +385,14 @@ static void fill_axis(sim *s, int f, void *b, int a, const double *cf[2])
                         double cc = oi[2] >= 0 && !s->plan.set.homogeneous ? C[oi[2] * nface + fc] : 0;
                         double d = (2 * m - 1) * ha, u = rd(s, b, line + in * st);
                         v = (cc - u * (ca / 2 - cb / d)) / (ca / 2 + cb / d);
+                        if (m == 2 && oi[3] >= 0 && n >= 2) {
+                            /* lap(u) = c2 at the face: the mean of the second differences at the
+                               first cell and the first ghost, (u1 - u0 - g1 + g2) / (2 h^2) */
+                            double c2 = s->plan.set.homogeneous ? 0 : C[oi[3] * nface + fc];
+                            double g1 = rd(s, b, line + (hi ? n : -1) * st);
+                            double u0 = rd(s, b, line + (hi ? n - 1 : 0) * st), u1 = rd(s, b, line + (hi ? n - 2 : 1) * st);
+                            v = 2 * ha * ha * c2 + g1 + u0 - u1;
+                        }
                     } else {
                         v = rd(s, b, line + in * st);
                     }

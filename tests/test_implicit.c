@@ -315,6 +315,60 @@ static void steady_poisson_order_two(void **state)
     assert_true(fabs(log2(e1 / e2) - 2) < 0.15);
 }
 
+/* A fourth-order problem with two conditions per side, u and lap(u): u^(4) = pi^4 sin(pi x) with
+ * u = sin(pi x) + x^3 (u(0) = 0, lap(u)(0) = 0, u(1) = 1, lap(u)(1) = 6). The second ghost layer
+ * keeps lap(u) = c at the face; order 2 in space; the Jacobian (the second layer depends on two
+ * interior cells) against finite differences. */
+static double biharmonic_error(int n, int check_jacobian)
+{
+    char src[512];
+    snprintf(src, sizeof src,
+             "mesh grid(nx = %d, Lx = 1)\nfield u = 0\neq dt(u) = -lap(lap(u)) + pi^4*sin(pi*x)\n"
+             "on left: u = 0, lap(u) = 0\non right: u = 1, lap(u) = 6\nsteady\n"
+             "solver rtol = 1e-12, linear = preonly, pc = lu\n", n);
+    pj_program *p = compile_as(src, -1);
+    assert_non_null(p);
+    assert_int_equal(p->bc[0][1].lap, 1);
+    if (check_jacobian) {
+        jacobian_check r = jacobian_difference(p, 1);
+        printf("biharmonic: %lld rows, %lld disagree, worst %.2g\n", (long long)r.rows, (long long)r.disagree, r.worst);
+        assert_int_equal(r.disagree, 0);
+        assert_true(r.worst < 1e-6);
+    }
+    char err[512];
+    sim_options so = {0, 1, NULL};
+    sim *s = sim_create(p, &so, err, sizeof err);
+    assert_non_null(s);
+    sim_init(s);
+    implicit_solver *q = implicit_create(s, NULL, err, sizeof err);
+    assert_non_null(q);
+    assert_int_equal(implicit_step(q, 1, err, sizeof err), 0);
+    implicit_stats st;
+    implicit_get_stats(q, &st);
+    assert_true(st.newton <= 2); /* linear, exact Jacobian, LU: one step, and one to confirm */
+    double *u = malloc(sizeof *u * (size_t)n), worst = 0;
+    sim_get_field(s, 0, u);
+    for (int i = 0; i < n; i++) {
+        double x = (i + 0.5) / n;
+        worst = fmax(worst, fabs(u[i] - sin(M_PI * x) - x * x * x));
+    }
+    free(u);
+    implicit_destroy(q);
+    sim_destroy(s);
+    program_free(p);
+    return worst;
+}
+
+static void fourth_order_with_two_conditions(void **state)
+{
+    (void)state;
+    double e1 = biharmonic_error(20, 1), e2 = biharmonic_error(40, 0), e3 = biharmonic_error(80, 0);
+    printf("u^(4) = f, u and lap(u) given: errors %.3e %.3e %.3e: orders %.3f %.3f\n", e1, e2, e3, log2(e1 / e2),
+           log2(e2 / e3));
+    assert_true(fabs(log2(e2 / e3) - 2) < 0.1);
+    assert_true(fabs(log2(e1 / e2) - 2) < 0.15);
+}
+
 /* Heat from a wall held at 1 into a cold medium, bdf2 at 100x the explicit limit h^2 / (2 D). */
 static void heat_from_a_wall_at_100x_the_limit(void **state)
 {
@@ -477,6 +531,8 @@ static void language_errors(void **state)
         {"eq dt(v) = 2*implicit(lap(v))\nfield v = 0\nsteady\n", "t.pde:4:14: error: implicit(...) must be a term of an equation's right-hand side"},
         {"func g(a) = implicit(a)\nfield v = 0\neq dt(v) = g(v)\nsteady\n", "t.pde:4:13: error: implicit(...) must be a term"},
         {"field v = implicit(1)\nsteady\n", "t.pde:4:11: error: implicit(...) must be a term"},
+        {"on left: u = 0, dn(u) = 0\nsteady\n", "t.pde:4:17: error: a second boundary condition is lap(u) = value (for fourth-order operators)"},
+        {"on left: u = 0, lap(u) = u\nsteady\n", "t.pde:4:26: error: the value of lap(u) on a boundary cannot depend on the fields"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         char src[512];
@@ -537,6 +593,7 @@ int main(void)
         cmocka_unit_test(imex_order_three),
         cmocka_unit_test(adaptive_steps),
         cmocka_unit_test(steady_poisson_order_two),
+        cmocka_unit_test(fourth_order_with_two_conditions),
         cmocka_unit_test(heat_from_a_wall_at_100x_the_limit),
         cmocka_unit_test(interp_and_cpu_agree),
         cmocka_unit_test(options_stay_with_their_simulation),
