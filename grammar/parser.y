@@ -97,8 +97,14 @@ static ast_stmt *stmt(parse_ctx *c, ast_stmt_kind kind, pj_loc loc)
  * that one has a value: returns 0. A named setting returns 1 (the caller keeps it). */
 static int kwarg_named(parse_ctx *c, kwarg_vec *list, ast_kwarg *kw)
 {
-    if (kw->name) return 1;
     ast_kwarg *prev = list && list->len ? &list->items[list->len - 1] : NULL;
+    /* a bare name after `at = ...` is one more time (a const), not a setting of its own */
+    if (kw->name && !kw->value && !kw->n_words && prev && prev->value && !strcmp(prev->name, "at")) {
+        kw->value = node(c, AST_NAME, kw->loc);
+        kw->value->name = kw->name;
+        kw->name = NULL;
+    }
+    if (kw->name) return 1;
     if (!prev || !prev->value) {
         diag_error(c->diag, kw->loc, "a value without a name: settings read NAME = VALUE");
         return 0;
