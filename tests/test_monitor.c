@@ -239,6 +239,56 @@ static void bad_monitors_point_at_the_text(void **state)
     }
 }
 
+/* samples/pfhub1.pde (PFHub benchmark 1a, Cahn-Hilliard, 200 x 200, periodic) to t = 30 on the CPU:
+ * the free energy monitor equals, at t = 0, the same sum computed here from the initial condition
+ * (1e-12), and decreases at every monitor time after; the mean concentration is conserved. */
+static double pf_c0(double x, double y)
+{
+    return 0.5 + 0.01 * (cos(0.105 * x) * cos(0.11 * y) + pow(cos(0.13 * x) * cos(0.087 * y), 2) +
+                         cos(0.025 * x - 0.15 * y) * cos(0.07 * x - 0.02 * y));
+}
+
+static void pfhub1_energy_decreases(void **state)
+{
+    (void)state;
+    char *out;
+    assert_int_equal(pj(&out, "run %s/samples/pfhub1.pde --until 30 --out pf --quiet", PJ_SOURCE_DIR), 0);
+    free(out);
+    char *csv = read_in_dir("pf/monitor.csv");
+    assert_non_null(csv);
+    assert_true(!strncmp(csv, "t,step,energy,mass,cmax,cmin\n", 29));
+    /* the energy of the initial condition, summed here: f + kappa/2 |central-difference grad|^2 */
+    const int n = 200;
+    double e0 = 0;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n; i++) {
+            double x = i + 0.5, y = j + 0.5, c = pf_c0(x, y);
+            double gx = (pf_c0(fmod(x + 1, n), y) - pf_c0(fmod(x - 1 + n, n), y)) / 2;
+            double gy = (pf_c0(x, fmod(y + 1, n)) - pf_c0(x, fmod(y - 1 + n, n))) / 2;
+            e0 += 5 * pow(c - 0.3, 2) * pow(0.7 - c, 2) + 1.0 * (gx * gx + gy * gy);
+        }
+    char *line = strchr(csv, '\n') + 1;
+    double prev = INFINITY, mass0 = 0;
+    int rows = 0;
+    for (; *line; rows++) {
+        double t, e, mass, cmax, cmin;
+        long long step;
+        assert_int_equal(sscanf(line, "%lf,%lld,%lf,%lf,%lf,%lf", &t, &step, &e, &mass, &cmax, &cmin), 6);
+        if (rows == 0) {
+            print_message("initial free energy %.9g (summed here: %.9g)\n", e, e0);
+            assert_true(fabs(e - e0) <= 1e-12 * e0);
+            mass0 = mass;
+        }
+        print_message("t = %g: F = %.9g, mean c = %.17g, c in [%.6f, %.6f]\n", t, e, mass, cmin, cmax);
+        assert_true(e < prev);
+        assert_true(fabs(mass - mass0) <= 1e-13);
+        prev = e;
+        line = strchr(line, '\n') + 1;
+    }
+    assert_int_equal(rows, 4);
+    free(csv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +298,7 @@ int main(void)
         cmocka_unit_test(output_at_listed_times),
         cmocka_unit_test(api_reads_monitors),
         cmocka_unit_test(bad_monitors_point_at_the_text),
+        cmocka_unit_test(pfhub1_energy_decreases),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

@@ -94,20 +94,6 @@ static void analytic(void **state)
     program_free(p);
 }
 
-/* The monitors of a case: integral, maxval, minval and mean of its fields and of a neighbour
- * difference. */
-static char *with_monitors(const char *text, const pj_program *p)
-{
-    const char *f = p->field_names[0], *g = p->field_names[p->n_fields - 1];
-    const char *off = p->dim == 1 ? "[1]" : p->dim == 2 ? "[1, -1]" : "[0, 1, -1]";
-    size_t cap = strlen(text) + 1024;
-    char *s = malloc(cap);
-    snprintf(s, cap, "%s\nmonitor every = 1, mon_a = integral(%s), mon_b = maxval(%s*%s), mon_c = minval(%s - %s),\n"
-                     "        mon_d = mean(%s%s - %s), mon_e = integral(exp(-%s*%s) + x)\n",
-             text, f, f, g, g, f, f, off, f, g, g);
-    return s;
-}
-
 /* Every sample of the table (solve.h): interp and cpu agree, double and single precision. */
 static void samples_agree(void **state)
 {
@@ -116,9 +102,7 @@ static void samples_agree(void **state)
     int n = test_cases(&cases);
     assert_true(n >= 10);
     for (int i = 0; i < n; i++) {
-        pj_program *p0 = compile(cases[i].text);
-        char *src = with_monitors(cases[i].text, p0);
-        program_free(p0);
+        char *src = case_with_monitors(&cases[i]);
         pj_program *p = compile(src);
         for (int single = 0; single <= 1; single++) {
             double a[5], b[5], c[5];
