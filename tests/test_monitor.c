@@ -99,6 +99,8 @@ static void verbose_lines(void **state)
     assert_non_null(strstr(out, "pdejit: monitor t = 0, step 0: I = 0.5, M = 0.875, m = 0.125, A = 0.5\n"
                                 "pdejit: monitor t = 0.5, step 3: I = 1, M = 1.375, m = 0.625, A = 1\n"));
     assert_non_null(strstr(out, "pdejit: monitor t = 2, step 10: I = 2.5, M = 2.875, m = 2.125, A = 2.5\n"));
+    /* compiled by the runs before (same cache folder): the reduction is a cached kernel */
+    assert_non_null(strstr(out, "pdejit: kernel reduce: loaded from the cache"));
     free(out);
     /* without --verbose: no lines */
     assert_int_equal(pj(&out, "run lin.pde --out none"), 0);
