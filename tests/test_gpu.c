@@ -356,10 +356,10 @@ static void emit_compiles(void **state)
             fclose(f);
             if (rc) print_error("%s: %s\n", names[i], err);
             assert_int_equal(rc, 0);
-            /* one kernel per stage, per side, the check and the init */
+            /* one kernel per stage, per side, the check and the init; the monitors: their reduction and its fold */
             int kernels = 0;
             for (const char *q = text; (q = strstr(q, "// ---- kernel ")); q++) kernels++;
-            assert_int_equal(kernels, p->n_stages + 2 * p->dim + 1 + (p->init != NULL));
+            assert_int_equal(kernels, p->n_stages + 2 * p->dim + 1 + (p->init != NULL) + (p->reduce ? 2 : 0));
             assert_non_null(strstr(text, single ? "float" : "double"));
             if (nv) {
                 /* each kernel's source on its own */
