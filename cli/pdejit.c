@@ -250,6 +250,16 @@ static int cmd_emit(int argc, char **argv)
             printf("# stage %d reads slot %d at t + %g dt\n", s + 1, p->stages[s].read_slot, p->stages[s].t_frac);
             kir_print(p->stages[s].kernel, stdout, fn, pn);
         }
+        if (p->reduce) {
+            printf("# the monitors, in order:");
+            for (int i = 0; i < p->n_monitors; i++) printf(" %s", p->monitor_names[i]);
+            printf("\n");
+            kir_print(p->reduce, stdout, fn, pn);
+        }
+        if (p->stop) {
+            printf("# stop when %s (params, then monitors)\n", p->stop_text);
+            kir_print(p->stop, stdout, NULL, NULL);
+        }
     } else {
         char err[1024];
         engine_options eo = {.single = single, .fast_math = fast_math};
@@ -454,7 +464,7 @@ static int cmd_run(int argc, char **argv)
     }
     if (!out) {
         /* the file asked for output: write it next to where we run */
-        if (pj_problem_has_output(pr)) out = out_owned = default_out_dir(file);
+        if (pj_problem_has_output(pr) || pj_problem_has_monitor(pr)) out = out_owned = default_out_dir(file);
     } else if (!strcmp(out, "none")) {
         out = NULL;
     }
@@ -467,6 +477,7 @@ static int cmd_run(int argc, char **argv)
     ro.check_every = (int)check_every;
     ro.progress = quiet ? NULL : stderr;
     ro.no_stability_check = no_stability_check;
+    ro.monitors = verbose ? stderr : NULL;
     if (watching) {
         w = watch_create(file, &base, sim, scheme);
         if (!w) {
@@ -493,6 +504,7 @@ static int cmd_run(int argc, char **argv)
                 dump ? "; the final state was not dumped" : "");
     else if (st == PJ_ERR_INPUT) fprintf(stderr, "pdejit: %s: %s\n", file, err);
     else if (status) fprintf(stderr, "pdejit: run failed: %s\n", err);
+    else if (res.stopped[0] && !quiet) fprintf(stderr, "pdejit: stopped: %s\n", res.stopped);
     double cells = (double)pj_problem_cells(pr);
     pj_solver_stats sst;
     if (verbose && pj_sim_solver_stats(sim, &sst) == PJ_OK)

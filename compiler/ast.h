@@ -44,16 +44,20 @@ struct ast_expr {
  * name `vtk` and `words` holds the names that follow it. */
 typedef struct ast_word { const char *text; pj_loc loc; } ast_word;
 typedef struct ast_kwarg {
-    const char *name;
+    const char *name;     /* NULL only inside the parser: a value with no name of its own */
     pj_loc loc;
     ast_expr *value;      /* NULL in `field u` (no initial value) */
     ast_word *words;
     int n_words;
+    ast_expr **more;      /* `at = 0, 1, 5`: the values after the first (1 and 5) */
+    int n_more;
 } ast_kwarg;
 
 typedef enum ast_stmt_kind {
     ST_MESH, ST_PARAM, ST_CONST, ST_FIELD, ST_FUNC, ST_FLUX, ST_EQ,
     ST_ON, ST_PERIODIC, ST_TIME, ST_OUTPUT, ST_STEADY, ST_SOLVER,
+    ST_MONITOR,            /* monitor every = T, NAME = integral(e), ...: kwargs */
+    ST_STOP,               /* stop when COND: name = the word after stop, rhs = COND */
 } ast_stmt_kind;
 
 typedef struct ast_stmt {

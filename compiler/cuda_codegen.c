@@ -344,7 +344,7 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
     if (!opt) opt = &dflt;
     if (!k) FAIL("cuda codegen: no kernel");
     if (!is_identifier(name)) FAIL("cuda codegen: kernel name \"%s\" is not a C identifier", name ? name : "");
-    if (k->kind == KIR_BC || k->kind == KIR_PARAMS)
+    if (k->kind == KIR_BC || k->kind == KIR_PARAMS || k->kind == KIR_REDUCE)
         FAIL("cuda codegen: kernel %s is a %s kernel; only kernels that write cells run per cell%s", k->name,
              kind_name(k->kind), k->kind == KIR_BC ? " (boundary conditions: cuda_codegen_bc_fill)" : "");
     if (check_limits(k, err, err_len)) return NULL;
@@ -582,6 +582,125 @@ char *cuda_codegen_nan_check(int dim, int single, const char *name, char *err, s
     if (dim >= 3) sb_printf(&b, " + a.n[1] * k");
     if (dim >= 2) sb_printf(&b, ")");
     sb_printf(&b, ");\n}\n");
+    return sb_take(&b, err, err_len);
+}
+
+/* ---- reductions (KIR_REDUCE) ------------------------------------------------------------- */
+
+/* `acc = combine(op, acc, v)` of kir.h in C. */
+static void emit_combine_c(sbuf *b, int op, const char *acc, const char *v)
+{
+    if (op == KIR_RED_SUM) sb_printf(b, "%s = %s + %s;", acc, acc, v);
+    else
+        sb_printf(b, "%s = (%s %s %s || %s != %s) ? %s : %s;", acc, v, op == KIR_RED_MAX ? ">" : "<", acc, v, v, v, acc);
+}
+
+char *cuda_codegen_reduce(const kir_kernel *k, const cuda_options *opt, const char *name, char *err, size_t err_len)
+{
+    cuda_options dflt = {0, 0};
+    if (!opt) opt = &dflt;
+    if (!k) FAIL("cuda codegen: no kernel");
+    if (!is_identifier(name)) FAIL("cuda codegen: kernel name \"%s\" is not a C identifier", name ? name : "");
+    if (k->kind != KIR_REDUCE) FAIL("cuda codegen: kernel %s is a %s kernel, not a reduction", k->name, kind_name(k->kind));
+    if (k->n_fields + k->n_outputs > CUDA_MAX_BUFS || k->n_params > CUDA_MAX_PARAMS || k->dim < 1 || k->dim > 3)
+        FAIL("cuda codegen: reduction %s needs %d buffers and %d params; the CUDA back end takes at most %d and %d",
+             k->name, k->n_fields + k->n_outputs, k->n_params, CUDA_MAX_BUFS, CUDA_MAX_PARAMS);
+    char verr[200];
+    if (kir_verify(k, verr, sizeof verr)) FAIL("cuda codegen: kernel %s: %s", k->name, verr);
+    int dim = k->dim, nf = k->n_fields, L = KIR_REDUCE_LANES;
+    sbuf b = {0};
+    emit_header(&b, name, "the lanes of a reduction: one thread per (part, lane)", k, opt);
+    emit_args_struct(&b);
+    sb_printf(&b, "// Thread (lane l = threadIdx.x < %d, part q): the cells of part q whose x position in its row\n"
+                  "// (1D: its block of %d) is l mod %d, rows in order, x increasing (kir.h, \"Reductions\");\n"
+                  "// its accumulator goes to a.buf[%d + output][q * %d + l], folded by the fold kernel.\n",
+              L, KIR_REDUCE_BLOCK_1D, L, nf, L);
+    sb_printf(&b, "extern \"C\" __global__ void %s(const pj_args a)\n{\n", name);
+    sb_printf(&b, "    const long long l = threadIdx.x;\n    const long long q = (long long)blockIdx.x * blockDim.y + threadIdx.y;\n");
+    if (dim == 1) sb_printf(&b, "    const long long parts = (a.n[0] + %d) / %d;\n", KIR_REDUCE_BLOCK_1D - 1, KIR_REDUCE_BLOCK_1D);
+    else sb_printf(&b, "    const long long parts = a.n[%d];\n", dim - 1);
+    sb_printf(&b, "    if (q >= parts) return;\n");
+    for (int a = 1; a < dim; a++) sb_printf(&b, "    const long long s%d = a.stride[%d];\n", a, a);
+    unsigned char *used = calloc((size_t)nf + 1, 1);
+    unsigned char *live = malloc((size_t)k->n_nodes + 1);
+    int *roots = calloc((size_t)k->n_outputs + 1, sizeof *roots);
+    if (!used || !live || !roots) {
+        free(used);
+        free(live);
+        free(roots);
+        free(b.s);
+        FAIL("cuda codegen: out of memory");
+    }
+    for (int i = 0; i < k->n_outputs; i++) roots[i] = k->outputs[i].node;
+    mark_live(k, roots, k->n_outputs, live);
+    buffers_used(k, live, used, 0);
+    emit_buffers(&b, used, 1, nf, opt->single);
+    for (int o = 0; o < k->n_outputs; o++) {
+        sb_printf(&b, "    double acc%d = ", o);
+        emit_literal(&b, kir_reduce_identity(k->outputs[o].slot), 0);
+        sb_printf(&b, ";\n");
+    }
+    if (dim == 1)
+        sb_printf(&b, "    const long long x0 = q * %d, x1 = x0 + %d < a.n[0] ? x0 + %d : a.n[0];\n"
+                      "    const long long j = 0, k = 0;\n",
+                  KIR_REDUCE_BLOCK_1D, KIR_REDUCE_BLOCK_1D, KIR_REDUCE_BLOCK_1D);
+    else if (dim == 2)
+        sb_printf(&b, "    const long long x0 = 0, x1 = a.n[0], j = q, k = 0;\n");
+    else
+        sb_printf(&b, "    const long long x0 = 0, x1 = a.n[0], k = q;\n    for (long long j = 0; j < a.n[1]; j++)\n");
+    sb_printf(&b, "    for (long long i = x0 + l; i < x1; i += %d) {\n", L);
+    sb_printf(&b, "    const long long c = i%s%s; // this cell\n", dim > 1 ? " + j * s1" : "", dim > 2 ? " + k * s2" : "");
+    sb_printf(&b, "    (void)j; (void)k;\n");
+    leaf_ctx lc = {{"i", "j", "k"}, -1};
+    for (int id = 0; id < k->n_nodes; id++)
+        if (live[id]) emit_node(&b, k, id, opt->single, &lc);
+    for (int o = 0; o < k->n_outputs; o++) {
+        char acc[16], v[32];
+        snprintf(acc, sizeof acc, "acc%d", o);
+        snprintf(v, sizeof v, "(double)v%d", k->outputs[o].node);
+        sb_printf(&b, "    ");
+        emit_combine_c(&b, k->outputs[o].slot, acc, v);
+        sb_printf(&b, "\n");
+    }
+    sb_printf(&b, "    }\n");
+    for (int o = 0; o < k->n_outputs; o++)
+        sb_printf(&b, "    ((double *)a.buf[%d])[q * %d + l] = acc%d;\n", nf + o, L, o);
+    sb_printf(&b, "}\n");
+    free(used);
+    free(live);
+    free(roots);
+    return sb_take(&b, err, err_len);
+}
+
+char *cuda_codegen_reduce_fold(const kir_kernel *k, const char *name, char *err, size_t err_len)
+{
+    if (!k || k->kind != KIR_REDUCE) FAIL("cuda codegen: the fold needs a reduction kernel");
+    if (!is_identifier(name)) FAIL("cuda codegen: kernel name \"%s\" is not a C identifier", name ? name : "");
+    if (k->n_outputs + 1 > CUDA_MAX_BUFS) FAIL("cuda codegen: reduction %s has too many outputs", k->name);
+    int L = KIR_REDUCE_LANES, no = k->n_outputs;
+    cuda_options opt = {0, 0};
+    sbuf b = {0};
+    emit_header(&b, name, "the fold of a reduction's lanes: one thread per output", k, &opt);
+    emit_args_struct(&b);
+    sb_printf(&b, "// Output o (thread o): per part q in order, lane 0 combined with lanes 1..%d, combined into\n"
+                  "// the total (kir.h, \"Reductions\"); a.buf[o] the lanes, a.buf[%d] the %d results, a.n[0] the parts.\n",
+              L - 1, no, no);
+    sb_printf(&b, "extern \"C\" __global__ void %s(const pj_args a)\n{\n", name);
+    sb_printf(&b, "    const long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n");
+    sb_printf(&b, "    double *const out = (double *)a.buf[%d];\n", no);
+    sb_printf(&b, "    const long long parts = a.n[0];\n");
+    for (int o = 0; o < no; o++) {
+        sb_printf(&b, "    if (o == %d) {\n        const double *const lanes = (const double *)a.buf[%d];\n"
+                      "        double total = ", o, o);
+        emit_literal(&b, kir_reduce_identity(k->outputs[o].slot), 0);
+        sb_printf(&b, ";\n        for (long long q = 0; q < parts; q++) {\n            double r = lanes[q * %d];\n"
+                      "            for (int l = 1; l < %d; l++) { const double v = lanes[q * %d + l]; ", L, L, L);
+        emit_combine_c(&b, k->outputs[o].slot, "r", "v");
+        sb_printf(&b, " }\n            ");
+        emit_combine_c(&b, k->outputs[o].slot, "total", "r");
+        sb_printf(&b, "\n        }\n        out[%d] = total;\n    }\n", o);
+    }
+    sb_printf(&b, "}\n");
     return sb_take(&b, err, err_len);
 }
 

@@ -8,7 +8,10 @@
  *   cuda_codegen_bc_fill  the ghost layers of one side, for every field: periodic copy, mirror
  *                         (zero gradient) or the linear condition a*u + b*dn(u) = c whose
  *                         coefficients come from a KIR_BC kernel, inlined;
- *   cuda_codegen_nan_check  the first interior cell of one buffer that is NaN or infinite.
+ *   cuda_codegen_nan_check  the first interior cell of one buffer that is NaN or infinite;
+ *   cuda_codegen_reduce, cuda_codegen_reduce_fold  a KIR_REDUCE kernel (monitors): lanes per
+ *                         part on the device, then their fold in kir.h's order, one double per
+ *                         output copied back.
  *
  * Stage and fill kernels take one argument, a cuda_args by value (the device-side twin of
  * kir_launch, declared identically in every generated source and checked there with
@@ -96,6 +99,18 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
 char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side,
                            const cuda_bc_kind *kinds, const cuda_options *opt, const char *name,
                            char *err, size_t err_len);
+
+/* CUDA C of the lanes of a KIR_REDUCE kernel (kir.h, "Reductions"): thread (threadIdx.x = lane
+ * l < KIR_REDUCE_LANES, part q = blockIdx.x * blockDim.y + threadIdx.y) accumulates, in double,
+ * the cells of part q at x positions l mod KIR_REDUCE_LANES, rows in order, x increasing, and
+ * stores its accumulator for output o at a.buf[n_fields + o][q * KIR_REDUCE_LANES + l] (a.buf[f]
+ * the fields of slot 0, their ghosts filled). Launch with blockDim (KIR_REDUCE_LANES, 32, 1) over
+ * kir_reduce_parts parts. */
+char *cuda_codegen_reduce(const kir_kernel *k, const cuda_options *opt, const char *name, char *err, size_t err_len);
+/* CUDA C that folds those lanes: thread o (output o) combines, per part in order, lane 0 with
+ * lanes 1, 2, ... and the parts in order into a.buf[n_outputs][o]; a.buf[o] holds output o's
+ * lanes, a.n[0] the number of parts. The order is kir.h's: the interpreter's result, bit for bit. */
+char *cuda_codegen_reduce_fold(const kir_kernel *k, const char *name, char *err, size_t err_len);
 
 /* CUDA C of a NaN/Inf check over the interior cells of one buffer (float when single). Launch
  * with cuda_stage_dims over the interior cells. */

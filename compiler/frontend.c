@@ -303,9 +303,31 @@ static void read_output(compiler *C, pj_program *p)
         const ast_stmt *st = C->ast->stmts[i];
         if (st->kind != ST_OUTPUT) continue;
         p->has_output = 1;
-        static const char *const keys[] = {"every", "format", "fields"};
-        if (check_kwargs(C, st, "output", keys, 3)) continue;
+        static const char *const keys[] = {"every", "at", "format", "fields"};
+        if (check_kwargs(C, st, "output", keys, 4)) continue;
         const ast_kwarg *kw;
+        if ((kw = kwarg_named(st, "at"))) {
+            if (kwarg_named(st, "every")) {
+                diag_error(C->d, kw->loc, "give either output every or output at, not both");
+                continue;
+            }
+            free(p->output_at); /* a second output statement's times replace the first's */
+            p->output_at = need(C, malloc(sizeof *p->output_at * (size_t)(kw->n_more + 1)));
+            p->n_output_at = 0;
+            for (int v = -1; v < kw->n_more; v++) {
+                ast_expr *e = v < 0 ? kw->value : kw->more[v];
+                double t;
+                if (v < 0 ? const_setting(C, kw, &t) < 0 : (sema_check_expr(C, e, NULL) || lower_const_value(C, e, &t) < 0))
+                    continue;
+                if (!(t >= 0 && isfinite(t)))
+                    diag_error(C->d, e->loc, "an output time must be >= 0, not %g", t);
+                else if (p->n_output_at && !(t > p->output_at[p->n_output_at - 1]))
+                    diag_error(C->d, e->loc, "output times must increase: %g comes after %g", t, p->output_at[p->n_output_at - 1]);
+                else
+                    p->output_at[p->n_output_at++] = t;
+            }
+            p->output_every = 0;
+        }
         if ((kw = kwarg_named(st, "every")) && const_setting(C, kw, &p->output_every) == 0 &&
             !(p->output_every > 0 && isfinite(p->output_every)))
             diag_error(C->d, kw->value->loc, "output every must be a positive time, not %g", p->output_every);
@@ -341,6 +363,91 @@ static void read_output(compiler *C, pj_program *p)
         for (int f = 0; f < p->n_fields; f++) p->output_fields[f] = f;
         p->n_output_fields = p->n_fields;
     }
+}
+
+/* Settings take one value: more (`nx = 10, 20`) is an error, except after `output at`. */
+static void check_single_values(compiler *C)
+{
+    for (int i = 0; i < C->ast->n_stmts; i++) {
+        const ast_stmt *st = C->ast->stmts[i];
+        for (int j = 0; j < st->n_kwargs; j++) {
+            const ast_kwarg *kw = &st->kwargs[j];
+            if (kw->n_more && !(st->kind == ST_OUTPUT && !strcmp(kw->name, "at")))
+                diag_error(C->d, kw->more[0]->loc, "'%s' takes one value; settings read NAME = VALUE", kw->name);
+        }
+    }
+}
+
+/* `monitor every = T, NAME = integral(e), ...` (any number of statements; every once) and
+ * `stop when COND`: the KIR_REDUCE kernel, one output per monitor in the order written, and the
+ * stop condition over the params, the monitors and t. */
+static void read_monitors(compiler *C, pj_program *p)
+{
+    const ast_stmt *first = NULL, *every_at = NULL, *stop = NULL;
+    p->monitor_every = 0;
+    for (int i = 0; i < C->ast->n_stmts; i++) {
+        const ast_stmt *st = C->ast->stmts[i];
+        if (st->kind == ST_STOP) {
+            if (stop) diag_error(C->d, st->loc, "a second stop condition (the first is at line %d)", stop->loc.line);
+            else stop = st;
+            continue;
+        }
+        if (st->kind != ST_MONITOR) continue;
+        if (!first) first = st;
+        p->has_monitor = 1;
+        const ast_kwarg *kw = kwarg_named(st, "every");
+        if (!kw) continue;
+        if (every_at) {
+            diag_error(C->d, kw->loc, "monitor every is given twice (first at line %d)", every_at->loc.line);
+            continue;
+        }
+        every_at = st;
+        if (!kw->value) diag_error(C->d, kw->loc, "monitor setting 'every' needs a value");
+        else if (const_setting(C, kw, &p->monitor_every) == 0 && !(p->monitor_every > 0 && isfinite(p->monitor_every)))
+            diag_error(C->d, kw->value->loc, "monitor every must be a positive time, not %g", p->monitor_every);
+    }
+    int nm = sema_count_kind(C, SYM_MONITOR);
+    if (nm) {
+        p->n_monitors = nm;
+        p->monitor_names = need(C, calloc((size_t)nm, sizeof *p->monitor_names));
+        p->monitor_kinds = need(C, calloc((size_t)nm, sizeof *p->monitor_kinds));
+        p->reduce = need(C, kir_new(KIR_REDUCE, p->dim, p->n_fields, p->n_params, 1, "reduce"));
+        for (int i = 0; i < C->n_syms; i++) {
+            symbol *s = &C->syms[i];
+            if (s->kind != SYM_MONITOR) continue;
+            p->monitor_names[s->index] = need(C, strdup(s->name));
+            int kind = sema_reduction(s->value->name);
+            p->monitor_kinds[s->index] = (pj_monitor_kind)kind;
+            C->work = 0;
+            lctx x = {.k = p->reduce, .where = IN_STAGE, .slot = 0};
+            int v = lower_expr(C, &x, s->value->args[0]);
+            if (v < 0) continue;
+            int op = kind == PJ_MON_MAXVAL ? KIR_RED_MAX : kind == PJ_MON_MINVAL ? KIR_RED_MIN : KIR_RED_SUM;
+            kir_add_output(p->reduce, op, s->index, kir_as_f(p->reduce, v));
+        }
+    }
+    if (!stop || strcmp(stop->name, "when")) return;
+    if (!first) {
+        diag_error(C->d, stop->loc, "stop when is checked at monitor times: add a monitor statement (monitor every = ...)");
+        return;
+    }
+    int n = p->n_params + nm;
+    p->stop = need(C, kir_new(KIR_PARAMS, p->dim, p->n_fields, n > 0 ? n : 1, 1, "stop"));
+    C->work = 0;
+    lctx x = {.k = p->stop, .where = IN_STOP};
+    int v = lower_expr(C, &x, stop->rhs);
+    if (v >= 0) kir_add_output(p->stop, 0, 0, kir_as_f(p->stop, kir_as_b(p->stop, v)));
+    /* the condition as written, for the message: its line after `stop when` */
+    const char *src = C->source, *end = C->source + C->source_len;
+    for (int line = 1; src < end && line < stop->loc.line; src++) line += *src == '\n';
+    const char *eol = src;
+    while (eol < end && *eol != '\n' && *eol != '#') eol++;
+    const char *when = src;
+    while (when + 4 <= eol && strncmp(when, "when", 4)) when++;
+    const char *from = when + 4 <= eol ? when + 4 : eol;
+    while (from < eol && (*from == ' ' || *from == '\t')) from++;
+    while (eol > from && (eol[-1] == ' ' || eol[-1] == '\t' || eol[-1] == '\r')) eol--;
+    p->stop_text = need(C, strndup(from, (size_t)(eol - from)));
 }
 
 static void build_fields_and_params(compiler *C, pj_program *p)
@@ -580,6 +687,8 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     if (!ast || d->errors) return -1;
     if (opt && opt->redefine_line > 0 && redefine_apply(C->arena, ast, opt->redefine_line, d) < 0) return -1;
     C->ast = ast;
+    C->source = source;
+    C->source_len = len;
 
     sema_collect_symbols(C);
     if (read_mesh(C, p) < 0) return -1;
@@ -598,9 +707,12 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     read_equations(C, p, eqs);
     read_time(C, p, opt);
     read_solver(C, p);
+    check_single_values(C);
     read_output(C, p);
     read_boundaries(C, p);
     if (d->errors) return -1;
+    read_monitors(C, p);
+    if (d->errors || finish(C, p->reduce) < 0 || finish(C, p->stop) < 0) return -1;
 
     if (lower_rhs(C, p, eqs) < 0 || d->errors || finish(C, p->rhs) < 0 || finish(C, p->rhs_implicit) < 0 ||
         finish(C, p->rhs_explicit) < 0)
@@ -625,8 +737,10 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     }
     p->halo = 1;
     int *h = arena_alloc(C->arena, sizeof *h * ((size_t)p->n_fields + 1));
-    for (int s = 0; s < p->n_stages; s++) {
-        kir_halo(p->stages[s].kernel, h);
+    for (int s = 0; s <= p->n_stages; s++) { /* the stages, then the monitors' reduction */
+        const kir_kernel *k = s < p->n_stages ? p->stages[s].kernel : p->reduce;
+        if (!k) continue;
+        kir_halo(k, h);
         for (int f = 0; f < p->n_fields; f++)
             if (h[f] > p->field_halo[f]) p->field_halo[f] = h[f];
     }
@@ -698,6 +812,13 @@ void program_free(pj_program *p)
     free(p->jac);
     free(p->solver_linear);
     free(p->solver_pc);
+    for (int i = 0; i < p->n_monitors; i++) free(p->monitor_names ? p->monitor_names[i] : NULL);
+    free(p->monitor_names);
+    free(p->monitor_kinds);
+    kir_free(p->reduce);
+    kir_free(p->stop);
+    free(p->stop_text);
+    free(p->output_at);
     for (int s = 0; s < p->n_stages; s++) kir_free(p->stages ? p->stages[s].kernel : NULL);
     free(p->stages);
     free(p->filename);

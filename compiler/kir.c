@@ -450,6 +450,11 @@ int kir_verify(const kir_kernel *k, char *err, size_t err_len)
         const kir_output *o = &k->outputs[i];
         if (o->node < 0 || o->node >= k->n_nodes) FAIL("output %d: bad node", i);
         if (k->nodes[o->node].type != KIR_F) FAIL("output %d: not a number", i);
+        if (k->kind == KIR_REDUCE) {
+            if (o->field != i || o->slot < KIR_RED_SUM || o->slot > KIR_RED_MIN)
+                FAIL("output %d: a reduce kernel's output %d is (op, %d), not (%d, %d)", i, i, i, o->slot, o->field);
+            continue;
+        }
         if (o->field < 0 || (k->kind != KIR_PARAMS && o->field >= k->n_fields) ||
             (k->kind == KIR_PARAMS && o->field >= k->n_params))
             FAIL("output %d: field %d out of range", i, o->field);
@@ -503,7 +508,7 @@ const char *kir_kind_name(kir_kind kind)
 {
     static const char *const names[] = {[KIR_STAGE] = "stage", [KIR_INIT] = "init", [KIR_BC] = "bc",
                                         [KIR_PARAMS] = "params", [KIR_RHS] = "rhs",
-                                        [KIR_JACOBIAN] = "jacobian"};
+                                        [KIR_JACOBIAN] = "jacobian", [KIR_REDUCE] = "reduce"};
     return (unsigned)kind < sizeof names / sizeof *names && names[kind] ? names[kind] : "?";
 }
 
@@ -552,6 +557,9 @@ void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
             fprintf(out, "  %c(%s) = %%%d\n", "abcl"[o->slot & 3], field_names ? field_names[o->field] : "f", o->node);
         else if (k->kind == KIR_JACOBIAN)
             fprintf(out, "  store d%d = %%%d\n", i, o->node);
+        else if (k->kind == KIR_REDUCE)
+            fprintf(out, "  %s r%d = %%%d\n", o->slot == KIR_RED_SUM ? "sum" : o->slot == KIR_RED_MAX ? "max" : "min", i,
+                    o->node);
         else if (field_names)
             fprintf(out, "  store %s@%d = %%%d\n", field_names[o->field], o->slot, o->node);
         else
@@ -686,4 +694,21 @@ int kir_depends_on_place_or_time(const kir_kernel *k, int node)
     }
     if (mark != small) free(mark);
     return found;
+}
+
+/* ---- reductions (kir.h) ------------------------------------------------------------------ */
+
+double kir_reduce_identity(int op) { return op == KIR_RED_SUM ? 0.0 : op == KIR_RED_MAX ? -INFINITY : INFINITY; }
+
+int64_t kir_reduce_parts(int dim, const int64_t n[3])
+{
+    if (dim <= 1) return (n[0] + KIR_REDUCE_BLOCK_1D - 1) / KIR_REDUCE_BLOCK_1D;
+    return n[dim - 1];
+}
+
+double kir_reduce_finish(int op, const double *part, int64_t n_parts)
+{
+    double r = kir_reduce_identity(op);
+    for (int64_t i = 0; i < n_parts; i++) r = kir_reduce_combine(op, r, part[i]);
+    return r;
 }

@@ -68,7 +68,37 @@ typedef enum kir_kind {
     KIR_JACOBIAN,/* derivatives of a stage-like kernel (compiler/derive.h): reads slots [0, n_slots)
                     at offsets like a stage, and output j writes buffer n_slots * n_fields + j
                     (slot n_slots + j / n_fields, field j % n_fields) at the cell */
+    KIR_REDUCE,  /* reductions over the interior cells (monitors): reads slot 0 at offsets like rhs
+                    (n_slots = 1); output j has slot = its kir_reduce_op and field = j, and
+                    writes one partial result per part of the grid (see "Reductions" below) */
 } kir_kind;
+
+/* Reductions. A KIR_REDUCE kernel cuts the interior into parts: in 1D blocks of
+ * KIR_REDUCE_BLOCK_1D cells, in 2D the rows (y), in 3D the planes (z): kir_reduce_parts().
+ * The kernel's (begin, end) are part numbers. Within a part, cells are visited row by row, x
+ * fastest; the cell at x position i of its row (1D: of its block) goes into lane i % KIR_REDUCE_LANES
+ * of an accumulator in double (single-precision values are widened), lanes starting at
+ * kir_reduce_identity(op) and combined with kir_reduce_combine(op, lane, value). The part's
+ * result is lane 0 combined with lanes 1, 2, ... in order, stored (a double) at
+ * buf[n_slots * n_fields + j][part] for output j; the caller combines parts 0, 1, ... in order
+ * (kir_reduce_finish). Every back end follows this order exactly, so a result depends neither on
+ * the number of threads nor on the vector width, and is the interpreter's bit for bit where the
+ * values are. */
+typedef enum kir_reduce_op { KIR_RED_SUM, KIR_RED_MAX, KIR_RED_MIN } kir_reduce_op;
+#define KIR_REDUCE_LANES 8
+#define KIR_REDUCE_BLOCK_1D 4096
+/* max and min: a NaN value wins and stays (a blown-up field shows as nan) */
+static inline double kir_reduce_combine(int op, double acc, double v)
+{
+    if (op == KIR_RED_SUM) return acc + v;
+    if (op == KIR_RED_MAX) return (v > acc || v != v) ? v : acc;
+    return (v < acc || v != v) ? v : acc;
+}
+double kir_reduce_identity(int op);
+/* Parts of a grid of n cells (per axis) in dim dimensions. */
+int64_t kir_reduce_parts(int dim, const int64_t n[3]);
+/* Combines n_parts partial results in order. */
+double kir_reduce_finish(int op, const double *part, int64_t n_parts);
 
 typedef struct kir_kernel {
     kir_kind kind;

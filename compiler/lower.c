@@ -40,6 +40,7 @@ static const char *where_text(lower_where w)
     case IN_CONST: return "a constant expression";
     case IN_BC: return "a boundary condition";
     case IN_MESH: return "the mesh";
+    case IN_STOP: return "a stop condition";
     default: return "an equation";
     }
 }
@@ -163,7 +164,7 @@ static int load_field(compiler *C, lctx *x, int field, const int extra[3], pj_lo
 
 static int lower_coord(compiler *C, lctx *x, int axis, pj_loc loc)
 {
-    if (x->where == IN_PARAM || x->where == IN_CONST || x->where == IN_MESH) {
+    if (x->where == IN_PARAM || x->where == IN_CONST || x->where == IN_MESH || x->where == IN_STOP) {
         lower_error(C, loc, "%s cannot depend on the coordinate '%c'", where_text(x->where), "xyz"[axis]);
         return -1;
     }
@@ -235,6 +236,12 @@ static int lower_name(compiler *C, lctx *x, const ast_expr *e)
                 return -1;
             }
             return kir_param(x->k, s->index);
+        case SYM_MONITOR:
+            if (x->where != IN_STOP) {
+                lower_error(C, e->loc, "monitor '%s' can only be used in `stop when`", n);
+                return -1;
+            }
+            return kir_param(x->k, sema_count_kind(C, SYM_PARAM) + s->index);
         case SYM_CONST: {
             double v; /* through the name: cycles are caught there */
             if (lower_const_value(C, (ast_expr *)e, &v) < 0) return -1;
@@ -258,7 +265,7 @@ static int lower_name(compiler *C, lctx *x, const ast_expr *e)
     for (int a = 0; a < 3; a++) {
         if (n[0] == "xyz"[a] && !n[1]) return lower_coord(C, x, a, e->loc);
         if (n[0] == 'd' && n[1] == "xyz"[a] && !n[2]) {
-            if (x->where == IN_CONST || x->where == IN_MESH || x->where == IN_PARAM) {
+            if (x->where == IN_CONST || x->where == IN_MESH || x->where == IN_PARAM || x->where == IN_STOP) {
                 lower_error(C, e->loc, "%s cannot use the spacing '%s'", where_text(x->where), n);
                 return -1;
             }

@@ -20,6 +20,9 @@ typedef enum pj_scheme { PJ_EULER, PJ_RK2, PJ_RK3, PJ_RK4, PJ_BEULER, PJ_CN, PJ_
 #define PJ_SCHEME_IMPLICIT(s) ((s) >= PJ_BEULER)
 typedef enum pj_bc_kind { PJ_BC_NEUMANN0, PJ_BC_LINEAR, PJ_BC_PERIODIC } pj_bc_kind;
 enum { PJ_FMT_CSV = 1, PJ_FMT_VTK = 2, PJ_FMT_PNG = 4 };
+/* What a monitor reports: the sum of e times the cell volume, the largest e, the smallest, the
+ * mean (the sum over the number of cells). */
+typedef enum pj_monitor_kind { PJ_MON_INTEGRAL, PJ_MON_MAXVAL, PJ_MON_MINVAL, PJ_MON_MEAN } pj_monitor_kind;
 
 typedef struct pj_stage {
     kir_kernel *kernel;   /* KIR_STAGE */
@@ -83,6 +86,21 @@ typedef struct pj_program {
     int output_formats;   /* PJ_FMT_* bits; CSV when not given */
     int *output_fields;   /* n_output_fields field numbers */
     int n_output_fields;
+    double *output_at;    /* `output at = T1, T2, ...`: n_output_at increasing times (then
+                             output_every is 0), else NULL */
+    int n_output_at;
+
+    /* monitors: named reductions over the cells (`monitor every = , NAME = integral(e) ...`) */
+    int has_monitor;      /* the file has a monitor statement: monitor.csv is written */
+    int n_monitors;
+    char **monitor_names;
+    pj_monitor_kind *monitor_kinds;
+    kir_kernel *reduce;   /* KIR_REDUCE: output i is monitor i's sum, max or min; NULL without monitors */
+    double monitor_every; /* <= 0: at t = 0 and at the end only */
+    /* `stop when COND`: a KIR_PARAMS-shaped kernel over n_params + n_monitors values (the
+       params, then the monitors) and t, output 0 the condition; NULL without one */
+    kir_kernel *stop;
+    char *stop_text;      /* COND as written, for the message */
 } pj_program;
 
 typedef struct pj_compile_options {

@@ -97,7 +97,7 @@ const char *sema_lookup_field_name(compiler *C, int field)
 
 static const char *kind_text(sym_kind k)
 {
-    static const char *t[] = {"field", "param", "const", "func", "flux"};
+    static const char *t[] = {"field", "param", "const", "func", "flux", "monitor"};
     return t[k];
 }
 
@@ -129,7 +129,7 @@ static void add_symbol(compiler *C, const char *name, sym_kind kind, pj_loc loc,
     }
     symbol *s = &C->syms[C->n_syms];
     *s = (symbol){.name = name, .kind = kind, .loc = loc, .stmt = st, .value = value};
-    s->index = kind == SYM_FIELD || kind == SYM_PARAM ? count_kind(C, kind) : -1;
+    s->index = kind == SYM_FIELD || kind == SYM_PARAM || kind == SYM_MONITOR ? count_kind(C, kind) : -1;
     s->value_loc = value ? value->loc : loc;
     index_symbol(C, C->n_syms);
     C->n_syms++;
@@ -159,6 +159,21 @@ static void collect_symbols(compiler *C)
             }
             break;
         }
+        case ST_MONITOR:
+            for (int j = 0; j < st->n_kwargs; j++) {
+                const ast_kwarg *kw = &st->kwargs[j];
+                if (!strcmp(kw->name, "every")) continue;
+                if (!kw->value) {
+                    diag_error(C->d, kw->loc, "monitor '%s' needs a value: monitor %s = integral(...)", kw->name, kw->name);
+                    continue;
+                }
+                if (kw->n_words) {
+                    diag_error(C->d, kw->words[0].loc, "unexpected name '%s' (separate monitors with commas)", kw->words[0].text);
+                    continue;
+                }
+                add_symbol(C, kw->name, SYM_MONITOR, kw->loc, st, kw->value);
+            }
+            break;
         case ST_FUNC: case ST_FLUX:
             for (int a = 0; a < st->n_words; a++)
                 for (int b = 0; b < a; b++)
@@ -247,6 +262,9 @@ int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def)
                            s->stmt->n_words, s->stmt->n_words == 1 ? "" : "s", e->n_args);
         } else if (s && !builtin) {
             diag_error(C->d, e->loc, "'%s' is a %s, not a function", e->name, kind_text(s->kind));
+        } else if (!builtin && sema_reduction(e->name) >= 0) {
+            diag_error(C->d, e->loc, "%s() is a reduction over the cells: it may only stand in a monitor "
+                       "(monitor NAME = %s(...))", e->name, e->name);
         } else {
             builtin_fn fn, *b = find_builtin_fn(e->name, &fn) ? &fn : NULL;
             if (!b) {
@@ -385,16 +403,47 @@ static void check_recursion(compiler *C)
 
 /* ---- statements --------------------------------------------------------------------------- */
 
+int sema_reduction(const char *name)
+{
+    static const char *const names[] = {"integral", "maxval", "minval", "mean"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, names[i])) return i;
+    return -1;
+}
+
+/* A monitor's value: one reduction of a cell expression, `integral(e)` ... */
+static void check_monitor(compiler *C, const symbol *s)
+{
+    const ast_expr *e = s->value;
+    if (e->kind != AST_CALL || sema_reduction(e->name) < 0 ||
+        (sema_lookup(C, e->name) && sema_lookup(C, e->name)->kind == SYM_FUNC)) {
+        diag_error(C->d, e->loc, "monitor '%s' must be integral(e), maxval(e), minval(e) or mean(e) of a cell expression e",
+                   s->name);
+        return;
+    }
+    if (e->n_args != 1) {
+        diag_error(C->d, e->loc, "%s() takes 1 argument, not %d", e->name, e->n_args);
+        return;
+    }
+    sema_check_expr(C, e->args[0], NULL);
+}
+
 static void check_all_expressions(compiler *C)
 {
     for (int i = 0; i < C->n_syms; i++) {
         symbol *s = &C->syms[i];
         if (s->kind == SYM_FUNC || s->kind == SYM_FLUX) sema_check_expr(C, s->stmt->rhs, s->stmt);
+        else if (s->kind == SYM_MONITOR) check_monitor(C, s);
         else sema_check_expr(C, s->value, NULL);
     }
     for (int i = 0; i < C->ast->n_stmts; i++) {
         const ast_stmt *st = C->ast->stmts[i];
         if (st->kind == ST_EQ) sema_check_expr(C, st->rhs, NULL);
+        if (st->kind == ST_STOP) {
+            if (strcmp(st->name, "when"))
+                diag_error(C->d, st->name_loc, "a stop condition reads `stop when CONDITION`, not `stop %s`", st->name);
+            else sema_check_expr(C, st->rhs, NULL);
+        }
         if (st->kind == ST_ON) {
             sema_check_expr(C, st->lhs, NULL);
             sema_check_expr(C, st->rhs, NULL);

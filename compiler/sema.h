@@ -7,22 +7,22 @@
 #include "ast.h"
 #include "program.h"
 
-typedef enum sym_kind { SYM_FIELD, SYM_PARAM, SYM_CONST, SYM_FUNC, SYM_FLUX } sym_kind;
+typedef enum sym_kind { SYM_FIELD, SYM_PARAM, SYM_CONST, SYM_FUNC, SYM_FLUX, SYM_MONITOR } sym_kind;
 
 typedef struct symbol {
     const char *name;
     sym_kind kind;
     pj_loc loc;
-    int index;            /* field / param number */
+    int index;            /* field / param / monitor number */
     const ast_stmt *stmt; /* FUNC / FLUX: the definition */
-    ast_expr *value;      /* FIELD init, PARAM / CONST value (NULL: none given) */
+    ast_expr *value;      /* FIELD init, PARAM / CONST value, MONITOR reduction (NULL: none given) */
     pj_loc value_loc;
     int state;            /* CONST: 0 not evaluated, 1 evaluating, 2 done; FUNC: DFS colour */
     double const_value;
 } symbol;
 
 /* Where an expression is evaluated; decides which names and operators are allowed. */
-typedef enum lower_where { IN_STAGE, IN_INIT, IN_PARAM, IN_CONST, IN_BC, IN_MESH } lower_where;
+typedef enum lower_where { IN_STAGE, IN_INIT, IN_PARAM, IN_CONST, IN_BC, IN_MESH, IN_STOP } lower_where;
 
 /* Call-by-name bindings of one inlined func/flux: its argument names to the caller's ASTs. */
 typedef struct frame {
@@ -48,11 +48,13 @@ typedef struct compiler {
     arena *arena;
     diag *d;
     const ast_program *ast;
+    const char *source;   /* the text compiled (not NUL-terminated) */
+    size_t source_len;
     symbol *syms;
     int n_syms, cap_syms;
     int *sym_index;       /* open addressing by name hash: symbol number + 1, 0 empty */
     int sym_index_cap;    /* a power of two, at least twice n_syms */
-    int n_kind[5];        /* symbols of each sym_kind */
+    int n_kind[6];        /* symbols of each sym_kind */
     int dim;
     pj_loc mesh_loc;
     long work;            /* lowering steps, bounded */
@@ -76,6 +78,9 @@ const char *sema_dim_text(int dim);                /* "1D", "2D", "3D" */
 const char *sema_side_name(int side);              /* 0 left 1 right 2 bottom 3 top 4 back 5 front */
 int sema_side_index(const char *name);             /* or -1 */
 const char *sema_closest_side(const char *name);   /* a side a misspelling may have meant, or NULL */
+/* The reduction a monitor's value calls (0 integral, 1 maxval, 2 minval, 3 mean: pj_monitor_kind),
+ * or -1 when `name` is none. */
+int sema_reduction(const char *name);
 
 /* lower.c */
 int lower_expr(compiler *C, lctx *x, const ast_expr *e);   /* node id, or -1 (reported) */

@@ -93,6 +93,27 @@ static ast_stmt *stmt(parse_ctx *c, ast_stmt_kind kind, pj_loc loc)
     c->depth_reported = 0;
     return s;
 }
+/* A value without a name (`at = 0, 1, 5`: the 1 and the 5) joins the setting before it, when
+ * that one has a value: returns 0. A named setting returns 1 (the caller keeps it). */
+static int kwarg_named(parse_ctx *c, kwarg_vec *list, ast_kwarg *kw)
+{
+    ast_kwarg *prev = list && list->len ? &list->items[list->len - 1] : NULL;
+    /* a bare name after `at = ...` is one more time (a const), not a setting of its own */
+    if (kw->name && !kw->value && !kw->n_words && prev && prev->value && !strcmp(prev->name, "at")) {
+        kw->value = node(c, AST_NAME, kw->loc);
+        kw->value->name = kw->name;
+        kw->name = NULL;
+    }
+    if (kw->name) return 1;
+    if (!prev || !prev->value) {
+        diag_error(c->diag, kw->loc, "a value without a name: settings read NAME = VALUE");
+        return 0;
+    }
+    prev->more = arena_grow(c->arena, prev->more, sizeof *prev->more * (size_t)prev->n_more,
+                            sizeof *prev->more * (size_t)(prev->n_more + 1));
+    prev->more[prev->n_more++] = kw->value;
+    return 0;
+}
 static void set_kwargs(ast_stmt *s, kwarg_vec v) { s->kwargs = v.items; s->n_kwargs = v.len; }
 static void set_words(ast_stmt *s, word_vec v) { s->words = v.items; s->n_words = v.len; }
 }
@@ -114,6 +135,7 @@ static void set_words(ast_stmt *s, word_vec v) { s->words = v.items; s->n_words 
 %token <str> NAME "name"
 %token MESH "mesh" PARAM "param" CONST "const" FIELD "field" FUNC "func" FLUX "flux"
 %token EQ "eq" ON "on" PERIODIC "periodic" TIME "time" OUTPUT "output" STEADY "steady" SOLVER "solver"
+%token MONITOR "monitor" STOP "stop"
 %token LE "<=" GE ">=" EQEQ "==" NE "!=" AND "&&" OR "||"
 
 %type <expr> expr
@@ -167,6 +189,8 @@ stmt
     | OUTPUT kwargs         { $$ = stmt(ctx, ST_OUTPUT, L(@1)); set_kwargs($$, $2); }
     | STEADY                { $$ = stmt(ctx, ST_STEADY, L(@1)); }
     | SOLVER kwargs         { $$ = stmt(ctx, ST_SOLVER, L(@1)); set_kwargs($$, $2); }
+    | MONITOR kwargs        { $$ = stmt(ctx, ST_MONITOR, L(@1)); set_kwargs($$, $2); }
+    | STOP NAME expr        { $$ = stmt(ctx, ST_STOP, L(@1)); $$->name = $2; $$->name_loc = L(@2); $$->rhs = $3; }
     ;
 
 kwargs_opt
@@ -175,12 +199,16 @@ kwargs_opt
     ;
 
 kwargs
-    : kwarg                 { $$ = (kwarg_vec){0}; vec_push(ctx->arena, &$$, $1); }
-    | kwargs ',' kwarg      { $$ = $1; vec_push(ctx->arena, &$$, $3); }
+    : kwarg                 { $$ = (kwarg_vec){0}; if (kwarg_named(ctx, NULL, &$1)) vec_push(ctx->arena, &$$, $1); }
+    | kwargs ',' kwarg      { $$ = $1; if (kwarg_named(ctx, &$$, &$3)) vec_push(ctx->arena, &$$, $3); }
     ;
 
 kwarg
-    : NAME                  { $$ = (ast_kwarg){0}; $$.name = $1; $$.loc = L(@1); }
+    : expr                  {
+                              $$ = (ast_kwarg){0};
+                              if ($1->kind == AST_NAME) { $$.name = $1->name; $$.loc = $1->loc; }
+                              else { $$.value = $1; $$.loc = $1->loc; } /* a value without a name */
+                            }
     | kwarg_value
     ;
 

@@ -77,6 +77,11 @@ PJ_API double pj_problem_dt(const pj_problem *problem);       /* from `time dt =
 PJ_API double pj_problem_until(const pj_problem *problem);    /* from `until =`, -1 when absent */
 PJ_API int64_t pj_problem_steps(const pj_problem *problem);   /* from `steps =`, -1 when absent */
 PJ_API int pj_problem_has_output(const pj_problem *problem);  /* 1 when the file has an output statement */
+/* The file's monitors (`monitor NAME = integral(e) ...`), in the order written: how many, and the
+ * name of monitor i (NULL when there is no monitor i; owned by the problem). */
+PJ_API int pj_problem_has_monitor(const pj_problem *problem); /* 1 when the file has a monitor statement */
+PJ_API int pj_problem_monitor_count(const pj_problem *problem);
+PJ_API const char *pj_problem_monitor_name(const pj_problem *problem, int monitor);
 /* The value of a param as the file sets it (after evaluating params that depend on others); NaN
  * when there is no such param. */
 PJ_API double pj_problem_param(const pj_problem *problem, const char *name);
@@ -119,6 +124,12 @@ PJ_API int64_t pj_sim_steps(const pj_sim *sim);
 /* Copies the field's values (pj_problem_cells of them, x fastest) into out. */
 PJ_API pj_status pj_sim_get_field(const pj_sim *sim, const char *name, double *out);
 PJ_API pj_status pj_sim_set_field(pj_sim *sim, const char *name, const double *values);
+/* The monitor called `name` (pj_problem_monitor_name) evaluated now, on the simulation's back end,
+ * at its current state and time: integral(e) the sum of e times the cell volume, maxval(e),
+ * minval(e), mean(e) the sum over the number of cells; the same numbers pdejit run writes to
+ * monitor.csv. PJ_ERR_INPUT (nothing written to *value) when there is no such monitor,
+ * PJ_ERR_BACKEND when the back end cannot evaluate it (reason in err). */
+PJ_API pj_status pj_sim_monitor(pj_sim *sim, const char *name, double *value, char *err, size_t err_len);
 
 /* A field's current values where they live, without a copy: cell (i, j, k) is the element at
  * data + i*strides[0] + j*strides[1] + k*strides[2] (strides in elements of elem_size bytes:
@@ -165,12 +176,16 @@ typedef struct pj_run_options {
     void (*between_steps)(void *ctx); /* NULL, or called after every step on the stepping thread */
     void *between_ctx;
     int no_stability_check; /* 1: run an explicit scheme whatever its dt (see pj_sim_run) */
+    FILE *monitors;         /* NULL, or a line per monitor time ("pdejit: monitor t = 0.5, step 50:
+                               mass = 0.25, peak = 1") */
 } pj_run_options;
 typedef struct pj_run_result {
     int64_t steps;          /* steps taken in all */
     double t;               /* the time reached */
     double seconds;         /* wall time of the stepping, outputs excluded */
     int snapshots;
+    char stopped[256];      /* "" or, when the file's `stop when` ended the run, why:
+                               "peak < 0.01 at t = 0.35 (step 350)" */
 } pj_run_result;
 PJ_API pj_run_options pj_run_options_default(void);
 /* Before the first step: PJ_ERR_INPUT when an explicit scheme's dt exceeds the stability limit

@@ -159,6 +159,12 @@ double pj_problem_dt(const pj_problem *pr) { return pr->p->dt; }
 double pj_problem_until(const pj_problem *pr) { return pr->p->until; }
 int64_t pj_problem_steps(const pj_problem *pr) { return pr->p->steps; }
 int pj_problem_has_output(const pj_problem *pr) { return pr->p->has_output; }
+int pj_problem_has_monitor(const pj_problem *pr) { return pr->p->has_monitor; }
+int pj_problem_monitor_count(const pj_problem *pr) { return pr->p->n_monitors; }
+const char *pj_problem_monitor_name(const pj_problem *pr, int i)
+{
+    return i >= 0 && i < pr->p->n_monitors ? pr->p->monitor_names[i] : NULL;
+}
 double pj_problem_param(const pj_problem *pr, const char *name)
 {
     for (int i = 0; name && i < pr->p->n_params; i++)
@@ -353,7 +359,8 @@ pj_status pj_sim_advance(pj_sim *ps, double dt, double t_end, char *err, size_t 
     /* the run loop's steps (the last one shortened to land on t_end), a check after each; a
        redefinition posted meanwhile is swapped in between two steps */
     driver_options o = {.dt = dt, .until = t_end, .steps = -1, .check_every = 1, .between_steps = between_steps,
-                        .between_ctx = ps, .interrupt = &ps->interrupt, .adaptive = ps->p->adapt > 0};
+                        .between_ctx = ps, .interrupt = &ps->interrupt, .adaptive = ps->p->adapt > 0,
+                        .no_monitors = 1};
     if (driver_check_counts(&o, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
     driver_result res;
     stepping(ps, 1);
@@ -413,12 +420,14 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
         return PJ_ERR_INPUT;
     }
     driver_options dopt = {
-        .dt = dt, .until = until, .steps = steps, .output_every = p->output_every, .out_dir = o.out_dir,
+        .dt = dt, .until = until, .steps = steps, .output_every = p->output_every, .output_at = p->output_at,
+        .n_output_at = p->n_output_at, .no_snapshots = p->has_monitor && !p->has_output, .monitor_out = o.monitors,
+        .monitor_every = p->has_monitor ? p->monitor_every : 0, .out_dir = o.out_dir,
         .formats = p->output_formats, .fields = p->output_fields, .n_fields = p->n_output_fields,
         .dump_path = o.dump_path, .check_every = o.check_every > 0 ? o.check_every : 1, .progress = o.progress,
         .between_steps = between_steps, .between_ctx = ps, .interrupt = &ps->interrupt, .adaptive = p->adapt > 0,
     };
-    if (result) *result = (pj_run_result){0, engine_time(ps->e), 0, 0};
+    if (result) *result = (pj_run_result){0, engine_time(ps->e), 0, 0, ""};
     if (driver_check_counts(&dopt, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
     if (!o.no_stability_check && stability_check(ps->e, dt, err, err_len) > 0) return PJ_ERR_INPUT;
     if (err && err_len) err[0] = 0; /* a check that could not be made says nothing */
@@ -436,7 +445,10 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     int rc = driver_run(ps->e, &dopt, &res, err, err_len);
     stepping(ps, 0);
     ps->user_between = NULL;
-    if (result) *result = (pj_run_result){res.steps, res.t, res.seconds, res.snapshots};
+    if (result) {
+        *result = (pj_run_result){res.steps, res.t, res.seconds, res.snapshots, ""};
+        snprintf(result->stopped, sizeof result->stopped, "%s", res.stopped);
+    }
     return rc == 0 ? PJ_OK : rc == 2 ? PJ_INTERRUPTED : PJ_ERR_RUN;
 }
 
@@ -490,6 +502,25 @@ pj_status pj_sim_set_field(pj_sim *ps, const char *name, const double *values)
     int f = field_index(ps->p, name);
     if (f < 0 || !values) return PJ_ERR_INPUT;
     return engine_set_field(ps->e, f, values, NULL, 0) == 0 ? PJ_OK : PJ_ERR_BACKEND;
+}
+
+pj_status pj_sim_monitor(pj_sim *ps, const char *name, double *value, char *err, size_t err_len)
+{
+    const pj_program *p = engine_program(ps->e);
+    int m = -1;
+    for (int i = 0; name && i < p->n_monitors; i++)
+        if (!strcmp(p->monitor_names[i], name)) m = i;
+    if (m < 0 || !value) {
+        diag_set(err, err_len, "pj_sim_monitor: %s%s%s", name ? "no monitor called " : "no name", name ? name : "",
+                 value ? "" : " (or no value pointer)");
+        return PJ_ERR_INPUT;
+    }
+    double *v = malloc(sizeof *v * (size_t)p->n_monitors);
+    if (!v) return PJ_ERR_MEMORY;
+    int r = engine_reduce(ps->e, v, err, err_len);
+    if (r == 0) *value = v[m];
+    free(v);
+    return r == 0 ? PJ_OK : PJ_ERR_BACKEND;
 }
 
 pj_status pj_sim_field_view(pj_sim *ps, const char *name, pj_field_view *view)

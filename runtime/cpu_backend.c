@@ -58,7 +58,7 @@ static void make_key(cpu_backend *be, const kir_kernel *k, kernel_key *kk)
     snprintf(kk->symbol, sizeof kk->symbol, "pj_%s_%c%c", kk->ir, be->opt.single ? 's' : 'd', be->opt.fast_math ? 'f' : 'x');
     memset(&kk->key, 0, sizeof kk->key);
     cache_key_add(&kk->key, "ir", kk->ir);
-    cache_key_add(&kk->key, "kind", "stage");
+    cache_key_add(&kk->key, "kind", k->kind == KIR_REDUCE ? "reduce" : "stage");
     cache_key_add(&kk->key, "backend", "cpu");
     cache_key_add(&kk->key, "target", llvm_jit_target(be->jit));
     cache_key_add(&kk->key, "llvm", llvm_version_string());
@@ -126,9 +126,21 @@ static void *compile_one(void *arg)
 
 /* Loads every stage kernel: from the cache where it can, else compiles the missing ones in
  * parallel (one thread each, llvm_compile is thread-safe), stores them, and loads those objects. */
+/* Kernel s of p: the stages, then the reduction (monitors) when p has one. */
+static int n_kernels_of(const pj_program *p) { return p->n_stages + (p->reduce ? 1 : 0); }
+static const kir_kernel *kernel_of(const pj_program *p, int s)
+{
+    return s < p->n_stages ? p->stages[s].kernel : p->reduce;
+}
+
+kir_cpu_fn cpu_backend_reduce_fn(const cpu_backend *be, const pj_program *p)
+{
+    return p->reduce && be->n_kernels == n_kernels_of(p) ? be->fn[p->n_stages] : NULL;
+}
+
 int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t err_len)
 {
-    int n = p->n_stages;
+    int n = n_kernels_of(p);
     if (n != be->n_kernels) {
         for (int s = 0; s < be->n_kernels; s++) llvm_unload(be->jit, be->loaded[s]);
         free(be->fn);
@@ -156,8 +168,8 @@ int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t 
         return -1;
     }
     kernel_timing *timings = be->timings;
-    for (int s = 0; s < p->n_stages; s++) {
-        const kir_kernel *k = p->stages[s].kernel;
+    for (int s = 0; s < n; s++) {
+        const kir_kernel *k = kernel_of(p, s);
         compile_job *j = &jobs[s];
         memset(j, 0, sizeof *j);
         j->be = be;
@@ -246,12 +258,12 @@ void cpu_backend_install(cpu_backend *be, sim *s) { sim_set_stage_runner(s, cpu_
 
 int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out)
 {
-    for (int s = 0; s < p->n_stages; s++) {
+    for (int s = 0; s < n_kernels_of(p); s++) {
         kernel_key kk;
-        make_key(be, p->stages[s].kernel, &kk);
+        make_key(be, kernel_of(p, s), &kk);
         char why[1024];
         int r = be->cache ? cache_explain(be->cache, &kk.key, why, sizeof why) : 0;
-        fprintf(out, "%-8s %s  %s\n", p->stages[s].kernel->name, kk.ir, r == 1 ? "hit" : why);
+        fprintf(out, "%-8s %s  %s\n", kernel_of(p, s)->name, kk.ir, r == 1 ? "hit" : why);
     }
     return 0;
 }
@@ -259,12 +271,13 @@ int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out)
 int cpu_backend_emit(cpu_backend *be, const pj_program *p, FILE *out, char *err, size_t err_len)
 {
     llvm_options lo = {be->opt.single, be->opt.fast_math};
-    for (int s = 0; s < p->n_stages; s++) {
+    for (int s = 0; s < n_kernels_of(p); s++) {
+        const kir_kernel *k = kernel_of(p, s);
         kernel_key kk;
-        make_key(be, p->stages[s].kernel, &kk);
+        make_key(be, k, &kk);
         char *ir = NULL;
-        if (llvm_compile(be->jit, p->stages[s].kernel, &lo, kk.symbol, NULL, NULL, &ir, NULL, err, err_len) < 0) return -1;
-        fprintf(out, "; kernel %s (ir %s)\n%s\n", p->stages[s].kernel->name, kk.ir, ir);
+        if (llvm_compile(be->jit, k, &lo, kk.symbol, NULL, NULL, &ir, NULL, err, err_len) < 0) return -1;
+        fprintf(out, "; kernel %s (ir %s)\n%s\n", k->name, kk.ir, ir);
         free(ir);
     }
     return 0;

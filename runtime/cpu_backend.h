@@ -29,13 +29,15 @@ void cpu_backend_destroy(cpu_backend *be);
 /* The cache's one warning (e.g. a read-only folder), or NULL. */
 const char *cpu_backend_warning(cpu_backend *be);
 
-/* Compiles or loads every stage kernel of p. Returns 0, or -1 with a message. */
+/* Compiles or loads every stage kernel of p, and its reduction kernel (monitors) if any. Returns 0, or -1 with a message. */
 int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t err_len);
 /* How each kernel of the last prepare was obtained (*n entries, one per stage). */
 const kernel_timing *cpu_backend_timings(const cpu_backend *be, int *n);
 /* Runs stage kernel `stage` of the last prepare (ctx: the cpu_backend) over outermost indices
  * [begin, end): the sim_stage_runner that cpu_backend_install installs. */
 void cpu_backend_run(void *ctx, int stage, const kir_launch *L, int64_t begin, int64_t end);
+/* The compiled reduction kernel of p (its monitors) after prepare, or NULL when p has none. */
+kir_cpu_fn cpu_backend_reduce_fn(const cpu_backend *be, const pj_program *p);
 /* Makes s run the prepared kernels (p must be the program s runs). */
 void cpu_backend_install(cpu_backend *be, sim *s);
 

@@ -40,8 +40,8 @@
 
 /* ---- kernels: what is generated ---------------------------------------------------------- */
 
-typedef enum { KK_INIT, KK_STAGE, KK_FILL, KK_CHECK } kkind;
-static const char *const kkind_name[] = {"init", "stage", "fill", "check"};
+typedef enum { KK_INIT, KK_STAGE, KK_FILL, KK_CHECK, KK_REDUCE, KK_FOLD } kkind;
+static const char *const kkind_name[] = {"init", "stage", "fill", "check", "reduce", "fold"};
 
 typedef struct kspec {
     kkind kind;
@@ -52,9 +52,10 @@ typedef struct kspec {
 } kspec;
 
 typedef struct kset {
-    kspec *k;             /* init, stages, fills, check: at most n_stages + 8 */
+    kspec *k;             /* init, stages, fills, check, reduce, fold: at most n_stages + 10 */
     int n;
     int init, *stage, fill[6], check; /* index into k, -1 absent */
+    int reduce, fold;     /* the monitors' reduction: lanes and their fold, -1 absent */
 } kset;
 
 static void kset_free(kset *ks)
@@ -84,9 +85,9 @@ static int kset_build(kset *ks, const pj_program *p, const ghost_plan *plan, int
                       size_t err_len)
 {
     memset(ks, 0, sizeof *ks);
-    ks->init = ks->check = -1;
+    ks->init = ks->check = ks->reduce = ks->fold = -1;
     for (int i = 0; i < 6; i++) ks->fill[i] = -1;
-    ks->k = calloc((size_t)p->n_stages + 8, sizeof *ks->k);
+    ks->k = calloc((size_t)p->n_stages + 10, sizeof *ks->k); /* init, stages, 6 fills, check, reduce, fold */
     ks->stage = malloc(sizeof *ks->stage * (size_t)p->n_stages);
     if (!ks->k || !ks->stage) {
         kset_free(ks);
@@ -155,6 +156,23 @@ static int kset_build(kset *ks, const pj_program *p, const ghost_plan *plan, int
         k->src = cuda_codegen_nan_check(p->dim, single, k->name, cerr, sizeof cerr);
         if (!k->src) goto fail;
         ks->check = ks->n++;
+    }
+    if (p->reduce) {
+        kir_hash_hex(p->reduce, hex);
+        kspec *k = &ks->k[ks->n];
+        k->kind = KK_REDUCE;
+        snprintf(k->name, sizeof k->name, "pj_reduce_%s_%c", hex, prec);
+        snprintf(k->ir, sizeof k->ir, "%s", hex);
+        k->src = cuda_codegen_reduce(p->reduce, &co, k->name, cerr, sizeof cerr);
+        if (!k->src) goto fail;
+        ks->reduce = ks->n++;
+        k = &ks->k[ks->n];
+        k->kind = KK_FOLD;
+        snprintf(k->name, sizeof k->name, "pj_fold_%s", hex);
+        snprintf(k->ir, sizeof k->ir, "fold-%s", hex);
+        k->src = cuda_codegen_reduce_fold(p->reduce, k->name, cerr, sizeof cerr);
+        if (!k->src) goto fail;
+        ks->fold = ks->n++;
     }
     return 0;
 fail:
@@ -358,6 +376,8 @@ struct cuda_sim {
     char text[256];
     cuda_ptr mem[CUDA_MAX_BUFS];  /* allocation start per (slot, field), swapped with the slots */
     cuda_ptr results;              /* n_fields int64 of the check kernel */
+    cuda_ptr lanes, reduced;       /* monitors: the lanes of every part, per output; the results */
+    int64_t parts;                 /* kir_reduce_parts of the grid */
     kset ks;
     cuda_module **mod;             /* per kernel of ks */
     cuda_function *fn;
@@ -545,7 +565,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     if (opt) s->opt = *opt;
     s->esz = esz;
     s->g = g;
-    s->ks.init = s->ks.check = -1;
+    s->ks.init = s->ks.check = s->ks.reduce = s->ks.fold = -1;
     s->bytes = (size_t)grid_buffer_bytes(&g, 256);
     if (ghost_plan_make(&s->plan, p, s->opt.ghosts) < 0) {
         diag_set(err, err_len, "cuda: out of memory");
@@ -626,6 +646,15 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
         cuda_sim_destroy(s);
         return NULL;
     }
+    if (p->reduce && p->reduce->n_outputs) {
+        s->parts = kir_reduce_parts(p->dim, s->g.n);
+        size_t no = (size_t)p->reduce->n_outputs;
+        if (cuda_mem_alloc(s->dev, sizeof(double) * KIR_REDUCE_LANES * (size_t)s->parts * no, &s->lanes, err, err_len) < 0 ||
+            cuda_mem_alloc(s->dev, sizeof(double) * no, &s->reduced, err, err_len) < 0) {
+            cuda_sim_destroy(s);
+            return NULL;
+        }
+    }
     refresh_bufs(s);
     s->A.nonfinite = s->results + sizeof(int64_t) * (uint64_t)p->n_fields;
     snprintf(s->text, sizeof s->text, "%s (sm_%d, %d SMs, driver %d, NVRTC %s)", cuda_device_name(s->dev),
@@ -641,6 +670,8 @@ void cuda_sim_destroy(cuda_sim *s)
         cuda_synchronize(s->dev, e, sizeof e);
         for (int b = 0; b < s->nbuf; b++) cuda_mem_free(s->dev, s->mem[b], e, sizeof e);
         cuda_mem_free(s->dev, s->results, e, sizeof e);
+        if (s->lanes) cuda_mem_free(s->dev, s->lanes, e, sizeof e);
+        if (s->reduced) cuda_mem_free(s->dev, s->reduced, e, sizeof e);
         for (int i = 0; s->mod && i < s->ks.n; i++) cuda_module_unload(s->mod[i]);
         cuda_device_close(s->dev);
     }
@@ -981,6 +1012,55 @@ static int ops_view(void *o, int f, engine_view *v)
     return 0;
 }
 
+/* The monitors now: slot 0's ghosts filled, the lanes of every part, their fold on the device;
+ * only the n_outputs results are copied back, then scaled as sim_reduce does. */
+int cuda_sim_reduce(cuda_sim *s, double *values, char *err, size_t err_len)
+{
+    const pj_program *p = s->p;
+    if (!p->reduce || !p->n_monitors) return 0;
+    if (s->ks.reduce < 0 || s->ks.fold < 0 || !s->lanes) {
+        diag_set(err, err_len, "cuda: the monitors' kernels are missing");
+        return -1;
+    }
+    int nf = p->n_fields, no = p->reduce->n_outputs;
+    if (fill(s, 0, s->t, err, err_len) < 0) return -1;
+    cuda_args R = s->A;
+    R.t = s->t;
+    R.nonfinite = 0;
+    for (int o = 0; o < no; o++) R.buf[nf + o] = s->lanes + sizeof(double) * KIR_REDUCE_LANES * (uint64_t)s->parts * (uint64_t)o;
+    unsigned block[3] = {KIR_REDUCE_LANES, 32, 1}, grid[3] = {(unsigned)((s->parts + 31) / 32), 1, 1};
+    if (launch(s, s->ks.reduce, grid, block, &R, sizeof R, err, err_len) < 0) return -1;
+    cuda_args F;
+    memset(&F, 0, sizeof F);
+    for (int o = 0; o < no; o++) F.buf[o] = R.buf[nf + o];
+    F.buf[no] = s->reduced;
+    F.n[0] = s->parts;
+    F.n[1] = F.n[2] = 1;
+    unsigned fblock[3] = {(unsigned)no, 1, 1}, fgrid[3] = {1, 1, 1};
+    if (launch(s, s->ks.fold, fgrid, fblock, &F, sizeof F, err, err_len) < 0) return -1;
+    double *r = malloc(sizeof *r * (size_t)no);
+    if (!r) {
+        diag_set(err, err_len, "cuda: out of memory");
+        return -1;
+    }
+    if (cuda_memcpy_dtoh(s->dev, r, s->reduced, sizeof *r * (size_t)no, err, err_len) < 0) {
+        free(r);
+        return -1;
+    }
+    double volume = 1;
+    for (int a = 0; a < p->dim; a++) volume *= s->L.h[a];
+    for (int i = 0; i < p->n_monitors && i < no; i++) {
+        double v = r[i];
+        if (p->monitor_kinds[i] == PJ_MON_INTEGRAL) v *= volume;
+        else if (p->monitor_kinds[i] == PJ_MON_MEAN) v /= (double)cuda_sim_cells(s);
+        values[i] = v;
+    }
+    free(r);
+    return 0;
+}
+
+static int ops_reduce(void *o, double *values, char *err, size_t len) { return cuda_sim_reduce(o, values, err, len); }
+
 static void ops_info(void *o, engine_info *info)
 {
     cuda_sim *s = o;
@@ -1002,5 +1082,5 @@ const backend_ops cuda_backend_ops = {
     .name = "cuda", .emit_flag = "cuda", .create = ops_create, .destroy = ops_destroy, .init = ops_init,
     .step = ops_step, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
     .set_field = ops_set, .take_nonfinite = ops_take, .check_finite = ops_check, .time = ops_time,
-    .steps = ops_steps, .view = ops_view, .info = ops_info, .emit = ops_emit,
+    .steps = ops_steps, .view = ops_view, .reduce = ops_reduce, .info = ops_info, .emit = ops_emit,
 };

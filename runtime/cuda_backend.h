@@ -90,6 +90,9 @@ int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t
 /* The counterpart of sim_take_nonfinite: 1 when the state holds a NaN or an infinity (the check
  * kernels run on the device; only one integer per field comes back), 0 when not, -1 on error. */
 int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len);
+/* The program's monitors at the current state and time, as sim_reduce gives them: reduced on the
+ * device (cuda_codegen_reduce, then its fold), n_outputs doubles copied back. 0 or -1. */
+int cuda_sim_reduce(cuda_sim *s, double *values, char *err, size_t err_len);
 
 /* Copies field f's interior values (x fastest) back as doubles. 0, or -1 with a message. */
 int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_len);

@@ -5,7 +5,9 @@
  * than dt, never a sliver left over from rounding: a remainder within 1e-9 dt of a whole
  * step count is that many steps). */
 #include "driver.h"
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -59,6 +61,12 @@ int driver_check_counts(const driver_options *o, double t_now, char *err, size_t
     }
     if (end > t_now && end + dt == end) {
         diag_set(err, err_len, "dt = %g is below the resolution of t = %g: a step would not move the time", dt, end);
+        return -1;
+    }
+    double monitors = o->monitor_every > 0 ? end / o->monitor_every : 0;
+    if (!(monitors <= DRIVER_MAX_OUTPUTS)) {
+        diag_set(err, err_len, "monitor every = %g to t = %g makes %.3g monitor times, more than the %.0e a run may have",
+                 o->monitor_every, end, monitors, DRIVER_MAX_OUTPUTS);
         return -1;
     }
     double outputs = o->output_every > 0 ? end / o->output_every : 0;
@@ -127,6 +135,113 @@ static int check(engine *e, int full, char *err, size_t len)
     return -1;
 }
 
+/* ---- monitors ------------------------------------------------------------------------------ */
+
+typedef struct monitors {
+    const pj_program *p;
+    FILE *csv;              /* out_dir/monitor.csv, or NULL */
+    double *values;         /* params then monitors: what the stop condition reads */
+    int cap;                /* entries in values */
+} monitors;
+
+static int monitors_open(monitors *m, engine *e, const driver_options *o, char *err, size_t len)
+{
+    const pj_program *p = engine_program(e);
+    memset(m, 0, sizeof *m);
+    m->p = p;
+    if (!p->has_monitor || o->no_monitors) return 0;
+    m->cap = p->n_params + p->n_monitors + 1;
+    m->values = calloc((size_t)m->cap, sizeof *m->values);
+    if (!m->values) {
+        diag_set(err, len, "out of memory");
+        return -1;
+    }
+    if (!o->out_dir) return 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/monitor.csv", o->out_dir);
+    m->csv = fopen(path, "w");
+    if (!m->csv) {
+        diag_set(err, len, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    fprintf(m->csv, "t,step");
+    for (int i = 0; i < p->n_monitors; i++) fprintf(m->csv, ",%s", p->monitor_names[i]);
+    fprintf(m->csv, "\n");
+    return 0;
+}
+
+static int monitors_close(monitors *m, char *err, size_t len, int ok)
+{
+    int r = 0;
+    if (m->csv && fclose(m->csv) != 0 && ok) {
+        diag_set(err, len, "cannot write monitor.csv: %s", strerror(errno));
+        r = -1;
+    }
+    free(m->values);
+    return r;
+}
+
+/* The monitors now: a row of monitor.csv, a line on monitor_out, then the stop condition.
+ * Returns 1 when the run must stop (res->stopped says why), 0 to go on, -1 on an error. */
+static int monitors_take(monitors *m, engine *e, const driver_options *o, driver_result *res, char *err, size_t len)
+{
+    const pj_program *p = engine_program(e); /* a hot swap may have changed it */
+    if (!m->values || !p->has_monitor) return 0; /* not taken in this run, or none now */
+    if (p->n_params + p->n_monitors + 1 > m->cap) {
+        double *v = realloc(m->values, sizeof *v * (size_t)(p->n_params + p->n_monitors + 1));
+        if (!v) {
+            diag_set(err, len, "out of memory");
+            return -1;
+        }
+        m->values = v;
+        m->cap = p->n_params + p->n_monitors + 1;
+    }
+    double *mv = m->values + p->n_params;
+    if (engine_reduce(e, mv, err, len) < 0) return -1;
+    double t = engine_time(e);
+    long long step = (long long)engine_steps(e);
+    if (m->csv) {
+        fprintf(m->csv, "%.17g,%lld", t, step);
+        for (int i = 0; i < p->n_monitors; i++) fprintf(m->csv, ",%.17g", mv[i]);
+        fprintf(m->csv, "\n");
+        if (ferror(m->csv)) {
+            diag_set(err, len, "cannot write monitor.csv in %s", o->out_dir);
+            return -1;
+        }
+    }
+    if (o->monitor_out) {
+        fprintf(o->monitor_out, "pdejit: monitor t = %.9g, step %lld:", t, step);
+        for (int i = 0; i < p->n_monitors; i++)
+            fprintf(o->monitor_out, "%s %s = %.9g", i ? "," : "", p->monitor_names[i], mv[i]);
+        fprintf(o->monitor_out, "\n");
+        fflush(o->monitor_out);
+    }
+    if (!p->stop || !p->stop->n_outputs) return 0;
+    const double *params = engine_params(e);
+    for (int i = 0; i < p->n_params; i++) m->values[i] = params[i];
+    if (kir_eval_uniform(p->stop, p->stop->outputs[0].node, m->values, t) != 0) {
+        snprintf(res->stopped, sizeof res->stopped, "%s at t = %.9g (step %lld)", p->stop_text ? p->stop_text : "stop",
+                 t, step);
+        return 1;
+    }
+    return 0;
+}
+
+/* The next time after `after` (beyond a tolerance) in a sequence: k*every, or the list. */
+static double next_time(double every, const double *at, int n_at, double after, double tol)
+{
+    if (at) {
+        for (int i = 0; i < n_at; i++)
+            if (at[i] > after + tol) return at[i];
+        return INFINITY;
+    }
+    if (!(every > 0)) return INFINITY;
+    double k = floor(after / every) + 1;
+    while (k > 1 && (k - 1) * every > after + tol) k--;
+    while (k * every <= after + tol) k++;
+    return k * every;
+}
+
 int driver_run(engine *e, const driver_options *o, driver_result *res, char *err, size_t err_len)
 {
     memset(res, 0, sizeof *res);
@@ -135,28 +250,46 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     /* a run given in steps ends at steps*dt like any other: output times in between split a
        step without moving the end */
     const double end = o->steps >= 0 ? (double)o->steps * dt : o->until;
+    const double tol = 1e-12 * fmax(1, fabs(end));
+    const pj_program *p = engine_program(e);
+    const double mon_every = p->monitor_every;
+    const int has_monitor = p->has_monitor && !o->no_monitors;
+    const double *at = o->n_output_at > 0 ? o->output_at : NULL;
     int64_t cells = engine_cells(e);
     writers_series *ws = NULL;
-    if (o->out_dir) {
-        ws = writers_series_open(o->out_dir, o->formats, err, err_len);
-        if (!ws) return 1;
+    monitors mon;
+    if (monitors_open(&mon, e, o, err, err_len) < 0) {
+        monitors_close(&mon, err, err_len, 0);
+        return 1;
     }
-    int status = 1;
-    if (check(e, 1, err, err_len) < 0 || snapshot(e, o, ws, res, err, err_len) < 0) goto done;
-    if (!(end > engine_time(e))) { /* nothing to step: the first snapshot is the last */
+    if (o->out_dir && !o->no_snapshots) {
+        ws = writers_series_open(o->out_dir, o->formats, err, err_len);
+        if (!ws) {
+            monitors_close(&mon, err, err_len, 0);
+            return 1;
+        }
+    }
+    int status = 1, stopped = 0;
+    const double t_start = engine_time(e);
+    /* the first snapshot: always, unless `output at` does not list the start */
+    int first_snap = !at || fabs(at[0] - t_start) <= tol;
+    if (check(e, 1, err, err_len) < 0 || (first_snap && snapshot(e, o, ws, res, err, err_len) < 0)) goto done;
+    if ((stopped = monitors_take(&mon, e, o, res, err, err_len)) < 0) goto done;
+    if (stopped || !(end > engine_time(e))) { /* nothing to step: the first snapshot is the last */
         status = 0;
         goto done;
     }
     int interrupted = o->interrupt && atomic_load(o->interrupt);
     double start = driver_now(), last_report = start;
     int64_t since_check = 0, done_steps = 0;
-    for (int n_out = 1; !interrupted; n_out++) {
-        /* the next stop: an output time or the end */
+    while (!interrupted) {
+        /* the next stop: an output time, a monitor time or the end */
+        double now = engine_time(e);
+        double t_out = next_time(o->output_every, at, o->n_output_at, now, tol);
+        double t_mon = has_monitor ? next_time(mon_every, NULL, 0, now, tol) : INFINITY;
         double stop = end;
-        if (o->output_every > 0) {
-            double next = (double)n_out * o->output_every;
-            if (next < end - 1e-12 * fmax(1, fabs(end))) stop = next;
-        }
+        if (t_out < end - tol && t_out < stop) stop = t_out;
+        if (t_mon < end - tol && t_mon < stop) stop = t_mon;
         /* adaptive steps: the solver chooses its own, one engine step covers the span */
         int64_t n = o->adaptive ? 1 : (int64_t)ceil((stop - engine_time(e)) / dt - 1e-9);
         double t0 = driver_now();
@@ -173,11 +306,11 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
                 failed = check(e, 0, err, err_len) < 0;
             }
             if (o->progress && !(done_steps & 63) && driver_now() - last_report > 3.0) {
-                double now = driver_now(), t = engine_time(e);
-                last_report = now;
+                double tnow = driver_now(), t = engine_time(e);
+                last_report = tnow;
                 fprintf(o->progress, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end,
                         100 * t / (end > 0 ? end : 1), (long long)done_steps,
-                        (double)done_steps * (double)cells / (now - start) * 1e-6);
+                        (double)done_steps * (double)cells / (tnow - start) * 1e-6);
                 fflush(o->progress);
             }
         }
@@ -185,9 +318,14 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         res->seconds += driver_now() - t0;
         if (failed || (since_check && check(e, 0, err, err_len) < 0)) goto done;
         since_check = 0;
-        if (interrupted) break; /* no snapshot between output times */
-        if (snapshot(e, o, ws, res, err, err_len) < 0) goto done;
-        if (stop >= end) break;
+        if (interrupted) break; /* no snapshot or monitor between their times */
+        int at_end = stop >= end;
+        /* outputs: at their times; at the end too unless `output at` leaves it out */
+        int snap = fabs(t_out - stop) <= tol || (at_end && !at);
+        int take = fabs(t_mon - stop) <= tol || (at_end && !(mon_every > 0));
+        if (take && (stopped = monitors_take(&mon, e, o, res, err, err_len)) < 0) goto done;
+        if ((snap || (stopped && !at)) && snapshot(e, o, ws, res, err, err_len) < 0) goto done;
+        if (stopped || at_end) break;
     }
     status = 0;
     if (interrupted) {
@@ -199,6 +337,7 @@ done:
     res->steps = engine_steps(e);
     res->t = engine_time(e);
     if (ws) writers_series_close(ws);
+    if (monitors_close(&mon, err, err_len, status == 0) < 0 && status == 0) status = 1;
     if (status == 0 && o->dump_path) {
         writers_frame fr;
         if (writers_frame_build(&fr, engine_program(e), engine_geometry(e), res->t, NULL, 0, engine_field, e, err,

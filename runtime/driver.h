@@ -13,7 +13,11 @@ typedef struct driver_options {
     double until;           /* end time (steps * dt when the run is given in steps) */
     int64_t steps;          /* >= 0: exactly this many steps of dt (until ignored) */
     double output_every;    /* <= 0: snapshots only at the start and the end */
-    const char *out_dir;    /* NULL: no snapshots */
+    const double *output_at;/* n_output_at increasing times: snapshots at exactly these (not at the
+                               start and the end unless listed), output_every ignored */
+    int n_output_at;
+    const char *out_dir;    /* NULL: no snapshots, no monitor.csv */
+    int no_snapshots;       /* out_dir takes monitor.csv only */
     int formats;            /* PJ_FMT_* */
     const int *fields;      /* fields written in snapshots */
     int n_fields;
@@ -26,6 +30,9 @@ typedef struct driver_options {
                                engine_step per span between stops */
     atomic_int *interrupt;  /* NULL, or a flag that, once set (any thread, a signal handler), stops
                                the run at the next step boundary; the run clears it */
+    FILE *monitor_out;      /* NULL, or each monitor row printed here (--verbose) */
+    int no_monitors;        /* the program's monitors are not taken (pj_sim_advance) */
+    double monitor_every;   /* the program's, for driver_check_counts (driver_run reads the program) */
 } driver_options;
 
 /* The most steps and output times one run may take: beyond them a time step or an output
@@ -38,6 +45,7 @@ typedef struct driver_result {
     double t;
     double seconds;         /* wall time of the stepping (outputs excluded) */
     int snapshots;
+    char stopped[256];      /* "" or why `stop when` ended the run: "peak < 0.01 at t = 0.35 (step 350)" */
 } driver_result;
 
 /* Checks, before anything runs, that the run from t_now ends at a finite time, within
@@ -52,7 +60,13 @@ int driver_check_counts(const driver_options *o, double t_now, char *err, size_t
  * message ("cannot write the dump missing/x.csv: No such file or directory"). */
 int driver_prepare_outputs(const driver_options *o, int *cleaned, char *err, size_t err_len);
 
-/* Runs e (initialised) to the end. Returns 0; 1 when the run failed (a non-finite value, a
+/* Monitors (the program's `monitor` statement): evaluated at the start, at every multiple of
+ * p->monitor_every (landed on exactly, like output times) and, without `every`, at the end; each
+ * time a row `t,step,NAME...` of out_dir/monitor.csv (values with 17 significant digits) and a
+ * line on monitor_out; then p->stop is checked, and when it holds the run ends there (status 0,
+ * the snapshot of that time written, res->stopped says why).
+ *
+ * Runs e (initialised) to the end. Returns 0; 1 when the run failed (a non-finite value, a
  * device error, an output that could not be written): the reason is in err; 2 when o->interrupt
  * stopped it at a step boundary ("interrupted at step 12, t = 0.12" in err; no dump written). */
 int driver_run(engine *e, const driver_options *o, driver_result *res, char *err, size_t err_len);

@@ -118,6 +118,16 @@ int engine_check_finite(engine *e, sim_nan_report *r, char *err, size_t len)
     return e->ops->check_finite(e->impl, r, err, len);
 }
 
+int engine_reduce(engine *e, double *values, char *err, size_t len)
+{
+    if (!e->p->n_monitors) return 0;
+    if (!e->ops->reduce) {
+        diag_set(err, len, "the %s back end cannot evaluate monitors", e->ops->name);
+        return -1;
+    }
+    return e->ops->reduce(e->impl, values, err, len);
+}
+
 int engine_view_field(engine *e, int f, engine_view *v)
 {
     memset(v, 0, sizeof *v);

@@ -83,6 +83,9 @@ typedef struct backend_ops {
     double (*time)(void *impl);
     int64_t (*steps)(void *impl);
     int (*view)(void *impl, int f, engine_view *v);
+    /* the program's monitors (its KIR_REDUCE kernel) at the current state and time, monitor i
+       into values[i] (sim_reduce's meaning); NULL: this back end has no reduction kernels */
+    int (*reduce)(void *impl, double *values, char *err, size_t len);
     void (*info)(void *impl, engine_info *info);
     /* hot swap (NULL: this back end cannot swap): prepare may run on any thread while the
        simulation steps; swap runs at a step boundary and, on failure, leaves everything as it was */
@@ -138,6 +141,9 @@ int engine_check_finite(engine *e, sim_nan_report *r, char *err, size_t len);
 int engine_view_field(engine *e, int f, engine_view *v);
 /* The implicit solver's iteration counts: 0, or -1 when the program steps explicitly. */
 int engine_solver_stats(engine *e, implicit_stats *stats);
+/* The program's monitors now: values[i] for monitor i (n_monitors entries). 0 (nothing done
+ * without monitors), or -1 with a message. */
+int engine_reduce(engine *e, double *values, char *err, size_t len);
 
 /* Hot swap. engine_can_swap: the back end implements it. engine_prepare compiles p2's kernels
  * (any thread; the engine keeps stepping meanwhile); engine_swap, at a step boundary, checks that

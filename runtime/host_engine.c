@@ -180,6 +180,15 @@ static int host_view(void *impl, int f, engine_view *v)
     return 0;
 }
 
+static int host_reduce(void *impl, double *values, char *err, size_t len)
+{
+    host_engine *h = impl;
+    kir_cpu_fn fn = h->cpu ? cpu_backend_reduce_fn(h->cpu, sim_program(h->s)) : NULL;
+    if (sim_reduce(h->s, fn, values) == 0) return 0;
+    diag_set(err, len, "monitors: out of memory");
+    return -1;
+}
+
 static void host_info(void *impl, engine_info *info)
 {
     host_engine *h = impl;
@@ -275,8 +284,8 @@ static int cpu_explain(const pj_program *p, const engine_options *o, FILE *out, 
     .destroy = host_destroy, .init = host_init, .step = host_step, .set_param = host_set_param,          \
     .params = host_params, .get_field = host_get_field, .set_field = host_set_field,                      \
     .take_nonfinite = host_take_nonfinite, .check_finite = host_check_finite, .time = host_time,          \
-    .steps = host_steps, .view = host_view, .info = host_info, .prepare = host_prepare,                   \
-    .swap = host_swap, .release = host_release, .solver_stats = host_solver_stats
+    .steps = host_steps, .view = host_view, .reduce = host_reduce, .info = host_info,                    \
+    .prepare = host_prepare, .swap = host_swap, .release = host_release, .solver_stats = host_solver_stats
 
 const backend_ops interp_backend_ops = {.name = "interp", .create = interp_create, HOST_OPS};
 const backend_ops cpu_backend_ops = {.name = "cpu", .emit_flag = "llvm", .create = cpu_create, HOST_OPS,

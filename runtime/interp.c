@@ -262,6 +262,56 @@ int interp_stage(const kir_kernel *k, const kir_launch *L, int single, int64_t b
     return 0;
 }
 
+int interp_reduce(const kir_kernel *k, const kir_launch *L, int single, int64_t begin, int64_t end, double *const *part)
+{
+    if (begin >= end || k->n_outputs == 0) return 0;
+    ev e;
+    if (ev_open(&e, k, L, single) < 0) {
+        for (int o = 0; o < k->n_outputs; o++)
+            for (int64_t q = begin; q < end; q++) part[o][q] = NAN;
+        return -1;
+    }
+    int dim = k->dim, no = k->n_outputs;
+    double acc[64][KIR_REDUCE_LANES];
+    for (int64_t q = begin; q < end; q++) {
+        int64_t lo[3], hi[3];
+        outer_range(L, dim, q, q + 1, lo, hi);
+        if (dim == 1) { /* a block of cells */
+            lo[0] = q * KIR_REDUCE_BLOCK_1D;
+            hi[0] = lo[0] + KIR_REDUCE_BLOCK_1D < L->n[0] ? lo[0] + KIR_REDUCE_BLOCK_1D : L->n[0];
+        }
+        for (int o0 = 0; o0 < no; o0 += 64) { /* outputs in groups of 64: acc stays on the stack */
+            int o1 = no - o0 < 64 ? no : o0 + 64;
+            for (int o = o0; o < o1; o++)
+                for (int l = 0; l < KIR_REDUCE_LANES; l++) acc[o - o0][l] = kir_reduce_identity(k->outputs[o].slot);
+            for (int64_t z = lo[2]; z < hi[2]; z++)
+                for (int64_t y = lo[1]; y < hi[1]; y++)
+                    for (int64_t x = lo[0]; x < hi[0]; x += INTERP_BLOCK) {
+                        int len = (int)(hi[0] - x < INTERP_BLOCK ? hi[0] - x : INTERP_BLOCK);
+                        int64_t idx[3] = {x, y, z};
+                        ev_block(&e, idx, 0, len);
+                        int lane0 = (int)((x - lo[0]) % KIR_REDUCE_LANES);
+                        for (int o = o0; o < o1; o++) {
+                            const double *v = e.src[k->outputs[o].node];
+                            int op = k->outputs[o].slot;
+                            double *a = acc[o - o0];
+                            for (int c = 0; c < len; c++) {
+                                int l = (lane0 + c) % KIR_REDUCE_LANES;
+                                a[l] = kir_reduce_combine(op, a[l], single ? (double)(float)v[c] : v[c]);
+                            }
+                        }
+                    }
+            for (int o = o0; o < o1; o++) {
+                double r = acc[o - o0][0];
+                for (int l = 1; l < KIR_REDUCE_LANES; l++) r = kir_reduce_combine(k->outputs[o].slot, r, acc[o - o0][l]);
+                part[o][q] = r;
+            }
+        }
+    }
+    ev_close(&e);
+    return 0;
+}
+
 int interp_init(const kir_kernel *k, const kir_launch *L, int single)
 {
     return interp_stage(k, L, single, 0, L->n[k->dim - 1]);

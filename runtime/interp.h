@@ -34,6 +34,11 @@
  * stored. Thread-safe for disjoint ranges. */
 int interp_stage(const kir_kernel *k, const kir_launch *L, int single, int64_t begin, int64_t end);
 
+/* Runs a KIR_REDUCE kernel over parts [begin, end) (kir.h, "Reductions"): part q's result for
+ * output j goes to part[j][q]. Needs the ghosts of slot 0 filled where the kernel reads
+ * neighbours. Thread-safe for disjoint ranges. -1 (results NaN) without scratch memory. */
+int interp_reduce(const kir_kernel *k, const kir_launch *L, int single, int64_t begin, int64_t end, double *const *part);
+
 /* Evaluates a KIR_INIT kernel over every interior cell (slot 0 of each field it writes). */
 int interp_init(const kir_kernel *k, const kir_launch *L, int single);
 

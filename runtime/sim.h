@@ -96,6 +96,14 @@ void sim_set_spacing(sim *s, const double h[3]);
  * last-level cache); for tests and benchmarks. */
 void sim_set_prefetch(sim *s, int on);
 
+/* The program's monitors at the current state and time: its KIR_REDUCE kernel (p->reduce) run
+ * over the parts of the grid on the sim's threads (compiled code fn, or the interpreter when fn
+ * is NULL), the parts combined in order (kir.h, so the result does not depend on the threads),
+ * then integral times the cell volume, mean over the number of cells: values[i] for monitor i.
+ * Fills slot 0's ghosts first (neighbours may be read). 0, or -1 when out of memory (values
+ * NaN). Nothing to do (0) without monitors. */
+int sim_reduce(sim *s, kir_cpu_fn fn, double *values);
+
 /* Hot swap: runs p2's kernels from the next step on, the fields keeping their state (p2's initial
  * values are not used). p2 must have the same mesh, fields, params and scheme slots as the current
  * program, and no wider stencil than the ghost layers allocated; returns -1 with the reason

@@ -211,6 +211,50 @@ double case_agree(const test_case *c, const char *backend, const engine_options 
     return worst;
 }
 
+char *case_with_monitors(const test_case *c)
+{
+    diag d;
+    diag_init(&d, c->name, c->text, strlen(c->text));
+    pj_program *p = compile_problem(c->name, c->text, strlen(c->text), &d, NULL);
+    if (!p) fail_msg("%s", d.log);
+    diag_free(&d);
+    const char *f = p->field_names[0], *g = p->field_names[p->n_fields - 1];
+    const char *off = p->dim == 1 ? "[1]" : p->dim == 2 ? "[1, -1]" : "[0, 1, -1]";
+    size_t cap = strlen(c->text) + 1024;
+    char *s = malloc(cap);
+    snprintf(s, cap, "%s\nmonitor mon_a = integral(%s), mon_b = maxval(%s*%s), mon_c = minval(%s - %s),\n"
+                     "        mon_d = mean(%s%s - %s), mon_e = integral(exp(-%s*%s) + x)\n",
+             c->text, f, f, g, g, f, f, off, f, g, g);
+    program_free(p);
+    return s;
+}
+
+double monitors_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
+                      int *bit_equal)
+{
+    engine *ref = case_engine(p, "interp", o, sets), *e = case_engine(p, backend, o, sets);
+    double dt = p->dt > 0 ? p->dt : 1e-3;
+    char err[1024];
+    for (int64_t i = 0; i < steps; i++)
+        if (engine_step(ref, dt, err, sizeof err) < 0 || engine_step(e, dt, err, sizeof err) < 0) fail_msg("%s", err);
+    if (engine_sync(e, err, sizeof err) < 0) fail_msg("%s", err);
+    double *a = calloc((size_t)p->n_monitors + 1, sizeof *a), *b = calloc((size_t)p->n_monitors + 1, sizeof *b);
+    if (engine_reduce(ref, a, err, sizeof err) < 0 || engine_reduce(e, b, err, sizeof err) < 0) fail_msg("%s", err);
+    double worst = 0;
+    for (int i = 0; i < p->n_monitors; i++) {
+        if (bit_equal) *bit_equal += !memcmp(&a[i], &b[i], sizeof a[i]);
+        if (isnan(a[i]) && isnan(b[i])) continue;
+        double d = a[i] == b[i] ? 0 : isinf(a[i]) || isinf(b[i]) ? INFINITY : tu_reldiff(a[i], b[i]);
+        if (d > 0) print_message("  monitor %s: interp %.17g, %s %.17g\n", p->monitor_names[i], a[i], backend, b[i]);
+        worst = fmax(worst, d);
+    }
+    free(a);
+    free(b);
+    engine_destroy(ref);
+    engine_destroy(e);
+    return worst;
+}
+
 double program_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
                      const char *label)
 {

@@ -47,6 +47,15 @@ double case_agree(const test_case *c, const char *backend, const engine_options 
 double program_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
                      const char *label);
 
+/* Monitors. case_with_monitors: the text of case c followed by a monitor statement of five
+ * reductions (integral, maxval, minval, mean, a neighbour difference) over its fields (malloc'd).
+ * monitors_agree: the monitors of p after `steps` steps on the interpreter and on `backend` (same
+ * options): the largest relative difference (NaN on both sides agrees), *bit_equal (may be NULL)
+ * counting the values equal to the bit. */
+char *case_with_monitors(const test_case *c);
+double monitors_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
+                      int *bit_equal);
+
 /* The ghost-fill plan (grid.h) on `backend`: the homogeneous fill is the affine difference
  * full(U) - full(0) (euler and rk4); with hooks (host memory only), a hook that mirrors one side
  * gives what dn = 0 there gives, called once per stage. */

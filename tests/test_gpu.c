@@ -356,10 +356,10 @@ static void emit_compiles(void **state)
             fclose(f);
             if (rc) print_error("%s: %s\n", names[i], err);
             assert_int_equal(rc, 0);
-            /* one kernel per stage, per side, the check and the init */
+            /* one kernel per stage, per side, the check and the init; the monitors: their reduction and its fold */
             int kernels = 0;
             for (const char *q = text; (q = strstr(q, "// ---- kernel ")); q++) kernels++;
-            assert_int_equal(kernels, p->n_stages + 2 * p->dim + 1 + (p->init != NULL));
+            assert_int_equal(kernels, p->n_stages + 2 * p->dim + 1 + (p->init != NULL) + (p->reduce ? 2 : 0));
             assert_non_null(strstr(text, single ? "float" : "double"));
             if (nv) {
                 /* each kernel's source on its own */
@@ -483,6 +483,34 @@ static void samples_agree(where w)
         print_message("%-24s single: largest difference %.3g\n", cases[i].name, d);
         assert_true(d <= (w == ON_EMU ? 0 : 1e-3));
     }
+    test_cases_free(cases, n);
+}
+
+/* Monitors (KIR_REDUCE on the device, then its fold): the interpreter's values, bit for bit in
+ * the emulation (the same order of operations, kir.h), within 1e-12 on a device. */
+static void monitors_agree_on(where w)
+{
+    test_case *cases;
+    int n = test_cases(&cases);
+    int bit = 0, total = 0;
+    for (int i = 0; i < n; i++) {
+        char *text = case_with_monitors(&cases[i]);
+        diag d;
+        diag_init(&d, cases[i].name, text, strlen(text));
+        pj_program *p = compile_problem(cases[i].name, text, strlen(text), &d, NULL);
+        if (!p) fail_msg("%s", d.log);
+        diag_free(&d);
+        for (int single = 0; single <= 1; single++) {
+            engine_options o = {.cache_dir = g_cache_dir, .single = single};
+            double diff = monitors_agree(p, cases[i].sets, "cuda", &o, w == ON_GPU ? 50 : 3, &bit);
+            total += p->n_monitors;
+            print_message("%-24s %s monitors: largest difference %.3g\n", cases[i].name, single ? "single" : "double", diff);
+            assert_true(diff <= (w == ON_EMU ? 0 : single ? 1e-5 : 1e-12));
+        }
+        program_free(p);
+        free(text);
+    }
+    print_message("%d of %d monitor values equal to the bit\n", bit, total);
     test_cases_free(cases, n);
 }
 
@@ -647,6 +675,8 @@ static void cache_hits_without_nvrtc(void)
 
 static void emu_samples_agree(void **state) { (void)state; NEED(ON_EMU); samples_agree(ON_EMU); }
 static void emu_nan_reports(void **state) { (void)state; NEED(ON_EMU); nan_reports(ON_EMU); }
+static void emu_monitors_agree(void **state) { (void)state; NEED(ON_EMU); monitors_agree_on(ON_EMU); }
+static void gpu_monitors_agree(void **state) { (void)state; NEED(ON_GPU); monitors_agree_on(ON_GPU); }
 static void emu_run_matches_driver(void **state) { (void)state; NEED(ON_EMU); run_matches_driver(ON_EMU); }
 static void emu_cache_hits_without_nvrtc(void **state) { (void)state; NEED(ON_EMU); cache_hits_without_nvrtc(); }
 static void emu_memory_released(void **state)
@@ -857,6 +887,7 @@ int main(void)
         cmocka_unit_test(key_composition),
         cmocka_unit_test(emu_samples_agree),
         cmocka_unit_test(emu_nan_reports),
+        cmocka_unit_test(emu_monitors_agree),
         cmocka_unit_test(emu_run_matches_driver),
         cmocka_unit_test(emu_cache_hits_without_nvrtc),
         cmocka_unit_test(emu_memory_released),
@@ -866,6 +897,7 @@ int main(void)
         cmocka_unit_test(no_device_command_line),
         cmocka_unit_test(gpu_samples_agree),
         cmocka_unit_test(gpu_nan_reports),
+        cmocka_unit_test(gpu_monitors_agree),
         cmocka_unit_test(gpu_run_matches_driver),
         cmocka_unit_test(gpu_cache_hits_without_nvrtc),
         cmocka_unit_test(gpu_memory_released),

@@ -184,7 +184,7 @@ static double heat_error(const char *scheme, double dt, const char *backend_note
     assert_int_equal(pj_problem_compile("heat.pde", src, strlen(src), &pr, &diags), PJ_OK);
     pj_sim *sim;
     char err[512];
-    pj_sim_options so = {PJ_BACKEND_CPU, 0, 1, 0, NULL};
+    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .single = 0, .threads = 1, .fast_math = 0, .solver_options = NULL};
     pj_status st = pj_sim_create(pr, &so, &sim, err, sizeof err);
     if (st) fprintf(stderr, "%s\n", err);
     assert_int_equal(st, PJ_OK);
@@ -225,7 +225,7 @@ static double imex_error(double dt)
     char *diags = NULL, err[512];
     assert_int_equal(pj_problem_compile("imex.pde", src, strlen(src), &pr, &diags), PJ_OK);
     pj_sim *sim;
-    pj_sim_options so = {PJ_BACKEND_CPU, 0, 1, 0, NULL};
+    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .single = 0, .threads = 1, .fast_math = 0, .solver_options = NULL};
     assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
     pj_status st = pj_sim_advance(sim, dt, 0.2, err, sizeof err);
     if (st) fprintf(stderr, "%s\n", err);
@@ -258,7 +258,7 @@ static void adaptive_steps(void **state)
     char *diags = NULL, err[512];
     assert_int_equal(pj_problem_compile("adapt.pde", src, strlen(src), &pr, &diags), PJ_OK);
     pj_sim *sim;
-    pj_sim_options so = {PJ_BACKEND_CPU, 0, 1, 0, NULL};
+    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .single = 0, .threads = 1, .fast_math = 0, .solver_options = NULL};
     assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
     pj_run_options ro = pj_run_options_default();
     pj_run_result res;
@@ -384,7 +384,7 @@ static void heat_from_a_wall_at_100x_the_limit(void **state)
     assert_int_equal(pj_problem_compile("wall.pde", src, strlen(src), &pr, &diags), PJ_OK);
     pj_sim *sim;
     char err[512];
-    pj_sim_options so = {PJ_BACKEND_CPU, 0, 1, 0, NULL};
+    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .single = 0, .threads = 1, .fast_math = 0, .solver_options = NULL};
     assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
     assert_int_equal(pj_sim_advance(sim, dt, T, err, sizeof err), PJ_OK);
     double *u = malloc(sizeof *u * n), worst = 0;
@@ -413,7 +413,7 @@ static void interp_and_cpu_agree(void **state)
         assert_int_equal(pj_problem_compile("c.pde", src, strlen(src), &pr, &diags), PJ_OK);
         pj_sim *sim;
         char err[512];
-        pj_sim_options so = {be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, 0, 1, 0, NULL};
+        pj_sim_options so = {.backend = be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, .single = 0, .threads = 1, .fast_math = 0, .solver_options = NULL};
         assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
         assert_int_equal(pj_sim_advance(sim, 0.05, 0.2, err, sizeof err), PJ_OK);
         assert_int_equal(pj_sim_get_field(sim, "u", out[be][0]), PJ_OK);
@@ -442,7 +442,7 @@ static void options_stay_with_their_simulation(void **state)
         char *diags = NULL, err[512];
         assert_int_equal(pj_problem_compile("o.pde", src, strlen(src), &pr, &diags), PJ_OK);
         pj_sim *sim;
-        pj_sim_options so = {PJ_BACKEND_INTERP, 0, 1, 0, i == 2 ? "-ksp_type preonly -pc_type lu" : NULL};
+        pj_sim_options so = {.backend = PJ_BACKEND_INTERP, .single = 0, .threads = 1, .fast_math = 0, .solver_options = i == 2 ? "-ksp_type preonly -pc_type lu" : NULL};
         assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
         assert_int_equal(pj_sim_advance(sim, 0.01, 0.02, err, sizeof err), PJ_OK);
         pj_solver_stats st;
