@@ -133,6 +133,8 @@ static const char *usage_run =
     "  --dump FILE.csv            write the final state: x[,y[,z]],field... one row per cell,\n"
     "                             17 significant digits\n"
     "  --threads N                CPU threads (default: all cores)\n"
+    "  --seed N                   the key of rand() and randn() (0 to 2^64-1, default 0): the same\n"
+    "                             seed gives the same numbers on every back end and thread count\n"
     "  --precision double|single  floating point of the kernels (default double)\n"
     "  --fast-math                let the compiler reassociate and contract (FMA); results\n"
     "                             then differ from the interpreter in the last bits\n"
@@ -323,6 +325,7 @@ static int cmd_run(int argc, char **argv)
     const char *file = NULL, *backend = "cpu", *out = NULL, *dump = NULL;
     const char *sets[256];
     int n_sets = 0, threads = 0, single = 0, fast_math = 0, verbose = 0, quiet = 0, watching = 0;
+    uint64_t seed = 0;
     double dt = 0, until = -1, steps_d = -1, check_every = 1;
     const char *scheme = NULL;
     for (int i = 0; i < argc; i++) {
@@ -351,6 +354,17 @@ static int cmd_run(int argc, char **argv)
             if (cli_parse_double(a, v, &t) < 0) return 2;
             if (!(t >= 1 && t <= 1024 && t == floor(t))) { fprintf(stderr, "pdejit: --threads must be 1 to 1024\n"); return 2; }
             threads = (int)t;
+        }
+        else if (!strcmp(a, "--seed")) {
+            NEED_VALUE();
+            char *end;
+            errno = 0;
+            unsigned long long sv = strtoull(v, &end, 0);
+            if (!*v || *end || errno || v[0] == '-' || v[0] == ' ') {
+                fprintf(stderr, "pdejit: --seed takes a whole number from 0 to 18446744073709551615, not '%s'\n", v);
+                return 2;
+            }
+            seed = (uint64_t)sv;
         }
         else if (!strcmp(a, "--precision")) {
             NEED_VALUE();
@@ -391,7 +405,7 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pdejit: %s: how far to run? add `until = ` or `steps = ` to the time statement, or give --until/--steps\n", file);
         goto done;
     }
-    pj_sim_options so = {be, single, threads, fast_math};
+    pj_sim_options so = {.backend = be, .single = single, .threads = threads, .fast_math = fast_math, .seed = seed};
     pj_status st = pj_sim_create(pr, &so, &sim, err, sizeof err);
     if (st != PJ_OK) {
         if (st == PJ_ERR_UNAVAILABLE) fprintf(stderr, "pdejit: %s\n", err);

@@ -4,6 +4,7 @@
  *   sema_collect_symbols  fields, params, consts, funcs, fluxes; duplicates   (sema.c)
  *   read_mesh             the grid and its dimension (every later check needs it)
  *   sema_check_program    names, arities, axes of every expression; recursion  (sema.c)
+ *   number_rand_sites     each rand()/randn() call's site, in the order of the text
  *   build_*, read_*       params, initial values, time, output, boundaries     (lower.c)
  *   lower_rhs             the KIR_RHS kernel: every eq's right-hand side        (lower.c)
  *   scheme_lower          one stage kernel per stage, composed from it          (scheme.c)
@@ -14,6 +15,7 @@
  * The driver sits above sema.c and lower.c: sema never lowers, lower never calls back here. */
 #include "redefine.h"
 #include "scheme.h"
+#include "philox.h"
 #include "sema.h"
 #include <math.h>
 #include <stdio.h>
@@ -464,6 +466,35 @@ static int finish(compiler *C, kir_kernel *k)
     return 0;
 }
 
+/* ---- noise ------------------------------------------------------------------------------- */
+
+/* Numbers every rand() and randn() call in the order of the text: the call site of its counter
+ * (compiler/philox.h). Depth is bounded by the parser. */
+static void number_sites(compiler *C, ast_expr *e, int *next)
+{
+    if (!e) return;
+    if (e->kind == AST_CALL && (!strcmp(e->name, "rand") || !strcmp(e->name, "randn"))) {
+        if (*next == PJ_RAND_MAX_SITES)
+            diag_error(C->d, e->loc, "more than %d rand() and randn() calls in one problem", PJ_RAND_MAX_SITES);
+        e->site = (*next)++;
+    }
+    number_sites(C, e->a, next);
+    number_sites(C, e->b, next);
+    number_sites(C, e->c, next);
+    for (int i = 0; i < e->n_args; i++) number_sites(C, e->args[i], next);
+}
+
+static void number_rand_sites(compiler *C)
+{
+    int next = 0;
+    for (int i = 0; i < C->ast->n_stmts; i++) {
+        ast_stmt *st = C->ast->stmts[i];
+        for (int j = 0; j < st->n_kwargs; j++) number_sites(C, st->kwargs[j].value, &next);
+        number_sites(C, st->lhs, &next);
+        number_sites(C, st->rhs, &next);
+    }
+}
+
 /* The passes, in order (see the top of the file). Returns 0, or -1 with the errors in C->d. */
 static int run_passes(compiler *C, pj_program *p, const char *source, size_t len, const pj_compile_options *opt)
 {
@@ -476,6 +507,8 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     sema_collect_symbols(C);
     if (read_mesh(C, p) < 0) return -1;
     sema_check_program(C);
+    if (d->errors) return -1;
+    number_rand_sites(C);
     if (d->errors) return -1;
     for (int i = 0; i < C->n_syms; i++) /* every const, used or not, must be a constant */
         if (C->syms[i].kind == SYM_CONST) {

@@ -86,6 +86,9 @@
       D2(OP2(MUL, B, OP2(POW, A, OP2(SUB, B, NUM(1)))), OP2(MUL, R, OP1(LOG, A))))                 \
     X(ATAN2, "atan2", 2, F, "atan2", "atan2", /* (B dA - A dB) / (A^2 + B^2) */                    \
       D2(OP2(DIV, B, OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B))),                                    \
-         OP2(DIV, OP1(NEG, A), OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B)))))
+         OP2(DIV, OP1(NEG, A), OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B)))))                        \
+    /* noise (compiler/philox.h): uniform in [0, 1) from Philox4x32-10 of (seed; cell at off[3],   \
+       step, stage, call site `index`), `axis` = which pair of its words (0 or 1) */               \
+    X(RAND, "rand", 0, F, 0, 0, D0)
 
 #endif

@@ -81,6 +81,8 @@ typedef struct pj_sim_options {
     int single;            /* float instead of double */
     int threads;           /* 0: all cores */
     int fast_math;         /* CPU back end: allow reassociation and FMA */
+    uint64_t seed;         /* rand() and randn(): the key of their counter-based generator (0 by
+                              default); the same seed gives the same numbers on every back end */
 } pj_sim_options;
 
 /* A simulation at t = 0 with the initial values. options may be NULL. PJ_ERR_UNAVAILABLE when the

@@ -185,7 +185,7 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     ps->len = problem->len;
     pthread_mutex_init(&ps->lock, NULL);
     pthread_cond_init(&ps->applied, NULL);
-    engine_options eo = {.single = o.single, .fast_math = o.fast_math, .threads = o.threads};
+    engine_options eo = {.single = o.single, .fast_math = o.fast_math, .threads = o.threads, .seed = o.seed};
     int unavailable = 0;
     ps->e = engine_create(be, problem->p, &eo, &unavailable, err, err_len);
     if (!ps->e) {

@@ -566,6 +566,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     /* launch geometry (host side) */
     s->L.param = s->param;
     s->A.t = s->A.dt = 0;
+    s->A.seed = s->opt.seed;
     for (int a = 0; a < 3; a++) {
         s->L.n[a] = s->g.n[a];
         s->L.origin[a] = a < p->dim ? p->origin[a] : 0;
@@ -687,6 +688,7 @@ int cuda_sim_init(cuda_sim *s, char *err, size_t err_len)
     s->steps = 0;
     s->A.t = 0;
     s->A.dt = 0;
+    s->A.step = s->A.stage = 0;
     if (s->ks.init >= 0 && launch(s, s->ks.init, s->sgrid, s->sblock, &s->A, sizeof s->A, err, err_len) < 0) return -1;
     return 0;
 }
@@ -725,6 +727,8 @@ int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len)
         if (fill(s, st->read_slot, ts, err, err_len) < 0) return -1;
         s->A.t = ts;
         s->A.dt = dt;
+        s->A.step = s->steps;
+        s->A.stage = i + 1;
         if (launch(s, s->ks.stage[i], s->sgrid, s->sblock, &s->A, sizeof s->A, err, err_len) < 0) return -1;
     }
     if (p->swap_after_step) {
@@ -933,7 +937,8 @@ double cuda_sim_bytes_per_cell(const cuda_sim *s)
 
 static void *ops_create(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len)
 {
-    cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir, .ghosts = &o->ghosts};
+    cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir, .ghosts = &o->ghosts,
+                           .seed = o->seed};
     cuda_sim *s = cuda_sim_create(p, &co, err, len);
     if (!s) *unavailable = !strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE));
     return s;

@@ -48,6 +48,7 @@ typedef struct cuda_sim_options {
     int device;            /* ordinal, 0 by default */
     unsigned block[3];     /* stage block shape; zeros: cuda_stage_dims' (or $PDEJIT_CUDA_BLOCK "x,y,z") */
     const struct ghost_settings *ghosts; /* NULL: the program's conditions on every side (grid.h) */
+    uint64_t seed;         /* rand() and randn(): the key of their generator (compiler/philox.h) */
 } cuda_sim_options;
 
 /* How the kernels were obtained (cuda_sim_prepare_stats). */

@@ -30,6 +30,7 @@ typedef struct engine_options {
     int prefetch;          /* host back ends: 1 force row prefetching on, -1 off, 0 decide by size */
     ghost_settings ghosts; /* zeroed: the program's conditions on every side; else hooks and the
                               homogeneous fill (grid.h) */
+    uint64_t seed;         /* rand() and randn(): the key of their generator (compiler/philox.h) */
 } engine_options;
 
 /* How one kernel was obtained. */

@@ -41,7 +41,7 @@ static void *host_create(const pj_program *p, const engine_options *o, int with_
         return NULL;
     }
     h->opt = *o;
-    sim_options so = {o->single, o->threads, &o->ghosts};
+    sim_options so = {o->single, o->threads, &o->ghosts, o->seed};
     h->s = sim_create(p, &so, err, len);
     if (!h->s) {
         free(h);

@@ -14,6 +14,7 @@ typedef struct sim_options {
     int single;           /* --precision single: buffers are float, kernels compute in float */
     int threads;          /* 0: all cores */
     const struct ghost_settings *ghosts; /* NULL: the program's conditions on every side (grid.h) */
+    uint64_t seed;        /* rand() and randn(): the key of their generator (compiler/philox.h) */
 } sim_options;
 
 /* Runs stage kernel `stage` (of the program) over outermost indices [begin, end). */

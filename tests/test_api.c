@@ -25,7 +25,7 @@ static void run_both_backends(void **state)
     assert_string_equal(pj_problem_param_name(pr, 0), "k");
     double out[2][16];
     for (int be = 0; be < 2; be++) {
-        pj_sim_options o = {be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, 0, 2, 0};
+        pj_sim_options o = {be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, 0, 2, 0, 0};
         pj_sim *s;
         char err[256];
         assert_int_equal(pj_sim_create(pr, &o, &s, err, sizeof err), PJ_OK);
@@ -79,7 +79,7 @@ static void field_views_alias(void **state)
     assert_int_equal(pj_problem_compile("view.pde", src, strlen(src), &pr, NULL), PJ_OK);
     for (int be = 0; be < 2; be++) {
         for (int single = 0; single <= 1; single++) {
-            pj_sim_options o = {be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, single, 1, 0};
+            pj_sim_options o = {be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, single, 1, 0, 0};
             pj_sim *s;
             char err[256];
             assert_int_equal(pj_sim_create(pr, &o, &s, err, sizeof err), PJ_OK);
@@ -143,7 +143,7 @@ static void statuses_and_unavailable_backends(void **state)
     assert_int_equal(pj_problem_compile("decay.pde", decay, strlen(decay), &pr, NULL), PJ_OK);
     pj_sim *s = NULL;
     char err[256] = "";
-    pj_sim_options o = {(pj_backend)7, 0, 1, 0};
+    pj_sim_options o = {(pj_backend)7, 0, 1, 0, 0};
     assert_int_equal(pj_sim_create(pr, &o, &s, err, sizeof err), PJ_ERR_INPUT);
     assert_null(s);
     o.backend = PJ_BACKEND_CUDA;
@@ -165,7 +165,7 @@ static const char *swappable =
 static pj_sim *swap_sim(pj_problem **pr, pj_backend be)
 {
     assert_int_equal(pj_problem_compile("swap.pde", swappable, strlen(swappable), pr, NULL), PJ_OK);
-    pj_sim_options o = {be, 0, 1, 0};
+    pj_sim_options o = {be, 0, 1, 0, 0};
     pj_sim *s;
     char err[256];
     assert_int_equal(pj_sim_create(*pr, &o, &s, err, sizeof err), PJ_OK);
@@ -268,7 +268,7 @@ static void redefinition_while_stepping(void **state)
     for (int be = 0; be < 2; be++) {
         pj_problem *pr;
         assert_int_equal(pj_problem_compile("big.pde", big, strlen(big), &pr, NULL), PJ_OK);
-        pj_sim_options o = {be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, 0, 1, 0};
+        pj_sim_options o = {be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, 0, 1, 0, 0};
         pj_sim *s;
         char err[256];
         assert_int_equal(pj_sim_create(pr, &o, &s, err, sizeof err), PJ_OK);
@@ -372,7 +372,7 @@ static void refused_before_the_first_step(void **state)
     assert_int_equal(pj_problem_compile("big.pde", big, strlen(big), &pr, NULL), PJ_OK);
     setenv("PDEJIT_MEMORY_AVAILABLE", "22.9e9", 1);
     for (int be = 0; be < 2; be++) {
-        pj_sim_options o = {be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, 0, 1, 0};
+        pj_sim_options o = {be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, 0, 1, 0, 0};
         s = NULL;
         assert_int_equal(pj_sim_create(pr, &o, &s, err, sizeof err), PJ_ERR_MEMORY);
         assert_null(s);
