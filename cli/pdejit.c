@@ -139,6 +139,11 @@ static const char *usage_run =
     "  --fast-math                let the compiler reassociate and contract (FMA); results\n"
     "                             then differ from the interpreter in the last bits\n"
     "  --check-every N            steps between NaN/Inf checks (default 1)\n"
+    "  --checkpoint-every T       write DIR/checkpoint.pjc (fields, time, step) at the first step\n"
+    "                             at or after each multiple of T of simulated time, atomically\n"
+    "  --resume CHECKPOINT        continue the run that wrote CHECKPOINT (same problem, grid,\n"
+    "                             precision, seed): it ends with the same bits as one never stopped\n"
+    "  --init FILE.csv            start from the fields of a --dump of the same grid\n"
     "  --watch                    hot swap: when FILE changes, recompile it while the run goes on\n"
     "                             and swap the new equations, funcs, fluxes and boundary\n"
     "                             conditions in at a step boundary, the fields keeping their state\n"
@@ -326,7 +331,8 @@ static int cmd_run(int argc, char **argv)
     const char *sets[256];
     int n_sets = 0, threads = 0, single = 0, fast_math = 0, verbose = 0, quiet = 0, watching = 0;
     uint64_t seed = 0;
-    double dt = 0, until = -1, steps_d = -1, check_every = 1;
+    double dt = 0, until = -1, steps_d = -1, check_every = 1, checkpoint_every = 0;
+    const char *resume = NULL, *init_csv = NULL;
     const char *scheme = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -373,6 +379,9 @@ static int cmd_run(int argc, char **argv)
             else { fprintf(stderr, "pdejit: --precision is double or single, not '%s'\n", v); return 2; }
         }
         else if (!strcmp(a, "--check-every")) { NEED_VALUE(); if (cli_parse_double(a, v, &check_every) < 0 || !(check_every >= 1)) { fprintf(stderr, "pdejit: --check-every must be >= 1\n"); return 2; } }
+        else if (!strcmp(a, "--checkpoint-every")) { NEED_VALUE(); if (cli_parse_double(a, v, &checkpoint_every) < 0 || !(checkpoint_every > 0) || !isfinite(checkpoint_every)) { fprintf(stderr, "pdejit: --checkpoint-every must be a positive time\n"); return 2; } }
+        else if (!strcmp(a, "--resume")) { NEED_VALUE(); resume = v; }
+        else if (!strcmp(a, "--init")) { NEED_VALUE(); init_csv = v; }
         else if (!strcmp(a, "--fast-math")) fast_math = 1;
         else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) verbose = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
@@ -383,6 +392,7 @@ static int cmd_run(int argc, char **argv)
 #undef NEED_VALUE
     }
     if (!file) { fputs(usage_run, stderr); return 2; }
+    if (resume && init_csv) { fprintf(stderr, "pdejit run: --resume and --init both set the fields: give one\n"); return 2; }
     pj_backend be;
     if (pj_backend_by_name(backend, &be) < 0) {
         fprintf(stderr, "pdejit: unknown back end '%s'; back ends are %s\n", backend, pj_backend_names());
@@ -450,9 +460,22 @@ static int cmd_run(int argc, char **argv)
             goto done;
         }
     }
+    if (init_csv && pj_sim_init_from_csv(sim, init_csv, err, sizeof err) != PJ_OK) {
+        fprintf(stderr, "pdejit: %s\n", err);
+        goto done;
+    }
+    if (resume) {
+        if (pj_sim_resume(sim, resume, err, sizeof err) != PJ_OK) {
+            fprintf(stderr, "pdejit: %s\n", err);
+            goto done;
+        }
+        if (!quiet)
+            fprintf(stderr, "pdejit: resuming from %s at t = %.9g, step %lld\n", resume, pj_sim_time(sim),
+                    (long long)pj_sim_steps(sim));
+    }
     if (!out) {
-        /* the file asked for output: write it next to where we run */
-        if (pj_problem_has_output(pr)) out = out_owned = default_out_dir(file);
+        /* the file asked for output, or checkpoints: write them next to where we run */
+        if (pj_problem_has_output(pr) || checkpoint_every > 0) out = out_owned = default_out_dir(file);
     } else if (!strcmp(out, "none")) {
         out = NULL;
     }
@@ -463,6 +486,7 @@ static int cmd_run(int argc, char **argv)
     ro.out_dir = out;
     ro.dump_path = dump;
     ro.check_every = (int)check_every;
+    ro.checkpoint_every = checkpoint_every;
     ro.progress = quiet ? NULL : stderr;
     if (watching) {
         w = watch_create(file, &base, sim, scheme);

@@ -105,6 +105,16 @@ PJ_API pj_status pj_sim_advance(pj_sim *sim, double dt, double t_end, char *err,
  * written; the flag is cleared when they return. Async-signal-safe (one atomic store): a
  * SIGINT handler may call it. The library installs no signal handler of its own. */
 PJ_API void pj_sim_interrupt(pj_sim *sim);
+/* Restarts. pj_sim_resume loads a checkpoint written by pj_sim_run (checkpoint_every) into a
+ * simulation of the same problem: fields, time, step count; the next pj_sim_run continues that run
+ * (no first snapshot; the output times after the checkpoint's) and ends with the same bits as a
+ * run that was never stopped. PJ_ERR_INPUT, nothing changed, when the file is not a checkpoint, is
+ * damaged, or was written on another grid, by another problem (fields, equations, conditions,
+ * scheme), in another precision or with another seed (the message says which).
+ * pj_sim_init_from_csv sets the fields named in a CSV of the dump format (`x[,y[,z]],NAME...`,
+ * one row per cell) of the same grid; the others keep their initial values. */
+PJ_API pj_status pj_sim_resume(pj_sim *sim, const char *checkpoint, char *err, size_t err_len);
+PJ_API pj_status pj_sim_init_from_csv(pj_sim *sim, const char *csv, char *err, size_t err_len);
 PJ_API double pj_sim_time(const pj_sim *sim);
 PJ_API int64_t pj_sim_steps(const pj_sim *sim);
 /* Copies the field's values (pj_problem_cells of them, x fastest) into out. */
@@ -155,6 +165,10 @@ typedef struct pj_run_options {
     FILE *progress;         /* a line every few seconds on long runs, or NULL */
     void (*between_steps)(void *ctx); /* NULL, or called after every step on the stepping thread */
     void *between_ctx;
+    double checkpoint_every;  /* > 0: a checkpoint (checkpoint.pjc) into out_dir at the first step
+                                 boundary at or after each multiple of this simulated time, written
+                                 atomically (temporary name, fsync, rename); the steps taken are the
+                                 same with or without it */
 } pj_run_options;
 typedef struct pj_run_result {
     int64_t steps;          /* steps taken in all */

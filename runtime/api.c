@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "checkpoint.h"
 #include "driver.h"
 #include "engine.h"
 #include "program.h"
@@ -20,6 +21,9 @@ struct pj_problem {
 
 struct pj_sim {
     engine *e;
+    uint64_t seed;         /* rand()'s key, and the precision: recorded in checkpoints */
+    int single;
+    int resumed;           /* pj_sim_resume: the next pj_sim_run continues the checkpoint's run */
     const pj_program *p;   /* the program running */
     pj_program *owned;     /* p, when a redefinition made it */
     /* the text p was compiled from, and where the redefinitions in it begin (0: none yet) */
@@ -173,6 +177,8 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     pj_sim *ps = calloc(1, sizeof *ps);
     if (!ps) return PJ_ERR_MEMORY;
     ps->p = problem->p;
+    ps->seed = o.seed;
+    ps->single = o.single;
     ps->name = strdup(problem->name);
     ps->text = malloc(problem->len + 1);
     if (!ps->name || !ps->text) {
@@ -402,7 +408,13 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
         .formats = p->output_formats, .fields = p->output_fields, .n_fields = p->n_output_fields,
         .dump_path = o.dump_path, .check_every = o.check_every > 0 ? o.check_every : 1, .progress = o.progress,
         .between_steps = between_steps, .between_ctx = ps, .interrupt = &ps->interrupt,
+        .checkpoint_every = o.checkpoint_every, .checkpoint_dir = o.checkpoint_every > 0 ? o.out_dir : NULL,
+        .seed = ps->seed, .single = ps->single, .resumed = ps->resumed,
     };
+    if (o.checkpoint_every > 0 && !o.out_dir) {
+        diag_set(err, err_len, "checkpoints are written into the output folder: give one (out_dir, --out)");
+        return PJ_ERR_INPUT;
+    }
     if (result) *result = (pj_run_result){0, engine_time(ps->e), 0, 0};
     if (driver_check_counts(&dopt, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
     int cleaned = 0;
@@ -418,6 +430,7 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     stepping(ps, 1);
     int rc = driver_run(ps->e, &dopt, &res, err, err_len);
     stepping(ps, 0);
+    ps->resumed = 0;
     ps->user_between = NULL;
     if (result) *result = (pj_run_result){res.steps, res.t, res.seconds, res.snapshots};
     return rc == 0 ? PJ_OK : rc == 2 ? PJ_INTERRUPTED : PJ_ERR_RUN;
@@ -440,6 +453,20 @@ int pj_sim_kernel(const pj_sim *ps, int i, const char **name, int *from_cache, d
     if (from_cache) *from_cache = ei.kernels[i].from_cache;
     if (ms) *ms = ei.kernels[i].ms;
     return 0;
+}
+
+pj_status pj_sim_resume(pj_sim *ps, const char *checkpoint, char *err, size_t err_len)
+{
+    if (!ps || !checkpoint) return PJ_ERR_INPUT;
+    if (checkpoint_read(ps->e, checkpoint, ps->seed, ps->single, err, err_len) < 0) return PJ_ERR_INPUT;
+    ps->resumed = 1;
+    return PJ_OK;
+}
+
+pj_status pj_sim_init_from_csv(pj_sim *ps, const char *csv, char *err, size_t err_len)
+{
+    if (!ps || !csv) return PJ_ERR_INPUT;
+    return checkpoint_init_from_csv(ps->e, csv, err, err_len) < 0 ? PJ_ERR_INPUT : PJ_OK;
 }
 
 double pj_sim_time(const pj_sim *ps) { return engine_time(ps->e); }

@@ -904,6 +904,12 @@ int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t e
 
 double cuda_sim_time(const cuda_sim *s) { return s->t; }
 int64_t cuda_sim_steps(const cuda_sim *s) { return s->steps; }
+void cuda_sim_set_clock(cuda_sim *s, double t, int64_t steps)
+{
+    s->t = t;
+    s->A.t = t;
+    s->steps = steps;
+}
 int64_t cuda_sim_cells(const cuda_sim *s) { return s->g.n[0] * s->g.n[1] * s->g.n[2]; }
 const pj_program *cuda_sim_program(const cuda_sim *s) { return s->p; }
 const kir_launch *cuda_sim_launch(const cuda_sim *s) { return &s->L; }
@@ -947,6 +953,7 @@ static void ops_destroy(void *o) { cuda_sim_destroy(o); }
 static int ops_init(void *o, char *err, size_t len) { return cuda_sim_init(o, err, len); }
 static double ops_time(void *o) { return cuda_sim_time(o); }
 static int64_t ops_steps(void *o) { return cuda_sim_steps(o); }
+static void ops_set_clock(void *o, double t, int64_t steps) { cuda_sim_set_clock(o, t, steps); }
 static int ops_step(void *o, double dt, char *err, size_t len) { return cuda_sim_step(o, dt, err, len); }
 static int ops_sync(void *o, char *err, size_t len) { return cuda_sim_sync(o, err, len); }
 static int ops_set_param(void *o, const char *name, double v) { return cuda_sim_set_param(o, name, v); }
@@ -993,5 +1000,5 @@ const backend_ops cuda_backend_ops = {
     .name = "cuda", .emit_flag = "cuda", .create = ops_create, .destroy = ops_destroy, .init = ops_init,
     .step = ops_step, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
     .set_field = ops_set, .take_nonfinite = ops_take, .check_finite = ops_check, .time = ops_time,
-    .steps = ops_steps, .view = ops_view, .info = ops_info, .emit = ops_emit,
+    .steps = ops_steps, .set_clock = ops_set_clock, .view = ops_view, .info = ops_info, .emit = ops_emit,
 };

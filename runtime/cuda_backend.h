@@ -99,6 +99,8 @@ int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t e
 
 double cuda_sim_time(const cuda_sim *s);
 int64_t cuda_sim_steps(const cuda_sim *s);
+/* Sets the time and the step count (a restart). */
+void cuda_sim_set_clock(cuda_sim *s, double t, int64_t steps);
 int64_t cuda_sim_cells(const cuda_sim *s);
 const pj_program *cuda_sim_program(const cuda_sim *s);
 /* The launch geometry (n, h, origin; buf is NULL: device addresses are not host pointers). */

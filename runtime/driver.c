@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "checkpoint.h"
 #include "diag.h"
 #include "writers.h"
 
@@ -142,7 +143,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         if (!ws) return 1;
     }
     int status = 1;
-    if (check(e, 1, err, err_len) < 0 || snapshot(e, o, ws, res, err, err_len) < 0) goto done;
+    if (check(e, 1, err, err_len) < 0 || (!o->resumed && snapshot(e, o, ws, res, err, err_len) < 0)) goto done;
     if (!(end > engine_time(e))) { /* nothing to step: the first snapshot is the last */
         status = 0;
         goto done;
@@ -150,7 +151,10 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     int interrupted = o->interrupt && atomic_load(o->interrupt);
     double start = driver_now(), last_report = start;
     int64_t since_check = 0, done_steps = 0;
-    for (int n_out = 1; !interrupted; n_out++) {
+    double last_checkpoint = engine_time(e);
+    /* resumed: the output times still ahead (the run that wrote the checkpoint wrote the others) */
+    int first_out = o->resumed && o->output_every > 0 ? (int)floor(engine_time(e) / o->output_every + 1e-9) + 1 : 1;
+    for (int n_out = first_out; !interrupted; n_out++) {
         /* the next stop: an output time or the end */
         double stop = end;
         if (o->output_every > 0) {
@@ -170,6 +174,12 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
             if (!failed && ++since_check >= every) {
                 since_check = 0;
                 failed = check(e, 0, err, err_len) < 0;
+            }
+            if (!failed && o->checkpoint_dir && checkpoint_due(o->checkpoint_every, last_checkpoint, engine_time(e))) {
+                last_checkpoint = engine_time(e);
+                failed = (since_check && check(e, 0, err, err_len) < 0) ||
+                         checkpoint_write(e, o->checkpoint_dir, o->seed, o->single, err, err_len) < 0;
+                since_check = 0;
             }
             if (o->progress && !(done_steps & 63) && driver_now() - last_report > 3.0) {
                 double now = driver_now(), t = engine_time(e);

@@ -24,6 +24,14 @@ typedef struct driver_options {
     void *between_ctx;
     atomic_int *interrupt;  /* NULL, or a flag that, once set (any thread, a signal handler), stops
                                the run at the next step boundary; the run clears it */
+    /* restarts (checkpoint.h) */
+    double checkpoint_every;/* > 0: a checkpoint into checkpoint_dir at the first step boundary at
+                               or after each multiple of it (the steps are not changed for it) */
+    const char *checkpoint_dir;
+    uint64_t seed;          /* recorded in checkpoints */
+    int single;
+    int resumed;            /* the engine holds a checkpoint's state: no first snapshot, outputs
+                               from the first output time after its time */
 } driver_options;
 
 /* The most steps and output times one run may take: beyond them a time step or an output

@@ -81,6 +81,7 @@ typedef struct backend_ops {
     int (*check_finite)(void *impl, sim_nan_report *r, char *err, size_t len); /* 1: found, r filled */
     double (*time)(void *impl);
     int64_t (*steps)(void *impl);
+    void (*set_clock)(void *impl, double t, int64_t steps);             /* a restart: time and step count */
     int (*view)(void *impl, int f, engine_view *v);
     void (*info)(void *impl, engine_info *info);
     /* hot swap (NULL: this back end cannot swap): prepare may run on any thread while the
@@ -126,6 +127,8 @@ int engine_step(engine *e, double dt, char *err, size_t len);
 int engine_sync(engine *e, char *err, size_t len);
 double engine_time(engine *e);
 int64_t engine_steps(engine *e);
+/* Sets the time and the step count (a restart: runtime/checkpoint.h); the fields are set apart. */
+void engine_set_clock(engine *e, double t, int64_t steps);
 int engine_set_param(engine *e, const char *name, double value);
 const double *engine_params(engine *e);
 int engine_get_field(engine *e, int f, double *out, char *err, size_t len);

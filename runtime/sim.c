@@ -519,6 +519,12 @@ int sim_check_finite(const sim *s, sim_nan_report *report)
 
 double sim_time(const sim *s) { return s->t; }
 int64_t sim_steps(const sim *s) { return s->steps; }
+void sim_set_clock(sim *s, double t, int64_t steps)
+{
+    s->t = t;
+    s->L.t = t;
+    s->steps = steps;
+}
 int64_t sim_cells(const sim *s) { return s->g.n[0] * s->g.n[1] * s->g.n[2]; }
 int sim_threads(const sim *s) { return s->threads; }
 const pj_program *sim_program(const sim *s) { return s->p; }

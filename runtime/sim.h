@@ -63,6 +63,8 @@ int sim_take_nonfinite(sim *s);
 
 double sim_time(const sim *s);
 int64_t sim_steps(const sim *s);
+/* Sets the time and the step count (a restart). */
+void sim_set_clock(sim *s, double t, int64_t steps);
 int64_t sim_cells(const sim *s);
 /* Threads a stage is split over (1 when the sim runs serially). */
 int sim_threads(const sim *s);
