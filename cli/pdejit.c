@@ -124,7 +124,8 @@ static const char *usage_run =
     "usage: pdejit run FILE [options]\n"
     "Runs the problem in FILE.\n"
     "  --backend interp|cpu|cuda  where the kernels run (default cpu: LLVM JIT, all cores)\n"
-    "  --set NAME=VALUE           change a param (repeatable; never recompiles)\n"
+    "  --set NAME=VALUE           change a param (repeatable; never recompiles) or a const (the\n"
+    "                             kernels it changes are compiled again, and the run says so)\n"
     "  --dt DT                    time step (overrides the file)\n"
     "  --steps N | --until T      how far to run (overrides the file)\n"
     "  --scheme euler|rk2|rk3|rk4 time-stepping scheme (overrides the file)\n"
@@ -324,6 +325,86 @@ static void run_between_steps(void *ctx)
     if (h->w) watch_between_steps(h->w);
 }
 
+static int is_const(const pj_problem *pr, const char *name)
+{
+    for (int i = 0; i < pj_problem_const_count(pr); i++)
+        if (!strcmp(pj_problem_const_name(pr, i), name)) return 1;
+    return 0;
+}
+
+static int is_param(const pj_problem *pr, const char *name)
+{
+    for (int i = 0; i < pj_problem_param_count(pr); i++)
+        if (!strcmp(pj_problem_param_name(pr, i), name)) return 1;
+    return 0;
+}
+
+/* --set on consts: the problem compiled again with their values (the mesh, the kernels), and a
+ * line saying what that changed. Names that are neither params nor consts are refused here. */
+static int set_consts(pj_problem **pr, const char *file, const char *scheme, const char *const *sets, int n_sets,
+                      int watching, int quiet)
+{
+    const char *names[256];
+    double values[256];
+    char buf[256][128];
+    int n = 0;
+    for (int i = 0; i < n_sets; i++) {
+        const char *eq = strchr(sets[i], '=');
+        if (!eq || eq == sets[i]) { fprintf(stderr, "pdejit: --set takes NAME=VALUE, not '%s'\n", sets[i]); return -1; }
+        snprintf(buf[n], sizeof buf[n], "%.*s", (int)(eq - sets[i]), sets[i]);
+        if (is_param(*pr, buf[n])) continue;
+        if (!is_const(*pr, buf[n])) {
+            const char *cand[512];
+            int nc = 0;
+            for (int k = 0; k < pj_problem_param_count(*pr) && nc < 256; k++) cand[nc++] = pj_problem_param_name(*pr, k);
+            for (int k = 0; k < pj_problem_const_count(*pr) && nc < 512; k++) cand[nc++] = pj_problem_const_name(*pr, k);
+            const char *near = diag_closest(buf[n], cand, nc);
+            fprintf(stderr, "pdejit: --set: '%s' is not a param of %s%s%s%s\n", buf[n], file, near ? " (did you mean '" : "",
+                    near ? near : "", near ? "'?)" : "");
+            return -1;
+        }
+        if (cli_parse_double("--set", eq + 1, &values[n]) < 0) return -1;
+        names[n] = buf[n];
+        n++;
+    }
+    if (!n) return 0;
+    if (watching) {
+        fprintf(stderr, "pdejit run: --watch cannot keep --set on a const (%s) yet: edit the file instead\n", names[0]);
+        return -1;
+    }
+    size_t len;
+    char *text = read_file_or_say(file, &len);
+    if (!text) return -1;
+    pj_problem *next = NULL;
+    char *diagnostics = NULL;
+    pj_status st = pj_problem_compile_consts(file, text, len, scheme, n, names, values, &next, &diagnostics);
+    free(text);
+    if (diagnostics) fputs(diagnostics, stderr);
+    free(diagnostics);
+    if (st != PJ_OK) return -1;
+    int total = 0, changed = pj_problem_kernels_changed(*pr, next, &total);
+    if (!quiet) {
+        char list[1024] = "";
+        for (int i = 0; i < n; i++) {
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%s = %.17g", i ? ", " : "", names[i], values[i]);
+        }
+        char mesh[160] = "";
+        if (pj_problem_cells(next) != pj_problem_cells(*pr))
+            snprintf(mesh, sizeof mesh, "; the mesh has %lld cells (the file's: %lld)", (long long)pj_problem_cells(next),
+                     (long long)pj_problem_cells(*pr));
+        if (changed > 0)
+            fprintf(stderr, "pdejit: const %s (--set): %d of %d kernels differ from the file's and are compiled%s\n", list,
+                    changed, total, mesh);
+        else
+            fprintf(stderr, "pdejit: const %s (--set): no kernel differs from the file's, none is compiled for it%s\n",
+                    list, mesh);
+    }
+    pj_problem_free(*pr);
+    *pr = next;
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage_run, stdout); return 0; }
@@ -401,6 +482,10 @@ static int cmd_run(int argc, char **argv)
     watch_baseline base = watch_baseline_of(file); /* before reading: edits from now on count */
     pj_problem *pr = cli_compile(file, scheme);
     if (!pr) return 2;
+    if (n_sets && set_consts(&pr, file, scheme, sets, n_sets, watching, quiet) < 0) {
+        pj_problem_free(pr);
+        return 2;
+    }
     int status = 2;
     pj_sim *sim = NULL;
     watch *w = NULL;
@@ -450,6 +535,7 @@ static int cmd_run(int argc, char **argv)
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(eq - sets[i]), sets[i]);
         if (cli_parse_double("--set", eq + 1, &v) < 0) goto done;
+        if (is_const(pr, name)) continue; /* compiled in (set_consts) */
         if (pj_sim_set_param(sim, name, v) != PJ_OK) {
             const char *names[256];
             int n = pj_problem_param_count(pr) < 256 ? pj_problem_param_count(pr) : 256;

@@ -61,6 +61,17 @@ PJ_API pj_status pj_problem_compile(const char *name, const char *text, size_t l
  * the file's when it is not NULL; an unknown scheme is PJ_ERR_INPUT with a diagnostic. */
 PJ_API pj_status pj_problem_compile_scheme(const char *name, const char *text, size_t len, const char *scheme,
                                     pj_problem **problem, char **diagnostics);
+/* As pj_problem_compile_scheme, with n_consts consts set from outside (`pdejit run --set` on a
+ * const): const_names[i] takes const_values[i] instead of the expression written, wherever it is
+ * used (the mesh included). A name that is not a const of the text is PJ_ERR_INPUT with a
+ * diagnostic. */
+PJ_API pj_status pj_problem_compile_consts(const char *name, const char *text, size_t len, const char *scheme,
+                                           int n_consts, const char *const *const_names, const double *const_values,
+                                           pj_problem **problem, char **diagnostics);
+/* How many of b's kernels a has no identical kernel for (by canonical IR hash): what changing
+ * consts between a and b makes compile anew; *total (may be NULL) receives b's kernel count.
+ * -1 when out of memory. */
+PJ_API int pj_problem_kernels_changed(const pj_problem *a, const pj_problem *b, int *total);
 PJ_API void pj_problem_free(pj_problem *problem);
 PJ_API int pj_problem_dim(const pj_problem *problem);
 PJ_API int64_t pj_problem_cells(const pj_problem *problem);
@@ -68,6 +79,8 @@ PJ_API int pj_problem_field_count(const pj_problem *problem);
 PJ_API const char *pj_problem_field_name(const pj_problem *problem, int field);
 PJ_API int pj_problem_param_count(const pj_problem *problem);
 PJ_API const char *pj_problem_param_name(const pj_problem *problem, int param);
+PJ_API int pj_problem_const_count(const pj_problem *problem);
+PJ_API const char *pj_problem_const_name(const pj_problem *problem, int i); /* in the order written; NULL out of range */
 PJ_API double pj_problem_dt(const pj_problem *problem);       /* from `time dt =`, 0 when absent */
 PJ_API double pj_problem_until(const pj_problem *problem);    /* from `until =`, -1 when absent */
 PJ_API int64_t pj_problem_steps(const pj_problem *problem);   /* from `steps =`, -1 when absent */

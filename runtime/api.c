@@ -97,12 +97,26 @@ pj_status pj_problem_compile(const char *name, const char *text, size_t len, pj_
 pj_status pj_problem_compile_scheme(const char *name, const char *text, size_t len, const char *scheme,
                                     pj_problem **problem, char **diagnostics)
 {
+    return pj_problem_compile_consts(name, text, len, scheme, 0, NULL, NULL, problem, diagnostics);
+}
+
+pj_status pj_problem_compile_consts(const char *name, const char *text, size_t len, const char *scheme, int n_consts,
+                                    const char *const *const_names, const double *const_values, pj_problem **problem,
+                                    char **diagnostics)
+{
     if (problem) *problem = NULL;
     if (diagnostics) *diagnostics = NULL;
     if (!text || !problem) return PJ_ERR_INPUT;
     diag d;
     diag_init(&d, name ? name : "<input>", text, len);
     pj_compile_options opt = {0};
+    if (n_consts < 0 || (n_consts > 0 && (!const_names || !const_values))) {
+        diag_free(&d);
+        return PJ_ERR_INPUT;
+    }
+    opt.n_const_sets = n_consts;
+    opt.const_names = const_names;
+    opt.const_values = const_values;
     if (scheme) {
         int s = scheme_from_name(scheme);
         if (s < 0) {
@@ -453,6 +467,46 @@ int pj_sim_kernel(const pj_sim *ps, int i, const char **name, int *from_cache, d
     if (from_cache) *from_cache = ei.kernels[i].from_cache;
     if (ms) *ms = ei.kernels[i].ms;
     return 0;
+}
+
+/* The canonical hashes of p's kernels (stages, initial values, boundary conditions, params). */
+static int kernel_hashes(const pj_program *p, const uint8_t **out)
+{
+    int n = 0;
+    for (int s = 0; s < p->n_stages; s++) out[n++] = p->stages[s].kernel->hash;
+    if (p->init) out[n++] = p->init->hash;
+    if (p->params_kernel) out[n++] = p->params_kernel->hash;
+    for (int side = 0; side < 6; side++)
+        if (p->bc_kernel[side]) out[n++] = p->bc_kernel[side]->hash;
+    return n;
+}
+
+int pj_problem_const_count(const pj_problem *pr) { return pr->p->n_consts; }
+const char *pj_problem_const_name(const pj_problem *pr, int i)
+{
+    return i >= 0 && i < pr->p->n_consts ? pr->p->const_names[i] : NULL;
+}
+
+int pj_problem_kernels_changed(const pj_problem *a, const pj_problem *b, int *total)
+{
+    const uint8_t **ha = malloc(sizeof *ha * (size_t)(a->p->n_stages + 8));
+    const uint8_t **hb = malloc(sizeof *hb * (size_t)(b->p->n_stages + 8));
+    if (!ha || !hb) {
+        free(ha);
+        free(hb);
+        if (total) *total = 0;
+        return -1;
+    }
+    int na = kernel_hashes(a->p, ha), nb = kernel_hashes(b->p, hb), changed = 0;
+    for (int j = 0; j < nb; j++) {
+        int found = 0;
+        for (int i = 0; i < na && !found; i++) found = !memcmp(ha[i], hb[j], 16);
+        changed += !found;
+    }
+    free(ha);
+    free(hb);
+    if (total) *total = nb;
+    return changed;
 }
 
 pj_status pj_sim_resume(pj_sim *ps, const char *checkpoint, char *err, size_t err_len)
