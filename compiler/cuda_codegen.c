@@ -193,6 +193,11 @@ static void emit_node(sbuf *b, const kir_kernel *k, int id, int single, const le
                   n->index, n->axis, n->index, n->axis);
         return;
     }
+    case KIR_EDGE: /* the face between the cells at off and off + 1 is a side of the mesh */
+        sb_printf(b, "(%s + %d == -1 || %s + %d == a.n[%d] - 1) ? 1.0%s : 0.0%s; // boundary face along %c\n",
+                  lc->idx[n->axis], n->off[n->axis], lc->idx[n->axis], n->off[n->axis], n->axis, suffix, suffix,
+                  axis_letter[n->axis]);
+        return;
     case KIR_LOAD:
         if (lc->bc_axis < 0) {
             sb_printf(b, "b%d_%d[", n->slot, n->index);

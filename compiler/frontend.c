@@ -550,6 +550,7 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     read_boundaries(C, p);
     if (d->errors) return -1;
 
+    for (int a = 0; a < 3; a++) C->periodic[a] = p->periodic[a];
     if (lower_rhs(C, p, eqs) < 0 || d->errors || finish(C, p->rhs) < 0) return -1;
     if (scheme_lower(p) < 0) arena_fail(C->arena); /* out of memory */
 

@@ -102,6 +102,9 @@ int kir_load(kir_kernel *k, int slot, int field, const int off[3]);
 /* rand() of call site `site` at the cell at offset off: uniform in [0, 1), words `part` (0, 1) of
  * the Philox block (compiler/philox.h). Stage, init and rhs kernels only. */
 int kir_rand(kir_kernel *k, int site, int part, const int off[3]);
+/* 1 when the face between the cells at offsets off and off + 1 along axis is a side of the mesh
+ * (`boundary` in face context), else 0. */
+int kir_edge(kir_kernel *k, int axis, int off);
 int kir_op1(kir_kernel *k, kir_op op, int a);
 int kir_op2(kir_kernel *k, kir_op op, int a, int b);
 int kir_op3(kir_kernel *k, kir_op op, int a, int b, int c);

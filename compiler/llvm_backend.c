@@ -584,6 +584,15 @@ static void emit_node(gen *g, int id)
                   id, T, dim >= 2 ? 's' : 'x', id, n->index, n->axis);
         return;
     }
+    case KIR_EDGE: {
+        /* the face between the cells at off and off + 1 along the axis is a side of the mesh */
+        int ax = n->axis;
+        sb_printf(b, "  %%ei%d = add nsw i64 %%x%d, %d\n  %%ea%d = icmp eq i64 %%ei%d, -1\n"
+                     "  %%eb%d = icmp eq i64 %%ei%d, %%elast%d\n  %%ec%d = or i1 %%ea%d, %%eb%d\n"
+                     "  %%v%d = uitofp i1 %%ec%d to %s\n",
+                  id, ax, n->off[ax], id, id, id, id, ax, id, id, id, id, id, T);
+        return;
+    }
     case KIR_NEG: sb_printf(b, "  %%v%d = fneg %s%s %s\n", id, fl, T, a); return;
     case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV:
         sb_printf(b, "  %%v%d = %s %s%s %s, %s\n", id, arith[n->op], fl, T, a, c);
@@ -639,7 +648,7 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
     }
 
     /* leaves, rows and which launch fields are used */
-    int need_t = 0, need_dt = 0, need_h[3] = {0}, need_o[3] = {0}, need_rand = 0;
+    int need_t = 0, need_dt = 0, need_h[3] = {0}, need_o[3] = {0}, need_rand = 0, need_edge[3] = {0};
     for (int id = 0; id < k->n_nodes; id++) {
         const kir_node *n = &k->nodes[id];
         used_ops[n->op] = 1;
@@ -663,6 +672,10 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
             break;
         case KIR_RAND:
             need_rand = 1;
+            snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
+            break;
+        case KIR_EDGE:
+            need_edge[n->axis] = 1;
             snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
             break;
         case KIR_LOAD: {
@@ -725,6 +738,12 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         FIELD("%rseed", "i64", LF_SEED, -1);
         FIELD("%rstep", "i64", LF_STEP, -1);
     }
+    for (int a = 0; a < 3; a++) /* `boundary`: the last cell index along the axis */
+        if (need_edge[a]) {
+            snprintf(nm, sizeof nm, "%%en%d", a);
+            FIELD(nm, "i64", LF_N, a);
+            sb_printf(b, "  %%elast%d = sub nsw i64 %%en%d, 1\n", a, a);
+        }
     if (need_t) FIELD("%td", "double", LF_T, -1);
     if (need_dt) FIELD("%dtd", "double", LF_DT, -1);
     if (opt->single && need_t) sb_printf(b, "  %%tf = fptrunc double %%td to float\n");

@@ -245,6 +245,13 @@ static int lower_name(compiler *C, lctx *x, const ast_expr *e)
             return -1;
         }
     }
+    if (!strcmp(n, "boundary")) { /* 1 on a face that is a side of the mesh (not a periodic one) */
+        if (!x->face) {
+            lower_error(C, e->loc, "'boundary' is a face quantity: use it inside div(...) or a flux");
+            return -1;
+        }
+        return C->periodic[x->axis] ? kir_const(x->k, 0) : kir_edge(x->k, x->axis, x->off[x->axis]);
+    }
     if (!strcmp(n, "pi")) return kir_const(x->k, M_PI);
     if (!strcmp(n, "e")) return kir_const(x->k, M_E);
     if (!strcmp(n, "t")) {
@@ -355,6 +362,12 @@ static int lower_call(compiler *C, lctx *x, const ast_expr *e)
     if (!strcmp(n, "dt")) {
         lower_error(C, e->loc, "dt() may only stand on the left of an equation: eq dt(u) = ...");
         return -1;
+    }
+    if (!strcmp(n, "wall")) {
+        /* on a side of the mesh, the value the condition gives the face: the mean of the boundary
+           cell and its ghost, which the condition's fill sets; elsewhere the face mean */
+        if (!need_face(C, x, e)) return -1;
+        return averaged(C, x, e->args[0]);
     }
     if (is_face_op(n)) {
         if (!need_face(C, x, e)) return -1;

@@ -177,6 +177,15 @@ static void ev_block(ev *e, const int64_t idx[3], int va, int len)
             }
             break;
         }
+        case KIR_EDGE: {
+            int a = n->axis;
+            int64_t last = L->n[a] - 1;
+            for (int c = 0; c < len; c++) {
+                int64_t i = idx[a] + (va == a ? c : 0) + n->off[a];
+                R[c] = i == -1 || i == last ? 1.0 : 0.0;
+            }
+            break;
+        }
         case KIR_LOAD: {
             int64_t at = e0 + n->off[0] + n->off[1] * L->stride[1] + n->off[2] * L->stride[2];
             const void *b = L->buf[n->slot * k->n_fields + n->index];

@@ -136,6 +136,7 @@ static kir_kernel *k_every_op(int dim)
         case KIR_COORD: node = kir_coord(k, dim - 1, -1); break;
         case KIR_LOAD: node = load_at(k, 0, 1, -1, 0, 0); break;
         case KIR_RAND: node = kir_rand(k, 3, 1, (const int[3]){dim > 1 ? 0 : 1, dim > 1 ? -1 : 0, 0}); break;
+        case KIR_EDGE: node = kir_edge(k, dim - 1, -1); break;
         case KIR_AND: case KIR_OR:
             node = kir_op2(k, (kir_op)op, kir_op2(k, KIR_LT, u, kir_const(k, 0.5)), kir_op2(k, KIR_GT, v, kir_const(k, 1)));
             break;
@@ -431,6 +432,11 @@ static void ref_eval(const kir_kernel *k, const mesh *m, const int64_t idx[3], i
         case KIR_SPACING: v = m->h[n->axis]; break;
         case KIR_COORD: {
             v = m->origin[n->axis] + ((double)idx[n->axis] + (0.5 + 0.5 * n->half)) * m->h[n->axis];
+            break;
+        }
+        case KIR_EDGE: {
+            int64_t i = idx[n->axis] + n->off[n->axis];
+            v = i == -1 || i == L->n[n->axis] - 1 ? 1 : 0;
             break;
         }
         case KIR_RAND: {
