@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "checkpoint.h"
 #include "cache.h"
 #include "cuda_backend.h"
 #include "cuda_driver.h"
@@ -786,6 +787,58 @@ static void noise_bits(where w)
         program_free(p);
     }
 }
+/* A checkpoint of the device's state, resumed on a new simulation: the same bits after the
+ * remaining steps as a run never stopped; and a device checkpoint resumes on the interpreter. */
+static void checkpoint_resume(where w)
+{
+    pj_program *p = compile_text("noise_rand.pde", prob_noise_rand);
+    int64_t n = p->n[0] * p->n[1] * p->n[2];
+    char err[1024], *dir = tu_tempdir("gpu-ck"), path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, CHECKPOINT_NAME);
+    engine_options o = {.threads = 1, .cache_dir = g_cache_dir, .seed = 11};
+    engine *full = engine_create(engine_backend("cuda"), p, &o, NULL, err, sizeof err);
+    engine *half = engine_create(engine_backend("cuda"), p, &o, NULL, err, sizeof err);
+    engine *again = engine_create(engine_backend("cuda"), p, &o, NULL, err, sizeof err);
+    engine *host = engine_create(engine_backend("interp"), p, &o, NULL, err, sizeof err);
+    if (!full || !half || !again || !host) fail_msg("%s", err);
+    assert_int_equal(engine_init(full, err, sizeof err), 0);
+    assert_int_equal(engine_init(half, err, sizeof err), 0);
+    assert_int_equal(engine_init(again, err, sizeof err), 0);
+    assert_int_equal(engine_init(host, err, sizeof err), 0);
+    for (int s = 0; s < 6; s++) assert_int_equal(engine_step(full, p->dt, err, sizeof err), 0);
+    for (int s = 0; s < 3; s++) assert_int_equal(engine_step(half, p->dt, err, sizeof err), 0);
+    assert_int_equal(checkpoint_write(half, dir, 11, 0, err, sizeof err), 0);
+    if (checkpoint_read(again, path, 11, 0, err, sizeof err) < 0) fail_msg("%s", err);
+    if (checkpoint_read(host, path, 11, 0, err, sizeof err) < 0) fail_msg("%s", err);
+    assert_int_equal(engine_steps(again), 3);
+    for (int s = 0; s < 3; s++) {
+        assert_int_equal(engine_step(again, p->dt, err, sizeof err), 0);
+        assert_int_equal(engine_step(host, p->dt, err, sizeof err), 0);
+    }
+    double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n), *c = malloc(sizeof *c * (size_t)n);
+    for (int f = 0; f < p->n_fields; f++) {
+        assert_int_equal(engine_get_field(full, f, a, err, sizeof err), 0);
+        assert_int_equal(engine_get_field(again, f, b, err, sizeof err), 0);
+        assert_int_equal(engine_get_field(host, f, c, err, sizeof err), 0);
+        assert_memory_equal(a, b, sizeof *a * (size_t)n);
+        if (w == ON_EMU) assert_memory_equal(a, c, sizeof *a * (size_t)n);
+        else assert_true(field_diff(a, c, n, NULL) <= 1e-12);
+    }
+    free(a);
+    free(b);
+    free(c);
+    engine_destroy(full);
+    engine_destroy(half);
+    engine_destroy(again);
+    engine_destroy(host);
+    program_free(p);
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    tu_run(path, NULL);
+    free(dir);
+}
+static void emu_checkpoint_resume(void **state) { (void)state; NEED(ON_EMU); checkpoint_resume(ON_EMU); }
+static void gpu_checkpoint_resume(void **state) { (void)state; NEED(ON_GPU); checkpoint_resume(ON_GPU); }
+
 static void emu_noise_bits(void **state) { (void)state; NEED(ON_EMU); noise_bits(ON_EMU); }
 static void gpu_noise_bits(void **state) { (void)state; NEED(ON_GPU); noise_bits(ON_GPU); }
 
@@ -928,6 +981,7 @@ int main(void)
         cmocka_unit_test(emu_refuses_what_does_not_fit),
         cmocka_unit_test(emu_command_line),
         cmocka_unit_test(emu_noise_bits),
+        cmocka_unit_test(emu_checkpoint_resume),
         cmocka_unit_test(no_device_command_line),
         cmocka_unit_test(gpu_samples_agree),
         cmocka_unit_test(gpu_nan_reports),
@@ -939,6 +993,7 @@ int main(void)
         cmocka_unit_test(gpu_large_problem),
         cmocka_unit_test(gpu_command_line),
         cmocka_unit_test(gpu_noise_bits),
+        cmocka_unit_test(gpu_checkpoint_resume),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
