@@ -446,7 +446,8 @@ static int cmd_run(int argc, char **argv)
             NEED_VALUE();
             char *end;
             errno = 0;
-            unsigned long long sv = strtoull(v, &end, 0);
+            int hex = v[0] == '0' && (v[1] == 'x' || v[1] == 'X'); /* decimal, or 0x hexadecimal (never octal) */
+            unsigned long long sv = strtoull(v, &end, hex ? 16 : 10);
             if (!*v || *end || errno || v[0] == '-' || v[0] == ' ') {
                 fprintf(stderr, "pdejit: --seed takes a whole number from 0 to 18446744073709551615, not '%s'\n", v);
                 return 2;
