@@ -80,6 +80,15 @@ int driver_prepare_outputs(const driver_options *o, int *cleaned, char *err, siz
         return -1;
     }
     if (!o->out_dir) return 0;
+    if (o->resumed) { /* the series of the run that wrote the checkpoint goes on (driver_run) */
+        char probe[4200];
+        snprintf(probe, sizeof probe, "%s/snapshots.csv", o->out_dir);
+        if (writers_mkdirs(o->out_dir, why, sizeof why) < 0 || writers_check_writable(probe, why, sizeof why) < 0) {
+            diag_set(err, err_len, "cannot write in the output folder %s: %s", o->out_dir, why);
+            return -1;
+        }
+        return 0;
+    }
     if (writers_mkdirs(o->out_dir, why, sizeof why) < 0) {
         /* why is "FOLDER: reason" for the first folder that could not be made */
         size_t n = strlen(o->out_dir);
@@ -141,6 +150,10 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     if (o->out_dir) {
         ws = writers_series_open(o->out_dir, o->formats, err, err_len);
         if (!ws) return 1;
+        if (o->resumed && writers_series_resume(ws, engine_time(e), err, err_len) < 0) {
+            writers_series_close(ws);
+            return 1;
+        }
     }
     int status = 1;
     if (check(e, 1, err, err_len) < 0 || (!o->resumed && snapshot(e, o, ws, res, err, err_len) < 0)) goto done;

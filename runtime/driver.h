@@ -31,7 +31,8 @@ typedef struct driver_options {
     uint64_t seed;          /* recorded in checkpoints */
     int single;
     int resumed;            /* the engine holds a checkpoint's state: no first snapshot, outputs
-                               from the first output time after its time */
+                               from the first output time after its time, the series in out_dir
+                               goes on (writers_series_resume) instead of being cleaned */
 } driver_options;
 
 /* The most steps and output times one run may take: beyond them a time step or an output

@@ -121,6 +121,10 @@ static void killed_and_resumed(void **state)
         assert_true(t_ck >= 0.5 && t_ck < 12 && step > 0);
         free(out);
         assert_int_equal(run_cmd("cd '%s' && cmp full_%s.csv resumed_%s.csv", tu_dir, be, be), 0);
+        /* the series went on: the folder holds what the uninterrupted run's holds, file for file */
+        assert_int_equal(run_cmd("cd '%s' && test $(ls full_%s | wc -l) = 15 && for f in $(ls full_%s); do "
+                                 "cmp full_%s/$f killed_%s/$f || exit 1; done && test $(ls killed_%s | wc -l) = 15",
+                                 tu_dir, be, be, be, be, be), 0);
     }
     /* the interpreter's and the JIT's runs are the same bits too */
     assert_int_equal(run_cmd("cd '%s' && cmp full_interp.csv full_cpu.csv", tu_dir), 0);
