@@ -71,7 +71,8 @@ static void grid_text(char *out, size_t len, int dim, const int64_t n[3], const 
 {
     size_t k = 0;
     out[0] = 0;
-    for (int a = 0; a < dim && k < len; a++) k += (size_t)snprintf(out + k, len - k, "%s%lld", a ? " x " : "", (long long)n[a]);
+    for (int a = 0; a < dim && k < len; a++)
+        k += (size_t)snprintf(out + k, len - k, "%s%lld", a ? " x " : "", (long long)n[a]);
     if (k < len) k += (size_t)snprintf(out + k, len - k, " cells on ");
     for (int a = 0; a < dim && k < len; a++)
         k += (size_t)snprintf(out + k, len - k, "%s[%g, %g]", a ? " x " : "", o[a], o[a] + L[a]);
