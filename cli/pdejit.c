@@ -124,7 +124,8 @@ static const char *usage_run =
     "usage: pdejit run FILE [options]\n"
     "Runs the problem in FILE.\n"
     "  --backend interp|cpu|cuda  where the kernels run (default cpu: LLVM JIT, all cores)\n"
-    "  --set NAME=VALUE           change a param (repeatable; never recompiles)\n"
+    "  --set NAME=VALUE           change a param (repeatable; never recompiles) or a const (the\n"
+    "                             kernels it changes are compiled again, and the run says so)\n"
     "  --dt DT                    time step (overrides the file)\n"
     "  --steps N | --until T      how far to run (overrides the file)\n"
     "  --scheme S                 time-stepping scheme (overrides the file): euler, rk2, rk3, rk4\n"
@@ -138,10 +139,17 @@ static const char *usage_run =
     "  --dump FILE.csv            write the final state: x[,y[,z]],field... one row per cell,\n"
     "                             17 significant digits\n"
     "  --threads N                CPU threads (default: all cores)\n"
+    "  --seed N                   the key of rand() and randn() (0 to 2^64-1, default 0): the same\n"
+    "                             seed gives the same numbers on every back end and thread count\n"
     "  --precision double|single  floating point of the kernels (default double)\n"
     "  --fast-math                let the compiler reassociate and contract (FMA); results\n"
     "                             then differ from the interpreter in the last bits\n"
     "  --check-every N            steps between NaN/Inf checks (default 1)\n"
+    "  --checkpoint-every T       write DIR/checkpoint.pjc (fields, time, step) at the first step\n"
+    "                             at or after each multiple of T of simulated time, atomically\n"
+    "  --resume CHECKPOINT        continue the run that wrote CHECKPOINT (same problem, grid,\n"
+    "                             precision, seed): it ends with the same bits as one never stopped\n"
+    "  --init FILE.csv            start from the fields of a --dump of the same grid\n"
     "  --watch                    hot swap: when FILE changes, recompile it while the run goes on\n"
     "                             and swap the new equations, funcs, fluxes and boundary\n"
     "                             conditions in at a step boundary, the fields keeping their state\n"
@@ -340,13 +348,95 @@ static void run_between_steps(void *ctx)
                 (long long)pj_sim_steps(h->sim), pj_sim_time(h->sim), st.last_newton, st.last_linear, st.last_residual);
 }
 
+static int is_const(const pj_problem *pr, const char *name)
+{
+    for (int i = 0; i < pj_problem_const_count(pr); i++)
+        if (!strcmp(pj_problem_const_name(pr, i), name)) return 1;
+    return 0;
+}
+
+static int is_param(const pj_problem *pr, const char *name)
+{
+    for (int i = 0; i < pj_problem_param_count(pr); i++)
+        if (!strcmp(pj_problem_param_name(pr, i), name)) return 1;
+    return 0;
+}
+
+/* --set on consts: the problem compiled again with their values (the mesh, the kernels), and a
+ * line saying what that changed. Names that are neither params nor consts are refused here. */
+static int set_consts(pj_problem **pr, const char *file, const char *scheme, const char *const *sets, int n_sets,
+                      int watching, int quiet)
+{
+    const char *names[256];
+    double values[256];
+    char buf[256][128];
+    int n = 0;
+    for (int i = 0; i < n_sets; i++) {
+        const char *eq = strchr(sets[i], '=');
+        if (!eq || eq == sets[i]) { fprintf(stderr, "pdejit: --set takes NAME=VALUE, not '%s'\n", sets[i]); return -1; }
+        snprintf(buf[n], sizeof buf[n], "%.*s", (int)(eq - sets[i]), sets[i]);
+        if (is_param(*pr, buf[n])) continue;
+        if (!is_const(*pr, buf[n])) {
+            const char *cand[512];
+            int nc = 0;
+            for (int k = 0; k < pj_problem_param_count(*pr) && nc < 256; k++) cand[nc++] = pj_problem_param_name(*pr, k);
+            for (int k = 0; k < pj_problem_const_count(*pr) && nc < 512; k++) cand[nc++] = pj_problem_const_name(*pr, k);
+            const char *near = diag_closest(buf[n], cand, nc);
+            fprintf(stderr, "pdejit: --set: '%s' is not a param of %s%s%s%s\n", buf[n], file, near ? " (did you mean '" : "",
+                    near ? near : "", near ? "'?)" : "");
+            return -1;
+        }
+        if (cli_parse_double("--set", eq + 1, &values[n]) < 0) return -1;
+        names[n] = buf[n];
+        n++;
+    }
+    if (!n) return 0;
+    if (watching) {
+        fprintf(stderr, "pdejit run: --watch cannot keep --set on a const (%s) yet: edit the file instead\n", names[0]);
+        return -1;
+    }
+    size_t len;
+    char *text = read_file_or_say(file, &len);
+    if (!text) return -1;
+    pj_problem *next = NULL;
+    char *diagnostics = NULL;
+    pj_status st = pj_problem_compile_consts(file, text, len, scheme, n, names, values, &next, &diagnostics);
+    free(text);
+    if (diagnostics) fputs(diagnostics, stderr);
+    free(diagnostics);
+    if (st != PJ_OK) return -1;
+    int total = 0, changed = pj_problem_kernels_changed(*pr, next, &total);
+    if (!quiet) {
+        char list[1024] = "";
+        for (int i = 0; i < n; i++) {
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%s = %.17g", i ? ", " : "", names[i], values[i]);
+        }
+        char mesh[160] = "";
+        if (pj_problem_cells(next) != pj_problem_cells(*pr))
+            snprintf(mesh, sizeof mesh, "; the mesh has %lld cells (the file's: %lld)", (long long)pj_problem_cells(next),
+                     (long long)pj_problem_cells(*pr));
+        if (changed > 0)
+            fprintf(stderr, "pdejit: const %s (--set): %d of %d kernels differ from the file's and are compiled%s\n", list,
+                    changed, total, mesh);
+        else
+            fprintf(stderr, "pdejit: const %s (--set): no kernel differs from the file's, none is compiled for it%s\n",
+                    list, mesh);
+    }
+    pj_problem_free(*pr);
+    *pr = next;
+    return 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage_run, stdout); return 0; }
     const char *file = NULL, *backend = "cpu", *out = NULL, *dump = NULL;
     const char *sets[256];
     int n_sets = 0, threads = 0, single = 0, fast_math = 0, verbose = 0, quiet = 0, watching = 0;
-    double dt = 0, until = -1, steps_d = -1, check_every = 1;
+    uint64_t seed = 0;
+    double dt = 0, until = -1, steps_d = -1, check_every = 1, checkpoint_every = 0;
+    const char *resume = NULL, *init_csv = NULL;
     const char *scheme = NULL, *solver_options = NULL;
     int no_stability_check = 0;
     for (int i = 0; i < argc; i++) {
@@ -378,6 +468,18 @@ static int cmd_run(int argc, char **argv)
             if (!(t >= 1 && t <= 1024 && t == floor(t))) { fprintf(stderr, "pdejit: --threads must be 1 to 1024\n"); return 2; }
             threads = (int)t;
         }
+        else if (!strcmp(a, "--seed")) {
+            NEED_VALUE();
+            char *end;
+            errno = 0;
+            int hex = v[0] == '0' && (v[1] == 'x' || v[1] == 'X'); /* decimal, or 0x hexadecimal (never octal) */
+            unsigned long long sv = strtoull(v, &end, hex ? 16 : 10);
+            if (!*v || *end || errno || v[0] == '-' || v[0] == ' ') {
+                fprintf(stderr, "pdejit: --seed takes a whole number from 0 to 18446744073709551615, not '%s'\n", v);
+                return 2;
+            }
+            seed = (uint64_t)sv;
+        }
         else if (!strcmp(a, "--precision")) {
             NEED_VALUE();
             if (!strcmp(v, "single")) single = 1;
@@ -385,6 +487,9 @@ static int cmd_run(int argc, char **argv)
             else { fprintf(stderr, "pdejit: --precision is double or single, not '%s'\n", v); return 2; }
         }
         else if (!strcmp(a, "--check-every")) { NEED_VALUE(); if (cli_parse_double(a, v, &check_every) < 0 || !(check_every >= 1)) { fprintf(stderr, "pdejit: --check-every must be >= 1\n"); return 2; } }
+        else if (!strcmp(a, "--checkpoint-every")) { NEED_VALUE(); if (cli_parse_double(a, v, &checkpoint_every) < 0 || !(checkpoint_every > 0) || !isfinite(checkpoint_every)) { fprintf(stderr, "pdejit: --checkpoint-every must be a positive time\n"); return 2; } }
+        else if (!strcmp(a, "--resume")) { NEED_VALUE(); resume = v; }
+        else if (!strcmp(a, "--init")) { NEED_VALUE(); init_csv = v; }
         else if (!strcmp(a, "--fast-math")) fast_math = 1;
         else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) verbose = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
@@ -395,6 +500,7 @@ static int cmd_run(int argc, char **argv)
 #undef NEED_VALUE
     }
     if (!file) { fputs(usage_run, stderr); return 2; }
+    if (resume && init_csv) { fprintf(stderr, "pdejit run: --resume and --init both set the fields: give one\n"); return 2; }
     pj_backend be;
     if (pj_backend_by_name(backend, &be) < 0) {
         fprintf(stderr, "pdejit: unknown back end '%s'; back ends are %s\n", backend, pj_backend_names());
@@ -403,6 +509,10 @@ static int cmd_run(int argc, char **argv)
     watch_baseline base = watch_baseline_of(file); /* before reading: edits from now on count */
     pj_problem *pr = cli_compile(file, scheme);
     if (!pr) return 2;
+    if (n_sets && set_consts(&pr, file, scheme, sets, n_sets, watching, quiet) < 0) {
+        pj_problem_free(pr);
+        return 2;
+    }
     int status = 2;
     pj_sim *sim = NULL;
     watch *w = NULL;
@@ -417,7 +527,8 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pdejit: %s: how far to run? add `until = ` or `steps = ` to the time statement, or give --until/--steps\n", file);
         goto done;
     }
-    pj_sim_options so = {be, single, threads, fast_math, solver_options};
+    pj_sim_options so = {.backend = be, .single = single, .threads = threads, .fast_math = fast_math,
+                         .solver_options = solver_options, .seed = seed};
     pj_status st = pj_sim_create(pr, &so, &sim, err, sizeof err);
     if (st != PJ_OK) {
         if (st == PJ_ERR_UNAVAILABLE) fprintf(stderr, "pdejit: %s\n", err);
@@ -452,6 +563,7 @@ static int cmd_run(int argc, char **argv)
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)(eq - sets[i]), sets[i]);
         if (cli_parse_double("--set", eq + 1, &v) < 0) goto done;
+        if (is_const(pr, name)) continue; /* compiled in (set_consts) */
         if (pj_sim_set_param(sim, name, v) != PJ_OK) {
             const char *names[256];
             int n = pj_problem_param_count(pr) < 256 ? pj_problem_param_count(pr) : 256;
@@ -462,9 +574,23 @@ static int cmd_run(int argc, char **argv)
             goto done;
         }
     }
+    if (init_csv && pj_sim_init_from_csv(sim, init_csv, err, sizeof err) != PJ_OK) {
+        fprintf(stderr, "pdejit: %s\n", err);
+        goto done;
+    }
+    if (resume) {
+        if (pj_sim_resume(sim, resume, err, sizeof err) != PJ_OK) {
+            fprintf(stderr, "pdejit: %s\n", err);
+            goto done;
+        }
+        if (!quiet)
+            fprintf(stderr, "pdejit: resuming from %s at t = %.9g, step %lld\n", resume, pj_sim_time(sim),
+                    (long long)pj_sim_steps(sim));
+    }
     if (!out) {
-        /* the file asked for output: write it next to where we run */
-        if (pj_problem_has_output(pr) || pj_problem_has_monitor(pr)) out = out_owned = default_out_dir(file);
+        /* the file asked for output or monitors, or checkpoints: write them next to where we run */
+        if (pj_problem_has_output(pr) || pj_problem_has_monitor(pr) || checkpoint_every > 0)
+            out = out_owned = default_out_dir(file);
     } else if (!strcmp(out, "none")) {
         out = NULL;
     }
@@ -475,6 +601,7 @@ static int cmd_run(int argc, char **argv)
     ro.out_dir = out;
     ro.dump_path = dump;
     ro.check_every = (int)check_every;
+    ro.checkpoint_every = checkpoint_every;
     ro.progress = quiet ? NULL : stderr;
     ro.no_stability_check = no_stability_check;
     ro.monitors = verbose ? stderr : NULL;

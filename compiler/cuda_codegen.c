@@ -10,6 +10,7 @@
  * All nodes are computed before the first store, so a kernel that writes the buffer it reads
  * at offset 0 (in place) sees the old value, as the interpreter does. */
 #include "cuda_codegen.h"
+#include "philox.h"
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -86,6 +87,8 @@ static void emit_args_struct(sbuf *b)
               "    double h[3], origin[3];\n"
               "    long long ghost[3];\n"
               "    unsigned long long nonfinite; // int set to 1 when a stored value is NaN or infinite\n"
+              "    unsigned long long seed; // rand(): the key, the step and the stage code\n"
+              "    long long step, stage;\n"
               "};\n"
               "static_assert(sizeof(pj_args) == %zu, \"pj_args differs from the host's cuda_args\");\n\n",
               CUDA_MAX_BUFS, CUDA_MAX_PARAMS, sizeof(cuda_args));
@@ -178,6 +181,23 @@ static void emit_node(sbuf *b, const kir_kernel *k, int id, int single, const le
             sb_printf(b, ") * a.h[%d]); // %c at the cell centre\n", n->axis, axis_letter[n->axis]);
         return;
     }
+    case KIR_RAND: {
+        /* the global index of the cell at the node's offset, x fastest (compiler/philox.h) */
+        sb_printf(b, "pj_rand%s((unsigned long long)(", suffix);
+        for (int a = 0; a < k->dim; a++) {
+            sb_printf(b, "(%s + %d)", lc->idx[a], n->off[a]);
+            if (a + 1 < k->dim) sb_printf(b, " + a.n[%d] * (", a);
+        }
+        for (int a = 1; a < k->dim; a++) sb_printf(b, ")");
+        sb_printf(b, "), (unsigned long long)a.step, (unsigned)a.stage, %du, %du, a.seed); // rand site %d part %d\n",
+                  n->index, n->axis, n->index, n->axis);
+        return;
+    }
+    case KIR_EDGE: /* the face between the cells at off and off + 1 is a side of the mesh */
+        sb_printf(b, "(%s + %d == -1 || %s + %d == a.n[%d] - 1) ? 1.0%s : 0.0%s; // boundary face along %c\n",
+                  lc->idx[n->axis], n->off[n->axis], lc->idx[n->axis], n->off[n->axis], n->axis, suffix, suffix,
+                  axis_letter[n->axis]);
+        return;
     case KIR_LOAD:
         if (lc->bc_axis < 0) {
             sb_printf(b, "b%d_%d[", n->slot, n->index);
@@ -354,6 +374,11 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
     sbuf b = {0};
     emit_header(&b, name, "one thread per interior cell", k, opt);
     emit_args_struct(&b);
+    for (int id = 0; id < k->n_nodes; id++)
+        if (k->nodes[id].op == KIR_RAND) {
+            sb_printf(&b, "%s\n", PJ_PHILOX_CUDA_SOURCE);
+            break;
+        }
     sb_printf(&b, "extern \"C\" __global__ void %s(const pj_args a)\n{\n", name);
     emit_cell_index(&b, k->dim, 1);
 
@@ -720,6 +745,9 @@ int cuda_args_from_launch(cuda_args *out, const kir_launch *l, int n_bufs, int n
     for (int i = 0; i < n_params; i++) out->param[i] = l->param[i];
     out->t = l->t;
     out->dt = l->dt;
+    out->seed = l->seed;
+    out->step = l->step;
+    out->stage = l->stage;
     for (int a = 0; a < 3; a++) {
         out->n[a] = l->n[a];
         out->stride[a] = l->stride[a];

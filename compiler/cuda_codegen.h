@@ -46,6 +46,8 @@ typedef struct cuda_args {
     int64_t ghost[3];                 /* ghost layers allocated per axis (fill kernels; 0 beyond dim) */
     uint64_t nonfinite;               /* device address of an int set to 1 by a stage kernel that
                                          stores a NaN or an infinity (0: not recorded) */
+    uint64_t seed;                    /* rand(): the key, step and stage code (kir_launch) */
+    int64_t step, stage;
 } cuda_args;
 _Static_assert(sizeof(cuda_args) <= 4096, "cuda_args must fit the 4 KiB kernel parameter space");
 

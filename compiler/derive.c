@@ -121,6 +121,8 @@ static int copy_node(kir_kernel *j, const kir_node *n, const int *map)
     case KIR_SPACING: return kir_spacing(j, n->axis);
     case KIR_COORD: return kir_coord(j, n->axis, n->half);
     case KIR_LOAD: return kir_load(j, n->slot, n->index, off);
+    case KIR_RAND: return kir_rand(j, n->index, n->axis, off);
+    case KIR_EDGE: return kir_edge(j, n->axis, n->off[n->axis]);
     default: break;
     }
     switch (kir_ops[n->op].arity) {

@@ -2,8 +2,10 @@
  *
  *   parse_program         text -> AST                                    (grammar/)
  *   sema_collect_symbols  fields, params, consts, funcs, fluxes; duplicates   (sema.c)
+ *   set_consts            consts set from outside (--set) take their values
  *   read_mesh             the grid and its dimension (every later check needs it)
  *   sema_check_program    names, arities, axes of every expression; recursion  (sema.c)
+ *   number_rand_sites     each rand()/randn() call's site, in the order of the text
  *   build_*, read_*       params, initial values, time, output, boundaries     (lower.c)
  *   lower_rhs             the KIR_RHS kernel: every eq's right-hand side        (lower.c)
  *   scheme_lower          one stage kernel per stage, composed from it          (scheme.c)
@@ -14,6 +16,7 @@
  * The driver sits above sema.c and lower.c: sema never lowers, lower never calls back here. */
 #include "redefine.h"
 #include "scheme.h"
+#include "philox.h"
 #include "sema.h"
 #include <math.h>
 #include <stdio.h>
@@ -459,6 +462,9 @@ static void build_fields_and_params(compiler *C, pj_program *p)
     p->field_halo = need(C, calloc((size_t)p->n_fields + 1, sizeof *p->field_halo));
     p->param_names = need(C, calloc((size_t)p->n_params + 1, sizeof *p->param_names));
     p->param_values = need(C, calloc((size_t)p->n_params + 1, sizeof *p->param_values));
+    p->const_names = need(C, calloc((size_t)sema_count_kind(C, SYM_CONST) + 1, sizeof *p->const_names));
+    for (int i = 0; i < C->n_syms; i++)
+        if (C->syms[i].kind == SYM_CONST) p->const_names[p->n_consts++] = need(C, strdup(C->syms[i].name));
     p->bc = need(C, calloc((size_t)p->n_fields + 1, sizeof *p->bc));
     p->params_kernel = need(C, kir_new(KIR_PARAMS, p->dim, p->n_fields, p->n_params, 1, "params"));
     p->init = need(C, kir_new(KIR_INIT, p->dim, p->n_fields, p->n_params, 1, "init"));
@@ -679,6 +685,53 @@ static int finish(compiler *C, kir_kernel *k)
     return 0;
 }
 
+/* ---- noise ------------------------------------------------------------------------------- */
+
+/* Numbers every rand() and randn() call in the order of the text: the call site of its counter
+ * (compiler/philox.h). Depth is bounded by the parser. */
+static void number_sites(compiler *C, ast_expr *e, int *next)
+{
+    if (!e) return;
+    if (e->kind == AST_CALL && (!strcmp(e->name, "rand") || !strcmp(e->name, "randn"))) {
+        if (*next == PJ_RAND_MAX_SITES)
+            diag_error(C->d, e->loc, "more than %d rand() and randn() calls in one problem", PJ_RAND_MAX_SITES);
+        e->site = (*next)++;
+    }
+    number_sites(C, e->a, next);
+    number_sites(C, e->b, next);
+    number_sites(C, e->c, next);
+    for (int i = 0; i < e->n_args; i++) number_sites(C, e->args[i], next);
+}
+
+static void number_rand_sites(compiler *C)
+{
+    int next = 0;
+    for (int i = 0; i < C->ast->n_stmts; i++) {
+        ast_stmt *st = C->ast->stmts[i];
+        for (int j = 0; j < st->n_kwargs; j++) number_sites(C, st->kwargs[j].value, &next);
+        number_sites(C, st->lhs, &next);
+        number_sites(C, st->rhs, &next);
+    }
+}
+
+/* --set on a const: its value, not its expression (marked evaluated). Names that are no const
+ * are reported when `report`. */
+static int set_consts(compiler *C, const pj_compile_options *opt, int report)
+{
+    for (int i = 0; opt && i < opt->n_const_sets; i++) {
+        symbol *s = sema_lookup(C, opt->const_names[i]);
+        if (s && s->kind == SYM_CONST) {
+            s->state = 2;
+            s->const_value = opt->const_values[i];
+        } else if (report) {
+            diag_append(C->d, "%s: error: --set %s: %s\n", C->d->filename, opt->const_names[i],
+                        s ? "not a const" : "no const of that name");
+            C->d->errors++;
+        }
+    }
+    return C->d->errors ? -1 : 0;
+}
+
 /* The passes, in order (see the top of the file). Returns 0, or -1 with the errors in C->d. */
 static int run_passes(compiler *C, pj_program *p, const char *source, size_t len, const pj_compile_options *opt)
 {
@@ -691,8 +744,12 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     C->source_len = len;
 
     sema_collect_symbols(C);
+    if (set_consts(C, opt, 1) < 0) return -1;
     if (read_mesh(C, p) < 0) return -1;
     sema_check_program(C);
+    if (d->errors) return -1;
+    set_consts(C, opt, 0); /* again: the recursion check reused the symbols' states */
+    number_rand_sites(C);
     if (d->errors) return -1;
     for (int i = 0; i < C->n_syms; i++) /* every const, used or not, must be a constant */
         if (C->syms[i].kind == SYM_CONST) {
@@ -714,6 +771,7 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     read_monitors(C, p);
     if (d->errors || finish(C, p->reduce) < 0 || finish(C, p->stop) < 0) return -1;
 
+    for (int a = 0; a < 3; a++) C->periodic[a] = p->periodic[a];
     if (lower_rhs(C, p, eqs) < 0 || d->errors || finish(C, p->rhs) < 0 || finish(C, p->rhs_implicit) < 0 ||
         finish(C, p->rhs_explicit) < 0)
         return -1;
@@ -800,6 +858,8 @@ void program_free(pj_program *p)
     free(p->field_has_eq);
     free(p->field_halo);
     free(p->param_names);
+    for (int i = 0; i < p->n_consts; i++) free(p->const_names[i]);
+    free(p->const_names);
     free(p->param_values);
     free(p->bc);
     free(p->output_fields);

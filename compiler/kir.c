@@ -210,6 +210,23 @@ int kir_load(kir_kernel *k, int slot, int field, const int off[3])
     return intern(k, n);
 }
 
+int kir_rand(kir_kernel *k, int site, int part, const int off[3])
+{
+    kir_node n = blank(KIR_RAND);
+    n.index = site;
+    n.axis = (uint8_t)(part & 1);
+    for (int i = 0; i < 3; i++) n.off[i] = (int8_t)off[i];
+    return intern(k, n);
+}
+
+int kir_edge(kir_kernel *k, int axis, int off)
+{
+    kir_node n = blank(KIR_EDGE);
+    n.axis = (uint8_t)axis;
+    n.off[axis < 3 ? axis : 0] = (int8_t)off;
+    return intern(k, n);
+}
+
 static int is_const(const kir_kernel *k, int id, double v)
 {
     const kir_node *n = &k->nodes[id];
@@ -331,6 +348,8 @@ void kir_import(kir_kernel *dst, const kir_kernel *src, const int *slot_map, con
         case KIR_TIME: case KIR_DT: node_map[id] = kir_leaf(dst, (kir_op)n->op); break;
         case KIR_SPACING: node_map[id] = kir_spacing(dst, n->axis); break;
         case KIR_COORD: node_map[id] = kir_coord(dst, n->axis, n->half); break;
+        case KIR_RAND: node_map[id] = kir_rand(dst, n->index, n->axis, off); break;
+        case KIR_EDGE: node_map[id] = kir_edge(dst, n->axis, n->off[n->axis]); break;
         case KIR_LOAD: {
             int fixed = field_slot ? field_slot[n->index] : -1;
             node_map[id] = kir_load(dst, fixed >= 0 ? fixed : slot_map[n->slot], n->index, off);
@@ -441,7 +460,13 @@ int kir_verify(const kir_kernel *k, char *err, size_t err_len)
                 if (n->off[a]) FAIL("node %d: offset along axis %d in a %dD kernel", id, a, k->dim);
             if (k->kind == KIR_INIT || k->kind == KIR_PARAMS) FAIL("node %d: load in a %s kernel", id, k->name);
         }
-        if ((n->op == KIR_COORD || n->op == KIR_SPACING) && n->axis >= k->dim)
+        if (n->op == KIR_RAND) {
+            for (int a = k->dim; a < 3; a++)
+                if (n->off[a]) FAIL("node %d: rand offset along axis %d in a %dD kernel", id, a, k->dim);
+            if (k->kind == KIR_BC || k->kind == KIR_PARAMS) FAIL("node %d: rand in a %s kernel", id, k->name);
+            if (n->index < 0 || n->index >= 65536 || n->axis > 1) FAIL("node %d: rand site %d part %d", id, n->index, n->axis);
+        }
+        if ((n->op == KIR_COORD || n->op == KIR_SPACING || n->op == KIR_EDGE) && n->axis >= k->dim)
             FAIL("node %d: axis %d in a %dD kernel", id, n->axis, k->dim);
         if (n->op == KIR_PARAM && (n->index < 0 || n->index >= k->n_params))
             FAIL("node %d: param %d out of range", id, n->index);
@@ -544,6 +569,12 @@ void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
             for (int a = 0; a < k->dim; a++) fprintf(out, "%s%d", a ? "," : "", n->off[a]);
             fprintf(out, "]");
             break;
+        case KIR_EDGE: fprintf(out, " %c%+d", axis_name[n->axis], n->off[n->axis]); break;
+        case KIR_RAND:
+            fprintf(out, " site %d part %d [", n->index, n->axis);
+            for (int a = 0; a < k->dim; a++) fprintf(out, "%s%d", a ? "," : "", n->off[a]);
+            fprintf(out, "]");
+            break;
         default:
             for (int j = 0; j < kir_ops[n->op].arity; j++) fprintf(out, " %%%d", n->arg[j]);
         }
@@ -611,7 +642,7 @@ double kir_eval_scalar(kir_op op, double a, double b, double c, int single)
     }
     switch (op) {
     case KIR_CONST: case KIR_PARAM: case KIR_TIME: case KIR_DT: case KIR_SPACING:
-    case KIR_COORD: case KIR_LOAD: case KIR_N_OPS:
+    case KIR_COORD: case KIR_LOAD: case KIR_RAND: case KIR_EDGE: case KIR_N_OPS:
         return NAN; /* leaves are not evaluated here */
     case KIR_NEG: return -a;
     case KIR_ADD: return a + b;
@@ -669,7 +700,7 @@ double kir_eval_uniform(const kir_kernel *k, int node, const double *params, dou
         case KIR_CONST: v[id] = n->value; break;
         case KIR_PARAM: v[id] = params ? params[n->index] : NAN; break;
         case KIR_TIME: v[id] = t; break;
-        case KIR_DT: case KIR_SPACING: case KIR_COORD: case KIR_LOAD: v[id] = NAN; break;
+        case KIR_DT: case KIR_SPACING: case KIR_COORD: case KIR_LOAD: case KIR_RAND: case KIR_EDGE: v[id] = NAN; break;
         default: v[id] = kir_eval_scalar((kir_op)n->op, a, b, c, 0);
         }
     }
@@ -688,7 +719,7 @@ int kir_depends_on_place_or_time(const kir_kernel *k, int node)
     for (int id = node; id >= 0 && !found; id--) {
         if (!mark[id]) continue;
         const kir_node *n = &k->nodes[id];
-        if (n->op == KIR_TIME || n->op == KIR_COORD) found = 1;
+        if (n->op == KIR_TIME || n->op == KIR_COORD || n->op == KIR_RAND || n->op == KIR_EDGE) found = 1;
         for (int j = 0; j < 3; j++)
             if (n->arg[j] >= 0) mark[n->arg[j]] = 1;
     }

@@ -43,11 +43,11 @@ extern const kir_op_info kir_ops[KIR_N_OPS];
 
 typedef struct kir_node {
     uint8_t op, type;
-    uint8_t axis;        /* SPACING, COORD */
+    uint8_t axis;        /* SPACING, COORD; RAND: which pair of words (0, 1) */
     int8_t half;         /* COORD: offset in half cells from the cell centre */
-    int8_t off[3];       /* LOAD: cell offset along x, y, z */
+    int8_t off[3];       /* LOAD, RAND: cell offset along x, y, z */
     int16_t slot;        /* LOAD: which buffer set (see kir_launch.buf) */
-    int32_t index;       /* LOAD: field number; PARAM: param number */
+    int32_t index;       /* LOAD: field number; PARAM: param number; RAND: call site */
     int32_t arg[3];      /* operand node ids, -1 when unused */
     double value;        /* CONST */
     uint64_t hash;       /* structural: op, immediates and operands' hashes */
@@ -129,6 +129,12 @@ int kir_leaf(kir_kernel *k, kir_op op);                 /* TIME, DT */
 int kir_spacing(kir_kernel *k, int axis);
 int kir_coord(kir_kernel *k, int axis, int half);
 int kir_load(kir_kernel *k, int slot, int field, const int off[3]);
+/* rand() of call site `site` at the cell at offset off: uniform in [0, 1), words `part` (0, 1) of
+ * the Philox block (compiler/philox.h). Stage, init and rhs kernels only. */
+int kir_rand(kir_kernel *k, int site, int part, const int off[3]);
+/* 1 when the face between the cells at offsets off and off + 1 along axis is a side of the mesh
+ * (`boundary` in face context), else 0. */
+int kir_edge(kir_kernel *k, int axis, int off);
 int kir_op1(kir_kernel *k, kir_op op, int a);
 int kir_op2(kir_kernel *k, kir_op op, int a, int b);
 int kir_op3(kir_kernel *k, kir_op op, int a, int b, int c);
@@ -181,6 +187,10 @@ typedef struct kir_launch {
                             NULL: then nothing is recorded); never cleared by kernels */
     int32_t prefetch;    /* nonzero: the state is larger than the last-level cache, so CPU
                             kernels prefetch the rows the next row will read (sim.c decides) */
+    /* the counter and key of rand() (compiler/philox.h) */
+    int32_t stage;       /* stage code: 0 initial values, s + 1 stage s of a step */
+    uint64_t seed;       /* the key */
+    int64_t step;        /* steps taken before this one */
 } kir_launch;
 
 /* A compiled CPU stage kernel: cells with outermost index (z in 3D, y in 2D, x in 1D) in

@@ -86,6 +86,12 @@
       D2(OP2(MUL, B, OP2(POW, A, OP2(SUB, B, NUM(1)))), OP2(MUL, R, OP1(LOG, A))))                 \
     X(ATAN2, "atan2", 2, F, "atan2", "atan2", /* (B dA - A dB) / (A^2 + B^2) */                    \
       D2(OP2(DIV, B, OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B))),                                    \
-         OP2(DIV, OP1(NEG, A), OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B)))))
+         OP2(DIV, OP1(NEG, A), OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B)))))                        \
+    /* noise (compiler/philox.h): uniform in [0, 1) from Philox4x32-10 of (seed; cell at off[3],   \
+       step, stage, call site `index`), `axis` = which pair of its words (0 or 1) */               \
+    X(RAND, "rand", 0, F, 0, 0, D0)                                                                \
+    /* `boundary` on a face: 1 when the face between the cells at off[axis] and off[axis] + 1 along \
+       `axis` is a side of the mesh (the cell index i + off is -1 or n - 1), else 0 */              \
+    X(EDGE, "edge", 0, F, 0, 0, D0)
 
 #endif

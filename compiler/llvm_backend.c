@@ -82,12 +82,14 @@ _Static_assert(offsetof(kir_launch, buf) == 0 && offsetof(kir_launch, param) == 
                    offsetof(kir_launch, n) == 32 && offsetof(kir_launch, stride) == 56 &&
                    offsetof(kir_launch, h) == 80 && offsetof(kir_launch, origin) == 104 &&
                    offsetof(kir_launch, nonfinite) == 128 && offsetof(kir_launch, prefetch) == 136 &&
-                   sizeof(kir_launch) == 144,
+                   offsetof(kir_launch, stage) == 140 && offsetof(kir_launch, seed) == 144 &&
+                   offsetof(kir_launch, step) == 152 && sizeof(kir_launch) == 160,
                "kir_launch layout changed: update LAUNCH_TYPE in llvm_backend.c");
 #define LAUNCH_TYPE                                                                          \
     "%pj.launch = type { i8**, double*, double, double, [3 x i64], [3 x i64], [3 x double], " \
-    "[3 x double], i32*, i32 }\n"
-enum { LF_BUF, LF_PARAM, LF_T, LF_DT, LF_N, LF_STRIDE, LF_H, LF_ORIGIN, LF_NONFINITE, LF_PREFETCH };
+    "[3 x double], i32*, i32, i32, i64, i64 }\n"
+enum { LF_BUF, LF_PARAM, LF_T, LF_DT, LF_N, LF_STRIDE, LF_H, LF_ORIGIN, LF_NONFINITE, LF_PREFETCH, LF_STAGE, LF_SEED,
+       LF_STEP };
 
 /* Rows of a 2D/3D kernel are walked in chunks of CHUNK_BYTES. When the launch says so
  * (kir_launch.prefetch: the state does not fit in the last-level cache), each chunk first
@@ -486,6 +488,47 @@ static void emit_decls(gen *g, const char *used_ops)
     }
 }
 
+/* rand(): @pj.rand(cell, step, stage, site, part, seed), Philox4x32-10 and the conversion to a
+ * uniform number of compiler/philox.h in integer IR, always inlined (site and part are constants
+ * at each call, so the selection folds and the loop still vectorises). */
+static void emit_philox(gen *g)
+{
+    sbuf *b = g->b;
+    const char *T = g->T;
+    sb_printf(b, "define internal %s @pj.rand(i64 %%cell, i64 %%step, i32 %%stage, i32 %%site, i32 %%part, i64 %%seed) #6 {\n", T);
+    sb_printf(b, "  %%c0.0 = trunc i64 %%cell to i32\n  %%ch = lshr i64 %%cell, 32\n  %%c1.0 = trunc i64 %%ch to i32\n"
+                 "  %%c2.0 = trunc i64 %%step to i32\n  %%sh = lshr i64 %%step, 32\n  %%sh32 = trunc i64 %%sh to i32\n"
+                 "  %%sh8 = and i32 %%sh32, 255\n  %%shs = shl i32 %%sh8, 24\n  %%st8 = and i32 %%stage, 255\n"
+                 "  %%sts = shl i32 %%st8, 16\n  %%si = and i32 %%site, 65535\n  %%c3.a = or i32 %%shs, %%sts\n"
+                 "  %%c3.0 = or i32 %%c3.a, %%si\n  %%k0.0 = trunc i64 %%seed to i32\n  %%sd = lshr i64 %%seed, 32\n"
+                 "  %%k1.0 = trunc i64 %%sd to i32\n");
+    for (int r = 0; r < 10; r++) {
+        if (r)
+            sb_printf(b, "  %%k0.%d = add i32 %%k0.%d, %u\n  %%k1.%d = add i32 %%k1.%d, %u\n", r, r - 1, 0x9E3779B9u, r,
+                      r - 1, 0xBB67AE85u);
+        sb_printf(b, "  %%a%d = zext i32 %%c0.%d to i64\n  %%p0.%d = mul i64 %%a%d, %u\n"
+                     "  %%b%d = zext i32 %%c2.%d to i64\n  %%p1.%d = mul i64 %%b%d, %u\n",
+                  r, r, r, r, 0xD2511F53u, r, r, r, r, 0xCD9E8D57u);
+        sb_printf(b, "  %%h0.%d = lshr i64 %%p0.%d, 32\n  %%hi0.%d = trunc i64 %%h0.%d to i32\n"
+                     "  %%c3.%d = trunc i64 %%p0.%d to i32\n"
+                     "  %%h1.%d = lshr i64 %%p1.%d, 32\n  %%hi1.%d = trunc i64 %%h1.%d to i32\n"
+                     "  %%c1.%d = trunc i64 %%p1.%d to i32\n",
+                  r, r, r, r, r + 1, r, r, r, r, r, r + 1, r);
+        sb_printf(b, "  %%x%d = xor i32 %%hi1.%d, %%c1.%d\n  %%c0.%d = xor i32 %%x%d, %%k0.%d\n"
+                     "  %%y%d = xor i32 %%hi0.%d, %%c3.%d\n  %%c2.%d = xor i32 %%y%d, %%k1.%d\n",
+                  r, r, r, r + 1, r, r, r, r, r, r + 1, r, r);
+    }
+    sb_printf(b, "  %%sel = icmp eq i32 %%part, 0\n  %%wa = select i1 %%sel, i32 %%c0.10, i32 %%c2.10\n"
+                 "  %%wb = select i1 %%sel, i32 %%c1.10, i32 %%c3.10\n");
+    if (g->opt->single)
+        sb_printf(b, "  %%w8 = lshr i32 %%wa, 8\n  %%f = uitofp i32 %%w8 to float\n"
+                     "  %%u = fmul float %%f, 0x3E70000000000000\n  ret float %%u\n}\n");
+    else
+        sb_printf(b, "  %%wa64 = zext i32 %%wa to i64\n  %%wah = shl i64 %%wa64, 32\n  %%wb64 = zext i32 %%wb to i64\n"
+                     "  %%w = or i64 %%wah, %%wb64\n  %%w11 = lshr i64 %%w, 11\n  %%f = uitofp i64 %%w11 to double\n"
+                     "  %%u = fmul double %%f, 0x3CA0000000000000\n  ret double %%u\n}\n");
+}
+
 /* One node in the x loop body (non-leaf, COORD or LOAD). */
 static void emit_node(gen *g, int id)
 {
@@ -524,6 +567,30 @@ static void emit_node(gen *g, int id)
         } else {
             sb_printf(b, "  %%v%d = fadd double %%od%d, %%c%d.m\n", id, n->axis, id);
         }
+        return;
+    }
+    case KIR_RAND: {
+        /* the global index of the cell at the node's offset: (x+ox) + n0*((y+oy) + n1*(z+oz)) */
+        int dim = g->k->dim;
+        for (int ax = 0; ax < dim; ax++)
+            sb_printf(b, "  %%rx%d.%d = add nsw i64 %%x%d, %d\n", id, ax, ax, n->off[ax]);
+        if (dim == 3)
+            sb_printf(b, "  %%rm%d.1 = mul nsw i64 %%rx%d.2, %%n1\n  %%rs%d.1 = add nsw i64 %%rx%d.1, %%rm%d.1\n", id, id,
+                      id, id, id);
+        if (dim >= 2)
+            sb_printf(b, "  %%rm%d.0 = mul nsw i64 %%r%c%d.1, %%n0\n  %%rs%d.0 = add nsw i64 %%rx%d.0, %%rm%d.0\n", id,
+                      dim == 3 ? 's' : 'x', id, id, id, id);
+        sb_printf(b, "  %%v%d = call %s @pj.rand(i64 %%r%c%d.0, i64 %%rstep, i32 %%rstage, i32 %d, i32 %d, i64 %%rseed)\n",
+                  id, T, dim >= 2 ? 's' : 'x', id, n->index, n->axis);
+        return;
+    }
+    case KIR_EDGE: {
+        /* the face between the cells at off and off + 1 along the axis is a side of the mesh */
+        int ax = n->axis;
+        sb_printf(b, "  %%ei%d = add nsw i64 %%x%d, %d\n  %%ea%d = icmp eq i64 %%ei%d, -1\n"
+                     "  %%eb%d = icmp eq i64 %%ei%d, %%elast%d\n  %%ec%d = or i1 %%ea%d, %%eb%d\n"
+                     "  %%v%d = uitofp i1 %%ec%d to %s\n",
+                  id, ax, n->off[ax], id, id, id, id, ax, id, id, id, id, id, T);
         return;
     }
     case KIR_NEG: sb_printf(b, "  %%v%d = fneg %s%s %s\n", id, fl, T, a); return;
@@ -739,7 +806,7 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
     }
 
     /* leaves, rows and which launch fields are used */
-    int need_t = 0, need_dt = 0, need_h[3] = {0}, need_o[3] = {0};
+    int need_t = 0, need_dt = 0, need_h[3] = {0}, need_o[3] = {0}, need_rand = 0, need_edge[3] = {0};
     for (int id = 0; id < k->n_nodes; id++) {
         const kir_node *n = &k->nodes[id];
         used_ops[n->op] = 1;
@@ -759,6 +826,14 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
             break;
         case KIR_COORD:
             need_h[n->axis] = need_o[n->axis] = 1;
+            snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
+            break;
+        case KIR_RAND:
+            need_rand = 1;
+            snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
+            break;
+        case KIR_EDGE:
+            need_edge[n->axis] = 1;
             snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
             break;
         case KIR_LOAD: {
@@ -785,6 +860,7 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
               datalayout, triple);
     sb_printf(b, "%s\n", LAUNCH_TYPE);
     emit_decls(&g, used_ops);
+    if (need_rand) emit_philox(&g);
 
     /* entry: the launch fields, once */
     const char *T = g.T;
@@ -814,6 +890,18 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         sb_printf(b, "  %%pd%d = load double, double* %%pd%d.p, align 8\n", p, p);
         if (opt->single) sb_printf(b, "  %%pf%d = fptrunc double %%pd%d to float\n", p, p);
     }
+    if (need_rand) {
+        sb_printf(b, "  %%rstage.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d\n"
+                     "  %%rstage = load i32, i32* %%rstage.p, align 4\n", LF_STAGE);
+        FIELD("%rseed", "i64", LF_SEED, -1);
+        FIELD("%rstep", "i64", LF_STEP, -1);
+    }
+    for (int a = 0; a < 3; a++) /* `boundary`: the last cell index along the axis */
+        if (need_edge[a]) {
+            snprintf(nm, sizeof nm, "%%en%d", a);
+            FIELD(nm, "i64", LF_N, a);
+            sb_printf(b, "  %%elast%d = sub nsw i64 %%en%d, 1\n", a, a);
+        }
     if (need_t) FIELD("%td", "double", LF_T, -1);
     if (need_dt) FIELD("%dtd", "double", LF_DT, -1);
     if (opt->single && need_t) sb_printf(b, "  %%tf = fptrunc double %%td to float\n");
@@ -974,6 +1062,7 @@ attributes:
     sb_printf(b, "attributes #0 = { nounwind \"target-cpu\"=\"%s\" \"target-features\"=\"%s\"%s }\n",
               cpu, features, prefer);
     sb_printf(b, "attributes #1 = { nounwind readnone willreturn }\n");
+    if (need_rand) sb_printf(b, "attributes #6 = { alwaysinline nounwind readnone willreturn }\n");
     if (dim > 1) sb_printf(b, "declare void @llvm.prefetch.p0i8(i8* nocapture readonly, i32 immarg, i32 immarg, i32 immarg)\n");
     sb_printf(b, "declare %s @llvm.umax.%s(%s, %s)\n", IT, IT, IT, IT);
     sb_printf(b, "attributes #2 = { nounwind readnone willreturn \"target-cpu\"=\"%s\" \"target-features\"=\"%s\" }\n",

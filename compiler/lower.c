@@ -252,6 +252,13 @@ static int lower_name(compiler *C, lctx *x, const ast_expr *e)
             return -1;
         }
     }
+    if (!strcmp(n, "boundary")) { /* 1 on a face that is a side of the mesh (not a periodic one) */
+        if (!x->face) {
+            lower_error(C, e->loc, "'boundary' is a face quantity: use it inside div(...) or a flux");
+            return -1;
+        }
+        return C->periodic[x->axis] ? kir_const(x->k, 0) : kir_edge(x->k, x->axis, x->off[x->axis]);
+    }
     if (!strcmp(n, "pi")) return kir_const(x->k, M_PI);
     if (!strcmp(n, "e")) return kir_const(x->k, M_E);
     if (!strcmp(n, "t")) {
@@ -368,6 +375,12 @@ static int lower_call(compiler *C, lctx *x, const ast_expr *e)
                                "eq dt(u) = implicit(...) + ... (not inside another expression or a func)");
         return -1;
     }
+    if (!strcmp(n, "wall")) {
+        /* on a side of the mesh, the value the condition gives the face: the mean of the boundary
+           cell and its ghost, which the condition's fill sets; elsewhere the face mean */
+        if (!need_face(C, x, e)) return -1;
+        return averaged(C, x, e->args[0]);
+    }
     if (is_face_op(n)) {
         if (!need_face(C, x, e)) return -1;
         if (!strcmp(n, "grad")) return face_grad(C, x, e->args[0]);
@@ -396,6 +409,21 @@ static int lower_call(compiler *C, lctx *x, const ast_expr *e)
         int shift = !strcmp(n, "L") ? 0 : !strcmp(n, "R") ? 1 : !strcmp(n, "LL") ? -1 : 2;
         lctx c = cell_at(x, x->axis, shift);
         return lower_expr(C, &c, e->args[0]);
+    }
+    if (!strcmp(n, "rand") || !strcmp(n, "randn")) {
+        if (x->where != IN_STAGE && x->where != IN_INIT) {
+            lower_error(C, e->loc, "%s() cannot be used in %s: noise belongs in a field's initial value or an equation",
+                        n, where_text(x->where));
+            return -1;
+        }
+        FACE_MEAN_OR(C, x, e); /* on a face: the mean of the two cells' numbers */
+        int u0 = kir_rand(k, e->site, 0, x->off);
+        if (n[4] != 'n') return u0;
+        /* Box-Muller (compiler/philox.h): sqrt(-2 log(1 - u0)) cos(2 pi u1), 1 - u0 in (0, 1] */
+        int u1 = kir_rand(k, e->site, 1, x->off);
+        int r = kir_op1(k, KIR_SQRT, kir_op2(k, KIR_MUL, kir_const(k, -2),
+                                            kir_op1(k, KIR_LOG, kir_op2(k, KIR_SUB, kir_const(k, 1), u0))));
+        return kir_op2(k, KIR_MUL, r, kir_op1(k, KIR_COS, kir_op2(k, KIR_MUL, kir_const(k, 2 * M_PI), u1)));
     }
     int a[3];
     for (int i = 0; i < e->n_args && i < 3; i++) {

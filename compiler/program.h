@@ -54,6 +54,8 @@ typedef struct pj_program {
     char **param_names;
     double *param_values; /* defaults as written (after evaluating params_kernel) */
     kir_kernel *params_kernel; /* KIR_PARAMS: re-evaluated in order after --set */
+    int n_consts;
+    char **const_names;   /* in the order written (what --set may set besides params) */
 
     kir_kernel *init;     /* KIR_INIT */
     kir_kernel *rhs;      /* KIR_RHS: F(U) of every field with an eq, reading slot 0 */
@@ -107,6 +109,11 @@ typedef struct pj_compile_options {
     pj_scheme scheme;     /* used when scheme_set */
     int scheme_set;
     int redefine_line;    /* > 0: statements from this line on redefine earlier ones (redefine.h) */
+    /* consts set from outside (--set on a const): const_names[i] takes const_values[i] instead of
+       its expression, wherever it is used (the mesh too); a name that is no const is an error */
+    int n_const_sets;
+    const char *const *const_names;
+    const double *const_values;
 } pj_compile_options;
 
 /* Compiles `source` (the contents of `filename`). Errors go to d; returns NULL on error (out of

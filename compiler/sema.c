@@ -23,9 +23,10 @@ static const builtin_fn special_fns[] = {
     {"div", 1, 1}, {"grad", 1, 1}, {"lap", 1, 1}, {"L", 1, 1}, {"R", 1, 1}, {"LL", 1, 1},
     {"RR", 1, 1}, {"harm", 1, 1}, {"upwind", 2, 2}, {"normal", 1, 3}, {"dn", 1, 1}, {"dt", 1, 1},
     {"implicit", 1, 1},
+    {"rand", 0, 0}, {"randn", 0, 0}, {"wall", 1, 1},
 };
 #define N_SPECIAL_FNS ((int)(sizeof special_fns / sizeof *special_fns))
-static const char *const builtin_names[] = {"x", "y", "z", "t", "dx", "dy", "dz", "pi", "e"};
+static const char *const builtin_names[] = {"x", "y", "z", "t", "dx", "dy", "dz", "pi", "e", "boundary"};
 #define N_BUILTIN_NAMES ((int)(sizeof builtin_names / sizeof *builtin_names))
 static const char *const side_names[] = {"left", "right", "bottom", "top", "back", "front"};
 

@@ -56,6 +56,7 @@ typedef struct compiler {
     int sym_index_cap;    /* a power of two, at least twice n_syms */
     int n_kind[6];        /* symbols of each sym_kind */
     int dim;
+    int periodic[3];      /* periodic axes (set before the equations are lowered): no boundary faces */
     pj_loc mesh_loc;
     long work;            /* lowering steps, bounded */
     pj_loc reported[64];  /* error positions already reported by lowering (inlined twice) */

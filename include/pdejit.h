@@ -62,6 +62,17 @@ PJ_API pj_status pj_problem_compile(const char *name, const char *text, size_t l
  * the file's when it is not NULL; an unknown scheme is PJ_ERR_INPUT with a diagnostic. */
 PJ_API pj_status pj_problem_compile_scheme(const char *name, const char *text, size_t len, const char *scheme,
                                     pj_problem **problem, char **diagnostics);
+/* As pj_problem_compile_scheme, with n_consts consts set from outside (`pdejit run --set` on a
+ * const): const_names[i] takes const_values[i] instead of the expression written, wherever it is
+ * used (the mesh included). A name that is not a const of the text is PJ_ERR_INPUT with a
+ * diagnostic. */
+PJ_API pj_status pj_problem_compile_consts(const char *name, const char *text, size_t len, const char *scheme,
+                                           int n_consts, const char *const *const_names, const double *const_values,
+                                           pj_problem **problem, char **diagnostics);
+/* How many of b's kernels a has no identical kernel for (by canonical IR hash): what changing
+ * consts between a and b makes compile anew; *total (may be NULL) receives b's kernel count.
+ * -1 when out of memory. */
+PJ_API int pj_problem_kernels_changed(const pj_problem *a, const pj_problem *b, int *total);
 PJ_API void pj_problem_free(pj_problem *problem);
 PJ_API int pj_problem_dim(const pj_problem *problem);
 PJ_API int64_t pj_problem_cells(const pj_problem *problem);
@@ -73,6 +84,8 @@ PJ_API int pj_problem_field_count(const pj_problem *problem);
 PJ_API const char *pj_problem_field_name(const pj_problem *problem, int field);
 PJ_API int pj_problem_param_count(const pj_problem *problem);
 PJ_API const char *pj_problem_param_name(const pj_problem *problem, int param);
+PJ_API int pj_problem_const_count(const pj_problem *problem);
+PJ_API const char *pj_problem_const_name(const pj_problem *problem, int i); /* in the order written; NULL out of range */
 PJ_API double pj_problem_dt(const pj_problem *problem);       /* from `time dt =`, 0 when absent */
 PJ_API double pj_problem_until(const pj_problem *problem);    /* from `until =`, -1 when absent */
 PJ_API int64_t pj_problem_steps(const pj_problem *problem);   /* from `steps =`, -1 when absent */
@@ -94,6 +107,8 @@ typedef struct pj_sim_options {
     const char *solver_options; /* implicit schemes: options for PETSc ("-ksp_type cg -pc_type gamg"),
                                    after the problem's solver statement; NULL for none. They are
                                    this simulation's own (not PETSc's process-wide database). */
+    uint64_t seed;         /* rand() and randn(): the key of their counter-based generator (0 by
+                              default); the same seed gives the same numbers on every back end */
 } pj_sim_options;
 
 /* A simulation at t = 0 with the initial values. options may be NULL. PJ_ERR_UNAVAILABLE when the
@@ -119,6 +134,16 @@ PJ_API pj_status pj_sim_advance(pj_sim *sim, double dt, double t_end, char *err,
  * written; the flag is cleared when they return. Async-signal-safe (one atomic store): a
  * SIGINT handler may call it. The library installs no signal handler of its own. */
 PJ_API void pj_sim_interrupt(pj_sim *sim);
+/* Restarts. pj_sim_resume loads a checkpoint written by pj_sim_run (checkpoint_every) into a
+ * simulation of the same problem: fields, time, step count; the next pj_sim_run continues that run
+ * (no first snapshot; the output times after the checkpoint's) and ends with the same bits as a
+ * run that was never stopped. PJ_ERR_INPUT, nothing changed, when the file is not a checkpoint, is
+ * damaged, or was written on another grid, by another problem (fields, equations, conditions,
+ * scheme), in another precision or with another seed (the message says which).
+ * pj_sim_init_from_csv sets the fields named in a CSV of the dump format (`x[,y[,z]],NAME...`,
+ * one row per cell) of the same grid; the others keep their initial values. */
+PJ_API pj_status pj_sim_resume(pj_sim *sim, const char *checkpoint, char *err, size_t err_len);
+PJ_API pj_status pj_sim_init_from_csv(pj_sim *sim, const char *csv, char *err, size_t err_len);
 PJ_API double pj_sim_time(const pj_sim *sim);
 PJ_API int64_t pj_sim_steps(const pj_sim *sim);
 /* Copies the field's values (pj_problem_cells of them, x fastest) into out. */
@@ -178,6 +203,10 @@ typedef struct pj_run_options {
     int no_stability_check; /* 1: run an explicit scheme whatever its dt (see pj_sim_run) */
     FILE *monitors;         /* NULL, or a line per monitor time ("pdejit: monitor t = 0.5, step 50:
                                mass = 0.25, peak = 1") */
+    double checkpoint_every;  /* > 0: a checkpoint (checkpoint.pjc) into out_dir at the first step
+                                 boundary at or after each multiple of this simulated time, written
+                                 atomically (temporary name, fsync, rename); the steps taken are the
+                                 same with or without it */
 } pj_run_options;
 typedef struct pj_run_result {
     int64_t steps;          /* steps taken in all */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "checkpoint.h"
 #include "driver.h"
 #include "stability.h"
 #include "engine.h"
@@ -21,6 +22,9 @@ struct pj_problem {
 
 struct pj_sim {
     engine *e;
+    uint64_t seed;         /* rand()'s key, and the precision: recorded in checkpoints */
+    int single;
+    int resumed;           /* pj_sim_resume: the next pj_sim_run continues the checkpoint's run */
     const pj_program *p;   /* the program running */
     pj_program *owned;     /* p, when a redefinition made it */
     /* the text p was compiled from, and where the redefinitions in it begin (0: none yet) */
@@ -94,12 +98,26 @@ pj_status pj_problem_compile(const char *name, const char *text, size_t len, pj_
 pj_status pj_problem_compile_scheme(const char *name, const char *text, size_t len, const char *scheme,
                                     pj_problem **problem, char **diagnostics)
 {
+    return pj_problem_compile_consts(name, text, len, scheme, 0, NULL, NULL, problem, diagnostics);
+}
+
+pj_status pj_problem_compile_consts(const char *name, const char *text, size_t len, const char *scheme, int n_consts,
+                                    const char *const *const_names, const double *const_values, pj_problem **problem,
+                                    char **diagnostics)
+{
     if (problem) *problem = NULL;
     if (diagnostics) *diagnostics = NULL;
     if (!text || !problem) return PJ_ERR_INPUT;
     diag d;
     diag_init(&d, name ? name : "<input>", text, len);
     pj_compile_options opt = {0};
+    if (n_consts < 0 || (n_consts > 0 && (!const_names || !const_values))) {
+        diag_free(&d);
+        return PJ_ERR_INPUT;
+    }
+    opt.n_const_sets = n_consts;
+    opt.const_names = const_names;
+    opt.const_values = const_values;
     if (scheme) {
         int s = scheme_from_name(scheme);
         if (s < 0) {
@@ -185,6 +203,8 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     pj_sim *ps = calloc(1, sizeof *ps);
     if (!ps) return PJ_ERR_MEMORY;
     ps->p = problem->p;
+    ps->seed = o.seed;
+    ps->single = o.single;
     ps->name = strdup(problem->name);
     ps->text = malloc(problem->len + 1);
     if (!ps->name || !ps->text) {
@@ -198,7 +218,7 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     pthread_mutex_init(&ps->lock, NULL);
     pthread_cond_init(&ps->applied, NULL);
     engine_options eo = {.single = o.single, .fast_math = o.fast_math, .threads = o.threads,
-                         .solver_options = o.solver_options};
+                         .solver_options = o.solver_options, .seed = o.seed};
     int unavailable = 0;
     ps->e = engine_create(be, problem->p, &eo, &unavailable, err, err_len);
     if (!ps->e) {
@@ -399,6 +419,17 @@ pj_status pj_sim_swap(pj_sim *ps, const pj_problem *next, double *t_swap, char *
 
 int pj_sim_can_swap(const pj_sim *ps) { return engine_can_swap(ps->e); }
 
+/* A checkpoint holds the fields, the time and the step: enough for the explicit schemes and for
+ * the one-step implicit ones at fixed steps (beuler, cn, imex), not for bdf2's history or the error
+ * controller's next step. */
+static int restart_refused(const pj_program *p, char *err, size_t err_len)
+{
+    if (p->scheme != PJ_BDF2 && !(p->adapt > 0)) return 0;
+    diag_set(err, err_len, "checkpoints of %s runs are not available yet (the solver's %s is not in a checkpoint)",
+             p->adapt > 0 ? "adaptive" : "bdf2", p->adapt > 0 ? "next step size" : "previous step");
+    return 1;
+}
+
 pj_run_options pj_run_options_default(void)
 {
     return (pj_run_options){.dt = 0, .until = -1, .steps = -1, .check_every = 1};
@@ -426,7 +457,14 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
         .formats = p->output_formats, .fields = p->output_fields, .n_fields = p->n_output_fields,
         .dump_path = o.dump_path, .check_every = o.check_every > 0 ? o.check_every : 1, .progress = o.progress,
         .between_steps = between_steps, .between_ctx = ps, .interrupt = &ps->interrupt, .adaptive = p->adapt > 0,
+        .checkpoint_every = o.checkpoint_every, .checkpoint_dir = o.checkpoint_every > 0 ? o.out_dir : NULL,
+        .seed = ps->seed, .single = ps->single, .resumed = ps->resumed,
     };
+    if (o.checkpoint_every > 0 && restart_refused(p, err, err_len)) return PJ_ERR_INPUT;
+    if (o.checkpoint_every > 0 && !o.out_dir) {
+        diag_set(err, err_len, "checkpoints are written into the output folder: give one (out_dir, --out)");
+        return PJ_ERR_INPUT;
+    }
     if (result) *result = (pj_run_result){0, engine_time(ps->e), 0, 0, ""};
     if (driver_check_counts(&dopt, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
     if (!o.no_stability_check && stability_check(ps->e, dt, err, err_len) > 0) return PJ_ERR_INPUT;
@@ -444,6 +482,7 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     stepping(ps, 1);
     int rc = driver_run(ps->e, &dopt, &res, err, err_len);
     stepping(ps, 0);
+    ps->resumed = 0;
     ps->user_between = NULL;
     if (result) {
         *result = (pj_run_result){res.steps, res.t, res.seconds, res.snapshots, ""};
@@ -478,6 +517,61 @@ int pj_sim_kernel(const pj_sim *ps, int i, const char **name, int *from_cache, d
     if (from_cache) *from_cache = ei.kernels[i].from_cache;
     if (ms) *ms = ei.kernels[i].ms;
     return 0;
+}
+
+/* The canonical hashes of p's kernels (stages, initial values, boundary conditions, params). */
+static int kernel_hashes(const pj_program *p, const uint8_t **out)
+{
+    int n = 0;
+    for (int s = 0; s < p->n_stages; s++) out[n++] = p->stages[s].kernel->hash;
+    if (p->init) out[n++] = p->init->hash;
+    if (p->params_kernel) out[n++] = p->params_kernel->hash;
+    for (int side = 0; side < 6; side++)
+        if (p->bc_kernel[side]) out[n++] = p->bc_kernel[side]->hash;
+    return n;
+}
+
+int pj_problem_const_count(const pj_problem *pr) { return pr->p->n_consts; }
+const char *pj_problem_const_name(const pj_problem *pr, int i)
+{
+    return i >= 0 && i < pr->p->n_consts ? pr->p->const_names[i] : NULL;
+}
+
+int pj_problem_kernels_changed(const pj_problem *a, const pj_problem *b, int *total)
+{
+    const uint8_t **ha = malloc(sizeof *ha * (size_t)(a->p->n_stages + 8));
+    const uint8_t **hb = malloc(sizeof *hb * (size_t)(b->p->n_stages + 8));
+    if (!ha || !hb) {
+        free(ha);
+        free(hb);
+        if (total) *total = 0;
+        return -1;
+    }
+    int na = kernel_hashes(a->p, ha), nb = kernel_hashes(b->p, hb), changed = 0;
+    for (int j = 0; j < nb; j++) {
+        int found = 0;
+        for (int i = 0; i < na && !found; i++) found = !memcmp(ha[i], hb[j], 16);
+        changed += !found;
+    }
+    free(ha);
+    free(hb);
+    if (total) *total = nb;
+    return changed;
+}
+
+pj_status pj_sim_resume(pj_sim *ps, const char *checkpoint, char *err, size_t err_len)
+{
+    if (!ps || !checkpoint) return PJ_ERR_INPUT;
+    if (restart_refused(ps->p, err, err_len)) return PJ_ERR_INPUT;
+    if (checkpoint_read(ps->e, checkpoint, ps->seed, ps->single, err, err_len) < 0) return PJ_ERR_INPUT;
+    ps->resumed = 1;
+    return PJ_OK;
+}
+
+pj_status pj_sim_init_from_csv(pj_sim *ps, const char *csv, char *err, size_t err_len)
+{
+    if (!ps || !csv) return PJ_ERR_INPUT;
+    return checkpoint_init_from_csv(ps->e, csv, err, err_len) < 0 ? PJ_ERR_INPUT : PJ_OK;
 }
 
 double pj_sim_time(const pj_sim *ps) { return engine_time(ps->e); }

@@ -586,6 +586,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     /* launch geometry (host side) */
     s->L.param = s->param;
     s->A.t = s->A.dt = 0;
+    s->A.seed = s->opt.seed;
     for (int a = 0; a < 3; a++) {
         s->L.n[a] = s->g.n[a];
         s->L.origin[a] = a < p->dim ? p->origin[a] : 0;
@@ -718,6 +719,7 @@ int cuda_sim_init(cuda_sim *s, char *err, size_t err_len)
     s->steps = 0;
     s->A.t = 0;
     s->A.dt = 0;
+    s->A.step = s->A.stage = 0;
     if (s->ks.init >= 0 && launch(s, s->ks.init, s->sgrid, s->sblock, &s->A, sizeof s->A, err, err_len) < 0) return -1;
     return 0;
 }
@@ -756,6 +758,8 @@ int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len)
         if (fill(s, st->read_slot, ts, err, err_len) < 0) return -1;
         s->A.t = ts;
         s->A.dt = dt;
+        s->A.step = s->steps;
+        s->A.stage = i + 1;
         if (launch(s, s->ks.stage[i], s->sgrid, s->sblock, &s->A, sizeof s->A, err, err_len) < 0) return -1;
     }
     if (p->swap_after_step) {
@@ -931,6 +935,12 @@ int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t e
 
 double cuda_sim_time(const cuda_sim *s) { return s->t; }
 int64_t cuda_sim_steps(const cuda_sim *s) { return s->steps; }
+void cuda_sim_set_clock(cuda_sim *s, double t, int64_t steps)
+{
+    s->t = t;
+    s->A.t = t;
+    s->steps = steps;
+}
 int64_t cuda_sim_cells(const cuda_sim *s) { return s->g.n[0] * s->g.n[1] * s->g.n[2]; }
 const pj_program *cuda_sim_program(const cuda_sim *s) { return s->p; }
 const kir_launch *cuda_sim_launch(const cuda_sim *s) { return &s->L; }
@@ -978,7 +988,8 @@ static void *ops_create(const pj_program *p, const engine_options *o, int *unava
                 *unavailable = 1;
                 return NULL;
             }
-    cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir, .ghosts = &o->ghosts};
+    cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir, .ghosts = &o->ghosts,
+                           .seed = o->seed};
     cuda_sim *s = cuda_sim_create(p, &co, err, len);
     if (!s) *unavailable = !strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE));
     return s;
@@ -987,6 +998,7 @@ static void ops_destroy(void *o) { cuda_sim_destroy(o); }
 static int ops_init(void *o, char *err, size_t len) { return cuda_sim_init(o, err, len); }
 static double ops_time(void *o) { return cuda_sim_time(o); }
 static int64_t ops_steps(void *o) { return cuda_sim_steps(o); }
+static void ops_set_clock(void *o, double t, int64_t steps) { cuda_sim_set_clock(o, t, steps); }
 static int ops_step(void *o, double dt, char *err, size_t len) { return cuda_sim_step(o, dt, err, len); }
 static int ops_sync(void *o, char *err, size_t len) { return cuda_sim_sync(o, err, len); }
 static int ops_set_param(void *o, const char *name, double v) { return cuda_sim_set_param(o, name, v); }
@@ -1082,5 +1094,6 @@ const backend_ops cuda_backend_ops = {
     .name = "cuda", .emit_flag = "cuda", .create = ops_create, .destroy = ops_destroy, .init = ops_init,
     .step = ops_step, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
     .set_field = ops_set, .take_nonfinite = ops_take, .check_finite = ops_check, .time = ops_time,
-    .steps = ops_steps, .view = ops_view, .reduce = ops_reduce, .info = ops_info, .emit = ops_emit,
+    .steps = ops_steps, .set_clock = ops_set_clock, .view = ops_view, .reduce = ops_reduce, .info = ops_info,
+    .emit = ops_emit,
 };

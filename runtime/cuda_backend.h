@@ -48,6 +48,7 @@ typedef struct cuda_sim_options {
     int device;            /* ordinal, 0 by default */
     unsigned block[3];     /* stage block shape; zeros: cuda_stage_dims' (or $PDEJIT_CUDA_BLOCK "x,y,z") */
     const struct ghost_settings *ghosts; /* NULL: the program's conditions on every side (grid.h) */
+    uint64_t seed;         /* rand() and randn(): the key of their generator (compiler/philox.h) */
 } cuda_sim_options;
 
 /* How the kernels were obtained (cuda_sim_prepare_stats). */
@@ -101,6 +102,8 @@ int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t e
 
 double cuda_sim_time(const cuda_sim *s);
 int64_t cuda_sim_steps(const cuda_sim *s);
+/* Sets the time and the step count (a restart). */
+void cuda_sim_set_clock(cuda_sim *s, double t, int64_t steps);
 int64_t cuda_sim_cells(const cuda_sim *s);
 const pj_program *cuda_sim_program(const cuda_sim *s);
 /* The launch geometry (n, h, origin; buf is NULL: device addresses are not host pointers). */

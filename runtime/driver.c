@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "checkpoint.h"
 #include "diag.h"
 #include "writers.h"
 
@@ -87,6 +88,15 @@ int driver_prepare_outputs(const driver_options *o, int *cleaned, char *err, siz
         return -1;
     }
     if (!o->out_dir) return 0;
+    if (o->resumed) { /* the series of the run that wrote the checkpoint goes on (driver_run) */
+        char probe[4200];
+        snprintf(probe, sizeof probe, "%s/snapshots.csv", o->out_dir);
+        if (writers_mkdirs(o->out_dir, why, sizeof why) < 0 || writers_check_writable(probe, why, sizeof why) < 0) {
+            diag_set(err, err_len, "cannot write in the output folder %s: %s", o->out_dir, why);
+            return -1;
+        }
+        return 0;
+    }
     if (writers_mkdirs(o->out_dir, why, sizeof why) < 0) {
         /* why is "FOLDER: reason" for the first folder that could not be made */
         size_t n = strlen(o->out_dir);
@@ -264,6 +274,10 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     }
     if (o->out_dir && !o->no_snapshots) {
         ws = writers_series_open(o->out_dir, o->formats, err, err_len);
+        if (ws && o->resumed && writers_series_resume(ws, engine_time(e), err, err_len) < 0) {
+            writers_series_close(ws);
+            ws = NULL;
+        }
         if (!ws) {
             monitors_close(&mon, err, err_len, 0);
             return 1;
@@ -271,10 +285,11 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     }
     int status = 1, stopped = 0;
     const double t_start = engine_time(e);
-    /* the first snapshot: always, unless `output at` does not list the start */
-    int first_snap = !at || fabs(at[0] - t_start) <= tol;
+    /* the first snapshot and monitor row: always, unless `output at` does not list the start, or the
+       run resumes from a checkpoint (the run that wrote it wrote them) */
+    int first_snap = !o->resumed && (!at || fabs(at[0] - t_start) <= tol);
     if (check(e, 1, err, err_len) < 0 || (first_snap && snapshot(e, o, ws, res, err, err_len) < 0)) goto done;
-    if ((stopped = monitors_take(&mon, e, o, res, err, err_len)) < 0) goto done;
+    if (!o->resumed && (stopped = monitors_take(&mon, e, o, res, err, err_len)) < 0) goto done;
     if (stopped || !(end > engine_time(e))) { /* nothing to step: the first snapshot is the last */
         status = 0;
         goto done;
@@ -282,8 +297,10 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     int interrupted = o->interrupt && atomic_load(o->interrupt);
     double start = driver_now(), last_report = start;
     int64_t since_check = 0, done_steps = 0;
+    double last_checkpoint = engine_time(e);
     while (!interrupted) {
-        /* the next stop: an output time, a monitor time or the end */
+        /* the next stop: an output time, a monitor time or the end (after a resume, the times still
+           ahead: the run that wrote the checkpoint took the others) */
         double now = engine_time(e);
         double t_out = next_time(o->output_every, at, o->n_output_at, now, tol);
         double t_mon = has_monitor ? next_time(mon_every, NULL, 0, now, tol) : INFINITY;
@@ -304,6 +321,12 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
             if (!failed && ++since_check >= every) {
                 since_check = 0;
                 failed = check(e, 0, err, err_len) < 0;
+            }
+            if (!failed && o->checkpoint_dir && checkpoint_due(o->checkpoint_every, last_checkpoint, engine_time(e))) {
+                last_checkpoint = engine_time(e);
+                failed = (since_check && check(e, 0, err, err_len) < 0) ||
+                         checkpoint_write(e, o->checkpoint_dir, o->seed, o->single, err, err_len) < 0;
+                since_check = 0;
             }
             if (o->progress && !(done_steps & 63) && driver_now() - last_report > 3.0) {
                 double tnow = driver_now(), t = engine_time(e);

@@ -33,6 +33,15 @@ typedef struct driver_options {
     FILE *monitor_out;      /* NULL, or each monitor row printed here (--verbose) */
     int no_monitors;        /* the program's monitors are not taken (pj_sim_advance) */
     double monitor_every;   /* the program's, for driver_check_counts (driver_run reads the program) */
+    /* restarts (checkpoint.h) */
+    double checkpoint_every;/* > 0: a checkpoint into checkpoint_dir at the first step boundary at
+                               or after each multiple of it (the steps are not changed for it) */
+    const char *checkpoint_dir;
+    uint64_t seed;          /* recorded in checkpoints */
+    int single;
+    int resumed;            /* the engine holds a checkpoint's state: no first snapshot, outputs
+                               from the first output time after its time, the series in out_dir
+                               goes on (writers_series_resume) instead of being cleaned */
 } driver_options;
 
 /* The most steps and output times one run may take: beyond them a time step or an output

@@ -92,6 +92,7 @@ int engine_step(engine *e, double dt, char *err, size_t len) { return e->ops->st
 int engine_sync(engine *e, char *err, size_t len) { return e->ops->sync ? e->ops->sync(e->impl, err, len) : 0; }
 double engine_time(engine *e) { return e->ops->time(e->impl); }
 int64_t engine_steps(engine *e) { return e->ops->steps(e->impl); }
+void engine_set_clock(engine *e, double t, int64_t steps) { e->ops->set_clock(e->impl, t, steps); }
 int engine_set_param(engine *e, const char *name, double value) { return e->ops->set_param(e->impl, name, value); }
 const double *engine_params(engine *e) { return e->ops->params(e->impl); }
 

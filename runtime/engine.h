@@ -32,6 +32,7 @@ typedef struct engine_options {
     const char *solver_options; /* implicit schemes: options for the solver library (PETSc), or NULL */
     ghost_settings ghosts; /* zeroed: the program's conditions on every side; else hooks and the
                               homogeneous fill (grid.h) */
+    uint64_t seed;         /* rand() and randn(): the key of their generator (compiler/philox.h) */
 } engine_options;
 
 /* How one kernel was obtained. */
@@ -82,6 +83,7 @@ typedef struct backend_ops {
     int (*check_finite)(void *impl, sim_nan_report *r, char *err, size_t len); /* 1: found, r filled */
     double (*time)(void *impl);
     int64_t (*steps)(void *impl);
+    void (*set_clock)(void *impl, double t, int64_t steps);             /* a restart: time and step count */
     int (*view)(void *impl, int f, engine_view *v);
     /* the program's monitors (its KIR_REDUCE kernel) at the current state and time, monitor i
        into values[i] (sim_reduce's meaning); NULL: this back end has no reduction kernels */
@@ -132,6 +134,8 @@ int engine_step(engine *e, double dt, char *err, size_t len);
 int engine_sync(engine *e, char *err, size_t len);
 double engine_time(engine *e);
 int64_t engine_steps(engine *e);
+/* Sets the time and the step count (a restart: runtime/checkpoint.h); the fields are set apart. */
+void engine_set_clock(engine *e, double t, int64_t steps);
 int engine_set_param(engine *e, const char *name, double value);
 const double *engine_params(engine *e);
 int engine_get_field(engine *e, int f, double *out, char *err, size_t len);

@@ -56,7 +56,7 @@ static void *host_create(const pj_program *p, const engine_options *o, int with_
             return NULL;
         }
     }
-    sim_options so = {o->single, o->threads, &o->ghosts};
+    sim_options so = {o->single, o->threads, &o->ghosts, o->seed};
     h->s = sim_create(p, &so, err, len);
     if (!h->s) {
         free(h);
@@ -165,6 +165,7 @@ static int host_check_finite(void *impl, sim_nan_report *r, char *err, size_t le
 
 static double host_time(void *impl) { return sim_time(((host_engine *)impl)->s); }
 static int64_t host_steps(void *impl) { return sim_steps(((host_engine *)impl)->s); }
+static void host_set_clock(void *impl, double t, int64_t steps) { sim_set_clock(((host_engine *)impl)->s, t, steps); }
 
 static int host_view(void *impl, int f, engine_view *v)
 {
@@ -284,8 +285,9 @@ static int cpu_explain(const pj_program *p, const engine_options *o, FILE *out, 
     .destroy = host_destroy, .init = host_init, .step = host_step, .set_param = host_set_param,          \
     .params = host_params, .get_field = host_get_field, .set_field = host_set_field,                      \
     .take_nonfinite = host_take_nonfinite, .check_finite = host_check_finite, .time = host_time,          \
-    .steps = host_steps, .view = host_view, .reduce = host_reduce, .info = host_info,                    \
-    .prepare = host_prepare, .swap = host_swap, .release = host_release, .solver_stats = host_solver_stats
+    .steps = host_steps, .set_clock = host_set_clock, .view = host_view, .reduce = host_reduce,           \
+    .info = host_info, .prepare = host_prepare, .swap = host_swap, .release = host_release,               \
+    .solver_stats = host_solver_stats
 
 const backend_ops interp_backend_ops = {.name = "interp", .create = interp_create, HOST_OPS};
 const backend_ops cpu_backend_ops = {.name = "cpu", .emit_flag = "llvm", .create = cpu_create, HOST_OPS,

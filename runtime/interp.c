@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "philox.h"
 #include "program.h"
 
 typedef struct ev {
@@ -162,6 +163,26 @@ static void ev_block(ev *e, const int64_t idx[3], int va, int len)
             } else {
                 double v = rnd(e, o + ((double)idx[a] + q) * h);
                 for (int c = 0; c < len; c++) R[c] = v;
+            }
+            break;
+        }
+        case KIR_RAND: {
+            /* the global cell index of the cell at the node's offset, x fastest (philox.h) */
+            int64_t cell[3];
+            for (int a = 0; a < 3; a++) cell[a] = idx[a] + n->off[a];
+            for (int c = 0; c < len; c++) {
+                int64_t g = cell[0] + (va == 0 ? c : 0) +
+                            L->n[0] * (cell[1] + (va == 1 ? c : 0) + L->n[1] * (cell[2] + (va == 2 ? c : 0)));
+                R[c] = pj_rand_uniform(L->seed, g, L->step, L->stage, n->index, n->axis, single);
+            }
+            break;
+        }
+        case KIR_EDGE: {
+            int a = n->axis;
+            int64_t last = L->n[a] - 1;
+            for (int c = 0; c < len; c++) {
+                int64_t i = idx[a] + (va == a ? c : 0) + n->off[a];
+                R[c] = i == -1 || i == last ? 1.0 : 0.0;
             }
             break;
         }

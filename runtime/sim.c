@@ -223,6 +223,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
 
     s->L.buf = s->buf;
     s->L.nonfinite = &s->nonfinite;
+    s->L.seed = opt ? opt->seed : 0;
     s->L.prefetch = (double)bytes * s->nbuf > (double)last_level_cache_bytes();
     s->L.param = s->param;
     for (int a = 0; a < 3; a++) {
@@ -490,6 +491,8 @@ void sim_init(sim *s)
     s->steps = 0;
     s->L.t = 0;
     s->L.dt = 0;
+    s->L.step = 0;
+    s->L.stage = 0;
     if (s->p->init) {
         stage_job j = {s, -1, s->p->init};
         par_for(s, run_init_range, &j, s->g.n[s->p->dim - 1]);
@@ -507,6 +510,8 @@ int sim_step(sim *s, double dt)
         if (s->failed) return -1;
         s->L.t = ts;
         s->L.dt = dt;
+        s->L.step = s->steps;
+        s->L.stage = i + 1;
         stage_job j = {s, i, st->kernel};
         par_for(s, run_stage_range, &j, s->g.n[p->dim - 1]);
     }
@@ -532,6 +537,10 @@ int sim_eval(sim *s, int stage, double t, double dt)
     if (s->failed) return -1;
     s->L.t = t;
     s->L.dt = dt;
+    /* rand() in an implicit equation: the same numbers at every evaluation within a step (F and its
+       Jacobian must describe one function), new ones at the next */
+    s->L.step = s->steps;
+    s->L.stage = 1;
     stage_job j = {s, stage, st->kernel};
     par_for(s, run_stage_range, &j, s->g.n[s->p->dim - 1]);
     s->L.t = s->t;

@@ -14,6 +14,7 @@ typedef struct sim_options {
     int single;           /* --precision single: buffers are float, kernels compute in float */
     int threads;          /* 0: all cores */
     const struct ghost_settings *ghosts; /* NULL: the program's conditions on every side (grid.h) */
+    uint64_t seed;        /* rand() and randn(): the key of their generator (compiler/philox.h) */
 } sim_options;
 
 /* Runs stage kernel `stage` (of the program) over outermost indices [begin, end). */
@@ -53,7 +54,7 @@ int sim_step(sim *s, double dt);
  * without advancing the time: what an implicit solver calls for F(U) and its Jacobian. 0, or
  * -1 when a ghost hook failed. */
 int sim_eval(sim *s, int stage, double t, double dt);
-/* Sets the simulation's time and step count (an implicit solver advances them itself). */
+/* Sets the simulation's time and step count (an implicit solver advances them itself; a restart). */
 void sim_set_clock(sim *s, double t, int64_t steps);
 /* The buffers' layout (grid.h); buffer (slot, field) is sim_launch(s)->buf[slot * n_fields + field]. */
 const struct grid_layout *sim_layout(const sim *s);

@@ -49,7 +49,7 @@ int stability_limit(engine *e, double *limit, char *err, size_t len)
     }
     int rc = -1;
     double *state = NULL;
-    sim_options so = {0, 1, NULL};
+    sim_options so = {.single = 0, .threads = 1};
     sim *s = sim_create(&q, &so, err, len);
     if (!s) goto done;
     sim_init(s);

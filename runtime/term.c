@@ -218,7 +218,7 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     t->threads = o->threads;
     t->cells = p->n[0] * p->n[1] * p->n[2];
     t->jac = calloc((size_t)o->n_fields, sizeof *t->jac);
-    sim_options so = {0, o->threads, NULL};
+    sim_options so = {.threads = o->threads};
     if (!t->jac || !(t->s = sim_create(p, &so, err, sizeof err))) {
         pj_status st = t->jac ? PJ_ERR_INPUT : PJ_ERR_MEMORY;
         pj_term_free(t);

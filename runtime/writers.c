@@ -575,6 +575,42 @@ writers_series *writers_series_open(const char *dir, int formats, char *err, siz
 
 int writers_series_count(const writers_series *ws) { return ws->count; }
 
+int writers_series_resume(writers_series *ws, double t_max, char *err, size_t err_len)
+{
+    size_t plen = strlen(ws->dir) + 32;
+    char *path = malloc(plen);
+    if (!path) {
+        diag_set(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
+        return -1;
+    }
+    snprintf(path, plen, "%s/snapshots.csv", ws->dir);
+    FILE *f = fopen(path, "r");
+    free(path);
+    if (!f) return 0;
+    char line[128];
+    int i;
+    double t;
+    int rc = 0;
+    if (fgets(line, sizeof line, f) && !strcmp(line, "snapshot,t\n"))
+        while (fgets(line, sizeof line, f) && sscanf(line, "%d,%lf", &i, &t) == 2 && i == ws->count &&
+               t <= t_max + 1e-12 * fmax(1, fabs(t_max))) {
+            if (ws->count == ws->cap) {
+                int nc = ws->cap ? 2 * ws->cap : 16;
+                double *tt = realloc(ws->times, sizeof *tt * (size_t)nc);
+                if (!tt) {
+                    diag_set(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
+                    rc = -1;
+                    break;
+                }
+                ws->times = tt;
+                ws->cap = nc;
+            }
+            ws->times[ws->count++] = t;
+        }
+    fclose(f);
+    return rc;
+}
+
 void writers_series_close(writers_series *ws)
 {
     if (!ws) return;

@@ -19,6 +19,7 @@
 #include "testutil.h"
 #include "cuda_codegen.h"
 #include "cuda_driver.h"
+#include "philox.h"
 #include "kir.h"
 #include <dlfcn.h>
 #include <math.h>
@@ -134,6 +135,8 @@ static kir_kernel *k_every_op(int dim)
         case KIR_SPACING: node = kir_spacing(k, dim - 1); break;
         case KIR_COORD: node = kir_coord(k, dim - 1, -1); break;
         case KIR_LOAD: node = load_at(k, 0, 1, -1, 0, 0); break;
+        case KIR_RAND: node = kir_rand(k, 3, 1, (const int[3]){dim > 1 ? 0 : 1, dim > 1 ? -1 : 0, 0}); break;
+        case KIR_EDGE: node = kir_edge(k, dim - 1, -1); break;
         case KIR_AND: case KIR_OR:
             node = kir_op2(k, (kir_op)op, kir_op2(k, KIR_LT, u, kir_const(k, 0.5)), kir_op2(k, KIR_GT, v, kir_const(k, 1)));
             break;
@@ -262,7 +265,7 @@ static int rand_expr(kir_kernel *k, rng *r, int depth, int exact_only)
     if (depth == 0 || rint_below(r, 5) == 0) return rand_leaf(k, r);
     kir_op op;
     if (exact_only) op = exact_ops[rint_below(r, (int)(sizeof exact_ops / sizeof *exact_ops))];
-    else op = (kir_op)(KIR_NEG + rint_below(r, KIR_N_OPS - KIR_NEG));
+    else op = (kir_op)(KIR_NEG + rint_below(r, KIR_RAND - KIR_NEG)); /* the operations: NEG up to RAND, a leaf */
     int a = rand_expr(k, r, depth - 1, exact_only);
     /* kir_op1 converts operands for every op but the conversions themselves */
     if (op == KIR_B2F) a = kir_as_b(k, a);
@@ -407,6 +410,11 @@ static void mesh_free(mesh *m)
     free(m);
 }
 
+/* rand()'s key and counter in these launches (compiler/philox.h): the step's high bits used */
+#define RAND_SEED 0x5eed0000beefull
+#define RAND_STEP 0x1234567890ll
+#define RAND_STAGE 2
+
 /* Evaluates every node of k at cell idx. bc_axis >= 0: a boundary kernel on that side (loads
  * clamped as cuda_codegen.h says). */
 static void ref_eval(const kir_kernel *k, const mesh *m, const int64_t idx[3], int bc_axis, double *val)
@@ -424,6 +432,18 @@ static void ref_eval(const kir_kernel *k, const mesh *m, const int64_t idx[3], i
         case KIR_SPACING: v = m->h[n->axis]; break;
         case KIR_COORD: {
             v = m->origin[n->axis] + ((double)idx[n->axis] + (0.5 + 0.5 * n->half)) * m->h[n->axis];
+            break;
+        }
+        case KIR_EDGE: {
+            int64_t i = idx[n->axis] + n->off[n->axis];
+            v = i == -1 || i == L->n[n->axis] - 1 ? 1 : 0;
+            break;
+        }
+        case KIR_RAND: {
+            int64_t c[3];
+            for (int a = 0; a < 3; a++) c[a] = idx[a] + n->off[a];
+            v = pj_rand_uniform(RAND_SEED, c[0] + L->n[0] * (c[1] + L->n[1] * c[2]), RAND_STEP, RAND_STAGE, n->index,
+                                n->axis, single);
             break;
         }
         case KIR_LOAD: {
@@ -701,7 +721,8 @@ static void dev_mesh_up(runner *rn, const mesh *m, dev_mesh *dm)
         rn_put(rn, dm->ptr[b], m->host[b], bytes);
         addr[b] = (void *)(uintptr_t)(dm->ptr[b] + (uint64_t)m->L.base * esize(m));
     }
-    kir_launch l = {.buf = addr, .param = m->param, .t = m->t, .dt = m->dt};
+    kir_launch l = {.buf = addr, .param = m->param, .t = m->t, .dt = m->dt, .seed = RAND_SEED, .step = RAND_STEP,
+                    .stage = RAND_STAGE};
     for (int a = 0; a < 3; a++) {
         l.n[a] = m->L.n[a];
         l.stride[a] = m->L.stride[a];

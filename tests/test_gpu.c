@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "checkpoint.h"
 #include "cache.h"
 #include "cuda_backend.h"
 #include "cuda_driver.h"
@@ -755,6 +756,122 @@ static void gpu_ghost_plan(void **state)
     check_ghost_plan("cuda", &o, 0);
 }
 
+/* rand() and randn() (compiler/philox.h): the initial values and three rk2 steps on the device
+ * and on the interpreter, with the same seed. The emulation computes with host libm: every bit
+ * agrees. A real device: rand() (integers, an exact conversion, IEEE +-* without contraction)
+ * agrees to the bit; randn()'s log and cos are the device's, as for every other math function. */
+static const char prob_noise_rand[] =
+    "mesh grid(nx = 45, ny = 13, Lx = 1, Ly = 1)\n"
+    "field u = rand()\nfield v = 0.3*rand() - 0.1\n"
+    "eq dt(u) = 0.01*lap(u) + (rand() - 0.5) + 0.2*v\n"
+    "eq dt(v) = div(0.01*rand()*grad(v)) - v\n"
+    "on left: u = 1\n"
+    "time dt = 0.001, steps = 3, scheme = rk2\n";
+static const char prob_noise_randn[] =
+    "mesh grid(nx = 21, ny = 6, nz = 5)\n"
+    "field u = randn()\n"
+    "eq dt(u) = 0.01*lap(u) + 0.5*randn() + 0.1*lap(randn())\n"
+    "time dt = 0.001, steps = 3, scheme = rk2\n";
+
+static void noise_bits(where w)
+{
+    const char *texts[] = {prob_noise_rand, prob_noise_randn};
+    for (int t = 0; t < 2; t++) {
+        pj_program *p = compile_text(t ? "noise_randn.pde" : "noise_rand.pde", texts[t]);
+        int64_t n = p->n[0] * p->n[1] * p->n[2];
+        for (int single = 0; single <= 1; single++)
+            for (uint64_t seed = 3; seed <= 0x300000003ull; seed += 0x300000000ull) {
+                double *ref = malloc(sizeof *ref * (size_t)n), *dev = malloc(sizeof *dev * (size_t)n);
+                char err[1024];
+                engine_options o = {.threads = 1, .cache_dir = g_cache_dir, .single = single, .seed = seed};
+                engine *a = engine_create(engine_backend("interp"), p, &o, NULL, err, sizeof err);
+                engine *g = engine_create(engine_backend("cuda"), p, &o, NULL, err, sizeof err);
+                if (!a || !g) fail_msg("%s", err);
+                assert_int_equal(engine_init(a, err, sizeof err), 0);
+                assert_int_equal(engine_init(g, err, sizeof err), 0);
+                for (int step = 0; step <= 3; step++) {
+                    if (step) {
+                        assert_int_equal(engine_step(a, p->dt, err, sizeof err), 0);
+                        assert_int_equal(engine_step(g, p->dt, err, sizeof err), 0);
+                    }
+                    assert_int_equal(engine_sync(g, err, sizeof err), 0);
+                    for (int f = 0; f < p->n_fields; f++) {
+                        assert_int_equal(engine_get_field(a, f, ref, err, sizeof err), 0);
+                        assert_int_equal(engine_get_field(g, f, dev, err, sizeof err), 0);
+                        double d = field_diff(ref, dev, n, NULL);
+                        if (w == ON_EMU || t == 0) {
+                            if (memcmp(ref, dev, sizeof *ref * (size_t)n))
+                                fail_msg("%s %s seed %llu step %d field %d: not the same bits (largest difference %.3g)",
+                                         t ? "randn" : "rand", single ? "single" : "double", (unsigned long long)seed,
+                                         step, f, d);
+                        } else {
+                            assert_true(d <= (single ? 1e-3 : 1e-12));
+                        }
+                    }
+                }
+                engine_destroy(a);
+                engine_destroy(g);
+                free(ref);
+                free(dev);
+            }
+        program_free(p);
+    }
+}
+/* A checkpoint of the device's state, resumed on a new simulation: the same bits after the
+ * remaining steps as a run never stopped; and a device checkpoint resumes on the interpreter. */
+static void checkpoint_resume(where w)
+{
+    pj_program *p = compile_text("noise_rand.pde", prob_noise_rand);
+    int64_t n = p->n[0] * p->n[1] * p->n[2];
+    char err[1024], *dir = tu_tempdir("gpu-ck"), path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, CHECKPOINT_NAME);
+    engine_options o = {.threads = 1, .cache_dir = g_cache_dir, .seed = 11};
+    engine *full = engine_create(engine_backend("cuda"), p, &o, NULL, err, sizeof err);
+    engine *half = engine_create(engine_backend("cuda"), p, &o, NULL, err, sizeof err);
+    engine *again = engine_create(engine_backend("cuda"), p, &o, NULL, err, sizeof err);
+    engine *host = engine_create(engine_backend("interp"), p, &o, NULL, err, sizeof err);
+    if (!full || !half || !again || !host) fail_msg("%s", err);
+    assert_int_equal(engine_init(full, err, sizeof err), 0);
+    assert_int_equal(engine_init(half, err, sizeof err), 0);
+    assert_int_equal(engine_init(again, err, sizeof err), 0);
+    assert_int_equal(engine_init(host, err, sizeof err), 0);
+    for (int s = 0; s < 6; s++) assert_int_equal(engine_step(full, p->dt, err, sizeof err), 0);
+    for (int s = 0; s < 3; s++) assert_int_equal(engine_step(half, p->dt, err, sizeof err), 0);
+    assert_int_equal(checkpoint_write(half, dir, 11, 0, err, sizeof err), 0);
+    if (checkpoint_read(again, path, 11, 0, err, sizeof err) < 0) fail_msg("%s", err);
+    if (checkpoint_read(host, path, 11, 0, err, sizeof err) < 0) fail_msg("%s", err);
+    assert_int_equal(engine_steps(again), 3);
+    for (int s = 0; s < 3; s++) {
+        assert_int_equal(engine_step(again, p->dt, err, sizeof err), 0);
+        assert_int_equal(engine_step(host, p->dt, err, sizeof err), 0);
+    }
+    double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n), *c = malloc(sizeof *c * (size_t)n);
+    for (int f = 0; f < p->n_fields; f++) {
+        assert_int_equal(engine_get_field(full, f, a, err, sizeof err), 0);
+        assert_int_equal(engine_get_field(again, f, b, err, sizeof err), 0);
+        assert_int_equal(engine_get_field(host, f, c, err, sizeof err), 0);
+        assert_memory_equal(a, b, sizeof *a * (size_t)n);
+        if (w == ON_EMU) assert_memory_equal(a, c, sizeof *a * (size_t)n);
+        else assert_true(field_diff(a, c, n, NULL) <= 1e-12);
+    }
+    free(a);
+    free(b);
+    free(c);
+    engine_destroy(full);
+    engine_destroy(half);
+    engine_destroy(again);
+    engine_destroy(host);
+    program_free(p);
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    tu_run(path, NULL);
+    free(dir);
+}
+static void emu_checkpoint_resume(void **state) { (void)state; NEED(ON_EMU); checkpoint_resume(ON_EMU); }
+static void gpu_checkpoint_resume(void **state) { (void)state; NEED(ON_GPU); checkpoint_resume(ON_GPU); }
+
+static void emu_noise_bits(void **state) { (void)state; NEED(ON_EMU); noise_bits(ON_EMU); }
+static void gpu_noise_bits(void **state) { (void)state; NEED(ON_GPU); noise_bits(ON_GPU); }
+
 static void gpu_samples_agree(void **state) { (void)state; NEED(ON_GPU); samples_agree(ON_GPU); }
 static void gpu_nan_reports(void **state) { (void)state; NEED(ON_GPU); nan_reports(ON_GPU); }
 static void gpu_run_matches_driver(void **state) { (void)state; NEED(ON_GPU); run_matches_driver(ON_GPU); }
@@ -894,6 +1011,8 @@ int main(void)
         cmocka_unit_test(emu_ghost_plan),
         cmocka_unit_test(emu_refuses_what_does_not_fit),
         cmocka_unit_test(emu_command_line),
+        cmocka_unit_test(emu_noise_bits),
+        cmocka_unit_test(emu_checkpoint_resume),
         cmocka_unit_test(no_device_command_line),
         cmocka_unit_test(gpu_samples_agree),
         cmocka_unit_test(gpu_nan_reports),
@@ -905,6 +1024,8 @@ int main(void)
         cmocka_unit_test(gpu_refuses_what_does_not_fit),
         cmocka_unit_test(gpu_large_problem),
         cmocka_unit_test(gpu_command_line),
+        cmocka_unit_test(gpu_noise_bits),
+        cmocka_unit_test(gpu_checkpoint_resume),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

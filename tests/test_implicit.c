@@ -26,7 +26,7 @@ static pj_program *compile_as(const char *src, int scheme)
 {
     diag d;
     diag_init(&d, "t.pde", src, strlen(src));
-    pj_compile_options o = {(pj_scheme)scheme, scheme >= 0, 0};
+    pj_compile_options o = {.scheme = (pj_scheme)scheme, .scheme_set = scheme >= 0};
     pj_program *p = compile_problem("t.pde", src, strlen(src), &d, scheme >= 0 ? &o : NULL);
     if (!p) fprintf(stderr, "%s", d.log ? d.log : "(no diagnostics)\n");
     diag_free(&d);
@@ -39,7 +39,7 @@ static pj_program *compile_as(const char *src, int scheme)
 static jacobian_check jacobian_difference(pj_program *p, int scramble)
 {
     char err[512];
-    sim_options so = {0, 1, NULL};
+    sim_options so = {.threads = 1};
     sim *s = sim_create(p, &so, err, sizeof err);
     assert_non_null(s);
     sim_init(s);
@@ -141,7 +141,7 @@ static void newton_converges_quadratically(void **state)
     pj_program *p = compile_as(src, -1);
     assert_non_null(p);
     char err[512];
-    sim_options so = {0, 1, NULL};
+    sim_options so = {.threads = 1};
     sim *s = sim_create(p, &so, err, sizeof err);
     assert_non_null(s);
     sim_init(s);
@@ -287,7 +287,7 @@ static double poisson_error(int n)
     assert_non_null(p);
     assert_int_equal(p->scheme, PJ_STEADY);
     char err[512];
-    sim_options so = {0, 1, NULL};
+    sim_options so = {.threads = 1};
     sim *s = sim_create(p, &so, err, sizeof err);
     assert_non_null(s);
     sim_init(s);
@@ -336,7 +336,7 @@ static double biharmonic_error(int n, int check_jacobian)
         assert_true(r.worst < 1e-6);
     }
     char err[512];
-    sim_options so = {0, 1, NULL};
+    sim_options so = {.threads = 1};
     sim *s = sim_create(p, &so, err, sizeof err);
     assert_non_null(s);
     sim_init(s);

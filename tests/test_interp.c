@@ -142,7 +142,7 @@ static kir_kernel *random_kernel(int dim, int n_ops)
         pool[np++] = kir_coord(k, a, irand(3) - 1);
     }
     for (int i = 0; i < n_ops && np < 250; i++) {
-        kir_op op = (kir_op)(KIR_NEG + irand(KIR_N_OPS - KIR_NEG));
+        kir_op op = (kir_op)(KIR_NEG + irand(KIR_RAND - KIR_NEG)); /* the operations: NEG up to RAND, a leaf */
         int x = pool[np - 1 - irand(np < 12 ? np : 12)], y = pool[irand(np)], z = pool[irand(np)];
         int ar = kir_ops[op].arity, r;
         if (op == KIR_B2F || op == KIR_F2B) ar = 1;

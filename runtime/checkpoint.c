@@ -1,0 +1,366 @@
+/* checkpoint.c — restarts: write and read a run's state, start from a --dump (see checkpoint.h). */
+#include "checkpoint.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include "diag.h"
+
+#define MAGIC "pdejit checkpoint\n"
+#define MAGIC_LEN 18
+#define VERSION 1
+
+typedef struct ck_header {
+    uint32_t version, dim;
+    int64_t n[3];
+    double length[3], origin[3];
+    int32_t n_fields, single;
+    double t;
+    int64_t steps;
+    uint64_t seed;
+    uint8_t fingerprint[16];
+} ck_header;
+
+void checkpoint_fingerprint(const pj_program *p, uint8_t out[16])
+{
+    XXH3_state_t *st = XXH3_createState();
+    if (!st) { /* out of memory: a fingerprint no checkpoint has */
+        memset(out, 0xff, 16);
+        return;
+    }
+    XXH3_128bits_reset(st);
+#define ADD(v) XXH3_128bits_update(st, &(v), sizeof(v))
+    int32_t v = p->dim;
+    ADD(v);
+    v = (int32_t)p->scheme;
+    ADD(v);
+    v = p->n_fields;
+    ADD(v);
+    for (int f = 0; f < p->n_fields; f++) XXH3_128bits_update(st, p->field_names[f], strlen(p->field_names[f]) + 1);
+    v = p->n_params;
+    ADD(v);
+    for (int i = 0; i < p->n_params; i++) XXH3_128bits_update(st, p->param_names[i], strlen(p->param_names[i]) + 1);
+    v = p->n_stages;
+    ADD(v);
+    for (int s = 0; s < p->n_stages; s++) XXH3_128bits_update(st, p->stages[s].kernel->hash, 16);
+    for (int side = 0; side < 6; side++) {
+        static const uint8_t none[16];
+        XXH3_128bits_update(st, p->bc_kernel[side] ? p->bc_kernel[side]->hash : none, 16);
+        for (int f = 0; f < p->n_fields; f++) {
+            v = (int32_t)p->bc[f][side].kind;
+            ADD(v);
+        }
+    }
+    for (int a = 0; a < 3; a++) {
+        v = p->periodic[a];
+        ADD(v);
+    }
+#undef ADD
+    XXH128_hash_t h = XXH3_128bits_digest(st);
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, h);
+    memcpy(out, c.digest, 16);
+    XXH3_freeState(st);
+}
+
+static void grid_text(char *out, size_t len, int dim, const int64_t n[3], const double L[3], const double o[3])
+{
+    size_t k = 0;
+    out[0] = 0;
+    for (int a = 0; a < dim && k < len; a++)
+        k += (size_t)snprintf(out + k, len - k, "%s%lld", a ? " x " : "", (long long)n[a]);
+    if (k < len) k += (size_t)snprintf(out + k, len - k, " cells on ");
+    for (int a = 0; a < dim && k < len; a++)
+        k += (size_t)snprintf(out + k, len - k, "%s[%g, %g]", a ? " x " : "", o[a], o[a] + L[a]);
+}
+
+/* Writes all of buf or fails. */
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int checkpoint_write(engine *e, const char *dir, uint64_t seed, int single, char *err, size_t err_len)
+{
+    const pj_program *p = engine_program(e);
+    int64_t cells = engine_cells(e);
+    ck_header h;
+    memset(&h, 0, sizeof h);
+    h.version = VERSION;
+    h.dim = (uint32_t)p->dim;
+    for (int a = 0; a < 3; a++) {
+        h.n[a] = p->n[a];
+        h.length[a] = p->length[a];
+        h.origin[a] = p->origin[a];
+    }
+    h.n_fields = p->n_fields;
+    h.single = single;
+    h.t = engine_time(e);
+    h.steps = engine_steps(e);
+    h.seed = seed;
+    checkpoint_fingerprint(p, h.fingerprint);
+
+    char path[4200], tmp[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, CHECKPOINT_NAME);
+    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, CHECKPOINT_NAME);
+    double *vals = malloc(sizeof *vals * (size_t)(cells ? cells : 1));
+    XXH3_state_t *st = XXH3_createState();
+    if (!vals || !st) {
+        free(vals);
+        XXH3_freeState(st);
+        diag_set(err, err_len, "checkpoint: out of memory");
+        return -1;
+    }
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        diag_set(err, err_len, "cannot write a checkpoint in %s: %s", dir, strerror(errno));
+        free(vals);
+        XXH3_freeState(st);
+        return -1;
+    }
+    XXH3_128bits_reset(st);
+    int bad = write_all(fd, MAGIC, MAGIC_LEN) || write_all(fd, &h, sizeof h);
+    XXH3_128bits_update(st, MAGIC, MAGIC_LEN);
+    XXH3_128bits_update(st, &h, sizeof h);
+    for (int f = 0; f < p->n_fields && !bad; f++) {
+        if (engine_get_field(e, f, vals, err, err_len) < 0) {
+            unlink(tmp);
+            close(fd);
+            free(vals);
+            XXH3_freeState(st);
+            return -1;
+        }
+        bad = write_all(fd, vals, sizeof *vals * (size_t)cells);
+        XXH3_128bits_update(st, vals, sizeof *vals * (size_t)cells);
+    }
+    XXH128_canonical_t sum;
+    XXH128_canonicalFromHash(&sum, XXH3_128bits_digest(st));
+    bad = bad || write_all(fd, sum.digest, 16) || fsync(fd) < 0;
+    int saved = errno;
+    bad = close(fd) < 0 || bad;
+    if (!bad && rename(tmp, path) < 0) {
+        bad = 1;
+        saved = errno;
+    }
+    free(vals);
+    XXH3_freeState(st);
+    if (bad) {
+        unlink(tmp);
+        diag_set(err, err_len, "cannot write the checkpoint %s: %s", path, strerror(saved ? saved : EIO));
+        return -1;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) { /* the rename itself made durable */
+        fsync(dfd);
+        close(dfd);
+    }
+    return 0;
+}
+
+int checkpoint_read(engine *e, const char *path, uint64_t seed, int single, char *err, size_t err_len)
+{
+    const pj_program *p = engine_program(e);
+    int64_t cells = engine_cells(e);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        diag_set(err, err_len, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    char magic[MAGIC_LEN];
+    ck_header h;
+    int rc = -1;
+    double *vals = NULL;
+    XXH3_state_t *st = NULL;
+    if (fread(magic, 1, MAGIC_LEN, f) != MAGIC_LEN || memcmp(magic, MAGIC, MAGIC_LEN) ||
+        fread(&h, sizeof h, 1, f) != 1 || h.version != VERSION) {
+        diag_set(err, err_len, "%s: not a pdejit checkpoint", path);
+        goto done;
+    }
+    int same_grid = (int)h.dim == p->dim;
+    for (int a = 0; a < 3 && same_grid; a++)
+        same_grid = h.n[a] == p->n[a] && h.length[a] == p->length[a] && h.origin[a] == p->origin[a];
+    if (!same_grid) {
+        char theirs[256], ours[256];
+        int64_t hn[3] = {h.n[0], h.n[1], h.n[2]};
+        grid_text(theirs, sizeof theirs, h.dim >= 1 && h.dim <= 3 ? (int)h.dim : 3, hn, h.length, h.origin);
+        grid_text(ours, sizeof ours, p->dim, p->n, p->length, p->origin);
+        diag_set(err, err_len, "%s: the checkpoint's grid is %s, this problem's is %s: a checkpoint resumes only on "
+                 "the grid it was written on", path, theirs, ours);
+        goto done;
+    }
+    uint8_t fp[16];
+    checkpoint_fingerprint(p, fp);
+    if (h.n_fields != p->n_fields || memcmp(fp, h.fingerprint, 16)) {
+        diag_set(err, err_len, "%s: the checkpoint was written by another problem (its fields, equations, boundary "
+                 "conditions or scheme differ from this one's)", path);
+        goto done;
+    }
+    if (h.single != single) {
+        diag_set(err, err_len, "%s: the checkpoint was written in %s precision, this run is in %s", path,
+                 h.single ? "single" : "double", single ? "single" : "double");
+        goto done;
+    }
+    if (h.seed != seed) {
+        diag_set(err, err_len, "%s: the checkpoint was written with --seed %llu, this run has --seed %llu", path,
+                 (unsigned long long)h.seed, (unsigned long long)seed);
+        goto done;
+    }
+    size_t n = (size_t)cells * (size_t)p->n_fields;
+    vals = malloc(sizeof *vals * (n ? n : 1));
+    st = XXH3_createState();
+    if (!vals || !st) {
+        diag_set(err, err_len, "%s: out of memory", path);
+        goto done;
+    }
+    uint8_t sum[16];
+    if (fread(vals, sizeof *vals, n, f) != n || fread(sum, 1, 16, f) != 16 || fgetc(f) != EOF) {
+        diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+        goto done;
+    }
+    XXH3_128bits_reset(st);
+    XXH3_128bits_update(st, magic, MAGIC_LEN);
+    XXH3_128bits_update(st, &h, sizeof h);
+    XXH3_128bits_update(st, vals, sizeof *vals * n);
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+    if (memcmp(c.digest, sum, 16)) {
+        diag_set(err, err_len, "%s: damaged checkpoint (checksum mismatch)", path);
+        goto done;
+    }
+    for (int fi = 0; fi < p->n_fields; fi++)
+        if (engine_set_field(e, fi, vals + (size_t)fi * (size_t)cells, err, err_len) < 0) goto done;
+    engine_set_clock(e, h.t, h.steps);
+    rc = 0;
+done:
+    fclose(f);
+    free(vals);
+    XXH3_freeState(st);
+    return rc;
+}
+
+/* ---- --init FILE.csv ------------------------------------------------------------------------ */
+
+int checkpoint_init_from_csv(engine *e, const char *path, char *err, size_t err_len)
+{
+    const pj_program *p = engine_program(e);
+    const kir_launch *g = engine_geometry(e);
+    int64_t cells = engine_cells(e);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        diag_set(err, err_len, "--init %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = -1, ncol = 0;
+    int *col_field = NULL;
+    double **vals = NULL, *row = NULL;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len = getline(&line, &cap, f);
+    if (len <= 0) {
+        diag_set(err, err_len, "--init %s: empty file", path);
+        goto done;
+    }
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+    /* header: x[,y[,z]],NAME... */
+    for (char *c = line; *c; c++) ncol += *c == ',';
+    ncol++;
+    col_field = malloc(sizeof *col_field * (size_t)ncol);
+    vals = calloc((size_t)p->n_fields, sizeof *vals);
+    row = malloc(sizeof *row * (size_t)ncol);
+    if (!col_field || !vals || !row) {
+        diag_set(err, err_len, "--init %s: out of memory", path);
+        goto done;
+    }
+    char *save = NULL;
+    int i = 0;
+    for (char *tok = strtok_r(line, ",", &save); tok; tok = strtok_r(NULL, ",", &save), i++) {
+        col_field[i] = -1;
+        if (i < p->dim) {
+            if (strcmp(tok, (const char *[]){"x", "y", "z"}[i])) {
+                diag_set(err, err_len, "--init %s: the header must start with the %dD coordinates %s, not '%s'", path,
+                         p->dim, p->dim == 1 ? "x" : p->dim == 2 ? "x,y" : "x,y,z", tok);
+                goto done;
+            }
+            continue;
+        }
+        for (int fi = 0; fi < p->n_fields; fi++)
+            if (!strcmp(tok, p->field_names[fi])) col_field[i] = fi;
+        if (col_field[i] < 0) {
+            diag_set(err, err_len, "--init %s: column '%s' is not a field of the problem", path, tok);
+            goto done;
+        }
+        if (!vals[col_field[i]] && !(vals[col_field[i]] = malloc(sizeof(double) * (size_t)(cells ? cells : 1)))) {
+            diag_set(err, err_len, "--init %s: out of memory", path);
+            goto done;
+        }
+    }
+    if (i != ncol || ncol <= p->dim) {
+        diag_set(err, err_len, "--init %s: the header names no field", path);
+        goto done;
+    }
+    int64_t r = 0;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        if (len == 1 && line[0] == '\n') continue;
+        if (r >= cells) {
+            diag_set(err, err_len, "--init %s: more rows than the grid's %lld cells: not a dump of this grid", path,
+                     (long long)cells);
+            goto done;
+        }
+        char *c = line;
+        for (int k = 0; k < ncol; k++) {
+            char *end;
+            row[k] = strtod(c, &end);
+            if (end == c || (k + 1 < ncol && *end != ',') || (k + 1 == ncol && *end && *end != '\n' && *end != '\r')) {
+                diag_set(err, err_len, "--init %s: line %lld: expected %d numbers", path, (long long)r + 2, ncol);
+                goto done;
+            }
+            c = end + (k + 1 < ncol);
+        }
+        int64_t idx[3] = {r % p->n[0], (r / p->n[0]) % p->n[1], r / (p->n[0] * p->n[1])};
+        for (int a = 0; a < p->dim; a++) {
+            double want = g->origin[a] + ((double)idx[a] + 0.5) * g->h[a];
+            if (!(fabs(row[a] - want) <= 1e-9 * fmax(fabs(want), g->h[a]))) {
+                diag_set(err, err_len, "--init %s: line %lld: %c = %.17g where this grid's cell has %.17g: not a dump "
+                         "of this grid", path, (long long)r + 2, "xyz"[a], row[a], want);
+                goto done;
+            }
+        }
+        for (int k = p->dim; k < ncol; k++) vals[col_field[k]][r] = row[k];
+        r++;
+    }
+    if (r != cells) {
+        diag_set(err, err_len, "--init %s: %lld rows where the grid has %lld cells: not a dump of this grid", path,
+                 (long long)r, (long long)cells);
+        goto done;
+    }
+    for (int fi = 0; fi < p->n_fields; fi++)
+        if (vals[fi] && engine_set_field(e, fi, vals[fi], err, err_len) < 0) goto done;
+    rc = 0;
+done:
+    fclose(f);
+    free(line);
+    free(row);
+    free(col_field);
+    if (vals)
+        for (int fi = 0; fi < p->n_fields; fi++) free(vals[fi]);
+    free(vals);
+    return rc;
+}
+
+int checkpoint_due(double every, double last, double t)
+{
+    if (!(every > 0)) return 0;
+    return floor(t / every + 1e-9) > floor(last / every + 1e-9);
+}

@@ -1,0 +1,47 @@
+/* checkpoint.h — restarts: the state of a run in one file, and a start from a --dump.
+ *
+ * A checkpoint holds every field's interior values (as doubles: exact in either precision), the
+ * time and the step count bit for bit, the seed of rand(), the precision, the grid, and a
+ * fingerprint of the problem (checkpoint_fingerprint). It is written to a temporary name in its
+ * folder, fsync'd, renamed into place and the folder fsync'd, so a crash leaves the previous
+ * checkpoint or the new one, never half of one. A resumed run takes the same steps as one that was
+ * never stopped (the driver does not stop to write a checkpoint: checkpoint_due), so it ends with
+ * the same bits.
+ *
+ * File layout (little-endian, as the host writes it): "pdejit checkpoint\n" (18 bytes), a fixed
+ * header (version, dim, n, length, origin, n_fields, single, t, steps, seed, fingerprint), the
+ * values (field by field, x fastest), an XXH3-128 of everything before it. */
+#ifndef PJ_CHECKPOINT_H
+#define PJ_CHECKPOINT_H
+#include <stddef.h>
+#include <stdint.h>
+#include "engine.h"
+
+/* The name of the checkpoint in a run's output folder. */
+#define CHECKPOINT_NAME "checkpoint.pjc"
+
+/* A hash of what a resumed run must share with the run that wrote the checkpoint: the dimension,
+ * the scheme, the fields (names, order), the params (names), the stage and boundary kernels
+ * (their canonical IR hashes: the equations, funcs, fluxes, consts), the boundary kinds and
+ * periodic axes. Not the grid (checked apart, with its own message). */
+void checkpoint_fingerprint(const pj_program *p, uint8_t out[16]);
+
+/* Writes e's state to dir/CHECKPOINT_NAME atomically. 0, or -1 with a message. */
+int checkpoint_write(engine *e, const char *dir, uint64_t seed, int single, char *err, size_t err_len);
+
+/* Reads the checkpoint at path into e (fields, time, step count). Refused (-1, nothing changed)
+ * when it is not a checkpoint, is damaged, was written on another grid, by another problem, in
+ * another precision or with another seed; the message starts with the path. */
+int checkpoint_read(engine *e, const char *path, uint64_t seed, int single, char *err, size_t err_len);
+
+/* Sets e's fields from a CSV of the --dump format (writers_csv) of the same grid: the columns
+ * named after fields set them, the others keep their initial values. -1 with a message when the
+ * file cannot be read, its header is not `x[,y[,z]],NAME...` with known field names, or its rows
+ * are not the cells of this grid (count and centres). */
+int checkpoint_init_from_csv(engine *e, const char *path, char *err, size_t err_len);
+
+/* Whether a checkpoint is due at time t: the first step boundary at or after each multiple of
+ * `every` after `last` (the time of the last one, or of the start). */
+int checkpoint_due(double every, double last, double t);
+
+#endif

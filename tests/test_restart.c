@@ -1,0 +1,241 @@
+/* test_restart.c — checkpoints, --resume and --init through the command: a run killed with
+ * SIGKILL after a checkpoint and resumed ends with the same dump, byte for byte, as one never
+ * stopped; checkpoints of another problem, grid, precision or seed, and damaged ones, are
+ * refused with their messages; --init starts from a dump of the same grid. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "testutil.h"
+
+/* noise, a nonlinear reaction and diffusion, rk2, outputs every 1: long enough (a few seconds on
+   the interpreter) to be killed in the middle */
+static const char prob_long[] =
+    "mesh grid(nx = 96, ny = 96)\n"
+    "param D = 2e-4\n"
+    "field u = 0.5 + 0.1*randn()\n"
+    "eq dt(u) = D*lap(u) + u*(1 - u)*(u - 0.3) + 0.05*randn()\n"
+    "on left: u = 0.2\n"
+    "time dt = 0.005, until = 12, scheme = rk2\n"
+    "output every = 1, format = csv\n";
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int run_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run_cmd(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char *out = NULL;
+    int rc = tu_run(cmd, &out);
+    if (rc) print_message("%s\n-> %d: %s\n", cmd, rc, out ? out : "");
+    free(out);
+    return rc;
+}
+
+/* The output of a command that must fail with status `want`. */
+static char *fails(int want, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *fails(int want, const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char *out = NULL;
+    int rc = tu_run(cmd, &out);
+    if (rc != want) fail_msg("%s\n-> %d (want %d): %s", cmd, rc, want, out ? out : "");
+    return out;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Killed with SIGKILL after its first checkpoint, resumed: the same dump as a run never stopped,
+ * on the interpreter and the CPU JIT, with the seed given. */
+static void killed_and_resumed(void **state)
+{
+    (void)state;
+    char path[600], ck[800];
+    snprintf(path, sizeof path, "%s/long.pde", tu_dir);
+    write_file(path, prob_long);
+    const char *backends[] = {"interp", "cpu"};
+    for (int b = 0; b < 2; b++) {
+        const char *be = backends[b];
+        assert_int_equal(run_cmd("cd '%s' && %s run long.pde --quiet --backend %s --threads 2 --seed 77 --out full_%s "
+                                 "--checkpoint-every 0.5 --dump full_%s.csv",
+                                 tu_dir, PJ_BINARY, be, be, be), 0);
+        char out_dir[700];
+        snprintf(out_dir, sizeof out_dir, "%s/killed_%s", tu_dir, be);
+        snprintf(ck, sizeof ck, "%s/checkpoint.pjc", out_dir);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            if (chdir(tu_dir) != 0) _exit(127);
+            if (!freopen("/dev/null", "w", stderr)) _exit(127);
+            execl(PJ_BINARY, PJ_BINARY, "run", "long.pde", "--quiet", "--backend", be, "--threads", "2", "--seed",
+                  "77", "--out", out_dir, "--checkpoint-every", "0.5", "--dump", "never.csv", (char *)NULL);
+            _exit(127);
+        }
+        /* the first checkpoint, then a moment more: killed between two checkpoints */
+        double t0 = now_s();
+        struct stat sb;
+        while (stat(ck, &sb) != 0 && now_s() - t0 < 120) usleep(2000);
+        assert_int_equal(stat(ck, &sb), 0);
+        usleep(150000);
+        assert_int_equal(kill(pid, SIGKILL), 0);
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        /* it was still running: killed, not finished (no dump) */
+        assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        snprintf(path, sizeof path, "%s/never.csv", tu_dir);
+        assert_int_not_equal(stat(path, &sb), 0);
+        /* resumed, into the same folder */
+        char *out = fails(0, "cd '%s' && %s run long.pde --backend %s --threads 1 --seed 77 --out killed_%s "
+                             "--checkpoint-every 0.5 --resume killed_%s/checkpoint.pjc --dump resumed_%s.csv 2>&1",
+                          tu_dir, PJ_BINARY, be, be, be, be);
+        const char *at = strstr(out, "pdejit: resuming from killed_");
+        assert_non_null(at);
+        double t_ck = 0;
+        long long step = 0;
+        assert_int_equal(sscanf(strstr(at, " at t = "), " at t = %lf, step %lld", &t_ck, &step), 2);
+        print_message("%s: killed after t = %g (step %lld), resumed\n", be, t_ck, step);
+        assert_true(t_ck >= 0.5 && t_ck < 12 && step > 0);
+        free(out);
+        assert_int_equal(run_cmd("cd '%s' && cmp full_%s.csv resumed_%s.csv", tu_dir, be, be), 0);
+        /* the series went on: the folder holds what the uninterrupted run's holds, file for file */
+        assert_int_equal(run_cmd("cd '%s' && test $(ls full_%s | wc -l) = 15 && for f in $(ls full_%s); do "
+                                 "cmp full_%s/$f killed_%s/$f || exit 1; done && test $(ls killed_%s | wc -l) = 15",
+                                 tu_dir, be, be, be, be, be), 0);
+    }
+    /* the interpreter's and the JIT's runs are the same bits too */
+    assert_int_equal(run_cmd("cd '%s' && cmp full_interp.csv full_cpu.csv", tu_dir), 0);
+}
+
+/* A checkpoint resumes only its own problem, grid, precision and seed, and only when whole. */
+static void refusals(void **state)
+{
+    (void)state;
+    static const char small[] = "mesh grid(nx = 20, ny = 10)\nfield u = x*y\neq dt(u) = 0.01*lap(u)\n"
+                                "time dt = 0.01, steps = 10\n";
+    static const char other_grid[] = "mesh grid(nx = 21, ny = 10)\nfield u = x*y\neq dt(u) = 0.01*lap(u)\n"
+                                     "time dt = 0.01, steps = 10\n";
+    static const char other_eq[] = "mesh grid(nx = 20, ny = 10)\nfield u = x*y\neq dt(u) = 0.02*lap(u)\n"
+                                   "time dt = 0.01, steps = 10\n";
+    char path[600];
+    snprintf(path, sizeof path, "%s/small.pde", tu_dir);
+    write_file(path, small);
+    snprintf(path, sizeof path, "%s/other_grid.pde", tu_dir);
+    write_file(path, other_grid);
+    snprintf(path, sizeof path, "%s/other_eq.pde", tu_dir);
+    write_file(path, other_eq);
+    assert_int_equal(run_cmd("cd '%s' && %s run small.pde --quiet --out ck --checkpoint-every 0.05", tu_dir, PJ_BINARY), 0);
+    char *out = fails(2, "cd '%s' && %s run other_grid.pde --quiet --resume ck/checkpoint.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: ck/checkpoint.pjc: the checkpoint's grid is 20 x 10 cells on [0, 1] x [0, 1], "
+                             "this problem's is 21 x 10 cells on [0, 1] x [0, 1]: a checkpoint resumes only on the "
+                             "grid it was written on\n");
+    free(out);
+    out = fails(2, "cd '%s' && %s run other_eq.pde --quiet --resume ck/checkpoint.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: ck/checkpoint.pjc: the checkpoint was written by another problem (its fields, "
+                             "equations, boundary conditions or scheme differ from this one's)\n");
+    free(out);
+    out = fails(2, "cd '%s' && %s run small.pde --quiet --precision single --resume ck/checkpoint.pjc 2>&1", tu_dir,
+                PJ_BINARY);
+    assert_string_equal(out, "pdejit: ck/checkpoint.pjc: the checkpoint was written in double precision, this run is "
+                             "in single\n");
+    free(out);
+    out = fails(2, "cd '%s' && %s run small.pde --quiet --seed 5 --resume ck/checkpoint.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: ck/checkpoint.pjc: the checkpoint was written with --seed 0, this run has --seed 5\n");
+    free(out);
+    out = fails(2, "cd '%s' && %s run small.pde --quiet --resume small.pde 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: small.pde: not a pdejit checkpoint\n");
+    free(out);
+    /* one byte changed in the values; then cut short */
+    assert_int_equal(run_cmd("cd '%s' && cp ck/checkpoint.pjc bad.pjc && printf '\\001' | dd of=bad.pjc bs=1 seek=300 "
+                             "conv=notrunc 2>/dev/null && head -c 1000 ck/checkpoint.pjc > short.pjc",
+                             tu_dir), 0);
+    out = fails(2, "cd '%s' && %s run small.pde --quiet --resume bad.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: bad.pjc: damaged checkpoint (checksum mismatch)\n");
+    free(out);
+    out = fails(2, "cd '%s' && %s run small.pde --quiet --resume short.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: short.pjc: damaged checkpoint (not the length it says)\n");
+    free(out);
+    /* a whole one is taken: a run stopped after 7 steps (its last checkpoint at t = 0.05, step 5)
+       resumed to the end is the run of 10 steps */
+    assert_int_equal(run_cmd("cd '%s' && %s run small.pde --quiet --dump a.csv && %s run small.pde --quiet --steps 7 "
+                             "--out ck7 --checkpoint-every 0.05 && %s run small.pde --resume ck7/checkpoint.pjc "
+                             "--dump b.csv 2>resume.txt && cmp a.csv b.csv && grep -q 'at t = 0.05, step 5$' resume.txt",
+                             tu_dir, PJ_BINARY, PJ_BINARY, PJ_BINARY), 0);
+    /* nothing was left half-written beside it */
+    assert_int_equal(run_cmd("cd '%s' && ! (ls -A ck; ls -A ck7) | grep -v '^snapshot' | grep -v '^checkpoint.pjc$' | grep .",
+                             tu_dir), 0);
+    out = fails(2, "cd '%s' && %s run small.pde --out none --checkpoint-every 1 2>&1", tu_dir, PJ_BINARY);
+    assert_non_null(strstr(out, "checkpoints are written into the output folder: give one (out_dir, --out)"));
+    free(out);
+}
+
+/* --init: the fields of a dump come back to the bit (its 17 digits give back every double), so a
+ * run from it and its own dump agree; columns not named keep their initial values; refused when
+ * the dump is not of this grid or problem. */
+static void init_from_dump(void **state)
+{
+    (void)state;
+    static const char heat[] = "mesh grid(nx = 30, ny = 12, Lx = 3, Ly = 1.2)\nfield u = exp(-(x - 1)^2)*(1 + y)\n"
+                               "field k = 1 + 0.5*x\n"
+                               "eq dt(u) = div(0.01*k*grad(u))\non left: u = 1\ntime dt = 0.01, steps = 100\n";
+    char path[600];
+    snprintf(path, sizeof path, "%s/heat.pde", tu_dir);
+    write_file(path, heat);
+    assert_int_equal(run_cmd("cd '%s' && %s run heat.pde --quiet --dump h100.csv && %s run heat.pde --quiet --steps 0 "
+                             "--init h100.csv --dump again.csv && cmp h100.csv again.csv",
+                             tu_dir, PJ_BINARY, PJ_BINARY), 0);
+    /* one step from the dump, in one run: the same as the dump's own next step */
+    assert_int_equal(run_cmd("cd '%s' && %s run heat.pde --quiet --steps 1 --init h100.csv --dump n1.csv && %s run "
+                             "heat.pde --quiet --steps 1 --init again.csv --dump n2.csv && cmp n1.csv n2.csv && "
+                             "! cmp -s n1.csv h100.csv",
+                             tu_dir, PJ_BINARY, PJ_BINARY), 0);
+    /* only u named: k keeps its initial value 1 + 0.5 x (the dump's k column is that too) */
+    assert_int_equal(run_cmd("cd '%s' && cut -d, -f1,2,3 h100.csv > only_u.csv && %s run heat.pde --quiet --steps 0 "
+                             "--init only_u.csv --dump c.csv && cmp h100.csv c.csv",
+                             tu_dir, PJ_BINARY), 0);
+    assert_int_equal(run_cmd("cd '%s' && head -1 h100.csv | grep -qx 'x,y,u,k'", tu_dir), 0);
+    char *out = fails(2, "cd '%s' && head -50 h100.csv > cut.csv && %s run heat.pde --quiet --init cut.csv 2>&1", tu_dir,
+                      PJ_BINARY);
+    assert_string_equal(out, "pdejit: --init cut.csv: 49 rows where the grid has 360 cells: not a dump of this grid\n");
+    free(out);
+    out = fails(2, "cd '%s' && sed '1s/,u,/,w,/' h100.csv > w.csv && %s run heat.pde --quiet --init w.csv 2>&1", tu_dir,
+                PJ_BINARY);
+    assert_string_equal(out, "pdejit: --init w.csv: column 'w' is not a field of the problem\n");
+    free(out);
+    out = fails(2, "cd '%s' && %s run heat.pde --quiet --init h100.csv --resume h100.csv 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit run: --resume and --init both set the fields: give one\n");
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(refusals),
+        cmocka_unit_test(init_from_dump),
+        cmocka_unit_test(killed_and_resumed),
+    };
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
+}
