@@ -3,13 +3,15 @@
  *   compile_problem (diagnostics ignored)  ->  when it compiles and its grid is tiny: the
  *   "interp" back end through engine.h (one thread), initial values and a few steps  ->  free all
  *
- * Any input must end without a crash, undefined behaviour or a leak. Grids over FUZZ_MAX_VALUES
+ * Any input must end without a crash, undefined behaviour or a leak, and a compile that fails
+ * must say why (at least one error). Grids over FUZZ_MAX_VALUES
  * values (every slot of every field, ghost layers included) are compiled but not run, so one
  * input never takes long. Built with -fsanitize=fuzzer for fuzzing, and without it (with
  * fuzz_replay.c's main) for the regression inputs of tests/fuzz/regressions/frontend/. */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine.h"
@@ -69,6 +71,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     diag d;
     diag_init(&d, "fuzz.pde", text, size);
     pj_program *p = compile_problem("fuzz.pde", text, size, &d, NULL);
+    if (!p && d.errors == 0) { /* program.h: NULL only with an error said */
+        fprintf(stderr, "fuzz_frontend: compile_problem returned NULL without an error\n");
+        abort();
+    }
     diag_free(&d);
     if (p) run_a_few_steps(p);
     program_free(p);

@@ -21,6 +21,14 @@ for target in frontend cache_entry; do
     dict=""
     [ "$target" = frontend ] && dict="-dict=$here/pde.dict"
     log=$build/fuzz/$target.log
+    # first the inputs that once failed: clang's UBSan catches more than the gcc build's replay
+    regressions=$(find "$here/regressions/$target" -type f 2>/dev/null | sort)
+    if [ -n "$regressions" ] && ! "$bin" $regressions >"$log" 2>&1; then
+        tail -n 40 "$log"
+        echo "fuzz_$target: FAILED on a regression input (tests/fuzz/regressions/$target)"
+        failed="$failed $target"
+        continue
+    fi
     echo "fuzz_$target: ${seconds} s (log: $log)"
     if "$bin" -max_total_time="$seconds" -timeout=60 -max_len=8192 -print_final_stats=1 $dict \
          -artifact_prefix="$build/fuzz/artifacts/$target-" "$corpus" "$seeds" >"$log" 2>&1; then
