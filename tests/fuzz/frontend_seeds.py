@@ -5,7 +5,9 @@ Seeds (one problem text per file, named by the SHA-1 of its bytes, so reruns add
   - every samples/*.pde;
   - every ```pde and ```pde-error block of docs/language.md;
   - every C string literal of tests/*.c (adjacent literals joined, as the compiler joins them)
-    that names a statement of the language (mesh, field, eq, ...).
+    that names a statement of the language (mesh, field, eq, ...);
+  - every sample followed by a redefinition (fuzz_frontend.c: the lines after "#redefine"):
+    each of its eqs with the right-hand side doubled.
 """
 import hashlib
 import pathlib
@@ -62,12 +64,23 @@ def doc_blocks(text):
         yield m.group(2)
 
 
+def redefinitions(sample):
+    """The sample, then "#redefine" and its eqs with their right-hand sides doubled."""
+    eqs = [m.groups() for m in re.finditer(r"^(eq\s+[^=\n]*=)([^\n]*)$", sample, re.M)]
+    if not eqs:
+        return
+    base = sample if sample.endswith("\n") else sample + "\n"
+    yield base + "#redefine\n" + "".join(f"{lhs} 2*({rhs.strip()})\n" for lhs, rhs in eqs)
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: frontend_seeds.py SOURCE_DIR OUT_DIR")
     src, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    seeds = [p.read_bytes() for p in sorted(src.glob("samples/*.pde"))]
+    samples = [p.read_text() for p in sorted(src.glob("samples/*.pde"))]
+    seeds = [s.encode() for s in samples]
+    seeds += [r.encode() for s in samples for r in redefinitions(s)]
     seeds += [b.encode() for b in doc_blocks((src / "docs/language.md").read_text())]
     for test in sorted(src.glob("tests/*.c")):
         seeds += [s.encode("latin-1") for s in c_strings(test.read_text(errors="replace")) if STATEMENT.search(s)]
