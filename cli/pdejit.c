@@ -3,11 +3,13 @@
  * Exit status: 0 success; 1 a run that failed (NaN found, device error); 2 bad usage or a
  * bad problem file. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
 #include <unistd.h>
+#include "ast.h"
 #include "cache.h"
 #include "driver.h"
 #include "engine.h"
@@ -24,21 +26,17 @@ static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
         snprintf(err, err_len, "%s: %s", path, strerror(errno));
         return NULL;
     }
-    size_t cap = 1 << 16, n = 0, r;
+    /* at most one byte more than the front end accepts: enough for it to refuse the file */
+    size_t cap = 1 << 16, n = 0, r, most = PJ_MAX_SOURCE_BYTES + 1;
     char *buf = malloc(cap + 1);
-    while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0) {
+    while (buf && n < most && (r = fread(buf + n, 1, cap - n, f)) > 0) {
         n += r;
-        if (n == cap) {
-            if (cap > ((size_t)1 << 30)) {
-                snprintf(err, err_len, "%s: file is larger than 1 GiB", path);
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            char *nb = realloc(buf, 2 * cap + 1);
+        if (n == cap && n < most) {
+            size_t grown = 2 * cap < most ? 2 * cap : most;
+            char *nb = realloc(buf, grown + 1);
             if (!nb) { free(buf); buf = NULL; break; }
             buf = nb;
-            cap *= 2;
+            cap = grown;
         }
     }
     int bad = ferror(f);
@@ -108,16 +106,19 @@ static const char *usage_main =
     "exit status: 0 success, 1 a run that failed, 2 bad usage or a bad problem file\n";
 
 static const char *usage_check =
-    "usage: pdejit check FILE\n"
+    "usage: pdejit check FILE [--precision double|single]\n"
     "Parses and checks FILE. Prints nothing and exits 0 when it is sound; otherwise prints\n"
-    "every error as FILE:LINE:COL: error: MESSAGE with the line and a caret, and exits 2.\n";
+    "every error as FILE:LINE:COL: error: MESSAGE with the line and a caret, and exits 2.\n"
+    "It also exits 2 when the fields (every slot of the scheme, in the precision given;\n"
+    "default double) do not fit in the memory available, saying how much they need.\n";
 
 static const char *usage_emit =
-    "usage: pdejit emit FILE (--ir | --llvm | --cuda) [--scheme S] [--precision double|single]\n"
+    "usage: pdejit emit FILE (--ir | --llvm | --cuda) [--scheme S] [--precision double|single] [--fast-math]\n"
     "Prints what the compiler generates for every kernel of FILE:\n"
     "  --ir     the kernel IR (the typed DAG every back end consumes) with its canonical hash\n"
     "  --llvm   the optimised LLVM IR of the CPU back end\n"
-    "  --cuda   the CUDA C of the GPU back end\n";
+    "  --cuda   the CUDA C of the GPU back end\n"
+    "  --fast-math  the code --fast-math runs (vector math from libmvec on the CPU)\n";
 
 static const char *usage_run =
     "usage: pdejit run FILE [options]\n"
@@ -142,8 +143,14 @@ static const char *usage_run =
     "                             (a file that does not compile is reported; the run goes on)\n"
     "  --verbose                  compile/cache times per kernel, Mcells/s\n"
     "  --quiet                    no progress lines\n"
+    "Before the first step the run is refused (exit 2) when its fields do not fit in the memory\n"
+    "available, when it would take more than 1e15 steps or stop at more than 1e7 output times,\n"
+    "when its end time is not finite, or when the --dump or --out target cannot be written; a\n"
+    "reused --out folder is cleaned of the previous series' files (only those names).\n"
+    "SIGINT/SIGTERM stop it at a step boundary (no dump written; exit 130/143).\n"
+    "--watch reads only a regular file of at most 64 MiB.\n"
     "Exit status: 0 success, 1 the run failed (NaN/Inf found: step, time, field, cell), 2 bad\n"
-    "usage or a bad problem file.\n";
+    "usage, a bad problem file or a refused run, 130/143 stopped by SIGINT/SIGTERM.\n";
 
 static const char *usage_cache =
     "usage: pdejit cache stats|list|clear|explain FILE [--precision single] [--fast-math]\n"
@@ -165,11 +172,30 @@ int cli_wants_help(int argc, char **argv)
 static int cmd_check(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage_check, stdout); return 0; }
-    if (argc != 1) { fputs(usage_check, stderr); return 2; }
-    pj_program *p = cli_load_problem(argv[0], NULL);
+    const char *file = NULL;
+    int single = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "single") && strcmp(v, "double")) {
+                fprintf(stderr, "pdejit: --precision is double or single, not '%s'\n", v);
+                return 2;
+            }
+            single = !strcmp(v, "single");
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "pdejit check: unknown option '%s'\n%s", argv[i], usage_check);
+            return 2;
+        } else if (!file) file = argv[i];
+        else { fputs(usage_check, stderr); return 2; }
+    }
+    if (!file) { fputs(usage_check, stderr); return 2; }
+    pj_program *p = cli_load_problem(file, NULL);
     if (!p) return 2;
+    char err[512];
+    int fits = sim_memory_check(p, single, err, sizeof err) == 0;
+    if (!fits) fprintf(stderr, "pdejit: %s: %s\n", file, err);
     program_free(p);
-    return 0;
+    return fits ? 0 : 2;
 }
 
 /* The back end whose code `pdejit emit --FLAG` prints, or NULL. */
@@ -184,11 +210,12 @@ static int cmd_emit(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage_emit, stdout); return 0; }
     const char *file = NULL, *what = NULL;
-    int single = 0;
+    int single = 0, fast_math = 0;
     pj_compile_options opt = {0};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--ir") || (!strncmp(argv[i], "--", 2) && emitter(argv[i] + 2))) what = argv[i] + 2;
         else if (!strcmp(argv[i], "--precision") && i + 1 < argc) single = !strcmp(argv[++i], "single");
+        else if (!strcmp(argv[i], "--fast-math")) fast_math = 1;
         else if (!strcmp(argv[i], "--scheme") && i + 1 < argc) {
             int s = scheme_from_name(argv[++i]);
             if (s < 0) { fprintf(stderr, "pdejit: unknown scheme '%s'\n", argv[i]); return 2; }
@@ -219,7 +246,7 @@ static int cmd_emit(int argc, char **argv)
         }
     } else {
         char err[1024];
-        engine_options eo = {.single = single};
+        engine_options eo = {.single = single, .fast_math = fast_math};
         if (emitter(what)->emit(p, &eo, stdout, err, sizeof err) < 0) {
             fprintf(stderr, "pdejit: %s\n", err);
             program_free(p);
@@ -252,6 +279,42 @@ static char *default_out_dir(const char *file)
     char *dir = malloc(n + 8);
     snprintf(dir, n + 8, "%.*s.out", (int)n, base);
     return dir;
+}
+
+/* ---- signals: SIGINT and SIGTERM stop a run at a step boundary ---------------------------- */
+
+static volatile sig_atomic_t stop_signal; /* the signal that asked the run to stop, 0: none */
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+/* Catches SIGINT and SIGTERM (unless they are ignored, as in a background job: then they stay
+ * so) for the run: the first stops it at the next step boundary, a second one ends it at once. */
+static void catch_stop_signals(void)
+{
+    const int sigs[] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction old, sa;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART | SA_RESETHAND;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+/* What the run loop calls between two steps: a stop signal interrupts the simulation (at this
+ * boundary); --watch polls its file. */
+typedef struct run_hook {
+    pj_sim *sim;
+    watch *w;
+} run_hook;
+
+static void run_between_steps(void *ctx)
+{
+    run_hook *h = ctx;
+    if (stop_signal) pj_sim_interrupt(h->sim);
+    if (h->w) watch_between_steps(h->w);
 }
 
 static int cmd_run(int argc, char **argv)
@@ -332,8 +395,9 @@ static int cmd_run(int argc, char **argv)
     pj_status st = pj_sim_create(pr, &so, &sim, err, sizeof err);
     if (st != PJ_OK) {
         if (st == PJ_ERR_UNAVAILABLE) fprintf(stderr, "pdejit: %s\n", err);
+        else if (st == PJ_ERR_MEMORY) fprintf(stderr, "pdejit: %s: %s\n", file, err);
         else fprintf(stderr, "pdejit: %s back end: %s\n", backend, err);
-        status = st == PJ_ERR_UNAVAILABLE ? 2 : 1;
+        status = st == PJ_ERR_UNAVAILABLE || st == PJ_ERR_MEMORY ? 2 : 1;
         goto done;
     }
     if (watching && !pj_sim_can_swap(sim)) {
@@ -343,6 +407,8 @@ static int cmd_run(int argc, char **argv)
     pj_sim_info info;
     pj_sim_get_info(sim, &info);
     if (info.warning) fprintf(stderr, "pdejit: warning: %s\n", info.warning);
+    char cache_warned[1024];
+    snprintf(cache_warned, sizeof cache_warned, "%s", info.warning ? info.warning : "");
     const char *kname;
     int kcached;
     double kms;
@@ -392,13 +458,24 @@ static int cmd_run(int argc, char **argv)
             goto done;
         }
         fprintf(stderr, "pdejit: watching %s: edits are swapped in while the run goes on\n", file);
-        ro.between_steps = watch_between_steps;
-        ro.between_ctx = w;
     }
+    run_hook hook = {sim, w};
+    ro.between_steps = run_between_steps;
+    ro.between_ctx = &hook;
+    catch_stop_signals();
+    if (stop_signal) pj_sim_interrupt(sim);
     pj_run_result res;
     st = pj_sim_run(sim, &ro, &res, err, sizeof err);
-    status = st == PJ_OK ? 0 : st == PJ_ERR_INPUT ? 2 : 1;
-    if (status) fprintf(stderr, "pdejit: run failed: %s\n", err);
+    /* the cache's warning when it changed while running (a swap's kernels could not be stored) */
+    pj_sim_get_info(sim, &info);
+    if (info.warning && strncmp(info.warning, cache_warned, sizeof cache_warned - 1))
+        fprintf(stderr, "pdejit: warning: %s\n", info.warning);
+    status = st == PJ_OK ? 0 : st == PJ_ERR_INPUT ? 2 : st == PJ_INTERRUPTED ? 128 + (stop_signal ? stop_signal : SIGINT) : 1;
+    if (st == PJ_INTERRUPTED)
+        fprintf(stderr, "pdejit: %s: %s%s\n", stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", err,
+                dump ? "; the final state was not dumped" : "");
+    else if (st == PJ_ERR_INPUT) fprintf(stderr, "pdejit: %s: %s\n", file, err);
+    else if (status) fprintf(stderr, "pdejit: run failed: %s\n", err);
     double cells = (double)pj_problem_cells(pr);
     if (verbose || (!quiet && res.seconds > 3))
         fprintf(stderr, "pdejit: %lld steps to t = %.9g in %.3g s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res.steps, res.t,
@@ -441,17 +518,24 @@ static int cmd_cache(int argc, char **argv)
     cache *c = cache_open(NULL, 0);
     if (!c) { fprintf(stderr, "pdejit: out of memory\n"); return 1; }
     if (cache_warning(c)) fprintf(stderr, "pdejit: warning: %s\n", cache_warning(c));
+    char *warned = cache_warning(c) ? strdup(cache_warning(c)) : NULL;
     int r;
     if (!strcmp(what, "stats")) r = cache_stats(c, stdout);
     else if (!strcmp(what, "list")) r = cache_list(c, stdout);
     else if (!strcmp(what, "clear")) {
         r = cache_clear(c);
         if (r >= 0) printf("removed %d entr%s from %s\n", r, r == 1 ? "y" : "ies", cache_dir(c));
+        else if (cache_on_disk(c)) fprintf(stderr, "pdejit cache clear: some of %s was not removed\n", cache_dir(c));
     } else {
         fprintf(stderr, "pdejit cache: unknown subcommand '%s'\n%s", what, usage_cache);
+        free(warned);
         cache_close(c);
         return 2;
     }
+    /* a warning that appeared on the way (a file or folder refused) */
+    const char *w = cache_warning(c);
+    if (w && (!warned || strcmp(w, warned))) fprintf(stderr, "pdejit: warning: %s\n", w);
+    free(warned);
     cache_close(c);
     return r < 0 ? 1 : 0;
 }

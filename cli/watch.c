@@ -1,7 +1,12 @@
 /* watch.c — hot swap (see watch.h).
  *
  * Every 0.2 s of wall time (or every $PDEJIT_WATCH_STEPS steps, which also makes the swap
- * synchronous: for tests) the step loop stats the file. A change starts a thread that reads
+ * synchronous: for tests) the step loop stats the file, and when its size and mtime are the same
+ * reads it and compares its content's hash (XXH3) with the last one read, so that an edit that
+ * keeps both is seen too. Only a regular file of at most WATCH_MAX_BYTES is read, opened without
+ * blocking: a named pipe, a device or a bigger file in its place is reported once and the run goes
+ * on (a pipe would block the reading thread, and with it the end of the run; /dev/zero would fill
+ * the memory). A change starts a thread that reads
  * and compiles it — front end and the back end's kernels (pj_sim_swap, through the cache) —
  * while the simulation keeps stepping; pj_sim_swap hands the new definition to the stepping
  * thread, which takes it at its next step boundary; the fields keep their
@@ -9,14 +14,21 @@
  * mesh, the fields, the params, the scheme), is reported against the new text and the previous
  * definition goes on running. */
 #include "watch.h"
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
 #include "cli.h"
 #include "driver.h"
+
+/* The largest file --watch reads. */
+#define WATCH_MAX_BYTES ((off_t)64 << 20)
 
 struct watch {
     char *path;
@@ -24,6 +36,8 @@ struct watch {
     const char *scheme;         /* --scheme, or NULL */
     struct timespec mtime;
     off_t size;
+    unsigned long long hash;    /* XXH3 of the content last read */
+    int hashed;                 /* hash is known */
     double last_poll;
     long every_steps;           /* $PDEJIT_WATCH_STEPS, 0: by wall time */
     long steps;
@@ -52,12 +66,73 @@ static int file_state(const char *path, struct timespec *mtime, off_t *size)
     return 0;
 }
 
+/* Why the file at path is not read, in "FILE changed but ...": NULL when it is a regular file of
+ * at most WATCH_MAX_BYTES (st describes it). */
+static const char *not_readable(const struct stat *st, char *why, size_t len)
+{
+    if (!S_ISREG(st->st_mode)) return "it is not a regular file";
+    if (st->st_size > WATCH_MAX_BYTES) {
+        snprintf(why, len, "it is %lld bytes, more than the %lld (64 MiB) --watch reads", (long long)st->st_size,
+                 (long long)WATCH_MAX_BYTES);
+        return why;
+    }
+    return NULL;
+}
+
+/* The text of a regular file of at most WATCH_MAX_BYTES, opened without blocking (a pipe put in
+ * its place is not waited for); NULL with the reason in why. */
+static char *read_regular(const char *path, size_t *len, char *why, size_t why_len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_len, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    char reason[160];
+    const char *bad = fstat(fd, &st) != 0 ? strerror(errno) : not_readable(&st, reason, sizeof reason);
+    if (bad) {
+        snprintf(why, why_len, "%s", bad);
+        close(fd);
+        return NULL;
+    }
+    size_t cap = (size_t)st.st_size + 1, n = 0; /* one more: a file that grew meanwhile is seen */
+    char *text = malloc(cap + 1);
+    ssize_t r = 0;
+    while (text && n < cap && (r = read(fd, text + n, cap - n)) > 0) n += (size_t)r;
+    int e = errno;
+    close(fd);
+    if (!text || r < 0) {
+        snprintf(why, why_len, "%s: %s", path, text ? strerror(e) : "out of memory");
+        free(text);
+        return NULL;
+    }
+    if (n == cap && (off_t)n > WATCH_MAX_BYTES) { /* it grew past the limit while being read */
+        snprintf(why, why_len, "it is more than the %lld (64 MiB) bytes --watch reads", (long long)WATCH_MAX_BYTES);
+        free(text);
+        return NULL;
+    }
+    text[n] = 0;
+    *len = n;
+    return text;
+}
+
+static unsigned long long content_hash(const char *text, size_t len) { return (unsigned long long)XXH3_64bits(text, len); }
+
 watch_baseline watch_baseline_of(const char *path)
 {
-    watch_baseline b = {0, 0, 0, 0};
+    watch_baseline b = {0, 0, 0, 0, 0, 0};
     struct timespec m;
     off_t size;
-    if (file_state(path, &m, &size) == 0) b = (watch_baseline){m.tv_sec, m.tv_nsec, size, 1};
+    if (file_state(path, &m, &size) == 0) b = (watch_baseline){m.tv_sec, m.tv_nsec, size, 0, 0, 1};
+    char why[256];
+    size_t len;
+    char *text = read_regular(path, &len, why, sizeof why);
+    if (text) {
+        b.hash = content_hash(text, len);
+        b.hashed = 1;
+    }
+    free(text);
     return b;
 }
 
@@ -72,6 +147,8 @@ watch *watch_create(const char *path, const watch_baseline *base, pj_sim *sim, c
         w->mtime.tv_sec = (time_t)base->sec;
         w->mtime.tv_nsec = (long)base->nsec;
         w->size = (off_t)base->size;
+        w->hash = base->hash;
+        w->hashed = base->hashed;
     } else {
         file_state(path, &w->mtime, &w->size);
     }
@@ -86,28 +163,12 @@ static void *compile_new(void *arg)
 {
     watch *w = arg;
     double t0 = driver_now();
-    FILE *f = fopen(w->path, "rb");
-    char *text = NULL;
     size_t len = 0;
-    if (f) {
-        size_t cap = 1 << 16, r;
-        text = malloc(cap + 1);
-        while (text && (r = fread(text + len, 1, cap - len, f)) > 0) {
-            len += r;
-            if (len == cap) {
-                char *t = realloc(text, 2 * cap + 1);
-                if (!t) break;
-                text = t;
-                cap *= 2;
-            }
-        }
-        fclose(f);
-    }
+    char *text = read_regular(w->path, &len, w->err, sizeof w->err);
     pj_problem *next = NULL;
-    if (!text) {
-        snprintf(w->err, sizeof w->err, "%s: cannot read it", w->path);
-    } else {
-        text[len] = 0;
+    if (text) {
+        w->hash = content_hash(text, len);
+        w->hashed = 1;
         if (pj_problem_compile_scheme(w->path, text, len, w->scheme, &next, &w->log) != PJ_OK)
             snprintf(w->err, sizeof w->err, "it does not compile");
         free(text);
@@ -180,12 +241,31 @@ void watch_between_steps(void *ctx)
         if (now - w->last_poll < 0.2) return;
         w->last_poll = now;
     }
-    struct timespec m;
-    off_t size;
-    if (file_state(w->path, &m, &size) < 0) return; /* being replaced by an editor: next time */
-    if (m.tv_sec == w->mtime.tv_sec && m.tv_nsec == w->mtime.tv_nsec && size == w->size) return;
-    w->mtime = m;
-    w->size = size;
+    struct stat st;
+    if (stat(w->path, &st) != 0) return; /* being replaced by an editor: next time */
+    char reason[160];
+    const char *bad = not_readable(&st, reason, sizeof reason);
+    if (st.st_mtim.tv_sec == w->mtime.tv_sec && st.st_mtim.tv_nsec == w->mtime.tv_nsec && st.st_size == w->size) {
+        /* the same size and time: the same content? (a file not to be read was said already) */
+        if (bad) return;
+        size_t len;
+        char why[256];
+        char *text = read_regular(w->path, &len, why, sizeof why);
+        if (!text) return;
+        unsigned long long h = content_hash(text, len);
+        free(text);
+        int known = w->hashed, same = known && h == w->hash;
+        w->hash = h;
+        w->hashed = 1;
+        if (same || !known) return; /* unknown before: this is the first look, not a change */
+    }
+    w->mtime = st.st_mtim;
+    w->size = st.st_size;
+    if (bad) { /* said once, until it changes again */
+        snprintf(w->err, sizeof w->err, "%s", bad);
+        report(w);
+        return;
+    }
     atomic_store(&w->done, 0);
     if (w->every_steps > 0 || pthread_create(&w->thread, NULL, compile_new, w) != 0) {
         compile_new(w); /* synchronous: tests, or no thread to be had */

@@ -6,8 +6,13 @@
 typedef struct watch watch;
 
 /* The file's state before it was read for the run: an edit made while the run was starting
- * counts as a change. */
-typedef struct watch_baseline { long long sec, nsec, size; int ok; } watch_baseline;
+ * counts as a change. hash: XXH3 of its content (hashed = 1 when it could be read). */
+typedef struct watch_baseline {
+    long long sec, nsec, size;
+    unsigned long long hash;
+    int hashed;
+    int ok;
+} watch_baseline;
 watch_baseline watch_baseline_of(const char *path);
 
 /* Watches `path` for the run of sim (a back end that can swap: pj_sim_can_swap). The problem is

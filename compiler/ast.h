@@ -12,7 +12,8 @@ typedef enum ast_kind {
     AST_NUM,    /* number: value */
     AST_NAME,   /* name */
     AST_UNARY,  /* op: '-' '+' '!'  a */
-    AST_BINARY, /* op: one of ast_binop, a b */
+    AST_BINARY, /* a chain of binary operators: args[0] ops[1] args[1] ops[2] args[2] ...,
+                   evaluated left to right (n_args >= 2; ops[i] is an ast_binop) */
     AST_COND,   /* a ? b : c */
     AST_CALL,   /* name(args) */
     AST_INDEX,  /* name[args]: relative neighbour access */
@@ -28,13 +29,15 @@ typedef struct ast_expr ast_expr;
 struct ast_expr {
     ast_kind kind;
     pj_loc loc;
-    int op;            /* AST_UNARY: the character; AST_BINARY: ast_binop */
-    int depth;         /* height of this subtree, bounded by the parser */
+    int op;            /* AST_UNARY: the character */
+    int depth;         /* nesting of this subtree (a chain is one level), bounded by the parser */
     double value;      /* AST_NUM */
     const char *name;  /* AST_NAME, AST_CALL, AST_INDEX */
-    ast_expr *a, *b, *c;
-    ast_expr **args;   /* AST_CALL, AST_INDEX */
+    ast_expr *a, *b, *c;   /* AST_UNARY: a; AST_COND: a ? b : c */
+    ast_expr **args;   /* AST_CALL, AST_INDEX: the arguments; AST_BINARY: the terms */
     int n_args;
+    int *ops;          /* AST_BINARY: ops[i] combines the value of args[0..i-1] with args[i] */
+    int cap_args;      /* AST_BINARY: room in args and ops (the parser extends a chain) */
 };
 
 /* `name = value` in a statement's argument list. For `format = vtk png csv` the value is the
@@ -70,13 +73,22 @@ typedef struct ast_stmt {
 typedef struct ast_program {
     ast_stmt **stmts;
     int n_stmts;
+    long n_nodes;          /* expression nodes written in the whole text */
 } ast_program;
 
+/* The longest problem text accepted: 64 MiB. Far beyond any real problem (a sum of a million
+ * terms is a few MB), and small enough that the scanner's int lengths, lines and columns (a tab
+ * counts up to 8) never overflow. */
+#define PJ_MAX_SOURCE_BYTES ((size_t)64 << 20)
+
 /* Parses `source` (len bytes, need not be NUL-terminated). Errors go to `d`; the result is
- * NULL only when nothing could be recovered. Never crashes on any input. */
+ * NULL only when nothing could be recovered. Never crashes on any input; a text longer than
+ * PJ_MAX_SOURCE_BYTES is refused without being read. */
 ast_program *parse_program(arena *a, diag *d, const char *source, size_t len);
 
-/* Deepest expression the parser accepts: bounds every recursive pass after it. */
+/* Deepest nesting the parser accepts: bounds every recursive pass after it. A chain of binary
+ * operators is one level however long (its passes loop over its terms); parentheses, unary
+ * operators, right-nested powers and conditionals, and calls nest. */
 #define AST_MAX_DEPTH 400
 
 #endif

@@ -317,7 +317,7 @@ int kir_op3(kir_kernel *k, kir_op op, int a, int b, int c)
     return build(k, op, coerce(k, op, 0, a), coerce(k, op, 1, b), coerce(k, op, 2, c));
 }
 
-void kir_import(kir_kernel *dst, const kir_kernel *src, const int *slot_map, int *node_map)
+void kir_import(kir_kernel *dst, const kir_kernel *src, const int *slot_map, const int *field_slot, int *node_map)
 {
     for (int id = 0; id < src->n_nodes; id++) {
         const kir_node *n = &src->nodes[id];
@@ -331,7 +331,11 @@ void kir_import(kir_kernel *dst, const kir_kernel *src, const int *slot_map, int
         case KIR_TIME: case KIR_DT: node_map[id] = kir_leaf(dst, (kir_op)n->op); break;
         case KIR_SPACING: node_map[id] = kir_spacing(dst, n->axis); break;
         case KIR_COORD: node_map[id] = kir_coord(dst, n->axis, n->half); break;
-        case KIR_LOAD: node_map[id] = kir_load(dst, slot_map[n->slot], n->index, off); break;
+        case KIR_LOAD: {
+            int fixed = field_slot ? field_slot[n->index] : -1;
+            node_map[id] = kir_load(dst, fixed >= 0 ? fixed : slot_map[n->slot], n->index, off);
+            break;
+        }
         default:
             switch (kir_ops[n->op].arity) {
             case 1: node_map[id] = kir_op1(dst, (kir_op)n->op, a); break;

@@ -108,10 +108,11 @@ int kir_as_f(kir_kernel *k, int node);
 int kir_as_b(kir_kernel *k, int node);
 void kir_add_output(kir_kernel *k, int slot, int field, int node);
 /* Rebuilds every node of src in dst through the builders (so they fold and share nodes with
- * what dst already holds), a load of slot s becoming a load of slot_map[s]. node_map[i]
+ * what dst already holds), a load of slot s becoming a load of slot_map[s] — or, for a field f
+ * with field_slot && field_slot[f] >= 0, of slot field_slot[f] whatever s. node_map[i]
  * receives the dst id of src node i (src->n_nodes entries). src and dst must agree on the
  * dimension, fields and params. */
-void kir_import(kir_kernel *dst, const kir_kernel *src, const int *slot_map, int *node_map);
+void kir_import(kir_kernel *dst, const kir_kernel *src, const int *slot_map, const int *field_slot, int *node_map);
 
 /* Drops nodes no output reaches, renumbers, computes the canonical hash. */
 void kir_finish(kir_kernel *k);

@@ -34,9 +34,14 @@
  * -> exp2(x)). A nobuiltin call is opaque to the vectoriser, so each call site names a 2-lane
  * variant that we define here as two scalar calls ("vector-function-abi-variant"); the loop is
  * vectorised at the host's width and the call is split into variant calls, so results stay
- * libm's, lane by lane. With fast_math, exp, log, log10, sin, cos, pow are left to LLVM as
- * builtins (it widens them to llvm.exp.v8f64 ..., which still calls exp per lane, and may
- * simplify them under afn).
+ * libm's, lane by lane. With fast_math, the functions glibc's vector math library (libmvec)
+ * has — exp, log, log10, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, erf, erfc, cbrt, pow,
+ * atan2 — name its variants at the host's width (AVX-512: _ZGVeN8v_exp, 8 doubles or 16 floats
+ * a call; AVX2: _ZGVdN4v_; SSE: _ZGVbN2v_) at the call ("vector-function-abi-variant"), so the
+ * vectorised loop calls them: results within libmvec's 4 ulp, not libm's bits, which is what
+ * --fast-math allows. libmvec is opened (RTLD_GLOBAL) when the JIT is made; without it the
+ * fast-math calls stay as before (LLVM widens exp... to llvm.exp.v8f64, a libm call per lane),
+ * and the cache key says which (`vecmath`).
  *
  * The non-finite check is two vector integer operations per store, (bits & exponent mask) and
  * an unsigned maximum, reduced once per row. It replaced `v - v`, an unordered compare and an
@@ -50,6 +55,7 @@
 #include "llvm_backend.h"
 #include "diag.h"
 
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -164,10 +170,23 @@ struct llvm_loaded {
     LLVMOrcResourceTrackerRef rt;
 };
 
+/* glibc's vector math library at the host's width (fast-math kernels only). */
+typedef struct vecmath_isa {
+    char isa;            /* the vector ABI letter: 'e' AVX-512, 'd' AVX2, 'b' SSE */
+    int lanes_double, lanes_float;
+} vecmath_isa;
+typedef struct vecmath {
+    vecmath_isa isa[2];  /* every width the host can call: the vectoriser picks its factor */
+    int n_isa;
+    char name[24];       /* "libmvec-avx512" ...: the cache key's vecmath */
+} vecmath;
+
 struct llvm_jit {
     LLVMOrcLLJITRef lljit;
     LLVMTargetRef target;
     char *triple, *cpu, *features, *target_text;
+    void *libmvec;               /* dlopen handle, NULL when absent */
+    vecmath vm;
     pthread_mutex_t lock;        /* guards `loaded` and adds/removes in the JIT */
     llvm_loaded *loaded;
 };
@@ -183,6 +202,7 @@ static void init_llvm(void)
 const char *llvm_version_string(void) { return LLVM_VERSION_STRING; }
 
 const char *llvm_jit_target(const llvm_jit *jit) { return jit->target_text; }
+const char *llvm_jit_vecmath(const llvm_jit *jit) { return jit->vm.name; }
 
 llvm_jit *llvm_jit_create(char *err, size_t err_len)
 {
@@ -217,6 +237,15 @@ llvm_jit *llvm_jit_create(char *err, size_t err_len)
         goto fail;
     }
     snprintf(jit->target_text, len, "%s %s %s", jit->triple, jit->cpu, jit->features);
+    /* libmvec: its symbols must resolve in the process for the JIT's symbol search */
+    jit->libmvec = dlopen("libmvec.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (jit->libmvec) {
+        if (strstr(jit->features, "+avx512f")) jit->vm = (vecmath){{{'e', 8, 16}, {'d', 4, 8}}, 2, "libmvec-avx512"};
+        else if (strstr(jit->features, "+avx2")) jit->vm = (vecmath){{{'d', 4, 8}, {'b', 2, 4}}, 2, "libmvec-avx2"};
+        else jit->vm = (vecmath){{{'b', 2, 4}}, 1, "libmvec-sse"};
+    } else {
+        snprintf(jit->vm.name, sizeof jit->vm.name, "none");
+    }
 
     char *msg = NULL;
     if (LLVMGetTargetFromTriple(jit->triple, &jit->target, &msg)) {
@@ -266,6 +295,7 @@ void llvm_jit_destroy(llvm_jit *jit)
     free(jit->triple);
     free(jit->cpu);
     free(jit->features);
+    if (jit->libmvec) dlclose(jit->libmvec);
     free(jit->target_text);
     free(jit);
 }
@@ -282,6 +312,7 @@ typedef struct gen {
     const char *T;       /* "double" or "float" */
     int align;
     const char *fl;      /* fast-math flags on arithmetic, "" when strict */
+    const vecmath *vm;   /* libmvec for this kernel (fast-math and present), else NULL */
     char (*name)[40];    /* the operand text of each node */
     row *rows;
     int n_rows;
@@ -339,6 +370,32 @@ static int needs_variant(const llvm_options *opt, kir_op op)
     return kir_ops[op].cfn && !intrinsic_of(op) && (!opt->fast_math || !llvm_knows(op));
 }
 
+/* The functions libmvec has a variant of (double and float, every width). */
+static int in_libmvec(kir_op op)
+{
+    switch (op) {
+    case KIR_EXP: case KIR_LOG: case KIR_LOG10: case KIR_SIN: case KIR_COS: case KIR_TAN: case KIR_ASIN:
+    case KIR_ACOS: case KIR_ATAN: case KIR_SINH: case KIR_COSH: case KIR_TANH: case KIR_ERF: case KIR_ERFC:
+    case KIR_CBRT: case KIR_POW: case KIR_ATAN2: return 1;
+    default: return 0;
+    }
+}
+
+/* The call of `op` goes to libmvec when vectorised (fast-math kernels with libmvec). */
+static int uses_libmvec(const gen *g, kir_op op) { return g->vm && kir_ops[op].cfn && in_libmvec(op); }
+
+/* The call of `op` goes through our 2-lane variant (two libm calls). */
+static int uses_variant(const gen *g, kir_op op) { return needs_variant(g->opt, op) && !uses_libmvec(g, op); }
+
+/* libmvec's name of op's variant: _ZGVeN8v_exp, _ZGVeN16vv_powf ... */
+static int libmvec_lanes(const gen *g, int i) { return g->opt->single ? g->vm->isa[i].lanes_float : g->vm->isa[i].lanes_double; }
+
+static void libmvec_name(const gen *g, int i, char *out, size_t len, kir_op op)
+{
+    snprintf(out, len, "_ZGV%cN%d%s_%s%s", g->vm->isa[i].isa, libmvec_lanes(g, i), kir_ops[op].arity > 1 ? "vv" : "v",
+             kir_ops[op].cfn, g->opt->single ? "f" : "");
+}
+
 static const char *intrinsic_of(kir_op op)
 {
     switch (op) {
@@ -372,7 +429,17 @@ static void emit_decls(gen *g, const char *used_ops)
         libm_name(fn, sizeof fn, (kir_op)op, g->opt->single);
         int ar = kir_ops[op].arity;
         sb_printf(b, "declare %s @%s(%s%s%s) #1\n", T, fn, T, ar > 1 ? ", " : "", ar > 1 ? T : "");
-        if (!needs_variant(g->opt, (kir_op)op)) continue;
+        if (uses_libmvec(g, (kir_op)op)) {
+            for (int i = 0; i < g->vm->n_isa; i++) {
+                char vn[48], vt[32];
+                libmvec_name(g, i, vn, sizeof vn, (kir_op)op);
+                snprintf(vt, sizeof vt, "<%d x %s>", libmvec_lanes(g, i), T);
+                sb_printf(b, "declare %s @%s(%s%s%s) #1\n", vt, vn, vt, ar > 1 ? ", " : "", ar > 1 ? vt : "");
+                n_variants++;
+            }
+            continue;
+        }
+        if (!uses_variant(g, (kir_op)op)) continue;
         /* the 2-lane variant: two scalar calls, so results are libm's */
         sb_printf(b, "define internal <2 x %s> @pj.v2.%s(<2 x %s> %%a%s) #2 {\n", T, fn, T,
                   ar > 1 ? (g->opt->single ? ", <2 x float> %b" : ", <2 x double> %b") : "");
@@ -396,10 +463,21 @@ static void emit_decls(gen *g, const char *used_ops)
         sb_printf(b, "@llvm.compiler.used = appending global [%d x i8*] [", n_variants);
         int i = 0;
         for (int op = 0; op < KIR_N_OPS; op++) {
-            if (!used_ops[op] || !needs_variant(g->opt, (kir_op)op)) continue;
+            if (!used_ops[op]) continue;
+            int ar = kir_ops[op].arity;
+            if (uses_libmvec(g, (kir_op)op)) {
+                for (int w = 0; w < g->vm->n_isa; w++) {
+                    char vn[48], vt[32];
+                    libmvec_name(g, w, vn, sizeof vn, (kir_op)op);
+                    snprintf(vt, sizeof vt, "<%d x %s>", libmvec_lanes(g, w), T);
+                    sb_printf(b, "%si8* bitcast (%s (%s%s%s)* @%s to i8*)", i++ ? ", " : "", vt, vt, ar > 1 ? ", " : "",
+                              ar > 1 ? vt : "", vn);
+                }
+                continue;
+            }
+            if (!uses_variant(g, (kir_op)op)) continue;
             char fn[32];
             libm_name(fn, sizeof fn, (kir_op)op, g->opt->single);
-            int ar = kir_ops[op].arity;
             sb_printf(b, "%si8* bitcast (<2 x %s> (<2 x %s>%s%s)* @pj.v2.%s to i8*)", i++ ? ", " : "",
                       T, T, ar > 1 ? ", <2 x " : "", ar > 1 ? (g->opt->single ? "float>" : "double>") : "",
                       fn);
@@ -475,17 +553,18 @@ static void emit_node(gen *g, int id)
     int ar = kir_ops[n->op].arity;
     sb_printf(b, "  %%v%d = call %s%s @%s(%s %s", id, fl, T, fn, T, a);
     if (ar > 1) sb_printf(b, ", %s %s", T, c);
-    sb_printf(b, ")%s\n", needs_variant(g->opt, (kir_op)n->op) ? " #3" : "");
+    sb_printf(b, ")%s\n", uses_variant(g, (kir_op)n->op) ? " #3" : uses_libmvec(g, (kir_op)n->op) ? " #5" : "");
 }
 
 /* Writes the module text for kernel k into b. */
 static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol,
                   const char *triple, const char *datalayout, const char *cpu, const char *features,
-                  sbuf *b, char *err, size_t err_len)
+                  const vecmath *vm, sbuf *b, char *err, size_t err_len)
 {
     int rc = -1, dim = k->dim, nf = k->n_fields;
     gen g = {.k = k, .opt = opt, .b = b, .T = opt->single ? "float" : "double",
-             .align = opt->single ? 4 : 8, .fl = opt->fast_math ? FAST_FLAGS : ""};
+             .align = opt->single ? 4 : 8, .fl = opt->fast_math ? FAST_FLAGS : "",
+             .vm = opt->fast_math ? vm : NULL};
     int n_bufs = nf * (k->n_slots > 0 ? k->n_slots : 1);
     for (int i = 0; i < k->n_outputs; i++)
         if (k->outputs[i].slot >= 0 && k->outputs[i].slot * nf + nf > n_bufs)
@@ -723,8 +802,14 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
                   lv == 0 ? "exit" : (snprintf(nm, sizeof nm, "l%d.latch", lv - 1), nm));
     }
     if (dim > 1) sb_printf(b, "exit:\n  ret void\n}\n\n");
-    sb_printf(b, "attributes #0 = { nounwind \"target-cpu\"=\"%s\" \"target-features\"=\"%s\" }\n",
-              cpu, features);
+    /* a kernel that calls libmvec: its widest variant (AVX-512 where there is one), whatever width
+       the host's tuning prefers for plain loads and stores */
+    int widest = 0;
+    for (int op = 0; op < KIR_N_OPS && g.vm; op++) widest |= used_ops[op] && uses_libmvec(&g, (kir_op)op);
+    char prefer[48] = "";
+    if (widest && g.vm->isa[0].isa == 'e') snprintf(prefer, sizeof prefer, " \"prefer-vector-width\"=\"512\"");
+    sb_printf(b, "attributes #0 = { nounwind \"target-cpu\"=\"%s\" \"target-features\"=\"%s\"%s }\n",
+              cpu, features, prefer);
     sb_printf(b, "attributes #1 = { nounwind readnone willreturn }\n");
     if (dim > 1) sb_printf(b, "declare void @llvm.prefetch.p0i8(i8* nocapture readonly, i32 immarg, i32 immarg, i32 immarg)\n");
     sb_printf(b, "declare %s @llvm.umax.%s(%s, %s)\n", IT, IT, IT, IT);
@@ -733,13 +818,13 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
     /* #3: the call sites' 2-lane variants (see the top of this file) */
     int any_variant = 0;
     for (int op = 0; op < KIR_N_OPS; op++)
-        if (used_ops[op] && needs_variant(opt, (kir_op)op))
+        if (used_ops[op] && uses_variant(&g, (kir_op)op))
             any_variant = 1;
     if (any_variant) {
         sb_printf(b, "attributes #3 = { %s\"vector-function-abi-variant\"=\"", opt->fast_math ? "" : "nobuiltin ");
         int first = 1;
         for (int op = 0; op < KIR_N_OPS; op++) {
-            if (!used_ops[op] || !needs_variant(opt, (kir_op)op)) continue;
+            if (!used_ops[op] || !uses_variant(&g, (kir_op)op)) continue;
             char fn[32];
             libm_name(fn, sizeof fn, (kir_op)op, opt->single);
             sb_printf(b, "%s_ZGV_LLVM_N2%s_%s(pj.v2.%s)", first ? "" : ",",
@@ -747,6 +832,25 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
             first = 0;
         }
         sb_printf(b, "\" }\nattributes #4 = { %s }\n", opt->fast_math ? "nounwind" : "nobuiltin");
+    }
+    /* #5: libmvec's variants of the fast-math calls */
+    int any_libmvec = 0;
+    for (int op = 0; op < KIR_N_OPS; op++) any_libmvec |= used_ops[op] && uses_libmvec(&g, (kir_op)op);
+    if (any_libmvec) {
+        sb_printf(b, "attributes #5 = { \"vector-function-abi-variant\"=\"");
+        int first = 1;
+        for (int op = 0; op < KIR_N_OPS; op++) {
+            if (!used_ops[op] || !uses_libmvec(&g, (kir_op)op)) continue;
+            char fn[32], vn[48];
+            libm_name(fn, sizeof fn, (kir_op)op, opt->single);
+            for (int w = 0; w < vm->n_isa; w++) {
+                libmvec_name(&g, w, vn, sizeof vn, (kir_op)op);
+                sb_printf(b, "%s_ZGV_LLVM_N%d%s_%s(%s)", first ? "" : ",", libmvec_lanes(&g, w),
+                          kir_ops[op].arity > 1 ? "vv" : "v", fn, vn);
+                first = 0;
+            }
+        }
+        sb_printf(b, "\" }\n");
     }
     sb_printf(b, "\n!0 = distinct !{}\n!1 = distinct !{!1, !2, !3, !4}\n"
                  "!2 = !{!\"llvm.loop.parallel_accesses\", !0}\n!3 = !{!\"llvm.loop.mustprogress\"}\n"
@@ -825,7 +929,8 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
     char *dl = LLVMCopyStringRepOfTargetData(td);
     LLVMDisposeTargetData(td);
-    int g = gen_ir(k, opt, symbol, jit->triple, dl, jit->cpu, jit->features, &text, err, err_len);
+    int g = gen_ir(k, opt, symbol, jit->triple, dl, jit->cpu, jit->features, jit->libmvec ? &jit->vm : NULL, &text,
+                   err, err_len);
     LLVMDisposeMessage(dl);
     if (g) goto done;
 

@@ -47,6 +47,9 @@ void llvm_jit_destroy(llvm_jit *jit);
 /* "triple cpu features" of the code this JIT generates: part of the kernel cache key. Owned by
  * the JIT. */
 const char *llvm_jit_target(const llvm_jit *jit);
+/* The vector math library fast-math kernels call ("libmvec-avx512", "libmvec-avx2", "libmvec-sse",
+ * or "none"): part of their cache key. */
+const char *llvm_jit_vecmath(const llvm_jit *jit);
 /* The LLVM version the back end was built against, e.g. "14.0.6". Static storage. */
 const char *llvm_version_string(void);
 

@@ -14,7 +14,9 @@
 #include <stdarg.h>
 #include <string.h>
 
-#define MAX_WORK 4000000L      /* lowering steps per expression */
+/* Lowering steps per expression: 4 000 000 plus 8 per node written in the problem, so that
+ * inlining cannot blow up without bound while an expression as long as you like still lowers. */
+#define MAX_WORK(C) (4000000L + 8 * ((C)->ast ? (C)->ast->n_nodes : 0))
 #define MAX_INLINE_DEPTH 200   /* funcs calling funcs */
 
 void lower_error(compiler *C, pj_loc loc, const char *fmt, ...)
@@ -420,10 +422,30 @@ static int lower_index(compiler *C, lctx *x, const ast_expr *e)
     return load_field(C, x, field, off, e->loc);
 }
 
+/* The first n terms of a chain of binary operators (ast.h), combined left to right: the nodes
+ * (and their order) that the left-leaning tree `((t0 op1 t1) op2 t2) ...` gives, in a loop. */
+static int lower_chain(compiler *C, lctx *x, const ast_expr *e, int n)
+{
+    static const kir_op ops[] = {
+        [OP_ADD] = KIR_ADD, [OP_SUB] = KIR_SUB, [OP_MUL] = KIR_MUL, [OP_DIV] = KIR_DIV,
+        [OP_POW] = KIR_POW, [OP_LT] = KIR_LT, [OP_LE] = KIR_LE, [OP_GT] = KIR_GT,
+        [OP_GE] = KIR_GE, [OP_EQ] = KIR_EQ, [OP_NE] = KIR_NE, [OP_AND] = KIR_AND, [OP_OR] = KIR_OR,
+    };
+    kir_kernel *k = x->k;
+    int a = lower_expr(C, x, e->args[0]);
+    for (int i = 1; i < n && a >= 0; i++) {
+        int b = lower_expr(C, x, e->args[i]);
+        if (b < 0) return -1;
+        if (e->ops[i] == OP_POW) a = power(k, kir_as_f(k, a), kir_as_f(k, b));
+        else a = kir_op2(k, ops[e->ops[i]], a, b);
+    }
+    return a;
+}
+
 int lower_expr(compiler *C, lctx *x, const ast_expr *e)
 {
-    if (++C->work > MAX_WORK) {
-        if (C->work == MAX_WORK + 1)
+    if (++C->work > MAX_WORK(C)) {
+        if (C->work == MAX_WORK(C) + 1)
             lower_error(C, e->loc, "expression is too large after inlining funcs and operators");
         return -1;
     }
@@ -447,18 +469,7 @@ int lower_expr(compiler *C, lctx *x, const ast_expr *e)
         if (b < 0) return -1;
         return kir_op3(k, KIR_SELECT, c, a, b);
     }
-    case AST_BINARY: {
-        int a = lower_expr(C, x, e->a);
-        int b = a < 0 ? -1 : lower_expr(C, x, e->b);
-        if (b < 0) return -1;
-        static const kir_op ops[] = {
-            [OP_ADD] = KIR_ADD, [OP_SUB] = KIR_SUB, [OP_MUL] = KIR_MUL, [OP_DIV] = KIR_DIV,
-            [OP_POW] = KIR_POW, [OP_LT] = KIR_LT, [OP_LE] = KIR_LE, [OP_GT] = KIR_GT,
-            [OP_GE] = KIR_GE, [OP_EQ] = KIR_EQ, [OP_NE] = KIR_NE, [OP_AND] = KIR_AND, [OP_OR] = KIR_OR,
-        };
-        if (e->op == OP_POW) return power(k, kir_as_f(k, a), kir_as_f(k, b));
-        return kir_op2(k, ops[e->op], a, b);
-    }
+    case AST_BINARY: return lower_chain(C, x, e, e->n_args);
     }
     return -1;
 }
@@ -477,6 +488,36 @@ static int add_or(kir_kernel *k, kir_op op, int p, int q)
 }
 
 static int scale(kir_kernel *k, kir_op op, int p, int s) { return p < 0 ? -1 : kir_op2(k, op, p, s); }
+
+static int linear(compiler *C, lctx *x, const ast_expr *e, lin *out);
+
+/* p OP term, where p is the value of the terms of chain e before term and OP is + - * or /. */
+static int linear_combine(compiler *C, lctx *x, const ast_expr *e, int op, lin p, const ast_expr *term, lin *out)
+{
+    kir_kernel *k = x->k;
+    lin q;
+    if (linear(C, x, term, &q) < 0) return -1;
+    if (op == OP_ADD || op == OP_SUB) {
+        kir_op kop = op == OP_ADD ? KIR_ADD : KIR_SUB;
+        *out = (lin){add_or(k, kop, p.a, q.a), add_or(k, kop, p.b, q.b), kir_op2(k, kop, p.c, q.c)};
+        return 0;
+    }
+    if (op == OP_MUL && q.a < 0 && q.b < 0) {
+        *out = (lin){scale(k, KIR_MUL, p.a, q.c), scale(k, KIR_MUL, p.b, q.c), kir_op2(k, KIR_MUL, p.c, q.c)};
+        return 0;
+    }
+    if (op == OP_MUL && p.a < 0 && p.b < 0) {
+        *out = (lin){scale(k, KIR_MUL, q.a, p.c), scale(k, KIR_MUL, q.b, p.c), kir_op2(k, KIR_MUL, p.c, q.c)};
+        return 0;
+    }
+    if (op == OP_DIV && q.a < 0 && q.b < 0) {
+        *out = (lin){scale(k, KIR_DIV, p.a, q.c), scale(k, KIR_DIV, p.b, q.c), kir_op2(k, KIR_DIV, p.c, q.c)};
+        return 0;
+    }
+    lower_error(C, e->loc, "boundary condition is not linear in %s and dn(%s)",
+                sema_lookup_field_name(C, x->bc_field), sema_lookup_field_name(C, x->bc_field));
+    return -1;
+}
 
 static int linear(compiler *C, lctx *x, const ast_expr *e, lin *out)
 {
@@ -509,29 +550,29 @@ static int linear(compiler *C, lctx *x, const ast_expr *e, lin *out)
         }
         return 0;
     }
-    if (e->kind == AST_BINARY && e->op <= OP_DIV && e->op != OP_POW) {
-        lin p, q;
-        if (linear(C, x, e->a, &p) < 0 || linear(C, x, e->b, &q) < 0) return -1;
-        if (e->op == OP_ADD || e->op == OP_SUB) {
-            kir_op op = e->op == OP_ADD ? KIR_ADD : KIR_SUB;
-            *out = (lin){add_or(k, op, p.a, q.a), add_or(k, op, p.b, q.b), kir_op2(k, op, p.c, q.c)};
-            return 0;
+    if (e->kind == AST_BINARY) {
+        /* the chain's longest prefix that ends in an operator other than + - * / is "anything
+           else" (below); the terms after it combine one at a time */
+        int from = e->n_args - 1;
+        while (from > 0 && e->ops[from] <= OP_DIV) from--;
+        lin acc;
+        if (from > 0) {
+            x->bc_hit = 0;
+            int c = lower_chain(C, x, e, from + 1);
+            if (c < 0) return -1;
+            if (x->bc_hit) {
+                lower_error(C, e->loc, "boundary condition is not linear in %s and dn(%s)",
+                            sema_lookup_field_name(C, x->bc_field), sema_lookup_field_name(C, x->bc_field));
+                return -1;
+            }
+            acc = (lin){-1, -1, c};
+        } else if (linear(C, x, e->args[0], &acc) < 0) {
+            return -1;
         }
-        if (e->op == OP_MUL && q.a < 0 && q.b < 0) {
-            *out = (lin){scale(k, KIR_MUL, p.a, q.c), scale(k, KIR_MUL, p.b, q.c), kir_op2(k, KIR_MUL, p.c, q.c)};
-            return 0;
-        }
-        if (e->op == OP_MUL && p.a < 0 && p.b < 0) {
-            *out = (lin){scale(k, KIR_MUL, q.a, p.c), scale(k, KIR_MUL, q.b, p.c), kir_op2(k, KIR_MUL, p.c, q.c)};
-            return 0;
-        }
-        if (e->op == OP_DIV && q.a < 0 && q.b < 0) {
-            *out = (lin){scale(k, KIR_DIV, p.a, q.c), scale(k, KIR_DIV, p.b, q.c), kir_op2(k, KIR_DIV, p.c, q.c)};
-            return 0;
-        }
-        lower_error(C, e->loc, "boundary condition is not linear in %s and dn(%s)",
-                    sema_lookup_field_name(C, x->bc_field), sema_lookup_field_name(C, x->bc_field));
-        return -1;
+        for (int i = from + 1; i < e->n_args; i++)
+            if (linear_combine(C, x, e, e->ops[i], acc, e->args[i], &acc) < 0) return -1;
+        *out = acc;
+        return 0;
     }
     /* anything else must not involve the field */
     x->bc_hit = 0;

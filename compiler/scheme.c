@@ -5,7 +5,11 @@
  *     out = A * U  +  B * (base + C * dt * F(read))        (the A term only when A != 0)
  * written into `out` at the cell: reading `base` and U at offset 0 only, which is what makes
  * writing in place safe. F is the program's KIR_RHS kernel imported into the stage kernel with
- * its loads moved to the stage's read slot (kir_import), so the stage is still one pass. */
+ * its loads moved to the stage's read slot (kir_import), so the stage is still one pass.
+ *
+ * A field without an eq (a coefficient: D(x, y)) is computed once by the init kernel into slot 0
+ * and never changes: every stage reads it from slot 0 and none writes it, in any slot (the
+ * run's ghost fill and Euler's slot swap leave it alone too), so it costs one read per stage. */
 #include "scheme.h"
 #include <stdlib.h>
 #include <string.h>
@@ -57,11 +61,10 @@ int scheme_lower(pj_program *p)
     p->stages = calloc((size_t)sp->n_stages, sizeof *p->stages);
     int *node_map = malloc(sizeof *node_map * (size_t)(rhs->n_nodes + 1));
     int *F = malloc(sizeof *F * (size_t)(p->n_fields + 1));
-    if (!p->stages || !node_map || !F) {
-        free(node_map);
-        free(F);
-        return -1;
-    }
+    int *field_slot = malloc(sizeof *field_slot * (size_t)(p->n_fields + 1));
+    int rc = -1;
+    if (!p->stages || !node_map || !F || !field_slot) goto done;
+    for (int f = 0; f < p->n_fields; f++) field_slot[f] = p->field_has_eq[f] ? -1 : 0; /* coefficients: slot 0 */
     p->n_slots = sp->n_slots;
     p->n_stages = sp->n_stages;
     p->swap_after_step = sp->swap;
@@ -71,39 +74,30 @@ int scheme_lower(pj_program *p)
         char name[32];
         snprintf(name, sizeof name, "stage%d", s + 1);
         kir_kernel *k = kir_new(KIR_STAGE, p->dim, p->n_fields, p->n_params, sp->n_slots, name);
-        if (!k) { /* out of memory (stages made so far are the program's, freed with it) */
-            free(node_map);
-            free(F);
-            return -1;
-        }
+        if (!k) goto done; /* out of memory (stages made so far are the program's, freed with it) */
         p->stages[s] = (pj_stage){k, st->read, st->t_frac};
         const int slot_map[2] = {st->read, st->read};
-        kir_import(k, rhs, slot_map, node_map);
+        kir_import(k, rhs, slot_map, field_slot, node_map);
         for (int f = 0; f < p->n_fields; f++) F[f] = -1;
         for (int o = 0; o < rhs->n_outputs; o++) F[rhs->outputs[o].field] = node_map[rhs->outputs[o].node];
         for (int f = 0; f < p->n_fields; f++) {
+            if (F[f] < 0) continue; /* a coefficient: stays in slot 0 as it is */
             for (int o = 0; o < st->n_out; o++) {
                 const stage_out *so = &st->outs[o];
-                int value;
-                if (F[f] < 0) {
-                    if (so->out == 0) continue; /* U stays as it is */
-                    value = kir_load(k, 0, f, here);
-                } else {
-                    int dtc = kir_op2(k, KIR_MUL, kir_const(k, so->C), kir_leaf(k, KIR_DT));
-                    value = kir_op2(k, KIR_ADD, kir_load(k, so->base, f, here),
-                                    kir_op2(k, KIR_MUL, dtc, F[f]));
-                    if (so->A != 0) {
-                        value = kir_op2(k, KIR_ADD,
-                                        kir_op2(k, KIR_MUL, kir_const(k, so->A), kir_load(k, 0, f, here)),
-                                        kir_op2(k, KIR_MUL, kir_const(k, so->B), value));
-                    }
-                }
+                int dtc = kir_op2(k, KIR_MUL, kir_const(k, so->C), kir_leaf(k, KIR_DT));
+                int value = kir_op2(k, KIR_ADD, kir_load(k, so->base, f, here), kir_op2(k, KIR_MUL, dtc, F[f]));
+                if (so->A != 0)
+                    value = kir_op2(k, KIR_ADD, kir_op2(k, KIR_MUL, kir_const(k, so->A), kir_load(k, 0, f, here)),
+                                    kir_op2(k, KIR_MUL, kir_const(k, so->B), value));
                 kir_add_output(k, so->out, f, value);
             }
         }
         kir_finish(k);
     }
+    rc = 0;
+done:
     free(node_map);
     free(F);
-    return 0;
+    free(field_slot);
+    return rc;
 }

@@ -52,11 +52,39 @@ static int builtin_name_index(const char *name)
 
 /* ---- symbols ------------------------------------------------------------------------------ */
 
+static size_t name_hash(const char *name)
+{
+    size_t h = 1469598103934665603u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) h = (h ^ *p) * 1099511628211u;
+    return h;
+}
+
+/* The slot of C->sym_index that holds `name`, or the empty slot where it would go. */
+static int *index_slot(compiler *C, const char *name)
+{
+    size_t mask = (size_t)C->sym_index_cap - 1, h = name_hash(name) & mask;
+    while (C->sym_index[h] && strcmp(C->syms[C->sym_index[h] - 1].name, name)) h = (h + 1) & mask;
+    return &C->sym_index[h];
+}
+
+/* Adds symbol number i to the index, growing it so that it stays at most half full. */
+static void index_symbol(compiler *C, int i)
+{
+    if (2 * (i + 1) > C->sym_index_cap) {
+        int cap = C->sym_index_cap ? 2 * C->sym_index_cap : 64;
+        while (2 * (i + 1) > cap) cap *= 2;
+        C->sym_index = arena_alloc(C->arena, sizeof *C->sym_index * (size_t)cap); /* zeroed */
+        C->sym_index_cap = cap;
+        for (int j = 0; j < i; j++) *index_slot(C, C->syms[j].name) = j + 1;
+    }
+    *index_slot(C, C->syms[i].name) = i + 1;
+}
+
 symbol *sema_lookup(compiler *C, const char *name)
 {
-    for (int i = 0; i < C->n_syms; i++)
-        if (!strcmp(C->syms[i].name, name)) return &C->syms[i];
-    return NULL;
+    if (!C->sym_index_cap) return NULL;
+    int i = *index_slot(C, name);
+    return i ? &C->syms[i - 1] : NULL;
 }
 
 const char *sema_lookup_field_name(compiler *C, int field)
@@ -72,12 +100,7 @@ static const char *kind_text(sym_kind k)
     return t[k];
 }
 
-static int count_kind(compiler *C, sym_kind kind)
-{
-    int n = 0;
-    for (int i = 0; i < C->n_syms; i++) n += C->syms[i].kind == kind;
-    return n;
-}
+static int count_kind(compiler *C, sym_kind kind) { return C->n_kind[kind]; }
 
 static void add_symbol(compiler *C, const char *name, sym_kind kind, pj_loc loc, const ast_stmt *st,
                        ast_expr *value)
@@ -87,11 +110,17 @@ static void add_symbol(compiler *C, const char *name, sym_kind kind, pj_loc loc,
         diag_error(C->d, loc, "'%s' is already defined as a %s at line %d", name, kind_text(old->kind), old->loc.line);
         return;
     }
-    if (builtin_name_index(name) >= 0 || find_builtin_fn(name, NULL) ||
-        !strcmp(name, "all") ) {
+    if (builtin_name_index(name) >= 0 || !strcmp(name, "all")) {
         diag_error(C->d, loc, "'%s' is a built-in name and cannot be redefined", name);
         return;
     }
+    /* A value may take a built-in function's name: a call always means the function and a plain
+     * name the value. A func or flux would make the call itself ambiguous: an error, after which
+     * the func is defined all the same, so its calls are checked as the user meant them and
+     * report nothing more. */
+    if ((kind == SYM_FUNC || kind == SYM_FLUX) && find_builtin_fn(name, NULL))
+        diag_error(C->d, loc, "'%s' is a built-in function: a %s cannot take its name (a field, param or const can)",
+                   name, kind_text(kind));
     if (C->n_syms == C->cap_syms) {
         int cap = C->cap_syms ? 2 * C->cap_syms : 16;
         C->syms = arena_grow(C->arena, C->syms, sizeof *C->syms * (size_t)C->cap_syms, sizeof *C->syms * (size_t)cap);
@@ -101,7 +130,9 @@ static void add_symbol(compiler *C, const char *name, sym_kind kind, pj_loc loc,
     *s = (symbol){.name = name, .kind = kind, .loc = loc, .stmt = st, .value = value};
     s->index = kind == SYM_FIELD || kind == SYM_PARAM ? count_kind(C, kind) : -1;
     s->value_loc = value ? value->loc : loc;
+    index_symbol(C, C->n_syms);
     C->n_syms++;
+    C->n_kind[kind]++;
 }
 
 static void collect_symbols(compiler *C)
@@ -203,14 +234,17 @@ int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def)
         break;
     }
     case AST_CALL: {
+        /* a call names a user func or flux, else a built-in function, even where a value or an
+           argument has the same name (`const L = 1` beside `L(u)`) */
         symbol *s = sema_lookup(C, e->name);
-        if (is_arg(def, e->name)) {
+        int builtin = find_builtin_fn(e->name, NULL);
+        if (is_arg(def, e->name) && !builtin) {
             diag_error(C->d, e->loc, "'%s' is an argument, not a function", e->name);
         } else if (s && (s->kind == SYM_FUNC || s->kind == SYM_FLUX)) {
             if (e->n_args != s->stmt->n_words)
                 diag_error(C->d, e->loc, "%s '%s' takes %d argument%s, not %d", kind_text(s->kind), e->name,
                            s->stmt->n_words, s->stmt->n_words == 1 ? "" : "s", e->n_args);
-        } else if (s) {
+        } else if (s && !builtin) {
             diag_error(C->d, e->loc, "'%s' is a %s, not a function", e->name, kind_text(s->kind));
         } else {
             builtin_fn fn, *b = find_builtin_fn(e->name, &fn) ? &fn : NULL;

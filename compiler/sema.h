@@ -50,6 +50,9 @@ typedef struct compiler {
     const ast_program *ast;
     symbol *syms;
     int n_syms, cap_syms;
+    int *sym_index;       /* open addressing by name hash: symbol number + 1, 0 empty */
+    int sym_index_cap;    /* a power of two, at least twice n_syms */
+    int n_kind[5];        /* symbols of each sym_kind */
     int dim;
     pj_loc mesh_loc;
     long work;            /* lowering steps, bounded */

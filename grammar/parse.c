@@ -48,8 +48,9 @@ ast_program *parse_program(arena *a, diag *d, const char *source, size_t len)
     ctx.len = len;
     ctx.line = 1;
     ctx.col = 1;
-    if (len > (size_t)INT_MAX - 2) {
-        diag_error(d, (pj_loc){0, 0}, "the problem text is too large (%zu bytes)", len);
+    if (len > PJ_MAX_SOURCE_BYTES) {
+        diag_error(d, (pj_loc){0, 0}, "the problem text is larger than %zu MiB (%zu bytes), the most a problem may have",
+                   PJ_MAX_SOURCE_BYTES >> 20, PJ_MAX_SOURCE_BYTES);
         return NULL;
     }
     yyscan_t scanner;
@@ -64,5 +65,6 @@ ast_program *parse_program(arena *a, diag *d, const char *source, size_t len)
     if (!p) return NULL;
     p->stmts = ctx.stmts.items;
     p->n_stmts = ctx.stmts.len;
+    p->n_nodes = ctx.n_nodes;
     return p;
 }

@@ -25,6 +25,7 @@ typedef struct parse_ctx {
     int lex_errors;
     /* parser */
     stmt_vec stmts;
+    long n_nodes;          /* expression nodes built */
     int depth_reported;    /* one "too deeply nested" per statement */
 } parse_ctx;
 

@@ -24,17 +24,20 @@ static void pjyyerror(PJYYLTYPE *loc, parse_ctx *ctx, void *scanner, const char 
 static ast_expr *node(parse_ctx *c, ast_kind kind, pj_loc loc)
 {
     ast_expr *e = arena_alloc(c->arena, sizeof *e);
+    c->n_nodes++;
     e->kind = kind;
     e->loc = loc;
     e->depth = 1;
     return e;
 }
+/* Raises e's nesting to one more than child's; a statement whose expression nests deeper than
+ * AST_MAX_DEPTH gets one error, at the start of the first subexpression found too deep. */
 static void deepen(parse_ctx *c, ast_expr *e, ast_expr *child)
 {
     if (child && child->depth + 1 > e->depth) e->depth = child->depth + 1;
     if (e->depth > AST_MAX_DEPTH && !c->depth_reported) {
         c->depth_reported = 1;
-        diag_error(c->diag, e->loc, "expression is too long or nested too deeply (more than %d levels)", AST_MAX_DEPTH);
+        diag_error(c->diag, e->loc, "expression is nested too deeply (more than %d levels, from here)", AST_MAX_DEPTH);
     }
 }
 static ast_expr *unary(parse_ctx *c, int op, pj_loc loc, ast_expr *a)
@@ -45,14 +48,32 @@ static ast_expr *unary(parse_ctx *c, int op, pj_loc loc, ast_expr *a)
     deepen(c, e, a);
     return e;
 }
+/* Appends `op term` to the chain e. */
+static void chain_push(parse_ctx *c, ast_expr *e, int op, ast_expr *term)
+{
+    if (e->n_args == e->cap_args) {
+        int cap = e->cap_args ? 2 * e->cap_args : 4;
+        e->args = arena_grow(c->arena, e->args, sizeof *e->args * (size_t)e->cap_args, sizeof *e->args * (size_t)cap);
+        e->ops = arena_grow(c->arena, e->ops, sizeof *e->ops * (size_t)e->cap_args, sizeof *e->ops * (size_t)cap);
+        e->cap_args = cap;
+    }
+    e->args[e->n_args] = term;
+    e->ops[e->n_args] = op;
+    e->n_args++;
+    deepen(c, e, term);
+}
+/* `a OP b`. Every operator has a left operand, and a left operand that is already a chain
+ * (`a + b` in `a + b - c`, `(a*b)` in `(a*b)^c`) is extended in place: evaluating a chain left
+ * to right is exactly the left-leaning tree bison would build, but a sum of a million terms stays
+ * one level deep, so no pass after the parser recurses along its length. */
 static ast_expr *binary(parse_ctx *c, int op, ast_expr *a, ast_expr *b, pj_loc oploc)
 {
-    ast_expr *e = node(c, AST_BINARY, a ? a->loc : oploc);
-    e->op = op;
-    e->a = a;
-    e->b = b;
-    deepen(c, e, a);
-    deepen(c, e, b);
+    ast_expr *e = a;
+    if (!a || a->kind != AST_BINARY) {
+        e = node(c, AST_BINARY, a ? a->loc : oploc);
+        chain_push(c, e, -1, a);
+    }
+    chain_push(c, e, op, b);
     return e;
 }
 static ast_expr *call(parse_ctx *c, ast_kind kind, const char *name, pj_loc loc, expr_vec args)
@@ -224,8 +245,8 @@ static void pjyyerror(PJYYLTYPE *loc, parse_ctx *ctx, void *scanner, const char 
 {
     (void)scanner;
     if (ctx->fatal) return;
-    if (!strcmp(msg, "memory exhausted")) {
-        diag_error(ctx->diag, L(*loc), "expression is too long or nested too deeply");
+    if (!strcmp(msg, "memory exhausted")) { /* the parser's stack (YYMAXDEPTH) is full: only nesting fills it */
+        diag_error(ctx->diag, L(*loc), "expression is nested too deeply (more than %d levels)", AST_MAX_DEPTH);
         return;
     }
     /* bison: "syntax error, unexpected X, expecting Y or Z" -> "unexpected X, expecting ..." */

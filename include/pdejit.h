@@ -37,6 +37,7 @@ typedef enum pj_status {
     PJ_ERR_BACKEND = 3,    /* a back end could not start or compile */
     PJ_ERR_MEMORY = 4,
     PJ_ERR_UNAVAILABLE = 5, /* the back end cannot run on this machine (no GPU) */
+    PJ_INTERRUPTED = 6,    /* pj_sim_interrupt stopped pj_sim_run or pj_sim_advance at a step boundary */
 } pj_status;
 
 /* A short English text for a status ("the run failed" ...); never NULL, static. */
@@ -84,14 +85,24 @@ typedef struct pj_sim_options {
 
 /* A simulation at t = 0 with the initial values. options may be NULL. PJ_ERR_UNAVAILABLE when the
  * back end cannot run here (PJ_BACKEND_CUDA without a GPU), PJ_ERR_BACKEND when its kernels do
- * not compile; the reason is in err. */
+ * not compile; PJ_ERR_MEMORY, before anything is allocated, when the fields (every slot of the
+ * scheme, halos included) do not fit in the memory available — the host's MemAvailable or the
+ * cgroup's remaining limit, the device's free memory for PJ_BACKEND_CUDA — with "the problem
+ * needs 38.4 GB (12 buffers of 3.2 GB); 22.9 GB are available" in err; the reason is in err. */
 PJ_API pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **sim,
                         char *err, size_t err_len);
 PJ_API void pj_sim_free(pj_sim *sim);
 PJ_API pj_status pj_sim_set_param(pj_sim *sim, const char *name, double value);
 /* Steps of at most dt until t_end exactly (the last one shortened), checking for NaN/Inf after
- * every step: PJ_ERR_RUN with the report in err. */
+ * every step: PJ_ERR_RUN with the report in err. PJ_ERR_INPUT, before any step, when t_end is not
+ * finite or is more than 1e15 steps of dt away, or when dt is below the resolution of t_end.
+ * PJ_INTERRUPTED when pj_sim_interrupt stopped it (err says at which step and time). */
 PJ_API pj_status pj_sim_advance(pj_sim *sim, double dt, double t_end, char *err, size_t err_len);
+/* Makes pj_sim_run or pj_sim_advance (running on another thread, or the next one called) stop at
+ * the next step boundary and return PJ_INTERRUPTED, with every output complete and no dump
+ * written; the flag is cleared when they return. Async-signal-safe (one atomic store): a
+ * SIGINT handler may call it. The library installs no signal handler of its own. */
+PJ_API void pj_sim_interrupt(pj_sim *sim);
 PJ_API double pj_sim_time(const pj_sim *sim);
 PJ_API int64_t pj_sim_steps(const pj_sim *sim);
 /* Copies the field's values (pj_problem_cells of them, x fastest) into out. */
@@ -150,8 +161,14 @@ typedef struct pj_run_result {
     int snapshots;
 } pj_run_result;
 PJ_API pj_run_options pj_run_options_default(void);
-/* PJ_ERR_INPUT when there is no time step or no end (message in err); PJ_ERR_RUN for a NaN/Inf, a
- * device error or an output that could not be written. */
+/* Before the first step: PJ_ERR_INPUT when there is no time step or no end, when the end time is
+ * not finite, when the run would take more than 1e15 steps or stop at more than 1e7 output times
+ * (a dt or `output every` that underflowed), when the dump's folder does not take a file, or when
+ * out_dir cannot be created or written (message in err). In a reused out_dir the files of a
+ * previous series (snapshot_NNNNNN.csv/.vti, FIELD_NNNNNN.png, snapshots.csv, snapshots.pvd; no
+ * other name) are removed first, said in a line on `progress`. Then PJ_ERR_RUN for a NaN/Inf, a
+ * device error or an output that could not be written; PJ_INTERRUPTED when pj_sim_interrupt
+ * stopped it (the snapshots written are complete, the dump is not written). */
 PJ_API pj_status pj_sim_run(pj_sim *sim, const pj_run_options *options, pj_run_result *result, char *err, size_t err_len);
 
 /* How the back end got ready: kernels compiled or loaded from the kernel cache. Strings are owned

@@ -41,6 +41,7 @@ struct pj_sim {
     int next_rc;
     char next_err[512];
     double t_swap;
+    atomic_int interrupt;  /* pj_sim_interrupt: stop at the next step boundary */
 };
 
 const char *pj_strerror(pj_status status)
@@ -52,6 +53,7 @@ const char *pj_strerror(pj_status status)
     case PJ_ERR_BACKEND: return "the back end failed";
     case PJ_ERR_MEMORY: return "out of memory";
     case PJ_ERR_UNAVAILABLE: return "the back end cannot run on this machine";
+    case PJ_INTERRUPTED: return "interrupted";
     }
     return "unknown status";
 }
@@ -188,7 +190,7 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     ps->e = engine_create(be, problem->p, &eo, &unavailable, err, err_len);
     if (!ps->e) {
         pj_sim_free(ps);
-        return unavailable ? PJ_ERR_UNAVAILABLE : PJ_ERR_BACKEND;
+        return unavailable == ENGINE_TOO_LARGE ? PJ_ERR_MEMORY : unavailable ? PJ_ERR_UNAVAILABLE : PJ_ERR_BACKEND;
     }
     if (engine_init(ps->e, err, err_len) < 0) {
         pj_sim_free(ps);
@@ -336,12 +338,18 @@ pj_status pj_sim_advance(pj_sim *ps, double dt, double t_end, char *err, size_t 
     /* the run loop's steps (the last one shortened to land on t_end), a check after each; a
        redefinition posted meanwhile is swapped in between two steps */
     driver_options o = {.dt = dt, .until = t_end, .steps = -1, .check_every = 1, .between_steps = between_steps,
-                        .between_ctx = ps};
+                        .between_ctx = ps, .interrupt = &ps->interrupt};
+    if (driver_check_counts(&o, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
     driver_result res;
     stepping(ps, 1);
     int rc = driver_run(ps->e, &o, &res, err, err_len);
     stepping(ps, 0);
-    return rc == 0 ? PJ_OK : PJ_ERR_RUN;
+    return rc == 0 ? PJ_OK : rc == 2 ? PJ_INTERRUPTED : PJ_ERR_RUN;
+}
+
+void pj_sim_interrupt(pj_sim *ps)
+{
+    if (ps) atomic_store(&ps->interrupt, 1); /* lock-free: safe in a signal handler */
 }
 
 pj_status pj_sim_swap(pj_sim *ps, const pj_problem *next, double *t_swap, char *err, size_t err_len)
@@ -393,8 +401,17 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
         .dt = dt, .until = until, .steps = steps, .output_every = p->output_every, .out_dir = o.out_dir,
         .formats = p->output_formats, .fields = p->output_fields, .n_fields = p->n_output_fields,
         .dump_path = o.dump_path, .check_every = o.check_every > 0 ? o.check_every : 1, .progress = o.progress,
-        .between_steps = between_steps, .between_ctx = ps,
+        .between_steps = between_steps, .between_ctx = ps, .interrupt = &ps->interrupt,
     };
+    if (result) *result = (pj_run_result){0, engine_time(ps->e), 0, 0};
+    if (driver_check_counts(&dopt, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
+    int cleaned = 0;
+    if (driver_prepare_outputs(&dopt, &cleaned, err, err_len) < 0) return PJ_ERR_INPUT;
+    if (cleaned && o.progress) {
+        fprintf(o.progress, "pdejit: %s: removed the %d file%s of a previous series before writing this one\n",
+                o.out_dir, cleaned, cleaned == 1 ? "" : "s");
+        fflush(o.progress);
+    }
     ps->user_between = o.between_steps;
     ps->user_ctx = o.between_ctx;
     driver_result res;
@@ -403,7 +420,7 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     stepping(ps, 0);
     ps->user_between = NULL;
     if (result) *result = (pj_run_result){res.steps, res.t, res.seconds, res.snapshots};
-    return rc == 0 ? PJ_OK : PJ_ERR_RUN;
+    return rc == 0 ? PJ_OK : rc == 2 ? PJ_INTERRUPTED : PJ_ERR_RUN;
 }
 
 void pj_sim_get_info(const pj_sim *ps, pj_sim_info *info)

@@ -28,17 +28,22 @@
 #define KEY_TEXT_MAX 65536
 #define STALE_NS (3600LL * 1000000000LL) /* leftovers older than this are removed */
 #define ID_LEN 32
+#define TMP_NAME_MAX 96 /* ".tmp.ID.PID.SEQ.EXT" */
 
 struct cache {
     char dir[PATH_MAX];
+    int dirfd;            /* the cache folder, opened once; every file is reached through it */
+    uid_t euid;           /* the only owner the cache trusts */
     uint64_t cap;
     pthread_mutex_t lock; /* guards everything below */
-    int disabled;
+    int disabled;         /* memory-only: nothing read or written */
+    int read_only;        /* entries are read, nothing is written */
     int has_warning;
+    int state_warned;     /* the warning says the handle turned read-only or memory-only */
     char warning[PATH_MAX + 256];
     int64_t last_stamp;   /* last recency stamp handed out, ns; keeps stamps strictly increasing */
     unsigned tmp_seq;
-    uint64_t hits, misses, puts, evictions;
+    uint64_t hits, misses, puts, evictions, refused, rejected;
 };
 
 /* ---- small helpers ---- */
@@ -128,12 +133,54 @@ static void degrade(cache *c, int err)
     pthread_mutex_lock(&c->lock);
     if (!c->disabled) {
         c->disabled = 1;
-        c->has_warning = 1;
+        c->has_warning = c->state_warned = 1;
         snprintf(c->warning, sizeof c->warning,
                  "kernel cache disabled: %s: %s; kernels are kept in memory only",
                  c->dir[0] ? c->dir : "(no folder)", msg);
     }
     pthread_mutex_unlock(&c->lock);
+}
+
+/* Stops writing (the folder turned unwritable, full, or a write failed), with the one warning:
+ * entries already there are still used. A warning about one entry gives way to this one. */
+static void turn_read_only(cache *c, int err)
+{
+    char eb[128];
+    const char *msg = strerror_r(err, eb, sizeof eb);
+    pthread_mutex_lock(&c->lock);
+    if (!c->disabled && !c->read_only) {
+        c->read_only = 1;
+        if (!c->state_warned) {
+            c->has_warning = c->state_warned = 1;
+            snprintf(c->warning, sizeof c->warning,
+                     "kernel cache is read-only: %s: %s; kernels found there are used, new ones are "
+                     "kept in memory only", c->dir, msg);
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Sets the one warning about a single entry, unless the handle already has one. */
+static void warn_once(cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_once(cache *c, const char *fmt, ...)
+{
+    pthread_mutex_lock(&c->lock);
+    if (!c->has_warning) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->warning, sizeof c->warning, fmt, ap);
+        va_end(ap);
+        c->has_warning = 1;
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+static int is_writable(cache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    int w = !c->disabled && !c->read_only;
+    pthread_mutex_unlock(&c->lock);
+    return w;
 }
 
 static int is_disabled(cache *c)
@@ -162,7 +209,7 @@ static int is_hex_lower(const char *s, int n)
 static int valid_ext(const char *e)
 {
     size_t n = strlen(e);
-    if (n < 1 || n > 8 || !strcmp(e, "bin") || !strcmp(e, "key")) return 0;
+    if (n < 1 || n > 8 || !strcmp(e, "bin") || !strcmp(e, "key") || !strcmp(e, "bad")) return 0;
     for (size_t i = 0; i < n; i++)
         if (!((e[i] >= 'a' && e[i] <= 'z') || (e[i] >= '0' && e[i] <= '9'))) return 0;
     return 1;
@@ -221,25 +268,114 @@ static int entry_path(const cache *c, const char *id, const char *ext, char out[
     return n > 0 && n < PATH_MAX ? 0 : -1;
 }
 
+/* ---- trust: what the cache reads, writes and removes ---- */
+
+/* Why a file or folder found in the cache is not used, or NULL when it is: only a regular file
+ * (a real folder) owned by this process's user that nobody else can write. A symbolic link is
+ * never followed (it is judged as itself, a link). */
+static const char *distrust(const cache *c, const struct stat *st, int want_dir)
+{
+    if (S_ISLNK(st->st_mode)) return "a symbolic link";
+    if (want_dir && !S_ISDIR(st->st_mode)) return "not a folder";
+    if (!want_dir && !S_ISREG(st->st_mode)) return "not a regular file";
+    if (st->st_uid != c->euid) return "owned by another user";
+    if (st->st_mode & (S_IWGRP | S_IWOTH)) return "writable by group or others";
+    return NULL;
+}
+
+/* Opens prefix sub-folder `name` ("ab") of the cache folder, never through a link, creating it
+ * (0700) when asked. Returns its fd; or -1 with *why set (refused: not ours, a link, ...) or
+ * errno set (ENOENT: absent). */
+static int open_sub(cache *c, const char *name, int create, const char **why)
+{
+    *why = NULL;
+    const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int fd = openat(c->dirfd, name, flags);
+    if (fd < 0 && errno == ENOENT && create) {
+        if (mkdirat(c->dirfd, name, 0700) < 0 && errno != EEXIST) return -1;
+        fd = openat(c->dirfd, name, flags);
+    }
+    struct stat st;
+    if (fd < 0) {
+        int err = errno;
+        if (err != ENOENT && fstatat(c->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            (*why = distrust(c, &st, 1)))
+            return -1;
+        errno = err;
+        return -1;
+    }
+    if (fstat(fd, &st) < 0 || (*why = distrust(c, &st, 1))) {
+        int err = errno;
+        close(fd);
+        errno = *why ? EPERM : err;
+        return -1;
+    }
+    return fd;
+}
+
+/* Counts a refused file or folder and sets the one warning naming it. */
+static void refuse(cache *c, const char *what, const char *why)
+{
+    count(c, &c->refused);
+    warn_once(c, "kernel cache: refused %s: %s (the cache uses only files and folders of its own "
+                 "that nobody else can write); compiled afresh, inspect and remove it", what, why);
+}
+
 /* ---- reading an entry ---- */
 
-enum { ENT_OK, ENT_MISSING, ENT_DAMAGED, ENT_FORMAT, ENT_OTHER_KEY };
+enum { ENT_OK, ENT_MISSING, ENT_DAMAGED, ENT_FORMAT, ENT_OTHER_KEY, ENT_REFUSED };
 
 typedef struct entry_info {
     uint32_t format;     /* as found in the header */
     char *key;           /* malloc'd key text when asked for and the header is sound */
+    const char *why;     /* ENT_REFUSED: the reason (static text) */
 } entry_info;
 
-/* Reads the entry at path. want: the key text it must hold (NULL: any). data: where the
- * payload goes (malloc'd; NULL: not returned). verify: check the checksum even without data.
- * touch: mark it used. info (optional): what was found. */
-static int entry_read(const char *path, const char *want, size_t want_len, void **data,
+/* Opens entry file ID.ext for reading: only a regular file of ours in a sub-folder of ours,
+ * never through a link, never blocking (a named pipe is refused before it is read). Returns the
+ * fd, or -1 with *rc ENT_MISSING, ENT_REFUSED (*why says why) or ENT_DAMAGED. */
+static int entry_open(cache *c, const char *id, const char *ext, int *rc, const char **why)
+{
+    char prefix[3] = {id[0], id[1], 0}, name[ID_LEN + 16];
+    snprintf(name, sizeof name, "%s.%s", id, ext);
+    int sub = open_sub(c, prefix, 0, why);
+    if (sub < 0) {
+        *rc = *why ? ENT_REFUSED : errno == ENOENT ? ENT_MISSING : ENT_DAMAGED;
+        return -1;
+    }
+    struct stat st;
+    int fd = -1;
+    if (fstatat(sub, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        *rc = errno == ENOENT ? ENT_MISSING : ENT_DAMAGED;
+    } else if ((*why = distrust(c, &st, 0))) {
+        *rc = ENT_REFUSED;
+    } else if ((fd = openat(sub, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) < 0) {
+        *rc = errno == ENOENT ? ENT_MISSING : errno == ELOOP ? ENT_REFUSED : ENT_DAMAGED;
+        if (errno == ELOOP) *why = "a symbolic link";
+    } else if (fstat(fd, &st) < 0 || (*why = distrust(c, &st, 0))) { /* replaced meanwhile */
+        *rc = *why ? ENT_REFUSED : ENT_DAMAGED;
+        close(fd);
+        fd = -1;
+    }
+    close(sub);
+    return fd;
+}
+
+/* Reads entry `id`. want: the key text it must hold (NULL: any). data: where the payload goes
+ * (malloc'd; NULL: not returned). verify: check the checksum even without data. touch: mark it
+ * used. info (optional): what was found. */
+static int entry_read(cache *c, const char *id, const char *want, size_t want_len, void **data,
                       size_t *len, int verify, int64_t touch, entry_info *info)
 {
-    if (info) { info->format = 0; info->key = NULL; }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT || errno == ENOTDIR ? ENT_MISSING : ENT_DAMAGED;
+    if (info) { info->format = 0; info->key = NULL; info->why = NULL; }
     int rc = ENT_DAMAGED;
+    const char *why = NULL;
+    int fd = entry_open(c, id, "bin", &rc, &why);
+    if (fd < 0) {
+        if (info) info->why = why;
+        return rc;
+    }
+    rc = ENT_DAMAGED;
     char *key = NULL;
     unsigned char *payload = NULL;
     unsigned char h[HDR_SIZE];
@@ -296,7 +432,7 @@ out:
 
 /* ---- opening ---- */
 
-/* mkdir -p; returns 0 or an errno. */
+/* mkdir -p, each folder it creates 0700; returns 0 or an errno. */
 static int mkdir_p(const char *path)
 {
     char p[PATH_MAX];
@@ -307,7 +443,7 @@ static int mkdir_p(const char *path)
         if (p[i] != '/' && p[i] != 0) continue;
         char saved = p[i];
         p[i] = 0;
-        if (mkdir(p, 0777) < 0) {
+        if (mkdir(p, 0700) < 0) { /* what it creates, only its user may read or write */
             int err = errno;
             struct stat st;
             if (stat(p, &st) < 0) return err == EEXIST ? errno : err;
@@ -343,15 +479,45 @@ static int resolve_dir(const char *dir, char out[PATH_MAX])
 /* Creates and removes a file in the folder: the only sure test that it can be written. */
 static int probe(cache *c)
 {
-    char p[PATH_MAX];
-    int n = snprintf(p, sizeof p, "%s/.tmp.probe.%ld.%p", c->dir, (long)getpid(), (void *)c);
-    if (n <= 0 || n >= (int)sizeof p) return ENAMETOOLONG;
-    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    char p[64];
+    snprintf(p, sizeof p, ".tmp.probe.%ld.%p", (long)getpid(), (void *)c);
+    int fd = openat(c->dirfd, p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return errno;
     int err = write_full(fd, "x", 1) < 0 ? errno : 0;
     if (close(fd) < 0 && !err) err = errno;
-    unlink(p);
+    unlinkat(c->dirfd, p, 0);
     return err;
+}
+
+/* Opens the cache folder (the path the user chose may pass through links; the folder itself must
+ * be ours and writable by nobody else). Returns 0, or -1 with the handle memory-only. */
+static int open_top(cache *c)
+{
+    int err = mkdir_p(c->dir);
+    if (!err) {
+        c->dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (c->dirfd < 0) err = errno;
+    }
+    if (err) {
+        degrade(c, err);
+        return -1;
+    }
+    struct stat st = {0};
+    const char *why = fstat(c->dirfd, &st) < 0 ? "cannot be examined" : distrust(c, &st, 1);
+    if (why) {
+        pthread_mutex_lock(&c->lock);
+        c->disabled = c->has_warning = c->state_warned = 1;
+        snprintf(c->warning, sizeof c->warning,
+                 "kernel cache disabled: %s is %s (mode %04o, owner uid %ld; this is uid %ld): "
+                 "anyone who can write there could run code as you; make it yours with mode "
+                 "0700, or choose another folder; kernels are kept in memory only",
+                 c->dir, why, (unsigned)(st.st_mode & 07777), (long)st.st_uid, (long)c->euid);
+        pthread_mutex_unlock(&c->lock);
+        close(c->dirfd);
+        c->dirfd = -1;
+        return -1;
+    }
+    return 0;
 }
 
 cache *cache_open(const char *dir, uint64_t cap_bytes)
@@ -359,6 +525,8 @@ cache *cache_open(const char *dir, uint64_t cap_bytes)
     cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     pthread_mutex_init(&c->lock, NULL);
+    c->dirfd = -1;
+    c->euid = geteuid();
     c->cap = cap_bytes;
     if (!c->cap) {
         const char *e = getenv("PDEJIT_CACHE_MAX");
@@ -373,22 +541,24 @@ cache *cache_open(const char *dir, uint64_t cap_bytes)
         }
     }
     if (resolve_dir(dir, c->dir) < 0) {
-        c->disabled = c->has_warning = 1;
+        c->disabled = c->has_warning = c->state_warned = 1;
         snprintf(c->warning, sizeof c->warning,
                  "kernel cache disabled: %s; kernels are kept in memory only",
                  dir || getenv("PDEJIT_CACHE_DIR") ? "its folder name is too long"
                                                    : "no folder for it (HOME is not set)");
         return c;
     }
-    int err = mkdir_p(c->dir);
-    if (!err) err = probe(c);
-    if (err) degrade(c, err);
+    if (open_top(c) == 0) {
+        int err = probe(c);
+        if (err) turn_read_only(c, err);
+    }
     return c;
 }
 
 void cache_close(cache *c)
 {
     if (!c) return;
+    if (c->dirfd >= 0) close(c->dirfd);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
@@ -406,6 +576,8 @@ const char *cache_dir(cache *c) { return c ? c->dir : ""; }
 
 int cache_on_disk(cache *c) { return c && !is_disabled(c); }
 
+int cache_writable(cache *c) { return c && is_writable(c); }
+
 /* ---- get ---- */
 
 int cache_get(cache *c, const cache_key *key, void **data, size_t *len)
@@ -413,16 +585,46 @@ int cache_get(cache *c, const cache_key *key, void **data, size_t *len)
     if (!c || !data || !len) return 0;
     size_t tlen;
     char *text = key_text(key, &tlen);
-    char id[ID_LEN + 1], path[PATH_MAX];
+    char id[ID_LEN + 1];
     int rc = ENT_MISSING;
+    entry_info info;
     if (text && !is_disabled(c)) {
         text_id(text, tlen, id);
-        if (entry_path(c, id, "bin", path) == 0)
-            rc = entry_read(path, text, tlen, data, len, 1, next_stamp(c), NULL);
+        rc = entry_read(c, id, text, tlen, data, len, 1, next_stamp(c), &info);
+        free(info.key);
     }
     free(text);
+    if (rc == ENT_REFUSED) {
+        char path[PATH_MAX];
+        if (entry_path(c, id, "bin", path) < 0) snprintf(path, sizeof path, "entry %s", id);
+        refuse(c, path, info.why);
+    }
     count(c, rc == ENT_OK ? &c->hits : &c->misses);
     return rc == ENT_OK;
+}
+
+void cache_reject(cache *c, const cache_key *key, const char *why)
+{
+    size_t tlen;
+    char *text = c ? key_text(key, &tlen) : NULL;
+    if (!text) return;
+    char id[ID_LEN + 1], bin[ID_LEN + 8], bad[ID_LEN + 8], path[PATH_MAX];
+    text_id(text, tlen, id);
+    free(text);
+    snprintf(bin, sizeof bin, "%s.bin", id);
+    snprintf(bad, sizeof bad, "%s.bad", id);
+    count(c, &c->rejected);
+    const char *distrusted;
+    char prefix[3] = {id[0], id[1], 0};
+    int sub = is_writable(c) ? open_sub(c, prefix, 0, &distrusted) : -1;
+    struct stat st;
+    int set_aside = sub >= 0 && fstatat(sub, bin, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    !distrust(c, &st, 0) && renameat(sub, bin, sub, bad) == 0;
+    if (sub >= 0) close(sub);
+    if (entry_path(c, id, "bad", path) < 0) snprintf(path, sizeof path, "%s.bad", id);
+    warn_once(c, "kernel cache: entry %s did not load (%s); %s%s, compiled afresh", id,
+              why && *why ? why : "unusable", set_aside ? "set aside as " : "left in place",
+              set_aside ? path : "");
 }
 
 /* ---- scanning the folder ---- */
@@ -448,6 +650,8 @@ typedef struct scan {
     scan_entry *entries; /* only those with a .bin */
     int n;
     uint64_t total;      /* bytes of the entries */
+    int refused;         /* files and sub-folders not used: links, not ours, writable by others */
+    int set_aside;       /* ID.bad files: entries that did not load (cache_reject) */
 } scan;
 
 static int cmp_file(const void *a, const void *b)
@@ -479,7 +683,7 @@ static int parse_name(const char *sub, const char *name, scan_file *f)
         memcmp(name, sub, 2))
         return -1;
     const char *ext = name + ID_LEN + 1;
-    if (strcmp(ext, "bin") && strcmp(ext, "key") && !valid_ext(ext)) return -1;
+    if (strcmp(ext, "bin") && strcmp(ext, "key") && strcmp(ext, "bad") && !valid_ext(ext)) return -1;
     memcpy(f->id, name, ID_LEN);
     f->id[ID_LEN] = 0;
     snprintf(f->ext, sizeof f->ext, "%s", ext);
@@ -493,43 +697,63 @@ static void scan_free(scan *s)
     memset(s, 0, sizeof *s);
 }
 
-static void unlink_file(const cache *c, const scan_file *f)
+/* Removes an entry: the .bin first, so that it stops being visible before its companions go.
+ * Only files of ours, in a sub-folder of ours reached without a link. */
+static void remove_entry(cache *c, const scan *s, const scan_entry *e)
 {
-    char p[PATH_MAX];
-    if (entry_path(c, f->id, f->ext, p) == 0) unlink(p);
+    char prefix[3] = {e->id[0], e->id[1], 0}, name[ID_LEN + 16];
+    const char *why;
+    int sub = open_sub(c, prefix, 0, &why);
+    if (sub < 0) return;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < e->count; i++) {
+            const scan_file *f = &s->files[e->first + i];
+            struct stat st;
+            if ((pass == 0) != !strcmp(f->ext, "bin")) continue;
+            snprintf(name, sizeof name, "%s.%s", f->id, f->ext);
+            if (fstatat(sub, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == c->euid)
+                unlinkat(sub, name, 0);
+        }
+    close(sub);
 }
 
-/* Removes an entry: the .bin first, so that it stops being visible before its companions go. */
-static void remove_entry(const cache *c, const scan *s, const scan_entry *e)
+/* Calls visit for every file in the cache folder's prefix sub-folders (fd: its sub-folder, st:
+ * the file as found, never through a link). Sub-folders that are links, not ours or writable by
+ * others are not entered, and count as refused. After each sub-folder, tries to remove it when
+ * rmdir_after (it stays unless empty). Returns -1 when the folder cannot be read or visit returns
+ * < 0 (which ends the walk), else 0. */
+typedef struct walk_counts { int unopened, refused; } walk_counts;
+typedef int (*file_visitor)(void *ctx, int fd, const char *prefix, const char *name,
+                            const struct stat *st);
+static int walk_files(cache *c, file_visitor visit, void *ctx, int rmdir_after, walk_counts *wc)
 {
-    for (int i = 0; i < e->count; i++)
-        if (!strcmp(s->files[e->first + i].ext, "bin")) unlink_file(c, &s->files[e->first + i]);
-    for (int i = 0; i < e->count; i++)
-        if (strcmp(s->files[e->first + i].ext, "bin")) unlink_file(c, &s->files[e->first + i]);
-}
-
-/* Calls visit for every file in the cache folder's prefix sub-folders (fd: its sub-folder).
- * After each sub-folder, tries to remove it when rmdir_after (it stays unless empty). A
- * sub-folder that cannot be opened sets *unopened. Returns -1 when the folder cannot be read or
- * visit returns < 0 (which ends the walk), else 0. */
-typedef int (*file_visitor)(void *ctx, int fd, const char *prefix, const char *name);
-static int walk_files(const cache *c, file_visitor visit, void *ctx, int rmdir_after, int *unopened)
-{
-    DIR *top = opendir(c->dir);
-    if (!top) return -1;
+    int topfd = c->dirfd >= 0 ? openat(c->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    DIR *top = topfd >= 0 ? fdopendir(topfd) : NULL;
+    if (!top) {
+        if (topfd >= 0) close(topfd);
+        return -1;
+    }
     int rc = 0;
     struct dirent *d;
     while (rc == 0 && (d = readdir(top))) {
         if (!is_prefix_dir(d->d_name)) continue;
-        int fd = openat(dirfd(top), d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        const char *why;
+        int fd = open_sub(c, d->d_name, 0, &why);
         DIR *sub = fd >= 0 ? fdopendir(fd) : NULL;
         if (!sub) {
             if (fd >= 0) close(fd);
-            if (unopened) *unopened = 1;
+            if (why) wc->refused++;
+            else if (errno != ENOENT) wc->unopened++;
             continue;
         }
         struct dirent *e;
-        while (rc == 0 && (e = readdir(sub))) rc = visit(ctx, fd, d->d_name, e->d_name) < 0 ? -1 : 0;
+        while (rc == 0 && (e = readdir(sub))) {
+            struct stat st;
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+                fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                continue;
+            rc = visit(ctx, fd, d->d_name, e->d_name, &st) < 0 ? -1 : 0;
+        }
         closedir(sub);
         if (rmdir_after) unlinkat(dirfd(top), d->d_name, AT_REMOVEDIR); /* fails harmlessly when not empty */
     }
@@ -537,24 +761,28 @@ static int walk_files(const cache *c, file_visitor visit, void *ctx, int rmdir_a
     return rc;
 }
 
-typedef struct scan_walk { scan *s; int tidy; int64_t stale; } scan_walk;
+typedef struct scan_walk { cache *c; scan *s; int tidy; int64_t stale; } scan_walk;
 
-/* scan_dir's visitor: a regular file named like an entry's is listed; a temporary file is
- * skipped, and removed when tidying and stale. */
-static int scan_visit(void *ctx, int fd, const char *prefix, const char *name)
+/* scan_dir's visitor: a file of ours named like an entry's is listed; one that is not ours, a
+ * link or not a regular file counts as refused; a temporary file is skipped, and removed when
+ * tidying and stale. */
+static int scan_visit(void *ctx, int fd, const char *prefix, const char *name, const struct stat *st)
 {
     scan_walk *w = ctx;
     scan *s = w->s;
-    struct stat st;
-    if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) return 0;
-    if (!strncmp(name, ".tmp.", 5)) {
-        if (w->tidy && ts_ns(st.st_mtim) < w->stale) unlinkat(fd, name, 0);
+    int temporary = !strncmp(name, ".tmp.", 5);
+    scan_file f;
+    if (!temporary && parse_name(prefix, name, &f) < 0) return 0;
+    if (distrust(w->c, st, 0)) {
+        s->refused++;
         return 0;
     }
-    scan_file f;
-    if (parse_name(prefix, name, &f) < 0) return 0;
-    f.size = (uint64_t)st.st_size;
-    f.mtime = ts_ns(st.st_mtim);
+    if (temporary) {
+        if (w->tidy && ts_ns(st->st_mtim) < w->stale) unlinkat(fd, name, 0);
+        return 0;
+    }
+    f.size = (uint64_t)st->st_size;
+    f.mtime = ts_ns(st->st_mtim);
     if (s->nfiles == s->capfiles) {
         int nc = s->capfiles ? 2 * s->capfiles : 64;
         scan_file *nf = realloc(s->files, sizeof *nf * (size_t)nc);
@@ -572,11 +800,13 @@ static int scan_dir(cache *c, scan *s, int tidy)
 {
     memset(s, 0, sizeof *s);
     int64_t stale = now_ns() - STALE_NS;
-    scan_walk w = {s, tidy, stale};
-    if (walk_files(c, scan_visit, &w, 0, NULL) < 0) {
+    scan_walk w = {c, s, tidy, stale};
+    walk_counts wc = {0, 0};
+    if (walk_files(c, scan_visit, &w, 0, &wc) < 0) {
         scan_free(s);
         return -1;
     }
+    s->refused += wc.refused;
     if (s->nfiles == 0) return 0;
     qsort(s->files, (size_t)s->nfiles, sizeof *s->files, cmp_file);
     s->entries = malloc(sizeof *s->entries * (size_t)s->nfiles);
@@ -589,6 +819,7 @@ static int scan_dir(cache *c, scan *s, int tidy)
             e.size += s->files[i].size;
             if (s->files[i].mtime > newest) newest = s->files[i].mtime;
             if (!strcmp(s->files[i].ext, "bin")) { e.has_bin = 1; e.mtime = s->files[i].mtime; }
+            if (!strcmp(s->files[i].ext, "bad")) s->set_aside++;
         }
         if (e.has_bin) {
             s->entries[s->n++] = e;
@@ -618,21 +849,21 @@ static void evict(cache *c)
 
 /* ---- put ---- */
 
-/* Writes parts into a fresh temporary file in folder sub; its name goes to tmp. sync: fsync
- * before closing; stamp (ns, 0: none): its modification time. Returns 0, or an errno (and the
- * temporary file is gone). */
-static int write_tmp(cache *c, const char *sub, const char *id, const char *ext,
+/* Writes parts into a fresh temporary file (0600) in sub-folder fd sub; its name goes to tmp.
+ * sync: fsync before closing; stamp (ns, 0: none): its modification time. Returns 0, or an errno
+ * (and the temporary file is gone). */
+static int write_tmp(cache *c, int sub, const char *id, const char *ext,
                      const void *const *parts, const size_t *lens, int nparts, int sync,
-                     int64_t stamp, char tmp[PATH_MAX])
+                     int64_t stamp, char tmp[TMP_NAME_MAX])
 {
     int fd = -1;
     for (int tries = 0; fd < 0 && tries < 100; tries++) {
         pthread_mutex_lock(&c->lock);
         unsigned seq = c->tmp_seq++;
         pthread_mutex_unlock(&c->lock);
-        int n = snprintf(tmp, PATH_MAX, "%s/.tmp.%s.%ld.%u.%s", sub, id, (long)getpid(), seq, ext);
-        if (n <= 0 || n >= PATH_MAX) return ENAMETOOLONG;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        int n = snprintf(tmp, TMP_NAME_MAX, ".tmp.%s.%ld.%u.%s", id, (long)getpid(), seq, ext);
+        if (n <= 0 || n >= TMP_NAME_MAX) return ENAMETOOLONG;
+        fd = openat(sub, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 && errno != EEXIST) return errno;
     }
     if (fd < 0) return EEXIST;
@@ -642,20 +873,39 @@ static int write_tmp(cache *c, const char *sub, const char *id, const char *ext,
     if (!err && stamp) set_times(fd, stamp);
     if (!err && sync && fsync(fd) < 0) err = errno;
     if (close(fd) < 0 && !err) err = errno;
-    if (err) unlink(tmp);
+    if (err) unlinkat(sub, tmp, 0);
     return err;
 }
 
-/* One attempt at writing an entry; returns 0 or an errno, never leaving a partial entry. */
+/* One attempt at writing an entry; returns 0 or an errno, never leaving a partial entry. An
+ * entry file of another user's in the way, or a sub-folder the cache does not trust, is not
+ * replaced: *refused says why (and 0 is returned with nothing written). */
 static int put_once(cache *c, const char *id, const char *text, size_t tlen,
                     const unsigned char h[HDR_SIZE], const void *data, size_t len,
-                    const char *source, const char *source_ext)
+                    const char *source, const char *source_ext, const char **refused,
+                    char refused_name[ID_LEN + 16])
 {
     enum { SRC, KEY, BIN };
-    char sub[PATH_MAX], tmp[3][PATH_MAX] = {"", "", ""}, final[PATH_MAX];
-    int n = snprintf(sub, sizeof sub, "%s/%.2s", c->dir, id);
-    if (n <= 0 || n >= (int)sizeof sub) return ENAMETOOLONG;
-    if (mkdir(sub, 0777) < 0 && errno != EEXIST) return errno;
+    char prefix[3] = {id[0], id[1], 0}, tmp[3][TMP_NAME_MAX] = {"", "", ""};
+    char final[3][ID_LEN + 16];
+    const char *exts[3] = {source_ext, "key", "bin"};
+    *refused = NULL;
+    int sub = open_sub(c, prefix, 1, refused);
+    if (sub < 0) {
+        if (*refused) snprintf(refused_name, ID_LEN + 16, "%s", prefix);
+        return *refused ? 0 : errno;
+    }
+    for (int i = SRC; i <= BIN; i++) {
+        struct stat st;
+        if (i == SRC && !source) continue;
+        snprintf(final[i], sizeof final[i], "%s.%s", id, exts[i]);
+        if (fstatat(sub, final[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != c->euid) {
+            *refused = "owned by another user";
+            snprintf(refused_name, ID_LEN + 16, "%.40s", final[i]);
+            close(sub);
+            return 0;
+        }
+    }
     int err = 0;
     if (source) {
         const void *p[1] = {source};
@@ -675,16 +925,16 @@ static int put_once(cache *c, const char *id, const char *text, size_t tlen,
         err = write_tmp(c, sub, id, "bin", p, l, 3, 1, next_stamp(c), tmp[BIN]);
         if (err) tmp[BIN][0] = 0;
     }
-    /* all written: make them visible, the .bin (the commit point) last */
-    const char *exts[3] = {source_ext, "key", "bin"};
+    /* all written: make them visible, the .bin (the commit point) last; a rename replaces a link
+     * or a pipe of ours in the way, never what it points to */
     for (int i = SRC; i <= BIN && !err; i++) {
         if (!tmp[i][0]) continue;
-        if (entry_path(c, id, exts[i], final) < 0) err = ENAMETOOLONG;
-        else if (rename(tmp[i], final) < 0) err = errno;
+        if (renameat(sub, tmp[i], sub, final[i]) < 0) err = errno;
         else tmp[i][0] = 0;
     }
     for (int i = SRC; i <= BIN; i++)
-        if (tmp[i][0]) unlink(tmp[i]);
+        if (tmp[i][0]) unlinkat(sub, tmp[i], 0);
+    close(sub);
     return err;
 }
 
@@ -695,7 +945,7 @@ int cache_put(cache *c, const cache_key *key, const void *data, size_t len, cons
     size_t tlen;
     char *text = key_text(key, &tlen);
     if (!text) return -1;
-    if (is_disabled(c)) { free(text); return -1; }
+    if (!is_writable(c)) { free(text); return -1; }
     if (!data) data = "";
 
     char id[ID_LEN + 1];
@@ -709,12 +959,21 @@ int cache_put(cache *c, const cache_key *key, const void *data, size_t len, cons
     XXH128_canonicalFromHash(&sum, XXH3_128bits(data, len));
     memcpy(h + 24, sum.digest, 16);
 
-    int err = put_once(c, id, text, tlen, h, data, len, source, source_ext);
+    const char *refused;
+    char refused_name[ID_LEN + 16];
+    int err = put_once(c, id, text, tlen, h, data, len, source, source_ext, &refused, refused_name);
     if (err == ENOENT) /* the prefix folder was removed under us (a concurrent clear): once more */
-        err = put_once(c, id, text, tlen, h, data, len, source, source_ext);
+        err = put_once(c, id, text, tlen, h, data, len, source, source_ext, &refused, refused_name);
     free(text);
+    if (refused) {
+        char what[PATH_MAX + 64];
+        snprintf(what, sizeof what, "%s/%.2s%s%s", c->dir, id, strlen(refused_name) > 2 ? "/" : "",
+                 strlen(refused_name) > 2 ? refused_name : "");
+        refuse(c, what, refused);
+        return -1;
+    }
     if (err) {
-        degrade(c, err);
+        turn_read_only(c, err); /* the one warning; entries already stored are still used */
         return -1;
     }
     count(c, &c->puts);
@@ -736,23 +995,29 @@ int cache_stats(cache *c, FILE *out)
 {
     if (!c || !out) return -1;
     pthread_mutex_lock(&c->lock);
-    int disabled = c->disabled;
+    int disabled = c->disabled, read_only = c->read_only;
     uint64_t hits = c->hits, misses = c->misses, puts = c->puts, ev = c->evictions;
+    uint64_t refused = c->refused, rejected = c->rejected;
     pthread_mutex_unlock(&c->lock);
     fprintf(out, "folder: %s\n", c->dir[0] ? c->dir : "(none)");
     if (disabled) fprintf(out, "state: memory only (%s)\n", cache_warning(c));
+    else if (read_only) fprintf(out, "state: read-only (%s)\n", cache_warning(c));
     else fprintf(out, "state: on disk\n");
     scan s;
     int rc = 0;
     if (!disabled && scan_dir(c, &s, 0) == 0) {
         int damaged = 0;
         for (int i = 0; i < s.n; i++) {
-            char p[PATH_MAX];
-            if (entry_path(c, s.entries[i].id, "bin", p) < 0 ||
-                entry_read(p, NULL, 0, NULL, NULL, 1, 0, NULL) != ENT_OK)
-                damaged++;
+            entry_info info;
+            int r = entry_read(c, s.entries[i].id, NULL, 0, NULL, NULL, 1, 0, &info);
+            free(info.key);
+            if (r == ENT_REFUSED) s.refused++;
+            else if (r != ENT_OK) damaged++;
         }
         fprintf(out, "entries: %d (%d damaged)\n", s.n, damaged);
+        fprintf(out, "refused: %d (links, files or folders not yours or writable by others, "
+                     "not regular files)\n", s.refused);
+        fprintf(out, "failed to load: %d (set aside as ID.bad and compiled afresh)\n", s.set_aside);
         fprintf(out, "size: %" PRIu64 " bytes (%.1f MiB) of a cap of %" PRIu64 " bytes (%.1f MiB)\n",
                 s.total, (double)s.total / 1048576.0, c->cap, (double)c->cap / 1048576.0);
         scan_free(&s);
@@ -761,7 +1026,8 @@ int cache_stats(cache *c, FILE *out)
         fprintf(out, "entries: 0\n");
     }
     fprintf(out, "this session: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64 " puts, %" PRIu64
-                 " evicted\n", hits, misses, puts, ev);
+                 " evicted, %" PRIu64 " refused, %" PRIu64 " failed to load\n",
+            hits, misses, puts, ev, refused, rejected);
     return rc;
 }
 
@@ -774,16 +1040,18 @@ int cache_list(cache *c, FILE *out)
     if (s.n > 1) qsort(s.entries, (size_t)s.n, sizeof *s.entries, cmp_entry_new_first);
     for (int i = 0; i < s.n; i++) {
         const scan_entry *e = &s.entries[i];
-        char p[PATH_MAX], when[64];
+        char when[64];
         entry_info info;
         format_time(e->mtime, when, sizeof when);
         fprintf(out, "%s  %10" PRIu64 "  %s  ", e->id, e->size, when);
-        if (entry_path(c, e->id, "bin", p) == 0 &&
-            entry_read(p, NULL, 0, NULL, NULL, 0, 0, &info) == ENT_OK) {
+        int r = entry_read(c, e->id, NULL, 0, NULL, NULL, 0, 0, &info);
+        if (r == ENT_OK) {
             for (char *k = info.key; *k; k++)
                 if (*k != '\n' || k[1]) fputc(*k == '\n' ? ' ' : *k, out);
             fputc('\n', out);
             free(info.key);
+        } else if (r == ENT_REFUSED) {
+            fprintf(out, "(refused: %s)\n", info.why);
         } else {
             fprintf(out, "(damaged)\n");
         }
@@ -793,21 +1061,25 @@ int cache_list(cache *c, FILE *out)
     return n;
 }
 
-typedef struct clear_walk { int removed, failed; int64_t stale; } clear_walk;
+typedef struct clear_walk { cache *c; int removed, failed; int64_t stale; } clear_walk;
 
-/* cache_clear's visitor: every file named like an entry's goes; a temporary file only when it
- * is a leftover (a fresh one belongs to a put in progress). */
-static int clear_visit(void *ctx, int fd, const char *prefix, const char *name)
+/* cache_clear's visitor: every file of ours named like an entry's goes (a link of ours is
+ * removed, never what it points to); a temporary file only when it is a leftover (a fresh one
+ * belongs to a put in progress). Files of other users stay, and make the clear fail. */
+static int clear_visit(void *ctx, int fd, const char *prefix, const char *name, const struct stat *st)
 {
     clear_walk *w = ctx;
-    if (!strncmp(name, ".tmp.", 5)) {
-        struct stat st;
-        if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && ts_ns(st.st_mtim) < w->stale)
-            unlinkat(fd, name, 0);
+    int temporary = !strncmp(name, ".tmp.", 5);
+    scan_file f;
+    if (!temporary && parse_name(prefix, name, &f) < 0) return 0;
+    if (st->st_uid != w->c->euid) {
+        w->failed = 1;
         return 0;
     }
-    scan_file f;
-    if (parse_name(prefix, name, &f) < 0) return 0;
+    if (temporary) {
+        if (ts_ns(st->st_mtim) < w->stale) unlinkat(fd, name, 0);
+        return 0;
+    }
     if (unlinkat(fd, name, 0) < 0) {
         if (errno != ENOENT) w->failed = 1;
     } else if (!strcmp(f.ext, "bin")) {
@@ -819,9 +1091,16 @@ static int clear_visit(void *ctx, int fd, const char *prefix, const char *name)
 int cache_clear(cache *c)
 {
     if (!c || is_disabled(c)) return -1;
-    clear_walk w = {0, 0, now_ns() - STALE_NS};
-    if (walk_files(c, clear_visit, &w, 1, &w.failed) < 0) return -1;
-    return w.failed ? -1 : w.removed;
+    clear_walk w = {c, 0, 0, now_ns() - STALE_NS};
+    walk_counts wc = {0, 0};
+    if (walk_files(c, clear_visit, &w, 1, &wc) < 0) return -1;
+    if (wc.refused) {
+        char what[PATH_MAX + 32];
+        snprintf(what, sizeof what, "%d sub-folder%s of %s", wc.refused, wc.refused == 1 ? "" : "s",
+                 c->dir);
+        refuse(c, what, "links, not yours, or writable by others; left as they are");
+    }
+    return w.failed || wc.unopened || wc.refused ? -1 : w.removed;
 }
 
 /* ---- explain ---- */
@@ -900,12 +1179,10 @@ int cache_explain(cache *c, const cache_key *key, char *out, size_t out_len)
         free(text);
         return 0;
     }
-    char id[ID_LEN + 1], path[PATH_MAX];
+    char id[ID_LEN + 1];
     text_id(text, tlen, id);
     entry_info info;
-    int rc = entry_path(c, id, "bin", path) < 0
-                 ? ENT_MISSING
-                 : entry_read(path, text, tlen, NULL, NULL, 1, 0, &info);
+    int rc = entry_read(c, id, text, tlen, NULL, NULL, 1, 0, &info);
     free(text);
     switch (rc) {
     case ENT_OK:
@@ -924,6 +1201,10 @@ int cache_explain(cache *c, const cache_key *key, char *out, size_t out_len)
         out_add(&o, "miss: entry %s holds another key (a hash collision); the next put replaces "
                     "it", id);
         return 0;
+    case ENT_REFUSED:
+        out_add(&o, "miss: entry %s is refused: it or its folder is %s (the cache uses only "
+                    "regular files and folders of its own that nobody else can write)", id, info.why);
+        return 0;
     default:
         break;
     }
@@ -938,9 +1219,7 @@ int cache_explain(cache *c, const cache_key *key, char *out, size_t out_len)
     int64_t best_time = 0;
     char best_id[ID_LEN + 1] = "";
     for (int i = 0; i < s.n; i++) {
-        if (entry_path(c, s.entries[i].id, "bin", path) < 0 ||
-            entry_read(path, NULL, 0, NULL, NULL, 0, 0, &info) != ENT_OK)
-            continue;
+        if (entry_read(c, s.entries[i].id, NULL, 0, NULL, NULL, 0, 0, &info) != ENT_OK) continue;
         int sh = shared_components(key, info.key);
         if (sh > best_shared || (sh == best_shared && s.entries[i].mtime > best_time)) {
             free(best);

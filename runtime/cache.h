@@ -12,6 +12,7 @@
  *     ab/ab12…ef.key        the canonical key text, for people and `pdejit cache explain`
  *     ab/ab12…ef.ll | .cu   the generated source (LLVM IR text, CUDA C), for inspection
  *     ab/.tmp.*             files being written; renamed into place once complete
+ *     ab/ab12…ef.bad        an entry that did not load (cache_reject), set aside
  * where "ab" is the first two hex digits of the id. The .bin file starts with a 40-byte header,
  * little-endian: magic "PJKCACHE" (8 bytes), CACHE_FORMAT_VERSION (u32), key text length (u32),
  * payload length (u64), XXH3-128 of the payload (16 bytes, canonical big-endian form); then the
@@ -23,9 +24,17 @@
  * .bin file's modification time is its last use: a hit refreshes it, and a put that takes the
  * folder over its size cap removes the least recently used entries until it fits.
  *
- * A folder that cannot be created or written (read-only, full, no permission), or a put that
- * fails part-way, turns the handle memory-only: gets miss, puts keep nothing, and cache_warning()
- * holds one message for the caller to print. Library code never prints.
+ * Trust (docs/cache.md): the folders it creates are 0700 and the files 0600. The cache uses only
+ * what this process's user owns and nobody else can write: a cache folder, prefix sub-folder or
+ * entry that is writable by group or others, owned by another user, a symbolic link, or not a
+ * regular file (folder) is refused: a miss, counted, with the one warning; it is never followed,
+ * opened in a blocking way, replaced or removed. Every file is reached through the cache folder's
+ * descriptor (openat, O_NOFOLLOW), so eviction and cache_clear never remove outside the folder.
+ *
+ * A folder that cannot be created, or is not trusted, turns the handle memory-only: gets miss,
+ * puts keep nothing. A folder that cannot be written (read-only, full, no permission), at open or
+ * when a put fails part-way, turns the handle read-only: gets still hit, puts keep nothing. Either
+ * way cache_warning() holds one message for the caller to print. Library code never prints.
  *
  * All functions are safe to call from several threads on one handle. */
 #ifndef PJ_CACHE_H
@@ -59,39 +68,55 @@ int cache_key_add(cache_key *k, const char *name, const char *value);
 cache *cache_open(const char *dir, uint64_t cap_bytes);
 void cache_close(cache *c);
 
-/* NULL, or the one message the caller should print (e.g. "kernel cache disabled: /x: Read-only
- * file system; kernels are kept in memory only"). Owned by the handle; its text is set when the
- * handle opens (a bad $PDEJIT_CACHE_MAX, or the folder unusable) and replaced at most once more,
- * when a later put turns the handle memory-only. */
+/* NULL, or the one message the caller should print (e.g. "kernel cache is read-only: /x:
+ * Read-only file system; kernels found there are used, new ones are kept in memory only"). Owned
+ * by the handle. It holds the first problem found (a bad $PDEJIT_CACHE_MAX, the folder unusable,
+ * an entry refused or set aside by cache_reject) and is replaced at most once, when the handle
+ * turns read-only or memory-only after another warning; later problems are counted (cache_stats)
+ * without a new message. A caller that printed it once need print it again only if it changed. */
 const char *cache_warning(cache *c);
 /* The folder in use (owned by the handle; "" when none could be determined). */
 const char *cache_dir(cache *c);
-/* 1 while entries are read from and written to disk, 0 once memory-only. */
+/* 1 while entries are read from disk (read-only or not), 0 once memory-only. */
 int cache_on_disk(cache *c);
+/* 1 while puts are written to disk, 0 once read-only or memory-only. */
+int cache_writable(cache *c);
 
 /* Looks a key up. Returns 1 on a hit, with *data a malloc'd copy of the payload (the caller frees
  * it) and *len its length; 0 on a miss (nothing allocated), including a damaged entry, a
- * malformed key or a memory-only handle. A hit marks the entry most recently used. */
+ * malformed key, a memory-only handle, or an entry refused (see Trust: the one warning). A hit
+ * marks the entry most recently used. */
 int cache_get(cache *c, const cache_key *key, void **data, size_t *len);
 
+/* The caller could not use what cache_get returned for key (an object that does not load: made
+ * for another CPU, or corrupt under a valid checksum). The entry is set aside as ID.bad (when
+ * the handle can write), so the next put stores a fresh one, cache_stats counts it ("failed to
+ * load") and eviction or cache_clear removes it; the one warning names it. why: the loader's
+ * message (may be NULL). */
+void cache_reject(cache *c, const cache_key *key, const char *why);
+
 /* Stores data[0..len) under key, replacing any entry there, with `source` (NUL-terminated, may be
- * NULL) kept beside it as ID.<source_ext> ("ll", "cu": 1–8 lowercase letters or digits, not "bin"
- * or "key"). Nothing is kept from the caller's buffers. Returns 0 once stored; -1 when not stored:
- * a malformed key or extension, a memory-only handle, or a failed write (the handle then turns
- * memory-only and cache_warning says why; no part of the entry becomes visible). May evict the
- * least recently used entries to keep the folder under its cap. */
+ * NULL) kept beside it as ID.<source_ext> ("ll", "cu": 1–8 lowercase letters or digits, not "bin",
+ * "key" or "bad"). Nothing is kept from the caller's buffers. Returns 0 once stored; -1 when not stored:
+ * a malformed key or extension, a read-only or memory-only handle, a failed write (the handle turns
+ * read-only and cache_warning says why; no part of the entry becomes visible), or an entry file
+ * of another user's in the way (not replaced; the one warning). May evict the least recently
+ * used entries to keep the folder under its cap. */
 int cache_put(cache *c, const cache_key *key, const void *data, size_t len, const char *source,
               const char *source_ext);
 
 /* For `pdejit cache stats|list|clear|explain`. */
-/* Folder, state, entry count (every entry's checksum verified), size against the cap, and this
- * handle's hits, misses, puts and evictions. Returns 0, or -1 when the folder cannot be read. */
+/* Folder, state, entry count (every entry's checksum verified), the files and sub-folders
+ * refused, the entries set aside by cache_reject, size against the cap, and this handle's hits,
+ * misses, puts, evictions, refusals and rejections. Returns 0, or -1 when the folder cannot be
+ * read. */
 int cache_stats(cache *c, FILE *out);
 /* One line per entry, most recently used first: id, bytes, last use (local time), key text on
  * one line. Returns the number of entries, or -1. */
 int cache_list(cache *c, FILE *out);
-/* Removes every entry (and leftover temporary files). Returns the number of entries removed, or
- * -1 when memory-only or something could not be removed. */
+/* Removes every entry of its own (and leftover temporary files), never through a link and never
+ * another user's file. Returns the number of entries removed, or -1 when memory-only or something
+ * could not be removed (a file or sub-folder refused stays, with the one warning). */
 int cache_clear(cache *c);
 /* Explains a lookup in out (always NUL-terminated): "hit: entry ID", or "miss: …" saying why —
  * the entry is damaged or of another format, or naming the nearest stored entry (the one sharing

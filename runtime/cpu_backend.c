@@ -1,5 +1,6 @@
 /* cpu_backend.c — stage kernels through the cache and the LLVM back end (see cpu_backend.h). */
 #include "cpu_backend.h"
+#include <elf.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,42 @@ static void make_key(cpu_backend *be, const kir_kernel *k, kernel_key *kk)
     cache_key_add(&kk->key, "llvm", llvm_version_string());
     cache_key_add(&kk->key, "precision", be->opt.single ? "single" : "double");
     cache_key_add(&kk->key, "fast_math", be->opt.fast_math ? "1" : "0");
+    if (be->opt.fast_math) cache_key_add(&kk->key, "vecmath", llvm_jit_vecmath(be->jit));
     cache_key_add(&kk->key, "codegen", PJ_CODEGEN_VERSION);
+}
+
+/* The ELF machine of the objects this build emits for its own CPU (0: not checked). */
+#if defined(__x86_64__)
+#define HOST_ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define HOST_ELF_MACHINE EM_AARCH64
+#elif defined(__powerpc64__)
+#define HOST_ELF_MACHINE EM_PPC64
+#elif defined(__riscv)
+#define HOST_ELF_MACHINE EM_RISCV
+#else
+#define HOST_ELF_MACHINE 0
+#endif
+
+/* Why a cached object cannot be this machine's relocatable ELF object, or NULL. Checked before
+ * LLVM sees it: its loader aborts the process (not an error) on some foreign objects, e.g.
+ * "Relocation type not implemented yet!" for another CPU's. */
+static const char *foreign_object(const void *obj, size_t len)
+{
+    Elf64_Ehdr h;
+    if (len < sizeof h) return "shorter than an ELF header";
+    memcpy(&h, obj, sizeof h);
+    if (memcmp(h.e_ident, ELFMAG, SELFMAG)) return "not an ELF object";
+    if (h.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) ||
+        h.e_ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB))
+        return "an ELF object of another word size or byte order";
+    if (sizeof(void *) != 8) return NULL; /* the fields below are read as Elf64 */
+    if (h.e_type != ET_REL) return "not a relocatable ELF object";
+    if (HOST_ELF_MACHINE && h.e_machine != HOST_ELF_MACHINE) return "an ELF object for another CPU";
+    if (h.e_shentsize != sizeof(Elf64_Shdr) || h.e_shoff > len ||
+        (uint64_t)h.e_shnum * sizeof(Elf64_Shdr) > len - h.e_shoff)
+        return "an ELF object whose section table lies outside it";
+    return NULL;
 }
 
 typedef struct compile_job {
@@ -132,9 +168,14 @@ int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t 
         size_t len = 0;
         kir_cpu_fn fn = NULL;
         llvm_loaded *h = NULL;
-        /* a stored object that does not load is a miss: compiled again and replaced */
-        int hit = be->cache && cache_get(be->cache, &j->kk.key, &obj, &len) == 1 &&
-                  llvm_load(be->jit, obj, len, j->kk.symbol, &fn, &h, err, err_len) == 0;
+        /* a stored object that does not load is a miss: set aside, compiled again, replaced */
+        int hit = be->cache && cache_get(be->cache, &j->kk.key, &obj, &len) == 1;
+        const char *foreign = hit ? foreign_object(obj, len) : NULL;
+        if (foreign || (hit && llvm_load(be->jit, obj, len, j->kk.symbol, &fn, &h, err, err_len) < 0)) {
+            cache_reject(be->cache, &j->kk.key, foreign ? foreign : err);
+            if (err_len) err[0] = 0;
+            hit = 0;
+        }
         free(obj);
         if (!hit) {
             missing[n_missing++] = s;

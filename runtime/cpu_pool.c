@@ -22,16 +22,33 @@
  *
  * A launch costs ~0.2 us with the pool against ~0.35 us with an OpenMP parallel region; on a
  * 64x64 grid that is 1.4 against 1.6 us per sweep (serial 2.2). Large grids are bandwidth bound
- * and equal. Chosen: the pool. When the machine is oversubscribed both degrade alike (a
- * descheduled worker delays the launch); the pool sleeps after SPIN_US so it yields sooner than
- * libgomp's default spin (GOMP_SPINCOUNT 300000).
+ * and equal. Chosen: the pool.
  *
- * Protocol: the caller writes the job, sets `pending` to the number of workers and bumps the
- * futex word `gen`; workers spin on `gen` (SPIN_US microseconds), then count
- * themselves in `sleepers` and FUTEX_WAIT. The caller wakes only when `sleepers` > 0 (seq_cst
- * on both sides: either the worker sees the new gen or the caller sees the sleeper). It runs
- * chunk 0 itself, then waits on `pending` the same way (spin, then futex with
- * `caller_waiting`). */
+ * Contention (issue 15): with one chunk per thread, a launch on a busy machine waited for a
+ * descheduled worker: a stage of a 103^2 problem took a scheduler time slice instead of ~20 us
+ * (two threads 5-28x slower than one). Now each thread's range is cut into pieces (about
+ * PIECE_CELLS cells, at most MAX_PIECES per range), claimed one by one; a thread that has run
+ * its own takes the pieces nobody has started from the back of the others' ranges. A late worker
+ * (descheduled, or still waking from the futex) therefore costs nothing: the caller runs its
+ * share, and a launch waits only for pieces already started. Without contention each thread
+ * still runs its own range, the same rows every launch (one uncontended CAS per piece on its own
+ * cache line). Workers spin adaptively: a worker that finds, although it was spinning, that its
+ * whole range was taken by others was descheduled while spinning, so it sleeps sooner (its spin
+ * budget is quartered); on time it spins the full SPIN_US again; after each futex sleep the
+ * budget grows by 1/16. On a busy machine the spinning would otherwise take CPU time from the
+ * caller, which does most of the work there. Measured in docs/performance.md ("Threads under
+ * contention").
+ *
+ * Protocol: the caller writes the job and each range's claim word (generation, front, back),
+ * sets `pending` to the number of pieces and bumps the futex word `gen`; workers spin on `gen`,
+ * then count themselves in `sleepers` and FUTEX_WAIT. The caller wakes only when `sleepers` > 0
+ * (seq_cst on both sides: either the worker sees the new gen or the caller sees the sleeper).
+ * Every claim is a CAS on a claim word that must carry the launch's generation, so a worker that
+ * sees a launch late claims nothing of it, nor of a later one it has not seen (the 32-bit
+ * generation would have to wrap around during one stall); the job is read only after a
+ * successful claim, while the launch cannot end. Each thread subtracts its pieces from `pending`
+ * when it finds nothing left to claim; the caller, done with its share, waits for 0 (spin, then
+ * futex with `caller_waiting`). */
 #include "cpu_pool.h"
 
 #include <limits.h>
@@ -44,15 +61,24 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SPIN_US 100  /* spin this long before sleeping on the futex */
+#define SPIN_US 100        /* spin this long before sleeping on the futex */
 #define MAX_THREADS 1024
+#define PIECE_CELLS 16384  /* a piece is about this many cells or more ... */
+#define MAX_PIECES 32      /* ... and a thread's range at most this many pieces (< 65536) */
 
 typedef struct job {
     cpu_pool_fn fn;
     void *ctx;
-    int64_t n, grain;
-    int chunks;
+    int64_t n, grain, units;  /* units: grains in [0, n) */
+    int threads, pieces;      /* pieces per thread's range */
 } job;
+
+/* One thread's range: gen (32 bits) | front (16) | back (16); pieces [front, back) are unclaimed.
+ * The owner takes from the front, the others from the back; every claim is a CAS that also checks
+ * the launch's generation, so a worker that wakes after its launch is over claims nothing. */
+typedef struct claim {
+    _Alignas(64) _Atomic uint64_t w;
+} claim;
 
 struct cpu_pool {
     int n_threads;               /* the caller included */
@@ -61,10 +87,11 @@ struct cpu_pool {
     int spin;                    /* pause instructions in SPIN_US, calibrated at creation */
     pthread_mutex_t run_lock;    /* one launch at a time */
     job job;                     /* written by the caller before gen is bumped */
-    int stop;
+    claim *claims;               /* n_threads, 64-byte aligned */
+    atomic_int stop;
     _Alignas(64) atomic_uint gen;
     _Alignas(64) atomic_int sleepers;
-    _Alignas(64) atomic_uint pending;
+    _Alignas(64) atomic_uint pending;  /* pieces of this launch not yet done */
     atomic_int caller_waiting;
     char pad[64];
 };
@@ -93,20 +120,52 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Chunk c of `chunks` over [0, n), boundaries multiples of grain. */
-static void chunk_range(const job *j, int c, int64_t *lo, int64_t *hi)
+/* Piece k of thread t's range, in cells of [0, n): the ranges split the grains evenly between
+ * the threads (as one chunk per thread would), the pieces split a range evenly. */
+static void run_piece(const job *j, int t, int k)
 {
-    int64_t units = (j->n + j->grain - 1) / j->grain;
-    int64_t a = units * c / j->chunks * j->grain, b = units * (c + 1) / j->chunks * j->grain;
-    *lo = a < j->n ? a : j->n;
-    *hi = b < j->n ? b : j->n;
+    int64_t a = j->units * t / j->threads, b = j->units * (t + 1) / j->threads;
+    int64_t lo = (a + (b - a) * k / j->pieces) * j->grain;
+    int64_t hi = (a + (b - a) * (k + 1) / j->pieces) * j->grain;
+    if (hi > j->n) hi = j->n;
+    if (lo < hi) j->fn(j->ctx, lo, hi);
 }
 
-static void run_chunk(const job *j, int c)
+/* Claims a piece of a range for launch gen: from the front (the owner) or the back (a thief).
+ * Returns its index, or -1 when the range is empty or the launch is not gen. */
+static int take(claim *c, unsigned gen, int front)
 {
-    int64_t lo, hi;
-    chunk_range(j, c, &lo, &hi);
-    if (lo < hi) j->fn(j->ctx, lo, hi);
+    uint64_t v = atomic_load_explicit(&c->w, memory_order_acquire);
+    for (;;) {
+        if ((unsigned)(v >> 32) != gen) return -1;
+        unsigned f = (unsigned)(v >> 16) & 0xffff, b = (unsigned)v & 0xffff;
+        if (f >= b) return -1;
+        uint64_t nv = front ? v + (1u << 16) : v - 1;
+        if (atomic_compare_exchange_weak_explicit(&c->w, &v, nv, memory_order_acquire,
+                                                  memory_order_acquire))
+            return front ? (int)f : (int)b - 1;
+    }
+}
+
+/* Thread t's part of launch gen: its own range from the front, then the others' from the back.
+ * Returns the number of pieces it ran; *own: how many of them were its own. */
+static unsigned run_share(cpu_pool *p, int t, unsigned gen, unsigned *own)
+{
+    unsigned done = 0;
+    int k;
+    while ((k = take(&p->claims[t], gen, 1)) >= 0) {
+        run_piece(&p->job, t, k);
+        done++;
+    }
+    *own = done;
+    for (int d = 1; d < p->n_threads; d++) {
+        int v = (t + d) % p->n_threads;
+        while ((k = take(&p->claims[v], gen, 0)) >= 0) {
+            run_piece(&p->job, v, k);
+            done++;
+        }
+    }
+    return done;
 }
 
 static void *worker_main(void *arg)
@@ -115,23 +174,29 @@ static void *worker_main(void *arg)
     int index = ((worker_arg *)arg)->index;
     free(arg);
     unsigned seen = 0;
+    int budget = p->spin;  /* pause instructions to spin before sleeping (see the top) */
     for (;;) {
         unsigned g;
-        int spins = 0;
+        int spins = 0, slept = 0;
         while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
-            if (++spins < p->spin) {
+            if (spins < budget) {
+                spins++;
                 cpu_relax();
                 continue;
             }
             atomic_fetch_add(&p->sleepers, 1);
             if (atomic_load(&p->gen) == seen) futex_wait(&p->gen, seen);
             atomic_fetch_sub(&p->sleepers, 1);
+            slept = 1;
             spins = 0;
         }
         seen = g;
-        if (p->stop) return NULL;
-        run_chunk(&p->job, index);
-        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_waiting))
+        if (atomic_load_explicit(&p->stop, memory_order_relaxed)) return NULL;
+        unsigned own, done = run_share(p, index, g, &own);
+        if (slept) budget = budget + p->spin / 16 < p->spin ? budget + p->spin / 16 : p->spin;
+        else if (own) budget = p->spin;  /* spinning paid off: on time */
+        else budget /= 4;                /* late although spinning: descheduled, sleep sooner */
+        if (done && atomic_fetch_sub(&p->pending, done) == done && atomic_load(&p->caller_waiting))
             futex_wake(&p->pending, 1);
     }
 }
@@ -166,10 +231,14 @@ cpu_pool *cpu_pool_create(int threads)
     p->n_threads = threads;
     p->spin = calibrate_spin();
     pthread_mutex_init(&p->run_lock, NULL);
+    atomic_init(&p->stop, 0);
     atomic_init(&p->gen, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->caller_waiting, 0);
+    p->claims = aligned_alloc(64, (size_t)threads * sizeof *p->claims);
+    if (!p->claims) goto fail;
+    for (int t = 0; t < threads; t++) atomic_init(&p->claims[t].w, 0);
     if (threads > 1) {
         p->threads = calloc((size_t)threads - 1, sizeof *p->threads);
         if (!p->threads) goto fail;
@@ -196,42 +265,58 @@ void cpu_pool_destroy(cpu_pool *p)
 {
     if (!p) return;
     pthread_mutex_lock(&p->run_lock);
-    p->stop = 1;
+    atomic_store(&p->stop, 1);
     atomic_fetch_add(&p->gen, 1);
     futex_wake(&p->gen, INT_MAX);
     pthread_mutex_unlock(&p->run_lock);
     for (int i = 0; i < p->started; i++) pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->run_lock);
+    free(p->claims);
     free(p->threads);
     free(p);
 }
 
 int cpu_pool_threads(const cpu_pool *p) { return p ? p->n_threads : 1; }
 
-void cpu_pool_run_range(cpu_pool *p, cpu_pool_fn fn, void *ctx, int64_t n, int64_t grain)
+void cpu_pool_run_range(cpu_pool *p, cpu_pool_fn fn, void *ctx, int64_t n, int64_t grain,
+                        int64_t cells)
 {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
+    if (cells < 1) cells = 1;
     if (!p || p->n_threads == 1 || n <= grain) {
         fn(ctx, 0, n);
         return;
     }
+    int T = p->n_threads;
+    int64_t units = (n + grain - 1) / grain, per = units / T;
+    /* pieces per range: about PIECE_CELLS cells each, at most MAX_PIECES, at least one grain */
+    int64_t pieces = per * grain * cells / PIECE_CELLS;
+    if (pieces > per) pieces = per;
+    if (pieces > MAX_PIECES) pieces = MAX_PIECES;
+    if (pieces < 1) pieces = 1;
     pthread_mutex_lock(&p->run_lock);
-    p->job = (job){fn, ctx, n, grain, p->n_threads};
-    atomic_store_explicit(&p->pending, (unsigned)(p->n_threads - 1), memory_order_relaxed);
+    unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+    p->job = (job){fn, ctx, n, grain, units, T, (int)pieces};
+    for (int t = 0; t < T; t++)
+        atomic_store_explicit(&p->claims[t].w, (uint64_t)g << 32 | (uint64_t)pieces, memory_order_release);
+    unsigned total = (unsigned)(T * pieces);
+    atomic_store_explicit(&p->pending, total, memory_order_relaxed);
     atomic_fetch_add(&p->gen, 1);  /* seq_cst: publishes the job, then reads sleepers */
     if (atomic_load(&p->sleepers) > 0) futex_wake(&p->gen, INT_MAX);
-    run_chunk(&p->job, 0);
-    unsigned v;
-    for (int spins = 0; (v = atomic_load_explicit(&p->pending, memory_order_acquire)) != 0;) {
-        if (++spins < p->spin) {
-            cpu_relax();
-            continue;
+    unsigned own, mine = run_share(p, 0, g, &own);
+    if (atomic_fetch_sub(&p->pending, mine) != mine) {
+        unsigned v;
+        for (int spins = 0; (v = atomic_load_explicit(&p->pending, memory_order_acquire)) != 0;) {
+            if (++spins < p->spin) {
+                cpu_relax();
+                continue;
+            }
+            atomic_store(&p->caller_waiting, 1);
+            while ((v = atomic_load(&p->pending)) != 0) futex_wait(&p->pending, v);
+            atomic_store(&p->caller_waiting, 0);
+            break;
         }
-        atomic_store(&p->caller_waiting, 1);
-        while ((v = atomic_load(&p->pending)) != 0) futex_wait(&p->pending, v);
-        atomic_store(&p->caller_waiting, 0);
-        break;
     }
     pthread_mutex_unlock(&p->run_lock);
 }
@@ -251,5 +336,6 @@ void cpu_pool_run(cpu_pool *p, kir_cpu_fn fn, const kir_launch *L, int64_t n_out
 {
     kir_job j = {fn, L};
     int one_d = L->n[1] == 1 && L->n[2] == 1 && n_outer == L->n[0];
-    cpu_pool_run_range(p, run_kir, &j, n_outer, one_d ? CPU_POOL_GRAIN_1D : 1);
+    int64_t cells = n_outer > 0 ? L->n[0] * L->n[1] * L->n[2] / n_outer : 1;
+    cpu_pool_run_range(p, run_kir, &j, n_outer, one_d ? CPU_POOL_GRAIN_1D : 1, cells);
 }

@@ -34,8 +34,9 @@
 #include "writers.h"
 
 #define ROW_ALIGN_BYTES 128
+/* device memory kept free beyond the buffers: modules, the context, the check kernel's results */
+#define CUDA_MEMORY_MARGIN (64.0 * 1024 * 1024)
 
-static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 /* ---- kernels: what is generated ---------------------------------------------------------- */
 
@@ -447,7 +448,8 @@ static int prepare_kernels(cuda_sim *s, char *err, size_t err_len)
             s->mod[i] = cuda_module_load(s->dev, image, lerr, sizeof lerr);
             free(image);
             image = NULL;
-            if (s->mod[i]) s->stats.from_cache++; /* else: a stored image that does not load is a miss */
+            if (s->mod[i]) s->stats.from_cache++;
+            else cache_reject(s->cache, &kb.key, lerr); /* a miss: set aside, compiled again */
         }
         if (!s->mod[i]) {
             if (open_nvrtc(s, err, err_len) < 0) return -1;
@@ -544,7 +546,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     s->esz = esz;
     s->g = g;
     s->ks.init = s->ks.check = -1;
-    s->bytes = (size_t)round_up((int64_t)(g.elems * esz), 256);
+    s->bytes = (size_t)grid_buffer_bytes(&g, 256);
     if (ghost_plan_make(&s->plan, p, s->opt.ghosts) < 0) {
         diag_set(err, err_len, "cuda: out of memory");
         free(s);
@@ -599,16 +601,12 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
         cuda_sim_destroy(s);
         return NULL;
     }
-    /* room for the buffers? */
+    /* room for the buffers? (what the device has free, less a margin for modules and the
+       context's own allocations) */
     size_t free_b = 0, total_b = 0;
-    double need = (double)s->bytes * s->nbuf;
-    if (cuda_mem_info(s->dev, &free_b, &total_b, err, err_len) < 0) {
-        cuda_sim_destroy(s);
-        return NULL;
-    }
-    if (need + (double)(64u << 20) > (double)free_b) {
-        diag_set(err, err_len, "cuda: the fields need %.2f GiB of device memory; %.2f GiB of %.2f GiB are free",
-                need / 1073741824.0, (double)free_b / 1073741824.0, (double)total_b / 1073741824.0);
+    if (cuda_mem_info(s->dev, &free_b, &total_b, err, err_len) < 0 ||
+        grid_memory_check(s->nbuf, (double)s->bytes, (double)free_b - CUDA_MEMORY_MARGIN, " on the device", err,
+                          err_len) < 0) {
         cuda_sim_destroy(s);
         return NULL;
     }
@@ -698,7 +696,8 @@ static int fill(cuda_sim *s, int slot, double t, char *err, size_t err_len)
 {
     const int nf = s->p->n_fields;
     memcpy(&s->F, &s->A, sizeof s->F);
-    for (int f = 0; f < nf; f++) s->F.buf[f] = s->A.buf[slot * nf + f];
+    /* a coefficient (a field without an eq) is read from slot 0 by every stage */
+    for (int f = 0; f < nf; f++) s->F.buf[f] = s->A.buf[(s->p->field_has_eq[f] ? slot : 0) * nf + f];
     for (int f = nf; f < s->nbuf; f++) s->F.buf[f] = 0;
     s->F.t = t;
     for (int side = 0; side < 2 * s->p->dim; side++) {
@@ -730,6 +729,7 @@ int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len)
     }
     if (p->swap_after_step) {
         for (int f = 0; f < p->n_fields; f++) {
+            if (!p->field_has_eq[f]) continue; /* a coefficient lives in slot 0 */
             int a = f, b = p->n_fields + f;
             cuda_ptr t = s->mem[a];
             s->mem[a] = s->mem[b];

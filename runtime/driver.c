@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "diag.h"
 #include "writers.h"
 
 double driver_now(void)
@@ -33,6 +34,65 @@ void driver_describe_nan(const pj_program *p, const sim_nan_report *r, char *out
 static int engine_field(void *obj, int f, double *out, char *err, size_t len)
 {
     return engine_get_field(obj, f, out, err, len);
+}
+
+/* ---- before the run ------------------------------------------------------------------------ */
+
+int driver_check_counts(const driver_options *o, double t_now, char *err, size_t err_len)
+{
+    const double dt = o->dt;
+    const double end = o->steps >= 0 ? (double)o->steps * dt : o->until;
+    if (!isfinite(end)) {
+        if (o->steps >= 0)
+            diag_set(err, err_len, "%lld steps of dt = %g end at t = %g: the end time must be finite",
+                     (long long)o->steps, dt, end);
+        else diag_set(err, err_len, "the end time t = %g must be finite", end);
+        return -1;
+    }
+    char from[64] = "";
+    if (t_now > 0) snprintf(from, sizeof from, " from t = %g", t_now);
+    double steps = o->steps >= 0 ? (double)o->steps : (end - t_now) / dt;
+    if (!(steps <= DRIVER_MAX_STEPS)) {
+        diag_set(err, err_len, "dt = %g%s to t = %g makes %.3g steps, more than the %.0e a run may take", dt, from,
+                 end, steps, DRIVER_MAX_STEPS);
+        return -1;
+    }
+    if (end > t_now && end + dt == end) {
+        diag_set(err, err_len, "dt = %g is below the resolution of t = %g: a step would not move the time", dt, end);
+        return -1;
+    }
+    double outputs = o->output_every > 0 ? end / o->output_every : 0;
+    if (!(outputs <= DRIVER_MAX_OUTPUTS)) {
+        diag_set(err, err_len, "output every = %g to t = %g makes %.3g output times, more than the %.0e a run may have",
+                 o->output_every, end, outputs, DRIVER_MAX_OUTPUTS);
+        return -1;
+    }
+    return 0;
+}
+
+int driver_prepare_outputs(const driver_options *o, int *cleaned, char *err, size_t err_len)
+{
+    *cleaned = 0;
+    char why[512];
+    if (o->dump_path && writers_check_writable(o->dump_path, why, sizeof why) < 0) {
+        diag_set(err, err_len, "cannot write the dump %s: %s", o->dump_path, why);
+        return -1;
+    }
+    if (!o->out_dir) return 0;
+    if (writers_mkdirs(o->out_dir, why, sizeof why) < 0) {
+        /* why is "FOLDER: reason" for the first folder that could not be made */
+        size_t n = strlen(o->out_dir);
+        const char *reason = !strncmp(why, o->out_dir, n) && !strncmp(why + n, ": ", 2) ? why + n + 2 : why;
+        diag_set(err, err_len, "cannot create the output folder %s: %s", o->out_dir, reason);
+        return -1;
+    }
+    int removed = writers_series_clean(o->out_dir, why, sizeof why);
+    if (removed < 0) {
+        diag_set(err, err_len, "cannot write in the output folder %s: %s", o->out_dir, why);
+        return -1;
+    }
+    *cleaned = removed;
+    return 0;
 }
 
 /* ---- the loop ------------------------------------------------------------------------------ */
@@ -87,9 +147,10 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         status = 0;
         goto done;
     }
+    int interrupted = o->interrupt && atomic_load(o->interrupt);
     double start = driver_now(), last_report = start;
     int64_t since_check = 0, done_steps = 0;
-    for (int n_out = 1;; n_out++) {
+    for (int n_out = 1; !interrupted; n_out++) {
         /* the next stop: an output time or the end */
         double stop = end;
         if (o->output_every > 0) {
@@ -99,12 +160,13 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         int64_t n = (int64_t)ceil((stop - engine_time(e)) / dt - 1e-9);
         double t0 = driver_now();
         int failed = 0;
-        for (int64_t i = 0; i < n && !failed; i++) {
+        for (int64_t i = 0; i < n && !failed && !interrupted; i++) {
             double h = i == n - 1 ? stop - engine_time(e) : dt;
             if (h <= 0) break;
             failed = engine_step(e, h, err, err_len) < 0;
             done_steps++;
             if (!failed && o->between_steps) o->between_steps(o->between_ctx);
+            if (o->interrupt && atomic_load(o->interrupt)) interrupted = 1;
             if (!failed && ++since_check >= every) {
                 since_check = 0;
                 failed = check(e, 0, err, err_len) < 0;
@@ -122,10 +184,16 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         res->seconds += driver_now() - t0;
         if (failed || (since_check && check(e, 0, err, err_len) < 0)) goto done;
         since_check = 0;
+        if (interrupted) break; /* no snapshot between output times */
         if (snapshot(e, o, ws, res, err, err_len) < 0) goto done;
         if (stop >= end) break;
     }
     status = 0;
+    if (interrupted) {
+        atomic_store(o->interrupt, 0);
+        diag_set(err, err_len, "interrupted at step %lld, t = %.9g", (long long)engine_steps(e), engine_time(e));
+        status = 2;
+    }
 done:
     res->steps = engine_steps(e);
     res->t = engine_time(e);

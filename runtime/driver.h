@@ -2,6 +2,7 @@
  * snapshots, NaN/Inf checks, progress on long runs, the final CSV dump. */
 #ifndef PJ_DRIVER_H
 #define PJ_DRIVER_H
+#include <stdatomic.h>
 #include <stdio.h>
 #include "engine.h"
 #include "sim.h"
@@ -21,7 +22,14 @@ typedef struct driver_options {
     FILE *progress;         /* NULL: quiet; else a line every few seconds on long runs */
     void (*between_steps)(void *ctx); /* NULL, or called after every step (hot swap) */
     void *between_ctx;
+    atomic_int *interrupt;  /* NULL, or a flag that, once set (any thread, a signal handler), stops
+                               the run at the next step boundary; the run clears it */
 } driver_options;
+
+/* The most steps and output times one run may take: beyond them a time step or an output
+ * interval has underflowed (or the end overflowed), and the run would take 0 steps or never end. */
+#define DRIVER_MAX_STEPS 1e15
+#define DRIVER_MAX_OUTPUTS 1e7
 
 typedef struct driver_result {
     int64_t steps;
@@ -30,8 +38,21 @@ typedef struct driver_result {
     int snapshots;
 } driver_result;
 
+/* Checks, before anything runs, that the run from t_now ends at a finite time, within
+ * DRIVER_MAX_STEPS steps and DRIVER_MAX_OUTPUTS output times, with steps that move the time:
+ * 0, or -1 with a message naming the numbers ("dt = 1e-300 to t = 1 makes 1e+300 steps, more
+ * than the 1e+15 a run may take"). */
+int driver_check_counts(const driver_options *o, double t_now, char *err, size_t err_len);
+
+/* Checks, before the first step, that the outputs can be written: the dump's folder takes a
+ * file, out_dir is created and takes files. The snapshots a previous series left in out_dir
+ * (writers_series_clean's names only) are removed: *cleaned receives how many. 0, or -1 with a
+ * message ("cannot write the dump missing/x.csv: No such file or directory"). */
+int driver_prepare_outputs(const driver_options *o, int *cleaned, char *err, size_t err_len);
+
 /* Runs e (initialised) to the end. Returns 0; 1 when the run failed (a non-finite value, a
- * device error, an output that could not be written): the reason is in err. */
+ * device error, an output that could not be written): the reason is in err; 2 when o->interrupt
+ * stopped it at a step boundary ("interrupted at step 12, t = 0.12" in err; no dump written). */
 int driver_run(engine *e, const driver_options *o, driver_result *res, char *err, size_t err_len);
 
 /* Formats a NaN report as "non-finite value (nan) in field u at cell (3, 4), x = 0.35, y = 0.45,

@@ -52,6 +52,8 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
     e->p = p;
     e->impl = be->create(p, o ? o : &dflt, &na, err, len);
     if (!e->impl) {
+        /* every back end checks memory with grid_memory_check before it allocates */
+        if (!na && err && !strncmp(err, GRID_NEEDS_PREFIX, strlen(GRID_NEEDS_PREFIX))) na = ENGINE_TOO_LARGE;
         if (unavailable) *unavailable = na;
         free(e);
         return NULL;

@@ -102,8 +102,13 @@ const char *engine_backend_names(void);
 
 typedef struct engine engine;
 
+/* Why engine_create failed, beyond a plain error (*unavailable = 0). */
+enum { ENGINE_UNAVAILABLE = 1, /* the back end cannot run here (no device) */
+       ENGINE_TOO_LARGE = 2 };  /* the buffers do not fit in the memory available (grid_memory_check) */
+
 /* A simulation of p on back end `be`, kernels ready, not yet initialised. NULL with a message on
- * failure; *unavailable (may be NULL) is set to 1 when the back end cannot run here. */
+ * failure; *unavailable (may be NULL) is set to ENGINE_UNAVAILABLE when the back end cannot run
+ * here, ENGINE_TOO_LARGE when the problem does not fit in its memory. */
 engine *engine_create(const backend_ops *be, const pj_program *p, const engine_options *o, int *unavailable,
                       char *err, size_t len);
 void engine_destroy(engine *e);

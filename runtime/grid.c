@@ -1,5 +1,8 @@
 /* grid.c — the checks, the buffer layout and the ghost-fill plan of every back end (see grid.h). */
 #include "grid.h"
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "diag.h"
@@ -50,6 +53,94 @@ int grid_layout_make(grid_layout *g, const pj_program *p, size_t esz, int row_al
     g->origin_off = lead + g->ghost[1] * g->stride[1] + g->ghost[2] * g->stride[2];
     g->elems = (size_t)(row * g->ext[1] * g->ext[2]);
     return 0;
+}
+
+/* ---- memory ------------------------------------------------------------------------------- */
+
+double grid_buffer_bytes(const grid_layout *g, size_t alloc_align)
+{
+    double bytes = (double)g->elems * (double)g->esz, align = alloc_align ? (double)alloc_align : 1;
+    return ceil(bytes / align) * align;
+}
+
+/* "38.4 GB", "512.0 MB", "12.0 kB": decimal units, one decimal */
+static void format_bytes(double bytes, char *out, size_t len)
+{
+    if (bytes >= 1e9) snprintf(out, len, "%.1f GB", bytes / 1e9);
+    else if (bytes >= 1e6) snprintf(out, len, "%.1f MB", bytes / 1e6);
+    else snprintf(out, len, "%.1f kB", bytes / 1e3);
+}
+
+int grid_memory_check(int n_buffers, double buffer_bytes, double available, const char *where, char *err,
+                      size_t err_len)
+{
+    double need = (double)n_buffers * buffer_bytes;
+    if (need <= available) return 0;
+    char total[32], each[32], avail[32];
+    format_bytes(need, total, sizeof total);
+    format_bytes(buffer_bytes, each, sizeof each);
+    format_bytes(available > 0 ? available : 0, avail, sizeof avail);
+    diag_set(err, err_len, GRID_NEEDS_PREFIX "%s (%d buffer%s of %s); %s are available%s", total, n_buffers,
+             n_buffers == 1 ? "" : "s", each, avail, where ? where : "");
+    return -1;
+}
+
+/* The first number in the file at path (a cgroup file holds one, or "max"); -1 when absent. */
+static double read_number_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    double v = -1;
+    if (fscanf(f, "%lf", &v) != 1) v = -1;
+    fclose(f);
+    return v;
+}
+
+double grid_host_memory_available(void)
+{
+    const char *forced = getenv("PDEJIT_MEMORY_AVAILABLE");
+    if (forced && *forced) {
+        char *end;
+        double v = strtod(forced, &end);
+        if (!*end && v >= 0) return v;
+    }
+    double available = INFINITY;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                available = (double)kb * 1024;
+                break;
+            }
+        fclose(f);
+    }
+    /* cgroup v2: what the limit leaves, in this process's group and each group above it (a
+       container sees its own group as the root, where memory.max is absent) */
+    char dir[1024] = "/sys/fs/cgroup", line[900];
+    FILE *cg = fopen("/proc/self/cgroup", "r");
+    if (cg) {
+        while (fgets(line, sizeof line, cg))
+            if (!strncmp(line, "0::/", 4)) {
+                line[strcspn(line, "\n")] = 0;
+                snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", strcmp(line + 3, "/") ? line + 3 : "");
+                break;
+            }
+        fclose(cg);
+    }
+    for (;;) {
+        char path[1100];
+        snprintf(path, sizeof path, "%s/memory.max", dir);
+        double max = read_number_file(path); /* "max": no limit, reads as -1 */
+        snprintf(path, sizeof path, "%s/memory.current", dir);
+        double current = read_number_file(path);
+        if (max >= 0 && current >= 0) available = fmin(available, max > current ? max - current : 0);
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash - dir < (ptrdiff_t)strlen("/sys/fs/cgroup")) break;
+        *slash = 0;
+    }
+    return available;
 }
 
 int ghost_plan_make(ghost_plan *plan, const pj_program *p, const ghost_settings *settings)

@@ -39,6 +39,22 @@ typedef struct grid_layout {
 int grid_layout_make(grid_layout *g, const pj_program *p, size_t esz, int row_align, const char *who, char *err,
                      size_t err_len);
 
+/* Memory, checked before any buffer is allocated: a simulation holds n_buffers buffers (one per
+ * slot and field) of the layout's elements, halos included, each allocation rounded up to
+ * alloc_align bytes. grid_memory_check compares that with `available` bytes and, when it does
+ * not fit, says "the problem needs 38.4 GB (12 buffers of 3.2 GB); 22.9 GB are available" (then
+ * `where`, e.g. " on the device", when not NULL) and returns -1. Every back end uses it; the host
+ * ones with grid_host_memory_available(). */
+#define GRID_NEEDS_PREFIX "the problem needs "
+double grid_buffer_bytes(const grid_layout *g, size_t alloc_align);
+int grid_memory_check(int n_buffers, double buffer_bytes, double available, const char *where, char *err,
+                      size_t err_len);
+/* The host memory a new simulation may take, in bytes: MemAvailable of /proc/meminfo, or the
+ * cgroup v2 limit's remainder (memory.max - memory.current, in the process's group of
+ * /proc/self/cgroup and each one above it) when lower; $PDEJIT_MEMORY_AVAILABLE
+ * (bytes, e.g. 8e9) instead of both when set (tests). Infinity when none of these can be read. */
+double grid_host_memory_available(void);
+
 /* How one field's ghost cells on one side are filled. */
 typedef enum ghost_rule { GHOST_MIRROR, GHOST_PERIODIC, GHOST_LINEAR } ghost_rule;
 

@@ -9,8 +9,9 @@
  *          swap slots 0 and 1 when the scheme says so; t += dt; steps++
  *
  * Threads: par_for() is the one place that splits work, over the sim's cpu_pool (persistent
- * threads; chunk boundaries in 1D on CPU_POOL_GRAIN_1D cells so that threads never share a cache
- * line of output). Ghost fill and checks are serial: they touch a surface, or run once per
+ * threads, each with its own range of rows in pieces that another thread takes over when it is
+ * late; piece boundaries in 1D on CPU_POOL_GRAIN_1D cells so that threads never share a cache
+ * line of output; each cell computed by exactly one thread). Ghost fill and checks are serial: they touch a surface, or run once per
  * output.
  *
  * Large states: when all buffers together exceed the last-level cache, kir_launch.prefetch asks
@@ -45,6 +46,7 @@ struct sim {
     int nbuf;              /* n_slots * n_fields */
     void **mem;            /* allocations */
     void **buf;            /* cell (0,0,0) of each */
+    void **fill_buf;       /* per field: the buffer a ghost fill works on (sim_fill_ghosts) */
     kir_launch L;
     double *param;
     unsigned char *param_set; /* set by the user: kept when params are re-evaluated */
@@ -64,14 +66,18 @@ struct sim {
 
 typedef void (*par_fn)(void *ctx, int64_t begin, int64_t end);
 
-/* Runs fn over [0, n_outer) of the outermost axis split into one contiguous range per thread. */
+/* Runs fn over [0, n_outer) of the outermost axis: one contiguous range per thread, in pieces
+ * that a thread which is done takes over from a late one (cpu_pool.h). */
 static void par_for(const sim *s, par_fn fn, void *ctx, int64_t n_outer)
 {
-    if (!s->pool || sim_cells(s) < SIM_PAR_MIN_CELLS) {
+    int64_t cells = sim_cells(s);
+    if (!s->pool || cells < SIM_PAR_MIN_CELLS) {
         fn(ctx, 0, n_outer);
         return;
     }
-    cpu_pool_run_range(s->pool, fn, ctx, n_outer, s->p->dim == 1 ? CPU_POOL_GRAIN_1D : 1);
+    int one_d = s->p->dim == 1;
+    cpu_pool_run_range(s->pool, fn, ctx, n_outer, one_d ? CPU_POOL_GRAIN_1D : 1,
+                       one_d ? 1 : cells / n_outer);
 }
 
 /* ---- creation -------------------------------------------------------------------------- */
@@ -165,11 +171,26 @@ static size_t last_level_cache_bytes(void)
     return best ? best : (size_t)32 << 20;
 }
 
+static int fits_in_memory(const grid_layout *g, const pj_program *p, char *err, size_t err_len)
+{
+    return grid_memory_check(p->n_slots * p->n_fields, grid_buffer_bytes(g, SIM_ALIGN), grid_host_memory_available(),
+                             NULL, err, err_len);
+}
+
+int sim_memory_check(const pj_program *p, int single, char *err, size_t err_len)
+{
+    grid_layout g;
+    if (grid_layout_make(&g, p, single ? sizeof(float) : sizeof(double), SIM_ALIGN, "sim", err, err_len) < 0)
+        return -1;
+    return fits_in_memory(&g, p, err, err_len);
+}
+
 sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t err_len)
 {
     grid_layout g;
     size_t esz = opt && opt->single ? sizeof(float) : sizeof(double);
     if (grid_layout_make(&g, p, esz, SIM_ALIGN, "sim", err, err_len) < 0) return NULL;
+    if (fits_in_memory(&g, p, err, err_len) < 0) return NULL;
     sim *s = calloc(1, sizeof *s);
     if (!s) {
         diag_set(err, err_len, "sim: %s", strerror(ENOMEM));
@@ -185,10 +206,11 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->nbuf = p->n_slots * p->n_fields;
     s->mem = calloc((size_t)s->nbuf, sizeof *s->mem);
     s->buf = calloc((size_t)s->nbuf, sizeof *s->buf);
+    s->fill_buf = calloc((size_t)p->n_fields, sizeof *s->fill_buf);
     s->param = calloc((size_t)(p->n_params ? p->n_params : 1), sizeof *s->param);
     s->param_set = calloc((size_t)(p->n_params ? p->n_params : 1), 1);
     s->coef_out = calloc((size_t)p->n_fields, sizeof *s->coef_out);
-    if (!s->mem || !s->buf || !s->param || !s->param_set || !s->coef_out) goto oom;
+    if (!s->mem || !s->buf || !s->fill_buf || !s->param || !s->param_set || !s->coef_out) goto oom;
     size_t bytes = round_up((int64_t)(s->g.elems * s->esz), SIM_ALIGN);
     for (int i = 0; i < s->nbuf; i++) {
         s->mem[i] = aligned_alloc(SIM_ALIGN, bytes);
@@ -231,6 +253,7 @@ void sim_destroy(sim *s)
         for (int i = 0; i < s->nbuf; i++) free(s->mem[i]);
     free(s->mem);
     free(s->buf);
+    free(s->fill_buf);
     free(s->param);
     free(s->param_set);
     free(s->coef_out);
@@ -375,17 +398,18 @@ static void fill_axis(sim *s, int f, void *b, int a, const double *cf[2])
 void sim_fill_ghosts(sim *s, int slot, double t)
 {
     const pj_program *p = s->p;
+    /* the buffers the stages read: a coefficient (a field without an eq) always from slot 0 */
+    for (int f = 0; f < p->n_fields; f++) s->fill_buf[f] = s->buf[(p->field_has_eq[f] ? slot : 0) * p->n_fields + f];
     for (int a = 0; a < p->dim; a++) {
         const double *cf[2] = {NULL, NULL};
         for (int hi = 0; hi < 2; hi++)
             if (s->coef[2 * a + hi] && !s->plan.set.hook[2 * a + hi]) cf[hi] = side_coefs(s, 2 * a + hi, t);
-        for (int f = 0; f < p->n_fields; f++)
-            fill_axis(s, f, s->buf[slot * p->n_fields + f], a, cf);
+        for (int f = 0; f < p->n_fields; f++) fill_axis(s, f, s->fill_buf[f], a, cf);
         for (int hi = 0; hi < 2; hi++) {
             int side = 2 * a + hi;
             if (s->plan.set.hook[side] && !s->failed &&
-                s->plan.set.hook[side](s->plan.set.hook_ctx[side], side, &s->g, s->buf + slot * p->n_fields, p->n_fields, t,
-                                   s->error, sizeof s->error) < 0)
+                s->plan.set.hook[side](s->plan.set.hook_ctx[side], side, &s->g, s->fill_buf, p->n_fields, t, s->error,
+                                       sizeof s->error) < 0)
                 s->failed = 1;
         }
     }
@@ -441,6 +465,7 @@ int sim_step(sim *s, double dt)
     }
     if (p->swap_after_step) {
         for (int f = 0; f < p->n_fields; f++) {
+            if (!p->field_has_eq[f]) continue; /* a coefficient lives in slot 0 */
             int a = f, b = p->n_fields + f;
             void *t = s->mem[a]; s->mem[a] = s->mem[b]; s->mem[b] = t;
             t = s->buf[a]; s->buf[a] = s->buf[b]; s->buf[b] = t;

@@ -30,6 +30,10 @@ typedef struct sim_nan_report {
 } sim_nan_report;
 
 sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t err_len);
+/* Whether p's buffers (every slot and field, halos included, in single or double) fit in the
+ * host memory available (grid.h): 0, or -1 with "the problem needs ..." in err. sim_create makes
+ * this check before it allocates; `pdejit check` makes it without allocating. */
+int sim_memory_check(const pj_program *p, int single, char *err, size_t err_len);
 void sim_destroy(sim *s);
 
 /* Parameters: by name (returns -1 when there is none) and all at once. Params that depend on

@@ -4,6 +4,7 @@
  * rename over the target; any failure unlinks the temporary file and reports path: strerror. */
 #include "writers.h"
 #include "diag.h"
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <png.h>
@@ -438,6 +439,115 @@ int writers_png(const char *path, const writers_frame *fr, int f, char *err, siz
     free(pix);
     free(rows);
     return af_commit(&a, err, err_len);
+}
+
+/* ---- checks before a run ---------------------------------------------------------------- */
+
+/* Makes and removes a file in dir the way af_open would beside a target there: 0, or -1 with
+ * errno's text in err. */
+static int probe_folder(const char *dir, char *err, size_t err_len)
+{
+    size_t n = strlen(dir) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) {
+        diag_set(err, err_len, "%s", strerror(ENOMEM));
+        return -1;
+    }
+    snprintf(tmp, n, "%s/.pdejit-probe.XXXXXX", dir);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        diag_set(err, err_len, "%s", strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    return 0;
+}
+
+int writers_check_writable(const char *path, char *err, size_t err_len)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* written through (af_open) */
+        if (S_ISDIR(st.st_mode)) {
+            diag_set(err, err_len, "%s", strerror(EISDIR));
+            return -1;
+        }
+        if (access(path, W_OK) == 0) return 0;
+        if (errno != ENOENT) { /* a link to nowhere is created through it: its folder decides */
+            diag_set(err, err_len, "%s", strerror(errno));
+            return -1;
+        }
+    }
+    const char *slash = strrchr(path, '/');
+    if (!slash) return probe_folder(".", err, err_len);
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *dir = malloc(n + 1);
+    if (!dir) {
+        diag_set(err, err_len, "%s", strerror(ENOMEM));
+        return -1;
+    }
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    int rc = probe_folder(dir, err, err_len);
+    free(dir);
+    return rc;
+}
+
+/* "snapshot_000012.csv" or ".vti", "u_000012.png" (a field's name, 6 or more digits),
+ * "snapshots.csv", "snapshots.pvd": the names a series writes. */
+static int is_series_file(const char *name)
+{
+    if (!strcmp(name, "snapshots.csv") || !strcmp(name, "snapshots.pvd")) return 1;
+    const char *dot = strrchr(name, '.');
+    if (!dot) return 0;
+    const char *under = dot;
+    while (under > name && under[-1] >= '0' && under[-1] <= '9') under--;
+    if (dot - under < 6 || under == name || under[-1] != '_') return 0;
+    size_t stem = (size_t)(under - 1 - name);
+    if (!strcmp(dot, ".csv") || !strcmp(dot, ".vti")) return stem == 8 && !strncmp(name, "snapshot", 8);
+    if (strcmp(dot, ".png") || !stem) return 0;
+    for (size_t i = 0; i < stem; i++) {
+        char c = name[i];
+        int letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!letter && !(i > 0 && c >= '0' && c <= '9')) return 0;
+    }
+    return 1;
+}
+
+int writers_series_clean(const char *dir, char *err, size_t err_len)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        diag_set(err, err_len, "%s", strerror(errno));
+        return -1;
+    }
+    size_t plen = strlen(dir) + 2 + 256;
+    char *path = malloc(plen);
+    if (!path) {
+        closedir(d);
+        diag_set(err, err_len, "%s", strerror(ENOMEM));
+        return -1;
+    }
+    int removed = 0, rc = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        if (!is_series_file(ent->d_name) || strlen(ent->d_name) > 255) continue;
+        snprintf(path, plen, "%s/%s", dir, ent->d_name);
+        struct stat st;
+        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue; /* only files a series wrote */
+        if (unlink(path) != 0) {
+            diag_set(err, err_len, "%s: %s", ent->d_name, strerror(errno));
+            rc = -1;
+            break;
+        }
+        removed++;
+    }
+    closedir(d);
+    free(path);
+    if (rc < 0) return -1;
+    return probe_folder(dir, err, err_len) < 0 ? -1 : removed;
 }
 
 /* ---- snapshot series ------------------------------------------------------------------- */

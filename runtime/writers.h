@@ -61,6 +61,16 @@ int writers_png(const char *path, const writers_frame *fr, int f, char *err, siz
 /* Creates a folder and its parents (mkdir -p); 0 when it exists. */
 int writers_mkdirs(const char *path, char *err, size_t err_len);
 
+/* Whether a file can be written at path as the writers write it (a temporary file beside it,
+ * or through it when it exists and is not a regular file): 0, or -1 with errno's text in err
+ * ("No such file or directory"). Nothing is left behind. */
+int writers_check_writable(const char *path, char *err, size_t err_len);
+/* Removes from folder dir (which must exist) the regular files a series writes, and only those:
+ * snapshot_NNNNNN.csv/.vti, FIELD_NNNNNN.png (6 or more digits), snapshots.csv, snapshots.pvd;
+ * then checks that the folder takes a new file. How many were removed, or -1 with errno's text
+ * in err. */
+int writers_series_clean(const char *dir, char *err, size_t err_len);
+
 /* The snapshot series of one run in folder dir (created when missing). formats: PJ_FMT_* bits. */
 typedef struct writers_series writers_series;
 writers_series *writers_series_open(const char *dir, int formats, char *err, size_t err_len);

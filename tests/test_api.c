@@ -333,6 +333,101 @@ static void thousand_swaps_leave_memory_flat(void **state)
     pj_problem_free(pr);
 }
 
+/* Runs that would take more than 1e15 steps or never end are PJ_ERR_INPUT before any step,
+ * through pj_sim_run and pj_sim_advance alike; a problem that does not fit in memory is
+ * PJ_ERR_MEMORY from pj_sim_create, with the numbers. */
+static void refused_before_the_first_step(void **state)
+{
+    (void)state;
+    const char *ode = "mesh grid(nx = 2)\nfield u\neq dt(u) = 1\ntime dt = 1e308, steps = 10\n";
+    pj_problem *pr;
+    assert_int_equal(pj_problem_compile("ode.pde", ode, strlen(ode), &pr, NULL), PJ_OK);
+    pj_sim *s;
+    char err[256];
+    assert_int_equal(pj_sim_create(pr, NULL, &s, err, sizeof err), PJ_OK);
+    pj_run_options ro = pj_run_options_default();
+    pj_run_result res;
+    assert_int_equal(pj_sim_run(s, &ro, &res, err, sizeof err), PJ_ERR_INPUT);
+    assert_string_equal(err, "10 steps of dt = 1e+308 end at t = inf: the end time must be finite");
+    ro.dt = 1e-300;
+    ro.steps = -1;
+    ro.until = 1;
+    assert_int_equal(pj_sim_run(s, &ro, &res, err, sizeof err), PJ_ERR_INPUT);
+    assert_string_equal(err, "dt = 1e-300 to t = 1 makes 1e+300 steps, more than the 1e+15 a run may take");
+    assert_int_equal(pj_sim_advance(s, 1e-300, 1, err, sizeof err), PJ_ERR_INPUT);
+    assert_string_equal(err, "dt = 1e-300 to t = 1 makes 1e+300 steps, more than the 1e+15 a run may take");
+    assert_int_equal(pj_sim_advance(s, 1, INFINITY, err, sizeof err), PJ_ERR_INPUT);
+    assert_string_equal(err, "the end time t = inf must be finite");
+    assert_int_equal(pj_sim_advance(s, 0.5, 2, err, sizeof err), PJ_OK);
+    assert_int_equal(pj_sim_advance(s, 1e-17, 3, err, sizeof err), PJ_ERR_INPUT);
+    assert_string_equal(err, "dt = 1e-17 from t = 2 to t = 3 makes 1e+17 steps, more than the 1e+15 a run may take");
+    /* few steps, but each too small to move t = 2 (its spacing is 4.4e-16) */
+    assert_int_equal(pj_sim_advance(s, 1e-16, 2.000000000000001, err, sizeof err), PJ_ERR_INPUT);
+    assert_string_equal(err, "dt = 1e-16 is below the resolution of t = 2: a step would not move the time");
+    assert_int_equal(pj_sim_steps(s), 4);
+    pj_sim_free(s);
+    pj_problem_free(pr);
+    const char *big = "mesh grid(nx = 20000, ny = 20000)\nfield u = 1\nfield v = 0\nfield w = 0\n"
+                      "eq dt(u) = lap(u)\neq dt(v) = lap(v)\neq dt(w) = lap(w)\ntime dt = 0.001, steps = 2, scheme = rk4\n";
+    assert_int_equal(pj_problem_compile("big.pde", big, strlen(big), &pr, NULL), PJ_OK);
+    setenv("PDEJIT_MEMORY_AVAILABLE", "22.9e9", 1);
+    for (int be = 0; be < 2; be++) {
+        pj_sim_options o = {be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, 0, 1, 0};
+        s = NULL;
+        assert_int_equal(pj_sim_create(pr, &o, &s, err, sizeof err), PJ_ERR_MEMORY);
+        assert_null(s);
+        assert_string_equal(err, "the problem needs 38.4 GB (12 buffers of 3.2 GB); 22.9 GB are available");
+    }
+    unsetenv("PDEJIT_MEMORY_AVAILABLE");
+    pj_problem_free(pr);
+}
+
+/* pj_sim_interrupt stops pj_sim_run and pj_sim_advance at the next step boundary with
+ * PJ_INTERRUPTED (here from the run's own between-steps hook after the 5th step, and before a
+ * run); the flag is spent by the run it stopped, and the next one goes to its end. */
+typedef struct interrupter { pj_sim *sim; int steps, at; } interrupter;
+
+static void interrupt_at(void *ctx)
+{
+    interrupter *it = ctx;
+    if (++it->steps == it->at) pj_sim_interrupt(it->sim);
+}
+
+static void interrupt_stops_at_a_step(void **state)
+{
+    (void)state;
+    char *dir = tu_tempdir("api-interrupt"), dump[1024];
+    snprintf(dump, sizeof dump, "%s/end.csv", dir);
+    pj_problem *pr;
+    assert_int_equal(pj_problem_compile("decay.pde", decay, strlen(decay), &pr, NULL), PJ_OK);
+    pj_sim *s;
+    char err[256];
+    assert_int_equal(pj_sim_create(pr, NULL, &s, err, sizeof err), PJ_OK);
+    interrupter it = {s, 0, 5};
+    pj_run_options ro = pj_run_options_default();
+    ro.dump_path = dump;
+    ro.between_steps = interrupt_at;
+    ro.between_ctx = &it;
+    pj_run_result res;
+    assert_int_equal(pj_sim_run(s, &ro, &res, err, sizeof err), PJ_INTERRUPTED);
+    assert_string_equal(err, "interrupted at step 5, t = 0.005");
+    assert_int_equal(res.steps, 5);
+    assert_int_equal(pj_sim_steps(s), 5);
+    assert_int_equal(access(dump, F_OK), -1); /* not the end's state: no dump */
+    assert_string_equal(pj_strerror(PJ_INTERRUPTED), "interrupted");
+    pj_sim_interrupt(s); /* before a call: it stops before its first step */
+    assert_int_equal(pj_sim_advance(s, 0.001, 0.5, err, sizeof err), PJ_INTERRUPTED);
+    assert_int_equal(pj_sim_steps(s), 5);
+    assert_int_equal(pj_sim_advance(s, 0.001, 0.01, err, sizeof err), PJ_OK);
+    assert_true(pj_sim_time(s) == 0.01);
+    pj_sim_free(s);
+    pj_problem_free(pr);
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd, NULL);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -344,6 +439,8 @@ int main(void)
         cmocka_unit_test(bad_redefinitions_leave_the_run),
         cmocka_unit_test(redefinition_while_stepping),
         cmocka_unit_test(thousand_swaps_leave_memory_flat),
+        cmocka_unit_test(refused_before_the_first_step),
+        cmocka_unit_test(interrupt_stops_at_a_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -564,7 +564,18 @@ static void unwritable_folder(void **state)
         print_message("(running as root: chmod 0555 does not stop writes; covered by the paths "
                       "above)\n");
     } else {
-        expect_memory_only(p, "Permission denied");
+        /* it exists: read-only (hits still load; test_cache_trust covers that), one warning */
+        cache *c = cache_open(p, 0);
+        assert_true(cache_on_disk(c));
+        assert_false(cache_writable(c));
+        assert_non_null(cache_warning(c));
+        assert_non_null(strstr(cache_warning(c), "kernel cache is read-only"));
+        assert_non_null(strstr(cache_warning(c), "Permission denied"));
+        cache_key k;
+        make_key(&k, IR1, "double");
+        assert_int_equal(cache_put(c, &k, "obj", 3, "src", "ll"), -1);
+        expect_miss(c, &k);
+        cache_close(c);
         char sub[700];
         snprintf(sub, sizeof sub, "%s/sub", p); /* one that cannot be created */
         expect_memory_only(sub, "Permission denied");
@@ -574,7 +585,7 @@ static void unwritable_folder(void **state)
 }
 
 /* A put that fails part-way (here the file size limit; on a real disk, ENOSPC) turns the cache
- * memory-only with one warning and leaves no part of the entry visible. */
+ * read-only with one warning (what is stored still hits) and leaves no part of the entry visible. */
 static int put_with_small_fsize(const char *dir)
 {
     signal(SIGXFSZ, SIG_IGN);
@@ -589,13 +600,19 @@ static int put_with_small_fsize(const char *dir)
     int rc = 0;
     if (cache_put(c, &small, "ok", 2, "small", "ll") != 0) rc = 22;
     else if (cache_put(c, &k, big, 100000, "source", "ll") != -1) rc = 23;
-    else if (cache_on_disk(c)) rc = 24;
-    else if (!cache_warning(c) || !strstr(cache_warning(c), "File too large")) rc = 25;
+    else if (cache_writable(c) || !cache_on_disk(c)) rc = 24; /* read-only from now on */
+    else if (!cache_warning(c) || !strstr(cache_warning(c), "File too large") ||
+             !strstr(cache_warning(c), "kernel cache is read-only")) rc = 25;
     else if (cache_put(c, &small, "ok", 2, "small", "ll") != -1) rc = 26;
     else {
-        void *got;
+        const char *w = cache_warning(c);
+        void *got = NULL;
         size_t len;
-        if (cache_get(c, &k, &got, &len) || cache_get(c, &small, &got, &len)) rc = 27;
+        if (cache_get(c, &k, &got, &len)) rc = 27;             /* nothing of the big one */
+        else if (cache_get(c, &small, &got, &len) != 1 || len != 2 || memcmp(got, "ok", 2))
+            rc = 28;                                            /* what is stored still hits */
+        else if (cache_warning(c) != w) rc = 29;                /* the one warning, unchanged */
+        free(got);
     }
     free(big);
     cache_close(c);

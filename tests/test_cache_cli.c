@@ -1,7 +1,9 @@
 /* test_cache_cli.c — the kernel cache as `pdejit run` uses it: a second run loads every kernel
  * from disk; renaming and reformatting hit; a changed formula misses; damaged entries are
  * misses that get replaced with correct results; 8 processes on an empty cache; a read-only
- * cache folder degrades to memory with one warning; `pdejit cache` stats/list/explain/clear. */
+ * cache folder serves hits with one warning; `pdejit cache` stats/list/explain/clear; the trust
+ * model through the command: named pipes never block, entries that do not load are set aside,
+ * planted entries are refused, clear never follows a linked sub-folder. */
 #include "testutil.h"
 #include <dirent.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 
 static const char *problem =
@@ -225,29 +228,254 @@ static void unwritable_cache_folder(void **state)
     free(b);
 }
 
-/* A cache folder with mode 0555. Root writes anywhere, so as root the run drops to nobody
- * (setpriv); the folder then really refuses writes. */
+/* A cache folder with mode 0555 still serves the kernels stored there, writes nothing and warns
+ * once. Root writes anywhere, so as root the runs drop to nobody (setpriv), who owns the folder. */
 static void read_only_cache_folder(void **state)
 {
     (void)state;
     put("p.pde", problem);
     char cmd[4096], *out;
-    snprintf(cmd, sizeof cmd, "chmod 755 %s && mkdir -p %s/ro && chmod 555 %s/ro && chmod 644 %s/p.pde", tu_dir, tu_dir, tu_dir, tu_dir);
+    snprintf(cmd, sizeof cmd, "chmod 711 %s && mkdir -p %s/ro && chmod 700 %s/ro && chmod 644 %s/p.pde", tu_dir,
+             tu_dir, tu_dir, tu_dir);
     assert_int_equal(tu_run(cmd, NULL), 0);
     const char *as = "";
     if (geteuid() == 0) {
-        if (tu_run("command -v setpriv", NULL) != 0) skip();
+        if (tu_run("command -v setpriv", NULL) != 0) {
+            print_message("(skipped: running as root without setpriv to drop to nobody)\n");
+            skip();
+        }
         as = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+        snprintf(cmd, sizeof cmd, "chown 65534:65534 %s/ro", tu_dir);
+        assert_int_equal(tu_run(cmd, NULL), 0);
     }
+    /* filled while writable */
     snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/ro %s %s run p.pde --verbose --out none", tu_dir,
              tu_dir, as, PJ_BINARY);
     assert_int_equal(tu_run(cmd, &out), 0);
-    assert_int_equal(count(out, "warning: kernel cache disabled"), 1);
     assert_int_equal(count(out, "compiled in"), 2);
+    assert_int_equal(count(out, "warning"), 0);
+    free(out);
+    snprintf(cmd, sizeof cmd, "chmod 555 %s/ro", tu_dir);
+    assert_int_equal(tu_run(cmd, NULL), 0);
+    snprintf(cmd, sizeof cmd, "find %s/ro -type f | wc -l", tu_dir);
+    char *files_before;
+    assert_int_equal(tu_run(cmd, &files_before), 0);
+    /* read-only: both kernels loaded from it, one warning */
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/ro %s %s run p.pde --verbose --out none --fast-math",
+             tu_dir, tu_dir, as, PJ_BINARY);
+    assert_int_equal(tu_run(cmd, &out), 0); /* other kernels: compiled, kept in memory */
+    assert_int_equal(count(out, "warning: kernel cache is read-only"), 1);
+    assert_int_equal(count(out, "compiled in"), 2);
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/ro %s %s run p.pde --verbose --out none", tu_dir,
+             tu_dir, as, PJ_BINARY);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_int_equal(count(out, "warning: kernel cache is read-only"), 1);
+    assert_int_equal(count(out, "loaded from the cache in"), 2);
     free(out);
     snprintf(cmd, sizeof cmd, "find %s/ro -type f | wc -l", tu_dir);
     assert_int_equal(tu_run(cmd, &out), 0);
-    assert_string_equal(out, "0\n"); /* nothing was written */
+    assert_string_equal(out, files_before); /* nothing was written */
+    free(out);
+    free(files_before);
+}
+
+/* Fills cache folder c with p.pde's two kernels; returns their .bin paths in bins. */
+static void fill(const char *c, char bins[2][1200])
+{
+    char *out;
+    assert_int_equal(pj(c, &out, "run p.pde --out none"), 0);
+    free(out);
+    assert_int_equal(entries(c, bins, 2), 2);
+}
+
+/* Named pipes in place of the entries: explain and run refuse them without blocking (a run
+ * that blocks is killed by timeout, exit 124), compile afresh and say so once. */
+static void named_pipe_entries_never_block(void **state)
+{
+    (void)state;
+    put("p.pde", problem);
+    char bins[2][1200], cmd[8192], *out;
+    fill("c4", bins);
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "rm %s && mkfifo %s", bins[i], bins[i]);
+        assert_int_equal(tu_run(cmd, NULL), 0);
+    }
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=c4 timeout 60 %s cache explain p.pde", tu_dir, PJ_BINARY);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_int_equal(count(out, "not a regular file"), 2);
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=c4 timeout 60 %s cache stats", tu_dir, PJ_BINARY);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "refused: 2 "));
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=c4 timeout 60 %s run p.pde --verbose --out none", tu_dir,
+             PJ_BINARY);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_int_equal(count(out, "compiled in"), 2);
+    assert_int_equal(count(out, "warning: kernel cache: refused"), 1);
+    free(out);
+    assert_int_equal(pj("c4", &out, "run p.pde --verbose --out none"), 0); /* our pipes were replaced */
+    assert_int_equal(count(out, "loaded from the cache in"), 2);
+    free(out);
+}
+
+/* Rewrites the payload of the entry at path (how: 0 garbage, 1 the object's ELF machine made
+ * AArch64, an object for another CPU) with a checksum that matches again: only loading it can
+ * tell. */
+static void forge_payload(const char *path, int how)
+{
+    size_t len;
+    unsigned char *b = (unsigned char *)tu_read_file(path, &len);
+    assert_non_null(b);
+    assert_true(len > 64);
+    uint32_t klen = (uint32_t)b[12] | (uint32_t)b[13] << 8 | (uint32_t)b[14] << 16 | (uint32_t)b[15] << 24;
+    size_t off = 40 + klen;
+    assert_true(off + 20 < len);
+    unsigned char *payload = b + off;
+    size_t plen = len - off;
+    if (how == 0) {
+        for (size_t i = 0; i < plen; i++) payload[i] = (unsigned char)(i * 131 + 7);
+    } else {
+        assert_memory_equal(payload, "\177ELF", 4);
+        payload[18] = 183; /* e_machine: EM_AARCH64 */
+        payload[19] = 0;
+    }
+    XXH128_canonical_t sum;
+    XXH128_canonicalFromHash(&sum, XXH3_128bits(payload, plen));
+    memcpy(b + 24, sum.digest, 16);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, len, f), len);
+    fclose(f);
+    free(b);
+}
+
+/* An entry with a valid checksum whose object does not load (corrupt, or for another CPU) is set
+ * aside and compiled afresh with the same results; cache stats counts it; the next run hits. */
+static void entries_that_do_not_load_are_set_aside(void **state)
+{
+    (void)state;
+    put("p.pde", problem);
+    char *out;
+    assert_int_equal(pj("c5", &out, "run p.pde --dump ref.csv --backend interp"), 0);
+    free(out);
+    char *ref = slurp("ref.csv");
+    for (int how = 0; how < 2; how++) {
+        char bins[2][1200];
+        assert_int_equal(pj("c5", &out, "cache clear"), 0);
+        free(out);
+        fill("c5", bins);
+        for (int i = 0; i < 2; i++) forge_payload(bins[i], how);
+        assert_int_equal(pj("c5", &out, "cache stats"), 0);
+        assert_non_null(strstr(out, "entries: 2 (0 damaged)")); /* the checksums hold */
+        free(out);
+        assert_int_equal(pj("c5", &out, "run p.pde --verbose --dump d.csv"), 0);
+        assert_int_equal(count(out, "compiled in"), 2);
+        assert_int_equal(count(out, "warning: kernel cache: entry"), 1);
+        assert_int_equal(count(out, "did not load"), 1);
+        free(out);
+        char *d = slurp("d.csv");
+        assert_string_equal(d, ref);
+        free(d);
+        assert_int_equal(pj("c5", &out, "cache stats"), 0);
+        assert_non_null(strstr(out, "entries: 2 (0 damaged)"));
+        assert_non_null(strstr(out, "failed to load: 2 "));
+        free(out);
+        assert_int_equal(pj("c5", &out, "run p.pde --verbose"), 0);
+        assert_int_equal(count(out, "loaded from the cache in"), 2);
+        assert_int_equal(count(out, "warning"), 0);
+        free(out);
+    }
+    free(ref);
+}
+
+/* The issue's case: valid entries planted by another user (here: chown'd to nobody) are refused
+ * and never run; the run compiles afresh, gives the right result and warns once. */
+static void planted_entries_are_refused(void **state)
+{
+    (void)state;
+    if (geteuid() != 0) {
+        print_message("(skipped: planting entries owned by another user needs root to chown)\n");
+        skip();
+    }
+    put("p.pde", problem);
+    char bins[2][1200], cmd[8192], *out;
+    assert_int_equal(pj("c6", &out, "run p.pde --dump ref.csv --backend interp"), 0);
+    free(out);
+    fill("c6", bins);
+    for (int i = 0; i < 2; i++) {
+        forge_payload(bins[i], 0); /* were it run, it would not load: but it must not be opened */
+        snprintf(cmd, sizeof cmd, "chown 65534:65534 %s", bins[i]);
+        assert_int_equal(tu_run(cmd, NULL), 0);
+    }
+    assert_int_equal(pj("c6", &out, "run p.pde --verbose --dump d.csv"), 0);
+    assert_int_equal(count(out, "compiled in"), 2);
+    assert_int_equal(count(out, "warning: kernel cache: refused"), 1);
+    assert_int_equal(count(out, "owned by another user"), 1);
+    assert_int_equal(count(out, "did not load"), 0);
+    free(out);
+    char *ref = slurp("ref.csv"), *d = slurp("d.csv");
+    assert_string_equal(d, ref);
+    free(ref);
+    free(d);
+    struct stat st;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(stat(bins[i], &st), 0);
+        assert_int_equal(st.st_uid, 65534); /* left in place, not replaced */
+    }
+    assert_int_equal(pj("c6", &out, "cache stats"), 0);
+    assert_non_null(strstr(out, "refused: 2 "));
+    free(out);
+}
+
+/* `pdejit cache clear` with a prefix sub-folder replaced by a link to a folder elsewhere: the
+ * files there stay, and the command says it left something. */
+static void clear_never_follows_a_linked_sub_folder(void **state)
+{
+    (void)state;
+    put("p.pde", problem);
+    char bins[2][1200], cmd[8192], *out;
+    fill("c7", bins);
+    char *slash = strrchr(bins[0], '/');
+    *slash = 0; /* its prefix sub-folder */
+    snprintf(cmd, sizeof cmd, "cd %s && mv %s precious && ln -s %s/precious %s && find precious -type f | wc -l",
+             tu_dir, bins[0], tu_dir, bins[0]);
+    char *before;
+    assert_int_equal(tu_run(cmd, &before), 0);
+    assert_true(atoi(before) >= 3);
+    assert_int_equal(pj("c7", &out, "cache clear"), 1);
+    assert_int_equal(count(out, "warning: kernel cache: refused 1 sub-folder"), 1);
+    assert_non_null(strstr(out, "was not removed"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd %s && find precious -type f | wc -l", tu_dir);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_string_equal(out, before);
+    free(out);
+    free(before);
+}
+
+/* A write that fails after start-up — here a swap's kernels under a file size limit (on a real
+ * disk: full, or the folder made read-only) — is reported once, not dropped: the run started on
+ * cache hits without a warning, and says at the end that the cache turned read-only. */
+static void write_failure_while_running_is_reported_once(void **state)
+{
+    (void)state;
+    put("w.pde", "mesh grid(nx = 200000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 8\n");
+    char cmd[8192], *out;
+    assert_int_equal(pj("c8", &out, "run w.pde --out none --steps 1"), 0); /* the first kernels stored */
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && trap '' XFSZ && ulimit -f 8 && (PDEJIT_CACHE_DIR=c8 %s run w.pde --watch --out none --verbose "
+             "2> w.log & pid=$!; until grep -q watching w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
+             "sed -i 's/= 1$/= 2/' w.pde; wait $pid; rc=$?; cat w.log; exit $rc)", tu_dir, PJ_BINARY);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_int_equal(count(out, "loaded from the cache in"), 1); /* started on hits, no warning */
+    assert_non_null(strstr(out, "w.pde changed: swapped in the new definition"));
+    assert_int_equal(count(out, "warning: kernel cache is read-only"), 1);
+    assert_non_null(strstr(out, "File too large"));
+    const char *warning = strstr(out, "warning"), *swapped = strstr(out, "swapped in");
+    assert_true(warning > swapped); /* reported after the swap that failed to store */
     free(out);
 }
 
@@ -259,6 +487,11 @@ int main(void)
         cmocka_unit_test(eight_processes_on_an_empty_cache),
         cmocka_unit_test(unwritable_cache_folder),
         cmocka_unit_test(read_only_cache_folder),
+        cmocka_unit_test(named_pipe_entries_never_block),
+        cmocka_unit_test(entries_that_do_not_load_are_set_aside),
+        cmocka_unit_test(planted_entries_are_refused),
+        cmocka_unit_test(clear_never_follows_a_linked_sub_folder),
+        cmocka_unit_test(write_failure_while_running_is_reported_once),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 
@@ -28,6 +29,19 @@ static int pj(char **out, const char *fmt, ...)
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
     snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s %s", tu_dir, tu_dir, PJ_BINARY, args);
+    return tu_run(cmd, out);
+}
+
+/* Runs a shell command in the temporary folder, with $PJ the command and its cache folder set. */
+static int sh(char **out, const char *fmt, ...)
+{
+    char script[3072], cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(script, sizeof script, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd %s && export PDEJIT_CACHE_DIR=%s/cache PJ=%s LC_ALL=C && %s", tu_dir, tu_dir, PJ_BINARY,
+             script);
     return tu_run(cmd, out);
 }
 
@@ -78,6 +92,15 @@ static void check_is_silent_or_points(void **state)
     free(out);
     free(good);
     free(bad);
+    /* a file of 2^31 - 1 bytes (sparse: no disk space) is refused, read no further than 64 MiB */
+    char *huge = write_file("huge.pde", "");
+    assert_int_equal(truncate(huge, 2147483647), 0);
+    assert_int_equal(pj(&out, "check huge.pde"), 2);
+    assert_string_equal(out, "huge.pde: error: the problem text is larger than 64 MiB (67108864 bytes), the most a "
+                             "problem may have\n1 error\n");
+    free(out);
+    unlink(huge);
+    free(huge);
 }
 
 static void dump_format(void **state)
@@ -256,6 +279,213 @@ static void watch_swaps_at_a_step(void **state)
     free(p);
 }
 
+/* ---- refused before the first step (issue 15) ---------------------------------------------- */
+
+static int exists(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", tu_dir, name);
+    return access(path, F_OK) == 0;
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A 20000^2 RK4 problem of three fields needs 12 buffers (4 slots) of 3.2 GB: refused at once,
+ * before any allocation, against the memory available ($PDEJIT_MEMORY_AVAILABLE stands in for
+ * MemAvailable and the cgroup), by run on both host back ends and by check; in single precision
+ * it needs half, which check takes when it fits. */
+static void memory_is_checked_before_allocating(void **state)
+{
+    (void)state;
+    char *p = write_file("big.pde", "mesh grid(nx = 20000, ny = 20000)\nfield u = 1\nfield v = 0\nfield w = 0\n"
+                                    "eq dt(u) = lap(u)\neq dt(v) = lap(v)\neq dt(w) = lap(w)\n"
+                                    "time dt = 0.001, steps = 2, scheme = rk4\n");
+    const char *want = "pdejit: big.pde: the problem needs 38.4 GB (12 buffers of 3.2 GB); 22.9 GB are available\n";
+    char *out;
+    for (int be = 0; be < 2; be++) {
+        double t0 = seconds_now();
+        assert_int_equal(sh(&out, "PDEJIT_MEMORY_AVAILABLE=22.9e9 $PJ run big.pde --backend %s --out none --dump big.csv",
+                            be ? "cpu" : "interp"), 2);
+        assert_true(seconds_now() - t0 < 20); /* nothing allocated: before, 3 GB took 8.5 s */
+        assert_string_equal(out, want);
+        free(out);
+    }
+    assert_false(exists("big.csv"));
+    assert_int_equal(sh(&out, "PDEJIT_MEMORY_AVAILABLE=22.9e9 $PJ check big.pde"), 2);
+    assert_string_equal(out, want);
+    free(out);
+    assert_int_equal(sh(&out, "PDEJIT_MEMORY_AVAILABLE=8e9 $PJ check big.pde --precision single"), 2);
+    assert_string_equal(out, "pdejit: big.pde: the problem needs 19.2 GB (12 buffers of 1.6 GB); 8.0 GB are available\n");
+    free(out);
+    assert_int_equal(sh(&out, "PDEJIT_MEMORY_AVAILABLE=20e9 $PJ check big.pde --precision single"), 0);
+    assert_string_equal(out, "");
+    free(out);
+    free(p);
+}
+
+/* A step count or an output count that overflows (or a dt that underflows) is refused with the
+ * numbers, exit 2, nothing stepped and nothing written; before, these runs took 0 steps and
+ * exited 0 with the initial state, or wrote t = 0 snapshots forever. */
+static void step_counts_that_overflow_are_refused(void **state)
+{
+    (void)state;
+    char *a = write_file("ode.pde", "mesh grid(nx = 2)\nfield u\neq dt(u) = 1\ntime dt = 1, until = 3\n");
+    char *b = write_file("inf.pde", "mesh grid(nx = 2)\nfield u\neq dt(u) = 1\ntime dt = 1e308, steps = 10\n");
+    char *c = write_file("snap.pde", "mesh grid(nx = 2)\nfield u\neq dt(u) = 1\ntime dt = 0.1, until = 1\n"
+                                     "output every = 1e-300\n");
+    struct { const char *args, *want; } cases[] = {
+        {"run ode.pde --dt 1e-300 --dump c.csv",
+         "pdejit: ode.pde: dt = 1e-300 to t = 3 makes 3e+300 steps, more than the 1e+15 a run may take\n"},
+        {"run ode.pde --until 1e30 --dump c.csv",
+         "pdejit: ode.pde: dt = 1 to t = 1e+30 makes 1e+30 steps, more than the 1e+15 a run may take\n"},
+        {"run inf.pde --dump c.csv",
+         "pdejit: inf.pde: 10 steps of dt = 1e+308 end at t = inf: the end time must be finite\n"},
+        {"run snap.pde --out refused --dump c.csv",
+         "pdejit: snap.pde: output every = 1e-300 to t = 1 makes 1e+300 output times, more than the 1e+07 a run "
+         "may have\n"},
+        {"run snap.pde --out none --dump c.csv",
+         "pdejit: snap.pde: output every = 1e-300 to t = 1 makes 1e+300 output times, more than the 1e+07 a run "
+         "may have\n"},
+        {"run ode.pde --steps 2e15 --dump c.csv",
+         "pdejit: ode.pde: dt = 1 to t = 2e+15 makes 2e+15 steps, more than the 1e+15 a run may take\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *out;
+        assert_int_equal(pj(&out, "%s", cases[i].args), 2);
+        assert_string_equal(out, cases[i].want);
+        free(out);
+        assert_false(exists("c.csv"));
+        assert_false(exists("refused"));
+    }
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* The dump's folder and the output folder are checked before the first step (this problem blows
+ * up at step 7: exit 1 would mean it stepped); a reused --out loses the previous series' files,
+ * and only those, saying so. */
+static void outputs_checked_before_stepping(void **state)
+{
+    (void)state;
+    char *p = write_file("blow.pde", "mesh grid(nx = 10)\nfield u = 2\neq dt(u) = u^2\n"
+                                     "time dt = 0.1, until = 100, scheme = euler\noutput every = 10\n");
+    char *f = write_file("plain", "not a folder\n");
+    char *out;
+    assert_int_equal(pj(&out, "run blow.pde --out none --dump missing/x.csv"), 2);
+    assert_string_equal(out, "pdejit: blow.pde: cannot write the dump missing/x.csv: No such file or directory\n");
+    free(out);
+    assert_int_equal(pj(&out, "run blow.pde --out none --dump plain/x.csv"), 2);
+    assert_string_equal(out, "pdejit: blow.pde: cannot write the dump plain/x.csv: Not a directory\n");
+    free(out);
+    assert_int_equal(pj(&out, "run blow.pde --out plain/snaps"), 2);
+    assert_string_equal(out, "pdejit: blow.pde: cannot create the output folder plain/snaps: Not a directory\n");
+    free(out);
+    if (geteuid() != 0) { /* root writes anywhere */
+        assert_int_equal(sh(&out, "mkdir -p ro && chmod 555 ro && $PJ run blow.pde --out none --dump ro/x.csv; rc=$?; "
+                                  "chmod 755 ro; exit $rc"), 2);
+        assert_string_equal(out, "pdejit: blow.pde: cannot write the dump ro/x.csv: Permission denied\n");
+        free(out);
+    }
+    assert_false(exists("plain/snaps"));
+    /* a reused folder: the first series has 3 snapshots (csv, vti, png), the second 2 */
+    char *o = write_file("o.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = 1\ntime dt = 0.25, until = 1\n"
+                                  "output every = 0.5, format = csv vtk png\n");
+    assert_int_equal(pj(&out, "run o.pde --out s"), 0);
+    free(out);
+    assert_true(exists("s/snapshot_000002.vti") && exists("s/u_000002.png"));
+    assert_int_equal(sh(&out, "touch s/notes.txt s/u_12.png s/snapshot_000001.csv.bak && mkdir s/snapshot_000009.csv && "
+                              "$PJ run o.pde --out s --until 0.5"), 0);
+    assert_string_equal(out, "pdejit: s: removed the 11 files of a previous series before writing this one\n");
+    free(out);
+    assert_false(exists("s/snapshot_000002.csv") || exists("s/snapshot_000002.vti") || exists("s/u_000002.png"));
+    assert_true(exists("s/snapshot_000001.csv") && exists("s/u_000001.png") && exists("s/snapshots.pvd"));
+    assert_true(exists("s/notes.txt") && exists("s/u_12.png") && exists("s/snapshot_000001.csv.bak") &&
+                exists("s/snapshot_000009.csv"));
+    char path[1024];
+    snprintf(path, sizeof path, "%s/s/snapshots.csv", tu_dir);
+    char *index = tu_read_file(path, NULL);
+    assert_string_equal(index, "snapshot,t\n0,0\n1,0.5\n");
+    free(index);
+    free(o);
+    free(f);
+    free(p);
+}
+
+/* SIGINT and SIGTERM stop the run at a step boundary: a line says where, the status is 128 +
+ * the signal, the snapshots written are whole, no temporary file is left and no dump is written
+ * (the state is not the end's). The shell starts a background job with SIGINT ignored, so the
+ * SIGINT case resets it (env --default-signal). */
+static void signals_stop_at_a_step_boundary(void **state)
+{
+    (void)state;
+    char *p = write_file("long.pde", "mesh grid(nx = 100000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 100000\n"
+                                     "output every = 50000, format = csv vtk png\n");
+    const char *sigs[] = {"INT", "TERM"};
+    for (int i = 0; i < 2; i++) {
+        char *out;
+        /* snapshots.csv is written inside the run, after the handlers are in place */
+        int rc = sh(&out, "rm -rf sn; env --default-signal=INT $PJ run long.pde --out sn --dump end.csv 2> sig.log & pid=$!; "
+                          "n=0; until [ -f sn/snapshots.csv ] || [ $n -ge 1200 ]; do sleep 0.05; n=$((n+1)); done; "
+                          "sleep 0.2; kill -%s $pid; wait $pid; rc=$?; cat sig.log; ls -a sn; exit $rc", sigs[i]);
+        if (rc != 130 + 13 * i) fprintf(stderr, "%s\n", out);
+        assert_int_equal(rc, i ? 143 : 130);
+        char want[64];
+        snprintf(want, sizeof want, "pdejit: SIG%s: interrupted at step ", sigs[i]);
+        const char *line = strstr(out, want);
+        assert_non_null(line);
+        long long step = 0;
+        double t = 0;
+        assert_int_equal(sscanf(line + strlen(want), "%lld, t = %lf", &step, &t), 2);
+        assert_true(step > 0 && fabs(t - 0.001 * (double)step) < 1e-6);
+        assert_non_null(strstr(line, "; the final state was not dumped\n"));
+        assert_null(strstr(out, ".tmp."));
+        assert_non_null(strstr(out, "snapshot_000000.vti\nsnapshots.csv\nsnapshots.pvd\nu_000000.png\n"));
+        assert_false(exists("end.csv"));
+        free(out);
+    }
+    free(p);
+}
+
+/* --watch reads only regular files of at most 64 MiB, without blocking: a named pipe, a link to
+ * /dev/zero and a 65 MiB file in place of the watched file are each reported once and the run goes
+ * on; an edit that keeps the size and the mtime is seen (content hash) and swapped in; and the
+ * run still ends (here on SIGTERM). */
+static void watch_reads_only_regular_files(void **state)
+{
+    (void)state;
+    char *p = write_file("wr.pde", "mesh grid(nx = 100000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 100000\n");
+    char *out;
+    int rc = sh(&out, "cp -p wr.pde wr.keep; $PJ run wr.pde --watch --out none --dump wr.csv 2> wr.log & pid=$!; "
+                      "waitfor() { n=0; until [ $(grep -c \"$1\" wr.log) -ge $2 ] || [ $n -ge 1200 ]; do sleep 0.05; "
+                      "n=$((n+1)); done; }; "
+                      "waitfor watching 1; rm wr.pde; mkfifo wr.pde; waitfor 'not a regular file' 1; "
+                      "rm wr.pde; ln -s /dev/zero wr.pde; waitfor 'not a regular file' 2; "
+                      "rm wr.pde; truncate -s 65M wr.pde; waitfor 'more than the' 1; "
+                      "rm wr.pde; cp -p wr.keep wr.pde; waitfor 'swapped in the new' 1; "
+                      "sed 's/= 1$/= 3/' wr.keep > wr.new; touch -r wr.keep wr.new; mv wr.new wr.pde; "
+                      "waitfor 'swapped in the new' 2; kill -TERM $pid; wait $pid; rc=$?; cat wr.log; exit $rc");
+    if (rc != 143) fprintf(stderr, "%s\n", out);
+    assert_int_equal(rc, 143);
+    assert_non_null(strstr(out, ": wr.pde changed but it is not a regular file; still running the previous definition\n"));
+    assert_non_null(strstr(out, ": wr.pde changed but it is 68157440 bytes, more than the 67108864 (64 MiB) --watch reads; "
+                                "still running the previous definition\n"));
+    const char *first = strstr(out, ": wr.pde changed: swapped in the new definition");
+    assert_non_null(first);
+    assert_non_null(strstr(first + 1, ": wr.pde changed: swapped in the new definition"));
+    assert_non_null(strstr(out, "pdejit: SIGTERM: interrupted at step "));
+    int said = 0;
+    for (const char *c = out; (c = strstr(c, "not a regular file")); c++) said++;
+    assert_int_equal(said, 2); /* once per change, not once per look */
+    free(out);
+    free(p);
+}
+
 static void nan_stops_the_run(void **state)
 {
     (void)state;
@@ -310,6 +540,11 @@ int main(void)
         cmocka_unit_test(nan_stops_the_run),
         cmocka_unit_test(huge_finite_values_run_on),
         cmocka_unit_test(watch_swaps_at_a_step),
+        cmocka_unit_test(memory_is_checked_before_allocating),
+        cmocka_unit_test(step_counts_that_overflow_are_refused),
+        cmocka_unit_test(outputs_checked_before_stepping),
+        cmocka_unit_test(signals_stop_at_a_step_boundary),
+        cmocka_unit_test(watch_reads_only_regular_files),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

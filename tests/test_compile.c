@@ -219,10 +219,38 @@ static void boundary_classification(void **state)
     program_free(p);
 }
 
+/* A field without an eq is a coefficient: every stage reads it from slot 0 and none writes it,
+ * so Gray-Scott with D(x, y) for each species moves 6 values (48 bytes) per cell and stage with
+ * Euler: u, v, Du, Dv read, u, v written — not 8 (the coefficients copied along). */
+static void coefficient_fields_are_read_only(void **state)
+{
+    (void)state;
+    static const char *const schemes[] = {"euler", "rk2", "rk3", "rk4"};
+    for (int sc = 0; sc < 4; sc++) {
+        char src[1024];
+        snprintf(src, sizeof src,
+                 "mesh grid(nx = 16, ny = 16)\nparam F = 0.04, k = 0.06\n"
+                 "field Du = 2e-5*(1 + x), Dv = 1e-5*(1 + y)\nfield u = 1, v = x*y\n"
+                 "eq dt(u) = div(Du*grad(u)) - u*v*v + F*(1 - u)\neq dt(v) = div(Dv*grad(v)) + u*v*v - (F + k)*v\n"
+                 "periodic x, y\ntime dt = 1, steps = 1, scheme = %s\n", schemes[sc]);
+        pj_program *p = compile(src);
+        assert_non_null(p);
+        for (int s = 0; s < p->n_stages; s++) {
+            const kir_kernel *k = p->stages[s].kernel;
+            for (int o = 0; o < k->n_outputs; o++) assert_true(p->field_has_eq[k->outputs[o].field]);
+            for (int i = 0; i < k->n_nodes; i++)
+                if (k->nodes[i].op == KIR_LOAD && !p->field_has_eq[k->nodes[i].index]) assert_int_equal(k->nodes[i].slot, 0);
+        }
+        if (sc == 0) assert_int_equal(kir_values_per_cell(p->stages[0].kernel) * 8, 48);
+        program_free(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hash_invariance),
+        cmocka_unit_test(coefficient_fields_are_read_only),
         cmocka_unit_test(cse_and_folding),
         cmocka_unit_test(halo_widths),
         cmocka_unit_test(operators_expand_as_written),

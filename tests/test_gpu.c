@@ -660,6 +660,54 @@ static void emu_memory_released(void **state)
     cuda_device_close(d);
 }
 
+/* Fields that do not fit in the device's free memory are refused before anything is allocated:
+ * cuda_sim_create says grid_memory_check's numbers against the free memory less the margin (the
+ * emulation has 16 GiB; an H200 141 GB: 3 fields of 60000^2 in RK4 need 345.8 GB on either), and
+ * `pdejit run --backend cuda` exits 2 with it. */
+static const char prob_too_large[] =
+    "mesh grid(nx = 60000, ny = 60000)\nfield u = 1\nfield v = 0\nfield w = 0\n"
+    "eq dt(u) = lap(u)\neq dt(v) = lap(v)\neq dt(w) = lap(w)\ntime dt = 0.001, steps = 2, scheme = rk4\n";
+
+static void refuses_what_does_not_fit(where w)
+{
+    NEED(w);
+    char reason[512], err[1024] = "";
+    cuda_device *d = cuda_device_open(0, reason, sizeof reason);
+    assert_non_null(d);
+    size_t free0 = 0, total = 0;
+    assert_int_equal(cuda_mem_info(d, &free0, &total, err, sizeof err), 0);
+    char want[256];
+    snprintf(want, sizeof want, "the problem needs 345.8 GB (12 buffers of 28.8 GB); %.1f GB are available on the device",
+             ((double)free0 - 64.0 * 1024 * 1024) / 1e9);
+    pj_program *p = compile_text("too_large.pde", prob_too_large);
+    cuda_sim_options o = {.cache_dir = g_cache_dir};
+    double t0 = now_s();
+    cuda_sim *s = cuda_sim_create(p, &o, err, sizeof err);
+    assert_null(s);
+    assert_string_equal(err, want);
+    assert_true(now_s() - t0 < 5); /* no kernel compiled, nothing allocated */
+    assert_int_equal(cuda_device_live_bytes(d, NULL), 0);
+    program_free(p);
+    cuda_device_close(d);
+    char *dir = tu_tempdir("gpu-too-large"), path[1024], cmd[3072], *out = NULL;
+    snprintf(path, sizeof path, "%s/too_large.pde", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(prob_too_large, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s run too_large.pde --backend cuda --out none", dir, dir,
+             PJ_BINARY);
+    assert_int_equal(tu_run(cmd, &out), 2);
+    assert_non_null(strstr(out, "pdejit: too_large.pde: the problem needs 345.8 GB (12 buffers of 28.8 GB); "));
+    assert_non_null(strstr(out, " GB are available on the device\n"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd, NULL);
+    free(dir);
+}
+static void emu_refuses_what_does_not_fit(void **state) { (void)state; refuses_what_does_not_fit(ON_EMU); }
+static void gpu_refuses_what_does_not_fit(void **state) { (void)state; refuses_what_does_not_fit(ON_GPU); }
+
 /* The ghost-fill plan (grid.h): homogeneous fills on the device; a hook side too in the
  * emulation, whose device memory is host memory (a hook on a real device copies itself). */
 static void emu_ghost_plan(void **state)
@@ -813,6 +861,7 @@ int main(void)
         cmocka_unit_test(emu_cache_hits_without_nvrtc),
         cmocka_unit_test(emu_memory_released),
         cmocka_unit_test(emu_ghost_plan),
+        cmocka_unit_test(emu_refuses_what_does_not_fit),
         cmocka_unit_test(emu_command_line),
         cmocka_unit_test(no_device_command_line),
         cmocka_unit_test(gpu_samples_agree),
@@ -821,6 +870,7 @@ int main(void)
         cmocka_unit_test(gpu_cache_hits_without_nvrtc),
         cmocka_unit_test(gpu_memory_released),
         cmocka_unit_test(gpu_ghost_plan),
+        cmocka_unit_test(gpu_refuses_what_does_not_fit),
         cmocka_unit_test(gpu_large_problem),
         cmocka_unit_test(gpu_command_line),
     };

@@ -507,6 +507,33 @@ static void fast_math(void **state)
     kir_free(k);
 }
 
+/* Fast-math kernels call glibc's vector math library where the host has it: every math function
+ * of the table through its libmvec variant agrees with the interpreter's libm to libmvec's few
+ * ulp (double) or float accuracy, and the optimised IR calls the variants (_ZGV...). */
+static void fast_math_vector_library(void **state)
+{
+    (void)state;
+    const char *vm = llvm_jit_vecmath(jit);
+    print_message("vector math: %s\n", vm);
+    for (int dim = 1; dim <= 3; dim++) {
+        kir_kernel *k = all_ops_kernel(dim);
+        for (int single = 0; single <= 1; single++) {
+            built b = build(k, single, 1);
+            if (strcmp(vm, "none")) {
+                assert_non_null(strstr(b.ir, "@_ZGV"));
+                assert_non_null(strstr(b.ir, single ? "_tanhf(" : "_tanh("));
+            }
+            unbuild(&b);
+            grid *g = grid_new(dim, dim == 1 ? 97 : 37, 6, 4, 2 * k->n_fields, single);
+            grid_fill_random(g, 11 + dim);
+            double p[2] = {0.3, -1.5};
+            check_kernel(k, g, p, 1, single ? 1e-5 : 1e-13, "fast-math vector math", NULL);
+            grid_free(g);
+        }
+        kir_free(k);
+    }
+}
+
 /* ---- random kernels ------------------------------------------------------------------------ */
 
 static const double rand_consts[] = {0.5, -1.25, 2.0, 3.0, 1e-3, 0.0, -0.0, 10.0, 0.1, 7.5};
@@ -755,7 +782,7 @@ static void pool_ranges(void **state)
                 for (int rep = 0; rep < 50; rep++) {
                     int64_t n = ns[ni];
                     cover c = {calloc((size_t)n + 1, sizeof(int)), grains[gi], n, 0};
-                    cpu_pool_run_range(pools[pi], cover_fn, &c, n, c.grain);
+                    cpu_pool_run_range(pools[pi], cover_fn, &c, n, c.grain, 1);
                     for (int64_t i = 0; i < n; i++) assert_int_equal(c.count[i], 1);
                     assert_int_equal(c.misaligned, 0);
                     free(c.count);
@@ -894,7 +921,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stencils_1d_2d_3d), cmocka_unit_test(every_op),
         cmocka_unit_test(conditionals),      cmocka_unit_test(in_place),
-        cmocka_unit_test(init_kernel),       cmocka_unit_test(fast_math),         cmocka_unit_test(random_kernels),
+        cmocka_unit_test(init_kernel),       cmocka_unit_test(fast_math),         cmocka_unit_test(fast_math_vector_library),         cmocka_unit_test(random_kernels),
         cmocka_unit_test(prefetch_chunks),   cmocka_unit_test(nonfinite_flag),
         cmocka_unit_test(threads_identical), cmocka_unit_test(pool_ranges),
         cmocka_unit_test(load_unload_errors), cmocka_unit_test(concurrent_compiles),

@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "program.h"
+#include "ast.h"
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Compiles `src` as "t.pde"; returns the program (or NULL) and the diagnostics in *log. */
 static pj_program *compile(const char *src, char **log)
@@ -339,14 +344,15 @@ static void hostile_input(void **state)
     k = strlen(s);
     while (k < len) { s[k++] = '+'; s[k++] = '1'; }
     s[k] = 0;
-    assert_null(compile(s, &log));
-    assert_non_null(strstr(log, "error: expression is too long or nested too deeply"));
+    pj_program *sum = compile(s, &log); /* a flat sum of 500 000 ones is not nesting */
+    assert_non_null(sum);
+    program_free(sum);
     free(log);
     memset(s + 27, '-', len - 27);
     s[len] = '1';
     s[len + 1] = 0;
     assert_null(compile(s, &log));
-    assert_non_null(strstr(log, "error: expression is too long or nested too deeply"));
+    assert_non_null(strstr(log, "error: expression is nested too deeply (more than 400 levels)"));
     free(log);
 
     srand(7);
@@ -361,6 +367,219 @@ static void hostile_input(void **state)
         diag_free(&d);
     }
     free(s);
+}
+
+/* "mesh grid(nx = 4)\n" HEAD TERM TERM ... (n times) TAIL, malloc'd. */
+static char *repeated(const char *head, const char *term, int n, const char *tail)
+{
+    size_t len = strlen(head) + (size_t)n * strlen(term) + strlen(tail) + 32;
+    char *s = malloc(len), *at = s;
+    at += sprintf(at, "mesh grid(nx = 4)\n%s", head);
+    for (int i = 0; i < n; i++) at += sprintf(at, "%s", term);
+    sprintf(at, "%s", tail);
+    return s;
+}
+
+/* Asserts that compiling src fails with exactly one error (or `n_errors`), `expected`
+ * ("LINE:COL: error: MESSAGE") among them, its caret under the character `under` (lines of any
+ * length: a long line is shown as a window around the caret). */
+static void expect_errors_at(const char *src, int n_errors, const char *expected, char under)
+{
+    char *log;
+    pj_program *p = compile(src, &log);
+    char want[512];
+    snprintf(want, sizeof want, "t.pde:%s\n", expected);
+    const char *at = strstr(log, want);
+    int errors = 0;
+    for (const char *q = log; (q = strstr(q, ": error: ")); q++) errors++;
+    if (p || !at || errors != n_errors) {
+        fprintf(stderr, "expected %d error(s), among them: %swas:\n%.2000s\n", n_errors, want, log);
+        fail();
+    }
+    const char *text = at + strlen(want), *caret_line = strchr(text, '\n') + 1;
+    const char *caret = strchr(caret_line, '^');
+    assert_non_null(caret);
+    assert_int_equal(text[caret - caret_line], under);
+    free(log);
+}
+
+static void long_sums_and_products(void **state)
+{
+    (void)state;
+    /* 200 000 terms are one chain, not 200 000 levels, summed left to right: each + 1 rounds
+       back to 1e16 (from the right the ones would add up first, to 1e16 + 199 999) */
+    char *src = repeated("param p = 1e16", " + 1", 199999, ", q = 1");
+    char *more = repeated("", " - 1", 199999, "\n");
+    src = realloc(src, strlen(src) + strlen(more) + 1);
+    strcat(src, more + strlen("mesh grid(nx = 4)\n"));
+    free(more);
+    char *log;
+    pj_program *p = compile(src, &log);
+    if (!p) fprintf(stderr, "%.2000s", log);
+    assert_non_null(p);
+    assert_true(p->param_values[0] == 1e16);
+    assert_true(p->param_values[1] == -199998);
+    program_free(p);
+    free(log);
+    free(src);
+    /* products and quotients chain alike, left to right: 1e308 * 10 overflows before / 10 */
+    src = repeated("param r = 1", " * 2 / 2", 100000, ", s = 1e308 * 10 / 10\n");
+    p = compile(src, &log);
+    assert_non_null(p);
+    assert_true(p->param_values[0] == 1);
+    assert_true(isinf(p->param_values[1]));
+    program_free(p);
+    free(log);
+    free(src);
+    /* an equation summing 10 000 params */
+    src = malloc(400000);
+    char *at = src + sprintf(src, "mesh grid(nx = 4)\nfield u\nparam p0 = 0");
+    for (int i = 1; i < 10000; i++) at += sprintf(at, ", p%d = %d", i, i);
+    at += sprintf(at, "\neq dt(u) = p0");
+    for (int i = 1; i < 10000; i++) at += sprintf(at, " + p%d", i);
+    sprintf(at, " + u\ntime dt = 1, steps = 1\n");
+    p = compile(src, &log);
+    if (!p) fprintf(stderr, "%.2000s", log);
+    assert_non_null(p);
+    assert_int_equal(p->n_params, 10000);
+    assert_true(p->param_values[9999] == 9999);
+    program_free(p);
+    free(log);
+    free(src);
+    /* the lowering budget grows with the text: 500 000 products of 8 factors are 4.5 million
+       lowering steps, beyond the 4 million any expression may take from inlining */
+    src = repeated("field u = 1\neq dt(u) = u", " + u*u*u*u*u*u*u*u", 500000, "\n");
+    p = compile(src, &log);
+    if (!p) fprintf(stderr, "%.2000s", log);
+    assert_non_null(p);
+    program_free(p);
+    free(log);
+    free(src);
+    /* a chain's terms still nest: (1 + ...) in a sum of sums */
+    assert_true(param_value("1 + 2*3 - (4 - 5)*2^2^-1 / 2 + -3 < 8 && 1") == 1);
+    assert_true(param_value("2*3^2 + 1 - 2 - 3") == 14);
+    assert_true(param_value("(1 - 2) - (3 - 4)*5 / 10 * 4") == 1);
+}
+
+static void errors_inside_long_expressions(void **state)
+{
+    (void)state;
+    /* a syntax error near the end of a 200 000-term sum is reported where it is, alone */
+    char *src = repeated("field u = 1", " + 1", 199990, " 7 + 1 + 1\n");
+    int col = 11 + 1 + 4 * 199990 + 1;
+    char expected[200];
+    snprintf(expected, sizeof expected, "2:%d: error: unexpected number, expecting end of line", col);
+    expect_errors_at(src, 1, expected, '7');
+    free(src);
+    /* real nesting is still bounded, pointed at where the too-deep part starts: 450 powers
+       nest 450 levels (right-associative), the 401 innermost start at the 50th */
+    src = repeated("field u = 2", "^2", 449, "\n");
+    expect_errors_at(src, 1, "2:109: error: expression is nested too deeply (more than 400 levels, from here)", '2');
+    free(src);
+    src = repeated("field u = ", "-", 500, "1\n");
+    expect_errors_at(src, 1, "2:111: error: expression is nested too deeply (more than 400 levels, from here)", '-');
+    free(src);
+    /* too deep and then a syntax error on the same line: both reported */
+    src = repeated("field u = ", "-", 500, "1 + 1 * 2 3\n");
+    expect_errors_at(src, 2, "2:111: error: expression is nested too deeply (more than 400 levels, from here)", '-');
+    expect_errors_at(src, 2, "2:521: error: unexpected number, expecting end of line", '3');
+    free(src);
+    /* a million unary minuses fill the parser's stack before any of them is reduced: reported
+       where it fills up (YYMAXDEPTH, far beyond 400 levels) */
+    src = repeated("field u = ", "-", 1000000, "1\n");
+    expect_errors_at(src, 1, "2:5005: error: expression is nested too deeply (more than 400 levels)", '-');
+    free(src);
+}
+
+/* The canonical hashes of every kernel of p, one string. */
+static void kernel_hashes(const pj_program *p, char *out)
+{
+    const kir_kernel *ks[16] = {p->params_kernel, p->init, p->rhs};
+    int n = 3;
+    for (int s = 0; s < 6; s++) ks[n++] = p->bc_kernel[s];
+    for (int s = 0; s < p->n_stages && n < 16; s++) ks[n++] = p->stages[s].kernel;
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        char hex[33] = "-";
+        if (ks[i]) kir_hash_hex(ks[i], hex);
+        strcat(out, hex);
+        strcat(out, " ");
+    }
+}
+
+static void names_shadow_builtins(void **state)
+{
+    (void)state;
+    /* a field, param or const may take a built-in function's name: written plainly it is the
+       value, called it is the function (also where an argument has the name) */
+    const char *shadowing =
+        "mesh grid(nx = 8, Lx = L)\nconst L = 2\nparam R = 3, harm = 0.5\nfield normal = x/L\n"
+        "func g(exp) = exp*L + exp(0)\nflux F(L) = L*(R(normal) - L(normal))/dx\n"
+        "eq dt(normal) = div(harm*F(R)) + g(L) - R*L\non left: normal = L\non right: dn(normal) = L\n"
+        "time dt = 0.001, steps = 10, scheme = rk2\n";
+    const char *renamed =
+        "mesh grid(nx = 8, Lx = c)\nconst c = 2\nparam p = 3, h = 0.5\nfield u = x/c\n"
+        "func g(a) = a*c + exp(0)\nflux F(a) = a*(R(u) - L(u))/dx\n"
+        "eq dt(u) = div(h*F(p)) + g(c) - p*c\non left: u = c\non right: dn(u) = c\n"
+        "time dt = 0.001, steps = 10, scheme = rk2\n";
+    char *log1, *log2, h1[600], h2[600];
+    pj_program *p1 = compile(shadowing, &log1), *p2 = compile(renamed, &log2);
+    if (!p1) fprintf(stderr, "%s", log1);
+    assert_non_null(p1);
+    assert_non_null(p2);
+    kernel_hashes(p1, h1);
+    kernel_hashes(p2, h2);
+    assert_string_equal(h1, h2);
+    assert_true(p1->length[0] == 2 && p1->param_values[0] == 3 && p1->param_values[1] == 0.5);
+    program_free(p1);
+    program_free(p2);
+    free(log1);
+    free(log2);
+    /* a func or flux cannot: a call would not say which it means. One error, at the definition,
+       and none at the uses (they call the built-in) */
+    expect_errors_at("mesh grid(nx = 8)\nfunc L(a) = 2*a\nfield u = x\neq dt(u) = div(L(u)*grad(u)) + div(L(u))\n", 1,
+                     "2:6: error: 'L' is a built-in function: a func cannot take its name (a field, param or const can)", 'L');
+    expect_errors_at("mesh grid(nx = 8)\nfunc sign(a, b) = a*b\nfield u = sign(x, 2) + sign(1, x)\n", 1,
+                     "2:6: error: 'sign' is a built-in function: a func cannot take its name (a field, param or const can)", 's');
+    expect_errors_at("mesh grid(nx = 8)\nfield u\nflux upwind(a) = a\neq dt(u) = div(upwind(u))\n", 1,
+                     "3:6: error: 'upwind' is a built-in function: a flux cannot take its name (a field, param or const can)", 'u');
+    /* built-in values stay reserved, with one error however often they are used */
+    expect_errors_at("mesh grid(nx = 8)\nconst pi = 3\nfield u = pi*x + pi\neq dt(u) = pi*lap(u) - pi\n", 1,
+                     "2:7: error: 'pi' is a built-in name and cannot be redefined", 'p');
+    /* a value is still not a function, nor a function a value */
+    expect_error("mesh grid(nx = 8)\nconst k = 2\nfield u = k(1)\n", "3:11: error: 'k' is a const, not a function");
+    expect_error("mesh grid(nx = 8)\nconst L = 2\nfield u = exp\n", "3:11: error: 'exp' is a function: call it as exp(...)");
+}
+
+/* A text longer than PJ_MAX_SOURCE_BYTES is refused before a byte of it is read: here 2^31 - 1
+ * bytes (one more than INT_MAX allows flex) mapped from /dev/zero, never touched. */
+static void huge_text_refused(void **state)
+{
+    (void)state;
+    size_t sizes[] = {PJ_MAX_SOURCE_BYTES + 1, (size_t)INT_MAX, (size_t)INT_MAX + 10};
+    size_t most = (size_t)INT_MAX + 10;
+    int fd = open("/dev/zero", O_RDONLY);
+    assert_true(fd >= 0);
+    const char *text = mmap(NULL, most, PROT_READ, MAP_PRIVATE, fd, 0);
+    assert_true(text != MAP_FAILED);
+    for (int i = 0; i < 3; i++) {
+        diag d;
+        diag_init(&d, "huge.pde", text, sizes[i]);
+        pj_program *p = compile_problem("huge.pde", text, sizes[i], &d, NULL);
+        assert_null(p);
+        assert_int_equal(d.errors, 1);
+        assert_string_equal(d.log, "huge.pde: error: the problem text is larger than 64 MiB (67108864 bytes), "
+                                   "the most a problem may have\n");
+        diag_free(&d);
+        arena a = {0};
+        diag_init(&d, "huge.pde", text, sizes[i]);
+        assert_null(parse_program(&a, &d, text, sizes[i]));
+        assert_int_equal(d.errors, 1);
+        diag_free(&d);
+        arena_free(&a);
+    }
+    munmap((void *)text, most);
+    close(fd);
 }
 
 int main(void)
@@ -379,6 +598,10 @@ int main(void)
         cmocka_unit_test(long_func_chains),
         cmocka_unit_test(several_errors_in_one_run),
         cmocka_unit_test(hostile_input),
+        cmocka_unit_test(long_sums_and_products),
+        cmocka_unit_test(errors_inside_long_expressions),
+        cmocka_unit_test(names_shadow_builtins),
+        cmocka_unit_test(huge_text_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <dirent.h>
+#include "grid.h"
 #include "interp.h"
 #include "kir.h"
 #include "scheme.h"
@@ -291,6 +292,39 @@ static void single_and_threads(void **state)
     for (int c = 0; c < 3; c++) free(r[c]);
     free(u0);
     tp_free(p);
+}
+
+/* Grids large enough that each thread's range is cut into several pieces (cpu_pool.c: about
+ * 16384 cells each), in 1D (pieces on 16-cell boundaries), 2D and 3D: 1, 2, 3 and 4 threads give
+ * the same bytes (each cell computed once, by the same arithmetic, whoever computes it). */
+static void threads_in_pieces(void **state)
+{
+    (void)state;
+    const char *pn[] = {"D"};
+    double pv[] = {1.0};
+    int64_t sizes[3][3] = {{200003, 1, 1}, {301, 433, 1}, {41, 37, 89}};
+    for (int dim = 1; dim <= 3; dim++) {
+        double len[3] = {1, 1, 1};
+        pj_program *p = tp_new(dim, sizes[dim - 1], len, 1, RHS_DIFFUSION, PJ_RK2, 1, 1, pn, pv);
+        tp_bc(p, 0, 0, 1, 0, 1, NULL, 1); /* low x: u = 1 */
+        double *r[4] = {NULL};
+        int64_t cells = 0;
+        for (int t = 1; t <= 4; t++) {
+            sim *s = mk_sim(p, 0, t);
+            sim_init(s);
+            cells = sim_cells(s);
+            double *u = malloc(sizeof *u * (size_t)cells);
+            for (int64_t i = 0; i < cells; i++) u[i] = sin(0.001 * (double)i);
+            sim_set_field(s, 0, u);
+            for (int i = 0; i < 4; i++) sim_step(s, 1e-9);
+            sim_get_field(s, 0, u);
+            r[t - 1] = u;
+            sim_destroy(s);
+        }
+        for (int t = 2; t <= 4; t++) assert_memory_equal(r[0], r[t - 1], sizeof(double) * (size_t)cells);
+        for (int t = 0; t < 4; t++) free(r[t]);
+        tp_free(p);
+    }
 }
 
 /* ---- ghost fill -------------------------------------------------------------------------- */
@@ -886,13 +920,37 @@ static void speed(void **state)
     tp_free(p);
 }
 
+/* grid_memory_check, the one comparison every back end makes before it allocates: fits or not,
+ * and the numbers in decimal units with one decimal (GB, MB, kB), " on the device" where given;
+ * grid_host_memory_available takes $PDEJIT_MEMORY_AVAILABLE over /proc/meminfo. */
+static void memory_check_says_the_numbers(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    assert_int_equal(grid_memory_check(12, 3.2e9, 38.4e9, NULL, err, sizeof err), 0);
+    assert_string_equal(err, "");
+    assert_int_equal(grid_memory_check(12, 3.2e9, 22.9e9, NULL, err, sizeof err), -1);
+    assert_string_equal(err, "the problem needs 38.4 GB (12 buffers of 3.2 GB); 22.9 GB are available");
+    assert_int_equal(grid_memory_check(1, 5e6, 2.5e6, " on the device", err, sizeof err), -1);
+    assert_string_equal(err, "the problem needs 5.0 MB (1 buffer of 5.0 MB); 2.5 MB are available on the device");
+    assert_int_equal(grid_memory_check(4, 1e3, -5, NULL, err, sizeof err), -1);
+    assert_string_equal(err, "the problem needs 4.0 kB (4 buffers of 1.0 kB); 0.0 kB are available");
+    setenv("PDEJIT_MEMORY_AVAILABLE", "1.5e9", 1);
+    assert_true(grid_host_memory_available() == 1.5e9);
+    unsetenv("PDEJIT_MEMORY_AVAILABLE");
+    double here = grid_host_memory_available();
+    assert_true(here > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ode_orders),    cmocka_unit_test(diffusion_conserves),
-        cmocka_unit_test(single_and_threads), cmocka_unit_test(ghosts_1d),
+        cmocka_unit_test(single_and_threads), cmocka_unit_test(threads_in_pieces),
+        cmocka_unit_test(ghosts_1d),
         cmocka_unit_test(ghosts_2d),     cmocka_unit_test(ghosts_3d),
         cmocka_unit_test(params),
+        cmocka_unit_test(memory_check_says_the_numbers),
         cmocka_unit_test(stage_runner),  cmocka_unit_test(nan_report),
         cmocka_unit_test(bad_programs),  cmocka_unit_test(csv_format),
         cmocka_unit_test(png_roundtrip), cmocka_unit_test(vti_and_series),
