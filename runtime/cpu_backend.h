@@ -35,6 +35,9 @@ int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t 
 const kernel_timing *cpu_backend_timings(const cpu_backend *be, int *n);
 /* Makes s run the prepared kernels (p must be the program s runs). */
 void cpu_backend_install(cpu_backend *be, sim *s);
+/* A step of the prepared kernels returned: the kernels loaded from the cache are off trial
+ * (cache_trial_end; until then a crash marks their entries). Cheap after the first call. */
+void cpu_backend_ran(cpu_backend *be);
 
 /* For every stage kernel of p: hit, or miss and why (nearest entry's differing components). */
 int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out);
