@@ -132,7 +132,7 @@ typedef struct compile_job {
 static void *compile_one(void *arg)
 {
     compile_job *j = arg;
-    llvm_options lo = {j->be->opt.single, j->be->opt.fast_math};
+    llvm_options lo = {j->be->opt.single, j->be->opt.fast_math, 0};
     double t0 = driver_now();
     j->rc = llvm_compile(j->be->jit, j->k, &lo, j->kk.symbol, &j->obj, &j->len, &j->ir, NULL, j->err, sizeof j->err);
     j->ms = (driver_now() - t0) * 1e3;
@@ -288,7 +288,7 @@ int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out)
 
 int cpu_backend_emit(cpu_backend *be, const pj_program *p, FILE *out, char *err, size_t err_len)
 {
-    llvm_options lo = {be->opt.single, be->opt.fast_math};
+    llvm_options lo = {be->opt.single, be->opt.fast_math, 0};
     for (int s = 0; s < p->n_stages; s++) {
         kernel_key kk;
         make_key(be, p->stages[s].kernel, &kk);
