@@ -576,7 +576,8 @@ static void emit_node(gen *g, int id)
  * LLVM's time grows faster than linearly with the size of one loop body: a stage of 100 coupled
  * fields took 1.6 s of CPU per kernel, one of 1000 fields minutes (bench/many_fields.py,
  * docs/performance.md). A kernel of more than llvm_options.large_ops operations
- * (LLVM_LARGE_KERNEL) is therefore cut into segments of about a third of that, each an x
+ * (LLVM_LARGE_KERNEL) is therefore cut into segments of about SEG_NODES operations (fewer when
+ * large_ops is lower), each an x
  * loop in its own (noinline) function; the kernel's loop nest calls them one after the other on
  * each chunk of seg_chunk cells of a row. Segments follow the outputs (each output's operations
  * together, depth first), so little crosses from one to the next. A value computed in one
@@ -593,8 +594,9 @@ static void emit_node(gen *g, int id)
  * strength reduction, whose time grows fastest with the size of a loop. */
 #define LARGE_PIPELINE \
     "function(early-cse,instcombine,loop-simplify,lcssa,loop-mssa(licm),loop-vectorize,instcombine,simplifycfg)"
+#define SEG_NODES 400
 #define SEG_CHUNK 256               /* cells; fewer when the scratch rows would pass SCRATCH_BYTES */
-#define SCRATCH_BYTES (256 * 1024)
+#define SCRATCH_BYTES (512 * 1024)
 
 static int is_leaf_op(kir_op op)
 {
@@ -782,7 +784,7 @@ static int plan_split(gen *g)
     g->n_seg = 1;
     int ops = count_ops(k);
     if (ops <= large_ops(g->opt) || k->dim < 1) return 0;
-    int seg_nodes = large_ops(g->opt) / 3 < 1 ? 1 : large_ops(g->opt) / 3;
+    int seg_nodes = large_ops(g->opt) < SEG_NODES ? large_ops(g->opt) : SEG_NODES;
     int n_seg = (ops + seg_nodes - 1) / seg_nodes, per = (ops + n_seg - 1) / n_seg;
     g->seg_of = malloc(sizeof *g->seg_of * (size_t)k->n_nodes);
     g->scr_of = malloc(sizeof *g->scr_of * (size_t)k->n_nodes);
@@ -876,7 +878,7 @@ static int plan_split(gen *g)
         if (g->store_seg[i] >= n_seg && g->seg_of[v] >= 0 && g->scr_of[v] < 0) g->scr_of[v] = n_scr++;
     }
     int chunk = SEG_CHUNK;
-    while (chunk > 16 && (size_t)n_scr * (size_t)chunk * (size_t)g->align > SCRATCH_BYTES) chunk /= 2;
+    while (chunk > 8 && (size_t)n_scr * (size_t)chunk * (size_t)g->align > SCRATCH_BYTES) chunk /= 2;
     if ((size_t)n_scr * (size_t)chunk * (size_t)g->align > SCRATCH_BYTES) return 0; /* not split */
     g->seg_chunk = chunk;
     g->n_reg = n_seg;
@@ -1172,8 +1174,8 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
                       r, T, T, r, r, T, r, r);
         }
         sb_printf(b, "  %%pfm.next = add nuw nsw i64 %%pfm, %d\n  %%pfm.more = icmp slt i64 %%pfm.next, %d\n"
-                     "  br i1 %%pfm.more, label %%lc.pfl, label %%lc.pfe, !llvm.loop !5\nlc.pfe:\n",
-                  per_line, chunk);
+                     "  br i1 %%pfm.more, label %%lc.pfl, label %%lc.pfe, !llvm.loop !%d\nlc.pfe:\n",
+                  per_line, chunk, split ? 7 : 5);
         if (split) /* chunks of at most seg_chunk cells: a scratch row's length */
             sb_printf(b, "  br label %%lc.go\nlc.go:\n  %%cstep = select i1 %%pf.c, i64 %d, i64 %d\n",
                       chunk < g.seg_chunk ? chunk : g.seg_chunk, g.seg_chunk);
@@ -1327,6 +1329,9 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
                  "!4 = !{!\"llvm.loop.interleave.count\", i32 1}\n"
                  "!5 = distinct !{!5, !6}\n!6 = !{!\"llvm.loop.unroll.disable\"}\n");
     for (int t = 0; t < g.n_seg && split; t++) sb_printf(b, "!%d = distinct !{!%d, !2, !3, !4}\n", 10 + t, 10 + t);
+    /* a split kernel's prefetch loop (a prefetch per leading row, thousands for a thousand
+       fields): the vectoriser's time on it grows with the square of its length, for nothing */
+    if (split) sb_printf(b, "!7 = distinct !{!7, !6, !8}\n!8 = !{!\"llvm.loop.vectorize.enable\", i1 false}\n");
     if (b->oom) {
         diag_set(err, err_len, "out of memory");
         goto done;

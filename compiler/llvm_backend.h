@@ -42,7 +42,7 @@ typedef struct llvm_options {
     int large_ops;
 } llvm_options;
 
-#define LLVM_LARGE_KERNEL 1200
+#define LLVM_LARGE_KERNEL 400
 
 /* Creates the JIT: an ORC LLJIT whose main JITDylib resolves libm and other process symbols.
  * Returns NULL with a message on failure. Free with llvm_jit_destroy (which also frees every
