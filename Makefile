@@ -1,19 +1,25 @@
 # The two set-up commands of README.md. Each installs what is missing (Debian), configures,
 # builds, then runs: `make demo` the main job, `make test` the whole test suite (normal build,
-# then AddressSanitizer + UndefinedBehaviorSanitizer build).
+# then AddressSanitizer + UndefinedBehaviorSanitizer build, then each libFuzzer target of
+# tests/fuzz for FUZZ_SECONDS: `make fuzz`).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 PACKAGES = cmake make gcc flex bison libcmocka-dev libxxhash-dev libpng-dev zlib1g-dev \
            llvm-14-dev libomp-dev libz3-dev libxml2-dev libtinfo-dev libffi-dev python3 pkg-config \
            libpetsc-real3.18-dev
+# only for `make fuzz` (and so the end of `make test`): clang and its libFuzzer; the build itself is gcc's
+FUZZ_PACKAGES = clang-14 libclang-rt-14-dev
+FUZZ_CC ?= clang-14
 
-.PHONY: all deps build demo test test-fast python-test clean
+.PHONY: all deps build demo test test-fast python-test fuzz fuzz-run clean
 
 all: build
 
 deps:
-	@missing=""; for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(PACKAGES) $(EXTRA_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -54,6 +60,24 @@ test: test-fast python-test
 	@cmake --build $(ASAN_BUILD) -j $(JOBS) -- --no-print-directory
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
+	@$(MAKE) --no-print-directory fuzz
+
+# The libFuzzer targets (tests/fuzz, docs/fuzzing.md), built with clang in their own folder and
+# run FUZZ_SECONDS each; fails when one finds a crash, a leak or undefined behaviour. Where clang
+# with libFuzzer cannot be had (FUZZ_PACKAGES not installable), says so and skips.
+fuzz:
+	@$(MAKE) --no-print-directory deps EXTRA_PACKAGES="$(FUZZ_PACKAGES)" >/dev/null 2>&1 || \
+	  $(MAKE) --no-print-directory deps
+	@if ! echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }' | \
+	     $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1; then \
+	  echo "fuzz: skipped: $(FUZZ_CC) with libFuzzer is not available (packages: $(FUZZ_PACKAGES))"; \
+	else $(MAKE) --no-print-directory fuzz-run; fi
+
+fuzz-run:
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=$(FUZZ_CC) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPJ_FUZZ=ON -DPJ_WITH_PETSC=OFF \
+	  -DPJ_STATIC_LLVM=OFF >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets -- --no-print-directory
+	@./tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -113,7 +113,7 @@ int main(int argc, char **argv)
     double ms;
     kir_cpu_fn fn;
     llvm_loaded *h;
-    if (llvm_compile(jit, k, &(llvm_options){0, 0}, "gs", &obj, &len, NULL, &ms, err, sizeof err) ||
+    if (llvm_compile(jit, k, &(llvm_options){0, 0, 0}, "gs", &obj, &len, NULL, &ms, err, sizeof err) ||
         llvm_load(jit, obj, len, "gs", &fn, &h, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;

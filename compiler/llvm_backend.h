@@ -36,7 +36,13 @@ typedef struct llvm_options {
      * zero (flags reassoc nsz arcp contract afn on the arithmetic and math calls). NaN and Inf
      * keep their IEEE meaning (no nnan / ninf): comparisons and blow-up checks still work. */
     int fast_math;
+    /* A kernel of more than this many operations is compiled as a large one (split into segment
+     * functions, a lighter pipeline; see llvm_backend.c); 0: LLVM_LARGE_KERNEL. Tests lower it to
+     * check the split code on small kernels. Not part of the cache key: the results agree. */
+    int large_ops;
 } llvm_options;
+
+#define LLVM_LARGE_KERNEL 400
 
 /* Creates the JIT: an ORC LLJIT whose main JITDylib resolves libm and other process symbols.
  * Returns NULL with a message on failure. Free with llvm_jit_destroy (which also frees every

@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,7 +44,7 @@ struct cache {
     char warning[PATH_MAX + 256];
     int64_t last_stamp;   /* last recency stamp handed out, ns; keeps stamps strictly increasing */
     unsigned tmp_seq;
-    uint64_t hits, misses, puts, evictions, refused, rejected;
+    uint64_t hits, misses, puts, evictions, refused, rejected, crashed;
 };
 
 /* ---- small helpers ---- */
@@ -209,7 +210,9 @@ static int is_hex_lower(const char *s, int n)
 static int valid_ext(const char *e)
 {
     size_t n = strlen(e);
-    if (n < 1 || n > 8 || !strcmp(e, "bin") || !strcmp(e, "key") || !strcmp(e, "bad")) return 0;
+    if (n < 1 || n > 8 || !strcmp(e, "bin") || !strcmp(e, "key") || !strcmp(e, "bad") ||
+        !strcmp(e, "run") || !strcmp(e, "crash"))
+        return 0;
     for (size_t i = 0; i < n; i++)
         if (!((e[i] >= 'a' && e[i] <= 'z') || (e[i] >= '0' && e[i] <= '9'))) return 0;
     return 1;
@@ -329,6 +332,7 @@ typedef struct entry_info {
     uint32_t format;     /* as found in the header */
     char *key;           /* malloc'd key text when asked for and the header is sound */
     const char *why;     /* ENT_REFUSED: the reason (static text) */
+    unsigned char sum[16]; /* ENT_OK: the payload's checksum, from the header */
 } entry_info;
 
 /* Opens entry file ID.ext for reading: only a regular file of ours in a sub-folder of ours,
@@ -420,6 +424,7 @@ static int entry_read(cache *c, const char *id, const char *want, size_t want_le
         if (memcmp(sum.digest, h + 24, 16)) goto out;
     }
     if (touch) set_times(fd, touch);
+    if (info) memcpy(info->sum, h + 24, 16);
     if (data) { *data = payload; *len = (size_t)plen; payload = NULL; }
     if (info) { info->key = key; key = NULL; }
     rc = ENT_OK;
@@ -578,6 +583,135 @@ int cache_on_disk(cache *c) { return c && !is_disabled(c); }
 
 int cache_writable(cache *c) { return c && is_writable(c); }
 
+/* ---- trials: the first run of an entry's code ---- */
+
+/* The marker's text: the payload's checksum (32 hex digits), then who wrote it. */
+#define TRIAL_TEXT_MAX 96
+
+static void sum_hex(const unsigned char sum[16], char hex[33])
+{
+    for (int i = 0; i < 16; i++) sprintf(hex + 2 * i, "%02x", sum[i]);
+}
+
+enum { TRIAL_NONE, TRIAL_RUNNING, TRIAL_CRASHED };
+
+/* What the marker ID.run says about the entry whose payload has checksum sum: none (no marker,
+ * or a stale one: of another payload, or removed as we looked), running (locked by a live
+ * process, this one included) or crashed (unlocked: the process that wrote it died before it
+ * ended the trial). settle: remove a stale marker, and a crashed one after setting the entry
+ * aside as ID.crash (*set_aside: 1 when it was). who: the marker's "pid N" text. Only a regular
+ * file of ours in a sub-folder of ours is read; anything else is no marker. */
+static int trial_state(cache *c, const char *id, const unsigned char sum[16], int settle,
+                       int *set_aside, char who[TRIAL_TEXT_MAX])
+{
+    char prefix[3] = {id[0], id[1], 0}, name[ID_LEN + 8];
+    const char *why;
+    if (set_aside) *set_aside = 0;
+    who[0] = 0;
+    snprintf(name, sizeof name, "%s.run", id);
+    int sub = open_sub(c, prefix, 0, &why);
+    if (sub < 0) return TRIAL_NONE;
+    struct stat st;
+    int state = TRIAL_NONE;
+    int fd = openat(sub, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0 || distrust(c, &st, 0)) goto out;
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        state = errno == EWOULDBLOCK ? TRIAL_RUNNING : TRIAL_NONE;
+        goto out;
+    }
+    if (fstat(fd, &st) < 0 || st.st_nlink == 0) goto out; /* the trial ended as we looked */
+    char text[TRIAL_TEXT_MAX], hex[33];
+    ssize_t n = read_full(fd, text, sizeof text - 1);
+    text[n > 0 ? n : 0] = 0;
+    sum_hex(sum, hex);
+    int ours = n >= 32 && !memcmp(text, hex, 32);
+    if (ours) {
+        state = TRIAL_CRASHED;
+        const char *w = text + 32;
+        while (*w == ' ') w++;
+        snprintf(who, TRIAL_TEXT_MAX, "%.*s", (int)strcspn(w, "\n"), w);
+    }
+    if (settle && is_writable(c)) {
+        char bin[ID_LEN + 8], crash[ID_LEN + 8];
+        snprintf(bin, sizeof bin, "%s.bin", id);
+        snprintf(crash, sizeof crash, "%s.crash", id);
+        if (ours && set_aside)
+            *set_aside = fstatat(sub, bin, &st, AT_SYMLINK_NOFOLLOW) == 0 && !distrust(c, &st, 0) &&
+                         renameat(sub, bin, sub, crash) == 0;
+        unlinkat(sub, name, 0); /* while locked: a trial beginning now makes a fresh marker */
+    }
+out:
+    if (fd >= 0) close(fd); /* releases the lock */
+    close(sub);
+    return state;
+}
+
+int cache_trial_begin(cache *c, const cache_key *key, const void *data, size_t len, cache_trial *t)
+{
+    if (!t) return -1;
+    t->fd = -1;
+    t->id[0] = 0;
+    size_t tlen;
+    char *text = c && (data || !len) ? key_text(key, &tlen) : NULL;
+    if (!text) return -1;
+    text_id(text, tlen, t->id);
+    free(text);
+    if (!is_writable(c)) return -1;
+    char prefix[3] = {t->id[0], t->id[1], 0}, name[ID_LEN + 8];
+    const char *why;
+    snprintf(name, sizeof name, "%s.run", t->id);
+    int sub = open_sub(c, prefix, 0, &why);
+    if (sub < 0) return -1;
+    XXH128_canonical_t sum;
+    XXH128_canonicalFromHash(&sum, XXH3_128bits(data ? data : "", len));
+    char marker[TRIAL_TEXT_MAX], hex[33];
+    sum_hex(sum.digest, hex);
+    int mlen = snprintf(marker, sizeof marker, "%s pid %ld\n", hex, (long)getpid());
+    int fd = -1;
+    /* a marker another process removes between our open and our lock is made afresh, once */
+    for (int tries = 0; tries < 2 && fd < 0; tries++) {
+        struct stat st;
+        fd = openat(sub, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+        if (fd < 0) break;
+        if (fstat(fd, &st) < 0 || distrust(c, &st, 0) || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            close(fd); /* another's, or the same entry on trial elsewhere: run it unmarked */
+            fd = -1;
+            break;
+        }
+        if (fstat(fd, &st) < 0 || st.st_nlink == 0) {
+            close(fd);
+            fd = -1;
+            continue;
+        }
+        if (ftruncate(fd, 0) < 0 || write_full(fd, marker, (size_t)mlen) < 0) {
+            unlinkat(sub, name, 0);
+            close(fd);
+            fd = -1;
+            break;
+        }
+    }
+    close(sub);
+    t->fd = fd;
+    return fd >= 0 ? 0 : -1;
+}
+
+void cache_trial_end(cache *c, cache_trial *t)
+{
+    if (!c || !t || t->fd < 0) return;
+    char prefix[3] = {t->id[0], t->id[1], 0}, name[ID_LEN + 8];
+    const char *why;
+    snprintf(name, sizeof name, "%s.run", t->id);
+    int sub = open_sub(c, prefix, 0, &why);
+    struct stat mine, there;
+    /* removed only when it is still our marker (eviction or a clear may have removed it) */
+    if (sub >= 0 && fstat(t->fd, &mine) == 0 && fstatat(sub, name, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+        mine.st_dev == there.st_dev && mine.st_ino == there.st_ino)
+        unlinkat(sub, name, 0); /* before the lock goes: nobody finds it unlocked */
+    if (sub >= 0) close(sub);
+    close(t->fd);
+    t->fd = -1;
+}
+
 /* ---- get ---- */
 
 int cache_get(cache *c, const cache_key *key, void **data, size_t *len)
@@ -598,6 +732,21 @@ int cache_get(cache *c, const cache_key *key, void **data, size_t *len)
         char path[PATH_MAX];
         if (entry_path(c, id, "bin", path) < 0) snprintf(path, sizeof path, "entry %s", id);
         refuse(c, path, info.why);
+    }
+    char who[TRIAL_TEXT_MAX];
+    int set_aside;
+    if (rc == ENT_OK && trial_state(c, id, info.sum, 1, &set_aside, who) == TRIAL_CRASHED) {
+        /* its code killed the last process that ran it: a miss, compiled afresh */
+        free(*data);
+        *data = NULL;
+        *len = 0;
+        rc = ENT_MISSING;
+        count(c, &c->crashed);
+        char path[PATH_MAX];
+        if (entry_path(c, id, "crash", path) < 0) snprintf(path, sizeof path, "%s.crash", id);
+        warn_once(c, "kernel cache: entry %s crashed the process that last ran it (%s); %s%s, "
+                     "compiled afresh", id, who[0] ? who : "unknown", set_aside ? "set aside as " :
+                     "left in place", set_aside ? path : "");
     }
     count(c, rc == ENT_OK ? &c->hits : &c->misses);
     return rc == ENT_OK;
@@ -652,6 +801,7 @@ typedef struct scan {
     uint64_t total;      /* bytes of the entries */
     int refused;         /* files and sub-folders not used: links, not ours, writable by others */
     int set_aside;       /* ID.bad files: entries that did not load (cache_reject) */
+    int crashed;         /* ID.crash files: entries whose code killed the process running it */
 } scan;
 
 static int cmp_file(const void *a, const void *b)
@@ -683,7 +833,9 @@ static int parse_name(const char *sub, const char *name, scan_file *f)
         memcmp(name, sub, 2))
         return -1;
     const char *ext = name + ID_LEN + 1;
-    if (strcmp(ext, "bin") && strcmp(ext, "key") && strcmp(ext, "bad") && !valid_ext(ext)) return -1;
+    if (strcmp(ext, "bin") && strcmp(ext, "key") && strcmp(ext, "bad") && strcmp(ext, "run") &&
+        strcmp(ext, "crash") && !valid_ext(ext))
+        return -1;
     memcpy(f->id, name, ID_LEN);
     f->id[ID_LEN] = 0;
     snprintf(f->ext, sizeof f->ext, "%s", ext);
@@ -820,6 +972,7 @@ static int scan_dir(cache *c, scan *s, int tidy)
             if (s->files[i].mtime > newest) newest = s->files[i].mtime;
             if (!strcmp(s->files[i].ext, "bin")) { e.has_bin = 1; e.mtime = s->files[i].mtime; }
             if (!strcmp(s->files[i].ext, "bad")) s->set_aside++;
+            if (!strcmp(s->files[i].ext, "crash")) s->crashed++;
         }
         if (e.has_bin) {
             s->entries[s->n++] = e;
@@ -997,7 +1150,7 @@ int cache_stats(cache *c, FILE *out)
     pthread_mutex_lock(&c->lock);
     int disabled = c->disabled, read_only = c->read_only;
     uint64_t hits = c->hits, misses = c->misses, puts = c->puts, ev = c->evictions;
-    uint64_t refused = c->refused, rejected = c->rejected;
+    uint64_t refused = c->refused, rejected = c->rejected, crashed = c->crashed;
     pthread_mutex_unlock(&c->lock);
     fprintf(out, "folder: %s\n", c->dir[0] ? c->dir : "(none)");
     if (disabled) fprintf(out, "state: memory only (%s)\n", cache_warning(c));
@@ -1018,6 +1171,8 @@ int cache_stats(cache *c, FILE *out)
         fprintf(out, "refused: %d (links, files or folders not yours or writable by others, "
                      "not regular files)\n", s.refused);
         fprintf(out, "failed to load: %d (set aside as ID.bad and compiled afresh)\n", s.set_aside);
+        fprintf(out, "crashed: %d (killed the process that ran them: set aside as ID.crash and "
+                     "compiled afresh)\n", s.crashed);
         fprintf(out, "size: %" PRIu64 " bytes (%.1f MiB) of a cap of %" PRIu64 " bytes (%.1f MiB)\n",
                 s.total, (double)s.total / 1048576.0, c->cap, (double)c->cap / 1048576.0);
         scan_free(&s);
@@ -1026,8 +1181,8 @@ int cache_stats(cache *c, FILE *out)
         fprintf(out, "entries: 0\n");
     }
     fprintf(out, "this session: %" PRIu64 " hits, %" PRIu64 " misses, %" PRIu64 " puts, %" PRIu64
-                 " evicted, %" PRIu64 " refused, %" PRIu64 " failed to load\n",
-            hits, misses, puts, ev, refused, rejected);
+                 " evicted, %" PRIu64 " refused, %" PRIu64 " failed to load, %" PRIu64 " crashed\n",
+            hits, misses, puts, ev, refused, rejected, crashed);
     return rc;
 }
 
@@ -1185,10 +1340,17 @@ int cache_explain(cache *c, const cache_key *key, char *out, size_t out_len)
     int rc = entry_read(c, id, text, tlen, NULL, NULL, 1, 0, &info);
     free(text);
     switch (rc) {
-    case ENT_OK:
-        out_add(&o, "hit: entry %s", id);
+    case ENT_OK: {
+        char who[TRIAL_TEXT_MAX];
         free(info.key);
+        if (trial_state(c, id, info.sum, 0, NULL, who) == TRIAL_CRASHED) {
+            out_add(&o, "miss: entry %s crashed the process that last ran it (%s); the next run "
+                        "sets it aside and compiles afresh", id, who[0] ? who : "unknown");
+            return 0;
+        }
+        out_add(&o, "hit: entry %s", id);
         return 1;
+    }
     case ENT_DAMAGED:
         out_add(&o, "miss: entry %s is damaged (short, garbled or failing its checksum); the "
                     "next put replaces it", id);

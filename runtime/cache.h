@@ -13,6 +13,8 @@
  *     ab/ab12…ef.ll | .cu   the generated source (LLVM IR text, CUDA C), for inspection
  *     ab/.tmp.*             files being written; renamed into place once complete
  *     ab/ab12…ef.bad        an entry that did not load (cache_reject), set aside
+ *     ab/ab12…ef.run        the entry's code on trial in a running process (cache_trial_begin)
+ *     ab/ab12…ef.crash      an entry whose code killed the process that ran it, set aside
  * where "ab" is the first two hex digits of the id. The .bin file starts with a 40-byte header,
  * little-endian: magic "PJKCACHE" (8 bytes), CACHE_FORMAT_VERSION (u32), key text length (u32),
  * payload length (u64), XXH3-128 of the payload (16 bytes, canonical big-endian form); then the
@@ -84,8 +86,8 @@ int cache_writable(cache *c);
 
 /* Looks a key up. Returns 1 on a hit, with *data a malloc'd copy of the payload (the caller frees
  * it) and *len its length; 0 on a miss (nothing allocated), including a damaged entry, a
- * malformed key, a memory-only handle, or an entry refused (see Trust: the one warning). A hit
- * marks the entry most recently used. */
+ * malformed key, a memory-only handle, an entry refused (see Trust: the one warning) or one
+ * whose code crashed on trial (see Trials). A hit marks the entry most recently used. */
 int cache_get(cache *c, const cache_key *key, void **data, size_t *len);
 
 /* The caller could not use what cache_get returned for key (an object that does not load: made
@@ -94,6 +96,29 @@ int cache_get(cache *c, const cache_key *key, void **data, size_t *len);
  * load") and eviction or cache_clear removes it; the one warning names it. why: the loader's
  * message (may be NULL). */
 void cache_reject(cache *c, const cache_key *key, const char *why);
+
+/* Trials. A checksum cannot tell whether an entry's code crashes (an object for a newer CPU under
+ * the same key dies with SIGILL; a loader may abort on a bad object). So the caller puts a hit on
+ * trial before it loads and first runs its code, and ends the trial once that code ran and
+ * returned (or will not run). The trial is the marker ab/ID.run, holding the payload's checksum
+ * and the process id, locked (flock) by this process. A process that dies in between (a crash, an
+ * abort, a kill) leaves the marker unlocked behind it: the next cache_get of that entry treats
+ * the entry as crashed — a miss; the entry set aside as ID.crash (when the handle can write), so
+ * the next put stores a fresh one; counted by cache_stats ("crashed"); the one warning names it.
+ * A marker locked by a live process (the same entry on trial there) is left alone; one holding
+ * another checksum (the entry was replaced since) is removed. */
+typedef struct cache_trial {
+    int fd;                /* the locked marker, -1 when none */
+    char id[33];
+} cache_trial;
+
+/* Puts the entry of key, whose payload cache_get returned as data[0..len), on trial. Returns 0
+ * with *t holding the marker, or -1 with t->fd = -1 when none was made (a read-only or
+ * memory-only handle, the same entry on trial in another process or handle, a write failure):
+ * the code then runs unmarked. */
+int cache_trial_begin(cache *c, const cache_key *key, const void *data, size_t len, cache_trial *t);
+/* Ends a trial: the marker removed (nothing when t->fd < 0). */
+void cache_trial_end(cache *c, cache_trial *t);
 
 /* Stores data[0..len) under key, replacing any entry there, with `source` (NUL-terminated, may be
  * NULL) kept beside it as ID.<source_ext> ("ll", "cu": 1–8 lowercase letters or digits, not "bin",
@@ -107,8 +132,8 @@ int cache_put(cache *c, const cache_key *key, const void *data, size_t len, cons
 
 /* For `pdejit cache stats|list|clear|explain`. */
 /* Folder, state, entry count (every entry's checksum verified), the files and sub-folders
- * refused, the entries set aside by cache_reject, size against the cap, and this handle's hits,
- * misses, puts, evictions, refusals and rejections. Returns 0, or -1 when the folder cannot be
+ * refused, the entries set aside by cache_reject and as crashed, size against the cap, and this
+ * handle's hits, misses, puts, evictions, refusals, rejections and crashes found. Returns 0, or -1 when the folder cannot be
  * read. */
 int cache_stats(cache *c, FILE *out);
 /* One line per entry, most recently used first: id, bytes, last use (local time), key text on
@@ -119,7 +144,7 @@ int cache_list(cache *c, FILE *out);
  * could not be removed (a file or sub-folder refused stays, with the one warning). */
 int cache_clear(cache *c);
 /* Explains a lookup in out (always NUL-terminated): "hit: entry ID", or "miss: …" saying why —
- * the entry is damaged or of another format, or naming the nearest stored entry (the one sharing
+ * the entry is damaged or of another format, its code crashed the process that last ran it, or naming the nearest stored entry (the one sharing
  * the most components, the most recent on a tie) and each component that differs, as
  * "name (asked vs stored)", e.g. "miss: nearest entry 3fa2c1d09e8b (5 of 6 components shared)
  * differs in ir (a1b2… vs 77c0…)". Long values are shortened with "…". Returns 1 hit, 0 miss,

@@ -16,7 +16,20 @@ struct cpu_backend {
     kir_cpu_fn *fn;          /* per stage of the prepared program */
     llvm_loaded **loaded;
     kernel_timing *timings;
+    cache_trial *trials;     /* per stage: a kernel from the cache on trial until a step returns */
+    int on_trial;            /* how many */
 };
+
+/* Ends every trial: the kernels ran and returned (or will not run). */
+static void end_trials(cpu_backend *be)
+{
+    for (int s = 0; be->on_trial && s < be->n_kernels; s++)
+        if (be->trials[s].fd >= 0) {
+            cache_trial_end(be->cache, &be->trials[s]);
+            be->on_trial--;
+        }
+    be->on_trial = 0;
+}
 
 cpu_backend *cpu_backend_create(const cpu_backend_options *opt, char *err, size_t err_len)
 {
@@ -35,10 +48,12 @@ cpu_backend *cpu_backend_create(const cpu_backend_options *opt, char *err, size_
 void cpu_backend_destroy(cpu_backend *be)
 {
     if (!be) return;
+    end_trials(be);
     for (int s = 0; s < be->n_kernels; s++) llvm_unload(be->jit, be->loaded[s]);
     free(be->fn);
     free(be->loaded);
     free(be->timings);
+    free(be->trials);
     llvm_jit_destroy(be->jit);
     cache_close(be->cache);
     free(be);
@@ -117,7 +132,7 @@ typedef struct compile_job {
 static void *compile_one(void *arg)
 {
     compile_job *j = arg;
-    llvm_options lo = {j->be->opt.single, j->be->opt.fast_math};
+    llvm_options lo = {j->be->opt.single, j->be->opt.fast_math, 0};
     double t0 = driver_now();
     j->rc = llvm_compile(j->be->jit, j->k, &lo, j->kk.symbol, &j->obj, &j->len, &j->ir, NULL, j->err, sizeof j->err);
     j->ms = (driver_now() - t0) * 1e3;
@@ -141,15 +156,18 @@ kir_cpu_fn cpu_backend_reduce_fn(const cpu_backend *be, const pj_program *p)
 int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t err_len)
 {
     int n = n_kernels_of(p);
+    end_trials(be);
     if (n != be->n_kernels) {
         for (int s = 0; s < be->n_kernels; s++) llvm_unload(be->jit, be->loaded[s]);
         free(be->fn);
         free(be->loaded);
         free(be->timings);
+        free(be->trials);
         be->fn = calloc((size_t)n, sizeof *be->fn);
         be->loaded = calloc((size_t)n, sizeof *be->loaded);
         be->timings = calloc((size_t)n, sizeof *be->timings);
-        be->n_kernels = be->fn && be->loaded && be->timings ? n : 0;
+        be->trials = calloc((size_t)n, sizeof *be->trials);
+        be->n_kernels = be->fn && be->loaded && be->timings && be->trials ? n : 0;
         if (!be->n_kernels) {
             snprintf(err, err_len, "out of memory");
             return -1;
@@ -180,11 +198,18 @@ int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t 
         size_t len = 0;
         kir_cpu_fn fn = NULL;
         llvm_loaded *h = NULL;
-        /* a stored object that does not load is a miss: set aside, compiled again, replaced */
+        /* a stored object that does not load is a miss: set aside, compiled again, replaced; one
+         * that is loaded is on trial until its code has run once (a crash marks it, cache.h) */
         int hit = be->cache && cache_get(be->cache, &j->kk.key, &obj, &len) == 1;
+        be->trials[s].fd = -1;
+        if (hit && cache_trial_begin(be->cache, &j->kk.key, obj, len, &be->trials[s]) == 0) be->on_trial++;
         const char *foreign = hit ? foreign_object(obj, len) : NULL;
         if (foreign || (hit && llvm_load(be->jit, obj, len, j->kk.symbol, &fn, &h, err, err_len) < 0)) {
             cache_reject(be->cache, &j->kk.key, foreign ? foreign : err);
+            if (be->trials[s].fd >= 0) {
+                cache_trial_end(be->cache, &be->trials[s]);
+                be->on_trial--;
+            }
             if (err_len) err[0] = 0;
             hit = 0;
         }
@@ -256,6 +281,11 @@ const kernel_timing *cpu_backend_timings(const cpu_backend *be, int *n)
 
 void cpu_backend_install(cpu_backend *be, sim *s) { sim_set_stage_runner(s, cpu_backend_run, be); }
 
+void cpu_backend_ran(cpu_backend *be)
+{
+    if (be && be->on_trial) end_trials(be);
+}
+
 int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out)
 {
     for (int s = 0; s < n_kernels_of(p); s++) {
@@ -270,7 +300,7 @@ int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out)
 
 int cpu_backend_emit(cpu_backend *be, const pj_program *p, FILE *out, char *err, size_t err_len)
 {
-    llvm_options lo = {be->opt.single, be->opt.fast_math};
+    llvm_options lo = {be->opt.single, be->opt.fast_math, 0};
     for (int s = 0; s < n_kernels_of(p); s++) {
         const kir_kernel *k = kernel_of(p, s);
         kernel_key kk;

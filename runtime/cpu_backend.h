@@ -40,6 +40,9 @@ void cpu_backend_run(void *ctx, int stage, const kir_launch *L, int64_t begin, i
 kir_cpu_fn cpu_backend_reduce_fn(const cpu_backend *be, const pj_program *p);
 /* Makes s run the prepared kernels (p must be the program s runs). */
 void cpu_backend_install(cpu_backend *be, sim *s);
+/* A step of the prepared kernels returned: the kernels loaded from the cache are off trial
+ * (cache_trial_end; until then a crash marks their entries). Cheap after the first call. */
+void cpu_backend_ran(cpu_backend *be);
 
 /* For every stage kernel of p: hit, or miss and why (nearest entry's differing components). */
 int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out);

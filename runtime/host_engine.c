@@ -112,8 +112,14 @@ static int host_init(void *impl, char *err, size_t len)
 static int host_step(void *impl, double dt, char *err, size_t len)
 {
     host_engine *h = impl;
-    if (h->imp) return implicit_step(h->imp, dt, err, len);
-    if (sim_step(h->s, dt) == 0) return 0;
+    if (h->imp) {
+        int r = implicit_step(h->imp, dt, err, len);
+        if (h->cpu) cpu_backend_ran(h->cpu); /* its kernels ran and returned: none crashed */
+        return r;
+    }
+    int rc = sim_step(h->s, dt);
+    if (h->cpu) cpu_backend_ran(h->cpu); /* its kernels ran and returned: none crashed */
+    if (rc == 0) return 0;
     diag_set(err, len, "%s", sim_error(h->s));
     return -1;
 }

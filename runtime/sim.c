@@ -322,8 +322,9 @@ static int fill_axis_copy(sim *s, int f, void *b, int a)
             int64_t line = s->g.lo[0] + q * sq;
             for (int m = 1; m <= H; m++) {
                 int64_t lo_src = periodic ? n - m : m - 1, hi_src = periodic ? m - 1 : n - m;
-                memcpy(base + (size_t)(line - m * st) * esz, base + (size_t)(line + lo_src * st) * esz, len);
-                memcpy(base + (size_t)(line + (n - 1 + m) * st) * esz, base + (size_t)(line + hi_src * st) * esz, len);
+                /* signed offsets: a ghost row lies before cell (0,0,0) */
+                memcpy(base + (line - m * st) * (int64_t)esz, base + (line + lo_src * st) * (int64_t)esz, len);
+                memcpy(base + (line + (n - 1 + m) * st) * (int64_t)esz, base + (line + hi_src * st) * (int64_t)esz, len);
             }
         }
         return 1;

@@ -2,7 +2,8 @@
  * private folders; folders and entries that are another user's, writable by others, links or
  * not regular files are refused (a miss, counted, one warning) and never replaced or removed;
  * a named pipe never blocks; a symlinked sub-folder is never followed, by eviction and clear
- * least of all; an entry that does not load is set aside and counted; a read-only folder (from
+ * least of all; an entry that does not load, or whose code crashed the process that ran it,
+ * is set aside and counted; a read-only folder (from
  * the start, or made so while running) still serves hits and warns once. Cases that need
  * another user run as root (chown to nobody, or a child that drops to nobody) and skip, saying
  * why, otherwise. */
@@ -456,6 +457,109 @@ static void entry_that_did_not_load_is_set_aside(void **state)
     free(dir);
 }
 
+/* A child that puts k's entry on trial and dies (here: _exit, as a SIGILL would end it) before it
+ * ends the trial; returns the child's pid. */
+static pid_t die_on_trial(const char *dir, const cache_key *k)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cache *c = cache_open(dir, 0);
+        void *got = NULL;
+        size_t n = 0;
+        cache_trial t;
+        if (cache_get(c, k, &got, &n) != 1) _exit(31);
+        if (cache_trial_begin(c, k, got, n, &t) != 0) _exit(32);
+        _exit(0); /* the code "crashed": the marker stays, unlocked */
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st)) fail_msg("child: status %#x", st);
+    return pid;
+}
+
+/* Trials (cache.h): an entry whose code killed the process that ran it is found by the next get
+ * (a miss), set aside as ID.crash, named by the one warning, counted by stats, explained, and
+ * replaced by the next put; an ended trial, a trial still running in a live process, and a
+ * stale marker of an older payload all leave the entry a hit. */
+static void entry_that_crashed_is_set_aside(void **state)
+{
+    (void)state;
+    char *dir = tu_tempdir("trust-crash");
+    char bin[600], crash[600], run[600], expected[1400], why[1024];
+    cache_key k;
+    make_key(&k, IR1);
+    entry_file(dir, IR1, "bin", bin);
+    entry_file(dir, IR1, "crash", crash);
+    entry_file(dir, IR1, "run", run);
+    char id[33];
+    key_id(IR1, id);
+    cache *c = cache_open(dir, 0);
+    assert_int_equal(cache_put(c, &k, "object for a newer cpu", 22, "src", "ll"), 0);
+
+    /* a trial that ends leaves nothing behind */
+    cache_trial t;
+    assert_int_equal(cache_trial_begin(c, &k, "object for a newer cpu", 22, &t), 0);
+    assert_int_equal(access(run, F_OK), 0);
+    /* while it runs (here, or in another process), the entry is a hit for others */
+    cache *other = cache_open(dir, 0);
+    expect_hit(other, &k, "object for a newer cpu");
+    cache_trial t2;
+    assert_int_equal(cache_trial_begin(other, &k, "object for a newer cpu", 22, &t2), -1);
+    assert_int_equal(t2.fd, -1);
+    cache_close(other);
+    cache_trial_end(c, &t);
+    assert_int_equal(access(run, F_OK), -1);
+    expect_hit(c, &k, "object for a newer cpu");
+    assert_null(cache_warning(c));
+
+    /* a marker of an older payload (the entry was replaced since) is stale: removed, a hit */
+    pid_t pid = die_on_trial(dir, &k);
+    assert_int_equal(cache_put(c, &k, "other object", 12, "src", "ll"), 0);
+    assert_int_equal(access(run, F_OK), 0);
+    expect_hit(c, &k, "other object");
+    assert_int_equal(access(run, F_OK), -1);
+    assert_null(cache_warning(c));
+    assert_int_equal(cache_put(c, &k, "object for a newer cpu", 22, "src", "ll"), 0);
+
+    /* the process that ran it died on trial */
+    pid = die_on_trial(dir, &k);
+    assert_int_equal(cache_explain(c, &k, why, sizeof why), 0);
+    snprintf(expected, sizeof expected, "miss: entry %s crashed the process that last ran it (pid "
+             "%ld); the next run sets it aside and compiles afresh", id, (long)pid);
+    assert_string_equal(why, expected);
+    expect_miss(c, &k);
+    snprintf(expected, sizeof expected, "kernel cache: entry %s crashed the process that last ran "
+             "it (pid %ld); set aside as %s, compiled afresh", id, (long)pid, crash);
+    assert_string_equal(cache_warning(c), expected);
+    assert_int_equal(access(bin, F_OK), -1);
+    assert_int_equal(access(run, F_OK), -1);
+    assert_int_equal(access(crash, F_OK), 0);
+    expect_one_warning(c, &k, "crashed the process that last ran it");
+    char *out = stats_text(c);
+    assert_non_null(strstr(out, "entries: 0 (0 damaged)"));
+    assert_non_null(strstr(out, "\ncrashed: 1 (killed the process that ran them: set aside as "
+                                "ID.crash and compiled afresh)\n"));
+    assert_non_null(strstr(out, "0 failed to load, 1 crashed\n"));
+    free(out);
+    assert_int_equal(cache_put(c, &k, "good object", 11, "src", "ll"), 0);
+    expect_hit(c, &k, "good object");
+    cache_close(c);
+    c = cache_open(dir, 0); /* a later run counts it too, and the fresh entry is a hit */
+    expect_hit(c, &k, "good object");
+    assert_null(cache_warning(c));
+    out = stats_text(c);
+    assert_non_null(strstr(out, "entries: 1 (0 damaged)"));
+    assert_non_null(strstr(out, "\ncrashed: 1 "));
+    free(out);
+    assert_int_equal(cache_clear(c), 1);
+    assert_int_equal(access(crash, F_OK), -1);
+    cache_close(c);
+    rm_rf(dir);
+    free(dir);
+}
+
 /* In a child running as the folder's owner (nobody, when the test runs as root, for whom modes
  * do not stop writes): a folder made read-only while running turns the handle read-only with
  * one warning, and a folder read-only from the start still serves its entries. */
@@ -536,6 +640,7 @@ int main(void)
         cmocka_unit_test(symlinked_sub_folder_is_never_followed),
         cmocka_unit_test(named_pipe_entry_never_blocks),
         cmocka_unit_test(entry_that_did_not_load_is_set_aside),
+        cmocka_unit_test(entry_that_crashed_is_set_aside),
         cmocka_unit_test(read_only_folder_serves_hits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

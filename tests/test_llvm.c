@@ -24,6 +24,7 @@
 static llvm_jit *jit;
 static int sym_counter;
 static double worst_double, worst_single; /* largest relative difference seen */
+static int large_ops;   /* llvm_options.large_ops of every build (0: the default) */
 
 /* ---- grids ------------------------------------------------------------------------------- */
 
@@ -202,7 +203,7 @@ static built build(const kir_kernel *k, int single, int fast)
     snprintf(sym, sizeof sym, "pj_test_%d", sym_counter++);
     void *obj = NULL;
     size_t len = 0;
-    llvm_options opt = {single, fast};
+    llvm_options opt = {single, fast, large_ops};
     int rc = llvm_compile(jit, k, &opt, sym, &obj, &len, &b.ir, &b.ms, err, sizeof err);
     if (rc) fprintf(stderr, "compile: %s\n", err);
     assert_int_equal(rc, 0);
@@ -802,7 +803,7 @@ static void load_unload_errors(void **state)
     kir_kernel *k = reaction_diffusion(2, 1);
     void *obj = NULL;
     size_t len = 0;
-    llvm_options opt = {0, 0};
+    llvm_options opt = {0, 0, 0};
     assert_int_equal(llvm_compile(jit, k, &opt, "pj_swap", &obj, &len, NULL, NULL, err, sizeof err), 0);
 
     /* the same symbol twice: one copy of the code, two handles */
@@ -873,7 +874,7 @@ static void *compile_thread(void *arg)
         size_t len = 0;
         kir_cpu_fn fn;
         llvm_loaded *h;
-        if (llvm_compile(jit, j->k, &(llvm_options){i % 2, 0}, sym, &obj, &len, NULL, NULL, err, sizeof err) ||
+        if (llvm_compile(jit, j->k, &(llvm_options){i % 2, 0, 0}, sym, &obj, &len, NULL, NULL, err, sizeof err) ||
             llvm_load(jit, obj, len, sym, &fn, &h, err, sizeof err))
             j->failures++;
         else
@@ -898,6 +899,34 @@ static void concurrent_compiles(void **state)
         assert_int_equal(jobs[i].failures, 0);
     }
     kir_free(k);
+}
+
+/* ---- large kernels ------------------------------------------------------------------------- */
+
+/* Kernels over llvm_options.large_ops operations are split into segment functions and compiled
+ * with the lighter pipeline (llvm_backend.c). With the threshold lowered to a few operations,
+ * every kernel of the tests above is split into many segments: each agrees with the interpreter
+ * as before (stencils in 1D/2D/3D, every op, conditionals, in place with aliased slots, rows in
+ * chunks with and without prefetching, longer than a segment's chunk, the non-finite flag,
+ * random kernels), and the IR holds the segment functions. */
+static void large_kernels_split(void **state)
+{
+    large_ops = 6;
+    kir_kernel *k = reaction_diffusion(2, 1);
+    built b = build(k, 0, 0);
+    assert_non_null(strstr(b.ir, ".s0("));
+    assert_non_null(strstr(b.ir, ".s2("));
+    unbuild(&b);
+    kir_free(k);
+    stencils_1d_2d_3d(state);
+    every_op(state);
+    conditionals(state);
+    in_place(state);
+    prefetch_chunks(state);
+    nonfinite_flag(state);
+    large_ops = 24; /* segments of 8 operations: fewer functions to compile */
+    random_kernels(state);
+    large_ops = 0;
 }
 
 static int setup(void **state)
@@ -925,6 +954,7 @@ int main(void)
         cmocka_unit_test(prefetch_chunks),   cmocka_unit_test(nonfinite_flag),
         cmocka_unit_test(threads_identical), cmocka_unit_test(pool_ranges),
         cmocka_unit_test(load_unload_errors), cmocka_unit_test(concurrent_compiles),
+        cmocka_unit_test(large_kernels_split),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
