@@ -6,7 +6,9 @@
  * of the kernels' data: PETSc's vectors are copied into slot 0 before F or the Jacobian runs
  * and F is copied out of slot 1 (the copies cost one sweep each, the solves many).
  *
- * The Jacobian: output j of the Jacobian kernel is dF(row field at cell)/dU(field at cell + off).
+ * The Jacobian: output j of the Jacobian kernel is dF(row field at cell)/dU(field at cell + off),
+ * inserted by global index (one process: the DMDA's natural order, x fastest, the unknowns of a
+ * cell interlaced), which costs less than MatSetValuesStencil's mapping per row.
  * A column off the grid is a ghost cell, and a ghost's value is affine in one interior cell (the
  * mirrored one, or the periodic partner): g = alpha * u_m + beta. alpha is measured exactly by
  * two ghost fills of a scratch slot (interior 0, then 1: alpha = g1 - g0; a corner's alpha is
@@ -97,7 +99,7 @@ struct implicit_solver {
     SNES snes;             /* steady: F(U) = 0 */
     double *alpha;         /* [dof][elems]: d ghost / d its interior cell (grid buffers' layout) */
     int alpha_valid, alpha_const;
-    MatStencil *cols;      /* one row's columns and values */
+    PetscInt *cols;        /* one row's columns (global indices) and values */
     PetscScalar *vals;
     implicit_stats st;
     PetscReal history[64]; /* the last solve's residual norms */
@@ -293,17 +295,15 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
                         for (int ax = 0; ax < p->dim; ax++) ghost |= pos[ax] < 0 || pos[ax] >= q->n[ax];
                         if (ghost) v *= q->alpha[(size_t)col_c * g->elems + (size_t)(g->origin_off + at(g, pos[0], pos[1], pos[2]))];
                         if (v == 0) continue;
-                        MatStencil col = {0};
-                        col.i = (PetscInt)fold(q, 0, pos[0]);
-                        col.j = (PetscInt)(p->dim > 1 ? fold(q, 1, pos[1]) : 0);
-                        col.k = (PetscInt)(p->dim > 2 ? fold(q, 2, pos[2]) : 0);
-                        col.c = col_c;
-                        q->cols[nc] = col;
+                        int64_t ci = fold(q, 0, pos[0]);
+                        int64_t cj = p->dim > 1 ? fold(q, 1, pos[1]) : 0;
+                        int64_t ck = p->dim > 2 ? fold(q, 2, pos[2]) : 0;
+                        q->cols[nc] = (PetscInt)(((ck * q->n[1] + cj) * q->n[0] + ci) * q->dof + col_c);
                         q->vals[nc++] = v;
                     }
                     if (!nc) continue;
-                    MatStencil row = {.k = (PetscInt)k, .j = (PetscInt)j, .i = (PetscInt)i, .c = row_c};
-                    PetscErrorCode rc = MatSetValuesStencil(A, 1, &row, nc, q->cols, q->vals, ADD_VALUES);
+                    PetscInt row = (PetscInt)(((k * q->n[1] + j) * q->n[0] + i) * q->dof + row_c);
+                    PetscErrorCode rc = MatSetValues(A, 1, &row, nc, q->cols, q->vals, ADD_VALUES);
                     if (rc) {
                         free(jb);
                         return rc;
@@ -370,6 +370,36 @@ static PetscErrorCode snes_jacobian(SNES snes, Vec U, Mat A, Mat B, void *ctx)
     (void)A;
     implicit_solver *q = ctx;
     return assemble(q, sim_time(q->s), U, B);
+}
+
+/* pdejit's defaults where PETSc's differ, set on the objects after the options were read, and
+ * only where the options do not name them: ILU(1) rather than ILU(0), and, when the linear
+ * solver is a Krylov method (not preonly: a lagged direct solve would no longer be Newton's),
+ * the preconditioner rebuilt at every 10th Jacobian, across steps, rather than at each: Newton
+ * still applies the exact Jacobian of every iteration as the operator; only the preconditioner
+ * lags. Measured in docs/performance.md ("Implicit solves against FiPy"). */
+static PetscErrorCode apply_defaults(SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    KSPType kt;
+    PCType pt;
+    PetscBool set, preonly, ilu;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(KSPGetType(ksp, &kt));
+    PetscCall(PCGetType(pc, &pt));
+    PetscCall(PetscOptionsHasName(NULL, NULL, "-pc_factor_levels", &set));
+    PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCILU, &ilu));
+    if (pt && ilu && !set) PetscCall(PCFactorSetLevels(pc, 1));
+    PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPPREONLY, &preonly));
+    PetscCall(PetscOptionsHasName(NULL, NULL, "-snes_lag_preconditioner", &set));
+    if (kt && !preonly && !set) {
+        PetscCall(SNESSetLagPreconditioner(snes, 10));
+        PetscCall(PetscOptionsHasName(NULL, NULL, "-snes_lag_preconditioner_persists", &set));
+        if (!set) PetscCall(SNESSetLagPreconditionerPersists(snes, PETSC_TRUE));
+    }
+    return 0;
 }
 
 /* The solver statement, then the user's options (later ones win). */
@@ -472,6 +502,7 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
         CHECK(SNESSetFunction(q->snes, q->R, snes_rhs, q), "SNESSetFunction");
         CHECK(SNESSetJacobian(q->snes, q->J, q->J, snes_jacobian, q), "SNESSetJacobian");
         CHECK(SNESSetFromOptions(q->snes), OPTIONS_REFUSED);
+        CHECK(apply_defaults(q->snes), "the solver's defaults");
         CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
     } else {
         CHECK(TSCreate(PETSC_COMM_SELF, &q->ts), "TSCreate");
@@ -508,6 +539,9 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
             CHECK(TSAdaptSetType(adapt, TSADAPTNONE), "TSAdaptSetType");
         }
         CHECK(TSSetFromOptions(q->ts), OPTIONS_REFUSED);
+        SNES ts_snes;
+        CHECK(TSGetSNES(q->ts, &ts_snes), "TSGetSNES");
+        CHECK(apply_defaults(ts_snes), "the solver's defaults");
         PetscScalar *x;
         CHECK(VecGetArray(q->X, &x), "VecGetArray");
         slot_to_vec(q, 0, x);
