@@ -6,7 +6,9 @@
  * of the kernels' data: PETSc's vectors are copied into slot 0 before F or the Jacobian runs
  * and F is copied out of slot 1 (the copies cost one sweep each, the solves many).
  *
- * The Jacobian: output j of the Jacobian kernel is dF(row field at cell)/dU(field at cell + off).
+ * The Jacobian: output j of the Jacobian kernel is dF(row field at cell)/dU(field at cell + off),
+ * inserted by global index (one process: the DMDA's natural order, x fastest, the unknowns of a
+ * cell interlaced), which costs less than MatSetValuesStencil's mapping per row.
  * A column off the grid is a ghost cell, and a ghost's value is affine in one interior cell (the
  * mirrored one, or the periodic partner): g = alpha * u_m + beta. alpha is measured exactly by
  * two ghost fills of a scratch slot (interior 0, then 1: alpha = g1 - g0; a corner's alpha is
@@ -99,7 +101,7 @@ struct implicit_solver {
     double *alpha;         /* [dof][H + 2][elems]: per field, beta (the ghosts' constant part), the
                               all-ones fill less beta, then alpha_k for k = 0 .. H-1 (measure_alpha) */
     int alpha_valid, alpha_const;
-    MatStencil *cols;      /* one row's columns and values */
+    PetscInt *cols;        /* one row's columns (global indices) and values */
     PetscScalar *vals;
     implicit_stats st;
     PetscReal history[64]; /* the last solve's residual norms */
@@ -309,6 +311,13 @@ static int64_t fold(const implicit_solver *q, int ax, int64_t v)
 
 static PetscErrorCode eval_rhs(implicit_solver *q, double t, Vec U, Vec F) { return eval_stage(q, 0, t, U, F); }
 
+/* The DMDA's global index of unknown c at cell (i, j, k) (one process: the natural order,
+ * interlaced). */
+static PetscInt global_index(const implicit_solver *q, int64_t i, int64_t j, int64_t k, int c)
+{
+    return (PetscInt)(((k * q->n[1] + j) * q->n[0] + i) * q->dof + c);
+}
+
 static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
 {
     double t0 = driver_now();
@@ -349,8 +358,6 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
                             }
                         const double *al = q->alpha + (size_t)col_c * g->elems * (size_t)(g->H + 2);
                         size_t ghost_at = (size_t)(g->origin_off + at(g, pos[0], pos[1], pos[2]));
-                        MatStencil col = {0};
-                        col.c = col_c;
                         if (out == 1 && !p->periodic[axis] && q->n[axis] >= 2 * g->H) {
                             /* a sum over the interior cells k from the ghost's side */
                             int64_t n = q->n[axis];
@@ -359,25 +366,20 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
                                 if (a == 0) continue;
                                 int64_t cp[3] = {pos[0], pos[1], pos[2]};
                                 cp[axis] = pos[axis] < 0 ? kk : n - 1 - kk;
-                                col.i = (PetscInt)cp[0];
-                                col.j = (PetscInt)cp[1];
-                                col.k = (PetscInt)cp[2];
-                                q->cols[nc] = col;
+                                q->cols[nc] = global_index(q, cp[0], cp[1], cp[2], col_c);
                                 q->vals[nc++] = v * a;
                             }
                             continue;
                         }
                         if (out) v *= al[g->elems + ghost_at];
                         if (v == 0) continue;
-                        col.i = (PetscInt)fold(q, 0, pos[0]);
-                        col.j = (PetscInt)(p->dim > 1 ? fold(q, 1, pos[1]) : 0);
-                        col.k = (PetscInt)(p->dim > 2 ? fold(q, 2, pos[2]) : 0);
-                        q->cols[nc] = col;
+                        q->cols[nc] = global_index(q, fold(q, 0, pos[0]), p->dim > 1 ? fold(q, 1, pos[1]) : 0,
+                                                   p->dim > 2 ? fold(q, 2, pos[2]) : 0, col_c);
                         q->vals[nc++] = v;
                     }
                     if (!nc) continue;
-                    MatStencil row = {.k = (PetscInt)k, .j = (PetscInt)j, .i = (PetscInt)i, .c = row_c};
-                    PetscErrorCode rc = MatSetValuesStencil(A, 1, &row, nc, q->cols, q->vals, ADD_VALUES);
+                    PetscInt row = global_index(q, i, j, k, row_c);
+                    PetscErrorCode rc = MatSetValues(A, 1, &row, nc, q->cols, q->vals, ADD_VALUES);
                     if (rc) {
                         free(jb);
                         return rc;
@@ -444,6 +446,36 @@ static PetscErrorCode snes_jacobian(SNES snes, Vec U, Mat A, Mat B, void *ctx)
     (void)A;
     implicit_solver *q = ctx;
     return assemble(q, sim_time(q->s), U, B);
+}
+
+/* pdejit's defaults where PETSc's differ, set on the objects after the options were read, and
+ * only where the options do not name them: ILU(1) rather than ILU(0), and, when the linear
+ * solver is a Krylov method (not preonly: a lagged direct solve would no longer be Newton's),
+ * the preconditioner rebuilt at every 10th Jacobian, across steps, rather than at each: Newton
+ * still applies the exact Jacobian of every iteration as the operator; only the preconditioner
+ * lags. Measured in docs/performance.md ("Implicit solves against FiPy"). */
+static PetscErrorCode apply_defaults(PetscOptions o, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    KSPType kt;
+    PCType pt;
+    PetscBool set, preonly, ilu;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(KSPGetType(ksp, &kt));
+    PetscCall(PCGetType(pc, &pt));
+    PetscCall(PetscOptionsHasName(o, NULL, "-pc_factor_levels", &set));
+    PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCILU, &ilu));
+    if (pt && ilu && !set) PetscCall(PCFactorSetLevels(pc, 1));
+    PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPPREONLY, &preonly));
+    PetscCall(PetscOptionsHasName(o, NULL, "-snes_lag_preconditioner", &set));
+    if (kt && !preonly && !set) {
+        PetscCall(SNESSetLagPreconditioner(snes, 10));
+        PetscCall(PetscOptionsHasName(o, NULL, "-snes_lag_preconditioner_persists", &set));
+        if (!set) PetscCall(SNESSetLagPreconditionerPersists(snes, PETSC_TRUE));
+    }
+    return 0;
 }
 
 /* The solver statement, then the user's options (later ones win), into this solver's own options
@@ -565,6 +597,7 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
         CHECK(SNESSetFunction(q->snes, q->R, snes_rhs, q), "SNESSetFunction");
         CHECK(SNESSetJacobian(q->snes, q->J, q->J, snes_jacobian, q), "SNESSetJacobian");
         CHECK(SNESSetFromOptions(q->snes), OPTIONS_REFUSED);
+        CHECK(apply_defaults(q->opts, q->snes), "the solver's defaults");
         CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
     } else {
         CHECK(TSCreate(PETSC_COMM_SELF, &q->ts), "TSCreate");
@@ -608,6 +641,7 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
             CHECK(TSAdaptSetType(adapt, TSADAPTNONE), "TSAdaptSetType");
         }
         CHECK(TSSetFromOptions(q->ts), OPTIONS_REFUSED);
+        CHECK(apply_defaults(q->opts, ts_snes), "the solver's defaults");
         PetscScalar *x;
         CHECK(VecGetArray(q->X, &x), "VecGetArray");
         slot_to_vec(q, 0, x);
