@@ -61,7 +61,7 @@ int pj_sim_can_swap(const pj_sim *sim);
 
 typedef struct pj_run_options { double dt; double until; int64_t steps; const char *out_dir;
     const char *dump_path; int check_every; ...; } pj_run_options;
-typedef struct pj_run_result { int64_t steps; double t; double seconds; int snapshots; } pj_run_result;
+typedef struct pj_run_result { int64_t steps; double t; double seconds; int snapshots; ...; } pj_run_result;
 pj_run_options pj_run_options_default(void);
 pj_status pj_sim_run(pj_sim *sim, const pj_run_options *options, pj_run_result *result, char *err, size_t err_len);
 
