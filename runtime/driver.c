@@ -285,9 +285,12 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     }
     int status = 1, stopped = 0;
     const double t_start = engine_time(e);
-    /* the first snapshot and monitor row: always, unless `output at` does not list the start, or the
-       run resumes from a checkpoint (the run that wrote it wrote them) */
-    int first_snap = !o->resumed && (!at || fabs(at[0] - t_start) <= tol);
+    /* the first snapshot and monitor row: always, unless `output at` does not list the start; after
+       a resume only when the checkpoint's time is an output time (the stopped run wrote the
+       checkpoint before that snapshot and may have died writing it: writers_series_resume took
+       the series up to before it) */
+    int first_snap = o->resumed ? fabs(next_time(o->output_every, at, o->n_output_at, t_start - 2 * tol, tol) - t_start) <= tol
+                                : !at || fabs(at[0] - t_start) <= tol;
     if (check(e, 1, err, err_len) < 0 || (first_snap && snapshot(e, o, ws, res, err, err_len) < 0)) goto done;
     if (!o->resumed && (stopped = monitors_take(&mon, e, o, res, err, err_len)) < 0) goto done;
     if (stopped || !(end > engine_time(e))) { /* nothing to step: the first snapshot is the last */

@@ -593,7 +593,7 @@ int writers_series_resume(writers_series *ws, double t_max, char *err, size_t er
     int rc = 0;
     if (fgets(line, sizeof line, f) && !strcmp(line, "snapshot,t\n"))
         while (fgets(line, sizeof line, f) && sscanf(line, "%d,%lf", &i, &t) == 2 && i == ws->count &&
-               t <= t_max + 1e-12 * fmax(1, fabs(t_max))) {
+               t < t_max - 1e-12 * fmax(1, fabs(t_max))) {
             if (ws->count == ws->cap) {
                 int nc = ws->cap ? 2 * ws->cap : 16;
                 double *tt = realloc(ws->times, sizeof *tt * (size_t)nc);

@@ -78,8 +78,9 @@ writers_series *writers_series_open(const char *dir, int formats, char *err, siz
 int writers_series_write(writers_series *ws, const writers_frame *fr, char *err, size_t err_len);
 int writers_series_count(const writers_series *ws);
 /* A resumed run (checkpoint.h): takes over the series dir/snapshots.csv lists, up to the first
- * snapshot after t_max (those the stopped run wrote after its checkpoint are written again), so
- * the numbering and the index go on. No index: the series starts empty. 0, or -1 (out of memory). */
+ * snapshot at or after t_max, the checkpoint's time (those the stopped run wrote from then on,
+ * perhaps half, are written again), so the numbering and the index go on. No index: the series
+ * starts empty. 0, or -1 (out of memory). */
 int writers_series_resume(writers_series *ws, double t_max, char *err, size_t err_len);
 void writers_series_close(writers_series *ws);
 
