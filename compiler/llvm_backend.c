@@ -1521,7 +1521,7 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
             diag_set(err, err_len, "out of memory");
             goto done;
         }
-attributes:
+attributes:; /* (a label before a declaration: C11 wants a statement) */
     /* a kernel that calls libmvec: its widest variant (AVX-512 where there is one), whatever width
        the host's tuning prefers for plain loads and stores */
     int widest = 0;
