@@ -119,8 +119,9 @@ def test_advance_releases_the_gil():
     th.join()
     elapsed = time.perf_counter() - t0
     assert sim.steps == 50
-    # with the GIL held through the C call this thread could not run at all while it stepped
-    assert elapsed > 0.05 and spins > 10000, (elapsed, spins)
+    # with the GIL held through the C call this thread could not run at all while it stepped (the
+    # spins are the evidence; the elapsed time alone is machine-dependent: 0.048 s on a quiet one)
+    assert spins > 10000, (elapsed, spins)
 
 
 def test_redefine_hot_swap():
