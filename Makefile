@@ -6,6 +6,9 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
+# `make test` fuzzes a fixed number of inputs from a fixed seed (the same inputs everywhere:
+# reproducible); `make fuzz` alone explores for FUZZ_SECONDS from a random seed
+FUZZ_TEST_RUNS ?= 60000
 JOBS ?= $(shell nproc)
 PACKAGES = cmake make gcc flex bison libcmocka-dev libxxhash-dev libpng-dev zlib1g-dev \
            llvm-14-dev libomp-dev libz3-dev libxml2-dev libtinfo-dev libffi-dev python3 pkg-config \
@@ -60,7 +63,7 @@ test: test-fast python-test
 	@cmake --build $(ASAN_BUILD) -j $(JOBS) -- --no-print-directory
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
-	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory fuzz FUZZ_RUNS=$(FUZZ_TEST_RUNS)
 
 # The libFuzzer targets (tests/fuzz, docs/fuzzing.md), built with clang in their own folder and
 # run FUZZ_SECONDS each; fails when one finds a crash, a leak or undefined behaviour. Where clang
@@ -77,7 +80,7 @@ fuzz-run:
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=$(FUZZ_CC) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPJ_FUZZ=ON -DPJ_WITH_PETSC=OFF \
 	  -DPJ_STATIC_LLVM=OFF >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets -- --no-print-directory
-	@./tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	@FUZZ_RUNS=$(FUZZ_RUNS) ./tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -65,16 +65,24 @@ static void *copy_of(const void *src, size_t n)
     return p;
 }
 
+/* A copy of the first n of src's elements in a block with room for cap (a kernel without
+ * outputs has src == NULL and n == 0: nothing is copied). */
+static void *copy_with_room(const void *src, size_t size, size_t n, size_t cap)
+{
+    void *p = malloc(size * (cap > n ? cap : n ? n : 1));
+    if (p && n) memcpy(p, src, size * n);
+    return p;
+}
+
 kir_kernel *kir_clone(const kir_kernel *k)
 {
     kir_kernel *c = malloc(sizeof *c);
     if (!c) return NULL;
     *c = *k;
-    c->nodes = malloc(sizeof *c->nodes * (size_t)(k->cap_nodes ? k->cap_nodes : 1));
-    if (c->nodes) memcpy(c->nodes, k->nodes, sizeof *c->nodes * (size_t)k->n_nodes);
+    c->nodes = copy_with_room(k->nodes, sizeof *c->nodes, (size_t)k->n_nodes, (size_t)k->cap_nodes);
     c->table = copy_of(k->table, sizeof *c->table * (size_t)k->table_cap);
-    c->outputs = malloc(sizeof *c->outputs * (size_t)(k->cap_outputs ? k->cap_outputs : 1));
-    if (c->outputs) memcpy(c->outputs, k->outputs, sizeof *c->outputs * (size_t)k->n_outputs);
+    c->outputs = copy_with_room(k->outputs, sizeof *c->outputs, (size_t)k->n_outputs,
+                                (size_t)k->cap_outputs);
     if (!c->nodes || !c->table || !c->outputs) {
         kir_free(c);
         return NULL;
