@@ -264,6 +264,7 @@ void decomp_destroy(decomp *d)
 int decomp_rank(const decomp *d) { return d->rank; }
 int decomp_size(const decomp *d) { return d->size; }
 const grid_block *decomp_block(const decomp *d) { return &d->block; }
+const grid_block *decomp_blocks(const decomp *d) { return d->blocks; }
 void decomp_layout(const decomp *d, int procs[3])
 {
     for (int a = 0; a < 3; a++) procs[a] = d->procs[a];
@@ -563,6 +564,7 @@ void decomp_get_stats(const decomp *d, decomp_stats *st) { (void)d; memset(st, 0
 int decomp_rank(const decomp *d) { (void)d; return 0; }
 int decomp_size(const decomp *d) { (void)d; return 1; }
 const grid_block *decomp_block(const decomp *d) { (void)d; return NULL; }
+const grid_block *decomp_blocks(const decomp *d) { (void)d; return NULL; }
 void decomp_layout(const decomp *d, int procs[3]) { (void)d; procs[0] = procs[1] = procs[2] = 1; }
 void decomp_ghosts(decomp *d, ghost_settings *gs) { (void)d; (void)gs; }
 int decomp_any(decomp *d, int mine) { (void)d; return mine != 0; }

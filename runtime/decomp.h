@@ -42,8 +42,9 @@ void decomp_destroy(decomp *d);
 
 int decomp_rank(const decomp *d);
 int decomp_size(const decomp *d);
-/* This process's block, and the processes along each axis. */
+/* This process's block, every process's (by rank), and the processes along each axis. */
 const grid_block *decomp_block(const decomp *d);
+const grid_block *decomp_blocks(const decomp *d);
 void decomp_layout(const decomp *d, int procs[3]);
 
 /* The ghost settings of this process's block: its inner sides (and periodic axes) exchanged. */

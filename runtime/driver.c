@@ -126,9 +126,58 @@ static int gather_only(engine *e, const int *fields, int n_fields, char *err, si
     return 0;
 }
 
+/* Over MPI, a VTK snapshot is a .pvti (rank 0's series) of pieces: each process writes its block. */
+static int write_piece(engine *e, const driver_options *o, int index, char *err, size_t len)
+{
+    const pj_program *p = engine_program(e);
+    const grid_block *b = engine_block(e);
+    const kir_launch *G = engine_geometry(e);
+    int n = o->fields ? o->n_fields : p->n_fields, rc = -1;
+    writers_frame fr = {.dim = p->dim, .t = engine_time(e), .n_fields = n};
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    double **data = calloc((size_t)n + 1, sizeof *data);
+    size_t cells = (size_t)(b->n[0] * b->n[1] * b->n[2]);
+    char *path = malloc(strlen(o->out_dir) + 64);
+    for (int a = 0; a < 3; a++) {
+        fr.n[a] = b->n[a];
+        fr.first[a] = b->first[a];
+        fr.h[a] = G->h[a];
+        fr.origin[a] = G->origin[a];
+    }
+    if (!names || !data || !path) {
+        diag_set(err, len, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        int f = o->fields ? o->fields[i] : i;
+        names[i] = p->field_names[f];
+        data[i] = malloc(sizeof **data * cells);
+        if (!data[i]) {
+            diag_set(err, len, "out of memory");
+            goto done;
+        }
+        if (engine_get_block_field(e, f, data[i], err, len) < 0) goto done;
+    }
+    fr.names = names;
+    fr.data = (const double *const *)data;
+    int at = sprintf(path, "%s/", o->out_dir);
+    writers_piece_name(path + at, 64, index, engine_rank(e));
+    rc = writers_vti(path, &fr, err, len);
+done:
+    for (int i = 0; data && i < n; i++) free(data[i]);
+    free(data);
+    free(names);
+    free(path);
+    return rc;
+}
+
 static int snapshot(engine *e, const driver_options *o, writers_series *ws, driver_result *res, char *err,
                     size_t len)
 {
+    if (engine_processes(e) > 1 && o->out_dir && !o->no_snapshots && (o->formats & PJ_FMT_VTK)) {
+        int failed = write_piece(e, o, res->snapshots, err, len) < 0;
+        if (engine_agree(e, failed, err, len)) return -1;
+    }
     if (engine_rank(e) != 0) {
         if (!o->out_dir || o->no_snapshots) return 0;
         if (gather_only(e, o->fields, o->n_fields, err, len) < 0) return -1;
@@ -302,6 +351,24 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     if (o->out_dir && !o->no_snapshots) {
         if (root) {
             ws = writers_series_open(o->out_dir, o->formats, err, err_len);
+            if (ws && engine_processes(e) > 1) { /* VTK snapshots as .pvti of every process's block */
+                int np = engine_processes(e);
+                const grid_block *bl = engine_blocks(e);
+                int64_t(*first)[3] = malloc(sizeof *first * (size_t)np), (*n)[3] = malloc(sizeof *n * (size_t)np);
+                int ok = first && n;
+                for (int r = 0; ok && r < np; r++)
+                    for (int a = 0; a < 3; a++) {
+                        first[r][a] = bl[r].first[a];
+                        n[r][a] = bl[r].n[a];
+                    }
+                if (!ok || writers_series_set_pieces(ws, np, (const int64_t(*)[3])first, (const int64_t(*)[3])n) < 0) {
+                    diag_set(err, err_len, "out of memory");
+                    writers_series_close(ws);
+                    ws = NULL;
+                }
+                free(first);
+                free(n);
+            }
             if (ws && o->resumed && writers_series_resume(ws, engine_time(e), err, err_len) < 0) {
                 writers_series_close(ws);
                 ws = NULL;

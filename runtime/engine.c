@@ -121,7 +121,16 @@ void engine_destroy(engine *e)
     free(e);
 }
 
+static int field_ok(const engine *e, int f, char *err, size_t len);
+
 int engine_rank(const engine *e) { return e->d ? decomp_rank(e->d) : 0; }
+const grid_block *engine_block(const engine *e) { return e->d ? decomp_block(e->d) : NULL; }
+const grid_block *engine_blocks(const engine *e) { return e->d ? decomp_blocks(e->d) : NULL; }
+
+int engine_get_block_field(engine *e, int f, double *out, char *err, size_t len)
+{
+    return field_ok(e, f, err, len) < 0 ? -1 : e->ops->get_field(e->impl, f, out, err, len);
+}
 int engine_processes(const engine *e) { return e->d ? decomp_size(e->d) : 1; }
 
 void engine_bcast(engine *e, void *data, size_t n)

@@ -134,6 +134,11 @@ const backend_ops *engine_ops(const engine *e);
  * order; engine_get_field fills `out` on rank 0 only (it may be NULL elsewhere), engine_set_field
  * takes `in` from rank 0; a failure on any process fails the call on every one, with its message. */
 int engine_rank(const engine *e);
+/* A decomposed run's blocks: this process's, and every process's by rank (NULL otherwise); and
+ * field f of this process's block alone (interior values, x fastest; not collective). */
+const grid_block *engine_block(const engine *e);
+const grid_block *engine_blocks(const engine *e);
+int engine_get_block_field(engine *e, int f, double *out, char *err, size_t len);
 /* 1 when back end `be` can run p decomposed over MPI processes; 0 with the reason. */
 int engine_can_decompose(const backend_ops *be, const pj_program *p, char *err, size_t len);
 int engine_processes(const engine *e);

@@ -276,12 +276,15 @@ int writers_vti(const char *path, const writers_frame *fr, char *err, size_t err
     char ext[128];
     int64_t e[3];
     double sp[3], org[3];
+    int64_t e0[3];
     for (int ax = 0; ax < 3; ax++) {
-        e[ax] = ax < fr->dim ? fr->n[ax] : 0;
+        e0[ax] = ax < fr->dim ? fr->first[ax] : 0;
+        e[ax] = ax < fr->dim ? fr->first[ax] + fr->n[ax] : 0;
         sp[ax] = ax < fr->dim ? fr->h[ax] : 1.0;
         org[ax] = ax < fr->dim ? fr->origin[ax] : 0.0;
     }
-    snprintf(ext, sizeof ext, "0 %lld 0 %lld 0 %lld", (long long)e[0], (long long)e[1], (long long)e[2]);
+    snprintf(ext, sizeof ext, "%lld %lld %lld %lld %lld %lld", (long long)e0[0], (long long)e[0], (long long)e0[1],
+             (long long)e[1], (long long)e0[2], (long long)e[2]);
     fprintf(f, "<?xml version=\"1.0\"?>\n");
     fprintf(f, "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"%s\" header_type=\"UInt64\">\n",
             byte_order());
@@ -308,6 +311,58 @@ int writers_vti(const char *path, const writers_frame *fr, char *err, size_t err
         fprintf(f, "\n        </DataArray>\n");
     }
     fprintf(f, "      </CellData>\n    </Piece>\n  </ImageData>\n</VTKFile>\n");
+    return af_commit(&a, err, err_len);
+}
+
+void writers_piece_name(char *out, size_t len, int index, int rank)
+{
+    snprintf(out, len, "snapshot_%06d_p%d.vti", index, rank);
+}
+
+int writers_pvti(const char *path, const writers_frame *fr, int n_pieces, const int64_t (*first)[3],
+                 const int64_t (*n)[3], const char *const *piece_files, char *err, size_t err_len)
+{
+    afile a;
+    if (af_open(&a, path, err, err_len)) return -1;
+    FILE *f = a.f;
+    double sp[3], org[3];
+    int64_t e[3];
+    for (int ax = 0; ax < 3; ax++) {
+        e[ax] = ax < fr->dim ? fr->n[ax] : 0;
+        sp[ax] = ax < fr->dim ? fr->h[ax] : 1.0;
+        org[ax] = ax < fr->dim ? fr->origin[ax] : 0.0;
+    }
+    fprintf(f, "<?xml version=\"1.0\"?>\n");
+    fprintf(f, "<VTKFile type=\"PImageData\" version=\"1.0\" byte_order=\"%s\" header_type=\"UInt64\">\n",
+            byte_order());
+    fprintf(f, "  <PImageData WholeExtent=\"0 %lld 0 %lld 0 %lld\" GhostLevel=\"0\" Origin=\"%.17g %.17g %.17g\" "
+               "Spacing=\"%.17g %.17g %.17g\">\n",
+            (long long)e[0], (long long)e[1], (long long)e[2], org[0], org[1], org[2], sp[0], sp[1], sp[2]);
+    fprintf(f, "    <PCellData");
+    if (fr->n_fields > 0) {
+        fprintf(f, " Scalars=\"");
+        xml_text(f, fr->names[0]);
+        fprintf(f, "\"");
+    }
+    fprintf(f, ">\n");
+    for (int v = 0; v < fr->n_fields; v++) {
+        fprintf(f, "      <PDataArray type=\"Float64\" Name=\"");
+        xml_text(f, fr->names[v]);
+        fprintf(f, "\"/>\n");
+    }
+    fprintf(f, "    </PCellData>\n");
+    for (int i = 0; i < n_pieces; i++) {
+        int64_t lo[3], hi[3];
+        for (int ax = 0; ax < 3; ax++) {
+            lo[ax] = ax < fr->dim ? first[i][ax] : 0;
+            hi[ax] = ax < fr->dim ? first[i][ax] + n[i][ax] : 0;
+        }
+        fprintf(f, "    <Piece Extent=\"%lld %lld %lld %lld %lld %lld\" Source=\"", (long long)lo[0], (long long)hi[0],
+                (long long)lo[1], (long long)hi[1], (long long)lo[2], (long long)hi[2]);
+        xml_text(f, piece_files[i]);
+        fprintf(f, "\"/>\n");
+    }
+    fprintf(f, "  </PImageData>\n</VTKFile>\n");
     return af_commit(&a, err, err_len);
 }
 
@@ -502,6 +557,17 @@ static int is_series_file(const char *name)
     if (!strcmp(name, "snapshots.csv") || !strcmp(name, "snapshots.pvd")) return 1;
     const char *dot = strrchr(name, '.');
     if (!dot) return 0;
+    if (!strcmp(dot, ".vti") || !strcmp(dot, ".pvti")) { /* snapshot_000012.pvti, snapshot_000012_p3.vti */
+        const char *q = name + 9;
+        if (strncmp(name, "snapshot_", 9)) return 0;
+        int digits = 0;
+        while (*q >= '0' && *q <= '9') q++, digits++;
+        if (digits < 6) return 0;
+        if (q == dot) return 1;
+        if (strcmp(dot, ".vti") || q[0] != '_' || q[1] != 'p' || !(q[2] >= '0' && q[2] <= '9')) return 0;
+        for (q += 2; *q >= '0' && *q <= '9'; q++) {}
+        return q == dot;
+    }
     const char *under = dot;
     while (under > name && under[-1] >= '0' && under[-1] <= '9') under--;
     if (dot - under < 6 || under == name || under[-1] != '_') return 0;
@@ -557,7 +623,20 @@ struct writers_series {
     int formats;
     int count, cap;
     double *times;
+    int n_pieces;          /* 0: whole-mesh .vti snapshots; else .pvti of these blocks */
+    int64_t (*piece_first)[3], (*piece_n)[3];
 };
+
+int writers_series_set_pieces(writers_series *ws, int n_pieces, const int64_t (*first)[3], const int64_t (*n)[3])
+{
+    ws->piece_first = malloc(sizeof *ws->piece_first * (size_t)n_pieces);
+    ws->piece_n = malloc(sizeof *ws->piece_n * (size_t)n_pieces);
+    if (!ws->piece_first || !ws->piece_n) return -1;
+    memcpy(ws->piece_first, first, sizeof *ws->piece_first * (size_t)n_pieces);
+    memcpy(ws->piece_n, n, sizeof *ws->piece_n * (size_t)n_pieces);
+    ws->n_pieces = n_pieces;
+    return 0;
+}
 
 writers_series *writers_series_open(const char *dir, int formats, char *err, size_t err_len)
 {
@@ -616,6 +695,8 @@ void writers_series_close(writers_series *ws)
     if (!ws) return;
     free(ws->dir);
     free(ws->times);
+    free(ws->piece_first);
+    free(ws->piece_n);
     free(ws);
 }
 
@@ -637,7 +718,7 @@ static int write_index(writers_series *ws, char *path, size_t plen, char *err, s
     for (int i = 0; i < ws->count && !rc; i++) {
         files[i] = malloc(32);
         if (!files[i]) rc = -1;
-        else snprintf(files[i], 32, "snapshot_%06d.vti", i);
+        else snprintf(files[i], 32, "snapshot_%06d.%s", i, ws->n_pieces ? "pvti" : "vti");
     }
     if (rc) diag_set(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
     snprintf(path, plen, "%s/snapshots.pvd", ws->dir);
@@ -661,9 +742,27 @@ int writers_series_write(writers_series *ws, const writers_frame *fr, char *err,
         snprintf(path, plen, "%s/snapshot_%06d.csv", ws->dir, n);
         rc = writers_csv(path, fr, err, err_len);
     }
-    if (!rc && (ws->formats & PJ_FMT_VTK)) {
+    if (!rc && (ws->formats & PJ_FMT_VTK) && !ws->n_pieces) {
         snprintf(path, plen, "%s/snapshot_%06d.vti", ws->dir, n);
         rc = writers_vti(path, fr, err, err_len);
+    }
+    if (!rc && (ws->formats & PJ_FMT_VTK) && ws->n_pieces) {
+        char (*names)[40] = malloc(sizeof *names * (size_t)ws->n_pieces);
+        const char **pieces = malloc(sizeof *pieces * (size_t)ws->n_pieces);
+        if (!names || !pieces) {
+            diag_set(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
+            rc = -1;
+        } else {
+            for (int i = 0; i < ws->n_pieces; i++) {
+                writers_piece_name(names[i], sizeof names[i], n, i);
+                pieces[i] = names[i];
+            }
+            snprintf(path, plen, "%s/snapshot_%06d.pvti", ws->dir, n);
+            rc = writers_pvti(path, fr, ws->n_pieces, (const int64_t(*)[3])ws->piece_first,
+                              (const int64_t(*)[3])ws->piece_n, pieces, err, err_len);
+        }
+        free(names);
+        free(pieces);
     }
     for (int v = 0; !rc && (ws->formats & PJ_FMT_PNG) && v < fr->n_fields; v++) {
         snprintf(path, plen, "%s/%s_%06d.png", ws->dir, fr->names[v], n);

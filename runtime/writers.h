@@ -9,6 +9,8 @@
  *     DIR/snapshot_00000N.csv     all fields of the frame, the --dump format     (PJ_FMT_CSV)
  *     DIR/snapshot_00000N.vti     VTK ImageData, CellData, base64 binary Float64 (PJ_FMT_VTK)
  *     DIR/snapshots.pvd           the ParaView series of the .vti files           (PJ_FMT_VTK)
+ *     DIR/snapshot_00000N.pvti    over MPI instead of the .vti: a parallel ImageData whose pieces
+ *     DIR/snapshot_00000N_pR.vti  are the blocks of the processes (R: the rank)
  *     DIR/FIELD_00000N.png        one colour-mapped image per field               (PJ_FMT_PNG)
  *     DIR/snapshots.csv           index: `snapshot,t` then one row per snapshot   (always)
  * The index and .pvd are rewritten (atomically) after every snapshot. */
@@ -26,6 +28,8 @@ typedef struct writers_frame {
     int n_fields;
     const char *const *names;    /* n_fields names */
     const double *const *data;   /* n_fields arrays of n[0]*n[1]*n[2] values, x fastest */
+    int64_t first[3];            /* a block of a larger mesh (a piece of a parallel VTK snapshot):
+                                    the mesh index of its cell 0; zero for a whole mesh */
 } writers_frame;
 
 /* A frame of the current state of s: fields[0..n_fields) (all fields when fields is NULL).
@@ -46,8 +50,17 @@ void writers_frame_free(writers_frame *fr);
 int writers_csv(const char *path, const writers_frame *fr, char *err, size_t err_len);
 
 /* VTK XML ImageData with every field as CellData (Float64, base64 binary, UInt64 headers),
- * the time as FieldData TimeValue. Point extent 0..n along each axis of the dimension. */
+ * the time as FieldData TimeValue. Point extent first..first+n along each axis of the dimension
+ * (0..n for a whole mesh). */
 int writers_vti(const char *path, const writers_frame *fr, char *err, size_t err_len);
+
+/* A parallel snapshot (VTK XML PImageData, .pvti) of a mesh in n_pieces blocks, piece i written
+ * as writers_vti of its block into piece_files[i] (relative to the .pvti): fr gives the mesh's n,
+ * h, origin, time and field names (its data is not read). */
+int writers_pvti(const char *path, const writers_frame *fr, int n_pieces, const int64_t (*first)[3],
+                 const int64_t (*n)[3], const char *const *piece_files, char *err, size_t err_len);
+/* "snapshot_000012_p3.vti": piece `rank` of snapshot `index`. */
+void writers_piece_name(char *out, size_t len, int index, int rank);
 
 /* A ParaView .pvd collection: n entries of (time, file name relative to the .pvd). */
 int writers_pvd(const char *path, int n, const double *times, const char *const *files, char *err,
@@ -74,6 +87,10 @@ int writers_series_clean(const char *dir, char *err, size_t err_len);
 /* The snapshot series of one run in folder dir (created when missing). formats: PJ_FMT_* bits. */
 typedef struct writers_series writers_series;
 writers_series *writers_series_open(const char *dir, int formats, char *err, size_t err_len);
+/* VTK snapshots of a mesh in blocks: the series writes snapshot_N.pvti naming the pieces
+ * snapshot_N_pR.vti (one per block, written by whoever holds it: writers_piece_name) instead of
+ * snapshot_N.vti, and the .pvd lists the .pvti files. first and n: n_pieces blocks (copied). */
+int writers_series_set_pieces(writers_series *ws, int n_pieces, const int64_t (*first)[3], const int64_t (*n)[3]);
 /* Writes snapshot number writers_series_count() of fr and updates the index files. */
 int writers_series_write(writers_series *ws, const writers_frame *fr, char *err, size_t err_len);
 int writers_series_count(const writers_series *ws);
