@@ -1,5 +1,5 @@
 """pfhub1.py — PFHub benchmark 1a (spinodal decomposition, periodic 200 x 200): pdejit's free energy
-curve (samples/pfhub1_implicit.pde, bdf2 + adapt) against the published results. Run by
+curve (samples/implicit/pfhub1.pde, bdf2 + adapt) against the published results. Run by
 bench/pfhub1.sh, which builds pdejit and (with --fipy) FiPy 4.0.3's venv; prints Markdown.
 
 1. To t = 54 with a monitor every 1 (steps of at most 1, as FiPy's published run): F at the times
@@ -54,7 +54,7 @@ def run(cmd):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pdejit", required=True)
-    ap.add_argument("--sample", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples", "pfhub1_implicit.pde"))
+    ap.add_argument("--sample", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "samples", "implicit", "pfhub1.pde"))
     ap.add_argument("--until", type=float, default=10000)
     ap.add_argument("--fipy", help="python of a venv with FiPy 4.0.3: run bench/pfhub1_fipy.py too")
     ap.add_argument("--threads", type=int, default=1)

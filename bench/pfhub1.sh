@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pfhub1.sh — PFHub benchmark 1a (spinodal decomposition, periodic 200 x 200), pdejit's implicit
-# run (samples/pfhub1_implicit.pde) against the published free energy curves, one command:
+# run (samples/implicit/pfhub1.pde) against the published free energy curves, one command:
 #   bench/pfhub1.sh [--fipy] [pfhub1.py options: --until 10000 --threads 1]
 #
 # Builds the pdejit command (Release, in $PDEJIT_BUILD, default build-bench/, as bench/run.sh) and

@@ -1,5 +1,5 @@
 /* test_pfhub1.c — PFHub benchmark 1a (spinodal decomposition, periodic 200 x 200) solved implicitly
- * by samples/pfhub1_implicit.pde (bdf2, adaptive steps), its free energy monitor against the
+ * by samples/implicit/pfhub1.pde (bdf2, adaptive steps), its free energy monitor against the
  * published FiPy result at the same resolution and against pdejit's own explicit run.
  *
  * The reference: PFHub's record fipy_1a_travis (github.com/usnistgov/pfhub,
@@ -80,7 +80,7 @@ static void pfhub1a_implicit_against_fipy(void **state)
 {
     (void)state;
     char *out;
-    assert_int_equal(pj(&out, "run %s/samples/pfhub1_implicit.pde --until 54 --set every=1 --out imp --quiet", PJ_SOURCE_DIR), 0);
+    assert_int_equal(pj(&out, "run %s/samples/implicit/pfhub1.pde --until 54 --set every=1 --out imp --quiet", PJ_SOURCE_DIR), 0);
     free(out);
     curve c;
     read_curve("imp", &c);
