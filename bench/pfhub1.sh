@@ -7,7 +7,8 @@
 # runs bench/pfhub1.py: the sample to t = 54 against PFHub's published FiPy curve (same grid), then
 # to t = 10000. With --fipy it also makes bench/.venv-fipy (FiPy 4.0.3 and SciPy from pip, as
 # bench/implicit_fipy.sh) and runs bench/pfhub1_fipy.py, the published script's algorithm, to
-# t = 52.75 (about an hour of CPU: a sparse LU of 40000 unknowns per sweep). The report (Markdown)
+# t = 52.75 (about 90 steps of three sparse LU solves of 40000 unknowns: 1.5 hours on a loaded
+# 2-core machine). The report (Markdown)
 # goes to stdout and bench/results/pfhub1-DATE.md.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
