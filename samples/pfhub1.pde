@@ -2,7 +2,8 @@
 # square, f = rho*(c - ca)^2*(cb - c)^2, mobility M, gradient coefficient kappa. The free energy
 # F = integral(f + kappa/2 |grad c|^2) is a monitor: it must decrease. The benchmark runs to
 # t = 10000 or later; explicitly (dt ~ h^4) that is millions of steps, so this file stops at
-# t = 200 (pdejit run pfhub1.pde --until T for more).
+# t = 200 (pdejit run pfhub1.pde --until T for more); implicit/pfhub1.pde goes to t = 10000 with
+# bdf2 and adaptive steps (tests/test_pfhub1.c compares both with FiPy's published curve).
 mesh grid(nx = 200, ny = 200, Lx = 200, Ly = 200)
 periodic x, y
 const rho = 5, ca = 0.3, cb = 0.7, kappa = 2, M = 5, c0 = 0.5, eps = 0.01

@@ -535,8 +535,8 @@ static void language_errors(void **state)
 static void implicit_samples(void **state)
 {
     (void)state;
-    static const char *const names[] = {"stiff_heat", "cahn_hilliard"};
-    for (int i = 0; i < 2; i++) {
+    static const char *const names[] = {"stiff_heat", "cahn_hilliard", "pfhub1"};
+    for (int i = 0; i < 3; i++) {
         char path[256];
         snprintf(path, sizeof path, "../samples/implicit/%s.pde", names[i]);
         size_t len;
