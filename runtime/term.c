@@ -264,6 +264,7 @@ pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, dou
         diag_set(err, err_len, "%s", sim_error(t->s));
         return PJ_ERR_RUN;
     }
+    cpu_backend_ran(t->cpu); /* a kernel from the cache ran and returned: its trial ends (cache.h) */
     sim_get_field(t->s, t->p->n_fields + t->n_inputs, out); /* slot 1 */
     return PJ_OK;
 }
@@ -354,6 +355,7 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
         diag_set(err, err_len, "%s", sim_error(t->s));
         return PJ_ERR_RUN;
     }
+    cpu_backend_ran(j->cpu);
     const double *d = t->scratch[0];
     for (int64_t k = 0; k < L.n[2]; k++)
         for (int64_t jj = 0; jj < L.n[1]; jj++) {

@@ -3,7 +3,9 @@
  * treatments, the derivative at the cell against its closed form, params, the kernel cache, and
  * every bad argument a status with a message. */
 #include "testutil.h"
+#include <dirent.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pdejit.h"
@@ -124,6 +126,59 @@ static void jacobian_at_cell(void **state)
     pj_term_free(t);
 }
 
+/* The trial markers (ab/ID.run, cache.h) in the kernel cache folder of this test. */
+static int trial_markers(void)
+{
+    const char *top = getenv("PDEJIT_CACHE_DIR");
+    assert_non_null(top);
+    int n = 0;
+    DIR *d = opendir(top);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strlen(e->d_name) != 2) continue;
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/%s", top, e->d_name);
+        DIR *s = opendir(sub);
+        for (struct dirent *f; s && (f = readdir(s));) {
+            size_t len = strlen(f->d_name);
+            n += len > 4 && !strcmp(f->d_name + len - 4, ".run");
+        }
+        if (s) closedir(s);
+    }
+    closedir(d);
+    return n;
+}
+
+/* A kernel loaded from the cache is on trial until it ran (cache.h): the first evaluation ends
+ * the trial, so a process that exits without freeing its terms leaves no marker behind (the next
+ * process would take the entry for one that crashed, set it aside and compile it again). */
+static void cache_trial_ends_after_eval(void **state)
+{
+    (void)state;
+    const char *fields[] = {"u"};
+    int64_t n[3] = {8};
+    double h[3] = {1}, u[8], out[8], du[8];
+    for (int i = 0; i < 8; i++) u[i] = value(i);
+    const double *in[] = {u};
+    char *diag = NULL, err[256];
+    pj_term *a = make("u*u*u - 31.5*u[1]", 1, n, h, 1, fields, 0, NULL, NULL, PJ_TERM_ZERO_FLUX, &diag);
+    assert_non_null(a);
+    assert_int_equal(pj_term_jacobian(a, "u", in, 0, du, err, sizeof err), PJ_OK); /* fills the cache */
+    pj_term_free(a);
+    assert_int_equal(trial_markers(), 0);
+    pj_term *b = make("u*u*u - 31.5*u[1]", 1, n, h, 1, fields, 0, NULL, NULL, PJ_TERM_ZERO_FLUX, &diag);
+    assert_non_null(b);
+    assert_int_equal(pj_term_from_cache(b), 1);
+    assert_int_equal(trial_markers(), 1); /* the stage kernel, loaded, not run yet */
+    assert_int_equal(pj_term_eval(b, in, 0, out, err, sizeof err), PJ_OK);
+    assert_int_equal(trial_markers(), 0);
+    assert_true(out[0] == u[0] * u[0] * u[0] - 31.5 * u[1]);
+    assert_int_equal(pj_term_jacobian(b, "u", in, 0, du, err, sizeof err), PJ_OK); /* its kernel from the cache */
+    assert_int_equal(trial_markers(), 0);
+    assert_true(fabs(du[3] - 3 * u[3] * u[3]) <= 1e-14 * fabs(du[3]));
+    pj_term_free(b);
+}
+
 static void cached_and_errors(void **state)
 {
     (void)state;
@@ -193,6 +248,7 @@ int main(void)
         cmocka_unit_test(periodic_2d_params),
         cmocka_unit_test(jacobian_at_cell),
         cmocka_unit_test(cached_and_errors),
+        cmocka_unit_test(cache_trial_ends_after_eval),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
