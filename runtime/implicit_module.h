@@ -1,0 +1,54 @@
+/* implicit_module.h — the interface between the library and its implicit solver module.
+ *
+ * With PETSc (PJ_HAVE_PETSC), implicit.c is not part of the library: it is built as the module
+ * libpdejit-implicit.so, which links PETSc (with Open MPI, Trilinos, MUMPS, HDF5 ... about a
+ * hundred shared libraries: 55-65 ms of dynamic loading, more than everything else in the
+ * library's start), and implicit_loader.c opens it with dlopen the first time an implicit
+ * program needs it. A program with an explicit scheme, a pj_term and `import pdejit` never load
+ * PETSc.
+ *
+ * The module calls back into the library only through implicit_host (the library exports the
+ * public API alone), and the library calls the module only through implicit_ops. Both sides read
+ * pj_program and the sim's layout directly, so a module is used only with the library of its own
+ * build: IMPLICIT_MODULE_ABI and PJ_BUILD_ID (a configure stamp, pj_build_id.h) must match. */
+#ifndef PJ_IMPLICIT_MODULE_H
+#define PJ_IMPLICIT_MODULE_H
+#include "implicit.h"
+
+#define IMPLICIT_MODULE_ABI 1
+#define IMPLICIT_MODULE_FILE "libpdejit-implicit.so"
+#define IMPLICIT_MODULE_ENTRY "pj_implicit_module_init"
+
+/* What the module uses of the library. */
+typedef struct implicit_host {
+    int abi;
+    const char *build_id;
+    const char *(*sim_error)(const sim *s);
+    int (*sim_eval)(sim *s, int stage, double t, double dt);
+    void (*sim_fill_ghosts)(sim *s, int slot, double t);
+    const kir_launch *(*sim_launch)(sim *s);
+    const struct grid_layout *(*sim_layout)(const sim *s);
+    const pj_program *(*sim_program)(const sim *s);
+    void (*sim_set_clock)(sim *s, double t, int64_t steps);
+    int64_t (*sim_steps)(const sim *s);
+    double (*sim_time)(const sim *s);
+} implicit_host;
+
+/* implicit.h's functions, from the module. */
+typedef struct implicit_ops {
+    int abi;
+    const char *build_id;
+    int (*available)(char *why, size_t len);
+    implicit_solver *(*create)(sim *s, const char *options, char *err, size_t len);
+    void (*destroy)(implicit_solver *solver);
+    int (*step)(implicit_solver *solver, double dt, char *err, size_t len);
+    void (*get_stats)(const implicit_solver *solver, implicit_stats *stats);
+    int (*residual_history)(implicit_solver *solver, const double **norms);
+    int (*check_jacobian)(implicit_solver *solver, double t, double tol, jacobian_check *r, char *err, size_t len);
+} implicit_ops;
+
+/* The module's one exported function (IMPLICIT_MODULE_ENTRY): keeps host (the library's, alive
+ * as long as the process) and returns its ops, or NULL when host is of another ABI or build. */
+typedef const implicit_ops *(*implicit_module_init_fn)(const implicit_host *host);
+
+#endif
