@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "cpu_pool.h"
 #include "grid.h"
@@ -185,6 +186,19 @@ int sim_memory_check(const pj_program *p, int single, char *err, size_t err_len)
     return fits_in_memory(&g, p, err, err_len);
 }
 
+/* Transparent huge pages for a large buffer, where the system leaves them to the program
+ * (/sys/kernel/mm/transparent_hugepage/enabled = madvise): its first writes then fault in 2 MiB
+ * pages, not 4 KiB ones, 512 times fewer faults (the first evaluation of a 10^6-cell term
+ * spent more time in page faults than in its kernel). Advice only: nothing fails without. */
+static void advise_huge(void *m, size_t len)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (len < 2 * huge) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)m + page - 1) / page * page, hi = ((uintptr_t)m + len) / page * page;
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
+
 /* The SIM_ALIGN-aligned start of allocation m (made with SIM_ALIGN bytes to spare). */
 static void *aligned_base(void *m)
 {
@@ -226,6 +240,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     for (int i = 0; i < s->nbuf; i++) {
         s->mem[i] = calloc(1, bytes + SIM_ALIGN);
         if (!s->mem[i]) goto oom;
+        advise_huge(s->mem[i], bytes + SIM_ALIGN);
         s->buf[i] = (char *)aligned_base(s->mem[i]) + (size_t)s->g.origin_off * s->esz;
     }
     for (int i = 0; i < p->n_params; i++) s->param[i] = p->param_values ? p->param_values[i] : 0;
