@@ -14,6 +14,7 @@ Measured, each as the median of several runs:
                first call, against Numba's first call with cache=True filled.
 
     python bench/python_term.py [--cells 1000] [--runs 5] [--calls 30]
+    python bench/python_term.py --start [--runs 9]    # the cached start alone, split; no Numba
 
 Needs the pdejit package (pip install ./python) and numba; prints a Markdown table. The
 agreement of the three results is checked (to 1e-12 relative) before anything is timed."""
@@ -38,11 +39,16 @@ rng = np.random.default_rng(0)
 u, v = rng.random((n, n)), rng.random((n, n))
 out = np.empty((n, n))
 t0 = time.perf_counter()
+c0 = time.process_time()
 if what == "term":
     import pdejit
+    t1 = time.perf_counter()
     term = pdejit.Term(%(expr)r, grid=(n, n), spacing=(1.0 / n, 1.0 / n), fields=["u", "v"], params=%(params)r)
+    t2 = time.perf_counter()
     term(u=u, v=v, out=out)
-    extra = {"from_cache": term.from_cache}
+    t3 = time.perf_counter()
+    extra = {"from_cache": term.from_cache, "import": (t1 - t0) * 1e3, "Term()": (t2 - t1) * 1e3,
+             "call": (t3 - t2) * 1e3, "cpu": (time.process_time() - c0) * 1e3}
 else:
     sys.path.insert(0, %(here)r)
     from python_term_numba import make
@@ -100,10 +106,26 @@ def main():
     ap.add_argument("--cells", type=int, default=1000, help="cells per axis (the grid is square)")
     ap.add_argument("--runs", type=int, default=5, help="fresh processes per first-call measurement")
     ap.add_argument("--calls", type=int, default=30, help="calls per per-call measurement")
+    ap.add_argument("--start", action="store_true",
+                    help="only the Term's start from the cache, split (import, Term(), call; CPU time); no Numba")
     args = ap.parse_args()
     n = args.cells
     work = tempfile.mkdtemp(prefix="pdejit-bench-")
     HERE = work
+    if args.start:
+        cache = tempfile.mkdtemp(prefix="pdejit-cache-", dir=work)
+        env = dict(os.environ, PDEJIT_CACHE_DIR=cache)
+        child(n, "term", env)  # fills the cache
+        runs = [child(n, "term", env) for _ in range(args.runs)]
+        assert all(r["from_cache"] for r in runs)
+        print("%d x %d cells, %s threads; medians of %d fresh processes, cached Term" % (n, n, os.cpu_count(),
+                                                                                      args.runs))
+        print()
+        print("| import pdejit | Term() | first call | whole (wall) | whole (CPU, all threads) |")
+        print("|---|---|---|---|---|")
+        print("| %.1f | %.1f | %.1f | %.1f | %.1f |" % tuple(statistics.median(r[k] for r in runs)
+                                                         for k in ("import", "Term()", "call", "ms", "cpu")))
+        return
     with open(os.path.join(work, "python_term_numba.py"), "w") as f:
         f.write(NUMBA_SRC)
     sys.path.insert(0, work)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "diag.h"
 
+#ifndef PJ_IMPLICIT_MODULE /* the launcher's environment: the library's, with or without PETSc */
 int decomp_launched_size(void)
 {
     /* Open MPI, then MPICH / Hydra and Slurm's PMI */
@@ -43,12 +44,19 @@ int decomp_launched_local_size(void)
     return decomp_launched_size();
 }
 
-#ifdef PJ_HAVE_PETSC
+#endif
+
+#if defined(PJ_HAVE_PETSC) && defined(PJ_IMPLICIT_MODULE)
+/* In the module libpdejit-implicit.so (implicit_module.h), with PETSc: the library's functions
+ * through its table. */
 #include <petscdmda.h>
 #include <petscsf.h>
+#include "implicit_module.h"
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/lsan_interface.h>
 #endif
+#define diag_set module_diag_set
+#define grid_layout_block implicit_module_host->grid_layout_block
 
 struct decomp {
     const pj_program *p;
@@ -542,6 +550,42 @@ int decomp_scatter(decomp *d, const double *mesh, double *block)
     free(packed);
     return 0;
 }
+
+const decomp_ops decomp_module_ops = {decomp_create, decomp_destroy, decomp_rank,   decomp_size,    decomp_block,
+                                      decomp_blocks, decomp_layout,  decomp_ghosts, decomp_any,     decomp_agree,
+                                      decomp_reduce, decomp_min64,   decomp_bcast,  decomp_barrier, decomp_gather,
+                                      decomp_scatter, decomp_get_stats};
+
+#elif defined(PJ_HAVE_PETSC)
+/* In the library built with PETSc: the module's functions (implicit_loader.c opens it). A decomp
+ * exists only once the module was loaded. */
+#include "implicit_module.h"
+static const decomp_ops *ops;
+
+decomp *decomp_create(const pj_program *p, const char *layout, char *err, size_t err_len)
+{
+    const implicit_ops *m = implicit_module_ops(err, err_len);
+    if (!m) return NULL;
+    ops = m->decomp;
+    return ops->create(p, layout, err, err_len);
+}
+
+void decomp_destroy(decomp *d) { if (d) ops->destroy(d); }
+int decomp_rank(const decomp *d) { return ops->rank(d); }
+int decomp_size(const decomp *d) { return ops->size(d); }
+const grid_block *decomp_block(const decomp *d) { return ops->block(d); }
+const grid_block *decomp_blocks(const decomp *d) { return ops->blocks(d); }
+void decomp_layout(const decomp *d, int procs[3]) { ops->layout(d, procs); }
+void decomp_ghosts(decomp *d, ghost_settings *gs) { ops->ghosts(d, gs); }
+int decomp_any(decomp *d, int mine) { return ops->any(d, mine); }
+int decomp_agree(decomp *d, int failed, char *err, size_t err_len) { return ops->agree(d, failed, err, err_len); }
+void decomp_reduce(decomp *d, double *v, int n, int op) { ops->reduce(d, v, n, op); }
+int64_t decomp_min64(decomp *d, int64_t v) { return ops->min64(d, v); }
+void decomp_bcast(decomp *d, void *data, size_t n, int from) { ops->bcast(d, data, n, from); }
+void decomp_barrier(decomp *d) { ops->barrier(d); }
+int decomp_gather(decomp *d, const double *block, double *mesh) { return ops->gather(d, block, mesh); }
+int decomp_scatter(decomp *d, const double *mesh, double *block) { return ops->scatter(d, mesh, block); }
+void decomp_get_stats(const decomp *d, decomp_stats *st) { ops->get_stats(d, st); }
 
 #else /* without PETSc */
 

@@ -81,6 +81,33 @@ int implicit_check_jacobian(implicit_solver *solver, double t, double tol, jacob
 #include <petscdmda.h>
 #include <petscsnes.h>
 #include <petscts.h>
+#ifdef PJ_IMPLICIT_MODULE
+/* Built as the module libpdejit-implicit.so (implicit_module.h): the library's functions come
+ * from its host table, and the two small helpers of diag.c and driver.c are this file's own. */
+#include <stdarg.h>
+#include <time.h>
+#include "implicit_module.h"
+#include "pj_build_id.h"
+const implicit_host *implicit_module_host;
+#define host implicit_module_host
+#define sim_error(s) host->sim_error(s)
+#define sim_eval(s, stage, t, dt) host->sim_eval(s, stage, t, dt)
+#define sim_fill_ghosts(s, slot, t) host->sim_fill_ghosts(s, slot, t)
+#define sim_launch(s) host->sim_launch(s)
+#define sim_layout(s) host->sim_layout(s)
+#define sim_program(s) host->sim_program(s)
+#define sim_set_clock(s, t, steps) host->sim_set_clock(s, t, steps)
+#define sim_steps(s) host->sim_steps(s)
+#define sim_time(s) host->sim_time(s)
+#define diag_set module_diag_set
+#define driver_now module_now
+static double module_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+#endif
 
 struct implicit_solver {
     sim *s;
@@ -841,4 +868,17 @@ fail:
     if (snes) SNESDestroy(&snes);
     return -1;
 }
+
+#ifdef PJ_IMPLICIT_MODULE
+__attribute__((visibility("default"))) const implicit_ops *pj_implicit_module_init(const implicit_host *h);
+const implicit_ops *pj_implicit_module_init(const implicit_host *h)
+{
+    static const implicit_ops ops = {IMPLICIT_MODULE_ABI, PJ_BUILD_ID, implicit_available, implicit_create,
+                                     implicit_destroy, implicit_step, implicit_get_stats,
+                                     implicit_residual_history, implicit_check_jacobian, &decomp_module_ops};
+    if (!h || h->abi != IMPLICIT_MODULE_ABI || !h->build_id || strcmp(h->build_id, PJ_BUILD_ID)) return NULL;
+    host = h;
+    return &ops;
+}
+#endif
 #endif

@@ -48,4 +48,24 @@ for exe in "$tmp/with-cmake/embed" "$tmp/with-make/embed"; do
 done
 
 "$prefix/bin/pdejit" check "$src/samples/heat1d.pde" || fail "the installed pdejit command"
+
+# With PETSc, the implicit solver is the module libpdejit-implicit.so (runtime/implicit_module.h):
+# the library and the command load no PETSc until an implicit program runs; the installed
+# command finds the installed module; a module that cannot be found is an error message.
+if [ -e "$build/libpdejit-implicit.so" ]; then
+    [ -e "$prefix/lib/libpdejit-implicit.so" ] || fail "the install has no lib/libpdejit-implicit.so"
+    for f in "$prefix"/lib/libpdejit.so "$prefix/bin/pdejit"; do
+        readelf -d "$f" | grep -i 'NEEDED.*petsc' && fail "$f loads PETSc at its start"
+    done
+    heat=$src/samples/implicit/stiff_heat.pde
+    PDEJIT_CACHE_DIR=$tmp/cache "$prefix/bin/pdejit" run "$heat" --steps 3 --out none >"$tmp/implicit.log" 2>&1 ||
+        { cat "$tmp/implicit.log"; fail "the installed command on an implicit problem"; }
+    PDEJIT_CACHE_DIR=$tmp/cache LD_DEBUG=files "$prefix/bin/pdejit" run "$heat" --steps 1 --out none 2>&1 |
+        grep -q "file=$prefix/[a-z./]*libpdejit-implicit.so .*generating link map" ||
+        fail "the installed command did not load the installed implicit module"
+    PDEJIT_CACHE_DIR=$tmp/cache PDEJIT_IMPLICIT_MODULE=$tmp/nowhere.so "$prefix/bin/pdejit" run "$heat" --steps 1 \
+        --out none >"$tmp/missing.log" 2>&1 && fail "an implicit run without its module succeeded"
+    grep -q "the implicit solver (PETSc) could not be loaded: $tmp/nowhere.so: no such file" "$tmp/missing.log" ||
+        { cat "$tmp/missing.log"; fail "no message for a missing implicit module"; }
+fi
 echo "install_test: passed"
