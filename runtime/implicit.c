@@ -122,7 +122,11 @@ static void petsc_message(PetscErrorCode e, const char *what, char *err, size_t 
 }
 
 /* PETSc (and MPI) once per process, its errors returned rather than printed or aborting, no
- * signal handlers of its own. */
+ * signal handlers of its own. A process not started by mpirun is an Open MPI singleton, whose
+ * MPI_Init forks and execs an orted daemon (in case it later spawns processes, which pdejit never
+ * does): most of the start-up's wall time (docs/performance.md, "Start-up"). Open MPI's
+ * ess_singleton_isolated skips it; it is set unless the environment already says otherwise, and
+ * means nothing under mpirun (no singleton). */
 static int petsc_init(char *err, size_t len)
 {
     if (petsc_ready) return 0;
@@ -130,6 +134,7 @@ static int petsc_init(char *err, size_t len)
     PetscInitialized(&done);
     if (!done) {
         PetscOptionsSetValue(NULL, "-no_signal_handler", NULL);
+        setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
 #ifdef __SANITIZE_ADDRESS__
         __lsan_disable(); /* what MPI's start keeps for the process's life is not a leak of ours */
 #endif
