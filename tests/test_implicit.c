@@ -669,8 +669,23 @@ static void implicit_samples(void **state)
     free(csv);
 }
 
+/* The environment's OMPI_MCA_ess_singleton_isolated when the test started (NULL: unset). */
+static const char *isolated_at_start;
+
+/* PETSc's start asked Open MPI for an isolated singleton (no orted forked): set by the first
+ * implicit solve of this process, unless the environment had set it. */
+static void mpi_singleton_is_isolated(void **state)
+{
+    (void)state;
+    const char *v = getenv("OMPI_MCA_ess_singleton_isolated");
+    assert_non_null(v);
+    if (!isolated_at_start) assert_string_equal(v, "1");
+    else assert_string_equal(v, isolated_at_start);
+}
+
 int main(void)
 {
+    isolated_at_start = getenv("OMPI_MCA_ess_singleton_isolated");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(language_errors),
         cmocka_unit_test(jacobian_of_every_sample),
@@ -688,6 +703,7 @@ int main(void)
         cmocka_unit_test(implicit_samples),
         cmocka_unit_test(fipy_fourth_order_1d),
         cmocka_unit_test(fipy_cahn_hilliard_2d),
+        cmocka_unit_test(mpi_singleton_is_isolated),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
