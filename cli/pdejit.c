@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "ast.h"
 #include "cache.h"
+#include "decomp.h"
 #include "driver.h"
 #include "engine.h"
 #include "program.h"
@@ -138,7 +139,9 @@ static const char *usage_run =
     "                             an output statement; `--out none` writes none)\n"
     "  --dump FILE.csv            write the final state: x[,y[,z]],field... one row per cell,\n"
     "                             17 significant digits\n"
-    "  --threads N                CPU threads (default: all cores)\n"
+    "  --threads N                CPU threads (default: all cores; under mpirun, shared by the\n"
+    "                             processes on the machine)\n"
+    "  --ranks-layout PxQ[xR]     under mpirun: processes along x, y, z (default: PETSc chooses)\n"
     "  --seed N                   the key of rand() and randn() (0 to 2^64-1, default 0): the same\n"
     "                             seed gives the same numbers on every back end and thread count\n"
     "  --precision double|single  floating point of the kernels (default double)\n"
@@ -439,6 +442,13 @@ static int cmd_run(int argc, char **argv)
     const char *resume = NULL, *init_csv = NULL;
     const char *scheme = NULL, *solver_options = NULL;
     int no_stability_check = 0;
+    const char *ranks_layout = NULL;
+    /* over MPI (mpirun -np N): rank 0 alone speaks; every failure is agreed by all processes, so
+       its message reaches rank 0 */
+    const int processes = decomp_launched_size();
+    if (processes > 1 && decomp_launched_rank() != 0) {
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) return 2;
+    }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -494,6 +504,7 @@ static int cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) verbose = 1;
         else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) quiet = 1;
         else if (!strcmp(a, "--watch")) watching = 1;
+        else if (!strcmp(a, "--ranks-layout")) { NEED_VALUE(); ranks_layout = v; }
         else if (a[0] == '-' && a[1]) { fprintf(stderr, "pdejit run: unknown option '%s'\n%s", a, usage_run); return 2; }
         else if (!file) file = a;
         else { fprintf(stderr, "pdejit run: more than one FILE ('%s', '%s')\n", file, a); return 2; }
@@ -501,6 +512,7 @@ static int cmd_run(int argc, char **argv)
     }
     if (!file) { fputs(usage_run, stderr); return 2; }
     if (resume && init_csv) { fprintf(stderr, "pdejit run: --resume and --init both set the fields: give one\n"); return 2; }
+    if (watching && (processes > 1 || ranks_layout)) { fprintf(stderr, "pdejit run: --watch does not run over MPI yet\n"); return 2; }
     pj_backend be;
     if (pj_backend_by_name(backend, &be) < 0) {
         fprintf(stderr, "pdejit: unknown back end '%s'; back ends are %s\n", backend, pj_backend_names());
@@ -527,14 +539,21 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pdejit: %s: how far to run? add `until = ` or `steps = ` to the time statement, or give --until/--steps\n", file);
         goto done;
     }
+    if (processes > 1 && !threads) { /* the machine's cores shared by the processes on it */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = (int)(cores / decomp_launched_local_size());
+        if (threads < 1) threads = 1;
+    }
     pj_sim_options so = {.backend = be, .single = single, .threads = threads, .fast_math = fast_math,
-                         .solver_options = solver_options, .seed = seed};
+                         .solver_options = solver_options, .seed = seed,
+                         .decompose = processes > 1 || ranks_layout, .ranks_layout = ranks_layout};
     pj_status st = pj_sim_create(pr, &so, &sim, err, sizeof err);
     if (st != PJ_OK) {
         if (st == PJ_ERR_UNAVAILABLE) fprintf(stderr, "pdejit: %s\n", err);
+        else if (st == PJ_ERR_INPUT) fprintf(stderr, "pdejit: %s: %s\n", file, err);
         else if (st == PJ_ERR_MEMORY) fprintf(stderr, "pdejit: %s: %s\n", file, err);
         else fprintf(stderr, "pdejit: %s back end: %s\n", backend, err);
-        status = st == PJ_ERR_UNAVAILABLE || st == PJ_ERR_MEMORY ? 2 : 1;
+        status = st == PJ_ERR_UNAVAILABLE || st == PJ_ERR_MEMORY || st == PJ_ERR_INPUT ? 2 : 1;
         goto done;
     }
     if (watching && !pj_sim_can_swap(sim)) {
@@ -642,6 +661,14 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pdejit: %lld steps to t = %.9g in %.3g s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res.steps, res.t,
                 res.seconds, res.seconds > 0 ? (double)res.steps * cells * 1e-6 / res.seconds : 0.0, backend,
                 single ? ", single" : "", out ? ", output in " : "", out ? out : "");
+    if (verbose && sim && pj_sim_processes(sim) > 1) {
+        int64_t exchanges;
+        double xs, xb;
+        pj_sim_exchange_stats(sim, &exchanges, &xs, &xb);
+        fprintf(stderr, "pdejit: %d processes; rank 0's ghost exchanges: %lld in %.3g s (%.1f%% of the stepping), "
+                "%.3g kB received each\n", pj_sim_processes(sim), (long long)exchanges, xs,
+                res.seconds > 0 ? 100 * xs / res.seconds : 0.0, exchanges ? xb / (double)exchanges / 1e3 : 0.0);
+    }
 done:
     watch_stop(w); /* its thread may be handing the simulation a new problem */
     pj_sim_free(sim);

@@ -191,6 +191,12 @@ typedef struct kir_launch {
     int32_t stage;       /* stage code: 0 initial values, s + 1 stage s of a step */
     uint64_t seed;       /* the key */
     int64_t step;        /* steps taken before this one */
+    /* a block of a larger mesh (a process's part of a decomposed run; zero: the whole mesh):
+       the mesh index of the block's cell 0, and the mesh's cells after the block's last, per
+       axis. Coordinates, `boundary` and rand() are those of the whole mesh, so a block's
+       kernels compute exactly what the whole mesh's would there. */
+    int64_t first[3];
+    int64_t beyond[3];
 } kir_launch;
 
 /* A compiled CPU stage kernel: cells with outermost index (z in 3D, y in 2D, x in 1D) in

@@ -84,13 +84,14 @@ _Static_assert(offsetof(kir_launch, buf) == 0 && offsetof(kir_launch, param) == 
                    offsetof(kir_launch, h) == 80 && offsetof(kir_launch, origin) == 104 &&
                    offsetof(kir_launch, nonfinite) == 128 && offsetof(kir_launch, prefetch) == 136 &&
                    offsetof(kir_launch, stage) == 140 && offsetof(kir_launch, seed) == 144 &&
-                   offsetof(kir_launch, step) == 152 && sizeof(kir_launch) == 160,
+                   offsetof(kir_launch, step) == 152 && offsetof(kir_launch, first) == 160 &&
+                   offsetof(kir_launch, beyond) == 184 && sizeof(kir_launch) == 208,
                "kir_launch layout changed: update LAUNCH_TYPE in llvm_backend.c");
 #define LAUNCH_TYPE                                                                          \
     "%pj.launch = type { i8**, double*, double, double, [3 x i64], [3 x i64], [3 x double], " \
-    "[3 x double], i32*, i32, i32, i64, i64 }\n"
+    "[3 x double], i32*, i32, i32, i64, i64, [3 x i64], [3 x i64] }\n"
 enum { LF_BUF, LF_PARAM, LF_T, LF_DT, LF_N, LF_STRIDE, LF_H, LF_ORIGIN, LF_NONFINITE, LF_PREFETCH, LF_STAGE, LF_SEED,
-       LF_STEP };
+       LF_STEP, LF_FIRST, LF_BEYOND };
 
 /* Rows of a 2D/3D kernel are walked in chunks of CHUNK_BYTES. When the launch says so
  * (kir_launch.prefetch: the state does not fit in the last-level cache), each chunk first
@@ -573,7 +574,9 @@ static void emit_node(gen *g, int id)
         /* origin + ((double)idx + 0.5*(1 + half)) * h, in double, then rounded (single) */
         char q[40];
         const_text(q, sizeof q, 0.5 * (1 + n->half), 0);
-        sb_printf(b, "  %%c%d.i = sitofp i64 %%x%d to double\n", id, n->axis);
+        /* the mesh index: the block's first cell added (kir_launch.first) */
+        sb_printf(b, "  %%c%d.g = add nsw i64 %%x%d, %%fo%d\n", id, n->axis, n->axis);
+        sb_printf(b, "  %%c%d.i = sitofp i64 %%c%d.g to double\n", id, id);
         sb_printf(b, "  %%c%d.a = fadd double %%c%d.i, %s\n", id, id, q);
         sb_printf(b, "  %%c%d.m = fmul double %%c%d.a, %%hd%d\n", id, id, n->axis);
         if (g->opt->single) {
@@ -588,12 +591,13 @@ static void emit_node(gen *g, int id)
         /* the global index of the cell at the node's offset: (x+ox) + n0*((y+oy) + n1*(z+oz)) */
         int dim = g->k->dim;
         for (int ax = 0; ax < dim; ax++)
-            sb_printf(b, "  %%rx%d.%d = add nsw i64 %%x%d, %d\n", id, ax, ax, n->off[ax]);
+            sb_printf(b, "  %%rl%d.%d = add nsw i64 %%x%d, %d\n  %%rx%d.%d = add nsw i64 %%rl%d.%d, %%fo%d\n", id, ax,
+                      ax, n->off[ax], id, ax, id, ax, ax);
         if (dim == 3)
-            sb_printf(b, "  %%rm%d.1 = mul nsw i64 %%rx%d.2, %%n1\n  %%rs%d.1 = add nsw i64 %%rx%d.1, %%rm%d.1\n", id, id,
+            sb_printf(b, "  %%rm%d.1 = mul nsw i64 %%rx%d.2, %%mn1\n  %%rs%d.1 = add nsw i64 %%rx%d.1, %%rm%d.1\n", id, id,
                       id, id, id);
         if (dim >= 2)
-            sb_printf(b, "  %%rm%d.0 = mul nsw i64 %%r%c%d.1, %%n0\n  %%rs%d.0 = add nsw i64 %%rx%d.0, %%rm%d.0\n", id,
+            sb_printf(b, "  %%rm%d.0 = mul nsw i64 %%r%c%d.1, %%mn0\n  %%rs%d.0 = add nsw i64 %%rx%d.0, %%rm%d.0\n", id,
                       dim == 3 ? 's' : 'x', id, id, id, id);
         sb_printf(b, "  %%v%d = call %s @pj.rand(i64 %%r%c%d.0, i64 %%rstep, i32 %%rstage, i32 %d, i32 %d, i64 %%rseed)\n",
                   id, T, dim >= 2 ? 's' : 'x', id, n->index, n->axis);
@@ -602,10 +606,12 @@ static void emit_node(gen *g, int id)
     case KIR_EDGE: {
         /* the face between the cells at off and off + 1 along the axis is a side of the mesh */
         int ax = n->axis;
-        sb_printf(b, "  %%ei%d = add nsw i64 %%x%d, %d\n  %%ea%d = icmp eq i64 %%ei%d, -1\n"
+        sb_printf(b, "  %%el%d = add nsw i64 %%x%d, %d\n  %%ei%d = add nsw i64 %%el%d, %%fo%d\n", id, ax, n->off[ax],
+                  id, id, ax);
+        sb_printf(b, "  %%ea%d = icmp eq i64 %%ei%d, -1\n"
                      "  %%eb%d = icmp eq i64 %%ei%d, %%elast%d\n  %%ec%d = or i1 %%ea%d, %%eb%d\n"
                      "  %%v%d = uitofp i1 %%ec%d to %s\n",
-                  id, ax, n->off[ax], id, id, id, id, ax, id, id, id, id, id, T);
+                  id, id, id, id, ax, id, id, id, id, id, T);
         return;
     }
     case KIR_NEG: sb_printf(b, "  %%v%d = fneg %s%s %s\n", id, fl, T, a); return;
@@ -1171,6 +1177,8 @@ static int emit_segment(gen *g, const char *symbol, int t, int n_bufs)
         if (sn.o[a]) {
             snprintf(nm, sizeof nm, "%%od%d", a);
             SFIELD(nm, LF_ORIGIN, a);
+            sb_printf(b, "  %%fo%d.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d, i64 %d\n"
+                         "  %%fo%d = load i64, i64* %%fo%d.p, align 8\n", a, LF_FIRST, a, a, a);
         }
     }
 #undef SFIELD
@@ -1326,12 +1334,23 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         FIELD("%rseed", "i64", LF_SEED, -1);
         FIELD("%rstep", "i64", LF_STEP, -1);
     }
-    for (int a = 0; a < 3; a++) /* `boundary`: the last cell index along the axis */
-        if (need_edge[a]) {
+    for (int a = 0; a < 3; a++) { /* the block's place in the mesh (kir_launch.first, beyond) */
+        int mesh_n = need_edge[a] || (need_rand && a < dim - 1);
+        if (need_o[a] || need_edge[a] || (need_rand && a < dim)) {
+            snprintf(nm, sizeof nm, "%%fo%d", a);
+            FIELD(nm, "i64", LF_FIRST, a);
+        }
+        if (mesh_n) { /* the mesh's cells along the axis */
             snprintf(nm, sizeof nm, "%%en%d", a);
             FIELD(nm, "i64", LF_N, a);
-            sb_printf(b, "  %%elast%d = sub nsw i64 %%en%d, 1\n", a, a);
+            snprintf(nm, sizeof nm, "%%by%d", a);
+            FIELD(nm, "i64", LF_BEYOND, a);
+            sb_printf(b, "  %%bf%d = add nsw i64 %%fo%d, %%en%d\n  %%mn%d = add nsw i64 %%bf%d, %%by%d\n", a, a, a, a, a,
+                      a);
         }
+        if (need_edge[a]) /* `boundary`: the last cell index of the mesh along the axis */
+            sb_printf(b, "  %%elast%d = sub nsw i64 %%mn%d, 1\n", a, a);
+    }
     if (need_t) FIELD("%td", "double", LF_T, -1);
     if (need_dt) FIELD("%dtd", "double", LF_DT, -1);
     if (opt->single && need_t) sb_printf(b, "  %%tf = fptrunc double %%td to float\n");

@@ -109,6 +109,15 @@ typedef struct pj_sim_options {
                                    this simulation's own (not PETSc's process-wide database). */
     uint64_t seed;         /* rand() and randn(): the key of their counter-based generator (0 by
                               default); the same seed gives the same numbers on every back end */
+    int decompose;         /* 1: the mesh is split over the processes of MPI_COMM_WORLD (a program
+                              started by mpirun; MPI and PETSc are started when needed): each holds
+                              a block, pj_sim_create and every call below are then collective (all
+                              processes make them, in the same order), fields and dumps are
+                              gathered on rank 0, which alone writes outputs. Explicit schemes on
+                              the interp and cpu back ends; PJ_ERR_INPUT otherwise, or in a build
+                              without PETSc. */
+    const char *ranks_layout; /* with decompose: "PxQ" / "PxQxR" processes along x, y, z, or NULL
+                                 to let PETSc choose (its -da_processors_x option applies) */
 } pj_sim_options;
 
 /* A simulation at t = 0 with the initial values. options may be NULL. PJ_ERR_UNAVAILABLE when the
@@ -120,6 +129,13 @@ typedef struct pj_sim_options {
 PJ_API pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **sim,
                         char *err, size_t err_len);
 PJ_API void pj_sim_free(pj_sim *sim);
+/* A decomposed simulation (pj_sim_options.decompose): this process's rank and the number of
+ * processes (0 and 1 otherwise). */
+PJ_API int pj_sim_rank(const pj_sim *sim);
+PJ_API int pj_sim_processes(const pj_sim *sim);
+/* A decomposed simulation's ghost exchanges on this process so far: how many, their wall seconds
+ * (waits for the neighbours included) and the bytes it received; zeros otherwise. */
+PJ_API void pj_sim_exchange_stats(const pj_sim *sim, int64_t *exchanges, double *seconds, double *bytes);
 PJ_API pj_status pj_sim_set_param(pj_sim *sim, const char *name, double value);
 /* The value a param has in the simulation now (set with pj_sim_set_param, or re-evaluated from
  * the params it depends on); NaN when there is no such param. */

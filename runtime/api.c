@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "checkpoint.h"
+#include "decomp.h"
 #include "driver.h"
 #include "stability.h"
 #include "engine.h"
@@ -22,6 +23,7 @@ struct pj_problem {
 
 struct pj_sim {
     engine *e;
+    decomp *d;             /* a decomposed run's blocks (pj_sim_options.decompose), or NULL */
     uint64_t seed;         /* rand()'s key, and the precision: recorded in checkpoints */
     int single;
     int resumed;           /* pj_sim_resume: the next pj_sim_run continues the checkpoint's run */
@@ -219,6 +221,18 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     pthread_cond_init(&ps->applied, NULL);
     engine_options eo = {.single = o.single, .fast_math = o.fast_math, .threads = o.threads,
                          .solver_options = o.solver_options, .seed = o.seed};
+    if (o.decompose) {
+        if (!engine_can_decompose(be, problem->p, err, err_len)) {
+            pj_sim_free(ps);
+            return PJ_ERR_INPUT;
+        }
+        ps->d = decomp_create(problem->p, o.ranks_layout, err, err_len);
+        if (!ps->d) {
+            pj_sim_free(ps);
+            return PJ_ERR_INPUT;
+        }
+        eo.decomp = ps->d;
+    }
     int unavailable = 0;
     ps->e = engine_create(be, problem->p, &eo, &unavailable, err, err_len);
     if (!ps->e) {
@@ -237,12 +251,25 @@ void pj_sim_free(pj_sim *ps)
 {
     if (!ps) return;
     engine_destroy(ps->e);
+    decomp_destroy(ps->d);
     program_free(ps->owned);
     pthread_mutex_destroy(&ps->lock);
     pthread_cond_destroy(&ps->applied);
     free(ps->name);
     free(ps->text);
     free(ps);
+}
+
+int pj_sim_rank(const pj_sim *ps) { return ps ? engine_rank(ps->e) : 0; }
+int pj_sim_processes(const pj_sim *ps) { return ps ? engine_processes(ps->e) : 1; }
+
+void pj_sim_exchange_stats(const pj_sim *ps, int64_t *exchanges, double *seconds, double *bytes)
+{
+    decomp_stats st = {0, 0, 0};
+    if (ps && ps->d) decomp_get_stats(ps->d, &st);
+    if (exchanges) *exchanges = st.exchanges;
+    if (seconds) *seconds = st.seconds;
+    if (bytes) *bytes = st.bytes;
 }
 
 pj_status pj_sim_set_param(pj_sim *ps, const char *name, double value)
@@ -461,6 +488,10 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
         .seed = ps->seed, .single = ps->single, .resumed = ps->resumed,
     };
     if (o.checkpoint_every > 0 && restart_refused(p, err, err_len)) return PJ_ERR_INPUT;
+    if (o.checkpoint_every > 0 && ps->d) {
+        diag_set(err, err_len, "checkpoints of runs over MPI are not available yet");
+        return PJ_ERR_INPUT;
+    }
     if (o.checkpoint_every > 0 && !o.out_dir) {
         diag_set(err, err_len, "checkpoints are written into the output folder: give one (out_dir, --out)");
         return PJ_ERR_INPUT;
@@ -469,8 +500,9 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     if (driver_check_counts(&dopt, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
     if (!o.no_stability_check && stability_check(ps->e, dt, err, err_len) > 0) return PJ_ERR_INPUT;
     if (err && err_len) err[0] = 0; /* a check that could not be made says nothing */
-    int cleaned = 0;
-    if (driver_prepare_outputs(&dopt, &cleaned, err, err_len) < 0) return PJ_ERR_INPUT;
+    int cleaned = 0, root = engine_rank(ps->e) == 0; /* over MPI rank 0 writes every output */
+    int unwritable = root && driver_prepare_outputs(&dopt, &cleaned, err, err_len) < 0;
+    if (engine_processes(ps->e) > 1 ? engine_agree(ps->e, unwritable, err, err_len) : unwritable) return PJ_ERR_INPUT;
     if (cleaned && o.progress) {
         fprintf(o.progress, "pdejit: %s: removed the %d file%s of a previous series before writing this one\n",
                 o.out_dir, cleaned, cleaned == 1 ? "" : "s");
@@ -563,6 +595,10 @@ pj_status pj_sim_resume(pj_sim *ps, const char *checkpoint, char *err, size_t er
 {
     if (!ps || !checkpoint) return PJ_ERR_INPUT;
     if (restart_refused(ps->p, err, err_len)) return PJ_ERR_INPUT;
+    if (ps->d) {
+        diag_set(err, err_len, "checkpoints of runs over MPI are not available yet");
+        return PJ_ERR_INPUT;
+    }
     if (checkpoint_read(ps->e, checkpoint, ps->seed, ps->single, err, err_len) < 0) return PJ_ERR_INPUT;
     ps->resumed = 1;
     return PJ_OK;

@@ -733,7 +733,8 @@ static int fill(cuda_sim *s, int slot, double t, char *err, size_t err_len)
     for (int f = 0; f < nf; f++) s->F.buf[f] = s->A.buf[(s->p->field_has_eq[f] ? slot : 0) * nf + f];
     for (int f = nf; f < s->nbuf; f++) s->F.buf[f] = 0;
     s->F.t = t;
-    for (int side = 0; side < 2 * s->p->dim; side++) {
+    for (int i = 0; i < 2 * s->p->dim; i++) {
+        int side = 2 * s->plan.axis_order[i / 2] + i % 2; /* axes in the plan's order */
         if (s->plan.set.hook[side]) {
             /* the hook gets the read slot's device addresses, as the fill kernels would */
             void *buf[CUDA_MAX_BUFS];

@@ -115,9 +115,27 @@ int driver_prepare_outputs(const driver_options *o, int *cleaned, char *err, siz
 
 /* ---- the loop ------------------------------------------------------------------------------ */
 
+/* Over MPI (engine_processes > 1) rank 0 writes every output: the fields are gathered there, the
+ * other processes take part in the gathers and then learn whether the writing worked. */
+static int gather_only(engine *e, const int *fields, int n_fields, char *err, size_t len)
+{
+    const pj_program *p = engine_program(e);
+    int n = fields ? n_fields : p->n_fields;
+    for (int i = 0; i < n; i++)
+        if (engine_get_field(e, fields ? fields[i] : i, NULL, err, len) < 0) return -1;
+    return 0;
+}
+
 static int snapshot(engine *e, const driver_options *o, writers_series *ws, driver_result *res, char *err,
                     size_t len)
 {
+    if (engine_rank(e) != 0) {
+        if (!o->out_dir || o->no_snapshots) return 0;
+        if (gather_only(e, o->fields, o->n_fields, err, len) < 0) return -1;
+        if (engine_agree(e, 0, err, len)) return -1;
+        res->snapshots++;
+        return 0;
+    }
     if (!ws) return 0;
     writers_frame fr;
     if (writers_frame_build(&fr, engine_program(e), engine_geometry(e), engine_time(e), o->fields, o->n_fields,
@@ -125,6 +143,7 @@ static int snapshot(engine *e, const driver_options *o, writers_series *ws, driv
         return -1;
     int r = writers_series_write(ws, &fr, err, len);
     writers_frame_free(&fr);
+    if (engine_processes(e) > 1 && engine_agree(e, r < 0, err, len)) r = -1;
     if (r == 0) res->snapshots++;
     return r;
 }
@@ -167,17 +186,21 @@ static int monitors_open(monitors *m, engine *e, const driver_options *o, char *
         return -1;
     }
     if (!o->out_dir) return 0;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/monitor.csv", o->out_dir);
-    m->csv = fopen(path, "w");
-    if (!m->csv) {
-        diag_set(err, len, "cannot write %s: %s", path, strerror(errno));
-        return -1;
+    int failed = 0;
+    if (engine_rank(e) == 0) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/monitor.csv", o->out_dir);
+        m->csv = fopen(path, "w");
+        if (!m->csv) {
+            diag_set(err, len, "cannot write %s: %s", path, strerror(errno));
+            failed = 1;
+        } else {
+            fprintf(m->csv, "t,step");
+            for (int i = 0; i < p->n_monitors; i++) fprintf(m->csv, ",%s", p->monitor_names[i]);
+            fprintf(m->csv, "\n");
+        }
     }
-    fprintf(m->csv, "t,step");
-    for (int i = 0; i < p->n_monitors; i++) fprintf(m->csv, ",%s", p->monitor_names[i]);
-    fprintf(m->csv, "\n");
-    return 0;
+    return engine_processes(e) > 1 ? -engine_agree(e, failed, err, len) : -failed;
 }
 
 static int monitors_close(monitors *m, char *err, size_t len, int ok)
@@ -210,16 +233,18 @@ static int monitors_take(monitors *m, engine *e, const driver_options *o, driver
     if (engine_reduce(e, mv, err, len) < 0) return -1;
     double t = engine_time(e);
     long long step = (long long)engine_steps(e);
+    int failed = 0;
     if (m->csv) {
         fprintf(m->csv, "%.17g,%lld", t, step);
         for (int i = 0; i < p->n_monitors; i++) fprintf(m->csv, ",%.17g", mv[i]);
         fprintf(m->csv, "\n");
         if (ferror(m->csv)) {
             diag_set(err, len, "cannot write monitor.csv in %s", o->out_dir);
-            return -1;
+            failed = 1;
         }
     }
-    if (o->monitor_out) {
+    if (engine_processes(e) > 1 ? engine_agree(e, failed, err, len) : failed) return -1;
+    if (o->monitor_out && engine_rank(e) == 0) {
         fprintf(o->monitor_out, "pdejit: monitor t = %.9g, step %lld:", t, step);
         for (int i = 0; i < p->n_monitors; i++)
             fprintf(o->monitor_out, "%s %s = %.9g", i ? "," : "", p->monitor_names[i], mv[i]);
@@ -272,13 +297,18 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         monitors_close(&mon, err, err_len, 0);
         return 1;
     }
+    const int root = engine_rank(e) == 0;
+    FILE *progress = root ? o->progress : NULL;
     if (o->out_dir && !o->no_snapshots) {
-        ws = writers_series_open(o->out_dir, o->formats, err, err_len);
-        if (ws && o->resumed && writers_series_resume(ws, engine_time(e), err, err_len) < 0) {
-            writers_series_close(ws);
-            ws = NULL;
+        if (root) {
+            ws = writers_series_open(o->out_dir, o->formats, err, err_len);
+            if (ws && o->resumed && writers_series_resume(ws, engine_time(e), err, err_len) < 0) {
+                writers_series_close(ws);
+                ws = NULL;
+            }
         }
-        if (!ws) {
+        if (engine_processes(e) > 1 ? engine_agree(e, root && !ws, err, err_len) : !ws) {
+            if (ws) writers_series_close(ws);
             monitors_close(&mon, err, err_len, 0);
             return 1;
         }
@@ -321,6 +351,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
             done_steps++;
             if (!failed && o->between_steps) o->between_steps(o->between_ctx);
             if (o->interrupt && atomic_load(o->interrupt)) interrupted = 1;
+            if (engine_processes(e) > 1) interrupted = engine_any(e, interrupted); /* every process stops */
             if (!failed && ++since_check >= every) {
                 since_check = 0;
                 failed = check(e, 0, err, err_len) < 0;
@@ -331,13 +362,13 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
                          checkpoint_write(e, o->checkpoint_dir, o->seed, o->single, err, err_len) < 0;
                 since_check = 0;
             }
-            if (o->progress && !(done_steps & 63) && driver_now() - last_report > 3.0) {
+            if (progress && !(done_steps & 63) && driver_now() - last_report > 3.0) {
                 double tnow = driver_now(), t = engine_time(e);
                 last_report = tnow;
-                fprintf(o->progress, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end,
+                fprintf(progress, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end,
                         100 * t / (end > 0 ? end : 1), (long long)done_steps,
                         (double)done_steps * (double)cells / (tnow - start) * 1e-6);
-                fflush(o->progress);
+                fflush(progress);
             }
         }
         if (!failed) failed = engine_sync(e, err, err_len) < 0;
@@ -365,12 +396,14 @@ done:
     if (ws) writers_series_close(ws);
     if (monitors_close(&mon, err, err_len, status == 0) < 0 && status == 0) status = 1;
     if (status == 0 && o->dump_path) {
+        if (!root) return gather_only(e, NULL, 0, err, err_len) < 0 || engine_agree(e, 0, err, err_len) ? 1 : 0;
         writers_frame fr;
         if (writers_frame_build(&fr, engine_program(e), engine_geometry(e), res->t, NULL, 0, engine_field, e, err,
                                 err_len) < 0)
             return 1;
         int r = writers_csv(o->dump_path, &fr, err, err_len);
         writers_frame_free(&fr);
+        if (engine_processes(e) > 1 && engine_agree(e, r < 0, err, err_len)) r = -1;
         if (r < 0) return 1;
     }
     return status;

@@ -2,6 +2,7 @@
 #include "engine.h"
 #include <stdlib.h>
 #include <string.h>
+#include "decomp.h"
 #include "diag.h"
 
 extern const backend_ops interp_backend_ops, cpu_backend_ops, cuda_backend_ops;
@@ -31,7 +32,25 @@ struct engine {
     void *impl;
     const pj_program *p;
     kir_launch geometry;
+    decomp *d;             /* a decomposed run: this process's block (the engine does not own it) */
+    int64_t block_cells;
+    double *scratch;       /* a block's field, for gathers and scatters */
 };
+
+/* A decomposed run takes the host back ends and explicit schemes (for now). */
+int engine_can_decompose(const backend_ops *be, const pj_program *p, char *err, size_t len)
+{
+    if (strcmp(be->name, "interp") && strcmp(be->name, "cpu")) {
+        diag_set(err, len, "the %s back end does not run over MPI yet: use --backend cpu (or interp)", be->name);
+        return 0;
+    }
+    if (PJ_SCHEME_IMPLICIT(p->scheme)) {
+        diag_set(err, len, "%s runs over MPI are not available yet: run this problem on one process",
+                 p->scheme == PJ_STEADY ? "steady" : "implicit");
+        return 0;
+    }
+    return 1;
+}
 
 engine *engine_create(const backend_ops *be, const pj_program *p, const engine_options *o, int *unavailable,
                       char *err, size_t len)
@@ -50,7 +69,32 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
     }
     e->ops = be;
     e->p = p;
-    e->impl = be->create(p, o ? o : &dflt, &na, err, len);
+    engine_options eo = o ? *o : dflt;
+    if (eo.decomp) {
+        e->d = eo.decomp;
+        if (!engine_can_decompose(be, p, err, len)) {
+            free(e);
+            return NULL;
+        }
+        eo.block = decomp_block(e->d);
+        decomp_ghosts(e->d, &eo.ghosts);
+        const grid_block *b = eo.block;
+        e->block_cells = b->n[0] * b->n[1] * b->n[2];
+        e->scratch = malloc(sizeof *e->scratch * (size_t)e->block_cells);
+        /* one compile per kernel: rank 0 first (into the kernel cache), then the others load */
+        if (decomp_rank(e->d) == 0) e->impl = e->scratch ? be->create(p, &eo, &na, err, len) : NULL;
+        int failed = decomp_agree(e->d, decomp_rank(e->d) == 0 && !e->impl, err, len);
+        if (!failed && decomp_rank(e->d) != 0) e->impl = e->scratch ? be->create(p, &eo, &na, err, len) : NULL;
+        if (!failed && decomp_agree(e->d, !e->impl, err, len)) failed = 1;
+        if (failed) {
+            if (e->impl) be->destroy(e->impl);
+            free(e->scratch);
+            free(e);
+            return NULL;
+        }
+    } else {
+        e->impl = be->create(p, &eo, &na, err, len);
+    }
     if (!e->impl) {
         /* every back end checks memory with grid_memory_check before it allocates */
         if (!na && err && !strncmp(err, GRID_NEEDS_PREFIX, strlen(GRID_NEEDS_PREFIX))) na = ENGINE_TOO_LARGE;
@@ -73,7 +117,23 @@ void engine_destroy(engine *e)
 {
     if (!e) return;
     e->ops->destroy(e->impl);
+    free(e->scratch);
     free(e);
+}
+
+int engine_rank(const engine *e) { return e->d ? decomp_rank(e->d) : 0; }
+int engine_processes(const engine *e) { return e->d ? decomp_size(e->d) : 1; }
+
+void engine_bcast(engine *e, void *data, size_t n)
+{
+    if (e->d) decomp_bcast(e->d, data, n, 0);
+}
+
+int engine_any(engine *e, int flag) { return e->d ? decomp_any(e->d, flag) : flag != 0; }
+
+int engine_agree(engine *e, int failed, char *err, size_t len)
+{
+    return e->d ? decomp_agree(e->d, failed, err, len) : failed != 0;
 }
 
 const backend_ops *engine_ops(const engine *e) { return e->ops; }
@@ -87,8 +147,18 @@ void engine_get_info(engine *e, engine_info *info)
     if (e->ops->info) e->ops->info(e->impl, info);
 }
 
-int engine_init(engine *e, char *err, size_t len) { return e->ops->init(e->impl, err, len); }
-int engine_step(engine *e, double dt, char *err, size_t len) { return e->ops->step(e->impl, dt, err, len); }
+int engine_init(engine *e, char *err, size_t len)
+{
+    int rc = e->ops->init(e->impl, err, len);
+    return e->d ? -decomp_agree(e->d, rc < 0, err, len) : rc;
+}
+
+int engine_step(engine *e, double dt, char *err, size_t len)
+{
+    int rc = e->ops->step(e->impl, dt, err, len);
+    /* a failure on one process ends the step on every one (none waits for it in an exchange) */
+    return e->d ? -decomp_agree(e->d, rc < 0, err, len) : rc;
+}
 int engine_sync(engine *e, char *err, size_t len) { return e->ops->sync ? e->ops->sync(e->impl, err, len) : 0; }
 double engine_time(engine *e) { return e->ops->time(e->impl); }
 int64_t engine_steps(engine *e) { return e->ops->steps(e->impl); }
@@ -105,18 +175,53 @@ static int field_ok(const engine *e, int f, char *err, size_t len)
 
 int engine_get_field(engine *e, int f, double *out, char *err, size_t len)
 {
-    return field_ok(e, f, err, len) < 0 ? -1 : e->ops->get_field(e->impl, f, out, err, len);
+    if (field_ok(e, f, err, len) < 0) return -1;
+    if (!e->d) return e->ops->get_field(e->impl, f, out, err, len);
+    int rc = e->ops->get_field(e->impl, f, e->scratch, err, len);
+    if (decomp_agree(e->d, rc < 0, err, len)) return -1;
+    if (decomp_gather(e->d, e->scratch, out) < 0) {
+        diag_set(err, len, "out of memory gathering field %s", e->p->field_names[f]);
+        return -1;
+    }
+    return 0;
 }
 
 int engine_set_field(engine *e, int f, const double *in, char *err, size_t len)
 {
-    return field_ok(e, f, err, len) < 0 ? -1 : e->ops->set_field(e->impl, f, in, err, len);
+    if (field_ok(e, f, err, len) < 0) return -1;
+    if (!e->d) return e->ops->set_field(e->impl, f, in, err, len);
+    if (decomp_scatter(e->d, in, e->scratch) < 0) {
+        diag_set(err, len, "out of memory scattering field %s", e->p->field_names[f]);
+        return -1;
+    }
+    int rc = e->ops->set_field(e->impl, f, e->scratch, err, len);
+    return -decomp_agree(e->d, rc < 0, err, len);
 }
 
-int engine_take_nonfinite(engine *e, char *err, size_t len) { return e->ops->take_nonfinite(e->impl, err, len); }
+int engine_take_nonfinite(engine *e, char *err, size_t len)
+{
+    int rc = e->ops->take_nonfinite(e->impl, err, len);
+    if (!e->d) return rc;
+    if (decomp_agree(e->d, rc < 0, err, len)) return -1;
+    return decomp_any(e->d, rc > 0);
+}
+
 int engine_check_finite(engine *e, sim_nan_report *r, char *err, size_t len)
 {
-    return e->ops->check_finite(e->impl, r, err, len);
+    int rc = e->ops->check_finite(e->impl, r, err, len);
+    if (!e->d) return rc;
+    if (decomp_agree(e->d, rc < 0, err, len)) return -1;
+    /* the first in the whole mesh's order (fields in turn, cells x fastest), as on one process */
+    const int64_t *n = e->p->n;
+    int64_t key = INT64_MAX;
+    if (rc > 0) key = r->field * n[0] * n[1] * n[2] + r->cell[0] + n[0] * (r->cell[1] + n[1] * r->cell[2]);
+    int64_t first = decomp_min64(e->d, key);
+    if (first == INT64_MAX) return 0;
+    int from = decomp_size(e->d);
+    int mine = rc > 0 && key == first ? decomp_rank(e->d) : from;
+    from = (int)decomp_min64(e->d, mine);
+    decomp_bcast(e->d, r, sizeof *r, from);
+    return 1;
 }
 
 int engine_reduce(engine *e, double *values, char *err, size_t len)
@@ -126,17 +231,30 @@ int engine_reduce(engine *e, double *values, char *err, size_t len)
         diag_set(err, len, "the %s back end cannot evaluate monitors", e->ops->name);
         return -1;
     }
-    return e->ops->reduce(e->impl, values, err, len);
+    int rc = e->ops->reduce(e->impl, values, err, len);
+    if (!e->d) return rc;
+    if (decomp_agree(e->d, rc < 0, err, len)) return -1;
+    /* each process's values over its block, combined: sums add (a mean weighted by the block's
+       cells), extremes take the extreme */
+    const pj_program *p = e->p;
+    double cells = (double)engine_cells(e);
+    for (int i = 0; i < p->n_monitors; i++) {
+        pj_monitor_kind k = p->monitor_kinds[i];
+        double v = k == PJ_MON_MEAN ? values[i] * (double)e->block_cells / cells : values[i];
+        decomp_reduce(e->d, &v, 1, k == PJ_MON_MAXVAL ? 1 : k == PJ_MON_MINVAL ? 2 : 0);
+        values[i] = v;
+    }
+    return 0;
 }
 
 int engine_view_field(engine *e, int f, engine_view *v)
 {
     memset(v, 0, sizeof *v);
-    if (f < 0 || f >= e->p->n_fields || !e->ops->view) return -1;
+    if (f < 0 || f >= e->p->n_fields || !e->ops->view || e->d) return -1; /* a block is not the field */
     return e->ops->view(e->impl, f, v);
 }
 
-int engine_can_swap(const engine *e) { return e->ops->prepare && e->ops->swap; }
+int engine_can_swap(const engine *e) { return e->ops->prepare && e->ops->swap && !e->d; }
 
 void *engine_prepare(engine *e, const pj_program *p2, engine_info *info, char *err, size_t len)
 {

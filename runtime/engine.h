@@ -33,6 +33,12 @@ typedef struct engine_options {
     ghost_settings ghosts; /* zeroed: the program's conditions on every side; else hooks and the
                               homogeneous fill (grid.h) */
     uint64_t seed;         /* rand() and randn(): the key of their generator (compiler/philox.h) */
+    const grid_block *block; /* host back ends: NULL the whole mesh, else the block this process
+                              holds (engine_create sets it from `decomp`) */
+    struct decomp *decomp; /* NULL, or the mesh decomposed over the processes of an MPI run
+                              (runtime/decomp.h): the engine holds this process's block, and the
+                              calls below act on the whole mesh (fields gathered on rank 0,
+                              flags and monitors reduced over every process) */
 } engine_options;
 
 /* How one kernel was obtained. */
@@ -123,6 +129,21 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
 void engine_destroy(engine *e);
 
 const backend_ops *engine_ops(const engine *e);
+/* A decomposed run (engine_options.decomp): this process's rank and the number of processes
+ * (0 and 1 otherwise). Every call below is then collective: every process makes it, in the same
+ * order; engine_get_field fills `out` on rank 0 only (it may be NULL elsewhere), engine_set_field
+ * takes `in` from rank 0; a failure on any process fails the call on every one, with its message. */
+int engine_rank(const engine *e);
+/* 1 when back end `be` can run p decomposed over MPI processes; 0 with the reason. */
+int engine_can_decompose(const backend_ops *be, const pj_program *p, char *err, size_t len);
+int engine_processes(const engine *e);
+/* Agreement on a failure outside the engine (an output that rank 0 could not write): 1 on every
+ * process when `failed` on any, err then holding the lowest failing rank's message. */
+int engine_agree(engine *e, int failed, char *err, size_t len);
+/* n bytes of rank 0's data to every process (nothing on one process). */
+void engine_bcast(engine *e, void *data, size_t n);
+/* 1 on every process when `flag` is set on any (an interrupt). */
+int engine_any(engine *e, int flag);
 const pj_program *engine_program(const engine *e);
 /* The grid (n, h, origin, strides of a host buffer; no buffers): for writers and reports. */
 const kir_launch *engine_geometry(const engine *e);

@@ -12,6 +12,12 @@ static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int grid_layout_make(grid_layout *g, const pj_program *p, size_t esz, int row_align, const char *who, char *err,
                      size_t err_len)
 {
+    return grid_layout_block(g, p, NULL, esz, row_align, who, err, err_len);
+}
+
+int grid_layout_block(grid_layout *g, const pj_program *p, const grid_block *block, size_t esz, int row_align,
+                      const char *who, char *err, size_t err_len)
+{
     memset(g, 0, sizeof *g);
     if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 || p->n_stages < 1 || !p->stages ||
         !p->bc) {
@@ -25,9 +31,14 @@ int grid_layout_make(grid_layout *g, const pj_program *p, size_t esz, int row_al
         }
     g->dim = p->dim;
     g->esz = esz;
+    g->row_align = row_align;
     g->H = p->halo > 0 ? p->halo : 1;
     for (int a = 0; a < 3; a++) {
-        g->n[a] = a < p->dim ? p->n[a] : 1;
+        g->n[a] = a < p->dim ? (block ? block->n[a] : p->n[a]) : 1;
+        if (block && a < p->dim) {
+            g->first[a] = block->first[a];
+            g->beyond[a] = p->n[a] - block->first[a] - block->n[a];
+        }
         g->ghost[a] = a < p->dim ? g->H : 0;
         if (g->n[a] < 1 || (a < p->dim && g->n[a] < g->H)) {
             diag_set(err, err_len, "%s: %c has %lld cells, fewer than the %d ghost layers the stencil needs", who,
@@ -37,7 +48,7 @@ int grid_layout_make(grid_layout *g, const pj_program *p, size_t esz, int row_al
         g->lo[a] = -g->ghost[a];
         g->ext[a] = g->n[a] + 2 * g->ghost[a];
         g->origin[a] = a < p->dim ? p->origin[a] : 0;
-        g->h[a] = a < p->dim && p->length[a] > 0 ? p->length[a] / (double)g->n[a] : 1.0;
+        g->h[a] = a < p->dim && p->length[a] > 0 ? p->length[a] / (double)p->n[a] : 1.0;
     }
     /* x: a leading pad of `lead` elements puts interior cell 0 of every row on a boundary */
     int64_t align = row_align / (int64_t)esz;
@@ -156,6 +167,10 @@ int ghost_plan_make(ghost_plan *plan, const pj_program *p, const ghost_settings 
             plan->rule[f * 6 + side] = k == PJ_BC_PERIODIC ? GHOST_PERIODIC : k == PJ_BC_LINEAR ? GHOST_LINEAR : GHOST_MIRROR;
         }
     for (int side = 0; side < 6; side++) plan->bc[side] = p->bc_kernel[side];
+    int k = 0;
+    for (int pass = 0; pass < 2; pass++) /* conditions first, then periodic wraps */
+        for (int a = 0; a < p->dim; a++)
+            if ((plan->rule[2 * a] == GHOST_PERIODIC) == pass) plan->axis_order[k++] = a;
     return 0;
 }
 

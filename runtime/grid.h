@@ -20,8 +20,15 @@
 #include <stdint.h>
 #include "program.h"
 
+/* A block of the mesh: what one process holds of a decomposed run (runtime/decomp.h). */
+typedef struct grid_block {
+    int64_t first[3];      /* the mesh index of the block's cell 0 */
+    int64_t n[3];          /* the block's cells (1 beyond the dimension) */
+} grid_block;
+
 typedef struct grid_layout {
     int dim, H;            /* ghost layers per side, along each axis below dim */
+    int row_align;         /* bytes */
     int64_t n[3];          /* interior cells; 1 beyond dim */
     int64_t ghost[3];      /* H below dim, 0 beyond */
     int64_t lo[3];         /* first allocated index per axis (-ghost) */
@@ -30,7 +37,9 @@ typedef struct grid_layout {
     int64_t origin_off;    /* elements from an allocation's start to cell (0,0,0) */
     size_t elems;          /* elements per buffer */
     size_t esz;            /* bytes per element */
-    double h[3], origin[3];
+    double h[3], origin[3]; /* of the mesh: a block's cell (i, j, k) is the mesh's cell first + (i, j, k) */
+    int64_t first[3];      /* the block's place in the mesh (zero: the layout is the whole mesh) */
+    int64_t beyond[3];     /* the mesh's cells after the block's last, per axis */
 } grid_layout;
 
 /* Checks p (dimension, fields, slots, stages and their read slots; no axis with fewer cells
@@ -38,6 +47,10 @@ typedef struct grid_layout {
  * row_align bytes. 0, or -1 with a message that starts with `who` ("sim", "cuda"). */
 int grid_layout_make(grid_layout *g, const pj_program *p, size_t esz, int row_align, const char *who, char *err,
                      size_t err_len);
+/* The same for one block of p's mesh (NULL: the whole mesh): n is the block's, h and origin the
+ * mesh's, first and beyond say where the block lies. */
+int grid_layout_block(grid_layout *g, const pj_program *p, const grid_block *block, size_t esz, int row_align,
+                      const char *who, char *err, size_t err_len);
 
 /* Memory, checked before any buffer is allocated: a simulation holds n_buffers buffers (one per
  * slot and field) of the layout's elements, halos included, each allocation rounded up to
@@ -65,16 +78,29 @@ typedef int (*ghost_hook_fn)(void *ctx, int side, const grid_layout *g, void *co
                              char *err, size_t err_len);
 
 /* What a simulation is told at its creation, beyond its program (zeroed: the physical conditions). */
+/* Fills, at once, the ghost cells of every exchanged side of one slot (ghost_settings): from the
+ * blocks of other processes, or across a periodic wrap; called after the sides with rules are
+ * filled, so that it may also take the cells other blocks filled by their rules. 0, or -1. */
+typedef int (*ghost_exchange_fn)(void *ctx, const grid_layout *g, void *const *buf, int n_fields, char *err,
+                                 size_t err_len);
+
+/* What a simulation is told at its creation, beyond its program (zeroed: the physical conditions). */
 typedef struct ghost_settings {
     int homogeneous;       /* linear rules with c = 0 */
     ghost_hook_fn hook[6]; /* NULL: the side's rules; else the hook fills that side */
     void *hook_ctx[6];
+    unsigned char exchanged[6]; /* 1: the side's ghost cells come from `exchange` (a decomposed mesh) */
+    ghost_exchange_fn exchange;
+    void *exchange_ctx;
 } ghost_settings;
 
 typedef struct ghost_plan {
     int n_sides;           /* 2 * dim */
     ghost_rule *rule;      /* [field * 6 + side] */
     const kir_kernel *bc[6]; /* the side's KIR_BC kernel (a, b, c per field), NULL without linear rules */
+    int axis_order[3];     /* the axes in fill order: those with conditions first, periodic ones last
+                              (so a periodic wrap copies the corners the other axes' conditions set,
+                              as an exchange between blocks does) */
     ghost_settings set;
 } ghost_plan;
 

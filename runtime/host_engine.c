@@ -56,7 +56,7 @@ static void *host_create(const pj_program *p, const engine_options *o, int with_
             return NULL;
         }
     }
-    sim_options so = {o->single, o->threads, &o->ghosts, o->seed};
+    sim_options so = {o->single, o->threads, &o->ghosts, o->seed, o->block};
     h->s = sim_create(p, &so, err, len);
     if (!h->s) {
         free(h);

@@ -15,6 +15,7 @@
  * the product along its axes, and comes out of the fills the same way), once, or at every
  * assembly when a boundary condition depends on time. */
 #include "implicit.h"
+#include "decomp.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,9 +81,6 @@ int implicit_check_jacobian(implicit_solver *solver, double t, double tol, jacob
 #include <petscdmda.h>
 #include <petscsnes.h>
 #include <petscts.h>
-#ifdef __SANITIZE_ADDRESS__
-#include <sanitizer/lsan_interface.h>
-#endif
 
 struct implicit_solver {
     sim *s;
@@ -109,8 +107,6 @@ struct implicit_solver {
     char error[512];       /* a failure inside a callback */
 };
 
-static int petsc_ready;
-
 /* "WHAT: PETSc error N (its text: the first line of the error's detail)" */
 static void petsc_message(PetscErrorCode e, const char *what, char *err, size_t len)
 {
@@ -119,37 +115,6 @@ static void petsc_message(PetscErrorCode e, const char *what, char *err, size_t 
     PetscErrorMessage(e, &text, &specific);
     diag_set(err, len, "%s: PETSc error %d (%s)%s%s", what, (int)e, text ? text : "unknown",
              specific && *specific ? ": " : "", specific && *specific ? specific : "");
-}
-
-/* PETSc (and MPI) once per process, its errors returned rather than printed or aborting, no
- * signal handlers of its own. A process not started by mpirun is an Open MPI singleton, whose
- * MPI_Init forks and execs an orted daemon (in case it later spawns processes, which pdejit never
- * does): most of the start-up's wall time (docs/performance.md, "Start-up"). Open MPI's
- * ess_singleton_isolated skips it; it is set unless the environment already says otherwise, and
- * means nothing under mpirun (no singleton). */
-static int petsc_init(char *err, size_t len)
-{
-    if (petsc_ready) return 0;
-    PetscBool done = PETSC_FALSE;
-    PetscInitialized(&done);
-    if (!done) {
-        PetscOptionsSetValue(NULL, "-no_signal_handler", NULL);
-        setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
-#ifdef __SANITIZE_ADDRESS__
-        __lsan_disable(); /* what MPI's start keeps for the process's life is not a leak of ours */
-#endif
-        PetscErrorCode e = PetscInitializeNoArguments();
-#ifdef __SANITIZE_ADDRESS__
-        __lsan_enable();
-#endif
-        if (e) {
-            diag_set(err, len, "the implicit solver could not start: PetscInitialize failed (%d)", (int)e);
-            return -1;
-        }
-    }
-    if (!getenv("PDEJIT_PETSC_TRACE")) PetscPushErrorHandler(PetscReturnErrorHandler, NULL);
-    petsc_ready = 1;
-    return 0;
 }
 
 int implicit_available(char *why, size_t len)
@@ -548,7 +513,7 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
         diag_set(err, len, "internal error: implicit_create on an explicit program");
         return NULL;
     }
-    if (petsc_init(err, len) < 0) return NULL;
+    if (decomp_petsc_start(err, len) < 0) return NULL;
     implicit_solver *q = calloc(1, sizeof *q);
     if (!q) {
         diag_set(err, len, "out of memory");

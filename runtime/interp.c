@@ -158,30 +158,34 @@ static void ev_block(ev *e, const int64_t idx[3], int va, int len)
         case KIR_COORD: {
             int a = n->axis;
             double o = L->origin[a], h = L->h[a], q = 0.5 * (1 + n->half);
+            int64_t i0 = idx[a] + L->first[a]; /* the mesh index */
             if (a == va) {
-                for (int c = 0; c < len; c++) R[c] = rnd(e, o + ((double)(idx[a] + c) + q) * h);
+                for (int c = 0; c < len; c++) R[c] = rnd(e, o + ((double)(i0 + c) + q) * h);
             } else {
-                double v = rnd(e, o + ((double)idx[a] + q) * h);
+                double v = rnd(e, o + ((double)i0 + q) * h);
                 for (int c = 0; c < len; c++) R[c] = v;
             }
             break;
         }
         case KIR_RAND: {
             /* the global cell index of the cell at the node's offset, x fastest (philox.h) */
-            int64_t cell[3];
-            for (int a = 0; a < 3; a++) cell[a] = idx[a] + n->off[a];
+            int64_t cell[3], mesh_n[3];
+            for (int a = 0; a < 3; a++) {
+                cell[a] = idx[a] + n->off[a] + L->first[a];
+                mesh_n[a] = L->first[a] + L->n[a] + L->beyond[a];
+            }
             for (int c = 0; c < len; c++) {
                 int64_t g = cell[0] + (va == 0 ? c : 0) +
-                            L->n[0] * (cell[1] + (va == 1 ? c : 0) + L->n[1] * (cell[2] + (va == 2 ? c : 0)));
+                            mesh_n[0] * (cell[1] + (va == 1 ? c : 0) + mesh_n[1] * (cell[2] + (va == 2 ? c : 0)));
                 R[c] = pj_rand_uniform(L->seed, g, L->step, L->stage, n->index, n->axis, single);
             }
             break;
         }
         case KIR_EDGE: {
             int a = n->axis;
-            int64_t last = L->n[a] - 1;
+            int64_t last = L->first[a] + L->n[a] + L->beyond[a] - 1; /* of the mesh */
             for (int c = 0; c < len; c++) {
-                int64_t i = idx[a] + (va == a ? c : 0) + n->off[a];
+                int64_t i = idx[a] + (va == a ? c : 0) + n->off[a] + L->first[a];
                 R[c] = i == -1 || i == last ? 1.0 : 0.0;
             }
             break;

@@ -189,7 +189,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
 {
     grid_layout g;
     size_t esz = opt && opt->single ? sizeof(float) : sizeof(double);
-    if (grid_layout_make(&g, p, esz, SIM_ALIGN, "sim", err, err_len) < 0) return NULL;
+    if (grid_layout_block(&g, p, opt ? opt->block : NULL, esz, SIM_ALIGN, "sim", err, err_len) < 0) return NULL;
     if (fits_in_memory(&g, p, err, err_len) < 0) return NULL;
     sim *s = calloc(1, sizeof *s);
     if (!s) {
@@ -228,6 +228,8 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->L.param = s->param;
     for (int a = 0; a < 3; a++) {
         s->L.n[a] = g.n[a];
+        s->L.first[a] = g.first[a];
+        s->L.beyond[a] = g.beyond[a];
         s->L.origin[a] = g.origin[a];
         s->L.h[a] = g.h[a];
     }
@@ -306,7 +308,7 @@ static int fill_axis_copy(sim *s, int f, void *b, int a)
 {
     ghost_rule lo_rule = s->plan.rule[f * 6 + 2 * a], hi_rule = s->plan.rule[f * 6 + 2 * a + 1];
     if (lo_rule == GHOST_LINEAR || hi_rule == GHOST_LINEAR || lo_rule != hi_rule || s->plan.set.hook[2 * a] ||
-        s->plan.set.hook[2 * a + 1])
+        s->plan.set.hook[2 * a + 1] || s->plan.set.exchanged[2 * a] || s->plan.set.exchanged[2 * a + 1])
         return 0;
     int periodic = lo_rule == GHOST_PERIODIC;
     int H = s->g.H;
@@ -371,7 +373,7 @@ static void fill_axis(sim *s, int f, void *b, int a, const double *cf[2])
             int64_t fc = clamp64(r, 0, s->g.n[b0] - 1) + nface0 * clamp64(q, 0, s->g.n[b1] - 1);
             for (int hi = 0; hi < 2; hi++) {
                 int side = 2 * a + hi;
-                if (s->plan.set.hook[side]) continue; /* filled by the hook */
+                if (s->plan.set.hook[side] || s->plan.set.exchanged[side]) continue; /* filled by the hook, exchange */
                 ghost_rule rule = s->plan.rule[f * 6 + side];
                 for (int m = 1; m <= H; m++) {
                     int64_t g = hi ? n - 1 + m : -m;       /* the ghost cell */
@@ -409,10 +411,12 @@ void sim_fill_ghosts(sim *s, int slot, double t)
     const pj_program *p = s->p;
     /* the buffers the stages read: a coefficient (a field without an eq) always from slot 0 */
     for (int f = 0; f < p->n_fields; f++) s->fill_buf[f] = s->buf[(p->field_has_eq[f] ? slot : 0) * p->n_fields + f];
-    for (int a = 0; a < p->dim; a++) {
+    for (int i = 0; i < p->dim; i++) {
+        int a = s->plan.axis_order[i];
         const double *cf[2] = {NULL, NULL};
         for (int hi = 0; hi < 2; hi++)
-            if (s->coef[2 * a + hi] && !s->plan.set.hook[2 * a + hi]) cf[hi] = side_coefs(s, 2 * a + hi, t);
+            if (s->coef[2 * a + hi] && !s->plan.set.hook[2 * a + hi] && !s->plan.set.exchanged[2 * a + hi])
+                cf[hi] = side_coefs(s, 2 * a + hi, t);
         for (int f = 0; f < p->n_fields; f++) fill_axis(s, f, s->fill_buf[f], a, cf);
         for (int hi = 0; hi < 2; hi++) {
             int side = 2 * a + hi;
@@ -422,6 +426,9 @@ void sim_fill_ghosts(sim *s, int slot, double t)
                 s->failed = 1;
         }
     }
+    if (s->plan.set.exchange && !s->failed &&
+        s->plan.set.exchange(s->plan.set.exchange_ctx, &s->g, s->fill_buf, p->n_fields, s->error, sizeof s->error) < 0)
+        s->failed = 1;
 }
 
 const char *sim_error(const sim *s) { return s->failed ? s->error : NULL; }
@@ -636,7 +643,7 @@ int sim_check_finite(const sim *s, sim_nan_report *report)
                     double v = rd(s, b, row + i);
                     if (isfinite(v)) continue;
                     if (report) {
-                        int64_t c[3] = {i, j, k};
+                        int64_t c[3] = {i + s->g.first[0], j + s->g.first[1], k + s->g.first[2]}; /* in the mesh */
                         report->step = s->steps;
                         report->t = s->t;
                         report->field = f;

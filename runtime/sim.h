@@ -15,6 +15,8 @@ typedef struct sim_options {
     int threads;          /* 0: all cores */
     const struct ghost_settings *ghosts; /* NULL: the program's conditions on every side (grid.h) */
     uint64_t seed;        /* rand() and randn(): the key of their generator (compiler/philox.h) */
+    const struct grid_block *block; /* NULL: the whole mesh; else the block of it this sim holds
+                                       (a decomposed run: runtime/decomp.h) */
 } sim_options;
 
 /* Runs stage kernel `stage` (of the program) over outermost indices [begin, end). */
@@ -25,7 +27,7 @@ typedef struct sim_nan_report {
     int64_t step;
     double t;
     int field;
-    int64_t cell[3];      /* interior indices */
+    int64_t cell[3];      /* interior indices in the mesh (a block's own plus its first) */
     double x[3];          /* cell centre */
     double value;
 } sim_nan_report;
@@ -112,13 +114,14 @@ int sim_reduce(sim *s, kir_cpu_fn fn, double *values);
  * keeps the old program alive while anything may still refer to it. */
 int sim_replace_program(sim *s, const pj_program *p2, char *err, size_t err_len);
 
-/* Fills the ghost cells of `slot` at time t (exposed for tests): per field, axes x, y, z in
- * order, each over the full extent of the other axes including their ghost layers (so the
+/* Fills the ghost cells of `slot` at time t (exposed for tests): per field, the axes in the plan's
+ * order (grid.h: periodic ones last), each over the full extent of the other axes including their ghost layers (so the
  * last axis sets the corners). Periodic wraps, Neumann-0 mirrors, a linear condition
  * a*u + b*dn(u) = c (bc_kernel[side], evaluated on the boundary cells at time t, once when
  * constant) sets ghost m = (c - u_m*(a/2 - b/d)) / (a/2 + b/d), d = (2m-1)h, u_m the interior
  * cell mirrored about the face. A side with a hook in the plan (grid.h) is the hook's, called
- * after the other side of its axis; a failing hook leaves the sim failed (sim_error). */
+ * after the other side of its axis; a failing hook leaves the sim failed (sim_error). The
+ * exchanged sides of a block (grid.h) are left to the plan's exchange, called last. */
 void sim_fill_ghosts(sim *s, int slot, double t);
 
 #endif

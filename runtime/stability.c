@@ -36,11 +36,41 @@ static double beta_of(pj_scheme s)
 /* One Jacobian entry of a row, its column moved onto the interior cell it stands for. */
 typedef struct folded { int field; int64_t pos[3]; double v; } folded;
 
+static int limit_of_state(engine *e, const double *gathered, double *limit, char *err, size_t len);
+
 int stability_limit(engine *e, double *limit, char *err, size_t len)
 {
     const pj_program *p = engine_program(e);
     *limit = INFINITY;
     if (PJ_SCHEME_IMPLICIT(p->scheme) || !p->rhs || !p->rhs->n_outputs) return 0;
+    if (engine_processes(e) == 1) return limit_of_state(e, NULL, limit, err, len);
+    /* over MPI: the state gathered on rank 0, which finds the limit and tells the others */
+    int root = engine_rank(e) == 0;
+    size_t cells = (size_t)engine_cells(e);
+    double *gathered = root ? malloc(sizeof *gathered * cells * (size_t)p->n_fields) : NULL;
+    if (engine_agree(e, root && !gathered, err, len)) {
+        free(gathered);
+        return -1;
+    }
+    for (int f = 0; f < p->n_fields; f++)
+        if (engine_get_field(e, f, root ? gathered + (size_t)f * cells : NULL, err, len) < 0) {
+            free(gathered);
+            return -1;
+        }
+    double found[2] = {0, INFINITY};
+    if (root) {
+        found[0] = limit_of_state(e, gathered, &found[1], err, len);
+        free(gathered);
+    }
+    engine_bcast(e, found, sizeof found);
+    *limit = found[1];
+    return (int)found[0];
+}
+
+/* The limit at the engine's state (or, over MPI, the state gathered: every field in turn). */
+static int limit_of_state(engine *e, const double *gathered, double *limit, char *err, size_t len)
+{
+    const pj_program *p = engine_program(e);
     /* a program of the same problem whose stages are the rhs and its Jacobian (scheme.c's
        implicit lowering), sharing everything else with p */
     pj_program q = *p;
@@ -65,8 +95,9 @@ int stability_limit(engine *e, double *limit, char *err, size_t len)
         goto done;
     }
     for (int f = 0; f < p->n_fields; f++) {
-        if (engine_get_field(e, f, state, err, len) < 0) goto done;
-        sim_set_field(s, f, state);
+        if (gathered) sim_set_field(s, f, gathered + (size_t)f * (size_t)cells);
+        else if (engine_get_field(e, f, state, err, len) < 0) goto done;
+        else sim_set_field(s, f, state);
     }
     const double *params = engine_params(e); /* the run's values (--set), not the file's */
     for (int i = 0; params && i < p->n_params; i++) sim_set_param(s, p->param_names[i], params[i]);

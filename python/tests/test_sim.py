@@ -255,7 +255,11 @@ CTRL_C = r"""
 import os, signal, sys, threading, time
 import pdejit
 sim = pdejit.compile(sys.argv[1]).simulate(backend="interp", threads=1)
-threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+def ctrl_c_while_stepping():  # once the C handler is in place: advance has taken steps
+    while sim.steps == 0:
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=ctrl_c_while_stepping, daemon=True).start()
 try:
     sim.advance(1e5)
     print("finished")
