@@ -93,6 +93,12 @@ int decomp_petsc_start(char *err, size_t err_len)
     PetscInitialized(&done);
     if (!done) {
         PetscOptionsSetValue(NULL, "-no_signal_handler", NULL);
+        /* A process not started by mpirun is an Open MPI singleton, whose MPI_Init forks and execs
+         * an orted daemon (in case it later spawns processes, which pdejit never does): most of
+         * the start-up's wall time (docs/performance.md, "Start-up"). Open MPI's
+         * ess_singleton_isolated skips it; set unless the environment says otherwise; it means
+         * nothing under mpirun (no singleton there). */
+        setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
 #ifdef __SANITIZE_ADDRESS__
         __lsan_disable(); /* what MPI's start keeps for the process's life is not a leak of ours */
 #endif

@@ -446,7 +446,8 @@ static PetscErrorCode snes_jacobian(SNES snes, Vec U, Mat A, Mat B, void *ctx)
 }
 
 /* pdejit's defaults where PETSc's differ, set on the objects after the options were read, and
- * only where the options do not name them: ILU(1) rather than ILU(0), and, when the linear
+ * only where the options do not name them: ILU(1) rather than ILU(0), no cap on the length of a
+ * Newton step (PETSc's line search shortens any step longer than 1e8), and, when the linear
  * solver is a Krylov method (not preonly: a lagged direct solve would no longer be Newton's),
  * the preconditioner rebuilt at every 10th Jacobian, across steps, rather than at each: Newton
  * still applies the exact Jacobian of every iteration as the operator; only the preconditioner
@@ -465,6 +466,13 @@ static PetscErrorCode apply_defaults(PetscOptions o, SNES snes)
     PetscCall(PetscOptionsHasName(o, NULL, "-pc_factor_levels", &set));
     PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCILU, &ilu));
     if (pt && ilu && !set) PetscCall(PCFactorSetLevels(pc, 1));
+    PetscCall(PetscOptionsHasName(o, NULL, "-snes_linesearch_maxstep", &set));
+    if (!set) { /* PETSc's 1e8 cuts every longer Newton step: the solution may be that large */
+        SNESLineSearch ls;
+        PetscCall(SNESGetLineSearch(snes, &ls));
+        PetscCall(SNESLineSearchSetTolerances(ls, PETSC_DEFAULT, PETSC_MAX_REAL, PETSC_DEFAULT, PETSC_DEFAULT,
+                                              PETSC_DEFAULT, PETSC_DEFAULT));
+    }
     PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPPREONLY, &preonly));
     PetscCall(PetscOptionsHasName(o, NULL, "-snes_lag_preconditioner", &set));
     if (kt && !preonly && !set) {

@@ -502,6 +502,109 @@ static void command_line(void **state)
     free(out);
 }
 
+/* Reads a CSV of numbers after its header line into rows of `cols` values; returns the rows. */
+static int read_csv(const char *path, double *v, int cols, int max_rows)
+{
+    char *csv = tu_read_file(path, NULL);
+    assert_non_null(csv);
+    int rows = 0;
+    for (char *line = strchr(csv, '\n'); line && line[1] && rows < max_rows; line = strchr(line + 1, '\n'), rows++) {
+        char *q = line + 1;
+        for (int c = 0; c < cols; c++) {
+            char *end;
+            v[rows * cols + c] = strtod(q, &end);
+            assert_true(end != q);
+            q = *end == ',' ? end + 1 : end;
+        }
+    }
+    free(csv);
+    return rows;
+}
+
+/* FiPy's examples/diffusion/nthOrder/input4thOrder1D.py as samples/implicit/fourth_order_1d.pde:
+ * u'''' = 0 on [0, 1000], u(0) = 2, u''(0) = 4, u'(L) = 1, u'''(L) = -3. FiPy's doctest: every cell
+ * within a relative 1e-4 (numpy's allclose, atol 1e-8) of the cubic it states. The values reach
+ * 1e9, so the Newton step is far longer than PETSc's default cap of 1e8 on a step. */
+static void fipy_fourth_order_1d(void **state)
+{
+    (void)state;
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s run %s/samples/implicit/fourth_order_1d.pde --quiet --dump f4.csv",
+             tu_dir, tu_dir, PJ_BINARY, PJ_SOURCE_DIR);
+    int rc = tu_run(cmd, &out);
+    if (rc) fail_msg("exit %d:\n%s", rc, out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s/f4.csv", tu_dir);
+    static double v[2 * 600];
+    int rows = read_csv(cmd, v, 2, 600);
+    assert_int_equal(rows, 500);
+    const double a1 = 2, a2 = 1, a3 = 4, a4 = -3, L = 1000;
+    double worst = 0;
+    int outside = 0;
+    for (int i = 0; i < rows; i++) {
+        double x = v[2 * i], u = v[2 * i + 1];
+        assert_true(fabs(x - (i + 0.5) * 2) < 1e-9);
+        double exact = a4 / 6 * x * x * x + a3 / 2 * x * x + (a2 - a4 / 2 * L * L - a3 * L) * x + a1;
+        worst = fmax(worst, fabs(u - exact) / fabs(exact));
+        if (!(fabs(u - exact) <= 1e-8 + 1e-4 * fabs(exact))) outside++;
+    }
+    printf("FiPy's input4thOrder1D: 500 cells, max |u - exact| / |exact| = %.3g (FiPy's bound 1e-4)\n", worst);
+    assert_int_equal(outside, 0);
+    assert_true(worst < 1e-4);
+}
+
+/* FiPy's examples/cahnHilliard/mesh2D.py as samples/implicit/cahn_hilliard_fipy.pde, on the
+ * doctest's 20 x 20 cells of 0.25, bdf2 with adapt to t = 1000. FiPy's doctest: phi separates,
+ * max > 0.7 and min < 0.3. Also: the mean is conserved (zero-flux sides), the free energy never
+ * rises (a gradient flow), and the adaptive steps are fewer than FiPy's schedule's (about 730). */
+static void fipy_cahn_hilliard_2d(void **state)
+{
+    (void)state;
+    char path[512], cmd[2048], *out = NULL;
+    snprintf(path, sizeof path, "%s/samples/implicit/cahn_hilliard_fipy.pde", PJ_SOURCE_DIR);
+    char *src = tu_read_file(path, NULL);
+    assert_non_null(src);
+    const char *mesh = "nx = 100, ny = 100, Lx = 25, Ly = 25", *small = "nx = 20, ny = 20, Lx = 5, Ly = 5";
+    char *m = strstr(src, mesh);
+    assert_non_null(m);
+    snprintf(path, sizeof path, "%s/ch.pde", tu_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%.*s%s%s", (int)(m - src), src, small, m + strlen(mesh));
+    fclose(f);
+    free(src);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s run ch.pde --verbose --out ch.out", tu_dir, tu_dir, PJ_BINARY);
+    int rc = tu_run(cmd, &out);
+    if (rc) fail_msg("exit %d:\n%s", rc, out ? out : "");
+    long long steps = -1;
+    const char *st = strstr(out, "implicit solver: ");
+    assert_non_null(st);
+    assert_int_equal(sscanf(st, "implicit solver: %lld steps", &steps), 1);
+    free(out);
+    snprintf(path, sizeof path, "%s/ch.out/monitor.csv", tu_dir);
+    static double v[6 * 200]; /* t, step, high, low, avg, energy */
+    int rows = read_csv(path, v, 6, 200);
+    assert_int_equal(rows, 101);
+    double mean0 = v[4], drift = 0, rise = 0, separated = -1;
+    for (int r = 1; r < rows; r++) {
+        const double *w = v + 6 * r;
+        drift = fmax(drift, fabs(w[4] - mean0));
+        rise = fmax(rise, w[5] - w[5 - 6]);
+        if (separated < 0 && w[2] > 0.7 && w[3] < 0.3) separated = w[0];
+    }
+    const double *end = v + 6 * (rows - 1);
+    printf("FiPy's mesh2D (20 x 20): %lld bdf2 steps to t = %g; separated (max > 0.7, min < 0.3) by t = %g; at the end "
+           "max %.4f min %.4f; mean drift %.2g; energy %.4f -> %.4f, largest rise %.2g\n",
+           steps, end[0], separated, end[2], end[3], drift, v[5], end[5], rise);
+    assert_true(end[0] == 1000);
+    assert_true(separated > 10 && separated <= 1000);
+    assert_true(end[2] > 0.7 && end[3] < 0.3);
+    assert_true(drift < 1e-12);
+    assert_true(rise < 1e-12);
+    assert_true(end[5] < 0.5 * v[5]);
+    assert_true(steps > 0 && steps < 730);
+}
+
 static void language_errors(void **state)
 {
     (void)state;
@@ -535,8 +638,9 @@ static void language_errors(void **state)
 static void implicit_samples(void **state)
 {
     (void)state;
-    static const char *const names[] = {"stiff_heat", "cahn_hilliard", "pfhub1"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const names[] = {"stiff_heat", "cahn_hilliard", "pfhub1", "fourth_order_1d",
+                                        "cahn_hilliard_fipy"};
+    for (int i = 0; i < 5; i++) {
         char path[256];
         snprintf(path, sizeof path, "../samples/implicit/%s.pde", names[i]);
         size_t len;
@@ -566,8 +670,23 @@ static void implicit_samples(void **state)
     free(csv);
 }
 
+/* The environment's OMPI_MCA_ess_singleton_isolated when the test started (NULL: unset). */
+static const char *isolated_at_start;
+
+/* PETSc's start asked Open MPI for an isolated singleton (no orted forked): set by the first
+ * implicit solve of this process, unless the environment had set it. */
+static void mpi_singleton_is_isolated(void **state)
+{
+    (void)state;
+    const char *v = getenv("OMPI_MCA_ess_singleton_isolated");
+    assert_non_null(v);
+    if (!isolated_at_start) assert_string_equal(v, "1");
+    else assert_string_equal(v, isolated_at_start);
+}
+
 int main(void)
 {
+    isolated_at_start = getenv("OMPI_MCA_ess_singleton_isolated");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(language_errors),
         cmocka_unit_test(jacobian_of_every_sample),
@@ -583,6 +702,9 @@ int main(void)
         cmocka_unit_test(options_stay_with_their_simulation),
         cmocka_unit_test(command_line),
         cmocka_unit_test(implicit_samples),
+        cmocka_unit_test(fipy_fourth_order_1d),
+        cmocka_unit_test(fipy_cahn_hilliard_2d),
+        cmocka_unit_test(mpi_singleton_is_isolated),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
