@@ -7,43 +7,36 @@
 #include "diag.h"
 
 #ifndef PJ_IMPLICIT_MODULE /* the launcher's environment: the library's, with or without PETSc */
-int decomp_launched_size(void)
+/* The first of the variables `names` that is set, as a number (Open MPI's, then MPICH / Hydra's
+ * and Slurm's PMI), or `otherwise`. */
+static long launcher_value(const char *const *names, long otherwise)
 {
-    /* Open MPI, then MPICH / Hydra and Slurm's PMI */
-    const char *names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", NULL};
     for (int i = 0; names[i]; i++) {
         const char *v = getenv(names[i]);
-        if (v && *v) {
-            long n = strtol(v, NULL, 10);
-            return n > 1 && n < 1000000 ? (int)n : 1;
-        }
+        if (v && *v) return strtol(v, NULL, 10);
     }
-    return 1;
+    return otherwise;
+}
+
+static int process_count(long n) { return n > 1 && n < 1000000 ? (int)n : 1; }
+
+int decomp_launched_size(void)
+{
+    static const char *const names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", NULL};
+    return process_count(launcher_value(names, 1));
 }
 
 int decomp_launched_rank(void)
 {
-    const char *names[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", NULL};
-    for (int i = 0; names[i]; i++) {
-        const char *v = getenv(names[i]);
-        if (v && *v) return (int)strtol(v, NULL, 10);
-    }
-    return 0;
+    static const char *const names[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", NULL};
+    return (int)launcher_value(names, 0);
 }
 
 int decomp_launched_local_size(void)
 {
-    const char *names[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE", NULL};
-    for (int i = 0; names[i]; i++) {
-        const char *v = getenv(names[i]);
-        if (v && *v) {
-            long n = strtol(v, NULL, 10);
-            return n > 1 && n < 1000000 ? (int)n : 1;
-        }
-    }
-    return decomp_launched_size();
+    static const char *const names[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE", NULL};
+    return process_count(launcher_value(names, decomp_launched_size()));
 }
-
 #endif
 
 #if defined(PJ_HAVE_PETSC) && defined(PJ_IMPLICIT_MODULE)
