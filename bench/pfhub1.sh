@@ -12,9 +12,7 @@
 # goes to stdout and bench/results/pfhub1-DATE.md.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${PDEJIT_BUILD:-$ROOT/build-bench}
-mkdir -p "$ROOT/bench/results"
-log() { printf 'bench: %s\n' "$*" >&2; }
+. "$ROOT/bench/lib.sh"
 
 FIPY=0
 ARGS=()
@@ -22,23 +20,10 @@ for a in "$@"; do
     if [ "$a" = --fipy ]; then FIPY=1; else ARGS+=("$a"); fi
 done
 
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-    log "configuring $BUILD (Release)"
-    NOERR="-Wno-error=maybe-uninitialized -Wno-error=uninitialized -Wno-error=array-bounds"
-    NOERR="$NOERR -Wno-error=stringop-overflow -Wno-error=stringop-truncation -Wno-error=format-truncation"
-    NOERR="$NOERR -Wno-error=restrict -Wno-error=free-nonheap-object -Wno-error=use-after-free"
-    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$NOERR" >&2
-fi
-log "building pdejit in $BUILD"
-cmake --build "$BUILD" -j2 --target pdejit >&2
+bench_build pdejit
 
 if [ $FIPY = 1 ]; then
-    VENV=$ROOT/bench/.venv-fipy
-    if ! { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -c 'import fipy, scipy' 2>/dev/null; }; then
-        log "creating $VENV with fipy==4.0.3 and scipy (pip)"
-        python3 -m venv "$VENV" >&2
-        timeout 900 "$VENV/bin/pip" install -q fipy==4.0.3 scipy >&2
-    fi
+    bench_fipy_venv
     ARGS+=(--fipy "$VENV/bin/python")
 fi
 

@@ -17,25 +17,13 @@
 # BENCH_NO_PYTHON=1 (skip NumPy/Numba), CC (default gcc).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${PDEJIT_BUILD:-$ROOT/build-bench}
+. "$ROOT/bench/lib.sh"
 CC=${CC:-gcc}
 BIN=$BUILD/bench
-mkdir -p "$BIN" "$ROOT/bench/results"
-log() { printf 'bench: %s\n' "$*" >&2; }
+mkdir -p "$BIN"
 
 # 1. the library and the command
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-    log "configuring $BUILD (Release)"
-    # -O3 turns on gcc's flow-sensitive warnings that the project's default -O2 build does not
-    # see; here they stay warnings (the project's -Werror comes after CMAKE_C_FLAGS, so only
-    # the -Wno-error=NAME forms win over it)
-    NOERR="-Wno-error=maybe-uninitialized -Wno-error=uninitialized -Wno-error=array-bounds"
-    NOERR="$NOERR -Wno-error=stringop-overflow -Wno-error=stringop-truncation -Wno-error=format-truncation"
-    NOERR="$NOERR -Wno-error=restrict -Wno-error=free-nonheap-object -Wno-error=use-after-free"
-    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$NOERR" >&2
-fi
-log "building pdejit_core and pdejit in $BUILD"
-cmake --build "$BUILD" -j2 --target pdejit_core pdejit >&2
+bench_build pdejit_core pdejit
 
 # 2. the C reference
 log "building the C reference: $CC -O3 -march=native -fopenmp"

@@ -8,19 +8,8 @@
 # goes to stdout and bench/results/stiff-heat-2d-DATE.md.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${PDEJIT_BUILD:-$ROOT/build-bench}
-mkdir -p "$ROOT/bench/results"
-log() { printf 'bench: %s\n' "$*" >&2; }
-
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
-    log "configuring $BUILD (Release)"
-    NOERR="-Wno-error=maybe-uninitialized -Wno-error=uninitialized -Wno-error=array-bounds"
-    NOERR="$NOERR -Wno-error=stringop-overflow -Wno-error=stringop-truncation -Wno-error=format-truncation"
-    NOERR="$NOERR -Wno-error=restrict -Wno-error=free-nonheap-object -Wno-error=use-after-free"
-    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$NOERR" >&2
-fi
-log "building pdejit in $BUILD"
-cmake --build "$BUILD" -j2 --target pdejit >&2
+. "$ROOT/bench/lib.sh"
+bench_build pdejit
 
 OUT=$ROOT/bench/results/stiff-heat-2d-$(date +%Y%m%d-%H%M%S).md
 {

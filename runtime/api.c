@@ -502,7 +502,7 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     if (err && err_len) err[0] = 0; /* a check that could not be made says nothing */
     int cleaned = 0, root = engine_rank(ps->e) == 0; /* over MPI rank 0 writes every output */
     int unwritable = root && driver_prepare_outputs(&dopt, &cleaned, err, err_len) < 0;
-    if (engine_processes(ps->e) > 1 ? engine_agree(ps->e, unwritable, err, err_len) : unwritable) return PJ_ERR_INPUT;
+    if (engine_agree(ps->e, unwritable, err, err_len)) return PJ_ERR_INPUT;
     if (cleaned && o.progress) {
         fprintf(o.progress, "pdejit: %s: removed the %d file%s of a previous series before writing this one\n",
                 o.out_dir, cleaned, cleaned == 1 ? "" : "s");

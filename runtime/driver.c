@@ -192,7 +192,7 @@ static int snapshot(engine *e, const driver_options *o, writers_series *ws, driv
         return -1;
     int r = writers_series_write(ws, &fr, err, len);
     writers_frame_free(&fr);
-    if (engine_processes(e) > 1 && engine_agree(e, r < 0, err, len)) r = -1;
+    if (engine_agree(e, r < 0, err, len)) r = -1; /* over MPI every process learns it */
     if (r == 0) res->snapshots++;
     return r;
 }
@@ -249,7 +249,7 @@ static int monitors_open(monitors *m, engine *e, const driver_options *o, char *
             fprintf(m->csv, "\n");
         }
     }
-    return engine_processes(e) > 1 ? -engine_agree(e, failed, err, len) : -failed;
+    return -engine_agree(e, failed, err, len);
 }
 
 static int monitors_close(monitors *m, char *err, size_t len, int ok)
@@ -292,7 +292,7 @@ static int monitors_take(monitors *m, engine *e, const driver_options *o, driver
             failed = 1;
         }
     }
-    if (engine_processes(e) > 1 ? engine_agree(e, failed, err, len) : failed) return -1;
+    if (engine_agree(e, failed, err, len)) return -1;
     if (o->monitor_out && engine_rank(e) == 0) {
         fprintf(o->monitor_out, "pdejit: monitor t = %.9g, step %lld:", t, step);
         for (int i = 0; i < p->n_monitors; i++)
@@ -374,7 +374,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
                 ws = NULL;
             }
         }
-        if (engine_processes(e) > 1 ? engine_agree(e, root && !ws, err, err_len) : !ws) {
+        if (engine_agree(e, root && !ws, err, err_len)) {
             if (ws) writers_series_close(ws);
             monitors_close(&mon, err, err_len, 0);
             return 1;
@@ -470,7 +470,7 @@ done:
             return 1;
         int r = writers_csv(o->dump_path, &fr, err, err_len);
         writers_frame_free(&fr);
-        if (engine_processes(e) > 1 && engine_agree(e, r < 0, err, err_len)) r = -1;
+        if (engine_agree(e, r < 0, err, err_len)) r = -1;
         if (r < 0) return 1;
     }
     return status;

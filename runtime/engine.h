@@ -143,7 +143,8 @@ int engine_get_block_field(engine *e, int f, double *out, char *err, size_t len)
 int engine_can_decompose(const backend_ops *be, const pj_program *p, char *err, size_t len);
 int engine_processes(const engine *e);
 /* Agreement on a failure outside the engine (an output that rank 0 could not write): 1 on every
- * process when `failed` on any, err then holding the lowest failing rank's message. */
+ * process when `failed` on any, err then holding the lowest failing rank's message; on one
+ * process simply whether `failed`. */
 int engine_agree(engine *e, int failed, char *err, size_t len);
 /* n bytes of rank 0's data to every process (nothing on one process). */
 void engine_bcast(engine *e, void *data, size_t n);

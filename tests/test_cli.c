@@ -20,17 +20,6 @@ static char *write_file(const char *name, const char *text)
     return path;
 }
 
-/* Runs `pdejit ARGS` (ARGS may use %s for the temporary folder once). */
-static int pj(char **out, const char *fmt, ...)
-{
-    char args[2048], cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s %s", tu_dir, tu_dir, PJ_BINARY, args);
-    return tu_run(cmd, out);
-}
 
 /* Runs a shell command in the temporary folder, with $PJ the command and its cache folder set. */
 static int sh(char **out, const char *fmt, ...)
@@ -51,19 +40,19 @@ static void help_and_usage(void **state)
     const char *cmds[] = {"--help", "run --help", "check --help", "emit --help", "cache --help", "bench --help"};
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         char *out;
-        assert_int_equal(pj(&out, "%s", cmds[i]), 0);
+        assert_int_equal(tu_pdejit(&out, "%s", cmds[i]), 0);
         assert_non_null(strstr(out, "usage: pdejit"));
         free(out);
     }
     char *out;
-    assert_int_equal(pj(&out, "frobnicate"), 2);
+    assert_int_equal(tu_pdejit(&out, "frobnicate"), 2);
     assert_non_null(strstr(out, "unknown command 'frobnicate'"));
     free(out);
-    assert_int_equal(pj(&out, ""), 2);
+    assert_int_equal(tu_pdejit(&out, ""), 2);
     free(out);
-    assert_int_equal(pj(&out, "run"), 2);
+    assert_int_equal(tu_pdejit(&out, "run"), 2);
     free(out);
-    assert_int_equal(pj(&out, "run x.pde --bogus"), 2);
+    assert_int_equal(tu_pdejit(&out, "run x.pde --bogus"), 2);
     assert_non_null(strstr(out, "unknown option '--bogus'"));
     free(out);
 }
@@ -74,20 +63,20 @@ static void check_is_silent_or_points(void **state)
     char *good = write_file("good.pde", "mesh grid(nx = 8)\nfield u = x\neq dt(u) = lap(u)\ntime dt = 0.001, steps = 2\n");
     char *bad = write_file("bad.pde", "mesh grid(nx = 8)\nfield u = x\neq dt(u) = lap(uu)\n");
     char *out;
-    assert_int_equal(pj(&out, "check good.pde"), 0);
+    assert_int_equal(tu_pdejit(&out, "check good.pde"), 0);
     assert_string_equal(out, "");
     free(out);
-    assert_int_equal(pj(&out, "check bad.pde"), 2);
+    assert_int_equal(tu_pdejit(&out, "check bad.pde"), 2);
     assert_non_null(strstr(out, "bad.pde:3:16: error: undefined name 'uu'; did you mean 'u'?\n    eq dt(u) = lap(uu)\n                   ^\n"));
     free(out);
-    assert_int_equal(pj(&out, "check missing.pde"), 2);
+    assert_int_equal(tu_pdejit(&out, "check missing.pde"), 2);
     assert_non_null(strstr(out, "missing.pde: No such file or directory"));
     free(out);
-    assert_int_equal(pj(&out, "emit good.pde --ir"), 0);
+    assert_int_equal(tu_pdejit(&out, "emit good.pde --ir"), 0);
     assert_non_null(strstr(out, "kernel stage1"));
     assert_non_null(strstr(out, "load u@0 [1]"));
     free(out);
-    assert_int_equal(pj(&out, "emit good.pde --llvm"), 0);
+    assert_int_equal(tu_pdejit(&out, "emit good.pde --llvm"), 0);
     assert_non_null(strstr(out, "define"));
     free(out);
     free(good);
@@ -95,7 +84,7 @@ static void check_is_silent_or_points(void **state)
     /* a file of 2^31 - 1 bytes (sparse: no disk space) is refused, read no further than 64 MiB */
     char *huge = write_file("huge.pde", "");
     assert_int_equal(truncate(huge, 2147483647), 0);
-    assert_int_equal(pj(&out, "check huge.pde"), 2);
+    assert_int_equal(tu_pdejit(&out, "check huge.pde"), 2);
     assert_string_equal(out, "huge.pde: error: the problem text is larger than 64 MiB (67108864 bytes), the most a "
                              "problem may have\n1 error\n");
     free(out);
@@ -109,7 +98,7 @@ static void dump_format(void **state)
     char *p = write_file("d.pde", "mesh grid(nx = 5, ny = 3, Lx = 1, Ly = 3)\nfield u = x + 10*y, v = 1/3\n"
                                   "eq dt(u) = 0\ntime dt = 1, steps = 1\n");
     char *out;
-    assert_int_equal(pj(&out, "run d.pde --dump d.csv --backend interp"), 0);
+    assert_int_equal(tu_pdejit(&out, "run d.pde --dump d.csv --backend interp"), 0);
     free(out);
     char path[512];
     snprintf(path, sizeof path, "%s/d.csv", tu_dir);
@@ -144,37 +133,37 @@ static void time_options(void **state)
     /* du/dt = r: u(t) = r t exactly, on every scheme */
     char *p = write_file("ode.pde", "mesh grid(nx = 2)\nparam r = 1\nfield u\neq dt(u) = r\ntime dt = 1, until = 3\n");
     char *out;
-    assert_int_equal(pj(&out, "run ode.pde --dump a.csv"), 0);
+    assert_int_equal(tu_pdejit(&out, "run ode.pde --dump a.csv"), 0);
     free(out);
     assert_true(dumped_u("a.csv") == 3);
-    assert_int_equal(pj(&out, "run ode.pde --until 2.5 --dump a.csv"), 0); /* the last step lands on 2.5 */
+    assert_int_equal(tu_pdejit(&out, "run ode.pde --until 2.5 --dump a.csv"), 0); /* the last step lands on 2.5 */
     free(out);
     assert_true(dumped_u("a.csv") == 2.5);
-    assert_int_equal(pj(&out, "run ode.pde --steps 4 --dt 0.25 --scheme rk4 --dump a.csv"), 0);
+    assert_int_equal(tu_pdejit(&out, "run ode.pde --steps 4 --dt 0.25 --scheme rk4 --dump a.csv"), 0);
     free(out);
     assert_true(dumped_u("a.csv") == 1);
-    assert_int_equal(pj(&out, "run ode.pde --set r=-2 --dump a.csv --backend interp"), 0);
+    assert_int_equal(tu_pdejit(&out, "run ode.pde --set r=-2 --dump a.csv --backend interp"), 0);
     free(out);
     assert_true(dumped_u("a.csv") == -6);
-    assert_int_equal(pj(&out, "run ode.pde --set rr=1"), 2);
+    assert_int_equal(tu_pdejit(&out, "run ode.pde --set rr=1"), 2);
     assert_non_null(strstr(out, "'rr' is not a param of ode.pde (did you mean 'r'?)"));
     free(out);
-    assert_int_equal(pj(&out, "run ode.pde --steps 1e19"), 2);
+    assert_int_equal(tu_pdejit(&out, "run ode.pde --steps 1e19"), 2);
     assert_non_null(strstr(out, "--steps must be a whole number from 0 to 9e15"));
     free(out);
-    assert_int_equal(pj(&out, "run ode.pde --dt 0"), 2);
+    assert_int_equal(tu_pdejit(&out, "run ode.pde --dt 0"), 2);
     free(out);
-    assert_int_equal(pj(&out, "run ode.pde --scheme rk9"), 2);
+    assert_int_equal(tu_pdejit(&out, "run ode.pde --scheme rk9"), 2);
     assert_non_null(strstr(out, "unknown scheme 'rk9'"));
     free(out);
     /* a run given in steps ends at steps*dt even when output times split steps */
     char *q = write_file("odeout.pde", "mesh grid(nx = 2)\nfield u\neq dt(u) = 1\ntime dt = 0.3, steps = 10\n"
                                        "output every = 1\n");
-    assert_int_equal(pj(&out, "run odeout.pde --dump a.csv"), 0);
+    assert_int_equal(tu_pdejit(&out, "run odeout.pde --dump a.csv"), 0);
     free(out);
     assert_true(fabs(dumped_u("a.csv") - 3.0) < 1e-12);
     free(q);
-    assert_int_equal(pj(&out, "run ode.pde --precision single --threads 2 --dump a.csv"), 0);
+    assert_int_equal(tu_pdejit(&out, "run ode.pde --precision single --threads 2 --dump a.csv"), 0);
     free(out);
     assert_true(dumped_u("a.csv") == 3);
     free(p);
@@ -186,7 +175,7 @@ static void snapshots_at_output_times(void **state)
     char *p = write_file("o.pde", "mesh grid(nx = 4, ny = 4)\nfield u = x\neq dt(u) = 1\n"
                                   "time dt = 0.3, until = 2\noutput every = 0.5, format = csv vtk png\n");
     char *out;
-    assert_int_equal(pj(&out, "run o.pde --out snaps"), 0);
+    assert_int_equal(tu_pdejit(&out, "run o.pde --out snaps"), 0);
     free(out);
     char path[512];
     snprintf(path, sizeof path, "%s/snaps/snapshots.csv", tu_dir);
@@ -211,30 +200,30 @@ static void snapshots_at_output_times(void **state)
     assert_true(fabs(u - (x + 2)) < 1e-12);
     free(csv);
     /* no --out: the file's own output goes to o.out */
-    assert_int_equal(pj(&out, "run o.pde"), 0);
+    assert_int_equal(tu_pdejit(&out, "run o.pde"), 0);
     free(out);
     snprintf(path, sizeof path, "%s/o.out/snapshots.csv", tu_dir);
     assert_int_equal(access(path, R_OK), 0);
     /* an output statement without `every`: the start and the end, in the default folder */
     char *q = write_file("f.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = 1\ntime dt = 0.5, until = 1\noutput format = csv\n");
-    assert_int_equal(pj(&out, "run f.pde"), 0);
+    assert_int_equal(tu_pdejit(&out, "run f.pde"), 0);
     free(out);
     snprintf(path, sizeof path, "%s/f.out/snapshot_000001.csv", tu_dir);
     assert_int_equal(access(path, R_OK), 0);
     free(q);
     /* nothing to step: one snapshot */
-    assert_int_equal(pj(&out, "run f.pde --until 0 --out zero"), 0);
+    assert_int_equal(tu_pdejit(&out, "run f.pde --until 0 --out zero"), 0);
     free(out);
     snprintf(path, sizeof path, "%s/zero/snapshot_000001.csv", tu_dir);
     assert_int_equal(access(path, F_OK), -1);
     /* through a link, or a redirected /dev/stdout: written through, the link stays a link */
-    assert_int_equal(pj(&out, "run f.pde --out none --dump /dev/stdout > redirected.csv && test -L /dev/stdout && "
+    assert_int_equal(tu_pdejit(&out, "run f.pde --out none --dump /dev/stdout > redirected.csv && test -L /dev/stdout && "
                               "ln -sf real.csv link.csv && PDEJIT_CACHE_DIR=cache %s run f.pde --out none --dump link.csv && test -L link.csv && "
                               "cmp real.csv redirected.csv && echo THROUGH", PJ_BINARY), 0);
     assert_non_null(strstr(out, "THROUGH"));
     free(out);
     /* --dump to a device writes to it (not over it) */
-    assert_int_equal(pj(&out, "run f.pde --out none --dump /dev/stdout"), 0);
+    assert_int_equal(tu_pdejit(&out, "run f.pde --out none --dump /dev/stdout"), 0);
     assert_non_null(strstr(out, "x,u\n0.125,"));
     free(out);
     free(p);
@@ -249,7 +238,7 @@ static void watch_swaps_at_a_step(void **state)
     char *p = write_file("w.pde", "mesh grid(nx = 1000000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 40\n");
     char *out;
     /* each edit waits for the run to be ready for it (a loaded machine may start slowly) */
-    int rc = pj(&out, "run w.pde --watch --out none --dump w.csv 2> w.log & pid=$!; cd %s && "
+    int rc = tu_pdejit(&out, "run w.pde --watch --out none --dump w.csv 2> w.log & pid=$!; cd %s && "
                       "until grep -q watching w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
                       "sed -i 's/= 1$/= 2 + qq/' w.pde; "
                       "until grep -q 'not compile' w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
@@ -270,7 +259,7 @@ static void watch_swaps_at_a_step(void **state)
     /* what a running simulation cannot change is refused, and the run goes on (a fresh log: the
        wait must not see the first run's lines) */
     free(write_file("w.pde", "mesh grid(nx = 1000000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 20\n"));
-    rc = pj(&out, "run w.pde --watch --out none --backend cpu 2> w2.log & pid=$!; cd %s && "
+    rc = tu_pdejit(&out, "run w.pde --watch --out none --backend cpu 2> w2.log & pid=$!; cd %s && "
                   "until grep -q watching w2.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
                   "sed -i 's/nx = 1000000/nx = 999/' w.pde; wait $pid; rc=$?; cat w2.log; exit $rc", tu_dir);
     assert_int_equal(rc, 0);
@@ -356,7 +345,7 @@ static void step_counts_that_overflow_are_refused(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char *out;
-        assert_int_equal(pj(&out, "%s", cases[i].args), 2);
+        assert_int_equal(tu_pdejit(&out, "%s", cases[i].args), 2);
         assert_string_equal(out, cases[i].want);
         free(out);
         assert_false(exists("c.csv"));
@@ -377,13 +366,13 @@ static void outputs_checked_before_stepping(void **state)
                                      "time dt = 0.1, until = 100, scheme = euler\noutput every = 10\n");
     char *f = write_file("plain", "not a folder\n");
     char *out;
-    assert_int_equal(pj(&out, "run blow.pde --out none --dump missing/x.csv"), 2);
+    assert_int_equal(tu_pdejit(&out, "run blow.pde --out none --dump missing/x.csv"), 2);
     assert_string_equal(out, "pdejit: blow.pde: cannot write the dump missing/x.csv: No such file or directory\n");
     free(out);
-    assert_int_equal(pj(&out, "run blow.pde --out none --dump plain/x.csv"), 2);
+    assert_int_equal(tu_pdejit(&out, "run blow.pde --out none --dump plain/x.csv"), 2);
     assert_string_equal(out, "pdejit: blow.pde: cannot write the dump plain/x.csv: Not a directory\n");
     free(out);
-    assert_int_equal(pj(&out, "run blow.pde --out plain/snaps"), 2);
+    assert_int_equal(tu_pdejit(&out, "run blow.pde --out plain/snaps"), 2);
     assert_string_equal(out, "pdejit: blow.pde: cannot create the output folder plain/snaps: Not a directory\n");
     free(out);
     if (geteuid() != 0) { /* root writes anywhere */
@@ -396,7 +385,7 @@ static void outputs_checked_before_stepping(void **state)
     /* a reused folder: the first series has 3 snapshots (csv, vti, png), the second 2 */
     char *o = write_file("o.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = 1\ntime dt = 0.25, until = 1\n"
                                   "output every = 0.5, format = csv vtk png\n");
-    assert_int_equal(pj(&out, "run o.pde --out s"), 0);
+    assert_int_equal(tu_pdejit(&out, "run o.pde --out s"), 0);
     free(out);
     assert_true(exists("s/snapshot_000002.vti") && exists("s/u_000002.png"));
     assert_int_equal(sh(&out, "touch s/notes.txt s/u_12.png s/snapshot_000001.csv.bak && mkdir s/snapshot_000009.csv && "
@@ -493,7 +482,7 @@ static void nan_stops_the_run(void **state)
                                      "time dt = 0.1, until = 100, scheme = euler\n");
     for (int be = 0; be < 2; be++) {
         char *out;
-        assert_int_equal(pj(&out, "run blow.pde --backend %s", be ? "cpu" : "interp"), 1);
+        assert_int_equal(tu_pdejit(&out, "run blow.pde --backend %s", be ? "cpu" : "interp"), 1);
         /* u' = u^2 from u = 2 blows up first in cells 5..9: the report names the first, x = 0.55 */
         assert_non_null(strstr(out, "pdejit: run failed: non-finite value (inf) in field u at cell (5), x = 0.55, at step "));
         int step;
@@ -520,7 +509,7 @@ static void huge_finite_values_run_on(void **state)
                                                    "time dt = 0.1, steps = 4\n");
         for (int be = 0; be < 2; be++) {
             char *out;
-            assert_int_equal(pj(&out, "run huge.pde --backend %s --quiet --out none --dump /dev/stdout", be ? "cpu" : "interp"), 0);
+            assert_int_equal(tu_pdejit(&out, "run huge.pde --backend %s --quiet --out none --dump /dev/stdout", be ? "cpu" : "interp"), 0);
             assert_non_null(strstr(out, "1e+308"));
             assert_null(strstr(out, "non-finite"));
             free(out);

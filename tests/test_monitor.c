@@ -22,17 +22,6 @@ static char *write_file(const char *name, const char *text)
     return path;
 }
 
-/* Runs `pdejit ARGS` in the temporary folder. */
-static int pj(char **out, const char *fmt, ...)
-{
-    char args[2048], cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s %s", tu_dir, tu_dir, PJ_BINARY, args);
-    return tu_run(cmd, out);
-}
 
 static char *read_in_dir(const char *rel)
 {
@@ -57,7 +46,7 @@ static void monitor_csv_at_exact_times(void **state)
     const char *bes[] = {"interp", "cpu"};
     for (int b = 0; b < 2; b++) {
         char *f = write_file("lin.pde", linear), *out;
-        assert_int_equal(pj(&out, "run lin.pde --backend %s --out lin", bes[b]), 0);
+        assert_int_equal(tu_pdejit(&out, "run lin.pde --backend %s --out lin", bes[b]), 0);
         free(out);
         char *csv = read_in_dir("lin/monitor.csv");
         assert_non_null(csv);
@@ -95,7 +84,7 @@ static void verbose_lines(void **state)
 {
     (void)state;
     char *f = write_file("lin.pde", linear), *out;
-    assert_int_equal(pj(&out, "run lin.pde --verbose --out none 2>&1"), 0);
+    assert_int_equal(tu_pdejit(&out, "run lin.pde --verbose --out none 2>&1"), 0);
     assert_non_null(strstr(out, "pdejit: monitor t = 0, step 0: I = 0.5, M = 0.875, m = 0.125, A = 0.5\n"
                                 "pdejit: monitor t = 0.5, step 3: I = 1, M = 1.375, m = 0.625, A = 1\n"));
     assert_non_null(strstr(out, "pdejit: monitor t = 2, step 10: I = 2.5, M = 2.875, m = 2.125, A = 2.5\n"));
@@ -103,7 +92,7 @@ static void verbose_lines(void **state)
     assert_non_null(strstr(out, "pdejit: kernel reduce: loaded from the cache"));
     free(out);
     /* without --verbose: no lines */
-    assert_int_equal(pj(&out, "run lin.pde --out none"), 0);
+    assert_int_equal(tu_pdejit(&out, "run lin.pde --out none"), 0);
     assert_null(strstr(out, "monitor"));
     free(out);
     free(f);
@@ -117,7 +106,7 @@ static void stop_when_ends_the_run(void **state)
                                      "stop when peak > 1.6 && t > 0.2   # the peak passes 1.6 at t = 0.725\n"
                                      "time dt = 0.3, until = 2\n");
     char *out;
-    assert_int_equal(pj(&out, "run stop.pde --out s --dump final.csv"), 0);
+    assert_int_equal(tu_pdejit(&out, "run stop.pde --out s --dump final.csv"), 0);
     assert_string_equal(out, "pdejit: stopped: peak > 1.6 && t > 0.2 at t = 1 (step 4)\n");
     free(out);
     char *csv = read_in_dir("s/monitor.csv");
@@ -130,11 +119,11 @@ static void stop_when_ends_the_run(void **state)
     /* the condition may hold at the start: no step taken */
     char *g = write_file("stop0.pde", "mesh grid(nx = 4)\nparam lim = 2\nfield u = x\neq dt(u) = 1\nmonitor low = minval(u)\n"
                                       "stop when low < lim\ntime dt = 0.3, until = 2\n");
-    assert_int_equal(pj(&out, "run stop0.pde --out none"), 0);
+    assert_int_equal(tu_pdejit(&out, "run stop0.pde --out none"), 0);
     assert_string_equal(out, "pdejit: stopped: low < lim at t = 0 (step 0)\n");
     free(out);
     /* a param set on the command line changes the condition, never the kernels */
-    assert_int_equal(pj(&out, "run stop0.pde --out none --set lim=-1 --dump /dev/stdout"), 0);
+    assert_int_equal(tu_pdejit(&out, "run stop0.pde --out none --set lim=-1 --dump /dev/stdout"), 0);
     assert_non_null(strstr(out, "0.875,2.875\n"));
     assert_null(strstr(out, "stopped"));
     free(out);
@@ -148,7 +137,7 @@ static void output_at_listed_times(void **state)
     char *f = write_file("at.pde", "mesh grid(nx = 4)\nconst T = 1.7\nfield u = x\neq dt(u) = 1\n"
                                    "time dt = 0.3, until = 2\noutput at = 0.25, 1,\n   T, format = csv\n");
     char *out;
-    assert_int_equal(pj(&out, "run at.pde --out at"), 0);
+    assert_int_equal(tu_pdejit(&out, "run at.pde --out at"), 0);
     free(out);
     char *index = read_in_dir("at/snapshots.csv");
     assert_non_null(index);
@@ -233,7 +222,7 @@ static void bad_monitors_point_at_the_text(void **state)
         char text[1024];
         snprintf(text, sizeof text, "%s%s", head, cases[i].text);
         char *f = write_file("e.pde", text), *out;
-        assert_int_equal(pj(&out, "check e.pde"), 2);
+        assert_int_equal(tu_pdejit(&out, "check e.pde"), 2);
         if (!strstr(out, cases[i].expect)) fprintf(stderr, "case %zu:\n%s\nexpected:\n%s\n", i, out, cases[i].expect);
         assert_non_null(strstr(out, cases[i].expect));
         free(out);
@@ -254,7 +243,7 @@ static void pfhub1_energy_decreases(void **state)
 {
     (void)state;
     char *out;
-    assert_int_equal(pj(&out, "run %s/samples/pfhub1.pde --until 30 --out pf --quiet", PJ_SOURCE_DIR), 0);
+    assert_int_equal(tu_pdejit(&out, "run %s/samples/pfhub1.pde --until 30 --out pf --quiet", PJ_SOURCE_DIR), 0);
     free(out);
     char *csv = read_in_dir("pf/monitor.csv");
     assert_non_null(csv);

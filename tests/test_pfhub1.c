@@ -29,17 +29,6 @@ static const double fipy_1a[][2] = {
 };
 #define NFIPY (sizeof fipy_1a / sizeof *fipy_1a)
 
-/* Runs `pdejit ARGS` in the temporary folder. */
-static int pj(char **out, const char *fmt, ...)
-{
-    char args[2048], cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s %s", tu_dir, tu_dir, PJ_BINARY, args);
-    return tu_run(cmd, out);
-}
 
 typedef struct {
     int n;
@@ -80,7 +69,7 @@ static void pfhub1a_implicit_against_fipy(void **state)
 {
     (void)state;
     char *out;
-    assert_int_equal(pj(&out, "run %s/samples/implicit/pfhub1.pde --until 54 --set every=1 --out imp --quiet", PJ_SOURCE_DIR), 0);
+    assert_int_equal(tu_pdejit(&out, "run %s/samples/implicit/pfhub1.pde --until 54 --set every=1 --out imp --quiet", PJ_SOURCE_DIR), 0);
     free(out);
     curve c;
     read_curve("imp", &c);
@@ -111,7 +100,7 @@ static void pfhub1a_implicit_against_fipy(void **state)
     /* The time integration on its own: pdejit's explicit run of the same problem (samples/
        pfhub1.pde, euler, dt = 0.0025, 400 x below bdf2's largest steps here) at its monitor
        times 10, 20, 30 (measured: 0.09 %, 0.01 %, 0.07 % apart). */
-    assert_int_equal(pj(&out, "run %s/samples/pfhub1.pde --until 30 --out exp --quiet", PJ_SOURCE_DIR), 0);
+    assert_int_equal(tu_pdejit(&out, "run %s/samples/pfhub1.pde --until 30 --out exp --quiet", PJ_SOURCE_DIR), 0);
     free(out);
     curve x;
     read_curve("exp", &x);

@@ -88,3 +88,14 @@ int tu_dir_teardown(void **state)
     tu_dir = NULL;
     return 0;
 }
+
+int tu_pdejit(char **output, const char *fmt, ...)
+{
+    char args[2048], cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s %s", tu_dir, tu_dir, PJ_BINARY, args);
+    return tu_run(cmd, output);
+}

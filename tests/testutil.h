@@ -18,6 +18,8 @@ char *tu_tempdir(const char *tag);
 extern char *tu_dir;
 int tu_dir_setup(void **state);
 int tu_dir_teardown(void **state);
+/* Runs `pdejit ARGS` (ARGS a printf format) in tu_dir with the cache folder tu_dir/cache; as tu_run. */
+int tu_pdejit(char **output, const char *fmt, ...);
 /* |a-b| / max(|a|,|b|,tiny); 0 when both NaN or equal. */
 double tu_reldiff(double a, double b);
 
