@@ -90,6 +90,72 @@ kir_kernel *kir_clone(const kir_kernel *k)
     return c;
 }
 
+static int table_rebuild(kir_kernel *k, int cap);
+
+/* Outputs [first, first + n) of k with only the nodes they need, in k's order (their hashes
+ * unchanged). A Jacobian's outputs are stored by position, so they take the subset's positions. */
+kir_kernel *kir_subset(const kir_kernel *k, int first, int n)
+{
+    kir_kernel *c = calloc(1, sizeof *c);
+    char *live = calloc((size_t)k->n_nodes + 1, 1);
+    int *map = malloc(sizeof *map * ((size_t)k->n_nodes + 1));
+    if (!c || !live || !map) goto oom;
+    *c = *k;
+    c->nodes = NULL;
+    c->table = NULL;
+    c->outputs = NULL;
+    for (int i = first; i < first + n; i++) live[k->outputs[i].node] = 1;
+    int count = 0;
+    for (int id = k->n_nodes - 1; id >= 0; id--)
+        if (live[id]) {
+            count++;
+            for (int j = 0; j < 3; j++)
+                if (k->nodes[id].arg[j] >= 0) live[k->nodes[id].arg[j]] = 1;
+        }
+    int cap = KIR_INITIAL_NODES;
+    while (cap < 2 * (count + 1)) cap *= 2;
+    c->nodes = malloc(sizeof *c->nodes * (size_t)cap);
+    c->outputs = malloc(sizeof *c->outputs * (size_t)(n > 0 ? n : 1));
+    if (!c->nodes || !c->outputs) goto oom;
+    c->cap_nodes = cap;
+    c->n_nodes = 0;
+    for (int id = 0; id < k->n_nodes; id++) {
+        if (!live[id]) continue;
+        kir_node nd = k->nodes[id];
+        for (int j = 0; j < 3; j++)
+            if (nd.arg[j] >= 0) nd.arg[j] = map[nd.arg[j]];
+        map[id] = c->n_nodes;
+        c->nodes[c->n_nodes++] = nd;
+    }
+    for (int i = 0; i < n; i++) {
+        kir_output o = k->outputs[first + i];
+        o.node = map[o.node];
+        if (k->kind == KIR_JACOBIAN) {
+            int at = k->n_slots * k->n_fields + i;
+            o.slot = at / k->n_fields;
+            o.field = at % k->n_fields;
+        }
+        c->outputs[i] = o;
+    }
+    c->n_outputs = c->cap_outputs = n;
+    c->table_cap = 0;
+    if (table_rebuild(c, cap) < 0) goto oom;
+    free(live);
+    free(map);
+    kir_finish(c);
+    return c;
+oom:
+    free(live);
+    free(map);
+    if (c) {
+        free(c->nodes);
+        free(c->outputs);
+        free(c->table);
+        free(c);
+    }
+    return NULL;
+}
+
 /* ---- hash-consing ---------------------------------------------------------------------- */
 
 static uint64_t node_hash(const kir_kernel *k, const kir_node *n)

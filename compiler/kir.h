@@ -120,6 +120,9 @@ typedef struct kir_kernel {
 kir_kernel *kir_new(kir_kind kind, int dim, int n_fields, int n_params, int n_slots, const char *name);
 void kir_free(kir_kernel *k);
 kir_kernel *kir_clone(const kir_kernel *k);   /* NULL when out of memory */
+/* A finished kernel of outputs [first, first + n) of k and the nodes they need (a Jacobian's
+ * outputs move to the subset's positions). NULL when out of memory. */
+kir_kernel *kir_subset(const kir_kernel *k, int first, int n);
 
 /* Builders return a node id. Each folds constants and reuses an identical existing node. Out of
  * memory sets k->failed; from then on builders return node 0 (which exists) and change nothing. */

@@ -11,7 +11,14 @@
  * explicit scheme is stable along the negative real axis up to dt * rho <= beta: 2 for euler and
  * rk2, 2.51 for rk3, 2.79 for rk4. For diffusion rho is exact (4D/h^2 per axis), for upwind
  * advection it gives the CFL limit c*dt/h <= 1 under euler; for centred advection it stays within
- * the schemes' imaginary-axis limits. The check refuses dt > (1 + 1e-6) * beta / rho. */
+ * the schemes' imaginary-axis limits. The check refuses dt > (1 + 1e-6) * beta / rho.
+ *
+ * Cost: the Jacobian kernel writes one buffer per entry (stencil point and field), so the check
+ * holds at most about CHECK_SCRATCH_BYTES of them: the mesh in bands along its last axis (each
+ * band's scratch simulation also holds the halo's rows beyond it, and its sides on the mesh's
+ * sides take their conditions), a Jacobian with many entries per cell in groups of whole rows
+ * (kir_subset). Cells whose entries all stay inside the mesh are summed an entry at a time over
+ * contiguous cells; only the others fold and merge their entries. Any split gives the same bits. */
 #include "stability.h"
 #include <math.h>
 #include <stdlib.h>
@@ -33,17 +40,24 @@ static double beta_of(pj_scheme s)
     }
 }
 
-/* One Jacobian entry of a row, its column moved onto the interior cell it stands for. */
-typedef struct folded { int field; int64_t pos[3]; double v; } folded;
+/* The check's scratch buffers stay within about this many bytes: the Jacobian's entries take one
+   buffer each, so a large mesh is taken in bands along its last axis and a Jacobian with many
+   entries per cell (hundreds of coupled fields) in groups of rows, one band and group at a time. */
+#define CHECK_SCRATCH_BYTES ((double)(64 << 20))
 
-static int limit_of_state(engine *e, const double *gathered, double *limit, char *err, size_t len);
+static int limit_of_state(engine *e, double budget, const double *gathered, double *limit, char *err, size_t len);
 
 int stability_limit(engine *e, double *limit, char *err, size_t len)
+{
+    return stability_limit_within(e, CHECK_SCRATCH_BYTES, limit, err, len);
+}
+
+int stability_limit_within(engine *e, double budget, double *limit, char *err, size_t len)
 {
     const pj_program *p = engine_program(e);
     *limit = INFINITY;
     if (PJ_SCHEME_IMPLICIT(p->scheme) || !p->rhs || !p->rhs->n_outputs) return 0;
-    if (engine_processes(e) == 1) return limit_of_state(e, NULL, limit, err, len);
+    if (engine_processes(e) == 1) return limit_of_state(e, budget, NULL, limit, err, len);
     /* over MPI: the state gathered on rank 0, which finds the limit and tells the others */
     int root = engine_rank(e) == 0;
     size_t cells = (size_t)engine_cells(e);
@@ -59,7 +73,7 @@ int stability_limit(engine *e, double *limit, char *err, size_t len)
         }
     double found[2] = {0, INFINITY};
     if (root) {
-        found[0] = limit_of_state(e, gathered, &found[1], err, len);
+        found[0] = limit_of_state(e, budget, gathered, &found[1], err, len);
         free(gathered);
     }
     engine_bcast(e, found, sizeof found);
@@ -67,128 +81,338 @@ int stability_limit(engine *e, double *limit, char *err, size_t len)
     return (int)found[0];
 }
 
-/* The limit at the engine's state (or, over MPI, the state gathered: every field in turn). */
-static int limit_of_state(engine *e, const double *gathered, double *limit, char *err, size_t len)
+/* One Jacobian entry of a row, its column moved onto the interior cell it stands for. */
+typedef struct folded { int field; int64_t pos[3]; double v; } folded;
+
+typedef struct check {
+    const pj_program *p;       /* the run's program */
+    pj_program q;              /* its rhs and Jacobian (scheme.c's implicit lowering) */
+    kir_kernel *jacobian;      /* q's whole Jacobian kernel */
+    const double *state;       /* every field's cells in mesh order, one field after another */
+    const double *params;      /* the run's values (--set), not the file's */
+    double t;
+    int n_groups;
+    int *group_first;          /* [n_groups + 1]: group g holds entries [group_first[g], group_first[g + 1]) */
+    kir_kernel **group_kernel; /* [n_groups]: its outputs alone (NULL: the whole Jacobian) */
+    folded *row;               /* one row's entries */
+    int merge_always;          /* entries of one row may share a column unmoved (loads of two slots) */
+    double rho;
+} check;
+
+static int by_column(const void *a, const void *b)
 {
-    const pj_program *p = engine_program(e);
-    /* a program of the same problem whose stages are the rhs and its Jacobian (scheme.c's
-       implicit lowering), sharing everything else with p */
-    pj_program q = *p;
-    q.scheme = PJ_BEULER;
-    q.stages = NULL;
-    q.jac = NULL;
-    if (scheme_lower(&q) < 0) {
-        diag_set(err, len, "the stability check could not derive the Jacobian");
-        return -1;
+    const folded *x = a, *y = b;
+    if (x->field != y->field) return x->field < y->field ? -1 : 1;
+    for (int i = 2; i >= 0; i--)
+        if (x->pos[i] != y->pos[i]) return x->pos[i] < y->pos[i] ? -1 : 1;
+    return 0;
+}
+
+/* Row [r0, r1) of the Jacobian (group entries from `first`) at cell (i, j, k) of the scratch s:
+   its disc's leftmost point, negated (radius - centre), with every entry moved onto the mesh's
+   cell it stands for (a ghost's through alpha) and the entries on one cell added. */
+static double folded_row(check *c, sim *s, const double *alpha, int first, int r0, int r1, int64_t i, int64_t j,
+                         int64_t k)
+{
+    const pj_program *p = c->p;
+    const grid_layout *g = sim_layout(s);
+    const kir_launch *L = sim_launch(s);
+    int nf = p->n_fields, row_field = c->q.jac[r0].out_field, n = 0, moved = c->merge_always;
+    int64_t cell = i + j * g->stride[1] + k * g->stride[2];
+    int64_t here[3] = {i + g->first[0], j + g->first[1], k + g->first[2]}; /* in the mesh */
+    for (int e = r0; e < r1; e++) {
+        const derive_entry *d = &c->q.jac[e];
+        if (!p->field_has_eq[d->field]) continue; /* a coefficient does not evolve */
+        double v = ((const double *)L->buf[2 * nf + (e - first)])[cell];
+        int64_t at[3] = {i + d->off[0], j + d->off[1], k + d->off[2]}; /* in the scratch */
+        int ghost = 0;
+        for (int a = 0; a < p->dim; a++) ghost |= at[a] < 0 || at[a] >= g->n[a];
+        if (ghost)
+            v *= alpha[(size_t)d->field * g->elems +
+                       (size_t)(g->origin_off + at[0] + at[1] * g->stride[1] + at[2] * g->stride[2])];
+        folded *x = &c->row[n++];
+        x->field = d->field;
+        x->v = v;
+        x->pos[1] = x->pos[2] = 0;
+        for (int a = 0; a < p->dim; a++) { /* the mesh's cell it stands for */
+            int64_t m = p->n[a], q = at[a] + g->first[a];
+            if (q < 0 || q >= m) {
+                moved = 1;
+                if (p->periodic[a]) q = ((q % m) + m) % m;
+                else q = q < 0 ? -q - 1 : 2 * m - 1 - q;
+            }
+            x->pos[a] = q;
+        }
+        moved |= ghost;
     }
+    if (moved && n > 1) { /* entries landing on one cell add up */
+        qsort(c->row, (size_t)n, sizeof *c->row, by_column);
+        int m = 0;
+        for (int q = 1; q < n; q++)
+            if (by_column(&c->row[m], &c->row[q])) c->row[++m] = c->row[q];
+            else c->row[m].v += c->row[q].v;
+        n = m + 1;
+    }
+    double centre = 0, radius = 0;
+    for (int q = 0; q < n; q++) {
+        const folded *x = &c->row[q];
+        if (x->field == row_field && x->pos[0] == here[0] && x->pos[1] == here[1] && x->pos[2] == here[2])
+            centre += x->v;
+        else
+            radius += fabs(x->v);
+    }
+    return radius - centre;
+}
+
+/* Rows [b0, b1) of the last axis: a scratch simulation holds them and the halo's rows on each
+   side (wrapped on a periodic axis), whose own stencils are not used; the sides of the mesh among
+   its sides are filled by their conditions as in the run. */
+static int check_band(check *c, int64_t b0, int64_t b1, char *err, size_t len)
+{
+    const pj_program *p = c->p;
+    int nf = p->n_fields, last = p->dim - 1, H = p->halo > 0 ? p->halo : 1;
+    int64_t N = p->n[last];
+    int whole = b0 == 0 && b1 == N;
+    int64_t e0 = whole ? 0 : p->periodic[last] ? b0 - H : (b0 - H > 0 ? b0 - H : 0);
+    int64_t e1 = whole ? N : p->periodic[last] ? b1 + H : (b1 + H < N ? b1 + H : N);
+    grid_block block = {{0, 0, 0}, {1, 1, 1}};
+    ghost_settings ghosts = {0};
+    for (int a = 0; a < p->dim; a++) block.n[a] = p->n[a];
+    block.first[last] = e0;
+    block.n[last] = e1 - e0;
+    ghosts.exchanged[2 * last] = e0 != 0 || (!whole && p->periodic[last]);     /* no rule: rows held */
+    ghosts.exchanged[2 * last + 1] = e1 != N || (!whole && p->periodic[last]);
+    sim_options so = {.single = 0, .threads = 1, .block = whole ? NULL : &block, .ghosts = whole ? NULL : &ghosts};
     int rc = -1;
-    double *state = NULL, *alpha = NULL;
-    folded *entries = NULL;
-    sim_options so = {.single = 0, .threads = 1};
-    sim *s = sim_create(&q, &so, err, len);
-    if (!s) goto done;
-    sim_init(s);
-    int64_t cells = engine_cells(e);
-    state = malloc(sizeof *state * (size_t)(cells > 0 ? cells : 1));
-    if (!state) {
+    double *cells = NULL, *alpha = NULL, *acc = NULL;
+    sim *s = sim_create(&c->q, &so, err, len);
+    if (!s) goto done; /* its buffers are zero, its clock at 0: every field is set below */
+    int64_t plane = 1; /* cells per row of the last axis */
+    for (int a = 0; a < last; a++) plane *= p->n[a];
+    cells = malloc(sizeof *cells * (size_t)(plane * (e1 - e0)));
+    if (!cells) {
         diag_set(err, len, "out of memory");
         goto done;
     }
-    for (int f = 0; f < p->n_fields; f++) {
-        if (gathered) sim_set_field(s, f, gathered + (size_t)f * (size_t)cells);
-        else if (engine_get_field(e, f, state, err, len) < 0) goto done;
-        else sim_set_field(s, f, state);
+    for (int f = 0; f < nf; f++) {
+        for (int64_t r = e0; r < e1; r++)
+            memcpy(cells + (r - e0) * plane, c->state + ((size_t)f * (size_t)N + (size_t)((r % N + N) % N)) * (size_t)plane,
+                   sizeof *cells * (size_t)plane);
+        sim_set_field(s, f, cells);
     }
-    const double *params = engine_params(e); /* the run's values (--set), not the file's */
-    for (int i = 0; params && i < p->n_params; i++) sim_set_param(s, p->param_names[i], params[i]);
-    double t = engine_time(e);
-    if (sim_eval(s, 1, t, p->dt) < 0) {
-        diag_set(err, len, "%s", sim_error(s));
-        goto done;
-    }
+    for (int i = 0; c->params && i < p->n_params; i++) sim_set_param(s, p->param_names[i], c->params[i]);
     const grid_layout *g = sim_layout(s);
     const kir_launch *L = sim_launch(s);
     /* A ghost cell is alpha * (its mirror or periodic partner) + beta: alpha from two fills of slot
        1 (interior 0, then 1), so that a ghost's entry lands on the cell it stands for (a Dirichlet
        wall's ghost -u0 cancels part of the centre, as it does in the scheme). */
     size_t elems = g->elems;
-    alpha = malloc(sizeof *alpha * elems * (size_t)p->n_fields);
-    entries = malloc(sizeof *entries * (size_t)(q.n_jac + 1));
-    if (!alpha || !entries) {
+    alpha = malloc(sizeof *alpha * elems * (size_t)nf);
+    if (!alpha) {
         diag_set(err, len, "out of memory");
         goto done;
     }
     for (int pass = 0; pass < 2; pass++) {
-        for (int f = 0; f < p->n_fields; f++) {
+        for (int f = 0; f < nf; f++) {
             if (!p->field_has_eq[f]) continue;
-            double *b = (double *)L->buf[p->n_fields + f] - g->origin_off;
+            double *b = (double *)L->buf[nf + f] - g->origin_off;
             for (size_t e = 0; e < elems; e++) b[e] = 0;
             if (pass)
                 for (int64_t k = 0; k < g->n[2]; k++)
                     for (int64_t j = 0; j < g->n[1]; j++)
                         for (int64_t i = 0; i < g->n[0]; i++) b[g->origin_off + i + j * g->stride[1] + k * g->stride[2]] = 1;
         }
-        sim_fill_ghosts(s, 1, t);
-        for (int f = 0; f < p->n_fields; f++) {
+        sim_fill_ghosts(s, 1, c->t);
+        for (int f = 0; f < nf; f++) {
             if (!p->field_has_eq[f]) continue;
-            const double *b = (const double *)L->buf[p->n_fields + f] - g->origin_off;
+            const double *b = (const double *)L->buf[nf + f] - g->origin_off;
             double *a = alpha + (size_t)f * elems;
             for (size_t e = 0; e < elems; e++) a[e] = pass ? b[e] - a[e] : b[e];
         }
     }
-    double rho = 0;
-    for (int64_t k = 0; k < g->n[2]; k++)
-        for (int64_t j = 0; j < g->n[1]; j++)
-            for (int64_t i = 0; i < g->n[0]; i++) {
-                int64_t cell = i + j * g->stride[1] + k * g->stride[2];
-                int e0 = 0;
-                while (e0 < q.n_jac) {
-                    int out = q.jac[e0].output, row_field = q.jac[e0].out_field, n = 0;
-                    for (; e0 < q.n_jac && q.jac[e0].output == out; e0++) {
-                        const derive_entry *d = &q.jac[e0];
-                        if (!p->field_has_eq[d->field]) continue; /* a coefficient does not evolve */
-                        double v = ((const double *)L->buf[2 * p->n_fields + e0])[cell];
-                        int64_t pos[3] = {i + d->off[0], j + d->off[1], k + d->off[2]};
-                        int ghost = 0;
-                        for (int a = 0; a < p->dim; a++) ghost |= pos[a] < 0 || pos[a] >= g->n[a];
-                        if (ghost)
-                            v *= alpha[(size_t)d->field * elems +
-                                       (size_t)(g->origin_off + pos[0] + pos[1] * g->stride[1] + pos[2] * g->stride[2])];
-                        for (int a = 0; a < p->dim; a++) { /* the cell it stands for */
-                            int64_t m = g->n[a];
-                            if (p->periodic[a]) pos[a] = ((pos[a] % m) + m) % m;
-                            else if (pos[a] < 0) pos[a] = -pos[a] - 1;
-                            else if (pos[a] >= m) pos[a] = 2 * m - 1 - pos[a];
-                        }
-                        int q2 = 0; /* entries landing on one cell add up */
-                        while (q2 < n && !(entries[q2].field == d->field && entries[q2].pos[0] == pos[0] &&
-                                           entries[q2].pos[1] == pos[1] && entries[q2].pos[2] == pos[2]))
-                            q2++;
-                        if (q2 == n) entries[n++] = (folded){d->field, {pos[0], pos[1], pos[2]}, 0};
-                        entries[q2].v += v;
-                    }
-                    double centre = 0, radius = 0;
-                    for (int q2 = 0; q2 < n; q2++) {
-                        if (entries[q2].field == row_field && entries[q2].pos[0] == i && entries[q2].pos[1] == j &&
-                            entries[q2].pos[2] == k)
-                            centre += entries[q2].v;
-                        else
-                            radius += fabs(entries[q2].v);
-                    }
-                    double r = radius - centre;
-                    if (r > rho) rho = r; /* NaN never wins: the check then says nothing */
+    int64_t lo[3] = {0, 0, 0}, hi[3] = {g->n[0], g->n[1], g->n[2]};
+    lo[last] = b0 - e0;
+    hi[last] = b1 - e0;
+    acc = malloc(sizeof *acc * elems * 2);
+    if (!acc) {
+        diag_set(err, len, "out of memory");
+        goto done;
+    }
+    for (int grp = 0; grp < c->n_groups; grp++) {
+        int first = c->group_first[grp], beyond = c->group_first[grp + 1];
+        if (c->group_kernel[grp]) c->q.stages[1].kernel = c->group_kernel[grp];
+        int bad = sim_eval(s, 1, c->t, p->dt) < 0;
+        c->q.stages[1].kernel = c->jacobian;
+        if (bad) {
+            diag_set(err, len, "%s", sim_error(s));
+            goto done;
+        }
+        for (int r0 = first, r1; r0 < beyond; r0 = r1) { /* a row of the Jacobian: entries [r0, r1) */
+            int row_field = c->q.jac[r0].out_field;
+            int64_t reach[3] = {0, 0, 0}, blo[3], bhi[3];
+            for (r1 = r0; r1 < beyond && c->q.jac[r1].output == c->q.jac[r0].output; r1++)
+                for (int a = 0; a < 3; a++) {
+                    int64_t o = c->q.jac[r1].off[a] < 0 ? -c->q.jac[r1].off[a] : c->q.jac[r1].off[a];
+                    if (o > reach[a]) reach[a] = o;
                 }
+            /* the box of cells whose entries all lie on cells of the mesh and of the scratch: each
+               entry its own column, summed an entry at a time over contiguous cells */
+            int box = !c->merge_always;
+            for (int a = 0; a < 3; a++) {
+                int64_t m = a < p->dim ? p->n[a] : 1;
+                blo[a] = lo[a] > reach[a] - g->first[a] ? lo[a] : reach[a] - g->first[a];
+                if (blo[a] < reach[a]) blo[a] = reach[a];
+                bhi[a] = hi[a] < m - g->first[a] - reach[a] ? hi[a] : m - g->first[a] - reach[a];
+                if (bhi[a] > g->n[a] - reach[a]) bhi[a] = g->n[a] - reach[a];
+                box &= blo[a] < bhi[a];
             }
-    *limit = rho > 0 ? beta_of(p->scheme) / rho : INFINITY;
+            if (box) {
+                double *radius = acc, *centre = acc + elems;
+                for (int64_t k = blo[2]; k < bhi[2]; k++)
+                    for (int64_t j = blo[1]; j < bhi[1]; j++) {
+                        size_t at = (size_t)(g->origin_off + j * g->stride[1] + k * g->stride[2]);
+                        for (int64_t i = blo[0]; i < bhi[0]; i++) radius[at + (size_t)i] = centre[at + (size_t)i] = 0;
+                    }
+                for (int e = r0; e < r1; e++) {
+                    const derive_entry *d = &c->q.jac[e];
+                    if (!p->field_has_eq[d->field]) continue; /* a coefficient does not evolve */
+                    const double *v = (const double *)L->buf[2 * nf + (e - first)] - g->origin_off;
+                    int is_centre = d->field == row_field && !d->off[0] && !d->off[1] && !d->off[2];
+                    double *sum = is_centre ? centre : radius;
+                    for (int64_t k = blo[2]; k < bhi[2]; k++)
+                        for (int64_t j = blo[1]; j < bhi[1]; j++) {
+                            size_t at = (size_t)(g->origin_off + j * g->stride[1] + k * g->stride[2]);
+                            if (is_centre)
+                                for (int64_t i = blo[0]; i < bhi[0]; i++) sum[at + (size_t)i] += v[at + (size_t)i];
+                            else
+                                for (int64_t i = blo[0]; i < bhi[0]; i++) sum[at + (size_t)i] += fabs(v[at + (size_t)i]);
+                        }
+                }
+                for (int64_t k = blo[2]; k < bhi[2]; k++)
+                    for (int64_t j = blo[1]; j < bhi[1]; j++) {
+                        size_t at = (size_t)(g->origin_off + j * g->stride[1] + k * g->stride[2]);
+                        for (int64_t i = blo[0]; i < bhi[0]; i++) {
+                            double r = radius[at + (size_t)i] - centre[at + (size_t)i];
+                            if (r > c->rho) c->rho = r; /* NaN never wins: the check then says nothing */
+                        }
+                    }
+            }
+            /* the other cells: entries moved onto the cells they stand for, those on one cell added */
+            for (int64_t k = lo[2]; k < hi[2]; k++)
+                for (int64_t j = lo[1]; j < hi[1]; j++)
+                    for (int64_t i = lo[0]; i < hi[0]; i++) {
+                        if (box && i >= blo[0] && i < bhi[0] && j >= blo[1] && j < bhi[1] && k >= blo[2] && k < bhi[2]) {
+                            i = bhi[0] - 1;
+                            continue;
+                        }
+                        double r = folded_row(c, s, alpha, first, r0, r1, i, j, k);
+                        if (r > c->rho) c->rho = r;
+                    }
+        }
+    }
+    rc = 0;
+done:
+    free(cells);
+    free(alpha);
+    free(acc);
+    sim_destroy(s);
+    return rc;
+}
+
+/* Groups of whole rows within `most` entries each (a longer row alone), and the bands' rows. */
+static int plan_check(check *c, double budget, int64_t *band_rows)
+{
+    const pj_program *p = c->p;
+    int nf = p->n_fields, last = p->dim - 1, H = p->halo > 0 ? p->halo : 1;
+    int64_t N = p->n[last];
+    double row_bytes = sizeof(double);
+    for (int a = 0; a < last; a++) row_bytes *= (double)(p->n[a] + 2 * H + 8);
+    int n_jac = c->q.n_jac, longest = 0;
+    for (int e = 0; e < n_jac;) {
+        int e1 = e;
+        while (e1 < n_jac && c->q.jac[e1].output == c->q.jac[e].output) e1++;
+        if (e1 - e > longest) longest = e1 - e;
+        e = e1;
+    }
+    /* every entry at once, in bands as deep as the budget allows (the whole mesh when it fits) */
+    double rows = floor(budget / (row_bytes * (2.0 * nf + n_jac + nf))) - 4 * H;
+    double most = n_jac;
+    if (rows < 16 && rows < N) { /* bands of 16 rows, and the entries in groups */
+        rows = N < 16 ? (double)N : 16;
+        most = floor(budget / (row_bytes * (rows + 4 * H))) - 3.0 * nf;
+        if (most < longest) most = longest;
+        rows = floor(budget / (row_bytes * (2.0 * nf + most + nf))) - 4 * H;
+        if (rows < 1) rows = 1;
+    }
+    *band_rows = rows >= (double)N ? N : (int64_t)rows;
+    c->group_first = malloc(sizeof *c->group_first * (size_t)(n_jac + 2));
+    if (!c->group_first) return -1;
+    c->n_groups = 0;
+    c->group_first[0] = 0;
+    int largest = 0;
+    for (int e = 0; e < n_jac;) {
+        int e1 = e;
+        while (e1 < n_jac && c->q.jac[e1].output == c->q.jac[e].output) e1++;
+        int start = c->group_first[c->n_groups];
+        if (e > start && e1 - start > most) c->group_first[++c->n_groups] = e; /* a new group at this row */
+        e = e1;
+    }
+    c->group_first[++c->n_groups] = n_jac;
+    c->group_kernel = calloc((size_t)c->n_groups, sizeof *c->group_kernel);
+    if (!c->group_kernel) return -1;
+    for (int grp = 0; grp < c->n_groups; grp++) {
+        int n = c->group_first[grp + 1] - c->group_first[grp];
+        if (n > largest) largest = n;
+        if (c->n_groups > 1 && !(c->group_kernel[grp] = kir_subset(c->jacobian, c->group_first[grp], n))) return -1;
+    }
+    c->q.n_slots = 2 + (largest + nf - 1) / nf;
+    c->row = malloc(sizeof *c->row * (size_t)(longest + 1));
+    return c->row ? 0 : -1;
+}
+
+static int limit_of_state(engine *e, double budget, const double *gathered, double *limit, char *err, size_t len)
+{
+    const pj_program *p = engine_program(e);
+    check c = {.p = p, .q = *p, .params = engine_params(e), .t = engine_time(e)};
+    c.q.scheme = PJ_BEULER;
+    c.q.stages = NULL;
+    c.q.jac = NULL;
+    if (scheme_lower(&c.q) < 0) {
+        diag_set(err, len, "the stability check could not derive the Jacobian");
+        return -1;
+    }
+    c.jacobian = c.q.stages[1].kernel;
+    for (int i = 0; i < c.q.n_jac; i++) c.merge_always |= c.q.jac[i].slot != 0;
+    int rc = -1;
+    double *state = NULL;
+    int64_t band_rows = 0, cells = engine_cells(e), N = p->n[p->dim - 1];
+    if (plan_check(&c, budget, &band_rows) < 0) {
+        diag_set(err, len, "out of memory");
+        goto done;
+    }
+    if (!gathered) {
+        state = malloc(sizeof *state * (size_t)(cells > 0 ? cells : 1) * (size_t)p->n_fields);
+        if (!state) {
+            diag_set(err, len, "out of memory");
+            goto done;
+        }
+        for (int f = 0; f < p->n_fields; f++)
+            if (engine_get_field(e, f, state + (size_t)f * (size_t)cells, err, len) < 0) goto done;
+    }
+    c.state = gathered ? gathered : state;
+    for (int64_t b0 = 0; b0 < N; b0 += band_rows)
+        if (check_band(&c, b0, b0 + band_rows < N ? b0 + band_rows : N, err, len) < 0) goto done;
+    *limit = c.rho > 0 ? beta_of(p->scheme) / c.rho : INFINITY;
     rc = 0;
 done:
     free(state);
-    free(alpha);
-    free(entries);
-    sim_destroy(s);
-    for (int i = 0; i < q.n_stages; i++) kir_free(q.stages[i].kernel);
-    free(q.stages);
-    free(q.jac);
+    for (int i = 0; c.group_kernel && i < c.n_groups; i++) kir_free(c.group_kernel[i]);
+    free(c.group_kernel);
+    free(c.group_first);
+    free(c.row);
+    for (int i = 0; i < c.q.n_stages; i++) kir_free(c.q.stages[i].kernel);
+    free(c.q.stages);
+    free(c.q.jac);
     return rc;
 }
 

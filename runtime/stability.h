@@ -10,6 +10,10 @@
  * (infinity for an implicit scheme, or when nothing limits it). 0, or -1 with a message. */
 int stability_limit(engine *e, double *limit, char *err, size_t len);
 
+/* The same with its scratch buffers within about `budget` bytes (stability_limit: 64 MiB); any
+ * budget gives the same limit, to the bit (tests/test_stability.c). */
+int stability_limit_within(engine *e, double budget, double *limit, char *err, size_t len);
+
 /* 0 when dt is within the limit; 1 when it exceeds it, with the message "dt = X exceeds the
  * explicit stability limit (about Y) of SCHEME; use a smaller dt or an implicit scheme"; -1 when
  * the check could not be made (message). */

@@ -1,0 +1,180 @@
+/* test_stability.c — the explicit stability check (runtime/stability.c) on large meshes and many
+ * fields: it takes the mesh in bands and the Jacobian's rows in groups to keep its scratch
+ * buffers small, and every split must give the limit of the whole mesh at once, to the bit (the
+ * case table, random problems, a 3D problem with periodic, Robin and time-dependent sides and a
+ * coefficient field, a diagonal stencil, 40 coupled fields); an analytic limit (2D diffusion:
+ * dt = 2 / (4 D (1/hx^2 + 1/hy^2)) for euler); and a mesh that once needed gigabytes. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine.h"
+#include "randexpr.h"
+#include "solve.h"
+#include "stability.h"
+
+static pj_program *compile(const char *src)
+{
+    diag d;
+    diag_init(&d, "t.pde", src, strlen(src));
+    pj_program *p = compile_problem("t.pde", src, strlen(src), &d, NULL);
+    if (!p) fprintf(stderr, "%s\n%s", src, d.log);
+    diag_free(&d);
+    assert_non_null(p);
+    return p;
+}
+
+/* An engine on the interpreter at the problem's initial state (`sets`: "name=value,..."). */
+static engine *start(const pj_program *p, const char *sets)
+{
+    char err[1024] = "";
+    engine_options o = {.threads = 1};
+    engine *e = engine_create(engine_backend("interp"), p, &o, NULL, err, sizeof err);
+    if (!e) fprintf(stderr, "%s\n", err);
+    assert_non_null(e);
+    if (sets) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", sets);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            char *eq = strchr(tok, '=');
+            *eq = 0;
+            assert_true(engine_set_param(e, tok, atof(eq + 1)) >= 0);
+        }
+    }
+    assert_int_equal(engine_init(e, err, sizeof err), 0);
+    return e;
+}
+
+/* The limit with scratch budgets from one byte (bands of one row, one row of the Jacobian per
+ * group) to unlimited (the whole mesh at once): all the same, to the bit. */
+static void same_limit_in_any_split(const char *name, const char *src, const char *sets)
+{
+    pj_program *p = compile(src);
+    if (PJ_SCHEME_IMPLICIT(p->scheme)) {
+        program_free(p);
+        return;
+    }
+    engine *e = start(p, sets);
+    const double budgets[] = {1e18, 1, 3e4, 4e5, 64.0 * (1 << 20)};
+    double whole = 0;
+    char err[1024] = "";
+    for (size_t b = 0; b < sizeof budgets / sizeof *budgets; b++) {
+        double limit = -1;
+        if (stability_limit_within(e, budgets[b], &limit, err, sizeof err) < 0) fail_msg("%s: %s", name, err);
+        if (b == 0) whole = limit;
+        else if (memcmp(&limit, &whole, sizeof limit))
+            fail_msg("%s: budget %g gives %.17g, the whole mesh %.17g", name, budgets[b], limit, whole);
+    }
+    print_message("%-28s limit %.6g\n", name, whole);
+    engine_destroy(e);
+    program_free(p);
+}
+
+static void splits_agree_on_the_case_table(void **state)
+{
+    (void)state;
+    test_case *cases;
+    int n = test_cases(&cases);
+    assert_true(n >= 10);
+    for (int i = 0; i < n; i++) same_limit_in_any_split(cases[i].name, cases[i].text, cases[i].sets);
+    test_cases_free(cases, n);
+}
+
+static void splits_agree_on_random_problems(void **state)
+{
+    (void)state;
+    randexpr r = {20261203u};
+    for (int prob = 0; prob < 12; prob++) {
+        char *src = randexpr_problem(&r, prob), name[32];
+        snprintf(name, sizeof name, "random problem %d", prob);
+        same_limit_in_any_split(name, src, NULL);
+        free(src);
+    }
+}
+
+static void splits_agree_on_hard_sides(void **state)
+{
+    (void)state;
+    /* 3D: Dirichlet in x, Robin in y with a time-dependent value, periodic z; a coefficient
+       field; the largest disc lies in the last band (D grows with z) */
+    same_limit_in_any_split("3d sides", "mesh grid(nx = 9, ny = 7, nz = 11, Lx = 1, Ly = 2, Lz = 3)\n"
+                            "periodic z\nfield u = sin(3*x) + y*z, D = 1 + x + z^2\n"
+                            "eq dt(u) = div(D*grad(u)) - u^3\n"
+                            "on left, right: u = 0\non bottom, top: 2*u + dn(u) = sin(t)\n"
+                            "time dt = 1e-4, steps = 1, scheme = rk3\n", NULL);
+    /* a corner-reading stencil and zero flux: ghost entries fold onto cells other entries hold */
+    same_limit_in_any_split("diagonal stencil", "mesh grid(nx = 6, ny = 13)\nfield u = x + 2*y^2\n"
+                            "eq dt(u) = u[1, 1] + u[-1, -1] - 2*u + 0.3*u[2, 0] - u[0, -2]*u\n"
+                            "on all: dn(u) = 0\ntime dt = 1e-3, steps = 1, scheme = euler\n", NULL);
+    /* 40 fields each coupled to all: 1640 Jacobian entries per cell, split into groups */
+    char *src = malloc(1 << 16);
+    assert_non_null(src);
+    int at = snprintf(src, 1 << 16, "mesh grid(nx = 12, ny = 10)\nperiodic x, y\nfield ");
+    for (int i = 0; i < 40; i++) at += snprintf(src + at, (size_t)(1 << 16) - (size_t)at, "%sp%d = 0.5 + 0.4*sin(6.28*(x + %d*y))", i ? ", " : "", i, i % 5);
+    at += snprintf(src + at, (size_t)(1 << 16) - (size_t)at, "\nfunc S() = ");
+    for (int i = 0; i < 40; i++) at += snprintf(src + at, (size_t)(1 << 16) - (size_t)at, "%sp%d^2", i ? " + " : "", i);
+    for (int i = 0; i < 40; i++)
+        at += snprintf(src + at, (size_t)(1 << 16) - (size_t)at, "\neq dt(p%d) = 0.5*lap(p%d) - p%d^3 + p%d - 3*p%d*(S() - p%d^2)", i, i, i, i, i, i);
+    snprintf(src + at, (size_t)(1 << 16) - (size_t)at, "\ntime dt = 1e-4, steps = 1, scheme = rk4\n");
+    same_limit_in_any_split("40 coupled fields", src, NULL);
+    free(src);
+}
+
+/* 2D diffusion with walls: every disc's leftmost point is -4 D (1/hx^2 + 1/hy^2) (a Dirichlet
+ * ghost folds onto its cell and keeps it), so euler's limit is 2 / that. */
+static void analytic_limit(void **state)
+{
+    (void)state;
+    pj_program *p = compile("mesh grid(nx = 40, ny = 30, Lx = 2, Ly = 0.5)\nparam D = 0.7\nfield u = x*y\n"
+                            "eq dt(u) = D*lap(u)\non all: u = 0\ntime dt = 1e-6, steps = 1, scheme = euler\n");
+    engine *e = start(p, NULL);
+    double hx = 2.0 / 40, hy = 0.5 / 30, exact = 2 / (4 * 0.7 * (1 / (hx * hx) + 1 / (hy * hy))), limit = 0;
+    char err[256];
+    for (double budget = 1; budget < 1e19; budget *= 1e6) {
+        assert_int_equal(stability_limit_within(e, budget, &limit, err, sizeof err), 0);
+        print_message("budget %g: limit %.17g, exact %.17g\n", budget, limit, exact);
+        assert_true(fabs(limit - exact) <= 1e-12 * exact);
+    }
+    engine_destroy(e);
+    program_free(p);
+}
+
+/* 2048^2 Gray-Scott: the Jacobian's 10 entries per cell took 10 full-mesh buffers (630 MB) when
+ * the check held the whole mesh at once; in bands the limit is the same as on a 64^2 mesh of
+ * the same spacing (the discs depend on the spacing and the state, which is uniform here). */
+static void large_mesh(void **state)
+{
+    (void)state;
+    const char *fmt = "mesh grid(nx = %d, ny = %d, Lx = %g, Ly = %g)\nparam Du = 2e-5, Dv = 1e-5, F = 0.04, k = 0.06\n"
+                      "field u = 1, v = 0.25\neq dt(u) = Du*lap(u) - u*v^2 + F*(1 - u)\n"
+                      "eq dt(v) = Dv*lap(v) + u*v^2 - (F + k)*v\nperiodic x, y\n"
+                      "time dt = 1, steps = 1, scheme = rk4\n";
+    char src[1024];
+    double limit[2];
+    char err[256];
+    for (int big = 0; big <= 1; big++) {
+        int n = big ? 2048 : 64;
+        snprintf(src, sizeof src, fmt, n, n, n / 256.0, n / 256.0);
+        pj_program *p = compile(src);
+        engine *e = start(p, NULL);
+        assert_int_equal(stability_limit(e, &limit[big], err, sizeof err), 0);
+        engine_destroy(e);
+        program_free(p);
+    }
+    print_message("64^2: %.17g, 2048^2: %.17g\n", limit[0], limit[1]);
+    assert_memory_equal(&limit[0], &limit[1], sizeof limit[0]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(analytic_limit),
+        cmocka_unit_test(splits_agree_on_hard_sides),
+        cmocka_unit_test(splits_agree_on_the_case_table),
+        cmocka_unit_test(splits_agree_on_random_problems),
+        cmocka_unit_test(large_mesh),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
