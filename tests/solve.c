@@ -9,18 +9,23 @@
 #include "engine.h"
 #include "testutil.h"
 
+pj_program *compile_named(const char *name, const char *src)
+{
+    diag d;
+    diag_init(&d, name, src, strlen(src));
+    pj_program *p = compile_problem(name, src, strlen(src), &d, NULL);
+    if (!p) fprintf(stderr, "%s\n%s", src, d.log);
+    diag_free(&d);
+    assert_non_null(p);
+    return p;
+}
+
+pj_program *compile_text(const char *src) { return compile_named("t.pde", src); }
+
 solved *solve(const char *src, backend_kind be, int single, int threads, const char *sets)
 {
     solved *r = calloc(1, sizeof *r);
-    diag d;
-    diag_init(&d, "t.pde", src, strlen(src));
-    r->p = compile_problem("t.pde", src, strlen(src), &d, NULL);
-    if (!r->p) {
-        fprintf(stderr, "%s", d.log);
-        diag_free(&d);
-        abort();
-    }
-    diag_free(&d);
+    r->p = compile_text(src);
     pj_program *p = r->p;
     static const char *const names[] = {[BE_INTERP] = "interp", [BE_CPU] = "cpu", [BE_CPU_PREFETCH] = "cpu",
                                         [BE_CUDA] = "cuda"};

@@ -22,6 +22,11 @@ typedef struct solved {
  * the stand-ins PDEJIT_NVRTC / PDEJIT_LIBCUDA point at) */
 typedef enum { BE_INTERP, BE_CPU, BE_CPU_PREFETCH, BE_CUDA } backend_kind;
 
+/* src compiled as file `name` (compile_text: "t.pde"); a test failure, with the diagnostics, when
+ * it does not compile. */
+pj_program *compile_named(const char *name, const char *src);
+pj_program *compile_text(const char *src);
+
 /* Runs `src` to its end; `sets` is "name=value,name=value" or NULL. */
 solved *solve(const char *src, backend_kind be, int single, int threads, const char *sets);
 void solved_free(solved *s);

@@ -6,17 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "program.h"
-
-static pj_program *compile(const char *src)
-{
-    diag d;
-    diag_init(&d, "t.pde", src, strlen(src));
-    pj_program *p = compile_problem("t.pde", src, strlen(src), &d, NULL);
-    if (!p) fprintf(stderr, "%s", d.log);
-    diag_free(&d);
-    assert_non_null(p);
-    return p;
-}
+#include "solve.h"
 
 /* One hex string of every kernel's hash, in order. */
 static char *hashes(const pj_program *p)
@@ -71,7 +61,7 @@ static void hash_invariance(void **state)
         "eq dt(u) = div(D*grad(u)) + k*g(u)\n"
         "on left: u = 1\n"
         "time dt = 0.1, steps = 3\n";
-    pj_program *pa = compile(a), *pb = compile(b), *pc = compile(c);
+    pj_program *pa = compile_text(a), *pb = compile_text(b), *pc = compile_text(c);
     char *ha = hashes(pa), *hb = hashes(pb), *hc = hashes(pc);
     assert_string_equal(ha, hb);
     /* the stage kernels differ, the initial values do not */
@@ -94,7 +84,7 @@ static int count_op(const kir_kernel *k, kir_op op)
 static void cse_and_folding(void **state)
 {
     (void)state;
-    pj_program *p = compile("mesh grid(nx=8)\nconst c = 2*3\nfield u\n"
+    pj_program *p = compile_text("mesh grid(nx=8)\nconst c = 2*3\nfield u\n"
                             "eq dt(u) = u*(1-u) + u*(1-u) + c*exp(u) + c*exp(u)\ntime dt=1, steps=1, scheme=euler\n");
     const kir_kernel *k = p->stages[0].kernel;
     assert_int_equal(count_op(k, KIR_EXP), 1);  /* one exp(u) */
@@ -118,7 +108,7 @@ static void halo_widths(void **state)
         snprintf(src, sizeof src,
                  "mesh grid(nx=16)\nflux adv(u) = L(u) + 0.5*(R(u) - LL(u))\nfield u, v\neq dt(u) = %s\neq dt(v) = lap(v)\n"
                  "time dt = 1, steps = 1\n", cases[i].rhs);
-        pj_program *p = compile(src);
+        pj_program *p = compile_text(src);
         if (p->field_halo[0] != cases[i].halo) fprintf(stderr, "%s: halo %d\n", cases[i].rhs, p->field_halo[0]);
         assert_int_equal(p->field_halo[0], cases[i].halo);
         assert_int_equal(p->field_halo[1], 1);
@@ -163,7 +153,7 @@ static void operators_expand_as_written(void **state)
         char src[512];
         snprintf(src, sizeof src, "mesh grid(nx=40, Lx=10)\nparam D = 1.5\nfield u\neq dt(u) = %s\ntime dt=0.01, steps=1, scheme=euler\n",
                  cases[c].rhs);
-        pj_program *p = compile(src);
+        pj_program *p = compile_text(src);
         const kir_kernel *k = p->stages[0].kernel;
         for (int i = 6; i < 34; i++) {
             double got = (eval_cell(k, u, i, h, dt, p->param_values) - u[i]) / dt, want;
@@ -199,7 +189,7 @@ static void operators_expand_as_written(void **state)
 static void boundary_classification(void **state)
 {
     (void)state;
-    pj_program *p = compile("mesh grid(nx=8, ny=8)\nparam g = 3\nfield u\neq dt(u) = lap(u)\n"
+    pj_program *p = compile_text("mesh grid(nx=8, ny=8)\nparam g = 3\nfield u\neq dt(u) = lap(u)\n"
                             "on left: u = 1\non right: dn(u) = g\non bottom: 2*u + 0.5*dn(u) = 1\n"
                             "on top: u = sin(t) + x\ntime dt=1, steps=1\n");
     assert_int_equal(p->bc[0][0].kind, PJ_BC_LINEAR);
@@ -233,7 +223,7 @@ static void coefficient_fields_are_read_only(void **state)
                  "field Du = 2e-5*(1 + x), Dv = 1e-5*(1 + y)\nfield u = 1, v = x*y\n"
                  "eq dt(u) = div(Du*grad(u)) - u*v*v + F*(1 - u)\neq dt(v) = div(Dv*grad(v)) + u*v*v - (F + k)*v\n"
                  "periodic x, y\ntime dt = 1, steps = 1, scheme = %s\n", schemes[sc]);
-        pj_program *p = compile(src);
+        pj_program *p = compile_text(src);
         assert_non_null(p);
         for (int s = 0; s < p->n_stages; s++) {
             const kir_kernel *k = p->stages[s].kernel;

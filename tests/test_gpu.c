@@ -49,23 +49,12 @@ static double now_s(void)
 
 /* ---- problems ---------------------------------------------------------------------------- */
 
-static pj_program *compile_text(const char *name, const char *src)
-{
-    diag d;
-    diag_init(&d, name, src, strlen(src));
-    pj_program *p = compile_problem(name, src, strlen(src), &d, NULL);
-    if (!p) print_error("%s", d.log ? d.log : "compile failed\n");
-    diag_free(&d);
-    assert_non_null(p);
-    return p;
-}
-
 static pj_program *compile_file(const char *path)
 {
     size_t len = 0;
     char *src = tu_read_file(path, &len);
     assert_non_null(src);
-    pj_program *p = compile_text(path, src);
+    pj_program *p = compile_named(path, src);
     free(src);
     return p;
 }
@@ -518,7 +507,7 @@ static void monitors_agree_on(where w)
 /* NaN/Inf: the same report as the interpreter's run, and an injected value at a known cell. */
 static void nan_reports(where w)
 {
-    pj_program *p = compile_text("blowup.pde", prob_blowup);
+    pj_program *p = compile_named("blowup.pde", prob_blowup);
     char err_ref[1024] = "", err_gpu[1024] = "";
     engine *ref = make_engine("interp", p), *ge = make_engine("cuda", p);
     driver_options o = {.dt = p->dt, .until = -1, .steps = p->steps, .check_every = 1};
@@ -710,7 +699,7 @@ static void refuses_what_does_not_fit(where w)
     char want[256];
     snprintf(want, sizeof want, "the problem needs 345.8 GB (12 buffers of 28.8 GB); %.1f GB are available on the device",
              ((double)free0 - 64.0 * 1024 * 1024) / 1e9);
-    pj_program *p = compile_text("too_large.pde", prob_too_large);
+    pj_program *p = compile_named("too_large.pde", prob_too_large);
     cuda_sim_options o = {.cache_dir = g_cache_dir};
     double t0 = now_s();
     cuda_sim *s = cuda_sim_create(p, &o, err, sizeof err);
@@ -777,7 +766,7 @@ static void noise_bits(where w)
 {
     const char *texts[] = {prob_noise_rand, prob_noise_randn};
     for (int t = 0; t < 2; t++) {
-        pj_program *p = compile_text(t ? "noise_randn.pde" : "noise_rand.pde", texts[t]);
+        pj_program *p = compile_named(t ? "noise_randn.pde" : "noise_rand.pde", texts[t]);
         int64_t n = p->n[0] * p->n[1] * p->n[2];
         for (int single = 0; single <= 1; single++)
             for (uint64_t seed = 3; seed <= 0x300000003ull; seed += 0x300000000ull) {
@@ -821,7 +810,7 @@ static void noise_bits(where w)
  * remaining steps as a run never stopped; and a device checkpoint resumes on the interpreter. */
 static void checkpoint_resume(where w)
 {
-    pj_program *p = compile_text("noise_rand.pde", prob_noise_rand);
+    pj_program *p = compile_named("noise_rand.pde", prob_noise_rand);
     int64_t n = p->n[0] * p->n[1] * p->n[2];
     char err[1024], *dir = tu_tempdir("gpu-ck"), path[700];
     snprintf(path, sizeof path, "%s/%s", dir, CHECKPOINT_NAME);

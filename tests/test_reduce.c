@@ -13,17 +13,6 @@
 #include "randexpr.h"
 #include "solve.h"
 
-static pj_program *compile(const char *src)
-{
-    diag d;
-    diag_init(&d, "t.pde", src, strlen(src));
-    pj_program *p = compile_problem("t.pde", src, strlen(src), &d, NULL);
-    if (!p) fprintf(stderr, "%s\n%s", src, d.log);
-    diag_free(&d);
-    assert_non_null(p);
-    return p;
-}
-
 /* The monitors of p on back end `be` after `steps` steps of dt (values[] gets n_monitors). */
 static void monitors_after(const pj_program *p, const char *be, int threads, int single, const char *sets, int steps,
                            double *values)
@@ -68,7 +57,7 @@ static void analytic(void **state)
                       "monitor every = 1, I = integral(u), M = maxval(u), m = minval(u - 3), A = mean(1),\n"
                       "        V = integral(1), G = integral(u[1, 0] - u)\n"
                       "time dt = 0.1, until = 1\n";
-    pj_program *p = compile(src);
+    pj_program *p = compile_text(src);
     assert_int_equal(p->n_monitors, 6);
     const char *bes[] = {"interp", "cpu"};
     double hx = 2.0 / 40, hy = 1.0 / 25;
@@ -103,7 +92,7 @@ static void samples_agree(void **state)
     assert_true(n >= 10);
     for (int i = 0; i < n; i++) {
         char *src = case_with_monitors(&cases[i]);
-        pj_program *p = compile(src);
+        pj_program *p = compile_text(src);
         for (int single = 0; single <= 1; single++) {
             double a[64], b[64], c[64];
             assert_true(p->n_monitors <= 64);
@@ -150,7 +139,7 @@ static void random_agree(void **state)
         for (int i = 0; i < 4; i++) randexpr_gen(&r, e[i], sizeof e[i], 3, dim, 0);
         snprintf(text + n, cap - (size_t)n, "monitor r0 = integral(%s), r1 = maxval(%s), r2 = minval(%s), r3 = mean(%s)\n",
                  e[0], e[1], e[2], e[3]);
-        pj_program *p = compile(text);
+        pj_program *p = compile_text(text);
         for (int steps = 0; steps <= 2; steps += 2) {
             double a[4], b1[4], b2[4], b3[4], a3[4];
             monitors_after(p, "interp", 1, 0, NULL, steps, a);

@@ -15,17 +15,6 @@
 #include "solve.h"
 #include "stability.h"
 
-static pj_program *compile(const char *src)
-{
-    diag d;
-    diag_init(&d, "t.pde", src, strlen(src));
-    pj_program *p = compile_problem("t.pde", src, strlen(src), &d, NULL);
-    if (!p) fprintf(stderr, "%s\n%s", src, d.log);
-    diag_free(&d);
-    assert_non_null(p);
-    return p;
-}
-
 /* An engine on the interpreter at the problem's initial state (`sets`: "name=value,..."). */
 static engine *start(const pj_program *p, const char *sets)
 {
@@ -51,7 +40,7 @@ static engine *start(const pj_program *p, const char *sets)
  * group) to unlimited (the whole mesh at once): all the same, to the bit. */
 static void same_limit_in_any_split(const char *name, const char *src, const char *sets)
 {
-    pj_program *p = compile(src);
+    pj_program *p = compile_text(src);
     if (PJ_SCHEME_IMPLICIT(p->scheme)) {
         program_free(p);
         return;
@@ -127,7 +116,7 @@ static void splits_agree_on_hard_sides(void **state)
 static void analytic_limit(void **state)
 {
     (void)state;
-    pj_program *p = compile("mesh grid(nx = 40, ny = 30, Lx = 2, Ly = 0.5)\nparam D = 0.7\nfield u = x*y\n"
+    pj_program *p = compile_text("mesh grid(nx = 40, ny = 30, Lx = 2, Ly = 0.5)\nparam D = 0.7\nfield u = x*y\n"
                             "eq dt(u) = D*lap(u)\non all: u = 0\ntime dt = 1e-6, steps = 1, scheme = euler\n");
     engine *e = start(p, NULL);
     double hx = 2.0 / 40, hy = 0.5 / 30, exact = 2 / (4 * 0.7 * (1 / (hx * hx) + 1 / (hy * hy))), limit = 0;
@@ -157,7 +146,7 @@ static void large_mesh(void **state)
     for (int big = 0; big <= 1; big++) {
         int n = big ? 2048 : 64;
         snprintf(src, sizeof src, fmt, n, n, n / 256.0, n / 256.0);
-        pj_program *p = compile(src);
+        pj_program *p = compile_text(src);
         engine *e = start(p, NULL);
         assert_int_equal(stability_limit(e, &limit[big], err, sizeof err), 0);
         engine_destroy(e);
