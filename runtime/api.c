@@ -498,7 +498,12 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     }
     if (result) *result = (pj_run_result){0, engine_time(ps->e), 0, 0, ""};
     if (driver_check_counts(&dopt, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
-    if (!o.no_stability_check && stability_check(ps->e, dt, err, err_len) > 0) return PJ_ERR_INPUT;
+    int stable = o.no_stability_check ? 0 : stability_check(ps->e, dt, err, err_len);
+    if (stable == 1) return PJ_ERR_INPUT;
+    if (stable == 2 && o.progress && engine_rank(ps->e) == 0) {
+        fprintf(o.progress, "pdejit: note: %s\n", err);
+        fflush(o.progress);
+    }
     if (err && err_len) err[0] = 0; /* a check that could not be made says nothing */
     int cleaned = 0, root = engine_rank(ps->e) == 0; /* over MPI rank 0 writes every output */
     int unwritable = root && driver_prepare_outputs(&dopt, &cleaned, err, err_len) < 0;

@@ -45,6 +45,43 @@ static double beta_of(pj_scheme s)
    entries per cell (hundreds of coupled fields) in groups of rows, one band and group at a time. */
 #define CHECK_SCRATCH_BYTES ((double)(64 << 20))
 
+/* The check's work grows with the Jacobian's entries per cell, which grow with the square of the
+   number of fields when every field is coupled to every other (a sum over all the fields of a
+   multi-phase-field model): beyond this many the check is not made (1000 such fields: a million
+   entries, 20 s of CPU for the estimate) and the run says so. */
+#define CHECK_MAX_ENTRIES 200000.0
+
+/* The Jacobian entries per cell of rhs kernel k at most: per output, the distinct loads it
+   reaches (a load reached only through a piecewise-constant op counts too). -1 when counting
+   would take more than about 300 MB. */
+static double entries_bound(const kir_kernel *k)
+{
+    int n_loads = 0;
+    for (int id = 0; id < k->n_nodes; id++) n_loads += k->nodes[id].op == KIR_LOAD;
+    size_t words = ((size_t)n_loads + 63) / 64;
+    if ((double)k->n_outputs * n_loads <= CHECK_MAX_ENTRIES) return (double)k->n_outputs * n_loads;
+    if ((double)k->n_nodes * (double)words > 4e7) return -1;
+    uint64_t *reach = calloc((size_t)k->n_nodes * words, sizeof *reach);
+    if (!reach) return -1;
+    int load = 0;
+    for (int id = 0; id < k->n_nodes; id++) { /* operands come before the nodes that use them */
+        uint64_t *r = reach + (size_t)id * words;
+        const kir_node *nd = &k->nodes[id];
+        if (nd->op == KIR_LOAD) {
+            r[load / 64] |= (uint64_t)1 << (load % 64);
+            load++;
+        }
+        for (int j = 0; j < 3; j++)
+            if (nd->arg[j] >= 0)
+                for (size_t w = 0; w < words; w++) r[w] |= reach[(size_t)nd->arg[j] * words + w];
+    }
+    double n = 0;
+    for (int o = 0; o < k->n_outputs; o++)
+        for (size_t w = 0; w < words; w++) n += __builtin_popcountll(reach[(size_t)k->outputs[o].node * words + w]);
+    free(reach);
+    return n;
+}
+
 static int limit_of_state(engine *e, double budget, const double *gathered, double *limit, char *err, size_t len);
 
 int stability_limit(engine *e, double *limit, char *err, size_t len)
@@ -373,6 +410,14 @@ static int plan_check(check *c, double budget, int64_t *band_rows)
 static int limit_of_state(engine *e, double budget, const double *gathered, double *limit, char *err, size_t len)
 {
     const pj_program *p = engine_program(e);
+    double bound = entries_bound(p->rhs);
+    if (bound > CHECK_MAX_ENTRIES) {
+        diag_set(err, len,
+                 "the stability check was not made: the Jacobian has up to %.0f entries per cell (the check takes "
+                 "%.0f at most); make sure dt is stable, or pass --no-stability-check", bound, CHECK_MAX_ENTRIES);
+        *limit = INFINITY;
+        return 1;
+    }
     check c = {.p = p, .q = *p, .params = engine_params(e), .t = engine_time(e)};
     c.q.scheme = PJ_BEULER;
     c.q.stages = NULL;
@@ -419,7 +464,8 @@ done:
 int stability_check(engine *e, double dt, char *err, size_t len)
 {
     double limit;
-    if (stability_limit(e, &limit, err, len) < 0) return -1;
+    int made = stability_limit(e, &limit, err, len);
+    if (made) return made < 0 ? -1 : 2;
     if (!(dt > limit * (1 + 1e-6))) return 0;
     diag_set(err, len, "dt = %.6g exceeds the explicit stability limit (about %.3g) of %s; use a smaller dt or an implicit scheme",
              dt, limit, scheme_name(engine_program(e)->scheme));

@@ -7,7 +7,9 @@
 #include "engine.h"
 
 /* The largest stable dt of e's explicit scheme estimated at e's current state and time
- * (infinity for an implicit scheme, or when nothing limits it). 0, or -1 with a message. */
+ * (infinity for an implicit scheme, or when nothing limits it). 0; 1 when it was not estimated
+ * because the Jacobian has too many entries per cell (hundreds of fields all coupled), with the
+ * note saying so; -1 with a message. */
 int stability_limit(engine *e, double *limit, char *err, size_t len);
 
 /* The same with its scratch buffers within about `budget` bytes (stability_limit: 64 MiB); any
@@ -15,8 +17,9 @@ int stability_limit(engine *e, double *limit, char *err, size_t len);
 int stability_limit_within(engine *e, double budget, double *limit, char *err, size_t len);
 
 /* 0 when dt is within the limit; 1 when it exceeds it, with the message "dt = X exceeds the
- * explicit stability limit (about Y) of SCHEME; use a smaller dt or an implicit scheme"; -1 when
- * the check could not be made (message). */
+ * explicit stability limit (about Y) of SCHEME; use a smaller dt or an implicit scheme"; 2 when
+ * the limit was not estimated (stability_limit's 1: the note in err); -1 when the check could
+ * not be made (message). */
 int stability_check(engine *e, double dt, char *err, size_t len);
 
 #endif

@@ -3,7 +3,8 @@
  * buffers small, and every split must give the limit of the whole mesh at once, to the bit (the
  * case table, random problems, a 3D problem with periodic, Robin and time-dependent sides and a
  * coefficient field, a diagonal stencil, 40 coupled fields); an analytic limit (2D diffusion:
- * dt = 2 / (4 D (1/hx^2 + 1/hy^2)) for euler); and a mesh that once needed gigabytes. */
+ * dt = 2 / (4 D (1/hx^2 + 1/hy^2)) for euler); a mesh that once needed gigabytes; and the bound on
+ * the entries per cell beyond which the check is not made. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "testutil.h"
 #include <math.h>
@@ -83,6 +84,25 @@ static void splits_agree_on_random_problems(void **state)
     }
 }
 
+/* n fields on an nx x ny periodic grid, each coupled to every other through one sum (multi-phase-
+ * field grain growth, as bench/many_fields.py), rk4 (malloc'd). */
+static char *coupled_fields(int n, int nx, int ny)
+{
+    size_t cap = 256 + (size_t)n * 160;
+    char *src = malloc(cap);
+    assert_non_null(src);
+    int at = snprintf(src, cap, "mesh grid(nx = %d, ny = %d)\nperiodic x, y\nfield ", nx, ny);
+    for (int i = 0; i < n; i++)
+        at += snprintf(src + at, cap - (size_t)at, "%sp%d = 0.5 + 0.4*sin(6.28*(x + %d*y))", i ? ", " : "", i, i % 5);
+    at += snprintf(src + at, cap - (size_t)at, "\nfunc S() = ");
+    for (int i = 0; i < n; i++) at += snprintf(src + at, cap - (size_t)at, "%sp%d^2", i ? " + " : "", i);
+    for (int i = 0; i < n; i++)
+        at += snprintf(src + at, cap - (size_t)at, "\neq dt(p%d) = 0.5*lap(p%d) - p%d^3 + p%d - 3*p%d*(S() - p%d^2)", i, i,
+                       i, i, i, i);
+    snprintf(src + at, cap - (size_t)at, "\ntime dt = 1e-4, steps = 1, scheme = rk4\n");
+    return src;
+}
+
 static void splits_agree_on_hard_sides(void **state)
 {
     (void)state;
@@ -97,18 +117,41 @@ static void splits_agree_on_hard_sides(void **state)
     same_limit_in_any_split("diagonal stencil", "mesh grid(nx = 6, ny = 13)\nfield u = x + 2*y^2\n"
                             "eq dt(u) = u[1, 1] + u[-1, -1] - 2*u + 0.3*u[2, 0] - u[0, -2]*u\n"
                             "on all: dn(u) = 0\ntime dt = 1e-3, steps = 1, scheme = euler\n", NULL);
-    /* 40 fields each coupled to all: 1640 Jacobian entries per cell, split into groups */
-    char *src = malloc(1 << 16);
-    assert_non_null(src);
-    int at = snprintf(src, 1 << 16, "mesh grid(nx = 12, ny = 10)\nperiodic x, y\nfield ");
-    for (int i = 0; i < 40; i++) at += snprintf(src + at, (size_t)(1 << 16) - (size_t)at, "%sp%d = 0.5 + 0.4*sin(6.28*(x + %d*y))", i ? ", " : "", i, i % 5);
-    at += snprintf(src + at, (size_t)(1 << 16) - (size_t)at, "\nfunc S() = ");
-    for (int i = 0; i < 40; i++) at += snprintf(src + at, (size_t)(1 << 16) - (size_t)at, "%sp%d^2", i ? " + " : "", i);
-    for (int i = 0; i < 40; i++)
-        at += snprintf(src + at, (size_t)(1 << 16) - (size_t)at, "\neq dt(p%d) = 0.5*lap(p%d) - p%d^3 + p%d - 3*p%d*(S() - p%d^2)", i, i, i, i, i, i);
-    snprintf(src + at, (size_t)(1 << 16) - (size_t)at, "\ntime dt = 1e-4, steps = 1, scheme = rk4\n");
+    /* 40 fields each coupled to all: 1760 Jacobian entries per cell, split into groups */
+    char *src = coupled_fields(40, 12, 10);
     same_limit_in_any_split("40 coupled fields", src, NULL);
     free(src);
+}
+
+/* Beyond 200 000 Jacobian entries per cell the check is not made, and says so: 460 fields all
+ * coupled (460 * (460 + 4) = 213 440 entries: each field's own 5-point Laplacian and every other
+ * field at the cell); 440 fields (195 360) are still checked. */
+static void too_many_entries_to_check(void **state)
+{
+    (void)state;
+    char err[512] = "";
+    for (int n = 440; n <= 460; n += 20) {
+        char *src = coupled_fields(n, 4, 4);
+        pj_program *p = compile_text(src);
+        engine *e = start(p, NULL);
+        double limit = 0;
+        int made = stability_limit(e, &limit, err, sizeof err);
+        print_message("%d fields: %d, limit %g\n", n, made, limit);
+        if (n == 440) {
+            assert_int_equal(made, 0);
+            assert_true(limit > 0 && isfinite(limit));
+        } else {
+            assert_int_equal(made, 1);
+            assert_true(isinf(limit));
+            assert_int_equal(stability_check(e, 1e300, err, sizeof err), 2);
+            assert_string_equal(err, "the stability check was not made: the Jacobian has up to 213440 entries per cell "
+                                     "(the check takes 200000 at most); make sure dt is stable, or pass "
+                                     "--no-stability-check");
+        }
+        engine_destroy(e);
+        program_free(p);
+        free(src);
+    }
 }
 
 /* 2D diffusion with walls: every disc's leftmost point is -4 D (1/hx^2 + 1/hy^2) (a Dirichlet
@@ -164,6 +207,7 @@ int main(void)
         cmocka_unit_test(splits_agree_on_the_case_table),
         cmocka_unit_test(splits_agree_on_random_problems),
         cmocka_unit_test(large_mesh),
+        cmocka_unit_test(too_many_entries_to_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
