@@ -110,9 +110,10 @@ static int setup_coefs(sim *s, char *err, size_t err_len)
     return 0;
 }
 
-/* The size of the largest cache level of CPU 0 as Linux describes it (in a VM, what the VM is
- * given: sysconf may report the whole host's), else sysconf's, else 32 MiB. */
-static size_t last_level_cache_bytes(void)
+/* The size of cache level `want` of CPU 0 as Linux describes it (want 0: the largest level; in a
+ * VM, what the VM is given: sysconf may report the whole host's), else sysconf's, else 32 MiB
+ * (the largest) or 1 MiB (level 2). */
+static size_t cache_level_bytes(int want)
 {
     size_t best = 0;
     int best_level = 0;
@@ -124,6 +125,7 @@ static size_t last_level_cache_bytes(void)
         if (!f) break;
         if (fscanf(f, "%d", &level) != 1) level = 0;
         fclose(f);
+        if (want && level != want) continue;
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
         f = fopen(path, "r");
         if (!f) continue;
@@ -137,21 +139,28 @@ static size_t last_level_cache_bytes(void)
         fclose(f);
     }
 #ifdef _SC_LEVEL3_CACHE_SIZE
-    if (!best) {
+    if (!best && !want) {
         long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
         if (v > 0) best = (size_t)v;
     }
 #endif
-    return best ? best : (size_t)32 << 20;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    if (!best && want == 2) {
+        long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        if (v > 0) best = (size_t)v;
+    }
+#endif
+    return best ? best : want == 2 ? (size_t)1 << 20 : (size_t)32 << 20;
 }
 
-size_t sim_cache_bytes(void)
+size_t sim_cache_bytes(int level)
 {
-    static size_t bytes; /* the same answer every time: asked once */
-    size_t b = __atomic_load_n(&bytes, __ATOMIC_RELAXED);
+    static size_t bytes[4]; /* the same answers every time: asked once */
+    int i = level == 2 ? 1 : 0;
+    size_t b = __atomic_load_n(&bytes[i], __ATOMIC_RELAXED);
     if (!b) {
-        b = last_level_cache_bytes();
-        __atomic_store_n(&bytes, b, __ATOMIC_RELAXED);
+        b = cache_level_bytes(level == 2 ? 2 : 0);
+        __atomic_store_n(&bytes[i], b, __ATOMIC_RELAXED);
     }
     return b;
 }
@@ -233,7 +242,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->L.buf = s->buf;
     s->L.nonfinite = &s->nonfinite;
     s->L.seed = opt ? opt->seed : 0;
-    s->L.prefetch = (double)bytes * s->nbuf > (double)sim_cache_bytes();
+    s->L.prefetch = (double)bytes * s->nbuf > (double)sim_cache_bytes(0);
     s->L.param = s->param;
     for (int a = 0; a < 3; a++) {
         s->L.n[a] = g.n[a];

@@ -57,8 +57,9 @@ sim_fill_span sim_full_span(const sim *s);
 /* The boundary coefficients of `side` at time t (computed into s->coef[side], once when constant). */
 const double *sim_side_coefs(sim *s, int side, double t);
 
-/* The last-level cache's size in bytes (Linux's description of CPU 0, else 32 MiB). */
-size_t sim_cache_bytes(void);
+/* Cache sizes in bytes (Linux's description of CPU 0): level 0 the last level (else 32 MiB),
+ * level 2 the second (else 1 MiB). */
+size_t sim_cache_bytes(int level);
 
 /* tblock.c */
 void tblock_free(struct tblock *tb);

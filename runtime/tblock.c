@@ -32,16 +32,18 @@
 
 typedef struct tb_set {
     int busy;              /* claimed by a running band */
-    void **mem;            /* [nbuf] allocations */
-    void **z;              /* [nbuf] cell (0, 0, row 0 of the band's range) */
-    void **cur;            /* [nbuf] z as the slots are swapped */
-    void **bufs;           /* [nbuf] what a launch reads: cur moved to a piece's first row */
+    void **mem;            /* [nbuf] ring allocations: W + 2H planes each */
+    void **z;              /* [nbuf] cell (0,0,0) of physical plane 0 */
+    void **bufs;           /* [nbuf] what a launch reads: the planes of one row */
     void **fb;             /* [n_fields] the buffers a ghost fill works on */
+    int64_t *next;         /* [stages of a block] the next row whose ghosts that stage fills */
+    unsigned char *done;   /* [stages of a block] bit 0: low side filled, bit 1: high side */
 } tb_set;
 
 struct tblock {
     int nsets, nbuf;
-    int64_t rows_cap;      /* rows (ghosts excluded) each scratch buffer holds */
+    int64_t W;             /* rows of each ring (its planes: W + 2H) */
+    int max_stages;
     tb_set *set;
     double *cf_mem;        /* the boundary coefficients of every stage of a block, per side */
     size_t cf_cap;
@@ -58,9 +60,10 @@ void tblock_free(struct tblock *tb)
             for (int b = 0; b < tb->nbuf; b++) free(st->mem[b]);
         free(st->mem);
         free(st->z);
-        free(st->cur);
         free(st->bufs);
         free(st->fb);
+        free(st->next);
+        free(st->done);
     }
     free(tb->set);
     free(tb->cf_mem);
@@ -100,8 +103,10 @@ static int tb_applies(const sim *s)
 }
 
 /* The steps per sweep and rows per band for a block of at most n steps: 0 when blocking does
- * not apply or pay. Auto: every buffer together beyond the last-level cache; each thread's
- * scratch about a quarter of the cache, the band at least 8 times the rows recomputed. */
+ * not apply or pay. A thread's rings hold nbuf * (K*S*H + 4H + 2) planes: K is the most that
+ * fit in half its share of the second-level cache (at most TB_MAX_K); one band per thread, or
+ * smaller so that no band recomputes more than an eighth of its rows. Auto: only when every
+ * buffer together exceeds the last-level cache (then a sweep per step is bound by memory). */
 static int tb_choose(const sim *s, int64_t n, int64_t *rows)
 {
     if (s->tb_mode < 0 || n < 2 || !tb_applies(s)) return 0;
@@ -113,56 +118,60 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows)
     int64_t B = s->tb_rows;
     if (s->tb_mode == 0) {
         double state = plane * (double)s->g.ext[last] * nbuf;
-        if (state <= (double)sim_cache_bytes()) return 0;
+        if (state <= (double)sim_cache_bytes(0)) return 0;
     }
-    if (!K || !B) {
-        double budget = (double)sim_cache_bytes() / (4.0 * s->threads);
-        int64_t total = (int64_t)(budget / (plane * nbuf));
-        int k = (int)(total / (10 * S * H));
-        if (k > TB_MAX_K) k = TB_MAX_K;
-        if (!K) K = k;
-        if (!B) B = total - 2 * (int64_t)K * S * H - 2 * H;
+    if (!K) {
+        double planes = (double)sim_cache_bytes(2) / 2 / (plane * nbuf);
+        K = (int)((planes - 4 * H - 2) / (S * H));
+        if (K > TB_MAX_K) K = TB_MAX_K;
     }
     if (K > n) K = (int)n;
+    if (K < 2) return 0;
+    if (!B) {
+        B = (N + s->threads - 1) / s->threads;
+        while (B < 8 * 2 * (int64_t)K * S * H && K > 2) K--;
+        if (B < 8 * 2 * (int64_t)K * S * H && s->tb_mode == 0) return 0; /* too much recomputed */
+    }
     if (B > N) B = N;
-    if (K < 2 || B < 1) return 0;
-    if (s->tb_mode == 0 && B < 4 * (int64_t)K * S * H) return 0; /* too much recomputed */
+    if (B < 1) return 0;
     *rows = B;
     return K;
 }
 
-/* Scratch for bands of up to `rows` rows plus R on each side, one set per thread. */
-static int tb_reserve(sim *s, int64_t rows)
+/* Rings of W rows for every buffer, one set per thread, and room for `stages` stages. */
+static int tb_reserve(sim *s, int64_t W, int stages)
 {
     const pj_program *p = s->p;
     int last = p->dim - 1, H = s->g.H;
     struct tblock *tb = s->tb;
-    if (tb && tb->rows_cap >= rows && tb->nsets == s->threads && tb->nbuf == s->nbuf) return 0;
+    if (tb && tb->W == W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->nbuf) return 0;
     tblock_free(tb);
     s->tb = tb = calloc(1, sizeof *tb);
     if (!tb) return -1;
     tb->nsets = s->threads;
     tb->nbuf = s->nbuf;
-    tb->rows_cap = rows;
+    tb->W = W;
+    tb->max_stages = stages;
     tb->set = calloc((size_t)tb->nsets, sizeof *tb->set);
     if (!tb->set) return -1;
-    int64_t st = s->L.stride[last];
-    size_t bytes = (size_t)((rows + 2 * H) * st) * s->esz;
+    int64_t st = s->L.stride[last], P = s->g.origin_off - s->g.ghost[last] * st;
+    size_t bytes = (size_t)((W + 2 * H) * st) * s->esz;
     bytes = (bytes + TB_ALIGN - 1) / TB_ALIGN * TB_ALIGN;
     for (int i = 0; i < tb->nsets; i++) {
         tb_set *set = &tb->set[i];
         set->mem = calloc((size_t)s->nbuf, sizeof *set->mem);
         set->z = calloc((size_t)s->nbuf, sizeof *set->z);
-        set->cur = calloc((size_t)s->nbuf, sizeof *set->cur);
         set->bufs = calloc((size_t)s->nbuf, sizeof *set->bufs);
         set->fb = calloc((size_t)p->n_fields, sizeof *set->fb);
-        if (!set->mem || !set->z || !set->cur || !set->bufs || !set->fb) return -1;
+        set->next = calloc((size_t)stages, sizeof *set->next);
+        set->done = calloc((size_t)stages, 1);
+        if (!set->mem || !set->z || !set->bufs || !set->fb || !set->next || !set->done) return -1;
         for (int b = 0; b < s->nbuf; b++) {
-            /* the layout of a whole-mesh buffer with rows+2H planes: cell (0,0,0) at origin_off */
+            /* planes laid out as a whole-mesh buffer's: cell (0,0) of a plane P elements in */
             set->mem[b] = aligned_alloc(TB_ALIGN, bytes);
             if (!set->mem[b]) return -1;
             memset(set->mem[b], 0, bytes);
-            set->z[b] = (char *)set->mem[b] + (size_t)s->g.origin_off * s->esz;
+            set->z[b] = (char *)set->mem[b] + (size_t)P * s->esz;
         }
     }
     return 0;
@@ -217,11 +226,13 @@ static int tb_coefs(sim *s, int stages, const double *ts, const kir_launch *befo
 typedef struct tb_job {
     sim *s;
     int K;
-    int64_t B, N;
+    int64_t B, N, W;
     int periodic;
     double dt;
     const double *ts;      /* [K * stages] each stage's time */
     const kir_launch *L0;  /* the sim's launch at the block's start */
+    const int *map;        /* [(K + 1) * nbuf] per step, the ring holding each slot's buffer */
+    const unsigned char *writes; /* [stages * nbuf] the buffers a stage kernel stores into */
 } tb_job;
 
 static int64_t wrap(int64_t m, int64_t N) { return ((m % N) + N) % N; }
@@ -234,71 +245,149 @@ static char *plane(const sim *s, void *z, int64_t r)
     return (char *)z + (r * st - P) * (int64_t)s->esz;
 }
 
+/* The rings. Row x of a band lives in physical plane wrap(x, W) + H; the first H and the last H
+ * rows of the ring are also kept in the H planes before and after it, so that rows x-H .. x+H
+ * are always consecutive planes (what a kernel and a ghost fill read around row x). */
+static int64_t ring_ph(const tb_job *j, int64_t x) { return wrap(x, j->W) + j->s->g.H; }
+
+static char *ring_cell(const tb_job *j, void *z, int64_t ph)
+{
+    return (char *)z + ph * j->s->L.stride[j->s->p->dim - 1] * (int64_t)j->s->esz;
+}
+
+/* After physical plane ph of ring z changed: its other copy made equal. */
+static void ring_sync(const tb_job *j, void *z, int64_t ph)
+{
+    int64_t W = j->W, H = j->s->g.H, m, other = -1;
+    if (ph < H) m = ph - H + W;
+    else if (ph >= W + H) m = ph - W - H;
+    else m = ph - H;
+    if (ph != m + H) other = m + H;
+    else if (m < H) other = m + W + H;
+    else if (m >= W - H) other = m - W + H;
+    if (other < 0) return;
+    size_t bytes = (size_t)j->s->L.stride[j->s->p->dim - 1] * j->s->esz;
+    memcpy(plane(j->s, z, other), plane(j->s, z, ph), bytes);
+}
+
+typedef struct tb_band_ctx {
+    int64_t lo, E;
+    int at_lo, at_hi;
+} tb_band_ctx;
+
+/* The ghost cells along the other axes of row y of the buffers stage q reads (set->fb), as
+ * sim_fill_ghosts fills them in that row. */
+static void fill_row(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q, int64_t y)
+{
+    const sim *s0 = j->s;
+    sim *s = j->s;
+    int last = s0->p->dim - 1, nf = s0->p->n_fields;
+    int64_t ph = ring_ph(j, y);
+    sim_fill_span span = {1, 0, 1, c->lo + y, j->periodic, 0};
+    for (int x = 0; x < s0->p->dim; x++) {
+        int ax = s0->plan.axis_order[x];
+        if (ax == last) continue;
+        const double *cf[2] = {s->tb->cf[q][2 * ax], s->tb->cf[q][2 * ax + 1]};
+        for (int f = 0; f < nf; f++) sim_fill_axis(s, f, ring_cell(j, set->fb[f], ph), ax, cf, &span);
+    }
+    for (int f = 0; f < nf; f++) ring_sync(j, set->fb[f], ph);
+}
+
+/* The ghost rows at a mesh side (hi 0: before row 0, 1: after row E-1) of the buffers stage q
+ * reads, with the H rows inside, every axis in the plan's order (the corners as the whole
+ * mesh's fill sets them). */
+static void fill_side(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q, int hi)
+{
+    sim *s = j->s;
+    int nf = s->p->n_fields, H = s->g.H;
+    int64_t base = hi ? ring_ph(j, c->E) - H : ring_ph(j, 0); /* physical plane of index 0 below */
+    sim_fill_span span = hi ? (sim_fill_span){H, 0, 2 * H, c->lo + c->E - H, j->periodic, 2}
+                            : (sim_fill_span){H, -H, H, c->lo, j->periodic, 1};
+    for (int x = 0; x < s->p->dim; x++) {
+        int ax = s->plan.axis_order[x];
+        const double *cf[2] = {s->tb->cf[q][2 * ax], s->tb->cf[q][2 * ax + 1]};
+        for (int f = 0; f < nf; f++) sim_fill_axis(s, f, ring_cell(j, set->fb[f], base), ax, cf, &span);
+    }
+    for (int f = 0; f < nf; f++)
+        for (int64_t r = span.q0; r < span.q1; r++) ring_sync(j, set->fb[f], base + r);
+}
+
+/* Band [a, b): rows [lo, lo + E) stream through the rings once. At position p, row p of slot 0
+ * comes in, then stage q (0-based over the block) computes row p - (q+1)H, whose stencil rows
+ * the stage before has just computed; the last stage's rows in [a, b) go out to slot 1. */
 static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
 {
     sim *s = j->s;
     const pj_program *p = s->p;
-    const int nf = p->n_fields, last = p->dim - 1, H = s->g.H, S = p->n_stages;
-    const int64_t N = j->N, R = (int64_t)j->K * S * H, st = s->L.stride[last];
-    const size_t plane_bytes = (size_t)st * s->esz;
-    int64_t lo, hi;
-    int at_lo = 0, at_hi = 0;
+    const int nf = p->n_fields, last = p->dim - 1, H = s->g.H, S = p->n_stages, Q = j->K * S, nbuf = s->nbuf;
+    const int64_t N = j->N, R = (int64_t)Q * H;
+    const size_t plane_bytes = (size_t)s->L.stride[last] * s->esz;
+    tb_band_ctx c;
     if (j->periodic) {
-        lo = a - R;
-        hi = b + R;
+        c.lo = a - R;
+        c.E = b + R - c.lo;
+        c.at_lo = c.at_hi = 0;
     } else {
-        lo = a - R > 0 ? a - R : 0;
-        hi = b + R < N ? b + R : N;
-        at_lo = lo == 0;
-        at_hi = hi == N;
+        c.lo = a - R > 0 ? a - R : 0;
+        int64_t hi = b + R < N ? b + R : N;
+        c.E = hi - c.lo;
+        c.at_lo = c.lo == 0;
+        c.at_hi = hi == N;
     }
-    const int64_t E = hi - lo;
-    for (int f = 0; f < nf; f++)
-        for (int64_t r = 0; r < E; r++)
-            memcpy(plane(s, set->z[f], r), plane(s, s->buf[f], j->periodic ? wrap(lo + r, N) : lo + r), plane_bytes);
-    for (int i = 0; i < s->nbuf; i++) set->cur[i] = set->z[i];
-    sim_fill_span span = {E, -H, E + H, lo, j->periodic, (at_lo ? 1 : 0) | (at_hi ? 2 : 0)};
+    const int64_t E = c.E, lo = c.lo;
+    for (int q = 0; q < Q; q++) {
+        set->next[q] = c.at_lo ? 0 : (int64_t)q * H;
+        set->done[q] = 0;
+    }
     kir_launch L = *j->L0;
     L.buf = set->bufs;
     L.prefetch = 0;
-    for (int k = 0; k < j->K; k++) {
-        for (int i = 0; i < S; i++) {
-            const int q = k * S + i;
-            const pj_stage *sg = &p->stages[i];
-            for (int f = 0; f < nf; f++) set->fb[f] = set->cur[(p->field_has_eq[f] ? sg->read_slot : 0) * nf + f];
-            for (int x = 0; x < p->dim; x++) {
-                int ax = s->plan.axis_order[x];
-                const double *cf[2] = {s->tb->cf[q][2 * ax], s->tb->cf[q][2 * ax + 1]};
-                for (int f = 0; f < nf; f++) sim_fill_axis(s, f, set->fb[f], ax, cf, &span);
-            }
-            L.t = j->ts[q];
-            L.dt = j->dt;
-            L.step = j->L0->step + k;
-            L.stage = i + 1;
-            int64_t c_lo = at_lo ? 0 : (int64_t)(q + 1) * H, c_hi = at_hi ? E : E - (int64_t)(q + 1) * H;
-            for (int64_t r = c_lo; r < c_hi;) {
-                int64_t m = j->periodic ? wrap(lo + r, N) : lo + r;
-                int64_t len = c_hi - r < N - m ? c_hi - r : N - m;
-                for (int x = 0; x < s->nbuf; x++) set->bufs[x] = (char *)set->cur[x] + r * (int64_t)plane_bytes;
-                L.first[last] = m;
-                L.n[last] = len;
-                L.beyond[last] = N - m - len;
-                if (s->runner) s->runner(s->runner_ctx, i, &L, 0, len);
-                else interp_stage(sg->kernel, &L, s->single, 0, len);
-                r += len;
+    L.dt = j->dt;
+    const int *mapK = j->map + (size_t)j->K * nbuf;
+    for (int64_t pos = 0; pos < E + R; pos++) {
+        if (pos < E) { /* row pos of every field of slot 0 comes in */
+            int64_t ph = ring_ph(j, pos), m = j->periodic ? wrap(lo + pos, N) : lo + pos;
+            for (int f = 0; f < nf; f++) {
+                memcpy(plane(s, set->z[f], ph), plane(s, s->buf[f], m), plane_bytes);
+                ring_sync(j, set->z[f], ph);
             }
         }
-        if (p->swap_after_step)
-            for (int f = 0; f < nf; f++) {
-                if (!p->field_has_eq[f]) continue;
-                void *t = set->cur[f];
-                set->cur[f] = set->cur[nf + f];
-                set->cur[nf + f] = t;
+        for (int q = 0; q < Q; q++) {
+            int64_t x = pos - (int64_t)(q + 1) * H;
+            int64_t c_lo = c.at_lo ? 0 : (int64_t)(q + 1) * H, c_hi = c.at_hi ? E : E - (int64_t)(q + 1) * H;
+            if (x < c_lo || x >= c_hi) continue;
+            const int k = q / S, i = q % S;
+            const int *map = j->map + (size_t)k * nbuf;
+            const pj_stage *sg = &p->stages[i];
+            for (int f = 0; f < nf; f++) set->fb[f] = set->z[map[(p->field_has_eq[f] ? sg->read_slot : 0) * nf + f]];
+            if (c.at_lo && !(set->done[q] & 1) && x - H < 0) {
+                fill_side(j, set, &c, q, 0);
+                set->done[q] |= 1;
             }
-    }
-    for (int f = 0; f < nf; f++) {
-        if (!p->field_has_eq[f]) continue;
-        for (int64_t m = a; m < b; m++) memcpy(plane(s, s->buf[nf + f], m), plane(s, set->cur[f], m - lo), plane_bytes);
+            int64_t limit = x + H;
+            if (c.at_hi && limit > E - 1) limit = E - 1;
+            for (; set->next[q] <= limit; set->next[q]++) fill_row(j, set, &c, q, set->next[q]);
+            if (c.at_hi && !(set->done[q] & 2) && x + H >= E) {
+                fill_side(j, set, &c, q, 1);
+                set->done[q] |= 2;
+            }
+            int64_t ph = ring_ph(j, x), m = j->periodic ? wrap(lo + x, N) : lo + x;
+            for (int bi = 0; bi < nbuf; bi++) set->bufs[bi] = ring_cell(j, set->z[map[bi]], ph);
+            L.t = j->ts[q];
+            L.step = j->L0->step + k;
+            L.stage = i + 1;
+            L.first[last] = m;
+            L.n[last] = 1;
+            L.beyond[last] = N - m - 1;
+            if (s->runner) s->runner(s->runner_ctx, i, &L, 0, 1);
+            else interp_stage(sg->kernel, &L, s->single, 0, 1);
+            for (int bi = 0; bi < nbuf; bi++)
+                if (j->writes[i * nbuf + bi]) ring_sync(j, set->z[map[bi]], ph);
+            if (q == Q - 1 && lo + x >= a && lo + x < b)
+                for (int f = 0; f < nf; f++)
+                    if (p->field_has_eq[f])
+                        memcpy(plane(s, s->buf[nf + f], lo + x), plane(s, set->z[mapK[f]], ph), plane_bytes);
+        }
     }
 }
 
@@ -320,16 +409,15 @@ static void tb_range(void *ctx, int64_t begin, int64_t end)
 static int tb_run(sim *s, double dt, int K, int64_t B)
 {
     const pj_program *p = s->p;
-    const int S = p->n_stages, nf = p->n_fields, last = p->dim - 1;
-    const int64_t R = (int64_t)K * S * s->g.H;
-    if (tb_reserve(s, B + 2 * R) < 0) return -1;
+    const int S = p->n_stages, nf = p->n_fields, last = p->dim - 1, nbuf = s->nbuf, H = s->g.H;
+    const int64_t W = (int64_t)K * S * H + 2 * H + 2;
+    if (tb_reserve(s, W, K * S) < 0) return -1;
     double *ts = malloc(sizeof *ts * (size_t)(K * S));
     kir_launch *before = malloc(sizeof *before * (size_t)(K * S));
-    if (!ts || !before) {
-        free(ts);
-        free(before);
-        return -1;
-    }
+    int *map = malloc(sizeof *map * (size_t)((K + 1) * nbuf));
+    unsigned char *writes = calloc((size_t)(S * nbuf), 1);
+    int rc = -1;
+    if (!ts || !before || !map || !writes) goto done;
     /* the times and launches sim_step would have: t advanced by adding dt step after step */
     kir_launch L = s->L;
     double t = s->t;
@@ -344,18 +432,34 @@ static int tb_run(sim *s, double dt, int K, int64_t B)
         }
         t += dt;
     }
-    if (tb_coefs(s, K * S, ts, before) < 0) {
-        free(ts);
-        free(before);
-        return -1;
+    /* which ring holds each slot's buffer at each step (Euler swaps slots 0 and 1) */
+    for (int b = 0; b < nbuf; b++) map[b] = b;
+    for (int k = 1; k <= K; k++) {
+        int *m = map + (size_t)k * nbuf;
+        memcpy(m, m - nbuf, sizeof *m * (size_t)nbuf);
+        if (p->swap_after_step)
+            for (int f = 0; f < nf; f++)
+                if (p->field_has_eq[f]) {
+                    int x = m[f];
+                    m[f] = m[nf + f];
+                    m[nf + f] = x;
+                }
     }
+    for (int i = 0; i < S; i++) {
+        const kir_kernel *k = p->stages[i].kernel;
+        for (int o = 0; o < k->n_outputs; o++) {
+            int bi = k->outputs[o].slot * nf + k->outputs[o].field;
+            if (bi >= 0 && bi < nbuf) writes[i * nbuf + bi] = 1;
+        }
+    }
+    if (tb_coefs(s, K * S, ts, before) < 0) goto done;
     kir_launch L0 = s->L;
     L0.step = s->steps;
     int periodic = s->plan.rule[2 * last] == GHOST_PERIODIC;
-    tb_job j = {s, K, B, s->g.n[last], periodic, dt, ts, &L0};
+    tb_job j = {s, K, B, s->g.n[last], W, periodic, dt, ts, &L0, map, writes};
     int64_t bands = (j.N + B - 1) / B;
     if (!s->pool || s->threads < 2) tb_range(&j, 0, bands);
-    else cpu_pool_run_range(s->pool, tb_range, &j, bands, 1, (B + 2 * R) * (sim_cells(s) / j.N) * K * S);
+    else cpu_pool_run_range(s->pool, tb_range, &j, bands, 1, (B + 2 * (int64_t)K * S * H) * (sim_cells(s) / j.N) * K * S);
     for (int f = 0; f < nf; f++) { /* the new state is in slot 1 */
         if (!p->field_has_eq[f]) continue;
         void *m = s->mem[f]; s->mem[f] = s->mem[nf + f]; s->mem[nf + f] = m;
@@ -367,9 +471,13 @@ static int tb_run(sim *s, double dt, int K, int64_t B)
     s->L.dt = dt;
     s->L.step = s->steps - 1;
     s->L.stage = S;
+    rc = 0;
+done:
     free(ts);
     free(before);
-    return 0;
+    free(map);
+    free(writes);
+    return rc;
 }
 
 int sim_step_n(sim *s, double dt, int64_t n)
