@@ -10,7 +10,7 @@
  *       after every step: `pdejit run`'s defaults) instead of calling sim_step(), one call per
  *       rep, timed by driver_result.seconds (the stepping, without the one full check before
  *       each call). cpu-tblock calls sim_step_n (runtime/tblock.c) for the rep's steps in batches of
- *       64: several steps per sweep where temporal blocking pays (the state beyond the last-level
+ *       32: several steps per sweep where temporal blocking pays (the state beyond the last-level
  *       cache; $PDEJIT_TBLOCK=on forces it, $PDEJIT_TBLOCK_K / _ROWS its sizes); cpu steps one at
  *       a time.
  *       Prints seconds per step for every rep (one rep of warm-up first; a rep stops early
@@ -105,7 +105,7 @@ static int cmd_step(int argc, char **argv)
         while (done < steps) {
             /* sim_step in batches of 16 (then the rep budget is checked); driver_run for all
                of a rep's steps in one call, as `pdejit run` makes one call for a whole run */
-            int batch = tblock ? 64 : 16;
+            int batch = tblock ? 32 : 16;
             int chunk = via_driver ? steps - done : steps - done < batch ? steps - done : batch;
             if (via_driver) {
                 /* driver_run runs to an absolute end time: on from where the last call stopped */
@@ -143,8 +143,10 @@ static int cmd_step(int argc, char **argv)
     printf("pdejit n=%lld threads=%d variant=%s sec_per_step=", n, sim_threads(s), backend);
     for (int r = 0; r < reps; r++) printf("%s%.6e", r ? "," : "", per[r]);
     qsort(per, (size_t)reps, sizeof *per, cmp_double);
-    printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e\n", per[reps / 2], sum,
-           (long long)(e ? engine_steps(e) : sim_steps(s)), fill);
+    /* steps per sweep: what temporal blocking takes of a batch (1: one at a time) */
+    long long block = e ? (long long)engine_block_steps(e, 32) : tblock ? sim_tblock_steps(s, 32) : 1;
+    printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e block=%lld\n", per[reps / 2], sum,
+           (long long)(e ? engine_steps(e) : sim_steps(s)), fill, block > 1 ? block : 1);
     free(u);
     free(per);
     sim_destroy(s);

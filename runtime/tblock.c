@@ -28,7 +28,10 @@
 #include "sim_impl.h"
 
 #define TB_ALIGN 64
-#define TB_MAX_K 16
+#define TB_MAX_K 32
+/* the cache a sweep per step can count on: the last level, but no more than one AMD CCD's share
+   (a VM may report the whole host's L3: 260 MiB on the project's machine, 32 MiB per CCD) */
+#define TB_LLC_MAX ((double)(32 << 20))
 
 typedef struct tb_set {
     int busy;              /* claimed by a running band */
@@ -104,9 +107,10 @@ static int tb_applies(const sim *s)
 
 /* The steps per sweep and rows per band for a block of at most n steps: 0 when blocking does
  * not apply or pay. A thread's rings hold nbuf * (K*S*H + 4H + 2) planes: K is the most that
- * fit in half its share of the second-level cache (at most TB_MAX_K); one band per thread, or
- * smaller so that no band recomputes more than an eighth of its rows. Auto: only when every
- * buffer together exceeds the last-level cache (then a sweep per step is bound by memory). */
+ * fit in 3/4 of its second-level cache (at most TB_MAX_K); one band per thread, K smaller when
+ * a band would recompute more than an eighth of its rows. Auto: only when every buffer together
+ * exceeds the last-level cache (TB_LLC_MAX at most): then a sweep per step is bound by memory
+ * (at 1024², 16 MiB, blocking measured slower here). */
 static int tb_choose(const sim *s, int64_t n, int64_t *rows)
 {
     if (s->tb_mode < 0 || n < 2 || !tb_applies(s)) return 0;
@@ -118,10 +122,11 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows)
     int64_t B = s->tb_rows;
     if (s->tb_mode == 0) {
         double state = plane * (double)s->g.ext[last] * nbuf;
-        if (state <= (double)sim_cache_bytes(0)) return 0;
+        double llc = (double)sim_cache_bytes(0);
+        if (state <= (llc < TB_LLC_MAX ? llc : TB_LLC_MAX)) return 0;
     }
     if (!K) {
-        double planes = (double)sim_cache_bytes(2) / 2 / (plane * nbuf);
+        double planes = (double)sim_cache_bytes(2) * 0.75 / (plane * nbuf);
         K = (int)((planes - 4 * H - 2) / (S * H));
         if (K > TB_MAX_K) K = TB_MAX_K;
     }
