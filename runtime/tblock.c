@@ -29,8 +29,9 @@
 
 #define TB_ALIGN 64
 #define TB_MAX_K 32
-/* the cache a sweep per step can count on: the last level, but no more than one AMD CCD's share
-   (a VM may report the whole host's L3: 260 MiB on the project's machine, 32 MiB per CCD) */
+/* the cache a sweep per step can count on: the last level, but no more than 32 MiB (a VM may
+   report the whole host's L3, of which its cores get a part: 260 MiB on the project's machine,
+   where a 1024² step, 16 MiB, runs from the cache and a 2048² one, 64 MiB, is memory-bound) */
 #define TB_LLC_MAX ((double)(32 << 20))
 
 typedef struct tb_set {
@@ -134,7 +135,7 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows)
     if (K < 2) return 0;
     if (!B) {
         B = (N + s->threads - 1) / s->threads;
-        while (B < 8 * 2 * (int64_t)K * S * H && K > 2) K--;
+        while (!s->tb_k && B < 8 * 2 * (int64_t)K * S * H && K > 2) K--;
         if (B < 8 * 2 * (int64_t)K * S * H && s->tb_mode == 0) return 0; /* too much recomputed */
     }
     if (B > N) B = N;
@@ -143,15 +144,26 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows)
     return K;
 }
 
-/* Rings of W rows for every buffer, one set per thread, and room for `stages` stages. */
+static int tb_alloc(sim *s, int64_t W, int stages);
+
+/* Rings of W rows for every buffer, one set per thread, and room for `stages` stages: 0, or -1
+ * out of memory (then none are kept). */
 static int tb_reserve(sim *s, int64_t W, int stages)
+{
+    struct tblock *tb = s->tb;
+    if (tb && tb->W == W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->nbuf) return 0;
+    if (tb_alloc(s, W, stages) == 0) return 0;
+    tblock_free(s->tb);
+    s->tb = NULL;
+    return -1;
+}
+
+static int tb_alloc(sim *s, int64_t W, int stages)
 {
     const pj_program *p = s->p;
     int last = p->dim - 1, H = s->g.H;
-    struct tblock *tb = s->tb;
-    if (tb && tb->W == W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->nbuf) return 0;
-    tblock_free(tb);
-    s->tb = tb = calloc(1, sizeof *tb);
+    tblock_free(s->tb);
+    struct tblock *tb = s->tb = calloc(1, sizeof *tb);
     if (!tb) return -1;
     tb->nsets = s->threads;
     tb->nbuf = s->nbuf;
