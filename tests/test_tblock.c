@@ -4,7 +4,8 @@
  * halo 2, rk2/rk3/rk4/euler, a coefficient field), a problem with rand(), randn() and a
  * coefficient field, and random problems (randexpr.c), on interp and cpu, in double and single,
  * forced on with small bands so that bands, wraps and shrinking ranges are all exercised;
- * then the run loop (`pdejit run` with outputs and monitors between blocks). */
+ * then the run loop (`pdejit run` with outputs and monitors between blocks, and where a
+ * non-finite value is reported). */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "testutil.h"
 #include <dirent.h>
@@ -238,6 +239,48 @@ static void run_outputs_equal(void **state)
     free(b);
 }
 
+/* A blow-up: step by step the check names the first step with a non-finite value; blocked (4 steps
+ * per sweep) it is found at the end of the block that holds that step, as documented. */
+static int nan_step(const char *mode)
+{
+    static const char prob[] = "mesh grid(nx = 12, ny = 10)\n"
+                               "field u = 1 + x\n"
+                               "eq dt(u) = 10*u*u + 0.01*lap(u)\n"
+                               "periodic x, y\n"
+                               "time dt = 0.01, steps = 60, scheme = euler\n";
+    char path[512], *out = NULL;
+    snprintf(path, sizeof path, "%s/nan.pde", tu_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(prob, f);
+    fclose(f);
+    setenv("PDEJIT_TBLOCK", mode, 1);
+    setenv("PDEJIT_TBLOCK_K", "4", 1);
+    setenv("PDEJIT_TBLOCK_ROWS", "3", 1);
+    int rc = tu_pdejit(&out, "run nan.pde --threads 2 --out none --quiet");
+    unsetenv("PDEJIT_TBLOCK");
+    unsetenv("PDEJIT_TBLOCK_K");
+    unsetenv("PDEJIT_TBLOCK_ROWS");
+    assert_int_equal(rc, 1);
+    const char *at = strstr(out, "non-finite value");
+    assert_non_null(at);
+    at = strstr(at, "at step ");
+    assert_non_null(at);
+    int step = atoi(at + 8);
+    free(out);
+    return step;
+}
+
+static void nonfinite_found_after_the_block(void **state)
+{
+    (void)state;
+    int s0 = nan_step("off"), s1 = nan_step("on");
+    print_message("non-finite: step %d one at a time, step %d blocked\n", s0, s1);
+    assert_true(s0 > 4);
+    assert_true(s1 >= s0 && s1 < s0 + 4);
+    assert_int_equal(s1 % 4, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +288,7 @@ int main(void)
         cmocka_unit_test(random_problems_blocked_equal),
         cmocka_unit_test(auto_keeps_small_states),
         cmocka_unit_test(run_outputs_equal),
+        cmocka_unit_test(nonfinite_found_after_the_block),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
