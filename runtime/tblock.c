@@ -1,27 +1,31 @@
 /* tblock.c — temporal blocking: several explicit steps per sweep over the state (sim_step_n).
  *
  * When the state exceeds the last-level cache, a step's speed is capped by one sweep's memory
- * traffic. Here the mesh is cut into bands of rows of the last axis (y in 2D, z in 3D), and each
- * band takes K steps at once in scratch buffers of its own that stay in the cache:
+ * traffic. Here the mesh is cut into bands of rows of the last axis (y in 2D, z in 3D), one per
+ * thread, and each band takes K steps (Q = K * stages stage runs) in one pass:
  *
- *   copy rows [a - R, b + R) of slot 0 into the scratch (R = K * stages * H; a periodic last
- *   axis wraps, a mesh side with a condition clips the range and keeps the ghost rows beyond)
- *   for each step, each stage: fill the scratch's ghost cells as sim_fill_ghosts would (the
- *   plan's axis order; along the last axis only at a mesh side), run the stage kernel over the
- *   rows still valid (the range shrinks by H per stage except at a mesh side); swap slots
- *   copy rows [a, b) of the result into slot 1 of the sim (nobody reads it during the block)
+ *   rows [a - R, b + R) of slot 0 stream in (R = Q * H; a periodic last axis wraps, a mesh side
+ *   with a condition clips the range) through rings of W = Q*H + 2H + 2 rows per buffer, which
+ *   stay in the second-level cache; as row p comes in, stage run q computes row p - (q+1)H
+ *   (the rows its stencil reads were computed by run q-1 at this or an earlier position), each
+ *   row one launch, after the ghost cells of its read rows are filled as sim_fill_ghosts fills
+ *   them (x, and y in 3D, row by row; at a mesh side the side's rule over the rows there, in
+ *   the plan's axis order); the range shrinks by H per run except at a mesh side; the last
+ *   run's rows in [a, b) go into slot 1 of the sim (nobody reads it during the block)
  *
- * then slots 0 and 1 are swapped once. Every cell is computed by the same kernel from the same
- * values with the same launch (t, dt, step and stage of its stage, `first` and `beyond` of the
- * rows it covers, so coordinates, `boundary` and rand() are the mesh's), so the state is bit
- * for bit what K calls of sim_step give; the other slots hold other values. The bands run on
- * the sim's threads, each thread in its own scratch.
+ * then slots 0 and 1 are swapped once. Stage runs writing the slot an earlier run still reads
+ * are safe for the reason in-place ping-pong is: at each position the runs go in order, and a
+ * run only overwrites rows the run before it no longer needs. Every cell is computed by the same
+ * kernel from the same values with the same launch (t, dt, step and stage of its stage, `first`
+ * and `beyond` of its row, so coordinates, `boundary` and rand() are the mesh's), so the state
+ * is bit for bit what K calls of sim_step give; the other slots hold other values.
  *
  * It applies to explicit schemes on 2D and 3D meshes held whole by one sim (no block of a
  * decomposed run), without ghost hooks or exchanges, whose last axis is periodic for every
- * field or for none; it is chosen (mode 0) when every buffer together exceeds the last-level
- * cache. $PDEJIT_TBLOCK (off, on, auto), $PDEJIT_TBLOCK_K and $PDEJIT_TBLOCK_ROWS force it and
- * its sizes (tests, benchmarks); see sim_set_tblock. */
+ * field or for none, and whose boundary coefficients read no field; it is chosen (mode 0) when
+ * every buffer together exceeds the last-level cache (TB_LLC_MAX at most). $PDEJIT_TBLOCK (off,
+ * on, auto), $PDEJIT_TBLOCK_K and $PDEJIT_TBLOCK_ROWS force it and its sizes (tests,
+ * benchmarks); see sim_set_tblock. */
 #include <stdlib.h>
 #include <string.h>
 #include "interp.h"
