@@ -66,6 +66,63 @@ def loadavg():
         return "?"
 
 
+def tblock_table(args):
+    """Temporal blocking (runtime/tblock.c): the C reference, pdejit one step at a time, and pdejit
+    with several steps per sweep, side by side, interleaved round by round; batches of 64 steps."""
+    rounds = args.rounds or (1 if args.quick else 5)
+    reps = 3
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes != "64,256,1024,2048" else [2048, 4096]
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    ref = os.path.join(args.bin, "ref_rd")
+    pjb = os.path.join(args.bin, "pj_bench")
+    tmp = tempfile.mkdtemp(prefix="pdejit-bench-")
+    env = dict(os.environ, PDEJIT_CACHE_DIR=os.path.join(tmp, "cache"))
+    env.pop("PDEJIT_TBLOCK", None)
+    impls = [
+        ("C reference (gcc -O3 -march=native -fopenmp)", "c", lambda n, t, s: [ref, str(n), str(t), str(s), str(reps)]),
+        ("pdejit cpu, one step per sweep (sim_step)", "pj", lambda n, t, s: [pjb, "step", str(n), str(t), str(s), str(reps), "cpu"]),
+        ("pdejit cpu, temporal blocking (sim_step_n, chosen automatically)", "tb",
+         lambda n, t, s: [pjb, "step", str(n), str(t), str(s), str(reps), "cpu-tblock"]),
+        ("pdejit cpu via driver_run (as `pdejit run`)", "run",
+         lambda n, t, s: [pjb, "step", str(n), str(t), str(s), str(reps), "cpu-run"]),
+    ]
+    run_line([pjb, "step", "64", "1", "1", "1", "cpu"], env, "pdejit")
+    t_start, load_start = time.time(), loadavg()
+    results = {}
+    for n in sizes:
+        for t in thread_counts:
+            for rnd in range(rounds):
+                for label, key, build in impls:
+                    res = run_line(build(n, t, 64), env)
+                    if res is None:
+                        continue
+                    d = results.setdefault((n, t, key), {"times": [], "lines": []})
+                    d["times"] += [float(x) for x in res["sec_per_step"].split(",")]
+                    d["lines"].append(res)
+            sys.stderr.write("  %dx%d, %d thread%s: done (%.0f s)\n" % (n, n, t, "" if t == 1 else "s", time.time() - t_start))
+    print("### Temporal blocking\n")
+    print("`bench/run.sh --tblock`: Fisher-KPP, explicit Euler, periodic, double; time per step = median of "
+          "%d rounds x %d reps (each rep up to 64 steps, stopped after 0.5 s); load average %s at the start, "
+          "%s at the end; %.0f s.\n" % (rounds, reps, load_start, loadavg(), time.time() - t_start))
+    print("| cells | threads | implementation | time/step | best rep | Mcups | speed vs C | steps/sweep |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in sizes:
+        for t in thread_counts:
+            c = results.get((n, t, "c"))
+            c_med = statistics.median(c["times"]) if c else None
+            for label, key, _ in impls:
+                d = results.get((n, t, key))
+                if not d:
+                    print("| %d² | %d | %s | failed | | | | |" % (n, t, label))
+                    continue
+                med = statistics.median(d["times"])
+                print("| %d² | %d | %s | %s | %s | %.0f | %s | %s |" % (
+                    n, t, label, fmt_time(med), fmt_time(min(d["times"])), n * n / med / 1e6,
+                    ("%.2f" % (c_med / med)) if c_med else "", d["lines"][0].get("block", "1")))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True, help="folder with ref_rd and pj_bench")
@@ -77,7 +134,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=0)
     ap.add_argument("--sizes", default="64,256,1024,2048")
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--tblock", action="store_true",
+                    help="only the temporal blocking table (2048² and 4096² unless --sizes)")
     args = ap.parse_args()
+    if args.tblock:
+        return tblock_table(args)
 
     quick = args.quick
     rounds = args.rounds or (1 if quick else 5)

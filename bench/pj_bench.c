@@ -1,6 +1,6 @@
 /* pj_bench.c — the pdejit side of the benchmark (bench/run.sh builds and runs it).
  *
- *   pj_bench step N THREADS STEPS_PER_REP REPS cpu|cpu-fast|cpu-run|interp
+ *   pj_bench step N THREADS STEPS_PER_REP REPS cpu|cpu-fast|cpu-run|cpu-tblock|interp
  *       The 2D reaction-diffusion step u + dt*(D*lap(u) + k*u*(1-u)) on an N x N periodic
  *       square, explicit Euler, through the real pipeline: problem text -> compile_problem ->
  *       sim_create (THREADS) -> cpu_backend (kernel cache: $PDEJIT_CACHE_DIR) -> sim_step, i.e.
@@ -9,7 +9,10 @@
  *       same with --fast-math; cpu-run steps through driver_run() (no output, a NaN/Inf check
  *       after every step: `pdejit run`'s defaults) instead of calling sim_step(), one call per
  *       rep, timed by driver_result.seconds (the stepping, without the one full check before
- *       each call).
+ *       each call). cpu-tblock calls sim_step_n (runtime/tblock.c) for the rep's steps in batches of
+ *       32: several steps per sweep where temporal blocking pays (the state beyond the last-level
+ *       cache; $PDEJIT_TBLOCK=on forces it, $PDEJIT_TBLOCK_K / _ROWS its sizes); cpu steps one at
+ *       a time.
  *       Prints seconds per step for every rep (one rep of warm-up first; a rep stops early
  *       after REP_BUDGET_S), the median, the time of one ghost fill (serial, paid inside every
  *       step), and the field's checksum (sum of all cells, to compare with ref_rd after the
@@ -56,7 +59,7 @@ static int cmd_step(int argc, char **argv)
     int threads = atoi(argv[1]), steps = atoi(argv[2]), reps = atoi(argv[3]);
     const char *backend = argv[4];
     int use_cpu = strncmp(backend, "cpu", 3) == 0, fast = !strcmp(backend, "cpu-fast");
-    int via_driver = !strcmp(backend, "cpu-run");
+    int via_driver = !strcmp(backend, "cpu-run"), tblock = !strcmp(backend, "cpu-tblock");
     char src[1024];
     snprintf(src, sizeof src,
              "# 2D reaction-diffusion (Fisher-KPP), periodic square, explicit Euler\n"
@@ -102,7 +105,8 @@ static int cmd_step(int argc, char **argv)
         while (done < steps) {
             /* sim_step in batches of 16 (then the rep budget is checked); driver_run for all
                of a rep's steps in one call, as `pdejit run` makes one call for a whole run */
-            int chunk = via_driver ? steps - done : steps - done < 16 ? steps - done : 16;
+            int batch = tblock ? 32 : 16;
+            int chunk = via_driver ? steps - done : steps - done < batch ? steps - done : batch;
             if (via_driver) {
                 /* driver_run runs to an absolute end time: on from where the last call stopped */
                 int64_t before = engine_steps(e);
@@ -114,6 +118,8 @@ static int cmd_step(int argc, char **argv)
                 }
                 stepping += res.seconds; /* the stepping loop, not the full check before it */
                 chunk = (int)(engine_steps(e) - before);
+            } else if (tblock) {
+                sim_step_n(s, dt, chunk);
             } else {
                 for (int k = 0; k < chunk; k++) sim_step(s, dt);
             }
@@ -137,8 +143,10 @@ static int cmd_step(int argc, char **argv)
     printf("pdejit n=%lld threads=%d variant=%s sec_per_step=", n, sim_threads(s), backend);
     for (int r = 0; r < reps; r++) printf("%s%.6e", r ? "," : "", per[r]);
     qsort(per, (size_t)reps, sizeof *per, cmp_double);
-    printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e\n", per[reps / 2], sum,
-           (long long)(e ? engine_steps(e) : sim_steps(s)), fill);
+    /* steps per sweep: what temporal blocking takes of a batch (1: one at a time) */
+    long long block = e ? (long long)engine_block_steps(e, 32) : tblock ? sim_tblock_steps(s, 32) : 1;
+    printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e block=%lld\n", per[reps / 2], sum,
+           (long long)(e ? engine_steps(e) : sim_steps(s)), fill, block > 1 ? block : 1);
     free(u);
     free(per);
     sim_destroy(s);
@@ -187,7 +195,7 @@ int main(int argc, char **argv)
     } else if (argc == 3 && !strcmp(argv[1], "compile")) {
         return cmd_compile(argv[2]);
     }
-    fprintf(stderr, "usage: pj_bench step N THREADS STEPS_PER_REP REPS cpu|cpu-fast|cpu-run|interp\n"
+    fprintf(stderr, "usage: pj_bench step N THREADS STEPS_PER_REP REPS cpu|cpu-fast|cpu-run|cpu-tblock|interp\n"
                     "       pj_bench compile FILE\n");
     return 2;
 }

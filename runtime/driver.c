@@ -396,7 +396,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     }
     int interrupted = o->interrupt && atomic_load(o->interrupt);
     double start = driver_now(), last_report = start;
-    int64_t since_check = 0, done_steps = 0;
+    int64_t since_check = 0, done_steps = 0, progress_at = 64;
     double last_checkpoint = engine_time(e);
     while (!interrupted) {
         /* the next stop: an output time, a monitor time or the end (after a resume, the times still
@@ -411,15 +411,19 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         int64_t n = o->adaptive ? 1 : (int64_t)ceil((stop - engine_time(e)) / dt - 1e-9);
         double t0 = driver_now();
         int failed = 0;
-        for (int64_t i = 0; i < n && !failed && !interrupted; i++) {
+        for (int64_t i = 0; i < n && !failed && !interrupted;) {
             double h = i == n - 1 ? stop - engine_time(e) : dt;
             if (h <= 0) break;
-            failed = engine_step(e, h, err, err_len) < 0;
-            done_steps++;
+            /* whole steps of dt before the last: several per sweep where the engine blocks them
+               (temporal blocking); the hook, interrupt and checks then come after the block */
+            int64_t m = i < n - 1 && !o->checkpoint_dir ? engine_block_steps(e, n - 1 - i) : 1;
+            failed = (m > 1 ? engine_step_n(e, dt, m, err, err_len) : engine_step(e, h, err, err_len)) < 0;
+            done_steps += m;
+            i += m;
             if (!failed && o->between_steps) o->between_steps(o->between_ctx);
             if (o->interrupt && atomic_load(o->interrupt)) interrupted = 1;
             if (engine_processes(e) > 1) interrupted = engine_any(e, interrupted); /* every process stops */
-            if (!failed && ++since_check >= every) {
+            if (!failed && (since_check += m) >= every) {
                 since_check = 0;
                 failed = check(e, 0, err, err_len) < 0;
             }
@@ -429,7 +433,8 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
                          checkpoint_write(e, o->checkpoint_dir, o->seed, o->single, err, err_len) < 0;
                 since_check = 0;
             }
-            if (progress && !(done_steps & 63) && driver_now() - last_report > 3.0) {
+            if (progress && done_steps >= progress_at && (progress_at = done_steps + 64) &&
+                driver_now() - last_report > 3.0) {
                 double tnow = driver_now(), t = engine_time(e);
                 last_report = tnow;
                 fprintf(progress, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end,

@@ -168,6 +168,19 @@ int engine_step(engine *e, double dt, char *err, size_t len)
     /* a failure on one process ends the step on every one (none waits for it in an exchange) */
     return e->d ? -decomp_agree(e->d, rc < 0, err, len) : rc;
 }
+int engine_step_n(engine *e, double dt, int64_t n, char *err, size_t len)
+{
+    if (!e->d && e->ops->step_n) return e->ops->step_n(e->impl, dt, n, err, len);
+    for (int64_t i = 0; i < n; i++)
+        if (engine_step(e, dt, err, len) < 0) return -1;
+    return 0;
+}
+int64_t engine_block_steps(engine *e, int64_t n)
+{
+    if (e->d || !e->ops->step_n || !e->ops->block_steps || n < 1) return 1;
+    int64_t k = e->ops->block_steps(e->impl, n);
+    return k > 1 ? k : 1;
+}
 int engine_sync(engine *e, char *err, size_t len) { return e->ops->sync ? e->ops->sync(e->impl, err, len) : 0; }
 double engine_time(engine *e) { return e->ops->time(e->impl); }
 int64_t engine_steps(engine *e) { return e->ops->steps(e->impl); }

@@ -80,6 +80,9 @@ typedef struct backend_ops {
     void (*destroy)(void *impl);
     int (*init)(void *impl, char *err, size_t len);
     int (*step)(void *impl, double dt, char *err, size_t len);
+    /* n steps of dt, the state as n calls of step leave it (several per sweep where the back end
+       can: temporal blocking, runtime/tblock.c); NULL: the engine calls step n times */
+    int (*step_n)(void *impl, double dt, int64_t n, char *err, size_t len);
     int (*sync)(void *impl, char *err, size_t len);                     /* NULL: steps are synchronous */
     int (*set_param)(void *impl, const char *name, double value);       /* -1: no such param */
     const double *(*params)(void *impl);
@@ -102,6 +105,8 @@ typedef struct backend_ops {
     void (*release)(void *prepared);
     /* an implicit program's iteration counts (NULL or -1: none) */
     int (*solver_stats)(void *impl, implicit_stats *stats);
+    /* of n steps, how many step_n takes in one sweep now (NULL or 1: one at a time) */
+    int64_t (*block_steps)(void *impl, int64_t n);
     /* without a simulation: the generated code of every kernel, and why each hits or misses the
        cache (explain returns 1 with the cache's warning in err when it has one) */
     int (*emit)(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len);
@@ -159,6 +164,13 @@ void engine_get_info(engine *e, engine_info *info);
 int engine_init(engine *e, char *err, size_t len);
 int engine_step(engine *e, double dt, char *err, size_t len);
 int engine_sync(engine *e, char *err, size_t len);
+/* n steps of dt, the state (slot 0) bit for bit as n calls of engine_step leave it; the host back
+ * ends take several per sweep where temporal blocking applies and pays. Stops at the first
+ * failure (engine_steps says how far it got). */
+int engine_step_n(engine *e, double dt, int64_t n, char *err, size_t len);
+/* How many of n steps engine_step_n would take in one sweep now (1: one at a time), for the run
+ * loop: it hands the engine that many at once when nothing is due in between. */
+int64_t engine_block_steps(engine *e, int64_t n);
 double engine_time(engine *e);
 int64_t engine_steps(engine *e);
 /* Sets the time and the step count (a restart: runtime/checkpoint.h); the fields are set apart. */

@@ -124,6 +124,27 @@ static int host_step(void *impl, double dt, char *err, size_t len)
     return -1;
 }
 
+static int host_step_n(void *impl, double dt, int64_t n, char *err, size_t len)
+{
+    host_engine *h = impl;
+    if (h->imp) {
+        for (int64_t i = 0; i < n; i++)
+            if (host_step(impl, dt, err, len) < 0) return -1;
+        return 0;
+    }
+    int rc = sim_step_n(h->s, dt, n);
+    if (h->cpu) cpu_backend_ran(h->cpu); /* its kernels ran and returned: none crashed */
+    if (rc == 0) return 0;
+    diag_set(err, len, "%s", sim_error(h->s));
+    return -1;
+}
+
+static int64_t host_block_steps(void *impl, int64_t n)
+{
+    host_engine *h = impl;
+    return h->imp ? 1 : sim_tblock_steps(h->s, n);
+}
+
 static int host_solver_stats(void *impl, implicit_stats *st)
 {
     host_engine *h = impl;
@@ -293,7 +314,7 @@ static int cpu_explain(const pj_program *p, const engine_options *o, FILE *out, 
     .take_nonfinite = host_take_nonfinite, .check_finite = host_check_finite, .time = host_time,          \
     .steps = host_steps, .set_clock = host_set_clock, .view = host_view, .reduce = host_reduce,           \
     .info = host_info, .prepare = host_prepare, .swap = host_swap, .release = host_release,               \
-    .solver_stats = host_solver_stats
+    .solver_stats = host_solver_stats, .step_n = host_step_n, .block_steps = host_block_steps
 
 const backend_ops interp_backend_ops = {.name = "interp", .create = interp_create, HOST_OPS};
 const backend_ops cpu_backend_ops = {.name = "cpu", .emit_flag = "llvm", .create = cpu_create, HOST_OPS,

@@ -29,39 +29,12 @@
 #include "cpu_pool.h"
 #include "grid.h"
 #include "interp.h"
+#include "sim_impl.h"
 
 #define SIM_ALIGN 64
 /* below this many cells a stage runs on the calling thread: waking threads costs more */
 #define SIM_PAR_MIN_CELLS 4096
 
-struct sim {
-    const pj_program *p;
-    int single;
-    size_t esz;            /* bytes per value */
-    int threads;
-    cpu_pool *pool;        /* NULL: one thread */
-    grid_layout g;         /* the buffers' shape (grid.h) */
-    ghost_plan plan;       /* how ghost cells are filled (grid.h) */
-    int failed;            /* a ghost hook failed: the error, and steps stop */
-    char error[512];
-    int nbuf;              /* n_slots * n_fields */
-    void **mem;            /* allocations */
-    void **buf;            /* cell (0,0,0) of each */
-    void **fill_buf;       /* per field: the buffer a ghost fill works on (sim_fill_ghosts) */
-    kir_launch L;
-    double *param;
-    unsigned char *param_set; /* set by the user: kept when params are re-evaluated */
-    double t;
-    int64_t steps;
-    int32_t nonfinite;     /* set by stage kernels that stored a NaN/Inf (kir_launch.nonfinite) */
-    sim_stage_runner runner;
-    void *runner_ctx;
-    /* boundary coefficients per side: [n_outputs][face cells], and per field and side the
-     * output numbers of a, b, c (-1: absent, reads as 0) */
-    double *coef[6];
-    int coef_valid[6], coef_const[6];
-    int (*coef_out)[6][4];
-};
 
 /* ---- threads --------------------------------------------------------------------------- */
 
@@ -137,9 +110,10 @@ static int setup_coefs(sim *s, char *err, size_t err_len)
     return 0;
 }
 
-/* The size of the largest cache level of CPU 0 as Linux describes it (in a VM, what the VM is
- * given: sysconf may report the whole host's), else sysconf's, else 32 MiB. */
-static size_t last_level_cache_bytes(void)
+/* The size of cache level `want` of CPU 0 as Linux describes it (want 0: the largest level; in a
+ * VM, what the VM is given: sysconf may report the whole host's), else sysconf's, else 32 MiB
+ * (the largest) or 1 MiB (level 2). */
+static size_t cache_level_bytes(int want)
 {
     size_t best = 0;
     int best_level = 0;
@@ -151,6 +125,7 @@ static size_t last_level_cache_bytes(void)
         if (!f) break;
         if (fscanf(f, "%d", &level) != 1) level = 0;
         fclose(f);
+        if (want && level != want) continue;
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
         f = fopen(path, "r");
         if (!f) continue;
@@ -164,12 +139,30 @@ static size_t last_level_cache_bytes(void)
         fclose(f);
     }
 #ifdef _SC_LEVEL3_CACHE_SIZE
-    if (!best) {
+    if (!best && !want) {
         long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
         if (v > 0) best = (size_t)v;
     }
 #endif
-    return best ? best : (size_t)32 << 20;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    if (!best && want == 2) {
+        long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        if (v > 0) best = (size_t)v;
+    }
+#endif
+    return best ? best : want == 2 ? (size_t)1 << 20 : (size_t)32 << 20;
+}
+
+size_t sim_cache_bytes(int level)
+{
+    static size_t bytes[4]; /* the same answers every time: asked once */
+    int i = level == 2 ? 1 : 0;
+    size_t b = __atomic_load_n(&bytes[i], __ATOMIC_RELAXED);
+    if (!b) {
+        b = cache_level_bytes(level == 2 ? 2 : 0);
+        __atomic_store_n(&bytes[i], b, __ATOMIC_RELAXED);
+    }
+    return b;
 }
 
 static int fits_in_memory(const grid_layout *g, const pj_program *p, char *err, size_t err_len)
@@ -249,7 +242,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->L.buf = s->buf;
     s->L.nonfinite = &s->nonfinite;
     s->L.seed = opt ? opt->seed : 0;
-    s->L.prefetch = (double)bytes * s->nbuf > (double)last_level_cache_bytes();
+    s->L.prefetch = (double)bytes * s->nbuf > (double)sim_cache_bytes(0);
     s->L.param = s->param;
     for (int a = 0; a < 3; a++) {
         s->L.n[a] = g.n[a];
@@ -266,6 +259,10 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     if (s->threads != 1) s->pool = cpu_pool_create(s->threads);
     s->threads = s->pool ? cpu_pool_threads(s->pool) : 1;
     s->runner = NULL;
+    /* temporal blocking (tblock.c): off, on or when it pays, and forced sizes, for tests and benchmarks */
+    const char *tb = getenv("PDEJIT_TBLOCK"), *tk = getenv("PDEJIT_TBLOCK_K"), *tr = getenv("PDEJIT_TBLOCK_ROWS");
+    int mode = !tb || !*tb || !strcmp(tb, "auto") ? 0 : !strcmp(tb, "off") || !strcmp(tb, "0") ? -1 : 1;
+    sim_set_tblock(s, mode, tk ? atoi(tk) : 0, tr ? atoi(tr) : 0);
     return s;
 oom:
     diag_set(err, err_len, "sim: %s", strerror(ENOMEM));
@@ -287,6 +284,7 @@ void sim_destroy(sim *s)
     free(s->coef_out);
     for (int i = 0; i < 6; i++) free(s->coef[i]);
     ghost_plan_free(&s->plan);
+    tblock_free(s->tb);
     free(s);
 }
 
@@ -309,7 +307,7 @@ void sim_set_stage_runner(sim *s, sim_stage_runner run, void *ctx)
 
 /* ---- ghost fill ------------------------------------------------------------------------ */
 
-static const double *side_coefs(sim *s, int side, double t)
+const double *sim_side_coefs(sim *s, int side, double t)
 {
     if (s->coef_const[side] && s->coef_valid[side]) return s->coef[side];
     kir_launch bl = s->L;
@@ -321,45 +319,89 @@ static const double *side_coefs(sim *s, int side, double t)
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+sim_fill_span sim_full_span(const sim *s)
+{
+    int last = s->p->dim - 1;
+    sim_fill_span sp = {s->g.n[last], s->g.lo[last], s->g.lo[last] + s->g.ext[last], 0, 0, 3};
+    return sp;
+}
+
+/* The index range of axis b covered when filling another axis: the span's along the last axis,
+ * else the allocated extent. */
+static void span_range(const sim *s, const sim_fill_span *sp, int b, int64_t *lo, int64_t *hi)
+{
+    if (b == s->p->dim - 1) {
+        *lo = sp->q0;
+        *hi = sp->q1;
+    } else {
+        *lo = s->g.lo[b];
+        *hi = s->g.lo[b] + s->g.ext[b];
+    }
+}
+
+/* The mesh index of buffer index q along axis b, for a boundary coefficient: clamped to the
+ * mesh, or wrapped along a periodic last axis of a tile. */
+static int64_t face_index(const sim *s, const sim_fill_span *sp, int b, int64_t q)
+{
+    if (b != s->p->dim - 1) return clamp64(q, 0, s->g.n[b] - 1);
+    int64_t m = q + sp->off, N = s->g.n[b];
+    if (sp->wrap) return ((m % N) + N) % N;
+    return clamp64(m, 0, N - 1);
+}
+
 /* Fills the ghost layers of one buffer along axis a, over the allocated extent of the other
- * axes (their ghost layers included, so that the last axis filled sets the corners). Ghost m
+ * axes (their ghost layers included, so that the last axis filled sets the corners; along the
+ * last axis the span's range). Ghost m
  * (1..H from the face) pairs with interior cell m mirrored about the face, at distance
  * d = (2m-1)h: periodic copies the cell n-m (low side) / m-1 (high side), mirror copies the
  * partner, linear solves a*(g+u)/2 + b*(g-u)/d = c for g. Rows in another axis' ghost layers
  * take the coefficients of the nearest boundary cell (a later axis overwrites them anyway). */
 /* The common cases without per-cell decisions: both sides periodic, or copies of interior
  * values (zero gradient) — whole rows at a time along y and z, H values per row along x. */
-static int fill_axis_copy(sim *s, int f, void *b, int a)
+static int fill_axis_copy(sim *s, int f, void *b, int a, const sim_fill_span *sp)
 {
     ghost_rule lo_rule = s->plan.rule[f * 6 + 2 * a], hi_rule = s->plan.rule[f * 6 + 2 * a + 1];
     if (lo_rule == GHOST_LINEAR || hi_rule == GHOST_LINEAR || lo_rule != hi_rule || s->plan.set.hook[2 * a] ||
         s->plan.set.hook[2 * a + 1] || s->plan.set.exchanged[2 * a] || s->plan.set.exchanged[2 * a + 1])
         return 0;
     int periodic = lo_rule == GHOST_PERIODIC;
-    int H = s->g.H;
-    int64_t n = s->g.n[a], st = s->L.stride[a];
+    int H = s->g.H, last = s->p->dim - 1;
+    int do_lo = a != last || (sp->sides & 1), do_hi = a != last || (sp->sides & 2);
+    int64_t n = a == last ? sp->n_last : s->g.n[a], st = s->L.stride[a];
     size_t esz = s->esz;
     char *base = b;
     if (a > 0) {
         /* a ghost row (plane line) of the full x extent is a copy of one interior row */
         int b1 = a == 2 ? 1 : 2;
-        int64_t sq = s->L.stride[b1];
+        int64_t sq = s->L.stride[b1], q0, q1;
+        span_range(s, sp, b1, &q0, &q1);
         size_t len = (size_t)s->g.ext[0] * esz;
-        for (int64_t q = s->g.lo[b1]; q < s->g.lo[b1] + s->g.ext[b1]; q++) {
+        for (int64_t q = q0; q < q1; q++) {
             int64_t line = s->g.lo[0] + q * sq;
             for (int m = 1; m <= H; m++) {
                 int64_t lo_src = periodic ? n - m : m - 1, hi_src = periodic ? m - 1 : n - m;
                 /* signed offsets: a ghost row lies before cell (0,0,0) */
-                memcpy(base + (line - m * st) * (int64_t)esz, base + (line + lo_src * st) * (int64_t)esz, len);
-                memcpy(base + (line + (n - 1 + m) * st) * (int64_t)esz, base + (line + hi_src * st) * (int64_t)esz, len);
+                if (do_lo)
+                    memcpy(base + (line - m * st) * (int64_t)esz, base + (line + lo_src * st) * (int64_t)esz, len);
+                if (do_hi)
+                    memcpy(base + (line + (n - 1 + m) * st) * (int64_t)esz, base + (line + hi_src * st) * (int64_t)esz,
+                           len);
             }
         }
         return 1;
     }
+    if (!do_lo || !do_hi) return 0; /* 1D tiles do not exist: the general loop */
     /* along x: H values at each end of every row (typed copies: no memcpy call per value).
        The rows of all y and z layers, ghosts included, are evenly spaced by stride[1]. */
-    const int64_t st1 = s->L.stride[1], nrows = s->g.ext[1] * s->g.ext[2];
-    const int64_t first = s->g.lo[1] * st1 + s->g.lo[2] * s->L.stride[2];
+    const int64_t st1 = s->L.stride[1];
+    int64_t nrows = s->g.ext[1] * s->g.ext[2], first = s->g.lo[1] * st1 + s->g.lo[2] * s->L.stride[2];
+    if (s->p->dim == 2) { /* rows of the span */
+        nrows = sp->q1 - sp->q0;
+        first = sp->q0 * st1;
+    } else if (s->p->dim == 3) { /* whole planes of the span */
+        nrows = s->g.ext[1] * (sp->q1 - sp->q0);
+        first = s->g.lo[1] * st1 + sp->q0 * s->L.stride[2];
+    }
     const int64_t lo_src1 = periodic ? n - 1 : 0, hi_src1 = periodic ? 0 : n - 1;
 #define FILL_ROWS(T)                                                                             \
     {                                                                                            \
@@ -385,20 +427,24 @@ static int fill_axis_copy(sim *s, int f, void *b, int a)
     return 1;
 }
 
-static void fill_axis(sim *s, int f, void *b, int a, const double *cf[2])
+void sim_fill_axis(sim *s, int f, void *b, int a, const double *cf[2], const sim_fill_span *sp)
 {
-    if (fill_axis_copy(s, f, b, a)) return;
-    int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2, H = s->g.H;
-    int64_t n = s->g.n[a], st = s->L.stride[a];
+    if (fill_axis_copy(s, f, b, a, sp)) return;
+    int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2, H = s->g.H, last = s->p->dim - 1;
+    int64_t n = a == last ? sp->n_last : s->g.n[a], st = s->L.stride[a];
     double ha = s->L.h[a];
     int64_t nface0 = s->g.n[b0], nface = s->g.n[b0] * s->g.n[b1];
-    for (int64_t q = s->g.lo[b1]; q < s->g.lo[b1] + s->g.ext[b1]; q++)
-        for (int64_t r = s->g.lo[b0]; r < s->g.lo[b0] + s->g.ext[b0]; r++) {
+    int64_t q0, q1, r0, r1;
+    span_range(s, sp, b1, &q0, &q1);
+    span_range(s, sp, b0, &r0, &r1);
+    for (int64_t q = q0; q < q1; q++)
+        for (int64_t r = r0; r < r1; r++) {
             int64_t line = r * s->L.stride[b0] + q * s->L.stride[b1]; /* index 0 along a */
-            int64_t fc = clamp64(r, 0, s->g.n[b0] - 1) + nface0 * clamp64(q, 0, s->g.n[b1] - 1);
+            int64_t fc = face_index(s, sp, b0, r) + nface0 * face_index(s, sp, b1, q);
             for (int hi = 0; hi < 2; hi++) {
                 int side = 2 * a + hi;
                 if (s->plan.set.hook[side] || s->plan.set.exchanged[side]) continue; /* filled by the hook, exchange */
+                if (a == last && !(sp->sides & (1 << hi))) continue; /* not a side of this span */
                 ghost_rule rule = s->plan.rule[f * 6 + side];
                 for (int m = 1; m <= H; m++) {
                     int64_t g = hi ? n - 1 + m : -m;       /* the ghost cell */
@@ -441,8 +487,9 @@ void sim_fill_ghosts(sim *s, int slot, double t)
         const double *cf[2] = {NULL, NULL};
         for (int hi = 0; hi < 2; hi++)
             if (s->coef[2 * a + hi] && !s->plan.set.hook[2 * a + hi] && !s->plan.set.exchanged[2 * a + hi])
-                cf[hi] = side_coefs(s, 2 * a + hi, t);
-        for (int f = 0; f < p->n_fields; f++) fill_axis(s, f, s->fill_buf[f], a, cf);
+                cf[hi] = sim_side_coefs(s, 2 * a + hi, t);
+        sim_fill_span span = sim_full_span(s);
+        for (int f = 0; f < p->n_fields; f++) sim_fill_axis(s, f, s->fill_buf[f], a, cf, &span);
         for (int hi = 0; hi < 2; hi++) {
             int side = 2 * a + hi;
             if (s->plan.set.hook[side] && !s->failed &&
@@ -772,6 +819,8 @@ int sim_replace_program(sim *s, const pj_program *p2, char *err, size_t err_len)
         return -1;
     }
     s->p = p2;
+    tblock_free(s->tb); /* its scratch has the old program's shape */
+    s->tb = NULL;
     if (setup_coefs(s, err, err_len) < 0) {
         s->p = p;
         setup_coefs(s, NULL, 0);

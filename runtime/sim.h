@@ -52,6 +52,18 @@ void sim_init(sim *s);
 /* One step of size dt (every stage of the scheme, boundaries filled before each stage). 0, or -1
  * when a ghost hook failed (sim_error says why; the sim takes no more steps). */
 int sim_step(sim *s, double dt);
+/* n steps of size dt: as n calls of sim_step give, bit for bit in slot 0 (the state), but
+ * several steps per sweep over the state where temporal blocking applies and pays
+ * (runtime/tblock.c; the other slots then hold other values). 0, or -1 as sim_step. */
+int sim_step_n(sim *s, double dt, int64_t n);
+/* Temporal blocking: mode -1 never, 0 when it pays (the default: the state exceeds the last-level
+ * cache), 1 whenever it applies; k steps per sweep and bands of `rows` rows of the last axis
+ * (0: chosen by the cache's size). sim_create takes them from $PDEJIT_TBLOCK (off, on, auto),
+ * $PDEJIT_TBLOCK_K and $PDEJIT_TBLOCK_ROWS. */
+void sim_set_tblock(sim *s, int mode, int k, int rows);
+/* The steps a block of at most n steps would take in one sweep now: 0 when it would step one
+ * at a time (blocking does not apply, is off or does not pay). */
+int sim_tblock_steps(const sim *s, int64_t n);
 /* One stage kernel of the program run once at time t (its read slot's ghosts filled first),
  * without advancing the time: what an implicit solver calls for F(U) and its Jacobian. 0, or
  * -1 when a ghost hook failed. */

@@ -1,0 +1,67 @@
+/* sim_impl.h — the inside of a sim (sim.c), shared with the modules that step it in other ways
+ * (tblock.c: several steps per sweep). Not a public header: library code only. */
+#ifndef PJ_SIM_IMPL_H
+#define PJ_SIM_IMPL_H
+#include "cpu_pool.h"
+#include "grid.h"
+#include "sim.h"
+
+struct sim {
+    const pj_program *p;
+    int single;
+    size_t esz;            /* bytes per value */
+    int threads;
+    cpu_pool *pool;        /* NULL: one thread */
+    grid_layout g;         /* the buffers' shape (grid.h) */
+    ghost_plan plan;       /* how ghost cells are filled (grid.h) */
+    int failed;            /* a ghost hook failed: the error, and steps stop */
+    char error[512];
+    int nbuf;              /* n_slots * n_fields */
+    void **mem;            /* allocations */
+    void **buf;            /* cell (0,0,0) of each */
+    void **fill_buf;       /* per field: the buffer a ghost fill works on (sim_fill_ghosts) */
+    kir_launch L;
+    double *param;
+    unsigned char *param_set; /* set by the user: kept when params are re-evaluated */
+    double t;
+    int64_t steps;
+    int32_t nonfinite;     /* set by stage kernels that stored a NaN/Inf (kir_launch.nonfinite) */
+    sim_stage_runner runner;
+    void *runner_ctx;
+    /* boundary coefficients per side: [n_outputs][face cells], and per field and side the
+     * output numbers of a, b, c (-1: absent, reads as 0) */
+    double *coef[6];
+    int coef_valid[6], coef_const[6];
+    int (*coef_out)[6][4];
+    struct tblock *tb;     /* temporal blocking (tblock.c), NULL until first used */
+    int tb_mode;           /* -1 off, 0 when it pays, 1 always (tblock.h) */
+    int tb_k, tb_rows;     /* forced steps per sweep and rows per band (0: chosen) */
+};
+
+/* What one ghost fill along an axis covers (sim_fill_axis): the whole buffer of the layout, or
+ * a band of the last axis (a tile of tblock.c) with its own count of cells along that axis. */
+typedef struct sim_fill_span {
+    int64_t n_last;        /* the buffer's interior cells along the last axis */
+    int64_t q0, q1;        /* the indices of the last axis covered when filling another axis */
+    int64_t off;           /* buffer index + off = mesh index along the last axis */
+    int wrap;              /* 1: mesh indices outside the mesh wrap (a periodic last axis) */
+    int sides;             /* filling the last axis: bit 0 its low side, bit 1 its high side */
+} sim_fill_span;
+
+/* Fills the ghost layers of buffer b (field f) along axis a over `span` with the boundary
+ * coefficients cf[lo/hi] (NULL where the side has no linear rule): sim_fill_ghosts' per-axis
+ * work. Sides with a hook or exchanged are left alone. */
+void sim_fill_axis(sim *s, int f, void *b, int a, const double *cf[2], const sim_fill_span *span);
+/* The whole-buffer span of s's layout. */
+sim_fill_span sim_full_span(const sim *s);
+/* The boundary coefficients of `side` at time t (computed into s->coef[side], once when constant). */
+const double *sim_side_coefs(sim *s, int side, double t);
+
+/* Cache sizes in bytes (Linux's description of CPU 0): level 0 the last level (else 32 MiB),
+ * level 2 the second (else 1 MiB). */
+size_t sim_cache_bytes(int level);
+
+/* tblock.c */
+void tblock_free(struct tblock *tb);
+
+#endif

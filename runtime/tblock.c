@@ -1,0 +1,524 @@
+/* tblock.c — temporal blocking: several explicit steps per sweep over the state (sim_step_n).
+ *
+ * When the state exceeds the last-level cache, a step's speed is capped by one sweep's memory
+ * traffic. Here the mesh is cut into bands of rows of the last axis (y in 2D, z in 3D), one per
+ * thread, and each band takes K steps (Q = K * stages stage runs) in one pass:
+ *
+ *   rows [a - R, b + R) of slot 0 stream in (R = Q * H; a periodic last axis wraps, a mesh side
+ *   with a condition clips the range) through rings of W = Q*H + 2H + 2 rows per buffer, which
+ *   stay in the second-level cache; as row p comes in, stage run q computes row p - (q+1)H
+ *   (the rows its stencil reads were computed by run q-1 at this or an earlier position), each
+ *   row one launch, after the ghost cells of its read rows are filled as sim_fill_ghosts fills
+ *   them (x, and y in 3D, row by row; at a mesh side the side's rule over the rows there, in
+ *   the plan's axis order); the range shrinks by H per run except at a mesh side; the last
+ *   run's rows in [a, b) go into slot 1 of the sim (nobody reads it during the block)
+ *
+ * then slots 0 and 1 are swapped once. Stage runs writing the slot an earlier run still reads
+ * are safe for the reason in-place ping-pong is: at each position the runs go in order, and a
+ * run only overwrites rows the run before it no longer needs. Every cell is computed by the same
+ * kernel from the same values with the same launch (t, dt, step and stage of its stage, `first`
+ * and `beyond` of its row, so coordinates, `boundary` and rand() are the mesh's), so the state
+ * is bit for bit what K calls of sim_step give; the other slots hold other values.
+ *
+ * It applies to explicit schemes on 2D and 3D meshes held whole by one sim (no block of a
+ * decomposed run), without ghost hooks or exchanges, whose last axis is periodic for every
+ * field or for none, and whose boundary coefficients read no field; it is chosen (mode 0) when
+ * every buffer together exceeds the last-level cache (TB_LLC_MAX at most). $PDEJIT_TBLOCK (off,
+ * on, auto), $PDEJIT_TBLOCK_K and $PDEJIT_TBLOCK_ROWS force it and its sizes (tests,
+ * benchmarks); see sim_set_tblock. */
+#include <stdlib.h>
+#include <string.h>
+#include "interp.h"
+#include "sim_impl.h"
+
+#define TB_ALIGN 64
+#define TB_MAX_K 32
+/* the cache a sweep per step can count on: the last level, but no more than 32 MiB (a VM may
+   report the whole host's L3, of which its cores get a part: 260 MiB on the project's machine,
+   where a 1024² step, 16 MiB, runs from the cache and a 2048² one, 64 MiB, is memory-bound) */
+#define TB_LLC_MAX ((double)(32 << 20))
+
+typedef struct tb_set {
+    int busy;              /* claimed by a running band */
+    void **mem;            /* [nbuf] ring allocations: W + 2H planes each */
+    void **z;              /* [nbuf] cell (0,0,0) of physical plane 0 */
+    void **bufs;           /* [nbuf] what a launch reads: the planes of one row */
+    void **fb;             /* [n_fields] the buffers a ghost fill works on */
+    int64_t *next;         /* [stages of a block] the next row whose ghosts that stage fills */
+    unsigned char *done;   /* [stages of a block] bit 0: low side filled, bit 1: high side */
+} tb_set;
+
+struct tblock {
+    int nsets, nbuf;
+    int64_t W;             /* rows of each ring (its planes: W + 2H) */
+    int max_stages;
+    tb_set *set;
+    double *cf_mem;        /* the boundary coefficients of every stage of a block, per side */
+    size_t cf_cap;
+    const double *(*cf)[6]; /* [stage of the block][side] */
+    int cf_stages;
+};
+
+void tblock_free(struct tblock *tb)
+{
+    if (!tb) return;
+    for (int i = 0; i < tb->nsets; i++) {
+        tb_set *st = &tb->set[i];
+        if (st->mem)
+            for (int b = 0; b < tb->nbuf; b++) free(st->mem[b]);
+        free(st->mem);
+        free(st->z);
+        free(st->bufs);
+        free(st->fb);
+        free(st->next);
+        free(st->done);
+    }
+    free(tb->set);
+    free(tb->cf_mem);
+    free(tb->cf);
+    free(tb);
+}
+
+void sim_set_tblock(sim *s, int mode, int k, int rows)
+{
+    s->tb_mode = mode < 0 ? -1 : mode > 0 ? 1 : 0;
+    s->tb_k = k > 0 ? k : 0;
+    s->tb_rows = rows > 0 ? rows : 0;
+}
+
+/* 1 when the program and the sim allow blocking at all. */
+static int tb_applies(const sim *s)
+{
+    const pj_program *p = s->p;
+    if (p->dim < 2 || PJ_SCHEME_IMPLICIT(p->scheme) || p->n_stages < 1 || p->n_slots < 2) return 0;
+    if (s->plan.set.exchange) return 0;
+    for (int side = 0; side < 6; side++)
+        if (s->plan.set.hook[side] || s->plan.set.exchanged[side]) return 0;
+    for (int a = 0; a < 3; a++)
+        if (s->g.first[a] || s->g.beyond[a]) return 0;
+    for (int side = 0; side < 2 * p->dim; side++) { /* coefficients that read the fields: not ahead */
+        const kir_kernel *k = s->coef[side] ? p->bc_kernel[side] : NULL;
+        for (int i = 0; k && i < k->n_nodes; i++)
+            if (k->nodes[i].op == KIR_LOAD) return 0;
+    }
+    int last = p->dim - 1, periodic = 0, other = 0;
+    for (int f = 0; f < p->n_fields; f++)
+        for (int hi = 0; hi < 2; hi++) {
+            if (s->plan.rule[f * 6 + 2 * last + hi] == GHOST_PERIODIC) periodic = 1;
+            else other = 1;
+        }
+    return !(periodic && other);
+}
+
+/* The steps per sweep and rows per band for a block of at most n steps: 0 when blocking does
+ * not apply or pay. A thread's rings hold nbuf * (K*S*H + 4H + 2) planes: K is the most that
+ * fit in 3/4 of its second-level cache (at most TB_MAX_K); one band per thread, K smaller when
+ * a band would recompute more than an eighth of its rows. Auto: only when every buffer together
+ * exceeds the last-level cache (TB_LLC_MAX at most): then a sweep per step is bound by memory
+ * (at 1024², 16 MiB, blocking measured slower here). */
+static int tb_choose(const sim *s, int64_t n, int64_t *rows)
+{
+    if (s->tb_mode < 0 || n < 2 || !tb_applies(s)) return 0;
+    const pj_program *p = s->p;
+    int last = p->dim - 1, H = s->g.H, S = p->n_stages;
+    int64_t N = s->g.n[last];
+    double plane = (double)s->L.stride[last] * (double)s->esz, nbuf = (double)s->nbuf;
+    int K = s->tb_k;
+    int64_t B = s->tb_rows;
+    if (s->tb_mode == 0) {
+        double state = plane * (double)s->g.ext[last] * nbuf;
+        double llc = (double)sim_cache_bytes(0);
+        if (state <= (llc < TB_LLC_MAX ? llc : TB_LLC_MAX)) return 0;
+    }
+    if (!K) {
+        double planes = (double)sim_cache_bytes(2) * 0.75 / (plane * nbuf);
+        K = (int)((planes - 4 * H - 2) / (S * H));
+        if (K > TB_MAX_K) K = TB_MAX_K;
+    }
+    if (K > n) K = (int)n;
+    if (K < 2) return 0;
+    if (!B) {
+        B = (N + s->threads - 1) / s->threads;
+        while (!s->tb_k && B < 8 * 2 * (int64_t)K * S * H && K > 2) K--;
+        if (B < 8 * 2 * (int64_t)K * S * H && s->tb_mode == 0) return 0; /* too much recomputed */
+    }
+    if (B > N) B = N;
+    if (B < 1) return 0;
+    *rows = B;
+    return K;
+}
+
+static int tb_alloc(sim *s, int64_t W, int stages);
+
+/* Rings of W rows for every buffer, one set per thread, and room for `stages` stages: 0, or -1
+ * out of memory (then none are kept). */
+static int tb_reserve(sim *s, int64_t W, int stages)
+{
+    struct tblock *tb = s->tb;
+    if (tb && tb->W == W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->nbuf) return 0;
+    if (tb_alloc(s, W, stages) == 0) return 0;
+    tblock_free(s->tb);
+    s->tb = NULL;
+    return -1;
+}
+
+static int tb_alloc(sim *s, int64_t W, int stages)
+{
+    const pj_program *p = s->p;
+    int last = p->dim - 1, H = s->g.H;
+    tblock_free(s->tb);
+    struct tblock *tb = s->tb = calloc(1, sizeof *tb);
+    if (!tb) return -1;
+    tb->nsets = s->threads;
+    tb->nbuf = s->nbuf;
+    tb->W = W;
+    tb->max_stages = stages;
+    tb->set = calloc((size_t)tb->nsets, sizeof *tb->set);
+    if (!tb->set) return -1;
+    int64_t st = s->L.stride[last], P = s->g.origin_off - s->g.ghost[last] * st;
+    size_t bytes = (size_t)((W + 2 * H) * st) * s->esz;
+    bytes = (bytes + TB_ALIGN - 1) / TB_ALIGN * TB_ALIGN;
+    for (int i = 0; i < tb->nsets; i++) {
+        tb_set *set = &tb->set[i];
+        set->mem = calloc((size_t)s->nbuf, sizeof *set->mem);
+        set->z = calloc((size_t)s->nbuf, sizeof *set->z);
+        set->bufs = calloc((size_t)s->nbuf, sizeof *set->bufs);
+        set->fb = calloc((size_t)p->n_fields, sizeof *set->fb);
+        set->next = calloc((size_t)stages, sizeof *set->next);
+        set->done = calloc((size_t)stages, 1);
+        if (!set->mem || !set->z || !set->bufs || !set->fb || !set->next || !set->done) return -1;
+        for (int b = 0; b < s->nbuf; b++) {
+            /* planes laid out as a whole-mesh buffer's: cell (0,0) of a plane P elements in */
+            set->mem[b] = aligned_alloc(TB_ALIGN, bytes);
+            if (!set->mem[b]) return -1;
+            memset(set->mem[b], 0, bytes);
+            set->z[b] = (char *)set->mem[b] + (size_t)P * s->esz;
+        }
+    }
+    return 0;
+}
+
+/* The boundary coefficients of each of the block's `stages` stage runs (times ts[q]), for every
+ * side with a linear condition: what sim_fill_ghosts would compute before that stage. The
+ * launch they are evaluated with is the sim's as it would be then (before[q]). */
+static int tb_coefs(sim *s, int stages, const double *ts, const kir_launch *before)
+{
+    struct tblock *tb = s->tb;
+    const pj_program *p = s->p;
+    size_t need = 0;
+    for (int side = 0; side < 2 * p->dim; side++)
+        if (s->coef[side] && !s->coef_const[side])
+            need += (size_t)stages * (size_t)(p->bc_kernel[side]->n_outputs ? p->bc_kernel[side]->n_outputs : 1) *
+                    (size_t)interp_face_cells(&s->L, side);
+    if (tb->cf_stages < stages) {
+        free(tb->cf);
+        tb->cf = calloc((size_t)stages, sizeof *tb->cf);
+        if (!tb->cf) return -1;
+        tb->cf_stages = stages;
+    }
+    if (need > tb->cf_cap) {
+        free(tb->cf_mem);
+        tb->cf_mem = malloc(sizeof(double) * need);
+        if (!tb->cf_mem) {
+            tb->cf_cap = 0;
+            return -1;
+        }
+        tb->cf_cap = need;
+    }
+    double *at = tb->cf_mem;
+    for (int q = 0; q < stages; q++)
+        for (int side = 0; side < 6; side++) {
+            tb->cf[q][side] = NULL;
+            if (side >= 2 * p->dim || !s->coef[side]) continue;
+            if (s->coef_const[side]) {
+                tb->cf[q][side] = sim_side_coefs(s, side, ts[q]);
+                continue;
+            }
+            kir_launch bl = before[q];
+            bl.t = ts[q];
+            interp_bc(p->bc_kernel[side], &bl, s->single, at);
+            tb->cf[q][side] = at;
+            at += (size_t)(p->bc_kernel[side]->n_outputs ? p->bc_kernel[side]->n_outputs : 1) *
+                  (size_t)interp_face_cells(&s->L, side);
+        }
+    return 0;
+}
+
+typedef struct tb_job {
+    sim *s;
+    int K;
+    int64_t B, N, W;
+    int periodic;
+    double dt;
+    const double *ts;      /* [K * stages] each stage's time */
+    const kir_launch *L0;  /* the sim's launch at the block's start */
+    const int *map;        /* [(K + 1) * nbuf] per step, the ring holding each slot's buffer */
+    const unsigned char *writes; /* [stages * nbuf] the buffers a stage kernel stores into */
+} tb_job;
+
+static int64_t wrap(int64_t m, int64_t N) { return ((m % N) + N) % N; }
+
+/* Start of plane (row in 2D) r of a buffer whose cell (0,0,0) is z. */
+static char *plane(const sim *s, void *z, int64_t r)
+{
+    int last = s->p->dim - 1;
+    int64_t st = s->L.stride[last], P = s->g.origin_off - s->g.ghost[last] * st;
+    return (char *)z + (r * st - P) * (int64_t)s->esz;
+}
+
+/* The rings. Row x of a band lives in physical plane wrap(x, W) + H; the first H and the last H
+ * rows of the ring are also kept in the H planes before and after it, so that rows x-H .. x+H
+ * are always consecutive planes (what a kernel and a ghost fill read around row x). */
+static int64_t ring_ph(const tb_job *j, int64_t x) { return wrap(x, j->W) + j->s->g.H; }
+
+static char *ring_cell(const tb_job *j, void *z, int64_t ph)
+{
+    return (char *)z + ph * j->s->L.stride[j->s->p->dim - 1] * (int64_t)j->s->esz;
+}
+
+/* After physical plane ph of ring z changed: its other copy made equal. */
+static void ring_sync(const tb_job *j, void *z, int64_t ph)
+{
+    int64_t W = j->W, H = j->s->g.H, m, other = -1;
+    if (ph < H) m = ph - H + W;
+    else if (ph >= W + H) m = ph - W - H;
+    else m = ph - H;
+    if (ph != m + H) other = m + H;
+    else if (m < H) other = m + W + H;
+    else if (m >= W - H) other = m - W + H;
+    if (other < 0) return;
+    size_t bytes = (size_t)j->s->L.stride[j->s->p->dim - 1] * j->s->esz;
+    memcpy(plane(j->s, z, other), plane(j->s, z, ph), bytes);
+}
+
+typedef struct tb_band_ctx {
+    int64_t lo, E;
+    int at_lo, at_hi;
+} tb_band_ctx;
+
+/* The ghost cells along the other axes of row y of the buffers stage q reads (set->fb), as
+ * sim_fill_ghosts fills them in that row. */
+static void fill_row(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q, int64_t y)
+{
+    const sim *s0 = j->s;
+    sim *s = j->s;
+    int last = s0->p->dim - 1, nf = s0->p->n_fields;
+    int64_t ph = ring_ph(j, y);
+    sim_fill_span span = {1, 0, 1, c->lo + y, j->periodic, 0};
+    for (int x = 0; x < s0->p->dim; x++) {
+        int ax = s0->plan.axis_order[x];
+        if (ax == last) continue;
+        const double *cf[2] = {s->tb->cf[q][2 * ax], s->tb->cf[q][2 * ax + 1]};
+        for (int f = 0; f < nf; f++) sim_fill_axis(s, f, ring_cell(j, set->fb[f], ph), ax, cf, &span);
+    }
+    for (int f = 0; f < nf; f++) ring_sync(j, set->fb[f], ph);
+}
+
+/* The ghost rows at a mesh side (hi 0: before row 0, 1: after row E-1) of the buffers stage q
+ * reads, with the H rows inside, every axis in the plan's order (the corners as the whole
+ * mesh's fill sets them). */
+static void fill_side(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q, int hi)
+{
+    sim *s = j->s;
+    int nf = s->p->n_fields, H = s->g.H;
+    int64_t base = hi ? ring_ph(j, c->E) - H : ring_ph(j, 0); /* physical plane of index 0 below */
+    sim_fill_span span = hi ? (sim_fill_span){H, 0, 2 * H, c->lo + c->E - H, j->periodic, 2}
+                            : (sim_fill_span){H, -H, H, c->lo, j->periodic, 1};
+    for (int x = 0; x < s->p->dim; x++) {
+        int ax = s->plan.axis_order[x];
+        const double *cf[2] = {s->tb->cf[q][2 * ax], s->tb->cf[q][2 * ax + 1]};
+        for (int f = 0; f < nf; f++) sim_fill_axis(s, f, ring_cell(j, set->fb[f], base), ax, cf, &span);
+    }
+    for (int f = 0; f < nf; f++)
+        for (int64_t r = span.q0; r < span.q1; r++) ring_sync(j, set->fb[f], base + r);
+}
+
+/* Band [a, b): rows [lo, lo + E) stream through the rings once. At position p, row p of slot 0
+ * comes in, then stage q (0-based over the block) computes row p - (q+1)H, whose stencil rows
+ * the stage before has just computed; the last stage's rows in [a, b) go out to slot 1. */
+static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
+{
+    sim *s = j->s;
+    const pj_program *p = s->p;
+    const int nf = p->n_fields, last = p->dim - 1, H = s->g.H, S = p->n_stages, Q = j->K * S, nbuf = s->nbuf;
+    const int64_t N = j->N, R = (int64_t)Q * H;
+    const size_t plane_bytes = (size_t)s->L.stride[last] * s->esz;
+    tb_band_ctx c;
+    if (j->periodic) {
+        c.lo = a - R;
+        c.E = b + R - c.lo;
+        c.at_lo = c.at_hi = 0;
+    } else {
+        c.lo = a - R > 0 ? a - R : 0;
+        int64_t hi = b + R < N ? b + R : N;
+        c.E = hi - c.lo;
+        c.at_lo = c.lo == 0;
+        c.at_hi = hi == N;
+    }
+    const int64_t E = c.E, lo = c.lo;
+    for (int q = 0; q < Q; q++) {
+        set->next[q] = c.at_lo ? 0 : (int64_t)q * H;
+        set->done[q] = 0;
+    }
+    kir_launch L = *j->L0;
+    L.buf = set->bufs;
+    L.prefetch = 0;
+    L.dt = j->dt;
+    const int *mapK = j->map + (size_t)j->K * nbuf;
+    for (int64_t pos = 0; pos < E + R; pos++) {
+        if (pos < E) { /* row pos of every field of slot 0 comes in */
+            int64_t ph = ring_ph(j, pos), m = j->periodic ? wrap(lo + pos, N) : lo + pos;
+            for (int f = 0; f < nf; f++) {
+                memcpy(plane(s, set->z[f], ph), plane(s, s->buf[f], m), plane_bytes);
+                ring_sync(j, set->z[f], ph);
+            }
+        }
+        for (int q = 0; q < Q; q++) {
+            int64_t x = pos - (int64_t)(q + 1) * H;
+            int64_t c_lo = c.at_lo ? 0 : (int64_t)(q + 1) * H, c_hi = c.at_hi ? E : E - (int64_t)(q + 1) * H;
+            if (x < c_lo || x >= c_hi) continue;
+            const int k = q / S, i = q % S;
+            const int *map = j->map + (size_t)k * nbuf;
+            const pj_stage *sg = &p->stages[i];
+            for (int f = 0; f < nf; f++) set->fb[f] = set->z[map[(p->field_has_eq[f] ? sg->read_slot : 0) * nf + f]];
+            if (c.at_lo && !(set->done[q] & 1) && x - H < 0) {
+                fill_side(j, set, &c, q, 0);
+                set->done[q] |= 1;
+            }
+            int64_t limit = x + H;
+            if (c.at_hi && limit > E - 1) limit = E - 1;
+            for (; set->next[q] <= limit; set->next[q]++) fill_row(j, set, &c, q, set->next[q]);
+            if (c.at_hi && !(set->done[q] & 2) && x + H >= E) {
+                fill_side(j, set, &c, q, 1);
+                set->done[q] |= 2;
+            }
+            int64_t ph = ring_ph(j, x), m = j->periodic ? wrap(lo + x, N) : lo + x;
+            for (int bi = 0; bi < nbuf; bi++) set->bufs[bi] = ring_cell(j, set->z[map[bi]], ph);
+            L.t = j->ts[q];
+            L.step = j->L0->step + k;
+            L.stage = i + 1;
+            L.first[last] = m;
+            L.n[last] = 1;
+            L.beyond[last] = N - m - 1;
+            if (s->runner) s->runner(s->runner_ctx, i, &L, 0, 1);
+            else interp_stage(sg->kernel, &L, s->single, 0, 1);
+            for (int bi = 0; bi < nbuf; bi++)
+                if (j->writes[i * nbuf + bi]) ring_sync(j, set->z[map[bi]], ph);
+            if (q == Q - 1 && lo + x >= a && lo + x < b)
+                for (int f = 0; f < nf; f++)
+                    if (p->field_has_eq[f])
+                        memcpy(plane(s, s->buf[nf + f], lo + x), plane(s, set->z[mapK[f]], ph), plane_bytes);
+        }
+    }
+}
+
+static void tb_range(void *ctx, int64_t begin, int64_t end)
+{
+    tb_job *j = ctx;
+    struct tblock *tb = j->s->tb;
+    tb_set *set = NULL;
+    for (int i = 0; !set; i = (i + 1) % tb->nsets) /* one free set per running thread */
+        if (!__atomic_exchange_n(&tb->set[i].busy, 1, __ATOMIC_ACQUIRE)) set = &tb->set[i];
+    for (int64_t band = begin; band < end; band++) {
+        int64_t a = band * j->B, b = a + j->B < j->N ? a + j->B : j->N;
+        tb_band(j, set, a, b);
+    }
+    __atomic_store_n(&set->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* K steps of dt in one sweep of bands of B rows. 0, or -1 out of memory (nothing stepped). */
+static int tb_run(sim *s, double dt, int K, int64_t B)
+{
+    const pj_program *p = s->p;
+    const int S = p->n_stages, nf = p->n_fields, last = p->dim - 1, nbuf = s->nbuf, H = s->g.H;
+    const int64_t W = (int64_t)K * S * H + 2 * H + 2;
+    if (tb_reserve(s, W, K * S) < 0) return -1;
+    double *ts = malloc(sizeof *ts * (size_t)(K * S));
+    kir_launch *before = malloc(sizeof *before * (size_t)(K * S));
+    int *map = malloc(sizeof *map * (size_t)((K + 1) * nbuf));
+    unsigned char *writes = calloc((size_t)(S * nbuf), 1);
+    int rc = -1;
+    if (!ts || !before || !map || !writes) goto done;
+    /* the times and launches sim_step would have: t advanced by adding dt step after step */
+    kir_launch L = s->L;
+    double t = s->t;
+    for (int k = 0; k < K; k++) {
+        for (int i = 0; i < S; i++) {
+            before[k * S + i] = L;
+            ts[k * S + i] = t + p->stages[i].t_frac * dt;
+            L.t = ts[k * S + i];
+            L.dt = dt;
+            L.step = s->steps + k;
+            L.stage = i + 1;
+        }
+        t += dt;
+    }
+    /* which ring holds each slot's buffer at each step (Euler swaps slots 0 and 1) */
+    for (int b = 0; b < nbuf; b++) map[b] = b;
+    for (int k = 1; k <= K; k++) {
+        int *m = map + (size_t)k * nbuf;
+        memcpy(m, m - nbuf, sizeof *m * (size_t)nbuf);
+        if (p->swap_after_step)
+            for (int f = 0; f < nf; f++)
+                if (p->field_has_eq[f]) {
+                    int x = m[f];
+                    m[f] = m[nf + f];
+                    m[nf + f] = x;
+                }
+    }
+    for (int i = 0; i < S; i++) {
+        const kir_kernel *k = p->stages[i].kernel;
+        for (int o = 0; o < k->n_outputs; o++) {
+            int bi = k->outputs[o].slot * nf + k->outputs[o].field;
+            if (bi >= 0 && bi < nbuf) writes[i * nbuf + bi] = 1;
+        }
+    }
+    if (tb_coefs(s, K * S, ts, before) < 0) goto done;
+    kir_launch L0 = s->L;
+    L0.step = s->steps;
+    int periodic = s->plan.rule[2 * last] == GHOST_PERIODIC;
+    tb_job j = {s, K, B, s->g.n[last], W, periodic, dt, ts, &L0, map, writes};
+    int64_t bands = (j.N + B - 1) / B;
+    if (!s->pool || s->threads < 2) tb_range(&j, 0, bands);
+    else cpu_pool_run_range(s->pool, tb_range, &j, bands, 1, (B + 2 * (int64_t)K * S * H) * (sim_cells(s) / j.N) * K * S);
+    for (int f = 0; f < nf; f++) { /* the new state is in slot 1 */
+        if (!p->field_has_eq[f]) continue;
+        void *m = s->mem[f]; s->mem[f] = s->mem[nf + f]; s->mem[nf + f] = m;
+        m = s->buf[f]; s->buf[f] = s->buf[nf + f]; s->buf[nf + f] = m;
+    }
+    for (int k = 0; k < K; k++) s->t += dt;
+    s->steps += K;
+    s->L.t = s->t;
+    s->L.dt = dt;
+    s->L.step = s->steps - 1;
+    s->L.stage = S;
+    rc = 0;
+done:
+    free(ts);
+    free(before);
+    free(map);
+    free(writes);
+    return rc;
+}
+
+int sim_step_n(sim *s, double dt, int64_t n)
+{
+    while (n > 0) {
+        if (s->failed) return -1;
+        int64_t B = 0;
+        int K = tb_choose(s, n, &B);
+        if (K >= 2 && tb_run(s, dt, K, B) == 0) {
+            n -= K;
+            continue;
+        }
+        if (sim_step(s, dt) < 0) return -1;
+        n--;
+    }
+    return 0;
+}
+
+int sim_tblock_steps(const sim *s, int64_t n)
+{
+    int64_t B = 0;
+    return tb_choose(s, n, &B);
+}

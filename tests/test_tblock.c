@@ -1,0 +1,294 @@
+/* test_tblock.c — temporal blocking (runtime/tblock.c): several steps per sweep give the state
+ * that stepping one step at a time gives, to the bit. Every explicit sample and the table's own
+ * problems (solve.c: periodic and non-periodic last axes, t-dependent linear conditions, 3D,
+ * halo 2, rk2/rk3/rk4/euler, a coefficient field), a problem with rand(), randn() and a
+ * coefficient field, and random problems (randexpr.c), on interp and cpu, in double and single,
+ * forced on with small bands so that bands, wraps and shrinking ranges are all exercised;
+ * then the run loop (`pdejit run` with outputs and monitors between blocks, and where a
+ * non-finite value is reported). */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+#include "testutil.h"
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "diag.h"
+#include "randexpr.h"
+#include "solve.h"
+
+static engine *make_engine(const pj_program *p, const char *backend, int single, int threads, const char *sets,
+                           const char *mode, int k, int rows)
+{
+    char err[1024], v[32];
+    setenv("PDEJIT_TBLOCK", mode, 1);
+    snprintf(v, sizeof v, "%d", k);
+    setenv("PDEJIT_TBLOCK_K", v, 1);
+    snprintf(v, sizeof v, "%d", rows);
+    setenv("PDEJIT_TBLOCK_ROWS", v, 1);
+    engine_options o = {.single = single, .threads = threads, .seed = 7};
+    engine *e = engine_create(engine_backend(backend), p, &o, NULL, err, sizeof err);
+    unsetenv("PDEJIT_TBLOCK");
+    unsetenv("PDEJIT_TBLOCK_K");
+    unsetenv("PDEJIT_TBLOCK_ROWS");
+    if (!e) fail_msg("%s back end: %s", backend, err);
+    if (sets) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", sets);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            char *eq = strchr(tok, '=');
+            *eq = 0;
+            assert_int_equal(engine_set_param(e, tok, atof(eq + 1)), 0);
+        }
+    }
+    if (engine_init(e, err, sizeof err) < 0) fail_msg("%s: %s", backend, err);
+    return e;
+}
+
+/* `steps` steps of p one at a time and with blocks of k steps in bands of `rows` rows: the
+ * fields, time and step count equal to the bit. Returns 1 when the blocked engine did block. */
+static int blocked_equals_stepped(const pj_program *p, const char *label, const char *sets, const char *backend,
+                                  int single, int k, int rows, int64_t steps)
+{
+    engine *ref = make_engine(p, backend, single, 1, sets, "off", 0, 0);
+    engine *e = make_engine(p, backend, single, 2, sets, "on", k, rows);
+    double dt = p->dt > 0 ? p->dt : 1e-3;
+    char err[1024];
+    for (int64_t i = 0; i < steps; i++)
+        if (engine_step(ref, dt, err, sizeof err) < 0) fail_msg("%s", err);
+    int blocked = engine_block_steps(e, steps) > 1;
+    assert_int_equal(engine_block_steps(ref, steps), 1); /* off: one at a time */
+    if (engine_step_n(e, dt, steps, err, sizeof err) < 0) fail_msg("%s", err);
+    assert_true(engine_time(e) == engine_time(ref));
+    assert_int_equal(engine_steps(e), engine_steps(ref));
+    int64_t n = engine_cells(ref);
+    double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
+    for (int f = 0; f < p->n_fields; f++) {
+        if (engine_get_field(ref, f, a, err, sizeof err) < 0 || engine_get_field(e, f, b, err, sizeof err) < 0)
+            fail_msg("%s", err);
+        for (int64_t c = 0; c < n; c++)
+            if (memcmp(&a[c], &b[c], sizeof a[c]))
+                fail_msg("%s (%s, %s, k %d, rows %d): field %s cell %lld: stepped %.17g, blocked %.17g", label, backend,
+                         single ? "single" : "double", k, rows, p->field_names[f], (long long)c, a[c], b[c]);
+    }
+    free(a);
+    free(b);
+    engine_destroy(ref);
+    engine_destroy(e);
+    return blocked;
+}
+
+static pj_program *compile_text(const char *name, const char *text)
+{
+    diag d;
+    diag_init(&d, name, text, strlen(text));
+    pj_program *p = compile_problem(name, text, strlen(text), &d, NULL);
+    if (!p) fail_msg("%s", d.log);
+    diag_free(&d);
+    return p;
+}
+
+/* Noise and a coefficient field, both axes periodic: rand() must see the mesh's cells. */
+static const char prob_noise[] =
+    "mesh grid(nx = 19, ny = 14, Lx = 1, Ly = 0.7)\n"
+    "field K = 1 + 0.5*sin(2*pi*x)*cos(2*pi*y)\n"
+    "field u = 0.5 + 0.1*rand()\n"
+    "eq dt(u) = div(K*grad(u))*0.001 + 0.01*(rand() - 0.5) + 0.001*randn()*u\n"
+    "periodic x, y\n"
+    "time dt = 0.01, until = 1, scheme = rk2\n";
+
+static void samples_blocked_equal(void **state)
+{
+    (void)state;
+    test_case *cases;
+    int n = test_cases(&cases);
+    assert_true(n >= 10);
+    static const int kr[][2] = {{2, 3}, {3, 5}, {4, 1}};
+    int blocked = 0, runs = 0;
+    for (int i = 0; i <= n; i++) {
+        const char *name = i < n ? cases[i].name : "noise", *text = i < n ? cases[i].text : prob_noise;
+        pj_program *p = compile_text(name, text);
+        if (PJ_SCHEME_IMPLICIT(p->scheme) || p->dim < 2) {
+            program_free(p);
+            continue;
+        }
+        for (int be = 0; be < 2; be++)
+            for (int single = 0; single <= 1; single++)
+                for (size_t c = 0; c < sizeof kr / sizeof *kr; c++) {
+                    blocked += blocked_equals_stepped(p, name, i < n ? cases[i].sets : NULL, be ? "cpu" : "interp",
+                                                      single, kr[c][0], kr[c][1], 11);
+                    runs++;
+                }
+        print_message("%-24s %dD %s: blocked = stepped\n", name, p->dim, scheme_name(p->scheme));
+        program_free(p);
+    }
+    test_cases_free(cases, n);
+    /* every 2D/3D explicit problem of the table blocks (none has hooks or mixed periodic sides) */
+    print_message("%d of %d runs blocked\n", blocked, runs);
+    assert_true(runs >= 60);
+    assert_int_equal(blocked, runs);
+}
+
+static void random_problems_blocked_equal(void **state)
+{
+    (void)state;
+    randexpr r = {4242};
+    int done = 0;
+    for (int prob = 0; prob < 24; prob++) {
+        char *src = randexpr_problem(&r, prob);
+        if (prob % 3 == 0) { /* 1D: never blocked */
+            free(src);
+            continue;
+        }
+        char label[32];
+        snprintf(label, sizeof label, "random problem %d", prob);
+        pj_program *p = compile_text(label, src);
+        int ok = blocked_equals_stepped(p, label, NULL, prob % 2 ? "cpu" : "interp", 0, 2 + prob % 3, 2 + prob % 4, 7);
+        if (!ok) fprintf(stderr, "%s\n", src);
+        assert_true(ok);
+        program_free(p);
+        free(src);
+        done++;
+    }
+    assert_int_equal(done, 16);
+}
+
+/* Without blocking forced, a small state (in the cache) steps one at a time; off is off. */
+static void auto_keeps_small_states(void **state)
+{
+    (void)state;
+    pj_program *p = compile_text("noise", prob_noise);
+    engine *e = make_engine(p, "cpu", 0, 2, NULL, "auto", 0, 0);
+    assert_int_equal(engine_block_steps(e, 100), 1);
+    engine_destroy(e);
+    e = make_engine(p, "cpu", 0, 2, NULL, "off", 3, 4);
+    assert_int_equal(engine_block_steps(e, 100), 1);
+    engine_destroy(e);
+    e = make_engine(p, "cpu", 0, 2, NULL, "on", 3, 4);
+    assert_int_equal(engine_block_steps(e, 100), 3);
+    assert_int_equal(engine_block_steps(e, 2), 2);
+    assert_int_equal(engine_block_steps(e, 1), 1);
+    engine_destroy(e);
+    program_free(p);
+}
+
+/* The run loop: outputs and monitors at times that fall inside blocks, and the end, are the same
+ * files to the byte with blocking forced on as with it off. */
+static void run_outputs_equal(void **state)
+{
+    (void)state;
+    static const char prob[] =
+        "mesh grid(nx = 16, ny = 12)\n"
+        "field u = exp(-20*((x-0.4)^2 + (y-0.5)^2))\n"
+        "field v = 0.3*y\n"
+        "eq dt(u) = 0.01*lap(u) + u*v - u^3\n"
+        "eq dt(v) = 0.02*lap(v) - 0.1*u\n"
+        "periodic x\n"
+        "on bottom: v = sin(3*t)\n"
+        "on top: u + 0.1*dn(u) = t\n"
+        "time dt = 0.001, until = 0.037, scheme = rk3\n"
+        "output every = 0.0105, format = csv\n"
+        "monitor every = 0.007, mass = integral(u), peak = maxval(v)\n";
+    char path[512];
+    snprintf(path, sizeof path, "%s/tb.pde", tu_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(prob, f);
+    fclose(f);
+    char *out = NULL;
+    const char *modes[] = {"off", "on"};
+    for (int m = 0; m < 2; m++) {
+        setenv("PDEJIT_TBLOCK", modes[m], 1);
+        setenv("PDEJIT_TBLOCK_K", "4", 1);
+        setenv("PDEJIT_TBLOCK_ROWS", "3", 1);
+        int rc = tu_pdejit(&out, "run tb.pde --threads 2 --out out_%s --dump final_%s.csv --quiet", modes[m],
+                           modes[m]);
+        unsetenv("PDEJIT_TBLOCK");
+        unsetenv("PDEJIT_TBLOCK_K");
+        unsetenv("PDEJIT_TBLOCK_ROWS");
+        if (rc != 0) fail_msg("pdejit run (%s): %s", modes[m], out);
+        free(out);
+    }
+    snprintf(path, sizeof path, "%s/out_off", tu_dir);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    int files = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        if (de->d_name[0] == '.') continue;
+        char pa[768], pb[768];
+        snprintf(pa, sizeof pa, "%s/out_off/%s", tu_dir, de->d_name);
+        snprintf(pb, sizeof pb, "%s/out_on/%s", tu_dir, de->d_name);
+        size_t la = 0, lb = 0;
+        char *a = tu_read_file(pa, &la), *b = tu_read_file(pb, &lb);
+        assert_non_null(a);
+        if (!b || la != lb || memcmp(a, b, la)) fail_msg("%s differs with blocking on", de->d_name);
+        free(a);
+        free(b);
+        files++;
+    }
+    closedir(d);
+    /* snapshots at 0, 0.0105, 0.021, 0.0315, 0.037 and monitor.csv */
+    assert_true(files >= 6);
+    char pa[768], pb[768];
+    snprintf(pa, sizeof pa, "%s/final_off.csv", tu_dir);
+    snprintf(pb, sizeof pb, "%s/final_on.csv", tu_dir);
+    size_t la = 0, lb = 0;
+    char *a = tu_read_file(pa, &la), *b = tu_read_file(pb, &lb);
+    assert_true(a && b && la == lb && !memcmp(a, b, la));
+    free(a);
+    free(b);
+}
+
+/* A blow-up: step by step the check names the first step with a non-finite value; blocked (4 steps
+ * per sweep) it is found at the end of the block that holds that step, as documented. */
+static int nan_step(const char *mode)
+{
+    static const char prob[] = "mesh grid(nx = 12, ny = 10)\n"
+                               "field u = 1 + x\n"
+                               "eq dt(u) = 10*u*u + 0.01*lap(u)\n"
+                               "periodic x, y\n"
+                               "time dt = 0.01, steps = 60, scheme = euler\n";
+    char path[512], *out = NULL;
+    snprintf(path, sizeof path, "%s/nan.pde", tu_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(prob, f);
+    fclose(f);
+    setenv("PDEJIT_TBLOCK", mode, 1);
+    setenv("PDEJIT_TBLOCK_K", "4", 1);
+    setenv("PDEJIT_TBLOCK_ROWS", "3", 1);
+    int rc = tu_pdejit(&out, "run nan.pde --threads 2 --out none --quiet");
+    unsetenv("PDEJIT_TBLOCK");
+    unsetenv("PDEJIT_TBLOCK_K");
+    unsetenv("PDEJIT_TBLOCK_ROWS");
+    assert_int_equal(rc, 1);
+    const char *at = strstr(out, "non-finite value");
+    assert_non_null(at);
+    at = strstr(at, "at step ");
+    assert_non_null(at);
+    int step = atoi(at + 8);
+    free(out);
+    return step;
+}
+
+static void nonfinite_found_after_the_block(void **state)
+{
+    (void)state;
+    int s0 = nan_step("off"), s1 = nan_step("on");
+    print_message("non-finite: step %d one at a time, step %d blocked\n", s0, s1);
+    assert_true(s0 > 4);
+    assert_true(s1 >= s0 && s1 < s0 + 4);
+    assert_int_equal(s1 % 4, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(samples_blocked_equal),
+        cmocka_unit_test(random_problems_blocked_equal),
+        cmocka_unit_test(auto_keeps_small_states),
+        cmocka_unit_test(run_outputs_equal),
+        cmocka_unit_test(nonfinite_found_after_the_block),
+    };
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
+}
