@@ -78,16 +78,6 @@ static int blocked_equals_stepped(const pj_program *p, const char *label, const 
     return blocked;
 }
 
-static pj_program *compile_text(const char *name, const char *text)
-{
-    diag d;
-    diag_init(&d, name, text, strlen(text));
-    pj_program *p = compile_problem(name, text, strlen(text), &d, NULL);
-    if (!p) fail_msg("%s", d.log);
-    diag_free(&d);
-    return p;
-}
-
 /* Noise and a coefficient field, both axes periodic: rand() must see the mesh's cells. */
 static const char prob_noise[] =
     "mesh grid(nx = 19, ny = 14, Lx = 1, Ly = 0.7)\n"
@@ -107,7 +97,7 @@ static void samples_blocked_equal(void **state)
     int blocked = 0, runs = 0;
     for (int i = 0; i <= n; i++) {
         const char *name = i < n ? cases[i].name : "noise", *text = i < n ? cases[i].text : prob_noise;
-        pj_program *p = compile_text(name, text);
+        pj_program *p = compile_named(name, text);
         if (PJ_SCHEME_IMPLICIT(p->scheme) || p->dim < 2) {
             program_free(p);
             continue;
@@ -142,7 +132,7 @@ static void random_problems_blocked_equal(void **state)
         }
         char label[32];
         snprintf(label, sizeof label, "random problem %d", prob);
-        pj_program *p = compile_text(label, src);
+        pj_program *p = compile_named(label, src);
         int ok = blocked_equals_stepped(p, label, NULL, prob % 2 ? "cpu" : "interp", 0, 2 + prob % 3, 2 + prob % 4, 7);
         if (!ok) fprintf(stderr, "%s\n", src);
         assert_true(ok);
@@ -157,7 +147,7 @@ static void random_problems_blocked_equal(void **state)
 static void auto_keeps_small_states(void **state)
 {
     (void)state;
-    pj_program *p = compile_text("noise", prob_noise);
+    pj_program *p = compile_named("noise", prob_noise);
     engine *e = make_engine(p, "cpu", 0, 2, NULL, "auto", 0, 0);
     assert_int_equal(engine_block_steps(e, 100), 1);
     engine_destroy(e);
