@@ -263,6 +263,11 @@ void pj_sim_free(pj_sim *ps)
 int pj_sim_rank(const pj_sim *ps) { return ps ? engine_rank(ps->e) : 0; }
 int pj_sim_processes(const pj_sim *ps) { return ps ? engine_processes(ps->e) : 1; }
 
+void pj_sim_broadcast(pj_sim *ps, void *data, size_t n)
+{
+    if (ps && data && n) engine_bcast(ps->e, data, n);
+}
+
 void pj_sim_exchange_stats(const pj_sim *ps, int64_t *exchanges, double *seconds, double *bytes)
 {
     decomp_stats st = {0, 0, 0};
