@@ -11,7 +11,8 @@
 # the run with exit 2. Implicit schemes and steady solves (the DMDA and the solvers on every
 # process) agree with one process to 1e-10 relative, with the same Newton iterations under a
 # direct solve; a Newton failure ends every process with one process's message. --watch: rank 0
-# watches, every process swaps at the same step. Exits 77 (skipped) without mpirun.
+# watches, every process swaps at the same step. A checkpoint written on 3 processes resumes on 2
+# to the same dump as a run never stopped. Exits 77 (skipped) without mpirun.
 set -u
 pdejit=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=$(cd "$2" && pwd)
@@ -301,6 +302,33 @@ ts=$(sed -n 's/^pdejit: t = \([0-9.e+-]*\): w.pde changed: swapped in.*/\1/p' w.
 awk -F, -v ts="$ts" 'NR > 1 { want = ts + 2 * (20 - ts); d = $3 - want; if (d < 0) d = -d; if (d > 1e-6) bad = 1; n++ }
                      END { exit bad || n != 1200 || ts == "" }' w.csv ||
     fail "--watch: the dump is not u = ts + 2 (T - ts) with ts = '$ts' in all 1200 cells"
+
+# 6. checkpoints: written on 3 processes (the fields gathered on rank 0, which writes the file),
+#    resumed on 2 (rank 0 reads it, the fields are scattered): the dump of a run never stopped,
+#    byte for byte for an explicit scheme, within 1e-10 for an implicit one; a checkpoint that
+#    cannot be read is refused on every process with one process's message
+cat > ck.pde <<'EOF'
+mesh grid(nx = 24, ny = 20)
+field u = exp(-20*((x-0.4)^2+(y-0.5)^2)) + 0.1*rand()
+on left: u = 1 + t*y
+on right: dn(u) = 0
+periodic y
+eq dt(u) = 0.1*lap(u) - u^3 + 0.01*randn()
+time dt = 0.003, until = 0.3, scheme = rk4
+EOF
+"$pdejit" run ck.pde -q --out none --dump ck-full.csv >/dev/null 2>&1 || fail "checkpoint: one process"
+mpi 3 run ck.pde -q --out ck3 --checkpoint-every 0.1 --until 0.15 >/dev/null 2>ck3.err || fail "checkpoint on 3 processes: $(cat ck3.err)"
+mpi 2 run ck.pde -q --out ck3 --resume ck3/checkpoint.pjc --dump ck-resumed.csv >/dev/null 2>ck2.err || fail "resumed on 2 processes: $(cat ck2.err)"
+cmp -s ck-full.csv ck-resumed.csv || fail "checkpoint: written on 3 processes, resumed on 2: the dump differs from one process's"
+mpi 3 run nl2d.pde -q --out cki --checkpoint-every 0.05 --steps 6 --solver-options "$tight" >/dev/null 2>cki.err || fail "implicit checkpoint on 3 processes: $(cat cki.err)"
+mpi 2 run nl2d.pde -q --out cki --resume cki/checkpoint.pjc --dump cki-resumed.csv --solver-options "$tight" >/dev/null 2>cki2.err ||
+    fail "implicit, resumed on 2 processes: $(cat cki2.err)"
+why=$(reldiff nl2d-1.csv cki-resumed.csv) || fail "implicit checkpoint, resumed on 2 processes: $why"
+"$pdejit" run ck.pde -q --resume ck.pde >/dev/null 2>ckbad-1.err; r1=$?
+mpi 3 run ck.pde -q --resume ck.pde >/dev/null 2>ckbad-3.err; r3=$?
+[ "$r1" = 2 ] && [ "$r3" = 2 ] && grep -q "ck.pde: not a pdejit checkpoint" ckbad-1.err &&
+    [ "$(grep -c '^pdejit' ckbad-3.err)" = 1 ] && [ "$(grep '^pdejit' ckbad-3.err)" = "$(cat ckbad-1.err)" ] ||
+    fail "a bad checkpoint: exit $r1 on one process ($(cat ckbad-1.err)), $r3 on 3 ($(cat ckbad-3.err))"
 
 [ "$failures" = 0 ] && echo "mpi_test: all passed" && exit 0
 echo "mpi_test: $failures failure(s)"
