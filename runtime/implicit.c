@@ -137,6 +137,7 @@ struct implicit_solver {
     grid_block own;
     int64_t *start[3];     /* per axis, the first cell of each column of processes; [procs] = n */
     PetscInt *offset;      /* [rank] the global index of its block's first unknown */
+    PetscInt own_offset;   /* this process's */
     DM da;
     Vec X, R;
     Mat J;
@@ -345,7 +346,7 @@ static int column_of(const implicit_solver *q, int a, int64_t v)
 static PetscInt global_index(const implicit_solver *q, int64_t i, int64_t j, int64_t k, int c)
 {
     const grid_block *b = &q->own;
-    PetscInt base = q->offset[q->d ? decomp_rank(q->d) : 0];
+    PetscInt base = q->own_offset;
     if (i < b->first[0] || i >= b->first[0] + b->n[0] || j < b->first[1] || j >= b->first[1] + b->n[1] ||
         k < b->first[2] || k >= b->first[2] + b->n[2]) {
         int r = column_of(q, 0, i) + q->procs[0] * (column_of(q, 1, j) + q->procs[1] * column_of(q, 2, k));
@@ -622,6 +623,7 @@ static int set_blocks(implicit_solver *q, decomp *d)
         q->offset[r] = at;
         at += (PetscInt)(q->blocks[r].n[0] * q->blocks[r].n[1] * q->blocks[r].n[2] * q->dof);
     }
+    q->own_offset = q->offset[d ? decomp_rank(d) : 0];
     return 0;
 }
 
