@@ -512,7 +512,6 @@ static int cmd_run(int argc, char **argv)
     }
     if (!file) { fputs(usage_run, stderr); return 2; }
     if (resume && init_csv) { fprintf(stderr, "pdejit run: --resume and --init both set the fields: give one\n"); return 2; }
-    if (watching && (processes > 1 || ranks_layout)) { fprintf(stderr, "pdejit run: --watch does not run over MPI yet\n"); return 2; }
     pj_backend be;
     if (pj_backend_by_name(backend, &be) < 0) {
         fprintf(stderr, "pdejit: unknown back end '%s'; back ends are %s\n", backend, pj_backend_names());

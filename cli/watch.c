@@ -12,7 +12,13 @@
  * thread, which takes it at its next step boundary; the fields keep their
  * state; a file that does not compile, or changes what a running simulation cannot change (the
  * mesh, the fields, the params, the scheme), is reported against the new text and the previous
- * definition goes on running. */
+ * definition goes on running.
+ *
+ * Over MPI (a decomposed simulation) rank 0 alone watches the file; at every step boundary it
+ * tells the others whether the file changed, then sends the new text (or that it cannot be
+ * read); every process compiles it and swaps it in at that same step (pj_sim_swap is collective
+ * there: rank 0 compiles the kernels into the cache, the others load them), synchronously on the
+ * stepping thread. Rank 0 alone reports, with the messages of one process. */
 #include "watch.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +47,7 @@ struct watch {
     double last_poll;
     long every_steps;           /* $PDEJIT_WATCH_STEPS, 0: by wall time */
     long steps;
+    int processes, rank;        /* over MPI: rank 0 watches, every process swaps */
     /* the compile in flight */
     pthread_t thread;
     int busy;
@@ -155,16 +162,15 @@ watch *watch_create(const char *path, const watch_baseline *base, pj_sim *sim, c
     w->last_poll = driver_now();
     const char *every = getenv("PDEJIT_WATCH_STEPS");
     w->every_steps = every ? atol(every) : 0;
+    w->processes = pj_sim_processes(sim);
+    w->rank = pj_sim_rank(sim);
     return w;
 }
 
-/* On the watch thread (or synchronously): compile the file and hand it to the simulation. */
-static void *compile_new(void *arg)
+/* Compiles text (NULL: it could not be read, w->err says why; freed here) and hands it to the
+ * simulation. */
+static void compile_text(watch *w, char *text, size_t len, double t0)
 {
-    watch *w = arg;
-    double t0 = driver_now();
-    size_t len = 0;
-    char *text = read_regular(w->path, &len, w->err, sizeof w->err);
     pj_problem *next = NULL;
     if (text) {
         w->hash = content_hash(text, len);
@@ -194,6 +200,16 @@ static void *compile_new(void *arg)
         }
     }
     w->ms = (driver_now() - t0) * 1e3;
+}
+
+/* On the watch thread (or synchronously): compile the file and hand it to the simulation. */
+static void *compile_new(void *arg)
+{
+    watch *w = arg;
+    double t0 = driver_now();
+    size_t len = 0;
+    char *text = read_regular(w->path, &len, w->err, sizeof w->err);
+    compile_text(w, text, len, t0);
     atomic_store(&w->done, 1);
     return NULL;
 }
@@ -201,7 +217,9 @@ static void *compile_new(void *arg)
 /* On the stepping thread, once the compile is done: say what happened. */
 static void report(watch *w)
 {
-    if (w->swapped) {
+    if (w->rank != 0) {
+        /* over MPI rank 0 alone says it */
+    } else if (w->swapped) {
         if (w->compiled + w->cached)
             fprintf(stderr, "pdejit: t = %.6g: %s changed: swapped in the new definition (%d kernel%s compiled, %d "
                     "from the cache, ready in %.1f ms)\n", w->t_swap, w->path, w->compiled, w->compiled == 1 ? "" : "s",
@@ -223,10 +241,92 @@ static void report(watch *w)
     w->err[0] = 0;
 }
 
+/* Polls the file when due: 1 when it changed (to be read and compiled), 0 when not (or not yet
+ * time to look), -1 when it changed into something not to be read (w->err says why). */
+static int poll_file(watch *w)
+{
+    if (w->every_steps > 0) {
+        if (w->steps % w->every_steps) return 0;
+    } else {
+        double now = driver_now();
+        if (now - w->last_poll < 0.2) return 0;
+        w->last_poll = now;
+    }
+    struct stat st;
+    if (stat(w->path, &st) != 0) return 0; /* being replaced by an editor: next time */
+    char reason[160];
+    const char *bad = not_readable(&st, reason, sizeof reason);
+    if (st.st_mtim.tv_sec == w->mtime.tv_sec && st.st_mtim.tv_nsec == w->mtime.tv_nsec && st.st_size == w->size) {
+        /* the same size and time: the same content? (a file not to be read was said already) */
+        if (bad) return 0;
+        size_t len;
+        char why[256];
+        char *text = read_regular(w->path, &len, why, sizeof why);
+        if (!text) return 0;
+        unsigned long long h = content_hash(text, len);
+        free(text);
+        int known = w->hashed, same = known && h == w->hash;
+        w->hash = h;
+        w->hashed = 1;
+        if (same || !known) return 0; /* unknown before: this is the first look, not a change */
+    }
+    w->mtime = st.st_mtim;
+    w->size = st.st_size;
+    if (bad) { /* said once, until it changes again */
+        snprintf(w->err, sizeof w->err, "%s", bad);
+        return -1;
+    }
+    return 1;
+}
+
+/* Over MPI, at every step boundary on every process: rank 0 polls and sends what it found (a
+ * header, then the text), every process compiles and swaps at this step. */
+static void between_steps_mpi(watch *w)
+{
+    struct { long long state, len; char err[sizeof w->err]; } head;
+    memset(&head, 0, sizeof head);
+    char *text = NULL;
+    double t0 = driver_now();
+    if (w->rank == 0) {
+        head.state = poll_file(w);
+        if (head.state == 1) {
+            size_t len = 0;
+            text = read_regular(w->path, &len, w->err, sizeof w->err);
+            head.len = text ? (long long)len : -1;
+        }
+        snprintf(head.err, sizeof head.err, "%s", w->err);
+    }
+    /* every step: 0 no change (the common case, one small message) */
+    pj_sim_broadcast(w->sim, &head.state, sizeof head.state);
+    if (!head.state) return;
+    pj_sim_broadcast(w->sim, &head, sizeof head);
+    snprintf(w->err, sizeof w->err, "%s", head.err);
+    if (head.state < 0) {
+        report(w);
+        return;
+    }
+    if (head.len >= 0) { /* the text, in pieces (a process short of memory still takes part) */
+        static char scratch[1 << 16];
+        if (w->rank != 0) text = malloc((size_t)head.len + 1);
+        for (long long at = 0; at < head.len; at += (long long)sizeof scratch) {
+            size_t n = head.len - at < (long long)sizeof scratch ? (size_t)(head.len - at) : sizeof scratch;
+            pj_sim_broadcast(w->sim, text ? text + at : scratch, n);
+        }
+        if (text) text[head.len] = 0;
+        else snprintf(w->err, sizeof w->err, "out of memory");
+    }
+    compile_text(w, text, head.len >= 0 ? (size_t)head.len : 0, t0);
+    report(w);
+}
+
 void watch_between_steps(void *ctx)
 {
     watch *w = ctx;
     w->steps++;
+    if (w->processes > 1) {
+        between_steps_mpi(w);
+        return;
+    }
     if (w->busy) {
         if (!atomic_load(&w->done)) return;
         pthread_join(w->thread, NULL);
@@ -234,38 +334,9 @@ void watch_between_steps(void *ctx)
         report(w);
         return;
     }
-    if (w->every_steps > 0) {
-        if (w->steps % w->every_steps) return;
-    } else {
-        double now = driver_now();
-        if (now - w->last_poll < 0.2) return;
-        w->last_poll = now;
-    }
-    struct stat st;
-    if (stat(w->path, &st) != 0) return; /* being replaced by an editor: next time */
-    char reason[160];
-    const char *bad = not_readable(&st, reason, sizeof reason);
-    if (st.st_mtim.tv_sec == w->mtime.tv_sec && st.st_mtim.tv_nsec == w->mtime.tv_nsec && st.st_size == w->size) {
-        /* the same size and time: the same content? (a file not to be read was said already) */
-        if (bad) return;
-        size_t len;
-        char why[256];
-        char *text = read_regular(w->path, &len, why, sizeof why);
-        if (!text) return;
-        unsigned long long h = content_hash(text, len);
-        free(text);
-        int known = w->hashed, same = known && h == w->hash;
-        w->hash = h;
-        w->hashed = 1;
-        if (same || !known) return; /* unknown before: this is the first look, not a change */
-    }
-    w->mtime = st.st_mtim;
-    w->size = st.st_size;
-    if (bad) { /* said once, until it changes again */
-        snprintf(w->err, sizeof w->err, "%s", bad);
-        report(w);
-        return;
-    }
+    int changed = poll_file(w);
+    if (changed < 0) report(w);
+    if (changed <= 0) return;
     atomic_store(&w->done, 0);
     if (w->every_steps > 0 || pthread_create(&w->thread, NULL, compile_new, w) != 0) {
         compile_new(w); /* synchronous: tests, or no thread to be had */

@@ -113,9 +113,9 @@ typedef struct pj_sim_options {
                               started by mpirun; MPI and PETSc are started when needed): each holds
                               a block, pj_sim_create and every call below are then collective (all
                               processes make them, in the same order), fields and dumps are
-                              gathered on rank 0, which alone writes outputs. Explicit schemes on
-                              the interp and cpu back ends; PJ_ERR_INPUT otherwise, or in a build
-                              without PETSc. */
+                              gathered on rank 0, which alone writes outputs. Explicit, implicit
+                              and steady schemes on the interp and cpu back ends; PJ_ERR_INPUT
+                              otherwise, or in a build without PETSc. */
     const char *ranks_layout; /* with decompose: "PxQ" / "PxQxR" processes along x, y, z, or NULL
                                  to let PETSc choose (its -da_processors_x option applies) */
 } pj_sim_options;
@@ -133,6 +133,9 @@ PJ_API void pj_sim_free(pj_sim *sim);
  * processes (0 and 1 otherwise). */
 PJ_API int pj_sim_rank(const pj_sim *sim);
 PJ_API int pj_sim_processes(const pj_sim *sim);
+/* A decomposed simulation: rank 0's n bytes at data copied to every process (collective);
+ * nothing otherwise. */
+PJ_API void pj_sim_broadcast(pj_sim *sim, void *data, size_t n);
 /* A decomposed simulation's ghost exchanges on this process so far: how many, their wall seconds
  * (waits for the neighbours included) and the bytes it received; zeros otherwise. */
 PJ_API void pj_sim_exchange_stats(const pj_sim *sim, int64_t *exchanges, double *seconds, double *bytes);
@@ -197,7 +200,9 @@ PJ_API pj_status pj_sim_redefine(pj_sim *sim, const char *text, char **diagnosti
 /* Hot swap of a whole problem (pdejit run --watch): `next`, compiled from an edited file, runs
  * from the next step boundary as pj_sim_redefine's text would (the same rules, the same
  * errors in err, the same threads). next must outlive the simulation. On success *t_swap (may
- * be NULL) receives the time at which it took over. */
+ * be NULL) receives the time at which it took over. A decomposed simulation swaps on every
+ * process at once: pj_sim_swap and pj_sim_redefine are then collective, called by every process
+ * with the same text at the same step boundary (between steps, on the stepping thread). */
 PJ_API pj_status pj_sim_swap(pj_sim *sim, const pj_problem *next, double *t_swap, char *err, size_t err_len);
 /* 1 when the simulation's back end can swap kernels while it runs (pj_sim_redefine, pj_sim_swap). */
 PJ_API int pj_sim_can_swap(const pj_sim *sim);

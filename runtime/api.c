@@ -263,6 +263,11 @@ void pj_sim_free(pj_sim *ps)
 int pj_sim_rank(const pj_sim *ps) { return ps ? engine_rank(ps->e) : 0; }
 int pj_sim_processes(const pj_sim *ps) { return ps ? engine_processes(ps->e) : 1; }
 
+void pj_sim_broadcast(pj_sim *ps, void *data, size_t n)
+{
+    if (ps && data && n) engine_bcast(ps->e, data, n);
+}
+
 void pj_sim_exchange_stats(const pj_sim *ps, int64_t *exchanges, double *seconds, double *bytes)
 {
     decomp_stats st = {0, 0, 0};
@@ -488,10 +493,6 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
         .seed = ps->seed, .single = ps->single, .resumed = ps->resumed,
     };
     if (o.checkpoint_every > 0 && restart_refused(p, err, err_len)) return PJ_ERR_INPUT;
-    if (o.checkpoint_every > 0 && ps->d) {
-        diag_set(err, err_len, "checkpoints of runs over MPI are not available yet");
-        return PJ_ERR_INPUT;
-    }
     if (o.checkpoint_every > 0 && !o.out_dir) {
         diag_set(err, err_len, "checkpoints are written into the output folder: give one (out_dir, --out)");
         return PJ_ERR_INPUT;
@@ -600,10 +601,6 @@ pj_status pj_sim_resume(pj_sim *ps, const char *checkpoint, char *err, size_t er
 {
     if (!ps || !checkpoint) return PJ_ERR_INPUT;
     if (restart_refused(ps->p, err, err_len)) return PJ_ERR_INPUT;
-    if (ps->d) {
-        diag_set(err, err_len, "checkpoints of runs over MPI are not available yet");
-        return PJ_ERR_INPUT;
-    }
     if (checkpoint_read(ps->e, checkpoint, ps->seed, ps->single, err, err_len) < 0) return PJ_ERR_INPUT;
     ps->resumed = 1;
     return PJ_OK;

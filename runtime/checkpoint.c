@@ -94,6 +94,9 @@ static int write_all(int fd, const void *buf, size_t n)
 
 int checkpoint_write(engine *e, const char *dir, uint64_t seed, int single, char *err, size_t err_len)
 {
+    /* over MPI the fields are gathered on rank 0, which alone writes; every process takes part in
+       every gather (collective), and a failure is agreed by all */
+    const int root = engine_rank(e) == 0;
     const pj_program *p = engine_program(e);
     int64_t cells = engine_cells(e);
     ck_header h;
@@ -115,61 +118,82 @@ int checkpoint_write(engine *e, const char *dir, uint64_t seed, int single, char
     char path[4200], tmp[4200];
     snprintf(path, sizeof path, "%s/%s", dir, CHECKPOINT_NAME);
     snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, CHECKPOINT_NAME);
-    double *vals = malloc(sizeof *vals * (size_t)(cells ? cells : 1));
-    XXH3_state_t *st = XXH3_createState();
-    if (!vals || !st) {
+    double *vals = NULL;
+    XXH3_state_t *st = NULL;
+    int fd = -1, bad = 0, saved = 0;
+    if (root) {
+        vals = malloc(sizeof *vals * (size_t)(cells ? cells : 1));
+        st = XXH3_createState();
+        if (!vals || !st) {
+            diag_set(err, err_len, "checkpoint: out of memory");
+            bad = 1;
+        } else if ((fd = mkstemp(tmp)) < 0) {
+            diag_set(err, err_len, "cannot write a checkpoint in %s: %s", dir, strerror(errno));
+            bad = 1;
+        }
+    }
+    if (engine_agree(e, bad, err, err_len)) {
         free(vals);
         XXH3_freeState(st);
-        diag_set(err, err_len, "checkpoint: out of memory");
         return -1;
     }
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        diag_set(err, err_len, "cannot write a checkpoint in %s: %s", dir, strerror(errno));
-        free(vals);
-        XXH3_freeState(st);
-        return -1;
+    if (root) {
+        XXH3_128bits_reset(st);
+        bad = write_all(fd, MAGIC, MAGIC_LEN) || write_all(fd, &h, sizeof h);
+        saved = errno;
+        XXH3_128bits_update(st, MAGIC, MAGIC_LEN);
+        XXH3_128bits_update(st, &h, sizeof h);
     }
-    XXH3_128bits_reset(st);
-    int bad = write_all(fd, MAGIC, MAGIC_LEN) || write_all(fd, &h, sizeof h);
-    XXH3_128bits_update(st, MAGIC, MAGIC_LEN);
-    XXH3_128bits_update(st, &h, sizeof h);
-    for (int f = 0; f < p->n_fields && !bad; f++) {
+    for (int f = 0; f < p->n_fields; f++) {
         if (engine_get_field(e, f, vals, err, err_len) < 0) {
-            unlink(tmp);
-            close(fd);
+            if (root) {
+                unlink(tmp);
+                close(fd);
+            }
             free(vals);
             XXH3_freeState(st);
             return -1;
         }
-        bad = write_all(fd, vals, sizeof *vals * (size_t)cells);
-        XXH3_128bits_update(st, vals, sizeof *vals * (size_t)cells);
+        if (root && !bad) {
+            bad = write_all(fd, vals, sizeof *vals * (size_t)cells);
+            saved = errno;
+            XXH3_128bits_update(st, vals, sizeof *vals * (size_t)cells);
+        }
     }
-    XXH128_canonical_t sum;
-    XXH128_canonicalFromHash(&sum, XXH3_128bits_digest(st));
-    bad = bad || write_all(fd, sum.digest, 16) || fsync(fd) < 0;
-    int saved = errno;
-    bad = close(fd) < 0 || bad;
-    if (!bad && rename(tmp, path) < 0) {
-        bad = 1;
-        saved = errno;
+    if (root) {
+        XXH128_canonical_t sum;
+        XXH128_canonicalFromHash(&sum, XXH3_128bits_digest(st));
+        if (!bad) {
+            bad = write_all(fd, sum.digest, 16) || fsync(fd) < 0;
+            saved = errno;
+        }
+        if (close(fd) < 0 && !bad) {
+            bad = 1;
+            saved = errno;
+        }
+        if (!bad && rename(tmp, path) < 0) {
+            bad = 1;
+            saved = errno;
+        }
+        if (bad) {
+            unlink(tmp);
+            diag_set(err, err_len, "cannot write the checkpoint %s: %s", path, strerror(saved ? saved : EIO));
+        } else {
+            int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+            if (dfd >= 0) { /* the rename itself made durable */
+                fsync(dfd);
+                close(dfd);
+            }
+        }
     }
     free(vals);
     XXH3_freeState(st);
-    if (bad) {
-        unlink(tmp);
-        diag_set(err, err_len, "cannot write the checkpoint %s: %s", path, strerror(saved ? saved : EIO));
-        return -1;
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) { /* the rename itself made durable */
-        fsync(dfd);
-        close(dfd);
-    }
-    return 0;
+    return engine_agree(e, bad, err, err_len) ? -1 : 0;
 }
 
-int checkpoint_read(engine *e, const char *path, uint64_t seed, int single, char *err, size_t err_len)
+/* The checkpoint at path, checked against e's problem, read into *vals (every field's cells) and h. */
+static int read_checkpoint(engine *e, const char *path, uint64_t seed, int single, ck_header *hp, double **vals_out,
+                           char *err, size_t err_len)
 {
     const pj_program *p = engine_program(e);
     int64_t cells = engine_cells(e);
@@ -239,14 +263,37 @@ int checkpoint_read(engine *e, const char *path, uint64_t seed, int single, char
         diag_set(err, err_len, "%s: damaged checkpoint (checksum mismatch)", path);
         goto done;
     }
-    for (int fi = 0; fi < p->n_fields; fi++)
-        if (engine_set_field(e, fi, vals + (size_t)fi * (size_t)cells, err, err_len) < 0) goto done;
-    engine_set_clock(e, h.t, h.steps);
+    *hp = h;
+    *vals_out = vals;
+    vals = NULL;
     rc = 0;
 done:
     fclose(f);
     free(vals);
     XXH3_freeState(st);
+    return rc;
+}
+
+int checkpoint_read(engine *e, const char *path, uint64_t seed, int single, char *err, size_t err_len)
+{
+    /* over MPI rank 0 reads and checks the file, the fields are scattered from it */
+    const int root = engine_rank(e) == 0;
+    ck_header h;
+    memset(&h, 0, sizeof h);
+    double *vals = NULL;
+    int bad = root && read_checkpoint(e, path, seed, single, &h, &vals, err, err_len) < 0;
+    if (engine_agree(e, bad, err, err_len)) {
+        free(vals);
+        return -1;
+    }
+    engine_bcast(e, &h, sizeof h);
+    const pj_program *p = engine_program(e);
+    size_t cells = (size_t)engine_cells(e);
+    int rc = 0;
+    for (int fi = 0; fi < p->n_fields && !rc; fi++)
+        if (engine_set_field(e, fi, vals ? vals + (size_t)fi * cells : NULL, err, err_len) < 0) rc = -1;
+    if (!rc) engine_set_clock(e, h.t, h.steps);
+    free(vals);
     return rc;
 }
 

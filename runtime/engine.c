@@ -37,16 +37,12 @@ struct engine {
     double *scratch;       /* a block's field, for gathers and scatters */
 };
 
-/* A decomposed run takes the host back ends and explicit schemes (for now). */
+/* A decomposed run takes the host back ends (explicit and implicit schemes). */
 int engine_can_decompose(const backend_ops *be, const pj_program *p, char *err, size_t len)
 {
+    (void)p;
     if (strcmp(be->name, "interp") && strcmp(be->name, "cpu")) {
         diag_set(err, len, "the %s back end does not run over MPI yet: use --backend cpu (or interp)", be->name);
-        return 0;
-    }
-    if (PJ_SCHEME_IMPLICIT(p->scheme)) {
-        diag_set(err, len, "%s runs over MPI are not available yet: run this problem on one process",
-                 p->scheme == PJ_STEADY ? "steady" : "implicit");
         return 0;
     }
     return 1;
@@ -276,7 +272,7 @@ int engine_view_field(engine *e, int f, engine_view *v)
     return e->ops->view(e->impl, f, v);
 }
 
-int engine_can_swap(const engine *e) { return e->ops->prepare && e->ops->swap && !e->d; }
+int engine_can_swap(const engine *e) { return e->ops->prepare && e->ops->swap; }
 
 void *engine_prepare(engine *e, const pj_program *p2, engine_info *info, char *err, size_t len)
 {
@@ -285,7 +281,19 @@ void *engine_prepare(engine *e, const pj_program *p2, engine_info *info, char *e
         diag_set(err, len, "the %s back end cannot swap kernels while it runs", e->ops->name);
         return NULL;
     }
-    return e->ops->prepare(e->impl, p2, info, err, len);
+    if (!e->d) return e->ops->prepare(e->impl, p2, info, err, len);
+    /* collective, as engine_create: rank 0 compiles into the kernel cache, the others load */
+    void *k = NULL;
+    int root = decomp_rank(e->d) == 0;
+    if (root) k = e->ops->prepare(e->impl, p2, info, err, len);
+    int failed = decomp_agree(e->d, root && !k, err, len);
+    if (!failed && !root) k = e->ops->prepare(e->impl, p2, info, err, len);
+    if (!failed && decomp_agree(e->d, !k, err, len)) failed = 1;
+    if (failed) {
+        engine_release(e, k);
+        return NULL;
+    }
+    return k;
 }
 
 int engine_swap(engine *e, const pj_program *p2, void *prepared, char *err, size_t len)
@@ -294,7 +302,10 @@ int engine_swap(engine *e, const pj_program *p2, void *prepared, char *err, size
         diag_set(err, len, "the %s back end cannot swap kernels while it runs", e->ops->name);
         return -1;
     }
-    if (e->ops->swap(e->impl, p2, prepared, err, len) < 0) return -1;
+    /* over MPI every process swaps at the same step (collective); what a running simulation
+       cannot take is refused on all alike (the same programs) */
+    int rc = e->ops->swap(e->impl, p2, prepared, err, len);
+    if (e->d ? decomp_agree(e->d, rc < 0, err, len) : rc < 0) return -1;
     e->p = p2;
     return 0;
 }

@@ -192,7 +192,9 @@ int engine_reduce(engine *e, double *values, char *err, size_t len);
  * (any thread; the engine keeps stepping meanwhile); engine_swap, at a step boundary, checks that
  * p2 fits the running simulation (mesh, fields, params, slots, stencil within the ghost layers),
  * then runs p2 from the next step with the fields' state kept; on failure nothing changes and
- * the prepared kernels are released. p2 must outlive the simulation's use of it. */
+ * the prepared kernels are released. p2 must outlive the simulation's use of it. Over MPI both
+ * are collective (every process at the same step boundary, on the stepping thread): rank 0
+ * compiles first, the others load from the kernel cache, and a refusal is every process's. */
 int engine_can_swap(const engine *e);
 void *engine_prepare(engine *e, const pj_program *p2, engine_info *info, char *err, size_t len);
 int engine_swap(engine *e, const pj_program *p2, void *prepared, char *err, size_t len);

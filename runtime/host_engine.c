@@ -72,7 +72,9 @@ static void *host_create(const pj_program *p, const engine_options *o, int with_
         }
         cpu_backend_install(h->cpu, h->s);
     }
-    if (PJ_SCHEME_IMPLICIT(p->scheme) && !(h->imp = implicit_create(h->s, o->solver_options, err, len))) {
+    /* over MPI the solver is made by host_init, on every process at once (its objects are
+       collective; engine_create makes rank 0's engine before the others', for the kernel cache) */
+    if (PJ_SCHEME_IMPLICIT(p->scheme) && !o->decomp && !(h->imp = implicit_create(h->s, o->solver_options, err, len))) {
         cpu_backend_destroy(h->cpu);
         sim_destroy(h->s);
         free(h);
@@ -103,9 +105,11 @@ static void host_destroy(void *impl)
 
 static int host_init(void *impl, char *err, size_t len)
 {
-    (void)err;
-    (void)len;
-    sim_init(((host_engine *)impl)->s);
+    host_engine *h = impl;
+    if (h->opt.decomp && !h->imp && PJ_SCHEME_IMPLICIT(sim_program(h->s)->scheme) &&
+        !(h->imp = implicit_create_on(h->s, h->opt.decomp, h->opt.solver_options, err, len)))
+        return -1;
+    sim_init(h->s);
     return 0;
 }
 

@@ -7,8 +7,15 @@
  * and F is copied out of slot 1 (the copies cost one sweep each, the solves many).
  *
  * The Jacobian: output j of the Jacobian kernel is dF(row field at cell)/dU(field at cell + off),
- * inserted by global index (one process: the DMDA's natural order, x fastest, the unknowns of a
- * cell interlaced), which costs less than MatSetValuesStencil's mapping per row.
+ * inserted by global index (PETSc's order: the blocks of the processes one after another, each
+ * x fastest, the unknowns of a cell interlaced; on one process the natural order), which costs
+ * less than MatSetValuesStencil's mapping per row.
+ * Over MPI (a decomp: the sim holds one block of the mesh) the DMDA, the vectors, the matrix and
+ * the solvers are on PETSC_COMM_WORLD with the blocks of the decomposition (so the explicit and
+ * implicit parts agree); F and the Jacobian kernel run on the block, whose ghost cells the sim's
+ * fill gives (the conditions on the mesh's sides, the neighbours' values by decomp's exchange);
+ * positions below are in the whole mesh, a column in another process's block is inserted there
+ * by its global index.
  * A column off the grid is a ghost cell, and a ghost's value is affine in one interior cell (the
  * mirrored one, or the periodic partner): g = alpha * u_m + beta. alpha is measured exactly by
  * two ghost fills of a scratch slot (interior 0, then 1: alpha = g1 - g0; a corner's alpha is
@@ -38,7 +45,13 @@ int implicit_available(char *why, size_t len)
 
 implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t len)
 {
+    return implicit_create_on(s, NULL, options, err, len);
+}
+
+implicit_solver *implicit_create_on(sim *s, struct decomp *d, const char *options, char *err, size_t len)
+{
     (void)s;
+    (void)d;
     (void)options;
     implicit_available(err, len);
     return NULL;
@@ -116,7 +129,15 @@ struct implicit_solver {
     int dof;               /* fields with an equation: the unknowns per cell */
     int *unknown;          /* [field] its place among the unknowns, or -1 */
     int *field_of;         /* [dof] the field */
-    int64_t n[3];
+    int64_t n[3];          /* the mesh's cells */
+    int64_t first[3];      /* this block's first cell in the mesh (0 on one process) */
+    decomp *d;             /* NULL on one process */
+    int nblocks, procs[3]; /* the processes (1 without a decomp) and their layout */
+    const grid_block *blocks; /* [rank] every process's block (&own on one process) */
+    grid_block own;
+    int64_t *start[3];     /* per axis, the first cell of each column of processes; [procs] = n */
+    PetscInt *offset;      /* [rank] the global index of its block's first unknown */
+    PetscInt own_offset;   /* this process's */
     DM da;
     Vec X, R;
     Mat J;
@@ -240,7 +261,7 @@ static int fill_slot1(implicit_solver *q, double t, int axis, int k_ind)
         for (int64_t kk = 0; kk < g->n[2]; kk++)
             for (int64_t j = 0; j < g->n[1]; j++)
                 for (int64_t i = 0; i < g->n[0]; i++) {
-                    int64_t pos[3] = {i, j, kk};
+                    int64_t pos[3] = {q->first[0] + i, q->first[1] + j, q->first[2] + kk};
                     if (axis == -2 || pos[axis] == k_ind || pos[axis] == q->n[axis] - 1 - k_ind)
                         b[g->origin_off + at(g, i, j, kk)] = 1;
                 }
@@ -259,7 +280,7 @@ static void take_ghosts(implicit_solver *q, int axis, double *const *dst, double
         for (int64_t kk = g->lo[2]; kk < g->lo[2] + g->ext[2]; kk++)
             for (int64_t j = g->lo[1]; j < g->lo[1] + g->ext[1]; j++)
                 for (int64_t i = g->lo[0]; i < g->lo[0] + g->ext[0]; i++) {
-                    int64_t pos[3] = {i, j, kk};
+                    int64_t pos[3] = {q->first[0] + i, q->first[1] + j, q->first[2] + kk};
                     int out = 0, last = -1;
                     for (int a = 0; a < q->p->dim; a++)
                         if (pos[a] < 0 || pos[a] >= q->n[a]) {
@@ -308,11 +329,31 @@ static int64_t fold(const implicit_solver *q, int ax, int64_t v)
 
 static PetscErrorCode eval_rhs(implicit_solver *q, double t, Vec U, Vec F) { return eval_stage(q, 0, t, U, F); }
 
-/* The DMDA's global index of unknown c at cell (i, j, k) (one process: the natural order,
- * interlaced). */
+/* The column of processes that holds mesh index v along axis a. */
+static int column_of(const implicit_solver *q, int a, int64_t v)
+{
+    int lo = 0, hi = q->procs[a] - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (q->start[a][mid] <= v) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* The DMDA's global index of unknown c at mesh cell (i, j, k): in the block that holds it, the
+ * cells x fastest and the unknowns interlaced (one process: the natural order). */
 static PetscInt global_index(const implicit_solver *q, int64_t i, int64_t j, int64_t k, int c)
 {
-    return (PetscInt)(((k * q->n[1] + j) * q->n[0] + i) * q->dof + c);
+    const grid_block *b = &q->own;
+    PetscInt base = q->own_offset;
+    if (i < b->first[0] || i >= b->first[0] + b->n[0] || j < b->first[1] || j >= b->first[1] + b->n[1] ||
+        k < b->first[2] || k >= b->first[2] + b->n[2]) {
+        int r = column_of(q, 0, i) + q->procs[0] * (column_of(q, 1, j) + q->procs[1] * column_of(q, 2, k));
+        b = &q->blocks[r];
+        base = q->offset[r];
+    }
+    return base + (PetscInt)((((k - b->first[2]) * b->n[1] + (j - b->first[1])) * b->n[0] + (i - b->first[0])) * q->dof + c);
 }
 
 static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
@@ -346,10 +387,11 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
                         double v = jb[e][cell];
                         int col_c = q->unknown[d->field];
                         if (v == 0 || col_c < 0 || row_c < 0) continue;
-                        int64_t pos[3] = {i + d->off[0], j + d->off[1], k + d->off[2]};
+                        int64_t pos[3] = {i + d->off[0], j + d->off[1], k + d->off[2]}; /* in the block */
+                        int64_t gp[3] = {q->first[0] + pos[0], q->first[1] + pos[1], q->first[2] + pos[2]};
                         int out = 0, axis = -1;
                         for (int ax = 0; ax < p->dim; ax++)
-                            if (pos[ax] < 0 || pos[ax] >= q->n[ax]) {
+                            if (gp[ax] < 0 || gp[ax] >= q->n[ax]) {
                                 out++;
                                 axis = ax;
                             }
@@ -361,8 +403,8 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
                             for (int kk = 0; kk < g->H; kk++) {
                                 double a = al[(size_t)(kk + 2) * g->elems + ghost_at];
                                 if (a == 0) continue;
-                                int64_t cp[3] = {pos[0], pos[1], pos[2]};
-                                cp[axis] = pos[axis] < 0 ? kk : n - 1 - kk;
+                                int64_t cp[3] = {gp[0], gp[1], gp[2]};
+                                cp[axis] = gp[axis] < 0 ? kk : n - 1 - kk;
                                 q->cols[nc] = global_index(q, cp[0], cp[1], cp[2], col_c);
                                 q->vals[nc++] = v * a;
                             }
@@ -370,12 +412,12 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
                         }
                         if (out) v *= al[g->elems + ghost_at];
                         if (v == 0) continue;
-                        q->cols[nc] = global_index(q, fold(q, 0, pos[0]), p->dim > 1 ? fold(q, 1, pos[1]) : 0,
-                                                   p->dim > 2 ? fold(q, 2, pos[2]) : 0, col_c);
+                        q->cols[nc] = global_index(q, fold(q, 0, gp[0]), p->dim > 1 ? fold(q, 1, gp[1]) : 0,
+                                                   p->dim > 2 ? fold(q, 2, gp[2]) : 0, col_c);
                         q->vals[nc++] = v;
                     }
                     if (!nc) continue;
-                    PetscInt row = global_index(q, i, j, k, row_c);
+                    PetscInt row = global_index(q, q->first[0] + i, q->first[1] + j, q->first[2] + k, row_c);
                     PetscErrorCode rc = MatSetValues(A, 1, &row, nc, q->cols, q->vals, ADD_VALUES);
                     if (rc) {
                         free(jb);
@@ -483,6 +525,22 @@ static PetscErrorCode apply_defaults(PetscOptions o, SNES snes)
     return 0;
 }
 
+/* Over MPI: PETSc's own LU and Cholesky factor a matrix of one process only; a direct solve of
+ * a matrix spread over the processes goes to MUMPS unless the options name another package. */
+static PetscErrorCode parallel_defaults(PetscOptions o, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool lu, cholesky, set;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCLU, &lu));
+    PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCCHOLESKY, &cholesky));
+    PetscCall(PetscOptionsHasName(o, NULL, "-pc_factor_mat_solver_type", &set));
+    if ((lu || cholesky) && !set) PetscCall(PCFactorSetMatSolverType(pc, MATSOLVERMUMPS));
+    return 0;
+}
+
 /* The solver statement, then the user's options (later ones win), into this solver's own options
  * database: two simulations in one process never see each other's options. */
 static int insert_options(PetscOptions o, const pj_program *p, const char *options, char *err, size_t len)
@@ -533,7 +591,48 @@ static PetscErrorCode use_options(implicit_solver *q, SNES snes)
     return 0;
 }
 
+/* The blocks of the processes (one on one process), their columns along each axis (PETSc's
+ * DMDA numbers process (cx, cy, cz) cx + px * (cy + py * cz)) and the global index of each
+ * block's first unknown. 0, or -1 out of memory. */
+static int set_blocks(implicit_solver *q, decomp *d)
+{
+    q->d = d;
+    for (int a = 0; a < 3; a++) q->procs[a] = 1;
+    q->nblocks = 1;
+    q->blocks = &q->own;
+    for (int a = 0; a < 3; a++) {
+        q->own.first[a] = 0;
+        q->own.n[a] = q->n[a];
+    }
+    if (d) {
+        decomp_layout(d, q->procs);
+        q->nblocks = decomp_size(d);
+        q->blocks = decomp_blocks(d);
+        q->own = *decomp_block(d);
+    }
+    for (int a = 0; a < 3; a++) {
+        q->first[a] = q->own.first[a];
+        if (!(q->start[a] = malloc(sizeof *q->start[a] * ((size_t)q->procs[a] + 1)))) return -1;
+        int64_t step = a == 0 ? 1 : a == 1 ? q->procs[0] : (int64_t)q->procs[0] * q->procs[1];
+        for (int c = 0; c < q->procs[a]; c++) q->start[a][c] = q->blocks[c * step].first[a];
+        q->start[a][q->procs[a]] = q->n[a];
+    }
+    if (!(q->offset = malloc(sizeof *q->offset * (size_t)q->nblocks))) return -1;
+    PetscInt at = 0;
+    for (int r = 0; r < q->nblocks; r++) {
+        q->offset[r] = at;
+        at += (PetscInt)(q->blocks[r].n[0] * q->blocks[r].n[1] * q->blocks[r].n[2] * q->dof);
+    }
+    q->own_offset = q->offset[d ? decomp_rank(d) : 0];
+    return 0;
+}
+
 implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t len)
+{
+    return implicit_create_on(s, NULL, options, err, len);
+}
+
+implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char *err, size_t len)
 {
     const pj_program *p = sim_program(s);
     if (!PJ_SCHEME_IMPLICIT(p->scheme)) {
@@ -570,6 +669,17 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
         for (int f = 0; f < p->n_fields; f++)
             if (p->bc[f][side].kind == PJ_BC_LINEAR && !p->bc[f][side].constant) q->alpha_const = 0;
     for (int a = 0; a < 3; a++) q->n[a] = p->n[a];
+    if (set_blocks(q, d) < 0) goto oom;
+    MPI_Comm comm = d ? PETSC_COMM_WORLD : PETSC_COMM_SELF;
+    PetscInt *lx[3] = {NULL, NULL, NULL}; /* over MPI the blocks' widths along each axis */
+    for (int a = 0; d && a < p->dim; a++) {
+        if (!(lx[a] = malloc(sizeof *lx[a] * (size_t)q->procs[a]))) {
+            for (int b = 0; b < a; b++) free(lx[b]);
+            goto oom;
+        }
+        for (int c = 0; c < q->procs[a]; c++) lx[a][c] = (PetscInt)(q->start[a][c + 1] - q->start[a][c]);
+    }
+    PetscErrorCode e_da;
 
     int box = 0; /* a Jacobian entry off more than one axis needs the box stencil */
     for (int e = 0; e < p->n_jac; e++)
@@ -579,14 +689,27 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
     DMDAStencilType stype = box ? DMDA_STENCIL_BOX : DMDA_STENCIL_STAR;
     PetscInt sw = p->halo;
     if (p->dim == 1)
-        CHECK(DMDACreate1d(PETSC_COMM_SELF, bt[0], (PetscInt)p->n[0], q->dof, sw, NULL, &q->da), "DMDACreate1d");
+        e_da = DMDACreate1d(comm, bt[0], (PetscInt)p->n[0], q->dof, sw, lx[0], &q->da);
     else if (p->dim == 2)
-        CHECK(DMDACreate2d(PETSC_COMM_SELF, bt[0], bt[1], stype, (PetscInt)p->n[0], (PetscInt)p->n[1], 1, 1, q->dof, sw, NULL,
-                           NULL, &q->da), "DMDACreate2d");
+        e_da = DMDACreate2d(comm, bt[0], bt[1], stype, (PetscInt)p->n[0], (PetscInt)p->n[1], q->procs[0], q->procs[1],
+                            q->dof, sw, lx[0], lx[1], &q->da);
     else
-        CHECK(DMDACreate3d(PETSC_COMM_SELF, bt[0], bt[1], bt[2], stype, (PetscInt)p->n[0], (PetscInt)p->n[1],
-                           (PetscInt)p->n[2], 1, 1, 1, q->dof, sw, NULL, NULL, NULL, &q->da), "DMDACreate3d");
+        e_da = DMDACreate3d(comm, bt[0], bt[1], bt[2], stype, (PetscInt)p->n[0], (PetscInt)p->n[1], (PetscInt)p->n[2],
+                            q->procs[0], q->procs[1], q->procs[2], q->dof, sw, lx[0], lx[1], lx[2], &q->da);
+    for (int a = 0; a < 3; a++) free(lx[a]);
+    CHECK(e_da, "DMDACreate");
     CHECK(DMSetUp(q->da), "DMSetUp");
+    if (d) { /* the DMDA's block must be the sim's */
+        PetscInt xs[3] = {0, 0, 0}, xm[3] = {1, 1, 1};
+        CHECK(DMDAGetCorners(q->da, &xs[0], &xs[1], &xs[2], &xm[0], &xm[1], &xm[2]), "DMDAGetCorners");
+        for (int a = 0; a < p->dim; a++)
+            if (xs[a] != q->own.first[a] || xm[a] != q->own.n[a]) {
+                diag_set(err, len, "internal error: the solver's block (axis %d: %lld + %lld) is not the "
+                         "decomposition's (%lld + %lld)", a, (long long)xs[a], (long long)xm[a],
+                         (long long)q->own.first[a], (long long)q->own.n[a]);
+                goto fail;
+            }
+    }
     for (int c = 0; c < q->dof; c++) CHECK(DMDASetFieldName(q->da, c, p->field_names[q->field_of[c]]), "DMDASetFieldName");
     CHECK(DMCreateGlobalVector(q->da, &q->X), "DMCreateGlobalVector");
     CHECK(VecDuplicate(q->X, &q->R), "VecDuplicate");
@@ -596,16 +719,17 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
     if (insert_options(q->opts, p, options, err, len) < 0) goto fail;
 
     if (p->scheme == PJ_STEADY) {
-        CHECK(SNESCreate(PETSC_COMM_SELF, &q->snes), "SNESCreate");
+        CHECK(SNESCreate(comm, &q->snes), "SNESCreate");
         CHECK(use_options(q, q->snes), "PetscObjectSetOptions");
         CHECK(SNESSetDM(q->snes, q->da), "SNESSetDM");
         CHECK(SNESSetFunction(q->snes, q->R, snes_rhs, q), "SNESSetFunction");
         CHECK(SNESSetJacobian(q->snes, q->J, q->J, snes_jacobian, q), "SNESSetJacobian");
         CHECK(SNESSetFromOptions(q->snes), OPTIONS_REFUSED);
         CHECK(apply_defaults(q->opts, q->snes), "the solver's defaults");
+        if (d) CHECK(parallel_defaults(q->opts, q->snes), "the solver's defaults");
         CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
     } else {
-        CHECK(TSCreate(PETSC_COMM_SELF, &q->ts), "TSCreate");
+        CHECK(TSCreate(comm, &q->ts), "TSCreate");
         CHECK(PetscObjectSetOptions((PetscObject)q->ts, q->opts), "PetscObjectSetOptions");
         SNES ts_snes;
         TSAdapt ts_adapt;
@@ -647,6 +771,7 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
         }
         CHECK(TSSetFromOptions(q->ts), OPTIONS_REFUSED);
         CHECK(apply_defaults(q->opts, ts_snes), "the solver's defaults");
+        if (d) CHECK(parallel_defaults(q->opts, ts_snes), "the solver's defaults");
         PetscScalar *x;
         CHECK(VecGetArray(q->X, &x), "VecGetArray");
         slot_to_vec(q, 0, x);
@@ -681,6 +806,8 @@ void implicit_destroy(implicit_solver *q)
     free(q->alpha);
     free(q->cols);
     free(q->vals);
+    for (int a = 0; a < 3; a++) free(q->start[a]);
+    free(q->offset);
     free(q);
 }
 
@@ -809,6 +936,10 @@ int implicit_check_jacobian(implicit_solver *q, double t, double tol, jacobian_c
     PetscScalar *x;
     memset(r, 0, sizeof *r);
     r->first_bad = -1;
+    if (q->d && q->nblocks > 1) {
+        diag_set(err, len, "the Jacobian check runs on one process");
+        return -1;
+    }
     CHECK(VecDuplicate(q->X, &U), "VecDuplicate");
     CHECK(VecGetArray(U, &x), "VecGetArray");
     slot_to_vec(q, 0, x);
@@ -881,7 +1012,7 @@ fail:
 __attribute__((visibility("default"))) const implicit_ops *pj_implicit_module_init(const implicit_host *h);
 const implicit_ops *pj_implicit_module_init(const implicit_host *h)
 {
-    static const implicit_ops ops = {IMPLICIT_MODULE_ABI, PJ_BUILD_ID, implicit_available, implicit_create,
+    static const implicit_ops ops = {IMPLICIT_MODULE_ABI, PJ_BUILD_ID, implicit_available, implicit_create_on,
                                      implicit_destroy, implicit_step, implicit_get_stats,
                                      implicit_residual_history, implicit_check_jacobian, &decomp_module_ops};
     if (!h || h->abi != IMPLICIT_MODULE_ABI || !h->build_id || strcmp(h->build_id, PJ_BUILD_ID)) return NULL;

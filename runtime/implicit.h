@@ -41,6 +41,11 @@ int implicit_available(char *why, size_t len);
  * s's slot 0 at the first step. `options` is passed to PETSc's options database ("-ksp_type cg
  * -pc_type gamg"), may be NULL. NULL with a message on failure. */
 implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t len);
+/* The same for a sim that holds one block of a mesh decomposed over MPI (d, decomp.h; NULL: as
+ * implicit_create): the solver's objects are then on every process of d (collective: every
+ * process calls it, and every step), the unknowns in d's blocks. */
+struct decomp;
+implicit_solver *implicit_create_on(sim *s, struct decomp *d, const char *options, char *err, size_t len);
 void implicit_destroy(implicit_solver *solver);
 
 /* Advances s by dt (or, for steady, solves F(U) = 0 and leaves the time as it was): the state

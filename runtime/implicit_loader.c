@@ -119,8 +119,13 @@ int implicit_available(char *why, size_t len)
 
 implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t len)
 {
+    return implicit_create_on(s, NULL, options, err, len);
+}
+
+implicit_solver *implicit_create_on(sim *s, struct decomp *d, const char *options, char *err, size_t len)
+{
     const implicit_ops *o = implicit_module_ops(err, len);
-    return o ? o->create(s, options, err, len) : NULL;
+    return o ? o->create(s, d, options, err, len) : NULL;
 }
 
 /* A solver exists only once the module was loaded: ops is set (and never changes) by then. */

@@ -19,7 +19,7 @@
 #include "grid.h"
 #include "implicit.h"
 
-#define IMPLICIT_MODULE_ABI 2
+#define IMPLICIT_MODULE_ABI 3
 #define IMPLICIT_MODULE_FILE "libpdejit-implicit.so"
 #define IMPLICIT_MODULE_ENTRY "pj_implicit_module_init"
 
@@ -67,7 +67,7 @@ typedef struct implicit_ops {
     int abi;
     const char *build_id;
     int (*available)(char *why, size_t len);
-    implicit_solver *(*create)(sim *s, const char *options, char *err, size_t len);
+    implicit_solver *(*create)(sim *s, decomp *d, const char *options, char *err, size_t len);
     void (*destroy)(implicit_solver *solver);
     int (*step)(implicit_solver *solver, double dt, char *err, size_t len);
     void (*get_stats)(const implicit_solver *solver, implicit_stats *stats);

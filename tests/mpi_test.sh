@@ -7,8 +7,12 @@
 # the --dump and the snapshot files of the run without mpirun byte for byte: rand()/randn(), a
 # corner-reading stencil, periodic axes, time- and position-dependent conditions, two ghost layers,
 # 1D/2D/3D, single precision, the interpreter. Monitors agree to 1e-12. A NaN on one process
-# stops all with the message one process gives; bad decompositions, implicit schemes and the GPU
-# are refused before the run with exit 2. Exits 77 (skipped) without mpirun.
+# stops all with the message one process gives; bad decompositions and the GPU are refused before
+# the run with exit 2. Implicit schemes and steady solves (the DMDA and the solvers on every
+# process) agree with one process to 1e-10 relative, with the same Newton iterations under a
+# direct solve; a Newton failure ends every process with one process's message. --watch: rank 0
+# watches, every process swaps at the same step. A checkpoint written on 3 processes resumes on 2
+# to the same dump as a run never stopped. Exits 77 (skipped) without mpirun.
 set -u
 pdejit=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 src=$(cd "$2" && pwd)
@@ -141,12 +145,190 @@ refused "a layout of another size" "--ranks-layout 3x1 makes 3 processes, but th
 refused "a malformed layout" "--ranks-layout 2x2x2: give 2 numbers" 4 rd2d.pde --ranks-layout 2x2x2
 printf 'mesh grid(nx = 20, ny = 3)\nfield u = x\neq dt(u) = 0.01*lap(u)\ntime dt = 0.001, steps = 2\n' > flat.pde
 refused "more processes along an axis than cells" "4 processes along y, but the mesh has 3 cells there" 4 flat.pde --ranks-layout 1x4
-refused "an implicit scheme" "implicit runs over MPI are not available yet" 2 "$src/samples/implicit/stiff_heat.pde"
 refused "the GPU" "the cuda back end does not run over MPI yet" 2 rd2d.pde --backend cuda
-refused "--watch" "--watch does not run over MPI yet" 2 rd2d.pde --watch
 # an output that rank 0 cannot write ends every process (no hang)
 mpi 3 run rd2d.pde -q --dump /proc/no/such.csv >/dev/null 2>unwritable.err; r=$?
 [ "$r" = 2 ] && grep -q "cannot write the dump" unwritable.err || fail "unwritable dump: exit $r: $(cat unwritable.err)"
+
+# 4. implicit schemes and steady solves: within 1e-10 of one process, relative to each column's
+#    largest value. The solvers' tolerances are tight: the preconditioner (block Jacobi over the
+#    processes) differs with the blocks, so only rounding should remain.
+tight="-snes_rtol 1e-12 -ksp_rtol 1e-13 -snes_stol 1e-16"
+reldiff() { # A.csv B.csv: exit 1 (and the figure) when max|a - b| / max|a| of a column exceeds 1e-10
+    awk -F, 'NR == FNR { for (i = 1; i <= NF; i++) a[FNR, i] = $i; na = FNR; next }
+             FNR > 1 { nb = FNR; for (i = 1; i <= NF; i++) { d = $i - a[FNR, i]; if (d < 0) d = -d; if (d > dm[i]) dm[i] = d;
+                       m = a[FNR, i] < 0 ? -a[FNR, i] : a[FNR, i]; if (m > am[i]) am[i] = m } }
+             END { w = 0; for (i in dm) { r = am[i] > 0 ? dm[i] / am[i] : dm[i]; if (r > w) w = r }
+                   if (na != nb || na < 2) { print "the rows differ: " na " and " nb; exit 1 }
+                   if (w > 1e-10) { print "relative difference " w; exit 1 } }' "$1" "$2"
+}
+near() { # NAME FILE [run options]: 2, 3 and 4 processes against one
+    name=$1; file=$2; shift 2
+    "$pdejit" run "$file" -q --dump "$name-1.csv" --solver-options "$tight" "$@" >/dev/null 2>"$name-1.err" || { fail "$name: one process: $(cat "$name-1.err")"; return; }
+    for n in 2 3 4; do
+        mpi "$n" run "$file" -q --dump "$name-$n.csv" --solver-options "$tight" "$@" >/dev/null 2>"$name-$n.err" || { fail "$name on $n processes: exit $?: $(cat "$name-$n.err")"; continue; }
+        why=$(reldiff "$name-1.csv" "$name-$n.csv") || fail "$name on $n processes: $why"
+    done
+}
+cat > nl2d.pde <<'EOF'
+# 2D nonlinear: a diffusivity depending on u, a reaction, a Dirichlet side depending on t and y,
+# zero flux on the others, a coefficient field
+mesh grid(nx = 24, ny = 20)
+field u = exp(-20*((x-0.4)^2+(y-0.5)^2))
+field w = 1 + x*y
+on left: u = 1 + t*y
+on right, bottom, top: dn(u) = 0
+eq dt(u) = div(0.1*w*(1 + u^2)*grad(u)) + u*(1 - u)
+time dt = 0.01, steps = 10, scheme = beuler
+EOF
+cat > per2d.pde <<'EOF'
+# periodic x and y, two coupled fields, a corner-reading term (the box stencil), Crank-Nicolson
+mesh grid(nx = 20, ny = 18)
+field u = 1 + 0.5*sin(2*pi*x)*cos(2*pi*y)
+field v = 0.5 + 0.2*cos(2*pi*x)
+eq dt(u) = 0.05*lap(u) - u*v + 0.1*(u[1,1] - u[-1,-1])
+eq dt(v) = 0.02*lap(v) + u*v - v^3
+periodic x, y
+time dt = 0.01, steps = 8, scheme = cn
+EOF
+cat > fourth1d.pde <<'EOF'
+# 1D fourth order (two ghost layers): a Cahn-Hilliard flux, u and lap(u) given at the left end
+mesh grid(nx = 64)
+field u = 0.3*sin(3*x) + 0.1*cos(17*x)
+flux F(u) = grad(u^3 - u - 0.001*lap(u))
+eq dt(u) = div(F(u))
+on left: u = 0.2, lap(u) = 0
+on right: dn(u) = 0
+time dt = 0.002, steps = 10, scheme = bdf2
+EOF
+cat > imp3d.pde <<'EOF'
+# 3D: periodic z, walls on x, zero flux on y, a nonlinear source
+mesh grid(nx = 12, ny = 10, nz = 9)
+field u = sin(pi*x)*sin(pi*y)*(1 + 0.3*cos(2*pi*z))
+on left, right: u = 0
+on bottom, top: dn(u) = 0
+periodic z
+eq dt(u) = lap(u) + u^2
+time dt = 0.005, steps = 6, scheme = bdf2
+EOF
+cat > steady2d.pde <<'EOF'
+# steady: nonlinear Poisson, Dirichlet on two sides (one depending on y), zero flux on the others
+mesh grid(nx = 24, ny = 18)
+field u = 0
+on left: u = 1
+on right: u = y
+on bottom, top: dn(u) = 0
+eq dt(u) = div((1 + u^2)*grad(u)) + 1
+steady
+EOF
+cat > adapt2d.pde <<'EOF'
+# bdf2 with adaptive steps (global error norms): Allen-Cahn, periodic x, Dirichlet in y
+mesh grid(nx = 24, ny = 20)
+field u = 0.3*sin(2*pi*x)*sin(pi*y) + 0.1*cos(6*pi*x)
+on bottom, top: u = 0
+periodic x
+eq dt(u) = 0.002*lap(u) + u - u^3
+time dt = 0.01, until = 0.5, scheme = bdf2, adapt = 1e-4
+EOF
+cat > imex2d.pde <<'EOF'
+# imex: implicit diffusion, explicit reaction
+mesh grid(nx = 24, ny = 20)
+field u = exp(-20*((x-0.5)^2+(y-0.5)^2))
+on all: dn(u) = 0
+eq dt(u) = implicit(0.05*lap(u)) + u*(1 - u)
+time dt = 0.01, steps = 8, scheme = imex
+EOF
+near nl2d nl2d.pde
+near nl2d-interp nl2d.pde --backend interp --steps 3
+near per2d per2d.pde
+near fourth1d fourth1d.pde
+near imp3d imp3d.pde
+near steady2d steady2d.pde
+near adapt2d adapt2d.pde
+near imex2d imex2d.pde
+for layout in 1x4 2x2; do
+    mpi 4 run nl2d.pde -q --solver-options "$tight" --ranks-layout "$layout" --dump "nl2d-$layout.csv" >/dev/null 2>&1 || fail "nl2d: layout $layout: exit $?"
+    why=$(reldiff nl2d-1.csv "nl2d-$layout.csv") || fail "nl2d with --ranks-layout $layout: $why"
+done
+# the Jacobian assembled over the processes is the exact one: under a direct solve (MUMPS over
+# MPI) Newton takes the same iterations as on one process, step by step
+direct="-ksp_type preonly -pc_type lu"
+for f in nl2d fourth1d imp3d steady2d; do
+    "$pdejit" run "$f.pde" -q --verbose --solver-options "$direct" 2>&1 | grep -o "step [0-9]*, t = [^:]*: [0-9]* Newton" > "$f-newton-1.txt"
+    mpi 3 run "$f.pde" -q --verbose --solver-options "$direct" 2>&1 | grep -o "step [0-9]*, t = [^:]*: [0-9]* Newton" > "$f-newton-3.txt"
+    [ -s "$f-newton-1.txt" ] && cmp -s "$f-newton-1.txt" "$f-newton-3.txt" ||
+        fail "$f: Newton iterations on 3 processes ($(tr '\n' ' ' < "$f-newton-3.txt")) are not one process's ($(tr '\n' ' ' < "$f-newton-1.txt"))"
+done
+# a Newton solve that fails ends every process, exit 1, with one process's message, no hang
+cat > diverge.pde <<'EOF'
+mesh grid(nx = 24, ny = 20)
+field u = 1 + x
+eq dt(u) = 0.01*lap(u) + u^2
+on all: dn(u) = 0
+time dt = 0.1, steps = 30, scheme = beuler
+EOF
+"$pdejit" run diverge.pde -q --solver-options "$direct" >/dev/null 2>diverge-1.err; r1=$?
+mpi 4 run diverge.pde -q --solver-options "$direct" >/dev/null 2>diverge-4.err; r4=$?
+[ "$r1" = 1 ] && [ "$r4" = 1 ] || fail "diverge: exit $r1 on one process, $r4 on 4 (want 1)"
+grep -q "Newton did not converge in the step from t = 0.1" diverge-1.err || fail "diverge: one process says $(cat diverge-1.err)"
+[ "$(grep -c '^pdejit' diverge-4.err)" = 1 ] && [ "$(grep '^pdejit' diverge-4.err)" = "$(cat diverge-1.err)" ] ||
+    fail "diverge: on 4 processes '$(cat diverge-4.err)', not one process's '$(cat diverge-1.err)'"
+
+# 5. --watch: rank 0 watches the file; a broken edit is reported once, a good one swapped in on
+#    every process at the same step (du/dt = 1, then 2 from ts: u(T) = ts + 2 (T - ts) in every
+#    cell), what a running simulation cannot change is refused; the messages are one process's
+cat > w.pde <<'EOF'
+mesh grid(nx = 40, ny = 30)
+field u
+eq dt(u) = 1
+time dt = 0.001, until = 20
+EOF
+PDEJIT_WATCH_STEPS=1 timeout 300 mpirun --oversubscribe -np 3 -x PDEJIT_WATCH_STEPS "$pdejit" run w.pde --watch --out none --dump w.csv 2> w.log & pid=$!
+until grep -q watching w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done
+sed -i 's/= 1$/= 2 + qq/' w.pde
+until grep -q 'not compile' w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done
+sed -i 's/nx = 40/nx = 41/; s/= 2 + qq$/= 2/' w.pde
+until grep -q 'mesh changed' w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done
+sed -i 's/nx = 41/nx = 40/' w.pde
+wait $pid; r=$?
+[ "$r" = 0 ] || fail "--watch on 3 processes: exit $r: $(cat w.log)"
+grep -q "w.pde changed but it does not compile; still running the previous definition" w.log &&
+    grep -q "^w.pde:3:16: error: undefined name 'qq'" w.log || fail "--watch: the broken edit is not reported: $(cat w.log)"
+grep -q "w.pde changed, but the mesh changed along x: restart the run for that; still running" w.log ||
+    fail "--watch: the mesh change is not refused: $(cat w.log)"
+[ "$(grep -c 'swapped in the new definition' w.log)" = 1 ] && [ "$(grep -c 'not compile' w.log)" = 1 ] ||
+    fail "--watch: not one report per edit: $(cat w.log)"
+ts=$(sed -n 's/^pdejit: t = \([0-9.e+-]*\): w.pde changed: swapped in.*/\1/p' w.log)
+awk -F, -v ts="$ts" 'NR > 1 { want = ts + 2 * (20 - ts); d = $3 - want; if (d < 0) d = -d; if (d > 1e-6) bad = 1; n++ }
+                     END { exit bad || n != 1200 || ts == "" }' w.csv ||
+    fail "--watch: the dump is not u = ts + 2 (T - ts) with ts = '$ts' in all 1200 cells"
+
+# 6. checkpoints: written on 3 processes (the fields gathered on rank 0, which writes the file),
+#    resumed on 2 (rank 0 reads it, the fields are scattered): the dump of a run never stopped,
+#    byte for byte for an explicit scheme, within 1e-10 for an implicit one; a checkpoint that
+#    cannot be read is refused on every process with one process's message
+cat > ck.pde <<'EOF'
+mesh grid(nx = 24, ny = 20)
+field u = exp(-20*((x-0.4)^2+(y-0.5)^2)) + 0.1*rand()
+on left: u = 1 + t*y
+on right: dn(u) = 0
+periodic y
+eq dt(u) = 0.1*lap(u) - u^3 + 0.01*randn()
+time dt = 0.003, until = 0.3, scheme = rk4
+EOF
+"$pdejit" run ck.pde -q --out none --dump ck-full.csv >/dev/null 2>&1 || fail "checkpoint: one process"
+mpi 3 run ck.pde -q --out ck3 --checkpoint-every 0.1 --until 0.15 >/dev/null 2>ck3.err || fail "checkpoint on 3 processes: $(cat ck3.err)"
+mpi 2 run ck.pde -q --out ck3 --resume ck3/checkpoint.pjc --dump ck-resumed.csv >/dev/null 2>ck2.err || fail "resumed on 2 processes: $(cat ck2.err)"
+cmp -s ck-full.csv ck-resumed.csv || fail "checkpoint: written on 3 processes, resumed on 2: the dump differs from one process's"
+mpi 3 run nl2d.pde -q --out cki --checkpoint-every 0.05 --steps 6 --solver-options "$tight" >/dev/null 2>cki.err || fail "implicit checkpoint on 3 processes: $(cat cki.err)"
+mpi 2 run nl2d.pde -q --out cki --resume cki/checkpoint.pjc --dump cki-resumed.csv --solver-options "$tight" >/dev/null 2>cki2.err ||
+    fail "implicit, resumed on 2 processes: $(cat cki2.err)"
+why=$(reldiff nl2d-1.csv cki-resumed.csv) || fail "implicit checkpoint, resumed on 2 processes: $why"
+"$pdejit" run ck.pde -q --resume ck.pde >/dev/null 2>ckbad-1.err; r1=$?
+mpi 3 run ck.pde -q --resume ck.pde >/dev/null 2>ckbad-3.err; r3=$?
+[ "$r1" = 2 ] && [ "$r3" = 2 ] && grep -q "ck.pde: not a pdejit checkpoint" ckbad-1.err &&
+    [ "$(grep -c '^pdejit' ckbad-3.err)" = 1 ] && [ "$(grep '^pdejit' ckbad-3.err)" = "$(cat ckbad-1.err)" ] ||
+    fail "a bad checkpoint: exit $r1 on one process ($(cat ckbad-1.err)), $r3 on 3 ($(cat ckbad-3.err))"
 
 [ "$failures" = 0 ] && echo "mpi_test: all passed" && exit 0
 echo "mpi_test: $failures failure(s)"
