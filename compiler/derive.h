@@ -59,4 +59,23 @@ derive_rule derive_op_rule(kir_op op);
 kir_kernel *derive_jacobian(const kir_kernel *k, derive_entry **entries, int *n_entries, char *err,
                             size_t err_len);
 
+/* What the outputs of kernel jac (the Jacobian derive_jacobian made of f, with its descriptors
+ * `entries`) that are derivatives by an unknown read, as DERIVE_READS_* bits: only nodes such an
+ * output depends on count (derive_jacobian copies every primal node into the Jacobian kernel, and
+ * differentiates by coefficient fields too; the solver uses neither). `unknown` (n_fields flags,
+ * nonzero for the fields solved for; NULL: all) tells unknowns from coefficient fields. No DERIVE_READS_UNKNOWN: F
+ * is affine in the unknowns (a linear problem). Nothing but constants, params, spacings and
+ * coordinates read: the Jacobian is the same at every time and state, for the same param values.
+ * f (may be NULL) is checked too: an unknown that reaches an output of f through a
+ * piecewise-constant op (floor, a comparison, a select's condition) makes F not affine although
+ * its derivative is constant where it exists (DERIVE_READS_UNKNOWN). Out of memory: UNKNOWN|TIME. */
+enum {
+    DERIVE_READS_UNKNOWN = 1, /* a load of an unknown field (or f piecewise in one): F is nonlinear */
+    DERIVE_READS_FIELD = 2,   /* a load of another field (a coefficient field) */
+    DERIVE_READS_TIME = 4,    /* t or dt */
+    DERIVE_READS_PARAM = 8,   /* a param */
+    DERIVE_READS_RAND = 16,   /* rand() */
+};
+unsigned derive_reads(const kir_kernel *jac, const derive_entry *entries, const kir_kernel *f, const int *unknown);
+
 #endif

@@ -98,6 +98,7 @@ static int implicit_lower(pj_program *p)
     p->swap_after_step = 0;
     p->jac = entries;
     p->n_jac = n;
+    p->jac_reads = derive_reads(jac, entries, F, p->field_has_eq);
     return 0;
 }
 

@@ -119,6 +119,7 @@ struct implicit_solver {
     int64_t n[3];
     DM da;
     Vec X, R;
+    Vec D;                 /* scratch: the shift on the diagonal (add_shift) */
     Mat J;
     PetscOptions opts;     /* this solver's options (the solver statement, --solver-options) */
     TS ts;                 /* time steps */
@@ -126,6 +127,11 @@ struct implicit_solver {
     double *alpha;         /* [dof][H + 2][elems]: per field, beta (the ghosts' constant part), the
                               all-ones fill less beta, then alpha_k for k = 0 .. H-1 (measure_alpha) */
     int alpha_valid, alpha_const;
+    int linear;            /* F is affine in the unknowns (p->jac_reads): one linear solve a step */
+    int jac_reuse;         /* ... and its Jacobian the same at every time and state: assembled once */
+    Mat Jc;                /* jac_reuse: the assembled Jacobian (J itself is scaled and shifted by TS) */
+    int jc_valid;
+    double *jc_params;     /* the params at the last Jacobian (a change makes Jc and alpha stale) */
     PetscInt *cols;        /* one row's columns (global indices) and values */
     PetscScalar *vals;
     implicit_stats st;
@@ -391,20 +397,34 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
     return 0;
 }
 
-static PetscErrorCode ts_rhs(TS ts, PetscReal t, Vec U, Vec F, void *ctx)
+/* The Jacobian into B: assembled, or, for a Jacobian that depends on nothing that changes during
+ * the run (q->jac_reuse), copied from its first assembly (the same values: TS overwrites B with
+ * shift I - J, so the assembled J is kept apart in Jc). A param changed between steps
+ * (pj_sim_set_param) makes both the kept Jacobian and the ghost rule (alpha: a Robin coefficient
+ * may be a param) stale. A copy is a sweep over the matrix; an assembly runs the Jacobian kernel
+ * and inserts every row. */
+static PetscErrorCode jacobian_into(implicit_solver *q, double t, Vec U, Mat B)
 {
-    (void)ts;
-    return eval_rhs(ctx, t, U, F);
+    const double *param = sim_launch(q->s)->param;
+    size_t np = sizeof *param * (size_t)q->p->n_params;
+    if (np && memcmp(q->jc_params, param, np)) {
+        memcpy(q->jc_params, param, np);
+        q->alpha_valid = 0;
+        q->jc_valid = 0;
+    }
+    if (q->jac_reuse && q->jc_valid) {
+        PetscCall(MatCopy(q->Jc, B, SAME_NONZERO_PATTERN));
+        return 0;
+    }
+    PetscCall(assemble(q, t, U, B));
+    if (!q->jac_reuse) return 0;
+    if (q->Jc) PetscCall(MatCopy(B, q->Jc, SAME_NONZERO_PATTERN));
+    else PetscCall(MatDuplicate(B, MAT_COPY_VALUES, &q->Jc));
+    q->jc_valid = 1;
+    return 0;
 }
 
-static PetscErrorCode ts_jacobian(TS ts, PetscReal t, Vec U, Mat A, Mat B, void *ctx)
-{
-    (void)ts;
-    (void)A;
-    return assemble(ctx, t, U, B);
-}
-
-/* imex: F(t, U, U') = U' - F_implicit(U), its Jacobian shift I - dF_implicit/dU; G = F_explicit */
+/* F(t, U, U') = U' - F(U) (imex: F_implicit), its Jacobian shift I - dF/dU; imex: G = F_explicit */
 static PetscErrorCode ts_ifunction(TS ts, PetscReal t, Vec U, Vec Udot, Vec F, void *ctx)
 {
     (void)ts;
@@ -413,14 +433,23 @@ static PetscErrorCode ts_ifunction(TS ts, PetscReal t, Vec U, Vec Udot, Vec F, v
     return 0;
 }
 
+/* B += shift I in one sweep over the diagonal (MatShift inserts it row by row with MatSetValues
+ * and assembles: most of a copied Jacobian's cost) */
+static PetscErrorCode add_shift(implicit_solver *q, Mat B, PetscReal shift)
+{
+    PetscCall(VecSet(q->D, shift));
+    PetscCall(MatDiagonalSet(B, q->D, ADD_VALUES));
+    return 0;
+}
+
 static PetscErrorCode ts_ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscReal shift, Mat A, Mat B, void *ctx)
 {
     (void)ts;
     (void)Udot;
     (void)A;
-    PetscCall(assemble(ctx, t, U, B));
+    PetscCall(jacobian_into(ctx, t, U, B));
     PetscCall(MatScale(B, -1.0));
-    PetscCall(MatShift(B, shift));
+    PetscCall(add_shift(ctx, B, shift));
     return 0;
 }
 
@@ -442,7 +471,7 @@ static PetscErrorCode snes_jacobian(SNES snes, Vec U, Mat A, Mat B, void *ctx)
     (void)snes;
     (void)A;
     implicit_solver *q = ctx;
-    return assemble(q, sim_time(q->s), U, B);
+    return jacobian_into(q, sim_time(q->s), U, B);
 }
 
 /* pdejit's defaults where PETSc's differ, set on the objects after the options were read, and
@@ -480,6 +509,81 @@ static PetscErrorCode apply_defaults(PetscOptions o, SNES snes)
         PetscCall(PetscOptionsHasName(o, NULL, "-snes_lag_preconditioner_persists", &set));
         if (!set) PetscCall(SNESSetLagPreconditionerPersists(snes, PETSC_TRUE));
     }
+    return 0;
+}
+
+/* A linear problem (F affine in U, q->linear): Newton's second iteration only confirms the first,
+ * so one linear solve a step (SNESKSPONLY) to Newton's tolerances (-snes_rtol, -snes_atol: the
+ * linear solve's accuracy is the step's), unless the options name a SNES type, or the linear
+ * solve's own tolerances (-ksp_rtol, -ksp_atol, which then win). */
+static PetscErrorCode linear_defaults(PetscOptions o, SNES snes)
+{
+    KSP ksp;
+    PetscBool set;
+    PetscReal rtol, atol, stol, krtol, katol, kdtol;
+    PetscInt maxit, maxf, kmaxit;
+    PetscCall(PetscOptionsHasName(o, NULL, "-snes_type", &set));
+    if (set) return 0;
+    PetscCall(SNESGetTolerances(snes, &atol, &rtol, &stol, &maxit, &maxf));
+    PetscCall(SNESSetType(snes, SNESKSPONLY));
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetTolerances(ksp, &krtol, &katol, &kdtol, &kmaxit));
+    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_rtol", &set));
+    if (!set) krtol = rtol;
+    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_atol", &set));
+    if (!set) katol = atol;
+    PetscCall(KSPSetTolerances(ksp, krtol, katol, kdtol, kmaxit));
+    return 0;
+}
+
+/* 1 when kernel k's node `node` reads t, dt or rand() (through its operands); -1 out of memory. */
+static int node_reads_time(const kir_kernel *k, int node)
+{
+    char *live = calloc((size_t)k->n_nodes + 1, 1);
+    int found = 0;
+    if (!live) return -1;
+    live[node] = 1;
+    for (int id = node; id >= 0 && !found; id--) { /* operands come before their users */
+        if (!live[id]) continue;
+        const kir_node *n = &k->nodes[id];
+        found = n->op == KIR_TIME || n->op == KIR_DT || n->op == KIR_RAND;
+        for (int a = 0; a < 3; a++)
+            if (n->arg[a] >= 0) live[n->arg[a]] = 1;
+    }
+    free(live);
+    return found;
+}
+
+/* 1 when the ghost rule's dependence on the interior (alpha, measure_alpha) stays the same for the
+ * whole run: no linear boundary condition a u + b dn(u) = c whose a or b reads the time (c, the
+ * constant part, and coordinates do not change alpha), so it is measured once. */
+static int ghost_rule_constant(const pj_program *p)
+{
+    for (int side = 0; side < 6; side++) {
+        const kir_kernel *k = p->bc_kernel[side];
+        for (int f = 0; f < p->n_fields; f++) {
+            if (p->bc[f][side].kind != PJ_BC_LINEAR || p->bc[f][side].constant) continue;
+            if (!k) return 0;
+            for (int o = 0; o < k->n_outputs; o++)
+                if (k->outputs[o].field == f && k->outputs[o].slot <= 1 && node_reads_time(k, k->outputs[o].node)) return 0;
+        }
+    }
+    return 1;
+}
+
+/* What the Jacobian depends on (p->jac_reads, derive.h) decides how it is used: F affine in the
+ * unknowns (no unknown in the Jacobian, none through a piecewise-constant op) is a linear problem;
+ * a linear problem whose Jacobian reads no time, coefficient field or rand(), with boundary
+ * conditions whose coefficients are constant, has the same Jacobian at every step: assembled once
+ * (jacobian_into). Returns -1 when out of memory. */
+static int jacobian_plan(implicit_solver *q)
+{
+    unsigned r = q->p->jac_reads;
+    q->linear = !(r & DERIVE_READS_UNKNOWN);
+    q->jac_reuse = q->linear && q->alpha_const && !(r & (DERIVE_READS_FIELD | DERIVE_READS_TIME | DERIVE_READS_RAND));
+    q->jc_params = malloc(sizeof *q->jc_params * (size_t)(q->p->n_params + 1));
+    if (!q->jc_params) return -1;
+    if (q->p->n_params) memcpy(q->jc_params, sim_launch(q->s)->param, sizeof *q->jc_params * (size_t)q->p->n_params);
     return 0;
 }
 
@@ -565,11 +669,9 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
     }
     q->alpha = malloc(sizeof *q->alpha * g->elems * (size_t)q->dof * (size_t)(g->H + 2));
     if (!q->alpha) goto oom;
-    q->alpha_const = 1;
-    for (int side = 0; side < 6; side++)
-        for (int f = 0; f < p->n_fields; f++)
-            if (p->bc[f][side].kind == PJ_BC_LINEAR && !p->bc[f][side].constant) q->alpha_const = 0;
+    q->alpha_const = ghost_rule_constant(p);
     for (int a = 0; a < 3; a++) q->n[a] = p->n[a];
+    if (jacobian_plan(q) < 0) goto oom;
 
     int box = 0; /* a Jacobian entry off more than one axis needs the box stencil */
     for (int e = 0; e < p->n_jac; e++)
@@ -590,6 +692,7 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
     for (int c = 0; c < q->dof; c++) CHECK(DMDASetFieldName(q->da, c, p->field_names[q->field_of[c]]), "DMDASetFieldName");
     CHECK(DMCreateGlobalVector(q->da, &q->X), "DMCreateGlobalVector");
     CHECK(VecDuplicate(q->X, &q->R), "VecDuplicate");
+    CHECK(VecDuplicate(q->X, &q->D), "VecDuplicate");
     CHECK(DMCreateMatrix(q->da, &q->J), "DMCreateMatrix");
     CHECK(MatSetOption(q->J, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE), "MatSetOption");
     CHECK(PetscOptionsCreate(&q->opts), "PetscOptionsCreate");
@@ -603,6 +706,7 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
         CHECK(SNESSetJacobian(q->snes, q->J, q->J, snes_jacobian, q), "SNESSetJacobian");
         CHECK(SNESSetFromOptions(q->snes), OPTIONS_REFUSED);
         CHECK(apply_defaults(q->opts, q->snes), "the solver's defaults");
+        if (q->linear) CHECK(linear_defaults(q->opts, q->snes), "the solver's defaults");
         CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
     } else {
         CHECK(TSCreate(PETSC_COMM_SELF, &q->ts), "TSCreate");
@@ -628,9 +732,10 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
             CHECK(TSSetIFunction(q->ts, NULL, ts_ifunction, q), "TSSetIFunction");
             CHECK(TSSetIJacobian(q->ts, q->J, q->J, ts_ijacobian, q), "TSSetIJacobian");
             CHECK(TSSetRHSFunction(q->ts, q->R, ts_explicit, q), "TSSetRHSFunction");
-        } else {
-            CHECK(TSSetRHSFunction(q->ts, q->R, ts_rhs, q), "TSSetRHSFunction");
-            CHECK(TSSetRHSJacobian(q->ts, q->J, q->J, ts_jacobian, q), "TSSetRHSJacobian");
+        } else { /* the implicit form U' - F(U) too: PETSc's conversion of a right-hand side's Jacobian
+                    shifts its diagonal with MatShift (row by row) twice per Newton iteration */
+            CHECK(TSSetIFunction(q->ts, NULL, ts_ifunction, q), "TSSetIFunction");
+            CHECK(TSSetIJacobian(q->ts, q->J, q->J, ts_ijacobian, q), "TSSetIJacobian");
         }
         CHECK(TSSetExactFinalTime(q->ts, TS_EXACTFINALTIME_MATCHSTEP), "TSSetExactFinalTime");
         CHECK(TSSetMaxSteps(q->ts, 1000000000), "TSSetMaxSteps");
@@ -647,6 +752,7 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
         }
         CHECK(TSSetFromOptions(q->ts), OPTIONS_REFUSED);
         CHECK(apply_defaults(q->opts, ts_snes), "the solver's defaults");
+        if (q->linear) CHECK(linear_defaults(q->opts, ts_snes), "the solver's defaults");
         PetscScalar *x;
         CHECK(VecGetArray(q->X, &x), "VecGetArray");
         slot_to_vec(q, 0, x);
@@ -672,13 +778,16 @@ void implicit_destroy(implicit_solver *q)
     if (q->ts) TSDestroy(&q->ts);
     if (q->snes) SNESDestroy(&q->snes);
     if (q->J) MatDestroy(&q->J);
+    if (q->Jc) MatDestroy(&q->Jc);
     if (q->X) VecDestroy(&q->X);
     if (q->R) VecDestroy(&q->R);
+    if (q->D) VecDestroy(&q->D);
     if (q->da) DMDestroy(&q->da);
     if (q->opts) PetscOptionsDestroy(&q->opts);
     free(q->unknown);
     free(q->field_of);
     free(q->alpha);
+    free(q->jc_params);
     free(q->cols);
     free(q->vals);
     free(q);
