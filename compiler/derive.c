@@ -328,3 +328,48 @@ unsigned derive_reads(const kir_kernel *jac, const derive_entry *entries, const 
     if (f && piecewise_in_unknowns(f, unknown)) reads |= DERIVE_READS_UNKNOWN;
     return reads;
 }
+
+/* 1 when node `node` of k reads only constants, params and spacings (the same value at every cell,
+ * time and state); -1 out of memory. */
+static int position_free(const kir_kernel *k, int node)
+{
+    char *mark = calloc((size_t)node + 1, 1);
+    if (!mark) return -1;
+    mark[node] = 1;
+    int free_of = 1;
+    for (int id = node; id >= 0 && free_of; id--) {
+        if (!mark[id]) continue;
+        const kir_node *n = &k->nodes[id];
+        if (kir_ops[n->op].arity == 0 && n->op != KIR_CONST && n->op != KIR_PARAM && n->op != KIR_SPACING) free_of = 0;
+        for (int a = 0; a < kir_ops[n->op].arity; a++)
+            if (n->arg[a] >= 0) mark[n->arg[a]] = 1;
+    }
+    free(mark);
+    return free_of;
+}
+
+int derive_symmetric(const kir_kernel *jac, const derive_entry *entries, int n_entries, const int *unknown,
+                     const int periodic[3])
+{
+    for (int e = 0; e < n_entries; e++) {
+        const derive_entry *d = &entries[e];
+        if (unknown && !unknown[d->field]) continue;
+        int axes = 0, off = 0;
+        for (int a = 0; a < 3; a++) {
+            axes += d->off[a] != 0;
+            off |= d->off[a] != 0;
+            if (!periodic[a] && (d->off[a] > 1 || d->off[a] < -1)) return 0; /* a second ghost layer */
+        }
+        if (!off && d->out_field == d->field) continue; /* the diagonal: anything */
+        if (axes > 1) return 0;                          /* a corner: folded off the diagonal */
+        if (off && d->out_field != d->field) return 0;   /* a boundary folds it onto another field */
+        if (off && position_free(jac, jac->outputs[e].node) != 1) return 0;
+        int partner = -1;
+        for (int f = 0; f < n_entries && partner < 0; f++)
+            if (entries[f].out_field == d->field && entries[f].field == d->out_field && entries[f].off[0] == -d->off[0] &&
+                entries[f].off[1] == -d->off[1] && entries[f].off[2] == -d->off[2])
+                partner = f;
+        if (partner < 0 || jac->outputs[partner].node != jac->outputs[e].node) return 0;
+    }
+    return 1;
+}

@@ -78,4 +78,15 @@ enum {
 };
 unsigned derive_reads(const kir_kernel *jac, const derive_entry *entries, const kir_kernel *f, const int *unknown);
 
+/* 1 when the Jacobian jac (descriptors entries) is symmetric at every state, boundary rows
+ * included, by its structure alone: every coefficient off the diagonal (another cell, or another
+ * unknown at the cell) is the same node as its transposed partner (column field and row field
+ * exchanged, the offset negated) and, at another cell, is a constant (constants, params, spacings:
+ * no state, place or time) of a field on itself; diagonal coefficients may read anything. A ghost
+ * cell then folds only onto the diagonal (one layer along non-periodic axes, no corners) or onto
+ * its periodic partner, whose coefficient is the same. Conservative: 0 may be symmetric after all.
+ * `unknown` as for derive_reads; periodic[a] nonzero for periodic axes. */
+int derive_symmetric(const kir_kernel *jac, const derive_entry *entries, int n_entries, const int *unknown,
+                     const int periodic[3]);
+
 #endif

@@ -131,6 +131,8 @@ struct implicit_solver {
     int jac_reuse;         /* ... and its Jacobian the same at every time and state: assembled once */
     Mat Jc;                /* jac_reuse: the assembled Jacobian (J itself is scaled and shifted by TS) */
     int jc_valid;
+    int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
+    double gershgorin;     /* cg: max over rows of J_ii + sum |J_ij| (i != j), of the last Jacobian */
     double *jc_params;     /* the params at the last Jacobian (a change makes Jc and alpha stale) */
     PetscInt *cols;        /* one row's columns (global indices) and values */
     PetscScalar *vals;
@@ -397,6 +399,28 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
     return 0;
 }
 
+/* max over the rows of J of J_ii + sum over j != i of |J_ij|: shift I - J is diagonally dominant
+ * with a positive diagonal, so symmetric positive (semi)definite when J is symmetric, for every
+ * shift at least this (Gershgorin). */
+static PetscErrorCode gershgorin_bound(Mat J, double *bound)
+{
+    PetscInt lo, hi;
+    double b = -PETSC_MAX_REAL;
+    PetscCall(MatGetOwnershipRange(J, &lo, &hi));
+    for (PetscInt row = lo; row < hi; row++) {
+        PetscInt nc;
+        const PetscInt *cols;
+        const PetscScalar *vals;
+        double r = 0;
+        PetscCall(MatGetRow(J, row, &nc, &cols, &vals));
+        for (PetscInt c = 0; c < nc; c++) r += cols[c] == row ? vals[c] : fabs(vals[c]);
+        PetscCall(MatRestoreRow(J, row, &nc, &cols, &vals));
+        b = fmax(b, r);
+    }
+    *bound = b;
+    return 0;
+}
+
 /* The Jacobian into B: assembled, or, for a Jacobian that depends on nothing that changes during
  * the run (q->jac_reuse), copied from its first assembly (the same values: TS overwrites B with
  * shift I - J, so the assembled J is kept apart in Jc). A param changed between steps
@@ -417,6 +441,7 @@ static PetscErrorCode jacobian_into(implicit_solver *q, double t, Vec U, Mat B)
         return 0;
     }
     PetscCall(assemble(q, t, U, B));
+    if (q->cg) PetscCall(gershgorin_bound(B, &q->gershgorin));
     if (!q->jac_reuse) return 0;
     if (q->Jc) PetscCall(MatCopy(B, q->Jc, SAME_NONZERO_PATTERN));
     else PetscCall(MatDuplicate(B, MAT_COPY_VALUES, &q->Jc));
@@ -442,12 +467,32 @@ static PetscErrorCode add_shift(implicit_solver *q, Mat B, PetscReal shift)
     return 0;
 }
 
+/* Conjugate gradients need a symmetric positive definite operator: shift I - J is when J is
+ * symmetric (p->jac_symmetric) and shift is at least J's Gershgorin bound. When it is not (a source
+ * that grows faster than 1/dt), pdejit's symmetric default gives way to GMRES with ILU(1), its
+ * general one, for the rest of the run. */
+static PetscErrorCode keep_cg(implicit_solver *q, TS ts, PetscReal shift)
+{
+    if (!q->cg || shift >= q->gershgorin) return 0;
+    SNES snes;
+    KSP ksp;
+    PC pc;
+    PetscCall(TSGetSNES(ts, &snes));
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(KSPSetType(ksp, KSPGMRES));
+    PetscCall(PCSetType(pc, PCILU));
+    PetscCall(PCFactorSetLevels(pc, 1));
+    q->cg = 0;
+    return 0;
+}
+
 static PetscErrorCode ts_ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscReal shift, Mat A, Mat B, void *ctx)
 {
-    (void)ts;
     (void)Udot;
     (void)A;
     PetscCall(jacobian_into(ctx, t, U, B));
+    PetscCall(keep_cg(ctx, ts, shift));
     PetscCall(MatScale(B, -1.0));
     PetscCall(add_shift(ctx, B, shift));
     return 0;
@@ -569,6 +614,31 @@ static int ghost_rule_constant(const pj_program *p)
         }
     }
     return 1;
+}
+
+/* A symmetric Jacobian (p->jac_symmetric: by its structure, at every state) in a time step: conjugate
+ * gradients with incomplete Cholesky, ICC(1), rather than GMRES with ILU(1), unless the options
+ * name a linear solver or a preconditioner (keep_cg gives way to GMRES where shift I - J is not
+ * positive definite). CG keeps no basis to orthogonalise against; ICC stores half of ILU's factor.
+ * Measured in docs/performance.md ("Implicit solves against FiPy"). */
+static PetscErrorCode symmetric_defaults(implicit_solver *q, PetscOptions o, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool set;
+    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_type", &set));
+    if (set) return 0;
+    PetscCall(PetscOptionsHasName(o, NULL, "-pc_type", &set));
+    if (set) return 0;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(KSPSetType(ksp, KSPCG));
+    PetscCall(PCSetType(pc, PCICC));
+    PetscCall(PCFactorSetLevels(pc, 1));
+    PetscCall(PCSetFromOptions(pc)); /* -pc_factor_levels and the like, read for ILU before */
+    q->cg = 1;
+    q->gershgorin = PETSC_MAX_REAL; /* until the first Jacobian */
+    return 0;
 }
 
 /* What the Jacobian depends on (p->jac_reads, derive.h) decides how it is used: F affine in the
@@ -753,6 +823,7 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
         CHECK(TSSetFromOptions(q->ts), OPTIONS_REFUSED);
         CHECK(apply_defaults(q->opts, ts_snes), "the solver's defaults");
         if (q->linear) CHECK(linear_defaults(q->opts, ts_snes), "the solver's defaults");
+        if (p->jac_symmetric) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
         PetscScalar *x;
         CHECK(VecGetArray(q->X, &x), "VecGetArray");
         slot_to_vec(q, 0, x);

@@ -417,16 +417,17 @@ static void interp_and_cpu_agree(void **state)
 static void what_the_jacobian_reads(void **state)
 {
     (void)state;
-    static const struct { const char *rhs; unsigned reads; } cases[] = {
-        {"D*lap(u)", DERIVE_READS_PARAM},
-        {"lap(u) - 3*u + x", 0},
-        {"(1 + t)*lap(u)", DERIVE_READS_TIME},
-        {"c*lap(u)", DERIVE_READS_FIELD},
-        {"lap(u) + u - u^3", DERIVE_READS_UNKNOWN},
-        {"div((1 + u^2)*grad(u))", DERIVE_READS_UNKNOWN},
-        {"lap(u) + floor(u)", DERIVE_READS_UNKNOWN},          /* constant derivative, F not affine */
-        {"lap(u) + (u > 0.5 ? 1 : 0)", DERIVE_READS_UNKNOWN}, /* a condition on u */
-        {"lap(u) + (x > 0.5 ? 2 : 1)*u", 0},                 /* a condition on x only */
+    static const struct { const char *rhs; unsigned reads; int symmetric; } cases[] = {
+        {"D*lap(u)", DERIVE_READS_PARAM, 1},
+        {"lap(u) - 3*u + x", 0, 1},
+        {"(1 + t)*lap(u)", DERIVE_READS_TIME, 0},   /* symmetric, but not by derive_symmetric's rule */
+        {"c*lap(u)", DERIVE_READS_FIELD, 0},        /* c(i) / h^2 against c(i+1) / h^2 */
+        {"lap(u) + u - u^3", DERIVE_READS_UNKNOWN, 1}, /* the state on the diagonal only */
+        {"div((1 + u^2)*grad(u))", DERIVE_READS_UNKNOWN, 0},
+        {"lap(u) + floor(u)", DERIVE_READS_UNKNOWN, 1},          /* constant derivative, F not affine */
+        {"lap(u) + (u > 0.5 ? 1 : 0)", DERIVE_READS_UNKNOWN, 1}, /* a condition on u */
+        {"lap(u) + (x > 0.5 ? 2 : 1)*u", 0, 1},                  /* a condition on x only */
+        {"lap(u) - div(2*u)", 0, 0},                           /* advection: not symmetric */
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         char src[512];
@@ -436,6 +437,8 @@ static void what_the_jacobian_reads(void **state)
         assert_non_null(p);
         if (p->jac_reads != cases[c].reads)
             fail_msg("dt(u) = %s: the Jacobian reads %#x, expected %#x", cases[c].rhs, p->jac_reads, cases[c].reads);
+        if (p->jac_symmetric != cases[c].symmetric)
+            fail_msg("dt(u) = %s: symmetric %d, expected %d", cases[c].rhs, p->jac_symmetric, cases[c].symmetric);
         program_free(p);
     }
 }
@@ -474,8 +477,8 @@ static void linear_problem_assembles_its_jacobian_once(void **state)
     enum { N = 32 * 24 };
     static double once[N], every[N], newton[N];
     pj_solver_stats a, b, c;
-    heat_2d_run("D", NULL, 0, once, &a);
-    heat_2d_run("(D + 1e-300*t)", NULL, 0, every, &b);
+    heat_2d_run("D", "-ksp_type cg -pc_type icc", 0, once, &a); /* the reference reads t: not CG by default */
+    heat_2d_run("(D + 1e-300*t)", "-ksp_type cg -pc_type icc", 0, every, &b);
     heat_2d_run("D", "-snes_type newtonls", 0, newton, &c);
     printf("linear heat, 10 bdf2 steps: %lld Jacobians, %lld Newton, %lld linear iterations; coefficient with t: "
            "%lld Jacobians; Newton's method: %lld Newton iterations, %lld Jacobians\n", (long long)a.jacobians,
@@ -498,8 +501,8 @@ static void linear_problem_assembles_its_jacobian_once(void **state)
     assert_true(diff_newton <= 1e-7 * top);
     assert_true(top > 0.5);
 
-    heat_2d_run("D", NULL, 1, once, &a);
-    heat_2d_run("(D + 1e-300*t)", NULL, 1, every, &b);
+    heat_2d_run("D", "-ksp_type cg -pc_type icc", 1, once, &a);
+    heat_2d_run("(D + 1e-300*t)", "-ksp_type cg -pc_type icc", 1, every, &b);
     diff_every = 0;
     for (int i = 0; i < N; i++) diff_every = fmax(diff_every, fabs(once[i] - every[i]));
     printf("  D set to 2 after 5 steps: %lld Jacobians; max |u - u (assembled every step)| = %.3g\n",
@@ -528,6 +531,55 @@ static void nonlinear_problem_assembles_at_every_iteration(void **state)
     assert_int_equal(st.jacobians, st.newton);
     pj_sim_free(sim);
     pj_problem_free(pr);
+}
+
+/* Allen-Cahn on 32 x 32 cells, 3 backward Euler steps of dt with these solver options: the final u
+ * into u; the run's status. */
+static pj_status allen_cahn_run(double dt, const char *options, double *u, pj_solver_stats *st)
+{
+    const char *src = "mesh grid(nx = 32, ny = 32)\nfield u = 0.1*cos(3*pi*x)*cos(2*pi*y)\n"
+                      "eq dt(u) = 0.001*lap(u) + u - u^3\non all: dn(u) = 0\ntime dt = 1, steps = 3, scheme = beuler\n";
+    pj_problem *pr;
+    char *diags = NULL, err[512];
+    assert_int_equal(pj_problem_compile("ac.pde", src, strlen(src), &pr, &diags), PJ_OK);
+    pj_sim *sim;
+    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1, .solver_options = options};
+    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+    pj_status rc = pj_sim_advance(sim, dt, 3 * dt, err, sizeof err);
+    if (rc == PJ_OK) {
+        assert_int_equal(pj_sim_get_field(sim, "u", u), PJ_OK);
+        assert_int_equal(pj_sim_solver_stats(sim, st), PJ_OK);
+    }
+    pj_sim_free(sim);
+    pj_problem_free(pr);
+    return rc;
+}
+
+/* A symmetric Jacobian gets conjugate gradients with ICC by default: on Allen-Cahn (the state on
+ * the diagonal only) the same result as GMRES with ILU to Newton's tolerance. With dt = 1.1 the
+ * growth term (1 - 3u^2, near 1 where u is small) outgrows 1/dt, shift I - J is indefinite, and CG
+ * with ICC, asked for by name, fails in the first step; the default gives way to GMRES there: the
+ * same result as GMRES. */
+static void symmetric_jacobian_gets_cg(void **state)
+{
+    (void)state;
+    enum { N = 32 * 32 };
+    static double cg[N], gmres[N];
+    pj_solver_stats a, b;
+    assert_int_equal(allen_cahn_run(1.1, "-ksp_type cg -pc_type icc", cg, &a), PJ_ERR_RUN);
+    for (int big = 0; big < 2; big++) {
+        double dt = big ? 1.1 : 0.2, diff = 0, top = 0;
+        assert_int_equal(allen_cahn_run(dt, NULL, cg, &a), PJ_OK);
+        assert_int_equal(allen_cahn_run(dt, "-ksp_type gmres -pc_type ilu", gmres, &b), PJ_OK);
+        for (int i = 0; i < N; i++) {
+            diff = fmax(diff, fabs(cg[i] - gmres[i]));
+            top = fmax(top, fabs(gmres[i]));
+        }
+        printf("Allen-Cahn, dt = %g: default %lld Newton, %lld linear iterations; GMRES/ILU %lld, %lld; max |u - u_gmres| = %.3g "
+               "(max |u| %.3g)\n", dt, (long long)a.newton, (long long)a.linear, (long long)b.newton, (long long)b.linear, diff, top);
+        assert_true(diff <= 1e-7 * top);
+        assert_true(top > 0.01);
+    }
 }
 
 /* Each simulation's solver options are its own: an LU solve in one leaves the next on GMRES. */
@@ -820,6 +872,7 @@ int main(void)
         cmocka_unit_test(what_the_jacobian_reads),
         cmocka_unit_test(linear_problem_assembles_its_jacobian_once),
         cmocka_unit_test(nonlinear_problem_assembles_at_every_iteration),
+        cmocka_unit_test(symmetric_jacobian_gets_cg),
         cmocka_unit_test(options_stay_with_their_simulation),
         cmocka_unit_test(command_line),
         cmocka_unit_test(implicit_samples),
