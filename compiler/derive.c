@@ -304,12 +304,19 @@ static int piecewise_in_unknowns(const kir_kernel *k, const int *unknown)
     return found;
 }
 
-unsigned derive_reads(const kir_kernel *jac, const derive_entry *entries, const kir_kernel *f, const int *unknown)
+/* derive_reads of the outputs that are derivatives by an unknown, all of them or (off_diagonal)
+ * those off the diagonal: at another cell, or by another field. */
+static unsigned reads_of(const kir_kernel *jac, const derive_entry *entries, const kir_kernel *f, const int *unknown,
+                         int off_diagonal)
 {
     unsigned reads = 0;
     if (!jac) return 0;
     char *use = calloc((size_t)jac->n_outputs + 1, 1), *live = NULL;
-    for (int o = 0; use && o < jac->n_outputs; o++) use[o] = !unknown || unknown[entries[o].field];
+    for (int o = 0; use && o < jac->n_outputs; o++) {
+        const derive_entry *d = &entries[o];
+        use[o] = (!unknown || unknown[d->field]) &&
+                 (!off_diagonal || d->off[0] || d->off[1] || d->off[2] || d->field != d->out_field);
+    }
     if (use) live = live_nodes(jac, use);
     free(use);
     if (!live) return DERIVE_READS_UNKNOWN | DERIVE_READS_TIME; /* out of memory: assume the worst */
@@ -327,6 +334,16 @@ unsigned derive_reads(const kir_kernel *jac, const derive_entry *entries, const 
     free(live);
     if (f && piecewise_in_unknowns(f, unknown)) reads |= DERIVE_READS_UNKNOWN;
     return reads;
+}
+
+unsigned derive_reads(const kir_kernel *jac, const derive_entry *entries, const kir_kernel *f, const int *unknown)
+{
+    return reads_of(jac, entries, f, unknown, 0);
+}
+
+unsigned derive_reads_off_diagonal(const kir_kernel *jac, const derive_entry *entries, const int *unknown)
+{
+    return reads_of(jac, entries, NULL, unknown, 1);
 }
 
 /* 1 when node `node` of k reads only constants, params and spacings (the same value at every cell,

@@ -77,6 +77,10 @@ enum {
     DERIVE_READS_RAND = 16,   /* rand() */
 };
 unsigned derive_reads(const kir_kernel *jac, const derive_entry *entries, const kir_kernel *f, const int *unknown);
+/* The same for the derivatives off the diagonal only (by the value at another cell, or by another
+ * unknown): none reading the state or the time means that only the diagonal of the Jacobian
+ * changes from one Newton iteration to the next (Allen-Cahn, a reaction with constant diffusion). */
+unsigned derive_reads_off_diagonal(const kir_kernel *jac, const derive_entry *entries, const int *unknown);
 
 /* 1 when the Jacobian jac (descriptors entries) is symmetric at every state, boundary rows
  * included, by its structure alone: every coefficient off the diagonal (another cell, or another

@@ -131,6 +131,9 @@ struct implicit_solver {
     int jac_reuse;         /* ... and its Jacobian the same at every time and state: assembled once */
     Mat Jc;                /* jac_reuse: the assembled Jacobian (J itself is scaled and shifted by TS) */
     int jc_valid;
+    int diag_update;       /* only the diagonal changes (p->jac_offdiag_reads): Jc plus the diagonal's change */
+    Vec Djc;               /* diag_update: the diagonal coefficients' sum at Jc's assembly */
+    Vec Voff;              /* cg: per row, the sum of |J_ij| off the diagonal (gershgorin_bound) */
     int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
     double gershgorin;     /* cg: max over rows of J_ii + sum |J_ij| (i != j), of the last Jacobian */
     double *jc_params;     /* the params at the last Jacobian (a change makes Jc and alpha stale) */
@@ -399,25 +402,81 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
     return 0;
 }
 
-/* max over the rows of J of J_ii + sum over j != i of |J_ij|: shift I - J is diagonally dominant
- * with a positive diagonal, so symmetric positive (semi)definite when J is symmetric, for every
- * shift at least this (Gershgorin). */
-static PetscErrorCode gershgorin_bound(Mat J, double *bound)
+/* q->gershgorin: the max over the rows of J of J_ii + sum over j != i of |J_ij|: shift I - J is
+ * diagonally dominant with a positive diagonal, so symmetric positive (semi)definite when J is
+ * symmetric, for every shift at least this (Gershgorin). The sums off the diagonal (q->Voff) are
+ * taken row by row after an assembly (offsums), and kept when only the diagonal changed. */
+static PetscErrorCode gershgorin_bound(implicit_solver *q, Mat J, int offsums)
 {
-    PetscInt lo, hi;
-    double b = -PETSC_MAX_REAL;
-    PetscCall(MatGetOwnershipRange(J, &lo, &hi));
-    for (PetscInt row = lo; row < hi; row++) {
-        PetscInt nc;
-        const PetscInt *cols;
-        const PetscScalar *vals;
-        double r = 0;
-        PetscCall(MatGetRow(J, row, &nc, &cols, &vals));
-        for (PetscInt c = 0; c < nc; c++) r += cols[c] == row ? vals[c] : fabs(vals[c]);
-        PetscCall(MatRestoreRow(J, row, &nc, &cols, &vals));
-        b = fmax(b, r);
+    if (offsums) {
+        PetscInt lo, hi;
+        PetscScalar *off;
+        PetscCall(MatGetOwnershipRange(J, &lo, &hi));
+        PetscCall(VecGetArray(q->Voff, &off));
+        for (PetscInt row = lo; row < hi; row++) {
+            PetscInt nc;
+            const PetscInt *cols;
+            const PetscScalar *vals;
+            double r = 0;
+            PetscCall(MatGetRow(J, row, &nc, &cols, &vals));
+            for (PetscInt c = 0; c < nc; c++) r += cols[c] == row ? 0 : fabs(vals[c]);
+            PetscCall(MatRestoreRow(J, row, &nc, &cols, &vals));
+            off[row - lo] = r;
+        }
+        PetscCall(VecRestoreArray(q->Voff, &off));
     }
-    *bound = b;
+    PetscReal b;
+    PetscCall(MatGetDiagonal(J, q->D));
+    PetscCall(VecAXPY(q->D, 1.0, q->Voff));
+    PetscCall(VecMax(q->D, NULL, &b));
+    q->gershgorin = b;
+    return 0;
+}
+
+/* The sum of the Jacobian kernel's diagonal coefficients (by the unknown itself at the cell: they
+ * never fold through a ghost) per row, from its last evaluation, into d. */
+static PetscErrorCode diagonal_sum(implicit_solver *q, Vec d)
+{
+    const grid_layout *g = sim_layout(q->s);
+    const pj_program *p = q->p;
+    PetscScalar *v;
+    PetscCall(VecSet(d, 0));
+    PetscCall(VecGetArray(d, &v));
+    for (int e = 0; e < p->n_jac; e++) {
+        const derive_entry *de = &p->jac[e];
+        int c = q->unknown[de->out_field];
+        if (de->off[0] || de->off[1] || de->off[2] || de->field != de->out_field || c < 0) continue;
+        const double *jb = (const double *)sim_launch(q->s)->buf[2 * q->nf + e];
+        for (int64_t k = 0; k < g->n[2]; k++)
+            for (int64_t j = 0; j < g->n[1]; j++)
+                for (int64_t i = 0; i < g->n[0]; i++) v[global_index(q, i, j, k, c)] += jb[at(g, i, j, k)];
+    }
+    PetscCall(VecRestoreArray(d, &v));
+    return 0;
+}
+
+/* A Jacobian whose coefficients off the diagonal read neither the state nor the time
+ * (q->diag_update): Jc, assembled once, plus the change of the diagonal coefficients since, from
+ * one run of the Jacobian kernel; no row is inserted. Equal to an assembly up to rounding (the
+ * diagonal is Jc's plus a difference). */
+static PetscErrorCode update_diagonal(implicit_solver *q, double t, Vec U, Mat B)
+{
+    double t0 = driver_now();
+    const PetscScalar *u;
+    PetscCall(VecGetArrayRead(U, &u));
+    vec_to_slot(q, u, 0);
+    PetscCall(VecRestoreArrayRead(U, &u));
+    if (sim_eval(q->s, 1, t, 0) < 0) {
+        snprintf(q->error, sizeof q->error, "%s", sim_error(q->s));
+        SETERRQ(PETSC_COMM_SELF, PETSC_ERR_USER, "ghost fill failed");
+    }
+    PetscCall(diagonal_sum(q, q->D));
+    PetscCall(VecAXPY(q->D, -1.0, q->Djc));
+    PetscCall(MatCopy(q->Jc, B, SAME_NONZERO_PATTERN));
+    PetscCall(MatDiagonalSet(B, q->D, ADD_VALUES));
+    if (q->cg) PetscCall(gershgorin_bound(q, B, 0));
+    q->st.jacobians++;
+    q->st.seconds_jacobian += driver_now() - t0;
     return 0;
 }
 
@@ -440,11 +499,13 @@ static PetscErrorCode jacobian_into(implicit_solver *q, double t, Vec U, Mat B)
         PetscCall(MatCopy(q->Jc, B, SAME_NONZERO_PATTERN));
         return 0;
     }
+    if (q->diag_update && q->jc_valid) return update_diagonal(q, t, U, B);
     PetscCall(assemble(q, t, U, B));
-    if (q->cg) PetscCall(gershgorin_bound(B, &q->gershgorin));
-    if (!q->jac_reuse) return 0;
+    if (q->cg) PetscCall(gershgorin_bound(q, B, 1));
+    if (!q->jac_reuse && !q->diag_update) return 0;
     if (q->Jc) PetscCall(MatCopy(B, q->Jc, SAME_NONZERO_PATTERN));
     else PetscCall(MatDuplicate(B, MAT_COPY_VALUES, &q->Jc));
+    if (q->diag_update) PetscCall(diagonal_sum(q, q->Djc));
     q->jc_valid = 1;
     return 0;
 }
@@ -643,14 +704,16 @@ static PetscErrorCode symmetric_defaults(implicit_solver *q, PetscOptions o, SNE
 
 /* What the Jacobian depends on (p->jac_reads, derive.h) decides how it is used: F affine in the
  * unknowns (no unknown in the Jacobian, none through a piecewise-constant op) is a linear problem;
- * a linear problem whose Jacobian reads no time, coefficient field or rand(), with boundary
- * conditions whose coefficients are constant, has the same Jacobian at every step: assembled once
+ * a linear problem whose Jacobian reads no time, coefficient field or rand(), with a ghost rule
+ * that does not change (ghost_rule_constant), has the same Jacobian at every step: assembled once
  * (jacobian_into). Returns -1 when out of memory. */
 static int jacobian_plan(implicit_solver *q)
 {
     unsigned r = q->p->jac_reads;
     q->linear = !(r & DERIVE_READS_UNKNOWN);
     q->jac_reuse = q->linear && q->alpha_const && !(r & (DERIVE_READS_FIELD | DERIVE_READS_TIME | DERIVE_READS_RAND));
+    q->diag_update = !q->jac_reuse && q->alpha_const &&
+                     !(q->p->jac_offdiag_reads & (DERIVE_READS_UNKNOWN | DERIVE_READS_FIELD | DERIVE_READS_TIME | DERIVE_READS_RAND));
     q->jc_params = malloc(sizeof *q->jc_params * (size_t)(q->p->n_params + 1));
     if (!q->jc_params) return -1;
     if (q->p->n_params) memcpy(q->jc_params, sim_launch(q->s)->param, sizeof *q->jc_params * (size_t)q->p->n_params);
@@ -763,6 +826,8 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
     CHECK(DMCreateGlobalVector(q->da, &q->X), "DMCreateGlobalVector");
     CHECK(VecDuplicate(q->X, &q->R), "VecDuplicate");
     CHECK(VecDuplicate(q->X, &q->D), "VecDuplicate");
+    CHECK(VecDuplicate(q->X, &q->Djc), "VecDuplicate");
+    CHECK(VecDuplicate(q->X, &q->Voff), "VecDuplicate");
     CHECK(DMCreateMatrix(q->da, &q->J), "DMCreateMatrix");
     CHECK(MatSetOption(q->J, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE), "MatSetOption");
     CHECK(PetscOptionsCreate(&q->opts), "PetscOptionsCreate");
@@ -853,6 +918,8 @@ void implicit_destroy(implicit_solver *q)
     if (q->X) VecDestroy(&q->X);
     if (q->R) VecDestroy(&q->R);
     if (q->D) VecDestroy(&q->D);
+    if (q->Djc) VecDestroy(&q->Djc);
+    if (q->Voff) VecDestroy(&q->Voff);
     if (q->da) DMDestroy(&q->da);
     if (q->opts) PetscOptionsDestroy(&q->opts);
     free(q->unknown);
