@@ -7,6 +7,7 @@
  *                  rule (the derivative column of kir_ops.h, expanded in op_rule below)
  *   outputs        per source output, per load, each derivative not structurally zero
  *   kir_finish + kir_verify
+ * derive_reads: what a Jacobian's outputs depend on (a linear problem's is independent of the state)
  */
 #include "derive.h"
 #include <stdio.h>
@@ -264,4 +265,128 @@ fail:
     free(dout);
     free(ent);
     return NULL;
+}
+
+/* The nodes of k that its outputs depend on (live[id] = 1), or only those output o with
+ * use[o] nonzero depends on (use NULL: every output); NULL when out of memory. */
+static char *live_nodes(const kir_kernel *k, const char *use)
+{
+    char *live = calloc((size_t)k->n_nodes + 1, 1);
+    if (!live) return NULL;
+    for (int o = 0; o < k->n_outputs; o++)
+        if (!use || use[o]) live[k->outputs[o].node] = 1;
+    for (int id = k->n_nodes - 1; id >= 0; id--) /* topological order: users after operands */
+        if (live[id])
+            for (int a = 0; a < kir_ops[k->nodes[id].op].arity; a++)
+                if (k->nodes[id].arg[a] >= 0) live[k->nodes[id].arg[a]] = 1;
+    return live;
+}
+
+/* 1 when F (k) depends on an unknown through a piecewise-constant op (floor, a comparison, a
+ * select's condition): its Jacobian misses the jumps, so F is not affine even if the Jacobian is
+ * constant. -1 when out of memory. */
+static int piecewise_in_unknowns(const kir_kernel *k, const int *unknown)
+{
+    char *live = live_nodes(k, NULL), *dep = calloc((size_t)k->n_nodes + 1, 1);
+    int found = 0;
+    if (!live || !dep) found = -1;
+    for (int id = 0; id < k->n_nodes && !found; id++) {
+        const kir_node *n = &k->nodes[id];
+        int arity = kir_ops[n->op].arity;
+        if (n->op == KIR_LOAD) dep[id] = unknown && unknown[n->index];
+        for (int a = 0; a < arity; a++) dep[id] |= dep[n->arg[a]];
+        if (!live[id] || !dep[id] || !arity) continue;
+        derive_rule r = derive_op_rule((kir_op)n->op);
+        if (r == DERIVE_ZERO || (r == DERIVE_SELECT && dep[n->arg[0]])) found = 1;
+    }
+    free(live);
+    free(dep);
+    return found;
+}
+
+/* derive_reads of the outputs that are derivatives by an unknown, all of them or (off_diagonal)
+ * those off the diagonal: at another cell, or by another field. */
+static unsigned reads_of(const kir_kernel *jac, const derive_entry *entries, const kir_kernel *f, const int *unknown,
+                         int off_diagonal)
+{
+    unsigned reads = 0;
+    if (!jac) return 0;
+    char *use = calloc((size_t)jac->n_outputs + 1, 1), *live = NULL;
+    for (int o = 0; use && o < jac->n_outputs; o++) {
+        const derive_entry *d = &entries[o];
+        use[o] = (!unknown || unknown[d->field]) &&
+                 (!off_diagonal || d->off[0] || d->off[1] || d->off[2] || d->field != d->out_field);
+    }
+    if (use) live = live_nodes(jac, use);
+    free(use);
+    if (!live) return DERIVE_READS_UNKNOWN | DERIVE_READS_TIME; /* out of memory: assume the worst */
+    for (int id = 0; id < jac->n_nodes; id++) {
+        const kir_node *n = &jac->nodes[id];
+        if (!live[id]) continue;
+        switch ((kir_op)n->op) {
+        case KIR_LOAD: reads |= unknown && unknown[n->index] ? DERIVE_READS_UNKNOWN : DERIVE_READS_FIELD; break;
+        case KIR_TIME: case KIR_DT: reads |= DERIVE_READS_TIME; break;
+        case KIR_PARAM: reads |= DERIVE_READS_PARAM; break;
+        case KIR_RAND: reads |= DERIVE_READS_RAND; break;
+        default: break;
+        }
+    }
+    free(live);
+    if (f && piecewise_in_unknowns(f, unknown)) reads |= DERIVE_READS_UNKNOWN;
+    return reads;
+}
+
+unsigned derive_reads(const kir_kernel *jac, const derive_entry *entries, const kir_kernel *f, const int *unknown)
+{
+    return reads_of(jac, entries, f, unknown, 0);
+}
+
+unsigned derive_reads_off_diagonal(const kir_kernel *jac, const derive_entry *entries, const int *unknown)
+{
+    return reads_of(jac, entries, NULL, unknown, 1);
+}
+
+/* 1 when node `node` of k reads only constants, params and spacings (the same value at every cell,
+ * time and state); -1 out of memory. */
+static int position_free(const kir_kernel *k, int node)
+{
+    char *mark = calloc((size_t)node + 1, 1);
+    if (!mark) return -1;
+    mark[node] = 1;
+    int free_of = 1;
+    for (int id = node; id >= 0 && free_of; id--) {
+        if (!mark[id]) continue;
+        const kir_node *n = &k->nodes[id];
+        if (kir_ops[n->op].arity == 0 && n->op != KIR_CONST && n->op != KIR_PARAM && n->op != KIR_SPACING) free_of = 0;
+        for (int a = 0; a < kir_ops[n->op].arity; a++)
+            if (n->arg[a] >= 0) mark[n->arg[a]] = 1;
+    }
+    free(mark);
+    return free_of;
+}
+
+int derive_symmetric(const kir_kernel *jac, const derive_entry *entries, int n_entries, const int *unknown,
+                     const int periodic[3])
+{
+    for (int e = 0; e < n_entries; e++) {
+        const derive_entry *d = &entries[e];
+        if (unknown && !unknown[d->field]) continue;
+        int axes = 0, off = 0;
+        for (int a = 0; a < 3; a++) {
+            axes += d->off[a] != 0;
+            off |= d->off[a] != 0;
+            if (!periodic[a] && (d->off[a] > 1 || d->off[a] < -1)) return 0; /* a second ghost layer */
+        }
+        if (!off && d->out_field == d->field) continue; /* the diagonal: anything */
+        if (axes > 1) return 0;                          /* a corner: folded off the diagonal */
+        if (off && d->out_field != d->field) return 0;   /* a boundary folds it onto another field */
+        if (off && position_free(jac, jac->outputs[e].node) != 1) return 0;
+        int partner = -1;
+        for (int f = 0; f < n_entries && partner < 0; f++)
+            if (entries[f].out_field == d->field && entries[f].field == d->out_field && entries[f].off[0] == -d->off[0] &&
+                entries[f].off[1] == -d->off[1] && entries[f].off[2] == -d->off[2])
+                partner = f;
+        if (partner < 0 || jac->outputs[partner].node != jac->outputs[e].node) return 0;
+    }
+    return 1;
 }

@@ -59,4 +59,38 @@ derive_rule derive_op_rule(kir_op op);
 kir_kernel *derive_jacobian(const kir_kernel *k, derive_entry **entries, int *n_entries, char *err,
                             size_t err_len);
 
+/* What the outputs of kernel jac (the Jacobian derive_jacobian made of f, with its descriptors
+ * `entries`) that are derivatives by an unknown read, as DERIVE_READS_* bits: only nodes such an
+ * output depends on count (derive_jacobian copies every primal node into the Jacobian kernel, and
+ * differentiates by coefficient fields too; the solver uses neither). `unknown` (n_fields flags,
+ * nonzero for the fields solved for; NULL: all) tells unknowns from coefficient fields. No DERIVE_READS_UNKNOWN: F
+ * is affine in the unknowns (a linear problem). Nothing but constants, params, spacings and
+ * coordinates read: the Jacobian is the same at every time and state, for the same param values.
+ * f (may be NULL) is checked too: an unknown that reaches an output of f through a
+ * piecewise-constant op (floor, a comparison, a select's condition) makes F not affine although
+ * its derivative is constant where it exists (DERIVE_READS_UNKNOWN). Out of memory: UNKNOWN|TIME. */
+enum {
+    DERIVE_READS_UNKNOWN = 1, /* a load of an unknown field (or f piecewise in one): F is nonlinear */
+    DERIVE_READS_FIELD = 2,   /* a load of another field (a coefficient field) */
+    DERIVE_READS_TIME = 4,    /* t or dt */
+    DERIVE_READS_PARAM = 8,   /* a param */
+    DERIVE_READS_RAND = 16,   /* rand() */
+};
+unsigned derive_reads(const kir_kernel *jac, const derive_entry *entries, const kir_kernel *f, const int *unknown);
+/* The same for the derivatives off the diagonal only (by the value at another cell, or by another
+ * unknown): none reading the state or the time means that only the diagonal of the Jacobian
+ * changes from one Newton iteration to the next (Allen-Cahn, a reaction with constant diffusion). */
+unsigned derive_reads_off_diagonal(const kir_kernel *jac, const derive_entry *entries, const int *unknown);
+
+/* 1 when the Jacobian jac (descriptors entries) is symmetric at every state, boundary rows
+ * included, by its structure alone: every coefficient off the diagonal (another cell, or another
+ * unknown at the cell) is the same node as its transposed partner (column field and row field
+ * exchanged, the offset negated) and, at another cell, is a constant (constants, params, spacings:
+ * no state, place or time) of a field on itself; diagonal coefficients may read anything. A ghost
+ * cell then folds only onto the diagonal (one layer along non-periodic axes, no corners) or onto
+ * its periodic partner, whose coefficient is the same. Conservative: 0 may be symmetric after all.
+ * `unknown` as for derive_reads; periodic[a] nonzero for periodic axes. */
+int derive_symmetric(const kir_kernel *jac, const derive_entry *entries, int n_entries, const int *unknown,
+                     const int periodic[3]);
+
 #endif

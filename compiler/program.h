@@ -70,6 +70,10 @@ typedef struct pj_program {
        (derive.h): jac[j] says what output j of stage 1 is (buffer 2 * n_fields + j). */
     struct derive_entry *jac;
     int n_jac;
+    unsigned jac_reads;   /* what the Jacobian kernel's outputs read: DERIVE_READS_* (derive.h); no
+                             DERIVE_READS_UNKNOWN: F is affine in the unknowns (a linear problem) */
+    unsigned jac_offdiag_reads; /* the same for the Jacobian's coefficients off its diagonal */
+    int jac_symmetric;    /* the Jacobian is symmetric at every state by its structure (derive_symmetric) */
     double adapt;         /* > 0: local error control with this relative tolerance */
     /* the solver statement (0 / NULL: pdejit's defaults) */
     double solver_rtol, solver_atol;

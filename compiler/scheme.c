@@ -98,6 +98,9 @@ static int implicit_lower(pj_program *p)
     p->swap_after_step = 0;
     p->jac = entries;
     p->n_jac = n;
+    p->jac_reads = derive_reads(jac, entries, F, p->field_has_eq);
+    p->jac_offdiag_reads = derive_reads_off_diagonal(jac, entries, p->field_has_eq);
+    p->jac_symmetric = derive_symmetric(jac, entries, n, p->field_has_eq, p->periodic);
     return 0;
 }
 

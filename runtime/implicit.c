@@ -140,6 +140,7 @@ struct implicit_solver {
     PetscInt own_offset;   /* this process's */
     DM da;
     Vec X, R;
+    Vec D;                 /* scratch: the shift on the diagonal (add_shift) */
     Mat J;
     PetscOptions opts;     /* this solver's options (the solver statement, --solver-options) */
     TS ts;                 /* time steps */
@@ -147,6 +148,16 @@ struct implicit_solver {
     double *alpha;         /* [dof][H + 2][elems]: per field, beta (the ghosts' constant part), the
                               all-ones fill less beta, then alpha_k for k = 0 .. H-1 (measure_alpha) */
     int alpha_valid, alpha_const;
+    int linear;            /* F is affine in the unknowns (p->jac_reads): one linear solve a step */
+    int jac_reuse;         /* ... and its Jacobian the same at every time and state: assembled once */
+    Mat Jc;                /* jac_reuse: the assembled Jacobian (J itself is scaled and shifted by TS) */
+    int jc_valid;
+    int diag_update;       /* only the diagonal changes (p->jac_offdiag_reads): Jc plus the diagonal's change */
+    Vec Djc;               /* diag_update: the diagonal coefficients' sum at Jc's assembly */
+    Vec Voff;              /* cg: per row, the sum of |J_ij| off the diagonal (gershgorin_bound) */
+    int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
+    double gershgorin;     /* cg: max over rows of J_ii + sum |J_ij| (i != j), of the last Jacobian */
+    double *jc_params;     /* the params at the last Jacobian (a change makes Jc and alpha stale) */
     PetscInt *cols;        /* one row's columns (global indices) and values */
     PetscScalar *vals;
     implicit_stats st;
@@ -433,20 +444,117 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
     return 0;
 }
 
-static PetscErrorCode ts_rhs(TS ts, PetscReal t, Vec U, Vec F, void *ctx)
+/* q->gershgorin: the max over the rows of J of J_ii + sum over j != i of |J_ij|: shift I - J is
+ * diagonally dominant with a positive diagonal, so symmetric positive (semi)definite when J is
+ * symmetric, for every shift at least this (Gershgorin). The sums off the diagonal (q->Voff) are
+ * taken row by row after an assembly (offsums), and kept when only the diagonal changed. */
+static PetscErrorCode gershgorin_bound(implicit_solver *q, Mat J, int offsums)
 {
-    (void)ts;
-    return eval_rhs(ctx, t, U, F);
+    if (offsums) {
+        PetscInt lo, hi;
+        PetscScalar *off;
+        PetscCall(MatGetOwnershipRange(J, &lo, &hi));
+        PetscCall(VecGetArray(q->Voff, &off));
+        for (PetscInt row = lo; row < hi; row++) {
+            PetscInt nc;
+            const PetscInt *cols;
+            const PetscScalar *vals;
+            double r = 0;
+            PetscCall(MatGetRow(J, row, &nc, &cols, &vals));
+            for (PetscInt c = 0; c < nc; c++) r += cols[c] == row ? 0 : fabs(vals[c]);
+            PetscCall(MatRestoreRow(J, row, &nc, &cols, &vals));
+            off[row - lo] = r;
+        }
+        PetscCall(VecRestoreArray(q->Voff, &off));
+    }
+    PetscReal b;
+    PetscCall(MatGetDiagonal(J, q->D));
+    PetscCall(VecAXPY(q->D, 1.0, q->Voff));
+    PetscCall(VecMax(q->D, NULL, &b));
+    q->gershgorin = b;
+    return 0;
 }
 
-static PetscErrorCode ts_jacobian(TS ts, PetscReal t, Vec U, Mat A, Mat B, void *ctx)
+/* The sum of the Jacobian kernel's diagonal coefficients (by the unknown itself at the cell: they
+ * never fold through a ghost) per row, from its last evaluation, into d. */
+static PetscErrorCode diagonal_sum(implicit_solver *q, Vec d)
 {
-    (void)ts;
-    (void)A;
-    return assemble(ctx, t, U, B);
+    const grid_layout *g = sim_layout(q->s);
+    const pj_program *p = q->p;
+    PetscScalar *v;
+    PetscCall(VecSet(d, 0));
+    PetscCall(VecGetArray(d, &v));
+    for (int e = 0; e < p->n_jac; e++) {
+        const derive_entry *de = &p->jac[e];
+        int c = q->unknown[de->out_field];
+        if (de->off[0] || de->off[1] || de->off[2] || de->field != de->out_field || c < 0) continue;
+        const double *jb = (const double *)sim_launch(q->s)->buf[2 * q->nf + e];
+        for (int64_t k = 0; k < g->n[2]; k++)
+            for (int64_t j = 0; j < g->n[1]; j++)
+                for (int64_t i = 0; i < g->n[0]; i++) /* this process's rows: its block, from own_offset */
+                    v[global_index(q, q->first[0] + i, q->first[1] + j, q->first[2] + k, c) - q->own_offset] +=
+                        jb[at(g, i, j, k)];
+    }
+    PetscCall(VecRestoreArray(d, &v));
+    return 0;
 }
 
-/* imex: F(t, U, U') = U' - F_implicit(U), its Jacobian shift I - dF_implicit/dU; G = F_explicit */
+/* A Jacobian whose coefficients off the diagonal read neither the state nor the time
+ * (q->diag_update): Jc, assembled once, plus the change of the diagonal coefficients since, from
+ * one run of the Jacobian kernel; no row is inserted. Equal to an assembly up to rounding (the
+ * diagonal is Jc's plus a difference). */
+static PetscErrorCode update_diagonal(implicit_solver *q, double t, Vec U, Mat B)
+{
+    double t0 = driver_now();
+    const PetscScalar *u;
+    PetscCall(VecGetArrayRead(U, &u));
+    vec_to_slot(q, u, 0);
+    PetscCall(VecRestoreArrayRead(U, &u));
+    if (sim_eval(q->s, 1, t, 0) < 0) {
+        snprintf(q->error, sizeof q->error, "%s", sim_error(q->s));
+        SETERRQ(PETSC_COMM_SELF, PETSC_ERR_USER, "ghost fill failed");
+    }
+    PetscCall(diagonal_sum(q, q->D));
+    PetscCall(VecAXPY(q->D, -1.0, q->Djc));
+    PetscCall(MatCopy(q->Jc, B, SAME_NONZERO_PATTERN));
+    PetscCall(MatDiagonalSet(B, q->D, ADD_VALUES));
+    if (q->cg) PetscCall(gershgorin_bound(q, B, 0));
+    q->st.jacobians++;
+    q->st.seconds_jacobian += driver_now() - t0;
+    return 0;
+}
+
+/* The Jacobian into B: assembled, or, for a Jacobian that depends on nothing that changes during
+ * the run (q->jac_reuse), copied from its first assembly (the same values: TS overwrites B with
+ * shift I - J, so the assembled J is kept apart in Jc). A param changed between steps
+ * (pj_sim_set_param) makes both the kept Jacobian and the ghost rule (alpha: a Robin coefficient
+ * may be a param) stale. A copy is a sweep over the matrix; an assembly runs the Jacobian kernel
+ * and inserts every row. */
+static PetscErrorCode jacobian_into(implicit_solver *q, double t, Vec U, Mat B)
+{
+    const double *param = sim_launch(q->s)->param;
+    size_t np = sizeof *param * (size_t)q->p->n_params;
+    if (np && memcmp(q->jc_params, param, np)) {
+        memcpy(q->jc_params, param, np);
+        q->alpha_valid = 0;
+        q->jc_valid = 0;
+    }
+    if (q->jac_reuse && q->jc_valid) {
+        PetscCall(MatCopy(q->Jc, B, SAME_NONZERO_PATTERN));
+        return 0;
+    }
+    if (q->diag_update && q->jc_valid) return update_diagonal(q, t, U, B);
+    PetscCall(assemble(q, t, U, B));
+    if (q->cg) PetscCall(gershgorin_bound(q, B, 1));
+    if (!q->jac_reuse && !q->diag_update) return 0;
+    if (q->Jc) PetscCall(MatCopy(B, q->Jc, SAME_NONZERO_PATTERN));
+    else PetscCall(MatDuplicate(B, MAT_COPY_VALUES, &q->Jc));
+    if (q->diag_update) PetscCall(diagonal_sum(q, q->Djc));
+    q->jc_valid = 1;
+    return 0;
+}
+
+/* F(t, U, U') = U' - F(U) (imex: F_implicit), its Jacobian shift I - dF/dU; imex: G = F_explicit */
 static PetscErrorCode ts_ifunction(TS ts, PetscReal t, Vec U, Vec Udot, Vec F, void *ctx)
 {
     (void)ts;
@@ -455,14 +563,43 @@ static PetscErrorCode ts_ifunction(TS ts, PetscReal t, Vec U, Vec Udot, Vec F, v
     return 0;
 }
 
+/* B += shift I in one sweep over the diagonal (MatShift inserts it row by row with MatSetValues
+ * and assembles: most of a copied Jacobian's cost) */
+static PetscErrorCode add_shift(implicit_solver *q, Mat B, PetscReal shift)
+{
+    PetscCall(VecSet(q->D, shift));
+    PetscCall(MatDiagonalSet(B, q->D, ADD_VALUES));
+    return 0;
+}
+
+/* Conjugate gradients need a symmetric positive definite operator: shift I - J is when J is
+ * symmetric (p->jac_symmetric) and shift is at least J's Gershgorin bound. When it is not (a source
+ * that grows faster than 1/dt), pdejit's symmetric default gives way to GMRES with ILU(1), its
+ * general one, for the rest of the run. */
+static PetscErrorCode keep_cg(implicit_solver *q, TS ts, PetscReal shift)
+{
+    if (!q->cg || shift >= q->gershgorin) return 0;
+    SNES snes;
+    KSP ksp;
+    PC pc;
+    PetscCall(TSGetSNES(ts, &snes));
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(KSPSetType(ksp, KSPGMRES));
+    PetscCall(PCSetType(pc, PCILU));
+    PetscCall(PCFactorSetLevels(pc, 1));
+    q->cg = 0;
+    return 0;
+}
+
 static PetscErrorCode ts_ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscReal shift, Mat A, Mat B, void *ctx)
 {
-    (void)ts;
     (void)Udot;
     (void)A;
-    PetscCall(assemble(ctx, t, U, B));
+    PetscCall(jacobian_into(ctx, t, U, B));
+    PetscCall(keep_cg(ctx, ts, shift));
     PetscCall(MatScale(B, -1.0));
-    PetscCall(MatShift(B, shift));
+    PetscCall(add_shift(ctx, B, shift));
     return 0;
 }
 
@@ -484,7 +621,7 @@ static PetscErrorCode snes_jacobian(SNES snes, Vec U, Mat A, Mat B, void *ctx)
     (void)snes;
     (void)A;
     implicit_solver *q = ctx;
-    return assemble(q, sim_time(q->s), U, B);
+    return jacobian_into(q, sim_time(q->s), U, B);
 }
 
 /* pdejit's defaults where PETSc's differ, set on the objects after the options were read, and
@@ -538,6 +675,108 @@ static PetscErrorCode parallel_defaults(PetscOptions o, SNES snes)
     PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCCHOLESKY, &cholesky));
     PetscCall(PetscOptionsHasName(o, NULL, "-pc_factor_mat_solver_type", &set));
     if ((lu || cholesky) && !set) PetscCall(PCFactorSetMatSolverType(pc, MATSOLVERMUMPS));
+    return 0;
+}
+
+/* A linear problem (F affine in U, q->linear): Newton's second iteration only confirms the first,
+ * so one linear solve a step (SNESKSPONLY) to Newton's tolerances (-snes_rtol, -snes_atol: the
+ * linear solve's accuracy is the step's), unless the options name a SNES type, or the linear
+ * solve's own tolerances (-ksp_rtol, -ksp_atol, which then win). */
+static PetscErrorCode linear_defaults(PetscOptions o, SNES snes)
+{
+    KSP ksp;
+    PetscBool set;
+    PetscReal rtol, atol, stol, krtol, katol, kdtol;
+    PetscInt maxit, maxf, kmaxit;
+    PetscCall(PetscOptionsHasName(o, NULL, "-snes_type", &set));
+    if (set) return 0;
+    PetscCall(SNESGetTolerances(snes, &atol, &rtol, &stol, &maxit, &maxf));
+    PetscCall(SNESSetType(snes, SNESKSPONLY));
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetTolerances(ksp, &krtol, &katol, &kdtol, &kmaxit));
+    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_rtol", &set));
+    if (!set) krtol = rtol;
+    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_atol", &set));
+    if (!set) katol = atol;
+    PetscCall(KSPSetTolerances(ksp, krtol, katol, kdtol, kmaxit));
+    return 0;
+}
+
+/* 1 when kernel k's node `node` reads t, dt or rand() (through its operands); -1 out of memory. */
+static int node_reads_time(const kir_kernel *k, int node)
+{
+    char *live = calloc((size_t)k->n_nodes + 1, 1);
+    int found = 0;
+    if (!live) return -1;
+    live[node] = 1;
+    for (int id = node; id >= 0 && !found; id--) { /* operands come before their users */
+        if (!live[id]) continue;
+        const kir_node *n = &k->nodes[id];
+        found = n->op == KIR_TIME || n->op == KIR_DT || n->op == KIR_RAND;
+        for (int a = 0; a < 3; a++)
+            if (n->arg[a] >= 0) live[n->arg[a]] = 1;
+    }
+    free(live);
+    return found;
+}
+
+/* 1 when the ghost rule's dependence on the interior (alpha, measure_alpha) stays the same for the
+ * whole run: no linear boundary condition a u + b dn(u) = c whose a or b reads the time (c, the
+ * constant part, and coordinates do not change alpha), so it is measured once. */
+static int ghost_rule_constant(const pj_program *p)
+{
+    for (int side = 0; side < 6; side++) {
+        const kir_kernel *k = p->bc_kernel[side];
+        for (int f = 0; f < p->n_fields; f++) {
+            if (p->bc[f][side].kind != PJ_BC_LINEAR || p->bc[f][side].constant) continue;
+            if (!k) return 0;
+            for (int o = 0; o < k->n_outputs; o++)
+                if (k->outputs[o].field == f && k->outputs[o].slot <= 1 && node_reads_time(k, k->outputs[o].node)) return 0;
+        }
+    }
+    return 1;
+}
+
+/* A symmetric Jacobian (p->jac_symmetric: by its structure, at every state) in a time step: conjugate
+ * gradients with incomplete Cholesky, ICC(1), rather than GMRES with ILU(1), unless the options
+ * name a linear solver or a preconditioner (keep_cg gives way to GMRES where shift I - J is not
+ * positive definite). CG keeps no basis to orthogonalise against; ICC stores half of ILU's factor.
+ * Measured in docs/performance.md ("Implicit solves against FiPy"). */
+static PetscErrorCode symmetric_defaults(implicit_solver *q, PetscOptions o, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool set;
+    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_type", &set));
+    if (set) return 0;
+    PetscCall(PetscOptionsHasName(o, NULL, "-pc_type", &set));
+    if (set) return 0;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(KSPSetType(ksp, KSPCG));
+    PetscCall(PCSetType(pc, PCICC));
+    PetscCall(PCFactorSetLevels(pc, 1));
+    PetscCall(PCSetFromOptions(pc)); /* -pc_factor_levels and the like, read for ILU before */
+    q->cg = 1;
+    q->gershgorin = PETSC_MAX_REAL; /* until the first Jacobian */
+    return 0;
+}
+
+/* What the Jacobian depends on (p->jac_reads, derive.h) decides how it is used: F affine in the
+ * unknowns (no unknown in the Jacobian, none through a piecewise-constant op) is a linear problem;
+ * a linear problem whose Jacobian reads no time, coefficient field or rand(), with a ghost rule
+ * that does not change (ghost_rule_constant), has the same Jacobian at every step: assembled once
+ * (jacobian_into). Returns -1 when out of memory. */
+static int jacobian_plan(implicit_solver *q)
+{
+    unsigned r = q->p->jac_reads;
+    q->linear = !(r & DERIVE_READS_UNKNOWN);
+    q->jac_reuse = q->linear && q->alpha_const && !(r & (DERIVE_READS_FIELD | DERIVE_READS_TIME | DERIVE_READS_RAND));
+    q->diag_update = !q->jac_reuse && q->alpha_const &&
+                     !(q->p->jac_offdiag_reads & (DERIVE_READS_UNKNOWN | DERIVE_READS_FIELD | DERIVE_READS_TIME | DERIVE_READS_RAND));
+    q->jc_params = malloc(sizeof *q->jc_params * (size_t)(q->p->n_params + 1));
+    if (!q->jc_params) return -1;
+    if (q->p->n_params) memcpy(q->jc_params, sim_launch(q->s)->param, sizeof *q->jc_params * (size_t)q->p->n_params);
     return 0;
 }
 
@@ -664,11 +903,9 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
     }
     q->alpha = malloc(sizeof *q->alpha * g->elems * (size_t)q->dof * (size_t)(g->H + 2));
     if (!q->alpha) goto oom;
-    q->alpha_const = 1;
-    for (int side = 0; side < 6; side++)
-        for (int f = 0; f < p->n_fields; f++)
-            if (p->bc[f][side].kind == PJ_BC_LINEAR && !p->bc[f][side].constant) q->alpha_const = 0;
+    q->alpha_const = ghost_rule_constant(p);
     for (int a = 0; a < 3; a++) q->n[a] = p->n[a];
+    if (jacobian_plan(q) < 0) goto oom;
     if (set_blocks(q, d) < 0) goto oom;
     MPI_Comm comm = d ? PETSC_COMM_WORLD : PETSC_COMM_SELF;
     PetscInt *lx[3] = {NULL, NULL, NULL}; /* over MPI the blocks' widths along each axis */
@@ -713,6 +950,9 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
     for (int c = 0; c < q->dof; c++) CHECK(DMDASetFieldName(q->da, c, p->field_names[q->field_of[c]]), "DMDASetFieldName");
     CHECK(DMCreateGlobalVector(q->da, &q->X), "DMCreateGlobalVector");
     CHECK(VecDuplicate(q->X, &q->R), "VecDuplicate");
+    CHECK(VecDuplicate(q->X, &q->D), "VecDuplicate");
+    CHECK(VecDuplicate(q->X, &q->Djc), "VecDuplicate");
+    CHECK(VecDuplicate(q->X, &q->Voff), "VecDuplicate");
     CHECK(DMCreateMatrix(q->da, &q->J), "DMCreateMatrix");
     CHECK(MatSetOption(q->J, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE), "MatSetOption");
     CHECK(PetscOptionsCreate(&q->opts), "PetscOptionsCreate");
@@ -727,6 +967,7 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
         CHECK(SNESSetFromOptions(q->snes), OPTIONS_REFUSED);
         CHECK(apply_defaults(q->opts, q->snes), "the solver's defaults");
         if (d) CHECK(parallel_defaults(q->opts, q->snes), "the solver's defaults");
+        if (q->linear) CHECK(linear_defaults(q->opts, q->snes), "the solver's defaults");
         CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
     } else {
         CHECK(TSCreate(comm, &q->ts), "TSCreate");
@@ -752,9 +993,10 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
             CHECK(TSSetIFunction(q->ts, NULL, ts_ifunction, q), "TSSetIFunction");
             CHECK(TSSetIJacobian(q->ts, q->J, q->J, ts_ijacobian, q), "TSSetIJacobian");
             CHECK(TSSetRHSFunction(q->ts, q->R, ts_explicit, q), "TSSetRHSFunction");
-        } else {
-            CHECK(TSSetRHSFunction(q->ts, q->R, ts_rhs, q), "TSSetRHSFunction");
-            CHECK(TSSetRHSJacobian(q->ts, q->J, q->J, ts_jacobian, q), "TSSetRHSJacobian");
+        } else { /* the implicit form U' - F(U) too: PETSc's conversion of a right-hand side's Jacobian
+                    shifts its diagonal with MatShift (row by row) twice per Newton iteration */
+            CHECK(TSSetIFunction(q->ts, NULL, ts_ifunction, q), "TSSetIFunction");
+            CHECK(TSSetIJacobian(q->ts, q->J, q->J, ts_ijacobian, q), "TSSetIJacobian");
         }
         CHECK(TSSetExactFinalTime(q->ts, TS_EXACTFINALTIME_MATCHSTEP), "TSSetExactFinalTime");
         CHECK(TSSetMaxSteps(q->ts, 1000000000), "TSSetMaxSteps");
@@ -772,6 +1014,9 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
         CHECK(TSSetFromOptions(q->ts), OPTIONS_REFUSED);
         CHECK(apply_defaults(q->opts, ts_snes), "the solver's defaults");
         if (d) CHECK(parallel_defaults(q->opts, ts_snes), "the solver's defaults");
+        if (q->linear) CHECK(linear_defaults(q->opts, ts_snes), "the solver's defaults");
+        /* over MPI the matrix is spread: PETSc's ICC factors one process's only */
+        if (p->jac_symmetric && !d) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
         PetscScalar *x;
         CHECK(VecGetArray(q->X, &x), "VecGetArray");
         slot_to_vec(q, 0, x);
@@ -797,13 +1042,18 @@ void implicit_destroy(implicit_solver *q)
     if (q->ts) TSDestroy(&q->ts);
     if (q->snes) SNESDestroy(&q->snes);
     if (q->J) MatDestroy(&q->J);
+    if (q->Jc) MatDestroy(&q->Jc);
     if (q->X) VecDestroy(&q->X);
     if (q->R) VecDestroy(&q->R);
+    if (q->D) VecDestroy(&q->D);
+    if (q->Djc) VecDestroy(&q->Djc);
+    if (q->Voff) VecDestroy(&q->Voff);
     if (q->da) DMDestroy(&q->da);
     if (q->opts) PetscOptionsDestroy(&q->opts);
     free(q->unknown);
     free(q->field_of);
     free(q->alpha);
+    free(q->jc_params);
     free(q->cols);
     free(q->vals);
     for (int a = 0; a < 3; a++) free(q->start[a]);

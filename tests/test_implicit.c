@@ -412,6 +412,218 @@ static void interp_and_cpu_agree(void **state)
     assert_memory_equal(out[0], out[1], sizeof out[0]);
 }
 
+/* What the Jacobian reads (derive_reads, p->jac_reads) decides how the solver uses it: a linear
+ * problem, none of the unknowns; a constant Jacobian, nothing but constants, params and spacings. */
+static void what_the_jacobian_reads(void **state)
+{
+    (void)state;
+    static const struct { const char *rhs; unsigned reads; int symmetric; } cases[] = {
+        {"D*lap(u)", DERIVE_READS_PARAM, 1},
+        {"lap(u) - 3*u + x", 0, 1},
+        {"(1 + t)*lap(u)", DERIVE_READS_TIME, 0},   /* symmetric, but not by derive_symmetric's rule */
+        {"c*lap(u)", DERIVE_READS_FIELD, 0},        /* c(i) / h^2 against c(i+1) / h^2 */
+        {"lap(u) + u - u^3", DERIVE_READS_UNKNOWN, 1}, /* the state on the diagonal only */
+        {"div((1 + u^2)*grad(u))", DERIVE_READS_UNKNOWN, 0},
+        {"lap(u) + floor(u)", DERIVE_READS_UNKNOWN, 1},          /* constant derivative, F not affine */
+        {"lap(u) + (u > 0.5 ? 1 : 0)", DERIVE_READS_UNKNOWN, 1}, /* a condition on u */
+        {"lap(u) + (x > 0.5 ? 2 : 1)*u", 0, 1},                  /* a condition on x only */
+        {"lap(u) - div(2*u)", 0, 0},                           /* advection: not symmetric */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char src[512];
+        snprintf(src, sizeof src, "mesh grid(nx = 16)\nparam D = 2\nfield u = sin(pi*x)\nfield c = 1 + x\n"
+                 "eq dt(u) = %s\non all: u = 0\ntime dt = 0.01, steps = 1, scheme = beuler\n", cases[c].rhs);
+        pj_program *p = compile_as(src, -1);
+        assert_non_null(p);
+        if (p->jac_reads != cases[c].reads)
+            fail_msg("dt(u) = %s: the Jacobian reads %#x, expected %#x", cases[c].rhs, p->jac_reads, cases[c].reads);
+        if (p->jac_symmetric != cases[c].symmetric)
+            fail_msg("dt(u) = %s: symmetric %d, expected %d", cases[c].rhs, p->jac_symmetric, cases[c].symmetric);
+        program_free(p);
+    }
+}
+
+/* 2D heat with bdf2 and fixed steps of dt, `coef` times lap(u), to t = 10 dt: the final u, the
+ * solver's counts; D changed to 2 after 5 steps when set_d. */
+static void heat_2d_run(const char *coef, const char *options, int set_d, double *u, pj_solver_stats *st)
+{
+    char src[512];
+    snprintf(src, sizeof src, "mesh grid(nx = 32, ny = 24)\nparam D = 1\nfield u = 0\neq dt(u) = %s*lap(u)\n"
+             "on left: u = 1\non bottom: u = x\ntime dt = 0.002, until = 0.02, scheme = bdf2\n", coef);
+    pj_problem *pr;
+    char *diags = NULL, err[512];
+    assert_int_equal(pj_problem_compile("h.pde", src, strlen(src), &pr, &diags), PJ_OK);
+    pj_sim *sim;
+    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1, .solver_options = options};
+    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+    pj_status rc = pj_sim_advance(sim, 0.002, 0.01, err, sizeof err);
+    if (set_d && rc == PJ_OK) rc = pj_sim_set_param(sim, "D", 2);
+    if (rc == PJ_OK) rc = pj_sim_advance(sim, 0.002, 0.02, err, sizeof err);
+    if (rc) fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, PJ_OK);
+    assert_int_equal(pj_sim_get_field(sim, "u", u), PJ_OK);
+    assert_int_equal(pj_sim_solver_stats(sim, st), PJ_OK);
+    pj_sim_free(sim);
+    pj_problem_free(pr);
+}
+
+/* A linear problem takes one linear solve a step, and a Jacobian that depends on nothing that
+ * changes is assembled once: the same result as assembling it at every step (a coefficient that
+ * reads t but is 1 to the last bit makes the solver assemble it each time) and, to the solver's
+ * tolerance, as Newton's method; a param changed between steps makes it assemble again. */
+static void linear_problem_assembles_its_jacobian_once(void **state)
+{
+    (void)state;
+    enum { N = 32 * 24 };
+    static double once[N], every[N], newton[N];
+    pj_solver_stats a, b, c;
+    heat_2d_run("D", "-ksp_type cg -pc_type icc", 0, once, &a); /* the reference reads t: not CG by default */
+    heat_2d_run("(D + 1e-300*t)", "-ksp_type cg -pc_type icc", 0, every, &b);
+    heat_2d_run("D", "-snes_type newtonls", 0, newton, &c);
+    printf("linear heat, 10 bdf2 steps: %lld Jacobians, %lld Newton, %lld linear iterations; coefficient with t: "
+           "%lld Jacobians; Newton's method: %lld Newton iterations, %lld Jacobians\n", (long long)a.jacobians,
+           (long long)a.newton, (long long)a.linear, (long long)b.jacobians, (long long)c.newton, (long long)c.jacobians);
+    assert_int_equal(a.steps, 10);
+    assert_int_equal(a.jacobians, 1);
+    assert_int_equal(a.newton, 10); /* one linear solve per step */
+    assert_true(b.jacobians >= b.steps); /* at every linear solve (bdf2's start takes one more) */
+    assert_int_equal(c.jacobians, 1);
+    assert_int_equal(c.newton, 20); /* Newton: the second iteration confirms the first */
+    double diff_every = 0, diff_newton = 0, top = 0;
+    for (int i = 0; i < N; i++) {
+        diff_every = fmax(diff_every, fabs(once[i] - every[i]));
+        diff_newton = fmax(diff_newton, fabs(once[i] - newton[i]));
+        top = fmax(top, fabs(once[i]));
+    }
+    printf("  max |u - u (assembled every step)| = %.3g, max |u - u (Newton)| = %.3g, max |u| = %.3g\n", diff_every,
+           diff_newton, top);
+    assert_true(diff_every <= 1e-14 * top);
+    assert_true(diff_newton <= 1e-7 * top);
+    assert_true(top > 0.5);
+
+    heat_2d_run("D", "-ksp_type cg -pc_type icc", 1, once, &a);
+    heat_2d_run("(D + 1e-300*t)", "-ksp_type cg -pc_type icc", 1, every, &b);
+    diff_every = 0;
+    for (int i = 0; i < N; i++) diff_every = fmax(diff_every, fabs(once[i] - every[i]));
+    printf("  D set to 2 after 5 steps: %lld Jacobians; max |u - u (assembled every step)| = %.3g\n",
+           (long long)a.jacobians, diff_every);
+    assert_int_equal(a.jacobians, 2);
+    assert_true(diff_every <= 1e-14 * top);
+}
+
+/* A nonlinear problem assembles its Jacobian at every Newton iteration. */
+static void nonlinear_problem_assembles_at_every_iteration(void **state)
+{
+    (void)state;
+    const char *src = "mesh grid(nx = 32, ny = 32)\nfield u = cos(3*pi*x)*cos(2*pi*y)\neq dt(u) = 0.001*lap(u) + u - u^3\n"
+                      "on all: dn(u) = 0\ntime dt = 0.2, steps = 3, scheme = beuler\n";
+    pj_problem *pr;
+    char *diags = NULL, err[512];
+    assert_int_equal(pj_problem_compile("ac.pde", src, strlen(src), &pr, &diags), PJ_OK);
+    pj_sim *sim;
+    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1};
+    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+    assert_int_equal(pj_sim_advance(sim, 0.2, 0.6, err, sizeof err), PJ_OK);
+    pj_solver_stats st;
+    assert_int_equal(pj_sim_solver_stats(sim, &st), PJ_OK);
+    printf("Allen-Cahn, 3 steps: %lld Newton iterations, %lld Jacobians\n", (long long)st.newton, (long long)st.jacobians);
+    assert_true(st.newton >= 6);
+    assert_int_equal(st.jacobians, st.newton);
+    pj_sim_free(sim);
+    pj_problem_free(pr);
+}
+
+/* Allen-Cahn on 32 x 32 cells, 3 backward Euler steps of dt with these solver options: the final u
+ * into u; the run's status. */
+static pj_status allen_cahn_run(double dt, const char *options, double *u, pj_solver_stats *st)
+{
+    const char *src = "mesh grid(nx = 32, ny = 32)\nfield u = 0.1*cos(3*pi*x)*cos(2*pi*y)\n"
+                      "eq dt(u) = 0.001*lap(u) + u - u^3\non all: dn(u) = 0\ntime dt = 1, steps = 3, scheme = beuler\n";
+    pj_problem *pr;
+    char *diags = NULL, err[512];
+    assert_int_equal(pj_problem_compile("ac.pde", src, strlen(src), &pr, &diags), PJ_OK);
+    pj_sim *sim;
+    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1, .solver_options = options};
+    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+    pj_status rc = pj_sim_advance(sim, dt, 3 * dt, err, sizeof err);
+    if (rc == PJ_OK) {
+        assert_int_equal(pj_sim_get_field(sim, "u", u), PJ_OK);
+        assert_int_equal(pj_sim_solver_stats(sim, st), PJ_OK);
+    }
+    pj_sim_free(sim);
+    pj_problem_free(pr);
+    return rc;
+}
+
+/* A symmetric Jacobian gets conjugate gradients with ICC by default: on Allen-Cahn (the state on
+ * the diagonal only) the same result as GMRES with ILU to Newton's tolerance. With dt = 1.1 the
+ * growth term (1 - 3u^2, near 1 where u is small) outgrows 1/dt, shift I - J is indefinite, and CG
+ * with ICC, asked for by name, fails in the first step; the default gives way to GMRES there: the
+ * same result as GMRES. */
+static void symmetric_jacobian_gets_cg(void **state)
+{
+    (void)state;
+    enum { N = 32 * 32 };
+    static double cg[N], gmres[N];
+    pj_solver_stats a, b;
+    assert_int_equal(allen_cahn_run(1.1, "-ksp_type cg -pc_type icc", cg, &a), PJ_ERR_RUN);
+    for (int big = 0; big < 2; big++) {
+        double dt = big ? 1.1 : 0.2, diff = 0, top = 0;
+        assert_int_equal(allen_cahn_run(dt, NULL, cg, &a), PJ_OK);
+        assert_int_equal(allen_cahn_run(dt, "-ksp_type gmres -pc_type ilu", gmres, &b), PJ_OK);
+        for (int i = 0; i < N; i++) {
+            diff = fmax(diff, fabs(cg[i] - gmres[i]));
+            top = fmax(top, fabs(gmres[i]));
+        }
+        printf("Allen-Cahn, dt = %g: default %lld Newton, %lld linear iterations; GMRES/ILU %lld, %lld; max |u - u_gmres| = %.3g "
+               "(max |u| %.3g)\n", dt, (long long)a.newton, (long long)a.linear, (long long)b.newton, (long long)b.linear, diff, top);
+        assert_true(diff <= 1e-7 * top);
+        assert_true(top > 0.01);
+    }
+}
+
+/* Allen-Cahn's Jacobian changes on its diagonal only: assembled once, then updated there. The
+ * same result, to rounding, as assembling it at every Newton iteration (a diffusivity that reads t
+ * but is 0.001 to the last bit makes the solver assemble every time). */
+static void diagonal_update_equals_assembly(void **state)
+{
+    (void)state;
+    static const char *rhs[2] = {"0.001*lap(u) + u - u^3", "(0.001 + 1e-300*t)*lap(u) + u - u^3"};
+    enum { N = 32 * 32 };
+    static double u[2][N];
+    double secs[2];
+    for (int v = 0; v < 2; v++) {
+        char src[512];
+        snprintf(src, sizeof src, "mesh grid(nx = 32, ny = 32)\nfield u = cos(3*pi*x)*cos(2*pi*y)\neq dt(u) = %s\n"
+                 "on left: u = 0.5\non right, top, bottom: dn(u) = 0\ntime dt = 0.2, steps = 3, scheme = bdf2\n", rhs[v]);
+        pj_program *p = compile_as(src, -1);
+        assert_non_null(p);
+        printf("dt(u) = %s: off the diagonal the Jacobian reads %#x\n", rhs[v], p->jac_offdiag_reads);
+        assert_int_equal(p->jac_offdiag_reads, v ? DERIVE_READS_TIME : 0);
+        program_free(p);
+        pj_problem *pr;
+        char *diags = NULL, err[512];
+        assert_int_equal(pj_problem_compile("ac.pde", src, strlen(src), &pr, &diags), PJ_OK);
+        pj_sim *sim;
+        pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1, .solver_options = "-ksp_type cg -pc_type icc"};
+        assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+        assert_int_equal(pj_sim_advance(sim, 0.2, 0.6, err, sizeof err), PJ_OK);
+        assert_int_equal(pj_sim_get_field(sim, "u", u[v]), PJ_OK);
+        pj_solver_stats st;
+        assert_int_equal(pj_sim_solver_stats(sim, &st), PJ_OK);
+        assert_true(st.jacobians >= st.newton);
+        secs[v] = st.seconds_jacobian / (double)st.jacobians;
+        printf("  %lld Newton iterations, %lld Jacobians, %.3g ms each\n", (long long)st.newton, (long long)st.jacobians,
+               1e3 * secs[v]);
+        pj_sim_free(sim);
+        pj_problem_free(pr);
+    }
+    double diff = 0;
+    for (int i = 0; i < N; i++) diff = fmax(diff, fabs(u[0][i] - u[1][i]));
+    printf("  max |u (diagonal updated) - u (assembled)| = %.3g\n", diff);
+    assert_true(diff <= 1e-12);
+}
+
 /* Each simulation's solver options are its own: an LU solve in one leaves the next on GMRES. */
 static void options_stay_with_their_simulation(void **state)
 {
@@ -699,6 +911,11 @@ int main(void)
         cmocka_unit_test(fourth_order_with_two_conditions),
         cmocka_unit_test(heat_from_a_wall_at_100x_the_limit),
         cmocka_unit_test(interp_and_cpu_agree),
+        cmocka_unit_test(what_the_jacobian_reads),
+        cmocka_unit_test(linear_problem_assembles_its_jacobian_once),
+        cmocka_unit_test(nonlinear_problem_assembles_at_every_iteration),
+        cmocka_unit_test(symmetric_jacobian_gets_cg),
+        cmocka_unit_test(diagonal_update_equals_assembly),
         cmocka_unit_test(options_stay_with_their_simulation),
         cmocka_unit_test(command_line),
         cmocka_unit_test(implicit_samples),
