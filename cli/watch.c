@@ -313,7 +313,11 @@ static void between_steps_mpi(watch *w)
             pj_sim_broadcast(w->sim, text ? text + at : scratch, n);
         }
         if (text) text[head.len] = 0;
-        else snprintf(w->err, sizeof w->err, "out of memory");
+        if (pj_sim_any(w->sim, !text)) { /* one process without the text: none swaps */
+            free(text);
+            text = NULL;
+            snprintf(w->err, sizeof w->err, "out of memory");
+        }
     }
     compile_text(w, text, head.len >= 0 ? (size_t)head.len : 0, t0);
     report(w);

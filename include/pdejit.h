@@ -136,6 +136,8 @@ PJ_API int pj_sim_processes(const pj_sim *sim);
 /* A decomposed simulation: rank 0's n bytes at data copied to every process (collective);
  * nothing otherwise. */
 PJ_API void pj_sim_broadcast(pj_sim *sim, void *data, size_t n);
+/* A decomposed simulation: 1 when `flag` is nonzero on any process (collective); flag otherwise. */
+PJ_API int pj_sim_any(pj_sim *sim, int flag);
 /* A decomposed simulation's ghost exchanges on this process so far: how many, their wall seconds
  * (waits for the neighbours included) and the bytes it received; zeros otherwise. */
 PJ_API void pj_sim_exchange_stats(const pj_sim *sim, int64_t *exchanges, double *seconds, double *bytes);

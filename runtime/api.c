@@ -268,6 +268,8 @@ void pj_sim_broadcast(pj_sim *ps, void *data, size_t n)
     if (ps && data && n) engine_bcast(ps->e, data, n);
 }
 
+int pj_sim_any(pj_sim *ps, int flag) { return ps ? engine_any(ps->e, flag != 0) : flag != 0; }
+
 void pj_sim_exchange_stats(const pj_sim *ps, int64_t *exchanges, double *seconds, double *bytes)
 {
     decomp_stats st = {0, 0, 0};
@@ -430,7 +432,10 @@ pj_status pj_sim_swap(pj_sim *ps, const pj_problem *next, double *t_swap, char *
 {
     if (!ps || !next) return PJ_ERR_INPUT;
     char *text = malloc(next->len + 1);
-    if (!text) return PJ_ERR_MEMORY;
+    if (engine_any(ps->e, !text)) { /* over MPI every process swaps, or none */
+        free(text);
+        return PJ_ERR_MEMORY;
+    }
     memcpy(text, next->text, next->len + 1);
     void *kernels = engine_prepare(ps->e, next->p, NULL, err, err_len);
     if (!kernels) {
