@@ -186,20 +186,24 @@ double field_diff(const double *a, const double *b, int64_t n, int64_t *at)
     return worst;
 }
 
+void engine_set_params(engine *e, const char *sets)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", sets ? sets : "");
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        assert_non_null(eq);
+        *eq = 0;
+        assert_int_equal(engine_set_param(e, tok, atof(eq + 1)), 0);
+    }
+}
+
 static engine *case_engine(const pj_program *p, const char *backend, const engine_options *o, const char *sets)
 {
     char err[1024];
     engine *e = engine_create(engine_backend(backend), p, o, NULL, err, sizeof err);
     if (!e) fail_msg("%s back end: %s", backend, err);
-    if (sets) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", sets);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-            char *eq = strchr(tok, '=');
-            *eq = 0;
-            assert_int_equal(engine_set_param(e, tok, atof(eq + 1)), 0);
-        }
-    }
+    engine_set_params(e, sets);
     if (engine_init(e, err, sizeof err) < 0) fail_msg("%s: %s", backend, err);
     return e;
 }

@@ -26,6 +26,8 @@ typedef enum { BE_INTERP, BE_CPU, BE_CPU_PREFETCH, BE_CUDA } backend_kind;
  * it does not compile. */
 pj_program *compile_named(const char *name, const char *src);
 pj_program *compile_text(const char *src);
+/* Sets "name=value,name=value" (NULL: none) on e; a test failure for an unknown name. */
+void engine_set_params(engine *e, const char *sets);
 
 /* Runs `src` to its end; `sets` is "name=value,name=value" or NULL. */
 solved *solve(const char *src, backend_kind be, int single, int threads, const char *sets);

@@ -22,15 +22,7 @@ static void monitors_after(const pj_program *p, const char *be, int threads, int
     engine *e = engine_create(engine_backend(be), p, &o, NULL, err, sizeof err);
     if (!e) fprintf(stderr, "%s\n", err);
     assert_non_null(e);
-    if (sets) {
-        char buf[512];
-        snprintf(buf, sizeof buf, "%s", sets);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-            char *eq = strchr(tok, '=');
-            *eq = 0;
-            assert_true(engine_set_param(e, tok, atof(eq + 1)) >= 0);
-        }
-    }
+    engine_set_params(e, sets);
     assert_int_equal(engine_init(e, err, sizeof err), 0);
     double dt = p->dt > 0 ? p->dt : 1e-3;
     for (int i = 0; i < steps; i++) assert_int_equal(engine_step(e, dt, err, sizeof err), 0);

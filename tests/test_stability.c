@@ -24,15 +24,7 @@ static engine *start(const pj_program *p, const char *sets)
     engine *e = engine_create(engine_backend("interp"), p, &o, NULL, err, sizeof err);
     if (!e) fprintf(stderr, "%s\n", err);
     assert_non_null(e);
-    if (sets) {
-        char buf[512];
-        snprintf(buf, sizeof buf, "%s", sets);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-            char *eq = strchr(tok, '=');
-            *eq = 0;
-            assert_true(engine_set_param(e, tok, atof(eq + 1)) >= 0);
-        }
-    }
+    engine_set_params(e, sets);
     assert_int_equal(engine_init(e, err, sizeof err), 0);
     return e;
 }

@@ -32,15 +32,7 @@ static engine *make_engine(const pj_program *p, const char *backend, int single,
     unsetenv("PDEJIT_TBLOCK_K");
     unsetenv("PDEJIT_TBLOCK_ROWS");
     if (!e) fail_msg("%s back end: %s", backend, err);
-    if (sets) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", sets);
-        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-            char *eq = strchr(tok, '=');
-            *eq = 0;
-            assert_int_equal(engine_set_param(e, tok, atof(eq + 1)), 0);
-        }
-    }
+    engine_set_params(e, sets);
     if (engine_init(e, err, sizeof err) < 0) fail_msg("%s: %s", backend, err);
     return e;
 }
