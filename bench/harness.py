@@ -212,8 +212,12 @@ def peers_table(args):
                 gbs = cells * BYTES_PER_CELL / med / 1e9
                 chk = ""
                 if key != "c" and c_sum is not None and d["lines"][0]["steps"] == c_steps:
-                    s = float(d["lines"][0]["checksum"])
-                    chk = "ok" if abs(s - c_sum) <= 1e-12 * abs(c_sum) else "DIFFERS"
+                    ok = True
+                    for f in ("checksum", "sumsq"):
+                        if f in c["lines"][0] and f in d["lines"][0]:
+                            a, b = float(d["lines"][0][f]), float(c["lines"][0][f])
+                            ok = ok and abs(a - b) <= 1e-12 * abs(b)
+                    chk = "ok" if ok else "DIFFERS"
                 comp = d["lines"][0].get("compile_s", "")
                 print("| %s | %s | %s | %s | %s | %s | %.0f | %.1f | %s | %s | %s | %s |" % (
                     prob, name, d["lines"][0].get("threads", str(t)), label, fmt_time(med), fmt_time(min(d["times"])),
