@@ -9,7 +9,13 @@
  * kernel cache like every stage kernel. The derivative with respect to an input at the cell is
  * one output of derive.c's Jacobian of the problem's rhs kernel; that kernel is compiled the same
  * way (per field, on first use) and run with the sim's buffers and two scratch buffers (the wanted
- * derivative and one that every other derivative output is written to). */
+ * derivative and one that every other derivative output is written to).
+ *
+ * A face term (pj_term_options.at = PJ_TERM_FACES) is the same with the expression as a flux
+ * `face__()` and, per axis, two outputs: the flux on each cell's low face and on its high face
+ * (the internal calls face_x0__(face__()) ..., pj_compile_options.term_faces). The faces normal to
+ * an axis are the low faces of its cells and, past the last cell, that cell's high face: what a
+ * div(...) of the expression would use on every face, boundary faces included. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +29,9 @@
 #include "sim.h"
 
 #define TERM_OUT "term__"
+#define TERM_FLUX "face__"
+static const char *const face_out[3][2] = {{"out_x0__", "out_x1__"}, {"out_y0__", "out_y1__"},
+                                           {"out_z0__", "out_z1__"}};
 
 typedef struct term_jac {
     cpu_backend *cpu;      /* NULL until first used */
@@ -34,7 +43,11 @@ struct pj_term {
     pj_program *p;
     sim *s;
     cpu_backend *cpu;
-    int n_inputs;          /* fields 0 .. n_inputs - 1; the term is field n_inputs */
+    int n_inputs;          /* fields 0 .. n_inputs - 1; the term is field n_inputs (a face term:
+                              fields n_inputs + 2a and + 2a + 1, axis a's low and high faces) */
+    int faces;             /* a face term */
+    int dim;
+    int64_t n[3];
     int64_t cells;
     int threads;
     int from_cache;
@@ -131,6 +144,8 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     if (o->dim < 1 || o->dim > 3)
         return fail(diagnostics, PJ_ERR_INPUT, "the grid must have 1, 2 or 3 axes, not %d", o->dim);
     if (o->n_fields < 1 || !o->fields) return fail(diagnostics, PJ_ERR_INPUT, "a term needs at least one input field");
+    if ((unsigned)o->at > PJ_TERM_FACES) return fail(diagnostics, PJ_ERR_INPUT, "unknown term kind %d", (int)o->at);
+    int faces = o->at == PJ_TERM_FACES;
     if (o->n_params < 0 || (o->n_params && (!o->params || !o->param_values)))
         return fail(diagnostics, PJ_ERR_INPUT, "params: names and values are needed");
     int n_names = o->n_fields + o->n_params;
@@ -139,7 +154,9 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
         if (!is_identifier(name) || strlen(name) > 64)
             return fail(diagnostics, PJ_ERR_INPUT, "'%s' is not a name for a %s", name ? name : "(null)",
                         i < o->n_fields ? "field" : "param");
-        if (!strcmp(name, TERM_OUT)) return fail(diagnostics, PJ_ERR_INPUT, "'%s' is reserved", name);
+        int reserved = !strcmp(name, TERM_OUT) || !strcmp(name, TERM_FLUX);
+        for (int a = 0; a < 3; a++) reserved |= !strcmp(name, face_out[a][0]) || !strcmp(name, face_out[a][1]);
+        if (reserved) return fail(diagnostics, PJ_ERR_INPUT, "'%s' is reserved", name);
         for (int j = 0; j < i; j++) {
             const char *other = j < o->n_fields ? o->fields[j] : o->params[j - o->n_fields];
             if (!strcmp(name, other)) return fail(diagnostics, PJ_ERR_INPUT, "'%s' is given twice", name);
@@ -174,8 +191,10 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
         put(&tx, "%s%s = %.17g%s", i ? "" : "param ", o->params[i], o->param_values[i],
             i + 1 < o->n_params ? ", " : "\n");
     put(&tx, "field ");
-    for (int f = 0; f < o->n_fields; f++) put(&tx, "%s, ", o->fields[f]);
-    put(&tx, "%s\n", TERM_OUT);
+    for (int f = 0; f < o->n_fields; f++) put(&tx, "%s%s", o->fields[f], f + 1 < o->n_fields || !faces ? ", " : "");
+    if (faces)
+        for (int a = 0; a < o->dim; a++) put(&tx, ", %s, %s", face_out[a][0], face_out[a][1]);
+    put(&tx, "%s\n", faces ? "" : TERM_OUT);
     int any_periodic = 0;
     for (int a = 0; a < o->dim; a++)
         if (o->boundary[a] == PJ_TERM_PERIODIC) {
@@ -183,9 +202,15 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
             any_periodic = 1;
         }
     if (any_periodic) put(&tx, "\n");
-    put(&tx, "eq dt(%s) = (\n", TERM_OUT);
+    if (faces)
+        put(&tx, "flux %s() = (\n", TERM_FLUX);
+    else
+        put(&tx, "eq dt(%s) = (\n", TERM_OUT);
     int expr_line = tx.failed ? 0 : count_lines(tx.data) + 1;
     put(&tx, "%s\n)\n", expr);
+    for (int a = 0; faces && a < o->dim; a++)
+        for (int hi = 0; hi < 2; hi++)
+            put(&tx, "eq dt(%s) = face_%c%d__(%s())\n", face_out[a][hi], axis_name[a], hi, TERM_FLUX);
     if (tx.failed) {
         free(tx.data);
         return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
@@ -194,7 +219,7 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     diag d;
     diag_init(&d, "<definitions>", tx.data, tx.len);
     diag_set_part(&d, expr_line, "<term>");
-    pj_compile_options copt = {.scheme = PJ_EULER, .scheme_set = 1};
+    pj_compile_options copt = {.scheme = PJ_EULER, .scheme_set = 1, .term_faces = faces};
     pj_program *p = compile_problem("<term>", tx.data, tx.len, &d, &copt);
     if (!p) {
         if (d.errors) diag_append(&d, "%d error%s\n", d.errors, d.errors == 1 ? "" : "s");
@@ -215,6 +240,9 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     }
     t->p = p;
     t->n_inputs = o->n_fields;
+    t->faces = faces;
+    t->dim = o->dim;
+    for (int a = 0; a < 3; a++) t->n[a] = a < o->dim ? o->n[a] : 1;
     t->threads = o->threads;
     t->cells = p->n[0] * p->n[1] * p->n[2];
     t->jac = calloc((size_t)o->n_fields, sizeof *t->jac);
@@ -257,6 +285,10 @@ static pj_status load_inputs(pj_term *t, const double *const *inputs, double *ou
 
 pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, double *out, char *err, size_t err_len)
 {
+    if (t && t->faces) {
+        diag_set(err, err_len, "pj_term_eval: a face term gives face values: call pj_term_eval_faces");
+        return PJ_ERR_INPUT;
+    }
     pj_status st = load_inputs(t, inputs, out, err, err_len);
     if (st != PJ_OK) return st;
     const pj_stage *stage = &t->p->stages[0];
@@ -266,6 +298,61 @@ pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, dou
     }
     cpu_backend_ran(t->cpu); /* a kernel from the cache ran and returned: its trial ends (cache.h) */
     sim_get_field(t->s, t->p->n_fields + t->n_inputs, out); /* slot 1 */
+    return PJ_OK;
+}
+
+int64_t pj_term_face_count(const pj_term *t, int axis)
+{
+    if (!t || !t->faces || axis < 0 || axis >= t->dim) return 0;
+    int64_t count = 1;
+    for (int a = 0; a < 3; a++) count *= t->n[a] + (a == axis);
+    return count;
+}
+
+pj_status pj_term_eval_faces(pj_term *t, const double *const *inputs, double time, double *const *out, char *err,
+                             size_t err_len)
+{
+    if (t && !t->faces) {
+        diag_set(err, err_len, "pj_term_eval_faces: a cell term gives cell values: call pj_term_eval");
+        return PJ_ERR_INPUT;
+    }
+    pj_status st = load_inputs(t, inputs, out ? (double *)out : NULL, err, err_len);
+    if (st != PJ_OK) return st;
+    for (int a = 0; a < t->dim; a++)
+        if (!out[a]) {
+            diag_set(err, err_len, "pj_term_eval_faces: the output for axis %c is NULL", "xyz"[a]);
+            return PJ_ERR_INPUT;
+        }
+    const pj_stage *stage = &t->p->stages[0];
+    if (sim_run_kernel(t->s, stage->read_slot, time, 1.0, NULL, NULL, 0, stage->kernel, NULL) < 0) {
+        diag_set(err, err_len, "%s", sim_error(t->s));
+        return PJ_ERR_RUN;
+    }
+    cpu_backend_ran(t->cpu);
+    /* slot 1: face (i, j, k) normal to a is the low face of cell (i, j, k), or past the last cell
+       along a the high face of the last cell */
+    const kir_launch *L = sim_launch(t->s);
+    int nf = t->p->n_fields;
+    const int64_t *n = t->n;
+    for (int a = 0; a < t->dim; a++) {
+        const double *lo = L->buf[nf + t->n_inputs + 2 * a], *hi = L->buf[nf + t->n_inputs + 2 * a + 1];
+        double *o = out[a];
+        int64_t m[3] = {n[0], n[1], n[2]};
+        m[a] += 1;
+        for (int64_t k = 0; k < m[2]; k++)
+            for (int64_t j = 0; j < m[1]; j++) {
+                int64_t kk = k < n[2] ? k : k - 1, jj = j < n[1] ? j : j - 1;
+                const double *src = (a == 2 && k == n[2]) || (a == 1 && j == n[1]) ? hi : lo;
+                const double *row = src + jj * L->stride[1] + kk * L->stride[2];
+                if (a == 0) {
+                    memcpy(o, row, sizeof(double) * (size_t)n[0]);
+                    o[n[0]] = hi[(n[0] - 1) + jj * L->stride[1] + kk * L->stride[2]];
+                } else {
+                    memcpy(o, row, sizeof(double) * (size_t)n[0]);
+                }
+                o += m[0];
+            }
+    }
     return PJ_OK;
 }
 
@@ -321,6 +408,10 @@ static pj_status prepare_jacobian(pj_term *t, int f, char *err, size_t err_len)
 pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *inputs, double time, double *out,
                            char *err, size_t err_len)
 {
+    if (t && t->faces) {
+        diag_set(err, err_len, "pj_term_jacobian: a face term has no derivative at the cell");
+        return PJ_ERR_INPUT;
+    }
     pj_status st = load_inputs(t, inputs, out, err, err_len);
     if (st != PJ_OK) return st;
     int f = -1;
