@@ -15,7 +15,15 @@
  * `face__()` and, per axis, two outputs: the flux on each cell's low face and on its high face
  * (the internal calls face_x0__(face__()) ..., pj_compile_options.term_faces). The faces normal to
  * an axis are the low faces of its cells and, past the last cell, that cell's high face: what a
- * div(...) of the expression would use on every face, boundary faces included. */
+ * div(...) of the expression would use on every face, boundary faces included.
+ *
+ * In place: in 1D and 2D a cell term's kernel writes the caller's `out` and reads the inputs it
+ * reads at the cell only (halo 0) from the caller's arrays, not from copies in the sim's ghosted
+ * buffers (no copy in, no copy out, no fresh pages for them: the first call's cost). The sim's
+ * buffers have rows of nx + 2·halo, the caller's of nx, and a kernel addresses row y of every
+ * buffer as base + y·stride[1]; so in 2D the kernel runs one row at a time, each caller's array
+ * given the base that puts row y where it is in that array (run_rows). 3D runs a plane a call,
+ * whose rows no one base can place, and copies as before. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,6 +37,8 @@
 #include "sim.h"
 
 #define TERM_OUT "term__"
+#define TERM_DIRECT_BUFS 64   /* in place only for kernels with at most this many buffers */
+#define TERM_DIRECT_MIN_NX 32 /* in 2D: shorter rows are not worth a kernel call each */
 #define TERM_FLUX "face__"
 static const char *const face_out[3][2] = {{"out_x0__", "out_x1__"}, {"out_y0__", "out_y1__"},
                                            {"out_z0__", "out_z1__"}};
@@ -46,6 +56,8 @@ struct pj_term {
     int n_inputs;          /* fields 0 .. n_inputs - 1; the term is field n_inputs (a face term:
                               fields n_inputs + 2a and + 2a + 1, axis a's low and high faces) */
     int faces;             /* a face term */
+    int direct;            /* in place (see the top): inputs with direct_in[f] and out are the caller's */
+    unsigned char *direct_in;
     int dim;
     int64_t n[3];
     int64_t cells;
@@ -127,6 +139,7 @@ void pj_term_free(pj_term *t)
         kir_free(t->jac[f].k);
     }
     free(t->jac);
+    free(t->direct_in);
     free(t->scratch[0]);
     free(t->scratch[1]);
     sim_destroy(t->s);
@@ -263,11 +276,25 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     t->from_cache = nk > 0 && tm && tm[0].from_cache;
     cpu_backend_install(t->cpu, t->s);
     sim_set_spacing(t->s, o->h); /* sim_create zeroed every buffer: slot 0's term__ stays 0 */
+    t->direct = !faces && (o->dim == 1 || (o->dim == 2 && o->n[0] >= TERM_DIRECT_MIN_NX)) &&
+                p->n_slots * p->n_fields <= TERM_DIRECT_BUFS && !getenv("PDEJIT_TERM_COPY");
+    if (t->direct && !(t->direct_in = calloc((size_t)o->n_fields, 1))) {
+        pj_term_free(t);
+        return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
+    }
+    for (int f = 0; t->direct && f < o->n_fields; f++)
+        if (p->field_halo[f] == 0 && f < 64) {
+            t->direct_in[f] = 1;
+            sim_skip_fill(t->s, f, 1); /* its ghosts are never read */
+        }
     *out = t;
     return PJ_OK;
 }
 
-static pj_status load_inputs(pj_term *t, const double *const *inputs, double *out, char *err, size_t err_len)
+/* Copies the inputs into the sim's buffers: all of them, or (direct) those the kernel does not
+ * read from the caller's arrays. */
+static pj_status load_inputs(pj_term *t, const double *const *inputs, double *out, int direct, char *err,
+                             size_t err_len)
 {
     if (!t || !inputs || !out) {
         diag_set(err, err_len, "pj_term: NULL argument");
@@ -278,9 +305,38 @@ static pj_status load_inputs(pj_term *t, const double *const *inputs, double *ou
             diag_set(err, err_len, "pj_term: input %s is NULL", t->p->field_names[f]);
             return PJ_ERR_INPUT;
         }
-        sim_set_field(t->s, f, inputs[f]);
+        if (!direct || !t->direct_in[f]) sim_set_field(t->s, f, inputs[f]);
     }
     return PJ_OK;
+}
+
+/* The in-place kernel run (see the top): buffer index[d] is the caller's array base[d]. */
+typedef struct term_rows {
+    pj_term *t;
+    int nbuf, n_direct;
+    int index[TERM_DIRECT_BUFS];
+    uintptr_t base[TERM_DIRECT_BUFS];
+} term_rows;
+
+static void run_rows(void *ctx, int stage, const kir_launch *L, int64_t begin, int64_t end)
+{
+    const term_rows *r = ctx;
+    void *buf[TERM_DIRECT_BUFS];
+    memcpy(buf, L->buf, sizeof(void *) * (size_t)r->nbuf);
+    kir_launch l = *L;
+    l.buf = buf;
+    if (r->t->dim == 1) {
+        for (int d = 0; d < r->n_direct; d++) buf[r->index[d]] = (void *)r->base[d];
+        cpu_backend_run(r->t->cpu, stage, &l, begin, end);
+        return;
+    }
+    /* row y at base + y·stride[1] is the caller's row y at array + y·nx: base = array - y·(stride[1] - nx),
+       computed in unsigned arithmetic (the base lies outside the array; only base + y·stride[1] is read) */
+    const uintptr_t shift = (uintptr_t)(L->stride[1] - L->n[0]) * sizeof(double);
+    for (int64_t y = begin; y < end; y++) {
+        for (int d = 0; d < r->n_direct; d++) buf[r->index[d]] = (void *)(r->base[d] - (uintptr_t)y * shift);
+        cpu_backend_run(r->t->cpu, stage, &l, y, y + 1);
+    }
 }
 
 pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, double *out, char *err, size_t err_len)
@@ -289,15 +345,25 @@ pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, dou
         diag_set(err, err_len, "pj_term_eval: a face term gives face values: call pj_term_eval_faces");
         return PJ_ERR_INPUT;
     }
-    pj_status st = load_inputs(t, inputs, out, err, err_len);
+    pj_status st = load_inputs(t, inputs, out, t->direct, err, err_len);
     if (st != PJ_OK) return st;
     const pj_stage *stage = &t->p->stages[0];
-    if (sim_run_kernel(t->s, stage->read_slot, time, 1.0, NULL, NULL, 0, stage->kernel, NULL) < 0) {
+    int nf = t->p->n_fields;
+    term_rows rows = {.t = t, .nbuf = t->p->n_slots * nf};
+    for (int f = 0; t->direct && f < t->n_inputs; f++)
+        if (t->direct_in[f]) {
+            rows.index[rows.n_direct] = f; /* slot 0 */
+            rows.base[rows.n_direct++] = (uintptr_t)inputs[f];
+        }
+    rows.index[rows.n_direct] = nf + t->n_inputs; /* slot 1's term__ */
+    rows.base[rows.n_direct++] = (uintptr_t)out;
+    if (sim_run_kernel(t->s, stage->read_slot, time, 1.0, t->direct ? run_rows : NULL, t->direct ? &rows : NULL, 0,
+                       stage->kernel, NULL) < 0) {
         diag_set(err, err_len, "%s", sim_error(t->s));
         return PJ_ERR_RUN;
     }
     cpu_backend_ran(t->cpu); /* a kernel from the cache ran and returned: its trial ends (cache.h) */
-    sim_get_field(t->s, t->p->n_fields + t->n_inputs, out); /* slot 1 */
+    if (!t->direct) sim_get_field(t->s, nf + t->n_inputs, out); /* slot 1 */
     return PJ_OK;
 }
 
@@ -316,7 +382,7 @@ pj_status pj_term_eval_faces(pj_term *t, const double *const *inputs, double tim
         diag_set(err, err_len, "pj_term_eval_faces: a cell term gives cell values: call pj_term_eval");
         return PJ_ERR_INPUT;
     }
-    pj_status st = load_inputs(t, inputs, out ? (double *)out : NULL, err, err_len);
+    pj_status st = load_inputs(t, inputs, out ? (double *)out : NULL, 0, err, err_len);
     if (st != PJ_OK) return st;
     for (int a = 0; a < t->dim; a++)
         if (!out[a]) {
@@ -412,7 +478,7 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
         diag_set(err, err_len, "pj_term_jacobian: a face term has no derivative at the cell");
         return PJ_ERR_INPUT;
     }
-    pj_status st = load_inputs(t, inputs, out, err, err_len);
+    pj_status st = load_inputs(t, inputs, out, 0, err, err_len);
     if (st != PJ_OK) return st;
     int f = -1;
     for (int i = 0; field && i < t->n_inputs; i++)
