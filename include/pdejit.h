@@ -296,9 +296,11 @@ PJ_API pj_status pj_sim_field_view(pj_sim *sim, const char *name, pj_field_view 
  * lap, grad, div of fluxes, L R harm upwind ..., conditionals, x y z coordinates, params), over
  * input fields on a uniform grid, e.g. "D*lap(u) + (u > 0.5 ? k*u*(1 - u) : 0)". It is compiled
  * once, like a problem's kernel (LLVM on the CPU, through the kernel cache), and evaluated at every
- * cell of arrays the caller owns (x fastest, no ghost cells): the inputs are copied into buffers
- * with ghost layers, which are filled by the boundary treatment of each axis, then the kernel runs
- * on the term's threads and the result is copied out.
+ * cell of arrays the caller owns (x fastest, no ghost cells), on the term's threads; the values
+ * beyond the grid come from the boundary treatment of each axis. In 1D and 2D the kernel reads the
+ * inputs from the caller's arrays and writes `out` directly (inputs read at neighbours, in 2D,
+ * through small windows of rows with their ghost cells); in 3D, and for face terms, the inputs are
+ * copied into buffers with ghost layers and the result copied out.
  *
  * Boundaries: PJ_TERM_ZERO_FLUX (the default) mirrors the cells next to the wall into the ghost
  * layers (dn(u) = 0 on both sides: lap(u) and div(D*grad(u)) see no flux through the wall);

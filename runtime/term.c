@@ -23,7 +23,11 @@
  * buffers have rows of nx + 2·halo, the caller's of nx, and a kernel addresses row y of every
  * buffer as base + y·stride[1]; so in 2D the kernel runs one row at a time, each caller's array
  * given the base that puts row y where it is in that array (run_rows). 3D runs a plane a call,
- * whose rows no one base can place, and copies as before. */
+ * whose rows no one base can place, and copies as before. In 2D an input read at neighbours
+ * (halo h > 0) is not copied whole either: each thread copies blocks of TERM_WINDOW_ROWS rows
+ * plus h rows either side, with their ghost cells (zero flux mirrors, periodic wraps, as the sim's
+ * fill does), into a small window that stays in cache, given the base that puts those rows at
+ * their y. $PDEJIT_TERM_COPY set at pj_term_compile keeps the copies (for comparisons). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,6 +43,7 @@
 #define TERM_OUT "term__"
 #define TERM_DIRECT_BUFS 64   /* in place only for kernels with at most this many buffers */
 #define TERM_DIRECT_MIN_NX 32 /* in 2D: shorter rows are not worth a kernel call each */
+#define TERM_WINDOW_ROWS 16   /* 2D: rows of an input read at neighbours copied at a time */
 #define TERM_FLUX "face__"
 static const char *const face_out[3][2] = {{"out_x0__", "out_x1__"}, {"out_y0__", "out_y1__"},
                                            {"out_z0__", "out_z1__"}};
@@ -57,7 +62,8 @@ struct pj_term {
                               fields n_inputs + 2a and + 2a + 1, axis a's low and high faces) */
     int faces;             /* a face term */
     int direct;            /* in place (see the top): inputs with direct_in[f] and out are the caller's */
-    unsigned char *direct_in;
+    unsigned char *direct_in; /* 1: read in place, 2: through a window (2D, halo > 0) */
+    int periodic[3];
     int dim;
     int64_t n[3];
     int64_t cells;
@@ -282,11 +288,14 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
         pj_term_free(t);
         return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
     }
-    for (int f = 0; t->direct && f < o->n_fields; f++)
-        if (p->field_halo[f] == 0 && f < 64) {
-            t->direct_in[f] = 1;
-            sim_skip_fill(t->s, f, 1); /* its ghosts are never read */
+    for (int a = 0; a < 3; a++) t->periodic[a] = a < o->dim && o->boundary[a] == PJ_TERM_PERIODIC;
+    for (int f = 0; t->direct && f < o->n_fields; f++) {
+        int h = p->field_halo[f];
+        if (f < 64 && (h == 0 || (o->dim == 2 && h <= p->halo && h <= o->n[0] && h <= o->n[1]))) {
+            t->direct_in[f] = h == 0 ? 1 : 2;
+            sim_skip_fill(t->s, f, 1); /* the sim's buffer is not read (pj_term_jacobian fills it) */
         }
+    }
     *out = t;
     return PJ_OK;
 }
@@ -310,13 +319,49 @@ static pj_status load_inputs(pj_term *t, const double *const *inputs, double *ou
     return PJ_OK;
 }
 
-/* The in-place kernel run (see the top): buffer index[d] is the caller's array base[d]. */
+/* 1 when arrays a and b of n doubles share memory. */
+static int overlap(const double *a, const double *b, int64_t n)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b, len = (uintptr_t)n * sizeof(double);
+    return x < y + len && y < x + len;
+}
+
+/* The ghost fill of the inputs the in-place kernel reads otherwise: off (skip 1) or on (0). */
+static void skip_fills(pj_term *t, int skip)
+{
+    for (int f = 0; t->direct && f < t->n_inputs; f++)
+        if (t->direct_in[f]) sim_skip_fill(t->s, f, skip);
+}
+
+/* The in-place kernel run (see the top): buffer index[d] is the caller's array base[d]; buffer
+ * win_index[w] a window over the caller's array win_src[w], whose halo is win_h[w]. */
 typedef struct term_rows {
     pj_term *t;
-    int nbuf, n_direct;
+    int nbuf, n_direct, n_win;
     int index[TERM_DIRECT_BUFS];
     uintptr_t base[TERM_DIRECT_BUFS];
+    int win_index[TERM_DIRECT_BUFS], win_h[TERM_DIRECT_BUFS];
+    const double *win_src[TERM_DIRECT_BUFS];
+    int failed;            /* a window could not be allocated (atomic) */
 } term_rows;
+
+/* Rows y0 - h .. y1 - 1 + h of the caller's nx x ny array `a` into window w (row r at
+ * w + r·stride), each with h ghost cells either side: zero flux mirrors the cells next to the
+ * wall, periodic wraps around, along x and y (what sim_fill_ghosts does for a term). */
+static void fill_window(double *w, int64_t stride, const double *a, int64_t nx, int64_t ny, int h, const int periodic[2],
+                        int64_t y0, int64_t y1)
+{
+    for (int64_t y = y0 - h; y < y1 + h; y++, w += stride) {
+        int64_t src = y;
+        if (y < 0) src = periodic[1] ? y + ny : -y - 1;
+        if (y >= ny) src = periodic[1] ? y - ny : 2 * ny - 1 - y;
+        memcpy(w, a + src * nx, sizeof(double) * (size_t)nx);
+        for (int m = 1; m <= h; m++) {
+            w[-m] = w[periodic[0] ? nx - m : m - 1];
+            w[nx - 1 + m] = w[periodic[0] ? m - 1 : nx - m];
+        }
+    }
+}
 
 static void run_rows(void *ctx, int stage, const kir_launch *L, int64_t begin, int64_t end)
 {
@@ -332,11 +377,30 @@ static void run_rows(void *ctx, int stage, const kir_launch *L, int64_t begin, i
     }
     /* row y at base + y·stride[1] is the caller's row y at array + y·nx: base = array - y·(stride[1] - nx),
        computed in unsigned arithmetic (the base lies outside the array; only base + y·stride[1] is read) */
-    const uintptr_t shift = (uintptr_t)(L->stride[1] - L->n[0]) * sizeof(double);
-    for (int64_t y = begin; y < end; y++) {
-        for (int d = 0; d < r->n_direct; d++) buf[r->index[d]] = (void *)(r->base[d] - (uintptr_t)y * shift);
-        cpu_backend_run(r->t->cpu, stage, &l, y, y + 1);
+    const int64_t S = L->stride[1], nx = L->n[0], ny = L->n[1];
+    const uintptr_t shift = (uintptr_t)(S - nx) * sizeof(double);
+    const int H = r->t->p->halo;
+    size_t per = (size_t)((TERM_WINDOW_ROWS + 2 * H) * S + 2 * H); /* doubles a window */
+    double *win = NULL;
+    if (r->n_win && !(win = malloc(sizeof(double) * per * (size_t)r->n_win))) {
+        __atomic_store_n((int *)&r->failed, 1, __ATOMIC_RELAXED);
+        return;
     }
+    l.prefetch = 0; /* the windows are in cache; prefetching would read past them */
+    for (int64_t y0 = begin; y0 < end; y0 += TERM_WINDOW_ROWS) {
+        int64_t y1 = y0 + TERM_WINDOW_ROWS < end ? y0 + TERM_WINDOW_ROWS : end;
+        for (int w = 0; w < r->n_win; w++) {
+            /* window row k holds y0 - h + k at win + H + k·S: row y at base + y·S */
+            double *first = win + per * (size_t)w + H;
+            fill_window(first, S, r->win_src[w], nx, ny, r->win_h[w], r->t->periodic, y0, y1);
+            buf[r->win_index[w]] = (void *)((uintptr_t)first + (uintptr_t)(r->win_h[w] - y0) * (uintptr_t)S * sizeof(double));
+        }
+        for (int64_t y = y0; y < y1; y++) {
+            for (int d = 0; d < r->n_direct; d++) buf[r->index[d]] = (void *)(r->base[d] - (uintptr_t)y * shift);
+            cpu_backend_run(r->t->cpu, stage, &l, y, y + 1);
+        }
+    }
+    free(win);
 }
 
 pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, double *out, char *err, size_t err_len)
@@ -351,16 +415,30 @@ pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, dou
     int nf = t->p->n_fields;
     term_rows rows = {.t = t, .nbuf = t->p->n_slots * nf};
     for (int f = 0; t->direct && f < t->n_inputs; f++)
-        if (t->direct_in[f]) {
+        if (t->direct_in[f] == 1) {
             rows.index[rows.n_direct] = f; /* slot 0 */
             rows.base[rows.n_direct++] = (uintptr_t)inputs[f];
+        } else if (t->direct_in[f] == 2 && overlap(inputs[f], out, t->cells)) {
+            /* out is this input: rows written before a later window reads them; copy it whole */
+            sim_set_field(t->s, f, inputs[f]);
+            sim_skip_fill(t->s, f, 0);
+        } else if (t->direct_in[f] == 2) {
+            rows.win_index[rows.n_win] = f;
+            rows.win_h[rows.n_win] = t->p->field_halo[f];
+            rows.win_src[rows.n_win++] = inputs[f];
         }
     rows.index[rows.n_direct] = nf + t->n_inputs; /* slot 1's term__ */
     rows.base[rows.n_direct++] = (uintptr_t)out;
-    if (sim_run_kernel(t->s, stage->read_slot, time, 1.0, t->direct ? run_rows : NULL, t->direct ? &rows : NULL, 0,
-                       stage->kernel, NULL) < 0) {
+    int rc = sim_run_kernel(t->s, stage->read_slot, time, 1.0, t->direct ? run_rows : NULL, t->direct ? &rows : NULL, 0,
+                            stage->kernel, NULL);
+    skip_fills(t, 1);
+    if (rc < 0) {
         diag_set(err, err_len, "%s", sim_error(t->s));
         return PJ_ERR_RUN;
+    }
+    if (__atomic_load_n(&rows.failed, __ATOMIC_RELAXED)) {
+        diag_set(err, err_len, "pj_term_eval: out of memory");
+        return PJ_ERR_MEMORY;
     }
     cpu_backend_ran(t->cpu); /* a kernel from the cache ran and returned: its trial ends (cache.h) */
     if (!t->direct) sim_get_field(t->s, nf + t->n_inputs, out); /* slot 1 */
@@ -506,7 +584,9 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
     int32_t nonfinite = 0;
     L.buf = buf;
     L.nonfinite = &nonfinite;
+    skip_fills(t, 0); /* the Jacobian kernel reads the sim's buffers, ghosts included */
     int rc = sim_run_kernel(t->s, 0, time, 1.0, cpu_backend_run, j->cpu, 0, j->k, &L);
+    skip_fills(t, 1);
     free(buf);
     if (rc < 0) {
         diag_set(err, err_len, "%s", sim_error(t->s));

@@ -242,16 +242,17 @@ static void cached_and_errors(void **state)
 }
 
 /* In place (runtime/term.c): 1D and 2D kernels read halo-0 inputs from the caller's arrays and
- * write `out` directly, 2D a row at a time. Against loops written here, with rows long enough for
- * the in-place path and short ones that copy, every thread count, and out aliasing an input read
- * in place and one read through the ghosted copy. */
+ * write `out` directly, 2D a row at a time, inputs with neighbours through windows of rows.
+ * Against loops written here, with rows long enough for the in-place path and short ones that
+ * copy, one and three threads, and out aliasing an input read in place and one read through a
+ * window (then copied whole). */
 static void in_place_rows(void **state)
 {
     (void)state;
     const char *fields[] = {"u", "v", "w"};
     for (int nx = 31; nx <= 70; nx += 39)
         for (int threads = 1; threads <= 3; threads += 2) {
-            const int64_t ny = 9, cells = nx * ny;
+            const int64_t ny = 61, cells = nx * ny; /* several windows of rows, and threads from 4096 cells */
             double *u = malloc(sizeof(double) * (size_t)cells), *v = malloc(sizeof(double) * (size_t)cells);
             double *w = malloc(sizeof(double) * (size_t)cells), *out = malloc(sizeof(double) * (size_t)cells);
             double *expect = malloc(sizeof(double) * (size_t)cells);
@@ -265,12 +266,13 @@ static void in_place_rows(void **state)
                                  .threads = threads, .boundary = {PJ_TERM_PERIODIC, PJ_TERM_ZERO_FLUX}};
             pj_term *t = NULL;
             char *diag = NULL, err[256];
-            assert_int_equal(pj_term_compile("u[1, 0] - u[0, -1] + v*w", &o, &t, &diag), PJ_OK);
+            assert_int_equal(pj_term_compile("u[1, 0] - u[0, -1] + v*w + 0.5*w[0, 2]", &o, &t, &diag), PJ_OK);
             const double *in[] = {u, v, w};
             for (int64_t j = 0; j < ny; j++)
                 for (int64_t i = 0; i < nx; i++) {
                     double r = u[(i + 1) % nx + j * nx], d = u[i + (j > 0 ? j - 1 : 0) * nx];
-                    expect[i + j * nx] = r - d + v[i + j * nx] * w[i + j * nx];
+                    int64_t j2 = j + 2 < ny ? j + 2 : 2 * ny - 1 - (j + 2); /* zero flux: the mirror */
+                    expect[i + j * nx] = r - d + v[i + j * nx] * w[i + j * nx] + 0.5 * w[i + j2 * nx];
                 }
             assert_int_equal(pj_term_eval(t, in, 0, out, err, sizeof err), PJ_OK);
             for (int64_t i = 0; i < cells; i++) assert_true(out[i] == expect[i]);

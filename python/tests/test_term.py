@@ -225,3 +225,11 @@ def test_in_place_kernels_equal_the_copying_path_bitwise(shape, monkeypatch):
     assert fast(u=u, v=vv, out=vv) is vv and np.array_equal(bits(vv), bits(expect))  # out is an input read in place
     uu = u.copy()
     assert np.array_equal(bits(fast(u=uu, v=v, out=uu)), bits(expect))  # out is an input read through a copy
+    # the derivative reads the sim's own copies, ghosts included, also after in-place calls
+    monkeypatch.delenv("PDEJIT_TERM_COPY")
+    jf = pdejit.Term("u*(u[1] - 2*u + u[-1])" if len(shape) == 1 else "u*lap(u) + v", grid=grid, fields=["u", "v"])
+    jf(u=u, v=v)
+    monkeypatch.setenv("PDEJIT_TERM_COPY", "1")
+    js = pdejit.Term("u*(u[1] - 2*u + u[-1])" if len(shape) == 1 else "u*lap(u) + v", grid=grid, fields=["u", "v"])
+    assert np.array_equal(bits(jf.jacobian("u")(u=u, v=v)), bits(js.jacobian("u")(u=u, v=v)))
+    assert np.array_equal(bits(jf(u=u, v=v)), bits(js(u=u, v=v)))
