@@ -6,7 +6,7 @@ import threading
 import numpy as np
 
 from ._core import _check, _number, _take_diagnostics
-from ._errors import InputError, ProblemError, raise_status
+from ._errors import InputError, ProblemError, UnavailableError, raise_status
 from ._pdejit_cffi import ffi, lib
 
 _ERR_LEN = 1024
@@ -23,6 +23,13 @@ def fipy_faces(faces):
     return np.concatenate([np.asarray(f, dtype=np.float64).ravel() for f in reversed(faces)])
 
 
+def _host_only(term, what, x):
+    """Refuses an array in GPU memory (CuPy, a DeviceArray): a Term evaluates on the CPU."""
+    if hasattr(x, "__cuda_array_interface__") and not hasattr(x, "__array_interface__"):
+        raise UnavailableError("%s: %s is in GPU memory (__cuda_array_interface__); Terms run on the CPU only "
+                               "so far: pass a NumPy array (cupy.asnumpy(a))" % (term._what, what))
+
+
 class _Inputs:
     """Checks and converts the keyword arrays of a call into C pointers (copies only arrays that
     are not C-contiguous float64)."""
@@ -30,6 +37,7 @@ class _Inputs:
     @staticmethod
     def gather(term, kwargs, out):
         arrays, ptrs = _Inputs.inputs(term, kwargs)
+        _host_only(term, "out", out)
         if out is None:
             out = np.empty(term.shape if arrays[0].ndim != 1 or term.dim == 1 else (term.cells,))
         elif not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.flags.c_contiguous
@@ -47,6 +55,7 @@ class _Inputs:
                                                              "; unknown: " + ", ".join(extra) if extra else ""))
         arrays = []
         for f in term.fields:
+            _host_only(term, "input " + f, kwargs[f])
             a = np.ascontiguousarray(kwargs[f], dtype=np.float64)
             if a.size != term.cells or (a.shape != term.shape and a.ndim != 1):
                 raise InputError("%s: input %s has shape %s; the grid is %s (or %d cells flat)"
@@ -61,6 +70,8 @@ class _Inputs:
         face shapes, or one flat array of every face in FiPy's order; returns the per-axis arrays
         written, the pointers to them, and what the call returns."""
         arrays, ptrs = _Inputs.inputs(term, kwargs)
+        for o in (out if isinstance(out, (tuple, list)) else (out,)):
+            _host_only(term, "out", o)
         shapes, counts = term.face_shapes, [int(np.prod(s)) for s in term.face_shapes]
         if out is None:
             if fipy:

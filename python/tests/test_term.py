@@ -233,3 +233,20 @@ def test_in_place_kernels_equal_the_copying_path_bitwise(shape, monkeypatch):
     js = pdejit.Term("u*(u[1] - 2*u + u[-1])" if len(shape) == 1 else "u*lap(u) + v", grid=grid, fields=["u", "v"])
     assert np.array_equal(bits(jf.jacobian("u")(u=u, v=v)), bits(js.jacobian("u")(u=u, v=v)))
     assert np.array_equal(bits(jf(u=u, v=v)), bits(js(u=u, v=v)))
+
+
+def test_gpu_arrays_are_refused_clearly():
+    # Terms evaluate on the CPU: an array in GPU memory (CuPy, a cuda simulation's field) raises
+    # UnavailableError naming the input, without touching its memory (this fake has no valid address)
+    class OnDevice:
+        __cuda_array_interface__ = {"shape": (3, 4), "typestr": "<f8", "data": (0, False), "version": 3}
+
+    term = pdejit.Term("u + v", grid=(4, 3), fields=["u", "v"])
+    a = np.zeros((3, 4))
+    with pytest.raises(pdejit.UnavailableError, match="input v is in GPU memory"):
+        term(u=a, v=OnDevice())
+    with pytest.raises(pdejit.UnavailableError, match="out is in GPU memory"):
+        term(u=a, v=a, out=OnDevice())
+    faces = pdejit.Term("grad(u)", grid=(4, 3), fields="u", at="faces")
+    with pytest.raises(pdejit.UnavailableError, match="out is in GPU memory"):
+        faces(u=a, out=(OnDevice(), OnDevice()))
