@@ -348,8 +348,8 @@ typedef struct term_rows {
 /* Rows y0 - h .. y1 - 1 + h of the caller's nx x ny array `a` into window w (row r at
  * w + r·stride), each with h ghost cells either side: zero flux mirrors the cells next to the
  * wall, periodic wraps around, along x and y (what sim_fill_ghosts does for a term). */
-static void fill_window(double *w, int64_t stride, const double *a, int64_t nx, int64_t ny, int h, const int periodic[2],
-                        int64_t y0, int64_t y1)
+static void fill_window(double *w, int64_t stride, const double *a, int64_t nx, int64_t ny, int h,
+                        const int periodic[2], int64_t y0, int64_t y1)
 {
     for (int64_t y = y0 - h; y < y1 + h; y++, w += stride) {
         int64_t src = y;
@@ -393,7 +393,8 @@ static void run_rows(void *ctx, int stage, const kir_launch *L, int64_t begin, i
             /* window row k holds y0 - h + k at win + H + k·S: row y at base + y·S */
             double *first = win + per * (size_t)w + H;
             fill_window(first, S, r->win_src[w], nx, ny, r->win_h[w], r->t->periodic, y0, y1);
-            buf[r->win_index[w]] = (void *)((uintptr_t)first + (uintptr_t)(r->win_h[w] - y0) * (uintptr_t)S * sizeof(double));
+            uintptr_t back = (uintptr_t)(r->win_h[w] - y0) * (uintptr_t)S * sizeof(double);
+            buf[r->win_index[w]] = (void *)((uintptr_t)first + back);
         }
         for (int64_t y = y0; y < y1; y++) {
             for (int d = 0; d < r->n_direct; d++) buf[r->index[d]] = (void *)(r->base[d] - (uintptr_t)y * shift);

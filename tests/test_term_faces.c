@@ -157,7 +157,8 @@ static void layouts_and_div(void **state)
                            (fy[i + X * ((j + 1) + (Y + 1) * k)] - fy[i + X * (j + (Y + 1) * k)]) / h[1] +
                            (fz[i + X * (j + Y * (k + 1))] - fz[i + X * (j + Y * k)]) / h[2];
                 double got = div[i + X * (j + Y * k)];
-                if (fabs(got - e) > 1e-12 * (1 + fabs(e))) fail_msg("cell (%d, %d, %d): %.17g vs %.17g", i, j, k, got, e);
+                if (fabs(got - e) > 1e-12 * (1 + fabs(e)))
+                    fail_msg("cell (%d, %d, %d): %.17g vs %.17g", i, j, k, got, e);
             }
     /* periodic x and z: the first and last faces are one face */
     for (int k = 0; k < Z; k++)

@@ -7,5 +7,5 @@ from ._core import DeviceArray, Problem, RunResult, Simulation, compile
 from ._term import Derivative, Term, fipy_faces
 
 __version__ = "0.1.0"
-__all__ = ["compile", "Problem", "Simulation", "RunResult", "DeviceArray", "Term", "Derivative", "fipy_faces", "Error", "InputError",
-           "ProblemError", "RunError", "BackendError", "UnavailableError", "Interrupted"]
+__all__ = ["compile", "Problem", "Simulation", "RunResult", "DeviceArray", "Term", "Derivative", "fipy_faces", "Error",
+           "InputError", "ProblemError", "RunError", "BackendError", "UnavailableError", "Interrupted"]
