@@ -149,3 +149,22 @@ def test_against_fipy_face_values():
         np.testing.assert_allclose(got[inner], fipy_value[inner], rtol=1e-12, atol=1e-12)
         fx, fy = term(u=u)
         assert np.array_equal(fx[:, 0], fx[:, -1]) and np.array_equal(fy[0], fy[-1])
+
+
+def test_against_fipy_face_values_3d_and_1d():
+    fipy = pytest.importorskip("fipy")
+    nx, ny, nz = 4, 3, 5
+    w = RNG.random(nx * ny * nz)
+    mesh = fipy.Grid3D(nx=nx, ny=ny, nz=nz, dx=0.5, dy=0.25, dz=2.0)
+    var = fipy.CellVariable(mesh=mesh, value=w)
+    got = pdejit.Term("w", grid=(nx, ny, nz), spacing=(0.5, 0.25, 2.0), fields="w", at="faces")(w=w, fipy=True)
+    np.testing.assert_allclose(got, np.asarray(var.arithmeticFaceValue), rtol=1e-15, atol=0)
+    g = np.asarray(var.faceGrad)  # Grid3D: z faces, then y faces, then x faces
+    nzf, nyf = nx * ny * (nz + 1), nx * (ny + 1) * nz
+    normal = np.concatenate([g[2, :nzf], g[1, nzf:nzf + nyf], g[0, nzf + nyf:]])
+    grad = pdejit.Term("grad(w)", grid=(nx, ny, nz), spacing=(0.5, 0.25, 2.0), fields="w", at="faces")(w=w, fipy=True)
+    np.testing.assert_allclose(grad, normal, rtol=1e-12, atol=1e-12)
+    u = RNG.random(9)
+    line = fipy.CellVariable(mesh=fipy.Grid1D(nx=9, dx=0.5), value=u)
+    got = pdejit.Term("u", grid=9, spacing=0.5, fields="u", at="faces")(u=u, fipy=True)
+    np.testing.assert_allclose(got, np.asarray(line.arithmeticFaceValue), rtol=1e-15, atol=0)
