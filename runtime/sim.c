@@ -489,7 +489,8 @@ void sim_fill_ghosts(sim *s, int slot, double t)
             if (s->coef[2 * a + hi] && !s->plan.set.hook[2 * a + hi] && !s->plan.set.exchanged[2 * a + hi])
                 cf[hi] = sim_side_coefs(s, 2 * a + hi, t);
         sim_fill_span span = sim_full_span(s);
-        for (int f = 0; f < p->n_fields; f++) sim_fill_axis(s, f, s->fill_buf[f], a, cf, &span);
+        for (int f = 0; f < p->n_fields; f++)
+            if (f >= 64 || !(s->fill_skip >> f & 1)) sim_fill_axis(s, f, s->fill_buf[f], a, cf, &span);
         for (int hi = 0; hi < 2; hi++) {
             int side = 2 * a + hi;
             if (s->plan.set.hook[side] && !s->failed &&
@@ -504,6 +505,12 @@ void sim_fill_ghosts(sim *s, int slot, double t)
 }
 
 const char *sim_error(const sim *s) { return s->failed ? s->error : NULL; }
+
+void sim_skip_fill(sim *s, int f, int skip)
+{
+    if (f < 0 || f >= 64) return;
+    s->fill_skip = skip ? s->fill_skip | (uint64_t)1 << f : s->fill_skip & ~((uint64_t)1 << f);
+}
 
 
 /* ---- stepping -------------------------------------------------------------------------- */
