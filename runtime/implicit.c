@@ -156,6 +156,7 @@ struct implicit_solver {
     Vec Djc;               /* diag_update: the diagonal coefficients' sum at Jc's assembly */
     Vec Voff;              /* cg: per row, the sum of |J_ij| off the diagonal (gershgorin_bound) */
     int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
+    int mg_levels;         /* pc = mg on one process: the levels of the cell-centred hierarchy (mg_defaults) */
     double gershgorin;     /* cg: max over rows of J_ii + sum |J_ij| (i != j), of the last Jacobian */
     double *jc_params;     /* the params at the last Jacobian (a change makes Jc and alpha stale) */
     PetscInt *cols;        /* one row's columns (global indices) and values */
@@ -762,6 +763,135 @@ static PetscErrorCode symmetric_defaults(implicit_solver *q, PetscOptions o, SNE
     return 0;
 }
 
+/* Geometric multigrid for cell-centred grids (pc = mg, one process). PETSc's DMDA coarsens a
+ * non-periodic side vertex-centred, (n - 1) / 2, which a grid of 2^k cells is not: its pc = mg was
+ * one level. pdejit gives PCMG its own hierarchy instead: each level halves every axis with more
+ * than one cell while all of them stay even and the coarse one keeps at least MG_MIN_CELLS cells;
+ * the interpolation is cell-centred and bilinear (trilinear) per unknown: a fine cell takes 3/4 of
+ * its coarse parent and 1/4 of the parent's neighbour on its side, per axis (the parent alone at
+ * a non-periodic side, the wrapped neighbour at a periodic one); restriction is its transpose and
+ * the coarse operators are Galerkin's, P^T A P (PC_MG_GALERKIN_BOTH), so nothing but the finest
+ * Jacobian is assembled. -pc_mg_levels caps the levels. */
+#define MG_MIN_CELLS 4
+
+/* The levels the mesh allows (1: none coarser), at most cap (cap <= 0: no cap). */
+static int mg_count_levels(const implicit_solver *q, PetscInt cap)
+{
+    int64_t n[3] = {q->n[0], q->n[1], q->n[2]};
+    int levels = 1;
+    for (;;) {
+        int ok = 0, any = 0;
+        for (int a = 0; a < q->p->dim; a++) {
+            if (n[a] == 1) continue;
+            any = 1;
+            ok = 1;
+            if (n[a] % 2 || n[a] / 2 < MG_MIN_CELLS) {
+                ok = 0;
+                break;
+            }
+        }
+        if (!any || !ok || (cap > 0 && levels >= cap)) return levels;
+        for (int a = 0; a < q->p->dim; a++)
+            if (n[a] > 1) n[a] /= 2;
+        levels++;
+    }
+}
+
+/* The interpolation from a coarse grid nc (every axis of nf with more than one cell halved) to
+ * the fine grid nf, dof unknowns interlaced, the natural order (x fastest). */
+static PetscErrorCode mg_interpolation(const implicit_solver *q, const int64_t nf[3], const int64_t nc[3], Mat *P)
+{
+    int dof = q->dof, dim = q->p->dim;
+    PetscInt rows = (PetscInt)(nf[0] * nf[1] * nf[2] * dof), cols = (PetscInt)(nc[0] * nc[1] * nc[2] * dof);
+    PetscCall(MatCreateSeqAIJ(PETSC_COMM_SELF, rows, cols, 1 << dim, NULL, P));
+    for (int64_t k = 0; k < nf[2]; k++)
+        for (int64_t j = 0; j < nf[1]; j++)
+            for (int64_t i = 0; i < nf[0]; i++) {
+                int64_t f[3] = {i, j, k}, idx[3][2];
+                double w[3][2];
+                for (int a = 0; a < 3; a++) {
+                    if (nf[a] == nc[a]) { /* not coarsened */
+                        idx[a][0] = idx[a][1] = f[a];
+                        w[a][0] = 1.0;
+                        w[a][1] = 0.0;
+                        continue;
+                    }
+                    int64_t c = f[a] / 2, nb = f[a] % 2 ? c + 1 : c - 1;
+                    idx[a][0] = c;
+                    w[a][0] = 0.75;
+                    w[a][1] = 0.25;
+                    if (nb < 0 || nb >= nc[a]) {
+                        if (q->p->periodic[a]) nb = (nb + nc[a]) % nc[a];
+                        else {
+                            nb = c;
+                            w[a][0] = 1.0;
+                            w[a][1] = 0.0;
+                        }
+                    }
+                    idx[a][1] = nb;
+                }
+                for (int c = 0; c < dof; c++) {
+                    PetscInt row = (PetscInt)(((k * nf[1] + j) * nf[0] + i) * dof + c), col[8];
+                    PetscScalar val[8];
+                    int m = 0;
+                    for (int cz = 0; cz < 2; cz++)
+                        for (int cy = 0; cy < 2; cy++)
+                            for (int cx = 0; cx < 2; cx++) {
+                                double v = w[0][cx] * w[1][cy] * w[2][cz];
+                                if (v == 0.0) continue;
+                                col[m] = (PetscInt)(((idx[2][cz] * nc[1] + idx[1][cy]) * nc[0] + idx[0][cx]) * dof + c);
+                                val[m++] = v;
+                            }
+                    PetscCall(MatSetValues(*P, 1, &row, m, col, val, ADD_VALUES));
+                }
+            }
+    PetscCall(MatAssemblyBegin(*P, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(*P, MAT_FINAL_ASSEMBLY));
+    return 0;
+}
+
+/* When the preconditioner is PCMG on one process: the cell-centred hierarchy above. The DMDA is
+ * told to coarsen cell-centred too (DMDA_Q0: n / 2), since PCMG coarsens the solver's DM
+ * alongside the levels it is given (it then keeps the interpolations it was given). */
+static PetscErrorCode mg_defaults(implicit_solver *q, PetscOptions o, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool mg, set;
+    PetscInt cap = 0;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCMG, &mg));
+    if (!mg) return 0;
+    PetscCall(PetscOptionsGetInt(o, NULL, "-pc_mg_levels", &cap, &set));
+    int levels = mg_count_levels(q, set ? cap : 0);
+    if (levels < 2) return 0;
+    PetscCall(DMDASetInterpolationType(q->da, DMDA_Q0));
+    PetscCall(PCMGSetLevels(pc, levels, NULL));
+    PetscCall(PCMGSetGalerkin(pc, PC_MG_GALERKIN_BOTH));
+    int64_t nf[3] = {q->n[0], q->n[1], q->n[2]};
+    for (int l = levels - 1; l > 0; l--) {
+        int64_t nc[3];
+        for (int a = 0; a < 3; a++) nc[a] = nf[a] > 1 ? nf[a] / 2 : 1;
+        Mat P;
+        PetscCall(mg_interpolation(q, nf, nc, &P));
+        PetscCall(PCMGSetInterpolation(pc, l, P));
+        PetscCall(MatDestroy(&P));
+        for (int a = 0; a < 3; a++) nf[a] = nc[a];
+    }
+    for (int l = 0; l < levels; l++) { /* the levels' solvers read this solver's options too */
+        KSP smoother;
+        PC spc;
+        PetscCall(PCMGGetSmoother(pc, l, &smoother));
+        PetscCall(PetscObjectSetOptions((PetscObject)smoother, o));
+        PetscCall(KSPGetPC(smoother, &spc));
+        PetscCall(PetscObjectSetOptions((PetscObject)spc, o));
+    }
+    PetscCall(PCSetFromOptions(pc));
+    q->mg_levels = levels;
+    return 0;
+}
+
 /* What the Jacobian depends on (p->jac_reads, derive.h) decides how it is used: F affine in the
  * unknowns (no unknown in the Jacobian, none through a piecewise-constant op) is a linear problem;
  * a linear problem whose Jacobian reads no time, coefficient field or rand(), with a ghost rule
@@ -968,6 +1098,7 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
         CHECK(apply_defaults(q->opts, q->snes), "the solver's defaults");
         if (d) CHECK(parallel_defaults(q->opts, q->snes), "the solver's defaults");
         if (q->linear) CHECK(linear_defaults(q->opts, q->snes), "the solver's defaults");
+        if (!d) CHECK(mg_defaults(q, q->opts, q->snes), "the multigrid levels");
         CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
     } else {
         CHECK(TSCreate(comm, &q->ts), "TSCreate");
@@ -1017,6 +1148,7 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
         if (q->linear) CHECK(linear_defaults(q->opts, ts_snes), "the solver's defaults");
         /* over MPI the matrix is spread: PETSc's ICC factors one process's only */
         if (p->jac_symmetric && !d) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
+        if (!d) CHECK(mg_defaults(q, q->opts, ts_snes), "the multigrid levels");
         PetscScalar *x;
         CHECK(VecGetArray(q->X, &x), "VecGetArray");
         slot_to_vec(q, 0, x);
