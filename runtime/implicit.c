@@ -850,6 +850,28 @@ static PetscErrorCode mg_interpolation(const implicit_solver *q, const int64_t n
     return 0;
 }
 
+/* A steady problem with a symmetric Jacobian (p->jac_symmetric: diffusion with constant
+ * coefficients, a state-dependent diagonal) on one process gets the multigrid above when the mesh
+ * gives it at least three levels and the options name no linear solver and no preconditioner: its
+ * iterations do not grow with the grid, ILU(1)'s do (steady Poisson at 256^2: 5 against 114;
+ * docs/solvers.md, Which preconditioner wins). Time steps keep their defaults: there the shift
+ * makes the operator well conditioned, and ILU/ICC's cheaper iterations win (measured). */
+static PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool set;
+    if (!q->p->jac_symmetric || mg_count_levels(q, 0) < 3) return 0;
+    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_type", &set));
+    if (set) return 0;
+    PetscCall(PetscOptionsHasName(o, NULL, "-pc_type", &set));
+    if (set) return 0;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCSetType(pc, PCMG));
+    return 0;
+}
+
 /* When the preconditioner is PCMG on one process: the cell-centred hierarchy above. The DMDA is
  * told to coarsen cell-centred too (DMDA_Q0: n / 2), since PCMG coarsens the solver's DM
  * alongside the levels it is given (it then keeps the interpolations it was given). */
@@ -1098,6 +1120,7 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
         CHECK(apply_defaults(q->opts, q->snes), "the solver's defaults");
         if (d) CHECK(parallel_defaults(q->opts, q->snes), "the solver's defaults");
         if (q->linear) CHECK(linear_defaults(q->opts, q->snes), "the solver's defaults");
+        if (!d) CHECK(steady_defaults(q, q->opts, q->snes), "the solver's defaults");
         if (!d) CHECK(mg_defaults(q, q->opts, q->snes), "the multigrid levels");
         CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
     } else {

@@ -6,7 +6,8 @@
  * grow as the grid is refined (a one-level smoother's, ILU's, grow about twofold per doubling of
  * n, printed for comparison), on a steady Poisson problem and on heat steps whose dt stays fixed
  * while h shrinks; the results equal a direct solve's (LU) to the solver's tolerance, also with
- * two coupled fields, periodic sides, in 1D and 3D, and on grids that halve only once. */
+ * two coupled fields, periodic sides, in 1D and 3D, and on grids that halve only once; a steady
+ * problem with a symmetric Jacobian gets it by default. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,11 +131,36 @@ static void agrees_with_lu(void **state)
     }
 }
 
+/* A steady problem with a symmetric Jacobian gets multigrid by default on one process (when the
+ * mesh gives three levels): as few iterations as pc = mg asked for by name, LU's answer; named
+ * options still win (-pc_type ilu: ILU's growing count). Time steps keep CG with ICC(1). */
+static void steady_default_is_multigrid(void **state)
+{
+    (void)state;
+    const char *src = "mesh grid(nx = 128, ny = 128)\nfield u = 0\neq dt(u) = lap(u) + 2*pi^2*sin(pi*x)*sin(pi*y)\n"
+                      "on all: u = 0\nsteady\n";
+    enum { N = 128 * 128 };
+    static double u[N], ref[N];
+    pj_solver_stats def, mg, ilu, lu;
+    run(src, NULL, u, N, 1, &def);
+    run(src, "-pc_type mg", ref, N, 1, &mg);
+    run(src, "-pc_type ilu", ref, N, 1, &ilu);
+    run(src, "-ksp_type preonly -pc_type lu", ref, N, 1, &lu);
+    double d = rel_diff(u, ref, N);
+    printf("steady Poisson 128^2: default %lld linear iterations, pc = mg %lld, pc = ilu %lld; max |u - u_LU| / max |u_LU| = %.3g\n",
+           (long long)def.linear, (long long)mg.linear, (long long)ilu.linear, d);
+    assert_int_equal(def.linear, mg.linear);
+    assert_true(def.linear <= 6);
+    assert_true(ilu.linear >= 4 * def.linear);
+    assert_true(d < 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(iterations_do_not_grow),
         cmocka_unit_test(agrees_with_lu),
+        cmocka_unit_test(steady_default_is_multigrid),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
