@@ -157,6 +157,8 @@ struct implicit_solver {
     Vec Voff;              /* cg: per row, the sum of |J_ij| off the diagonal (gershgorin_bound) */
     int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
     int mg_levels;         /* pc = mg on one process: the levels of the cell-centred hierarchy (mg_defaults) */
+    int mg_auto;           /* cg: the preconditioner follows the step (choose_pc): ICC(1) or multigrid */
+    int mg_on;             /* mg_auto: multigrid now */
     double gershgorin;     /* cg: max over rows of J_ii + sum |J_ij| (i != j), of the last Jacobian */
     double *jc_params;     /* the params at the last Jacobian (a change makes Jc and alpha stale) */
     PetscInt *cols;        /* one row's columns (global indices) and values */
@@ -166,6 +168,9 @@ struct implicit_solver {
     double t_fd;           /* the time of implicit_check_jacobian's differences */
     char error[512];       /* a failure inside a callback */
 };
+
+static int mg_count_levels(const implicit_solver *q, PetscInt cap);
+static PetscErrorCode mg_setup_pc(implicit_solver *q, PC pc);
 
 /* "WHAT: PETSc error N (its text: the first line of the error's detail)" */
 static void petsc_message(PetscErrorCode e, const char *what, char *err, size_t len)
@@ -577,6 +582,42 @@ static PetscErrorCode add_shift(implicit_solver *q, Mat B, PetscReal shift)
  * symmetric (p->jac_symmetric) and shift is at least J's Gershgorin bound. When it is not (a source
  * that grows faster than 1/dt), pdejit's symmetric default gives way to GMRES with ILU(1), its
  * general one, for the rest of the run. */
+/* A symmetric problem's preconditioner for a time step of this shift (q->mg_auto): CG's iterations
+ * with ICC(1) grow with the stiffness of shift I - J, max |J_ii| / shift (about 4 dt / h^2 per
+ * axis pair for heat, the shift of backward Euler being 1 / dt), and the multigrid's do not: on
+ * 2D heat at 256^2, 37 ICC iterations a step against 5 V-cycles at a ratio of 260 (the same CPU
+ * time), 100 against 5 at 2600 (multigrid 2.6x faster), 180 against 5 at 26000 (4.2x);
+ * docs/performance.md. Multigrid from a ratio of MG_STIFF_ON, ICC again below MG_STIFF_OFF (the
+ * gap keeps an adaptive step from switching back and forth). B holds J (before the shift). */
+#define MG_STIFF_ON 300.0
+#define MG_STIFF_OFF 150.0
+static PetscErrorCode choose_pc(implicit_solver *q, TS ts, PetscReal shift, Mat B)
+{
+    if (!q->mg_auto || !q->cg) return 0;
+    PetscReal dmax;
+    PetscCall(MatGetDiagonal(B, q->D));
+    PetscCall(VecNorm(q->D, NORM_INFINITY, &dmax));
+    double stiff = shift > 0 ? dmax / shift : PETSC_MAX_REAL;
+    int want = q->mg_on ? stiff >= MG_STIFF_OFF : stiff >= MG_STIFF_ON;
+    if (want == q->mg_on) return 0;
+    SNES snes;
+    KSP ksp;
+    PC pc;
+    PetscCall(TSGetSNES(ts, &snes));
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    if (want) {
+        PetscCall(PCSetType(pc, PCMG));
+        PetscCall(mg_setup_pc(q, pc));
+    } else {
+        PetscCall(PCSetType(pc, PCICC));
+        PetscCall(PCFactorSetLevels(pc, 1));
+        PetscCall(PCSetFromOptions(pc));
+    }
+    q->mg_on = want;
+    return 0;
+}
+
 static PetscErrorCode keep_cg(implicit_solver *q, TS ts, PetscReal shift)
 {
     if (!q->cg || shift >= q->gershgorin) return 0;
@@ -590,6 +631,7 @@ static PetscErrorCode keep_cg(implicit_solver *q, TS ts, PetscReal shift)
     PetscCall(PCSetType(pc, PCILU));
     PetscCall(PCFactorSetLevels(pc, 1));
     q->cg = 0;
+    q->mg_on = 0;
     return 0;
 }
 
@@ -598,6 +640,7 @@ static PetscErrorCode ts_ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscRea
     (void)Udot;
     (void)A;
     PetscCall(jacobian_into(ctx, t, U, B));
+    PetscCall(choose_pc(ctx, ts, shift, B));
     PetscCall(keep_cg(ctx, ts, shift));
     PetscCall(MatScale(B, -1.0));
     PetscCall(add_shift(ctx, B, shift));
@@ -760,6 +803,7 @@ static PetscErrorCode symmetric_defaults(implicit_solver *q, PetscOptions o, SNE
     PetscCall(PCSetFromOptions(pc)); /* -pc_factor_levels and the like, read for ILU before */
     q->cg = 1;
     q->gershgorin = PETSC_MAX_REAL; /* until the first Jacobian */
+    q->mg_auto = !q->d && mg_count_levels(q, 0) >= 3;
     return 0;
 }
 
@@ -872,19 +916,12 @@ static PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES s
     return 0;
 }
 
-/* When the preconditioner is PCMG on one process: the cell-centred hierarchy above. The DMDA is
- * told to coarsen cell-centred too (DMDA_Q0: n / 2), since PCMG coarsens the solver's DM
- * alongside the levels it is given (it then keeps the interpolations it was given). */
-static PetscErrorCode mg_defaults(implicit_solver *q, PetscOptions o, SNES snes)
+/* PCMG's levels, interpolations and smoothers for this mesh (nothing where it has one level only). */
+static PetscErrorCode mg_setup_pc(implicit_solver *q, PC pc)
 {
-    KSP ksp;
-    PC pc;
-    PetscBool mg, set;
+    PetscOptions o = q->opts;
+    PetscBool set, smoother_set;
     PetscInt cap = 0;
-    PetscCall(SNESGetKSP(snes, &ksp));
-    PetscCall(KSPGetPC(ksp, &pc));
-    PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCMG, &mg));
-    if (!mg) return 0;
     PetscCall(PetscOptionsGetInt(o, NULL, "-pc_mg_levels", &cap, &set));
     int levels = mg_count_levels(q, set ? cap : 0);
     if (levels < 2) return 0;
@@ -910,7 +947,36 @@ static PetscErrorCode mg_defaults(implicit_solver *q, PetscOptions o, SNES snes)
         PetscCall(PetscObjectSetOptions((PetscObject)spc, o));
     }
     PetscCall(PCSetFromOptions(pc));
+    /* one symmetric SOR sweep before and after each coarse correction (V(1,1)) rather than PETSc's
+     * two Chebyshev iterations, each a matrix product and a sweep, after eigenvalue estimates: the
+     * same iteration counts within one, 40-50 % less time (docs/performance.md) */
+    PetscCall(PetscOptionsHasName(o, NULL, "-mg_levels_ksp_type", &smoother_set));
+    if (!smoother_set) {
+        PetscCall(PetscOptionsHasName(o, NULL, "-mg_levels_ksp_max_it", &set));
+        for (int l = 1; l < levels; l++) {
+            KSP smoother;
+            PetscCall(PCMGGetSmoother(pc, l, &smoother));
+            PetscCall(KSPSetType(smoother, KSPRICHARDSON));
+            if (!set) PetscCall(KSPSetTolerances(smoother, PETSC_DEFAULT, PETSC_DEFAULT, PETSC_DEFAULT, 1));
+        }
+    }
     q->mg_levels = levels;
+    return 0;
+}
+
+/* When the preconditioner is PCMG on one process (named by the options, or steady_defaults): the
+ * cell-centred hierarchy above. The DMDA is told to coarsen cell-centred too (DMDA_Q0: n / 2),
+ * since PCMG coarsens the solver's DM alongside the levels it is given (it then keeps the
+ * interpolations it was given). */
+static PetscErrorCode mg_defaults(implicit_solver *q, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool mg;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCMG, &mg));
+    if (mg) PetscCall(mg_setup_pc(q, pc));
     return 0;
 }
 
@@ -1121,7 +1187,7 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
         if (d) CHECK(parallel_defaults(q->opts, q->snes), "the solver's defaults");
         if (q->linear) CHECK(linear_defaults(q->opts, q->snes), "the solver's defaults");
         if (!d) CHECK(steady_defaults(q, q->opts, q->snes), "the solver's defaults");
-        if (!d) CHECK(mg_defaults(q, q->opts, q->snes), "the multigrid levels");
+        if (!d) CHECK(mg_defaults(q, q->snes), "the multigrid levels");
         CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
     } else {
         CHECK(TSCreate(comm, &q->ts), "TSCreate");
@@ -1171,7 +1237,7 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
         if (q->linear) CHECK(linear_defaults(q->opts, ts_snes), "the solver's defaults");
         /* over MPI the matrix is spread: PETSc's ICC factors one process's only */
         if (p->jac_symmetric && !d) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
-        if (!d) CHECK(mg_defaults(q, q->opts, ts_snes), "the multigrid levels");
+        if (!d) CHECK(mg_defaults(q, ts_snes), "the multigrid levels");
         PetscScalar *x;
         CHECK(VecGetArray(q->X, &x), "VecGetArray");
         slot_to_vec(q, 0, x);

@@ -7,7 +7,8 @@
  * n, printed for comparison), on a steady Poisson problem and on heat steps whose dt stays fixed
  * while h shrinks; the results equal a direct solve's (LU) to the solver's tolerance, also with
  * two coupled fields, periodic sides, in 1D and 3D, and on grids that halve only once; a steady
- * problem with a symmetric Jacobian gets it by default. */
+ * problem with a symmetric Jacobian gets it by default, a stiff time step too (ICC(1) below a
+ * stiffness ratio, multigrid above). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,12 +156,68 @@ static void steady_default_is_multigrid(void **state)
     assert_true(d < 1e-6);
 }
 
+/* Heat on 128^2 cells with backward Euler: dt0 to t1, then dt1 to t2; u and the counts. */
+static void two_phase(const char *options, double dt0, double t1, double dt1, double t2, double *u, pj_solver_stats *st)
+{
+    const char *src = "mesh grid(nx = 128, ny = 128)\nfield u = 0\neq dt(u) = lap(u)\non left: u = 1\non bottom: u = x\n"
+                      "time dt = 0.01, until = 1, scheme = beuler\n";
+    pj_problem *pr;
+    char *diags = NULL, err[512];
+    assert_int_equal(pj_problem_compile("mg.pde", src, strlen(src), &pr, &diags), PJ_OK);
+    pj_sim *sim;
+    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1, .solver_options = options};
+    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+    pj_status rc = pj_sim_advance(sim, dt0, t1, err, sizeof err);
+    if (rc == PJ_OK && t2 > t1) rc = pj_sim_advance(sim, dt1, t2, err, sizeof err);
+    if (rc) fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, PJ_OK);
+    assert_int_equal(pj_sim_get_field(sim, "u", u), PJ_OK);
+    assert_int_equal(pj_sim_solver_stats(sim, st), PJ_OK);
+    pj_sim_free(sim);
+    pj_problem_free(pr);
+}
+
+/* A symmetric time step's default preconditioner follows the stiffness max |J_ii| / shift
+ * (4 dt / h^2 and more): ICC(1) for small ratios (dt = 1e-4 on 128^2: 7; the same iterations as
+ * ICC asked for by name), multigrid for large ones (dt = 0.05: 3300; few V-cycles a step where
+ * ICC needs many), and back to ICC when the step shrinks again; every answer is LU's. */
+static void stiff_steps_get_multigrid(void **state)
+{
+    (void)state;
+    enum { N = 128 * 128 };
+    static double u[N], ref[N];
+    pj_solver_stats def, icc, lu;
+    two_phase(NULL, 1e-4, 5e-4, 0, 0, u, &def);
+    two_phase("-ksp_type cg -pc_type icc -pc_factor_levels 1", 1e-4, 5e-4, 0, 0, ref, &icc);
+    printf("dt = 1e-4, 5 steps: default %lld linear iterations, ICC(1) %lld\n", (long long)def.linear, (long long)icc.linear);
+    assert_int_equal(def.linear, icc.linear);
+
+    two_phase(NULL, 0.05, 0.2, 0, 0, u, &def);
+    two_phase("-ksp_type cg -pc_type icc -pc_factor_levels 1", 0.05, 0.2, 0, 0, ref, &icc);
+    two_phase("-ksp_type preonly -pc_type lu", 0.05, 0.2, 0, 0, ref, &lu);
+    double d = rel_diff(u, ref, N);
+    printf("dt = 0.05, 4 steps: default %lld linear iterations, ICC(1) %lld; max |u - u_LU| / max |u_LU| = %.3g\n",
+           (long long)def.linear, (long long)icc.linear, d);
+    assert_true(def.linear <= 8 * 4);
+    assert_true(icc.linear >= 3 * def.linear);
+    assert_true(d < 1e-6);
+
+    two_phase(NULL, 0.05, 0.1, 1e-4, 0.1005, u, &def); /* multigrid, then ICC again */
+    two_phase("-ksp_type preonly -pc_type lu", 0.05, 0.1, 1e-4, 0.1005, ref, &lu);
+    d = rel_diff(u, ref, N);
+    printf("dt = 0.05 then 1e-4: default %lld linear iterations in %lld steps; max |u - u_LU| / max |u_LU| = %.3g\n",
+           (long long)def.linear, (long long)def.steps, d);
+    assert_int_equal(def.steps, 7);
+    assert_true(d < 1e-6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(iterations_do_not_grow),
         cmocka_unit_test(agrees_with_lu),
         cmocka_unit_test(steady_default_is_multigrid),
+        cmocka_unit_test(stiff_steps_get_multigrid),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
