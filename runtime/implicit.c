@@ -20,7 +20,9 @@
  * mirrored one, or the periodic partner): g = alpha * u_m + beta. alpha is measured exactly by
  * two ghost fills of a scratch slot (interior 0, then 1: alpha = g1 - g0; a corner's alpha is
  * the product along its axes, and comes out of the fills the same way), once, or at every
- * assembly when a boundary condition depends on time. */
+ * assembly when a boundary condition depends on time.
+ * The defaults (docs/solvers.md) follow what the derived Jacobian reads; on one process PCMG gets
+ * a cell-centred hierarchy (mg_setup_pc): PETSc's DMDA coarsens vertex-centred. */
 #include "implicit.h"
 #include "decomp.h"
 #include <math.h>
@@ -156,7 +158,6 @@ struct implicit_solver {
     Vec Djc;               /* diag_update: the diagonal coefficients' sum at Jc's assembly */
     Vec Voff;              /* cg: per row, the sum of |J_ij| off the diagonal (gershgorin_bound) */
     int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
-    int mg_levels;         /* pc = mg on one process: the levels of the cell-centred hierarchy (mg_defaults) */
     int mg_auto;           /* cg: the preconditioner follows the step (choose_pc): ICC(1) or multigrid */
     int mg_on;             /* mg_auto: multigrid now */
     double gershgorin;     /* cg: max over rows of J_ii + sum |J_ij| (i != j), of the last Jacobian */
@@ -578,15 +579,11 @@ static PetscErrorCode add_shift(implicit_solver *q, Mat B, PetscReal shift)
     return 0;
 }
 
-/* Conjugate gradients need a symmetric positive definite operator: shift I - J is when J is
- * symmetric (p->jac_symmetric) and shift is at least J's Gershgorin bound. When it is not (a source
- * that grows faster than 1/dt), pdejit's symmetric default gives way to GMRES with ILU(1), its
- * general one, for the rest of the run. */
 /* A symmetric problem's preconditioner for a time step of this shift (q->mg_auto): CG's iterations
  * with ICC(1) grow with the stiffness of shift I - J, max |J_ii| / shift (about 4 dt / h^2 per
  * axis pair for heat, the shift of backward Euler being 1 / dt), and the multigrid's do not: on
- * 2D heat at 256^2, 37 ICC iterations a step against 5 V-cycles at a ratio of 260 (the same CPU
- * time), 100 against 5 at 2600 (multigrid 2.6x faster), 180 against 5 at 26000 (4.2x);
+ * 2D heat at 256^2, 37 ICC iterations a step against 5 V-cycles at a ratio of 330 (about the same
+ * CPU time), 103 against 5 at 3300 (multigrid 2.4x faster), 184 against 5 at 33 000 (3.9x);
  * docs/performance.md. Multigrid from a ratio of MG_STIFF_ON, ICC again below MG_STIFF_OFF (the
  * gap keeps an adaptive step from switching back and forth). B holds J (before the shift). */
 #define MG_STIFF_ON 300.0
@@ -618,6 +615,10 @@ static PetscErrorCode choose_pc(implicit_solver *q, TS ts, PetscReal shift, Mat 
     return 0;
 }
 
+/* Conjugate gradients need a symmetric positive definite operator: shift I - J is when J is
+ * symmetric (p->jac_symmetric) and shift is at least J's Gershgorin bound. When it is not (a source
+ * that grows faster than 1/dt), pdejit's symmetric default gives way to GMRES with ILU(1), its
+ * general one, for the rest of the run. */
 static PetscErrorCode keep_cg(implicit_solver *q, TS ts, PetscReal shift)
 {
     if (!q->cg || shift >= q->gershgorin) return 0;
@@ -897,9 +898,8 @@ static PetscErrorCode mg_interpolation(const implicit_solver *q, const int64_t n
 /* A steady problem with a symmetric Jacobian (p->jac_symmetric: diffusion with constant
  * coefficients, a state-dependent diagonal) on one process gets the multigrid above when the mesh
  * gives it at least three levels and the options name no linear solver and no preconditioner: its
- * iterations do not grow with the grid, ILU(1)'s do (steady Poisson at 256^2: 5 against 114;
- * docs/solvers.md, Which preconditioner wins). Time steps keep their defaults: there the shift
- * makes the operator well conditioned, and ILU/ICC's cheaper iterations win (measured). */
+ * iterations do not grow with the grid, ILU(1)'s do (steady Poisson at 256^2: 6 against 114;
+ * docs/solvers.md, Which preconditioner wins). Time steps choose at each step (choose_pc). */
 static PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes)
 {
     KSP ksp;
@@ -949,7 +949,7 @@ static PetscErrorCode mg_setup_pc(implicit_solver *q, PC pc)
     PetscCall(PCSetFromOptions(pc));
     /* one symmetric SOR sweep before and after each coarse correction (V(1,1)) rather than PETSc's
      * two Chebyshev iterations, each a matrix product and a sweep, after eigenvalue estimates: the
-     * same iteration counts within one, 40-50 % less time (docs/performance.md) */
+     * same iteration counts within two, 25-38 % less CPU for the whole run (docs/performance.md) */
     PetscCall(PetscOptionsHasName(o, NULL, "-mg_levels_ksp_type", &smoother_set));
     if (!smoother_set) {
         PetscCall(PetscOptionsHasName(o, NULL, "-mg_levels_ksp_max_it", &set));
@@ -960,7 +960,6 @@ static PetscErrorCode mg_setup_pc(implicit_solver *q, PC pc)
             if (!set) PetscCall(KSPSetTolerances(smoother, PETSC_DEFAULT, PETSC_DEFAULT, PETSC_DEFAULT, 1));
         }
     }
-    q->mg_levels = levels;
     return 0;
 }
 
