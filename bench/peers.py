@@ -168,6 +168,7 @@ def make_devito(problem, shape, threads, h, d):
     dominate). Returns (load, run(k0, steps), result)."""
     import os
     os.environ.setdefault("DEVITO_LOGGING", "ERROR")
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # read when the operator's OpenMP code first runs
     from devito import Eq, Grid, Operator, TimeFunction, configuration
     configuration["language"] = "openmp"
     full = tuple(s + 2 for s in shape)
