@@ -18,6 +18,16 @@
  *       step), and the field's checksum (sum of all cells, to compare with ref_rd after the
  *       same steps).
  *
+ *   pj_bench step3d NX NY NZ THREADS STEPS_PER_REP REPS cpu|cpu-tblock|interp
+ *       The 3D heat step u + dt*D*lap(u) of `ref_rd --3d` (same problem, same steps: see there)
+ *       through the same pipeline as `step`: a periodic NX x NY x NZ box, h = 1/NX on every axis
+ *       (Lx = 1, Ly = NY*h, Lz = NZ*h), dt = 0.01, D = 10*h^2, u0 = 0.5 + 0.25*sin(2 pi x)*
+ *       cos(2 pi y)*cos(2 pi z/Lz). Exactly STEPS_PER_REP steps in every rep (no time budget):
+ *       one warm-up rep, then REPS timed reps, (REPS + 1) * STEPS_PER_REP steps in all; cpu and
+ *       interp step one at a time, cpu-tblock in sim_step_n batches of 32. Prints
+ *       "pdejit n=NXxNYxNZ threads=T variant=V sec_per_step=... median=M checksum=C steps=K
+ *       ghost_fill=G block=B sumsq=Q" (C: the sum of the interior cells, Q: of their squares).
+ *
  *   pj_bench compile FILE
  *       What a run pays before its first step, in this process: the front end (parse, check,
  *       lower), the JIT's creation, and per stage kernel the compile or cache load (the figure
@@ -156,6 +166,84 @@ static int cmd_step(int argc, char **argv)
     return 0;
 }
 
+static int cmd_step3d(int argc, char **argv)
+{
+    if (argc < 7) return 2;
+    long long nx = atoll(argv[0]), ny = atoll(argv[1]), nz = atoll(argv[2]);
+    int threads = atoi(argv[3]), steps = atoi(argv[4]), reps = atoi(argv[5]);
+    const char *backend = argv[6];
+    if (nx < 1 || ny < 1 || nz < 1 || threads < 1 || steps < 1 || reps < 1 ||
+        (strcmp(backend, "cpu") && strcmp(backend, "cpu-tblock") && strcmp(backend, "interp")))
+        return 2;
+    int use_cpu = strncmp(backend, "cpu", 3) == 0, tblock = !strcmp(backend, "cpu-tblock");
+    double h = 1.0 / (double)nx;
+    char src[1024];
+    snprintf(src, sizeof src,
+             "# 3D heat, periodic box, explicit Euler (ref_rd --3d)\n"
+             "mesh grid(nx = %lld, ny = %lld, nz = %lld, Lx = 1, Ly = %.17g, Lz = %.17g)\n"
+             "param D = %.17g\n"
+             "field u = 0.5 + 0.25*sin(6.283185307179586*x)*cos(6.283185307179586*y)*"
+             "cos(6.283185307179586*z/%.17g)\n"
+             "eq dt(u) = D*lap(u)\n"
+             "periodic x, y, z\n"
+             "time dt = 0.01, steps = 1, scheme = euler\n",
+             nx, ny, nz, (double)ny * h, (double)nz * h, 10.0 * h * h, (double)nz * h);
+    pj_program *p = compile_text("heat3d.pde", src);
+    if (!p) return 1;
+    char err[1024];
+    sim_options so = {.threads = threads};
+    sim *s = sim_create(p, &so, err, sizeof err);
+    if (!s) { fprintf(stderr, "pj_bench: %s\n", err); return 1; }
+    cpu_backend *be = NULL;
+    if (use_cpu) {
+        cpu_backend_options bo = {0, 0, NULL};
+        be = cpu_backend_create(&bo, err, sizeof err);
+        if (!be || cpu_backend_prepare(be, p, err, sizeof err) < 0) {
+            fprintf(stderr, "pj_bench: cpu back end: %s\n", err);
+            return 1;
+        }
+        cpu_backend_install(be, s);
+    }
+    sim_init(s);
+    double dt = p->dt;
+    double *per = malloc(sizeof(double) * (size_t)reps);
+    for (int r = -1; r < reps; r++) { /* rep -1: warm-up */
+        double t0 = driver_now();
+        for (int done = 0; done < steps;) {
+            int chunk = steps - done < 32 ? steps - done : 32;
+            if (tblock) sim_step_n(s, dt, chunk);
+            else
+                for (int k = 0; k < chunk; k++) sim_step(s, dt);
+            done += chunk;
+        }
+        double t = (driver_now() - t0) / steps;
+        if (r >= 0) per[r] = t;
+    }
+    int fills = 20;
+    double t0 = driver_now();
+    for (int k = 0; k < fills; k++) sim_fill_ghosts(s, 0, sim_time(s));
+    double fill = (driver_now() - t0) / fills;
+    int64_t cells = sim_cells(s);
+    double *u = malloc(sizeof(double) * (size_t)cells), sum = 0, sumsq = 0;
+    sim_get_field(s, 0, u);
+    for (int64_t c = 0; c < cells; c++) {
+        sum += u[c];
+        sumsq += u[c] * u[c];
+    }
+    printf("pdejit n=%lldx%lldx%lld threads=%d variant=%s sec_per_step=", nx, ny, nz, sim_threads(s), backend);
+    for (int r = 0; r < reps; r++) printf("%s%.6e", r ? "," : "", per[r]);
+    qsort(per, (size_t)reps, sizeof *per, cmp_double);
+    long long block = tblock ? sim_tblock_steps(s, 32) : 1;
+    printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e block=%lld sumsq=%.15e\n", per[reps / 2], sum,
+           (long long)sim_steps(s), fill, block > 1 ? block : 1, sumsq);
+    free(u);
+    free(per);
+    sim_destroy(s);
+    cpu_backend_destroy(be);
+    program_free(p);
+    return 0;
+}
+
 static int cmd_compile(const char *file)
 {
     FILE *f = fopen(file, "rb");
@@ -192,10 +280,14 @@ int main(int argc, char **argv)
     if (argc >= 2 && !strcmp(argv[1], "step")) {
         int r = cmd_step(argc - 2, argv + 2);
         if (r != 2) return r;
+    } else if (argc >= 2 && !strcmp(argv[1], "step3d")) {
+        int r = cmd_step3d(argc - 2, argv + 2);
+        if (r != 2) return r;
     } else if (argc == 3 && !strcmp(argv[1], "compile")) {
         return cmd_compile(argv[2]);
     }
     fprintf(stderr, "usage: pj_bench step N THREADS STEPS_PER_REP REPS cpu|cpu-fast|cpu-run|cpu-tblock|interp\n"
+                    "       pj_bench step3d NX NY NZ THREADS STEPS_PER_REP REPS cpu|cpu-tblock|interp\n"
                     "       pj_bench compile FILE\n");
     return 2;
 }

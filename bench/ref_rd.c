@@ -19,7 +19,26 @@
  *
  * usage: ref_rd N THREADS STEPS_PER_REP REPS [--div|--recip]
  * prints: "ref n=N threads=T variant=V sec_per_step=S1,S2,... median=M checksum=C steps=K ghost_fill=G"
- * (seconds per step for each rep after one warm-up rep; G: one halo update alone). */
+ * (seconds per step for each rep after one warm-up rep; G: one halo update alone).
+ *
+ * `--3d NX NY NZ THREADS STEPS_PER_REP REPS`: the 3D heat step (bench step 3D, the same problem
+ * as `pj_bench step3d` and bench/peers.py)
+ *
+ *   u' = u + dt*D*lap(u)   on a periodic NX x NY x NZ box, explicit Euler, spacing h = 1/NX on
+ *   every axis, dt = 0.01, D = 10*h^2 (D*dt/h^2 = 0.1), u0 = 0.5 + 0.25*sin(2 pi x)*cos(2 pi y)*
+ *   cos(2 pi z/Lz) at cell centres x = (i+0.5)h ..., Lz = NZ*h; one ghost layer, x fastest.
+ *
+ * Two buffers, rows padded as in 2D (the first interior cell of every row 64-byte aligned); per
+ * step a serial periodic halo update (x and y ghosts of every interior plane, then the two ghost
+ * planes as whole-plane copies), then one OpenMP parallel loop over z-planes (static schedule),
+ * then a pointer swap. The Laplacian is (E + W - 2u + N + S - 2u + U + D - 2u)/h^2 with 1/h^2
+ * computed once. Steps: exactly STEPS_PER_REP in every rep (no time budget, so that every
+ * implementation takes the same steps and the checksums compare): one warm-up rep, then REPS
+ * timed reps, (REPS + 1) * STEPS_PER_REP steps in all; the checksum is the sum of all interior
+ * cells after them.
+ * prints: "ref n=NXxNYxNZ threads=T variant=3d sec_per_step=S1,... median=M checksum=C steps=K
+ * ghost_fill=G sumsq=Q" (Q: the sum of squares of the interior cells: diffusion conserves the
+ * sum, 0.5 per cell up to rounding after any number of steps, while Q decays step by step). */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -108,10 +127,132 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* ---- 3D: the heat step on a periodic box ---- */
+
+typedef struct grid3 {
+    int64_t nx, ny, nz, sy, sz; /* interior cells per axis; elements per row, per plane */
+    double *mem[2];
+    double *u[2]; /* cell (0,0,0) */
+} grid3;
+
+static void halo3_periodic(const grid3 *g, double *u)
+{
+    const int64_t nx = g->nx, ny = g->ny, nz = g->nz, sy = g->sy, sz = g->sz;
+    for (int64_t k = 0; k < nz; k++) {
+        double *p = u + k * sz;
+        memcpy(p - sy, p + (ny - 1) * sy, sizeof(double) * (size_t)nx); /* y ghost rows */
+        memcpy(p + ny * sy, p, sizeof(double) * (size_t)nx);
+        for (int64_t j = -1; j <= ny; j++) { /* x ghosts, corners included */
+            double *r = p + j * sy;
+            r[-1] = r[nx - 1];
+            r[nx] = r[0];
+        }
+    }
+    /* whole planes (their ghost rows and columns included) */
+    memcpy(u - sz - sy - 1, u + (nz - 1) * sz - sy - 1, sizeof(double) * (size_t)sz);
+    memcpy(u + nz * sz - sy - 1, u - sy - 1, sizeof(double) * (size_t)sz);
+}
+
+static void step3(const grid3 *g, const double *restrict u, double *restrict v, double c)
+{
+    const int64_t nx = g->nx, ny = g->ny, nz = g->nz, sy = g->sy, sz = g->sz;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nz; k++)
+        for (int64_t j = 0; j < ny; j++) {
+            const double *restrict q = u + k * sz + j * sy;
+            const double *restrict n = q + sy, *restrict s = q - sy, *restrict t = q + sz, *restrict b = q - sz;
+            double *restrict o = v + k * sz + j * sy;
+#pragma omp simd
+            for (int64_t i = 0; i < nx; i++) {
+                double uc = q[i];
+                double lap = (q[i + 1] + q[i - 1] - 2.0 * uc) + (n[i] + s[i] - 2.0 * uc) + (t[i] + b[i] - 2.0 * uc);
+                o[i] = uc + c * lap; /* c = dt*D/h^2 */
+            }
+        }
+}
+
+static int main3d(int argc, char **argv)
+{
+    if (argc < 6) {
+        fprintf(stderr, "usage: ref_rd --3d NX NY NZ THREADS STEPS_PER_REP REPS\n");
+        return 2;
+    }
+    grid3 g;
+    g.nx = atoll(argv[0]);
+    g.ny = atoll(argv[1]);
+    g.nz = atoll(argv[2]);
+    int threads = atoi(argv[3]), steps = atoi(argv[4]), reps = atoi(argv[5]);
+    if (g.nx < 1 || g.ny < 1 || g.nz < 1 || threads < 1 || steps < 1 || reps < 1) {
+        fprintf(stderr, "ref_rd --3d: sizes, threads, steps and reps must be positive\n");
+        return 2;
+    }
+    omp_set_num_threads(threads);
+    g.sy = (g.nx + 2 + 7) / 8 * 8 + 8;
+    g.sz = g.sy * (g.ny + 2);
+    size_t elems = (size_t)g.sz * (size_t)(g.nz + 2);
+    for (int b = 0; b < 2; b++) {
+        g.mem[b] = aligned_alloc(64, (elems * sizeof(double) + 63) / 64 * 64);
+        if (!g.mem[b]) return 1;
+        g.u[b] = g.mem[b] + g.sz + g.sy + 8; /* after a ghost plane, a ghost row, 7 pad + ghost */
+    }
+    double h = 1.0 / (double)g.nx, D = 10.0 * h * h, Lz = (double)g.nz * h;
+    /* first touch by the threads that will update the planes (ghost planes: the first/last) */
+#pragma omp parallel for schedule(static)
+    for (int64_t k = -1; k <= g.nz; k++)
+        for (int b = 0; b < 2; b++) memset(g.u[b] + k * g.sz - g.sy - 8, 0, sizeof(double) * (size_t)g.sz);
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < g.nz; k++)
+        for (int64_t j = 0; j < g.ny; j++)
+            for (int64_t i = 0; i < g.nx; i++) {
+                double x = (i + 0.5) * h, y = (j + 0.5) * h, z = (k + 0.5) * h;
+                g.u[0][k * g.sz + j * g.sy + i] =
+                    0.5 + 0.25 * sin(TWO_PI * x) * cos(TWO_PI * y) * cos(TWO_PI * z / Lz);
+            }
+    double c = DT * D / (h * h);
+    int cur = 0;
+    double *per = malloc(sizeof(double) * (size_t)reps);
+    long long total = 0;
+    for (int r = -1; r < reps; r++) { /* rep -1: warm-up */
+        double t0 = omp_get_wtime();
+        for (int k = 0; k < steps; k++) {
+            halo3_periodic(&g, g.u[cur]);
+            step3(&g, g.u[cur], g.u[1 - cur], c);
+            cur = 1 - cur;
+        }
+        double t = (omp_get_wtime() - t0) / steps;
+        if (r >= 0) per[r] = t;
+        total += steps;
+    }
+    int fills = 20;
+    double t0 = omp_get_wtime();
+    for (int k = 0; k < fills; k++) halo3_periodic(&g, g.u[cur]);
+    double fill = (omp_get_wtime() - t0) / fills;
+    double sum = 0, sumsq = 0;
+    for (int64_t k = 0; k < g.nz; k++)
+        for (int64_t j = 0; j < g.ny; j++)
+            for (int64_t i = 0; i < g.nx; i++) {
+                double v = g.u[cur][k * g.sz + j * g.sy + i];
+                sum += v;
+                sumsq += v * v;
+            }
+    printf("ref n=%lldx%lldx%lld threads=%d variant=3d sec_per_step=", (long long)g.nx, (long long)g.ny,
+           (long long)g.nz, threads);
+    for (int r = 0; r < reps; r++) printf("%s%.6e", r ? "," : "", per[r]);
+    qsort(per, (size_t)reps, sizeof *per, cmp_double);
+    printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e sumsq=%.15e\n", per[reps / 2], sum, total, fill,
+           sumsq);
+    free(per);
+    free(g.mem[0]);
+    free(g.mem[1]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "--3d")) return main3d(argc - 2, argv + 2);
     if (argc < 5) {
-        fprintf(stderr, "usage: ref_rd N THREADS STEPS_PER_REP REPS [--div|--recip]\n");
+        fprintf(stderr, "usage: ref_rd N THREADS STEPS_PER_REP REPS [--div|--recip]\n"
+                        "       ref_rd --3d NX NY NZ THREADS STEPS_PER_REP REPS\n");
         return 2;
     }
     grid g;
