@@ -15,7 +15,16 @@
  * output.
  *
  * Large states: when all buffers together exceed the last-level cache, kir_launch.prefetch asks
- * the CPU kernels to prefetch the rows ahead (llvm_backend.c; +10-20 % on a 2048² step here). */
+ * the CPU kernels to prefetch the rows ahead (llvm_backend.c; +10-20 % on a 2048² step here).
+ *
+ * Y tiles (3D, CPU kernels): when the 2H+1 planes a stencil reads, of every buffer, exceed half
+ * of the second-level cache (256² doubles: 3 MiB against 2 MiB here), a thread's run of planes
+ * is walked tile by tile, TILE_L2_SHARE of the cache per tile (a launch over the run with the
+ * buffers moved to the tile's first row, n[1] the tile's rows and first/beyond[1] its place, as
+ * tblock.c launches rows): each plane is then read from memory once and from L2 the other 2H
+ * times. The threads' pieces are then at least TILE_GRAIN_H * H planes (a piece's first tile
+ * reads 2H planes again). 2 threads, bench step3d: 512x512x128 +15-25 %, 256³ +5-10 % (see
+ * docs/performance.md). */
 #include "sim.h"
 #include "diag.h"
 #include <errno.h>
@@ -34,6 +43,10 @@
 #define SIM_ALIGN 64
 /* below this many cells a stage runs on the calling thread: waking threads costs more */
 #define SIM_PAR_MIN_CELLS 4096
+/* y tiles: the share of the second-level cache a tile's planes take, and the smallest piece of
+   a thread's planes, in halo widths */
+#define TILE_L2_SHARE 3
+#define TILE_GRAIN_H 16
 
 
 /* ---- threads --------------------------------------------------------------------------- */
@@ -50,9 +63,37 @@ static void par_for(const sim *s, par_fn fn, void *ctx, int64_t n_outer)
         return;
     }
     int one_d = s->p->dim == 1;
-    cpu_pool_run_range(s->pool, fn, ctx, n_outer, one_d ? CPU_POOL_GRAIN_1D : 1,
+    cpu_pool_run_range(s->pool, fn, ctx, n_outer, one_d ? CPU_POOL_GRAIN_1D : s->tile_rows ? s->tile_grain : 1,
                        one_d ? 1 : cells / n_outer);
 }
+
+/* The y tiles of a 3D stage (see the header): s->tile_rows and s->tile_grain from the mode. */
+static void choose_tiles(sim *s)
+{
+    s->tile_rows = 0;
+    s->tile_grain = 1;
+    if (s->p->dim != 3 || s->tile_mode < 0) return;
+    int64_t ny = s->g.n[1], nz = s->g.n[2], H = s->g.H, span = 2 * H + 1;
+    int64_t rows = s->tile_mode;
+    if (!rows) {
+        double l2 = (double)sim_cache_bytes(2), row = (double)s->L.stride[1] * (double)s->esz * s->nbuf * span;
+        if (row * (double)ny <= l2 / 2) return; /* the planes stay in L2 as they are */
+        rows = (int64_t)(l2 / TILE_L2_SHARE / row) / 8 * 8;
+        if (rows < 8) rows = 8;
+    }
+    if (rows >= ny) return;
+    s->tile_rows = rows;
+    int64_t per = nz / (s->threads > 1 ? s->threads : 1);
+    s->tile_grain = TILE_GRAIN_H * H < per ? TILE_GRAIN_H * H : per > 1 ? per : 1;
+}
+
+void sim_set_tiles(sim *s, int64_t rows)
+{
+    s->tile_mode = rows < 0 ? -1 : rows;
+    choose_tiles(s);
+}
+
+int64_t sim_tile_rows(const sim *s) { return s->tile_rows; }
 
 /* ---- creation -------------------------------------------------------------------------- */
 
@@ -263,6 +304,8 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     const char *tb = getenv("PDEJIT_TBLOCK"), *tk = getenv("PDEJIT_TBLOCK_K"), *tr = getenv("PDEJIT_TBLOCK_ROWS");
     int mode = !tb || !*tb || !strcmp(tb, "auto") ? 0 : !strcmp(tb, "off") || !strcmp(tb, "0") ? -1 : 1;
     sim_set_tblock(s, mode, tk ? atoi(tk) : 0, tr ? atoi(tr) : 0);
+    const char *ty = getenv("PDEJIT_TILE_Y"); /* off, auto or rows: forced y tiles */
+    sim_set_tiles(s, !ty || !*ty || !strcmp(ty, "auto") ? 0 : !strcmp(ty, "off") ? -1 : atoll(ty) > 0 ? atoll(ty) : -1);
     return s;
 oom:
     diag_set(err, err_len, "sim: %s", strerror(ENOMEM));
@@ -510,9 +553,31 @@ const char *sim_error(const sim *s) { return s->failed ? s->error : NULL; }
 
 typedef struct stage_job { sim *s; int stage; const kir_kernel *k; } stage_job;
 
+/* The stage over planes [begin, end) in y tiles of s->tile_rows rows: a launch per tile, the
+ * buffers moved to its first row (at most TILE_BUFS buffers; more run whole planes). */
+#define TILE_BUFS 64
+static int run_tiles(sim *s, int stage, int64_t begin, int64_t end)
+{
+    if (s->nbuf > TILE_BUFS) return 0;
+    kir_launch L = s->L;
+    void *bufs[TILE_BUFS];
+    L.buf = bufs;
+    const int64_t ny = s->g.n[1], rows = s->tile_rows, step = s->L.stride[1] * (int64_t)s->esz;
+    for (int64_t y0 = 0; y0 < ny; y0 += rows) {
+        int64_t n1 = ny - y0 < rows ? ny - y0 : rows;
+        for (int b = 0; b < s->nbuf; b++) bufs[b] = (char *)s->L.buf[b] + y0 * step;
+        L.n[1] = n1;
+        L.first[1] = s->L.first[1] + y0;
+        L.beyond[1] = s->L.beyond[1] + (ny - y0 - n1);
+        s->runner(s->runner_ctx, stage, &L, begin, end);
+    }
+    return 1;
+}
+
 static void run_stage_range(void *ctx, int64_t begin, int64_t end)
 {
     stage_job *j = ctx;
+    if (j->s->runner && j->s->tile_rows && run_tiles(j->s, j->stage, begin, end)) return;
     if (j->s->runner) j->s->runner(j->s->runner_ctx, j->stage, &j->s->L, begin, end);
     else interp_stage(j->k, &j->s->L, j->s->single, begin, end);
 }
