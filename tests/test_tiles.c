@@ -3,7 +3,8 @@
  * gives. Every 3D problem of the table (solve.c: walls, halo 2, rk schemes) and a problem with
  * rand(), coordinates, a coefficient field, mixed sides and y/z extents that the tiles do not
  * divide, on the cpu back end with 1 and 2 threads, double and single, tiles forced to a few
- * rows; then when the automatic choice tiles and what it chooses. */
+ * rows; then when the automatic choice tiles and what it chooses; then the ghost fill of a large
+ * 3D mesh split over the threads. */
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>
@@ -39,13 +40,13 @@ static engine *make_engine(const pj_program *p, const char *backend, int single,
     return e;
 }
 
-/* `steps` steps of p on cpu with whole planes and with tiles of `tiles` rows: every field equal
- * to the bit. */
-static void tiled_equals_whole(const pj_program *p, const char *label, const char *sets, int single, int threads,
-                               const char *tiles, int64_t steps)
+/* `steps` steps of p on `backend` with whole planes on ref_threads threads and with tiles of
+ * `tiles` rows on `threads`: every field equal to the bit. */
+static void runs_equal(const pj_program *p, const char *label, const char *sets, const char *backend, int single,
+                       int ref_threads, int threads, const char *tiles, int64_t steps)
 {
-    engine *ref = make_engine(p, "cpu", single, threads, sets, "off");
-    engine *e = make_engine(p, "cpu", single, threads, sets, tiles);
+    engine *ref = make_engine(p, backend, single, ref_threads, sets, "off");
+    engine *e = make_engine(p, backend, single, threads, sets, tiles);
     double dt = p->dt > 0 ? p->dt : 1e-3;
     char err[1024];
     for (int64_t i = 0; i < steps; i++)
@@ -57,8 +58,9 @@ static void tiled_equals_whole(const pj_program *p, const char *label, const cha
             fail_msg("%s", err);
         for (int64_t c = 0; c < n; c++)
             if (memcmp(&a[c], &b[c], sizeof a[c]))
-                fail_msg("%s (%s, %d threads, tiles of %s rows): field %s cell %lld: whole %.17g, tiled %.17g", label,
-                         single ? "single" : "double", threads, tiles, p->field_names[f], (long long)c, a[c], b[c]);
+                fail_msg("%s (%s, %s, %d/%d threads, tiles of %s rows): field %s cell %lld: %.17g, %.17g", label, backend,
+                         single ? "single" : "double", ref_threads, threads, tiles, p->field_names[f], (long long)c, a[c],
+                         b[c]);
     }
     free(a);
     free(b);
@@ -83,7 +85,7 @@ static void problems_tiled_equal(void **state)
         for (int single = 0; single <= 1; single++)
             for (int threads = 1; threads <= 2; threads++)
                 for (size_t t = 0; t < sizeof tiles / sizeof *tiles; t++)
-                    tiled_equals_whole(p, name, sets, single, threads, tiles[t], 5);
+                    runs_equal(p, name, sets, "cpu", single, threads, threads, tiles[t], 5);
         /* the interpreter as the oracle of the tiled kernels */
         setenv("PDEJIT_TILE_Y", "3", 1);
         engine_options o = {.threads = 2, .seed = 11};
@@ -96,6 +98,35 @@ static void problems_tiled_equal(void **state)
     }
     test_cases_free(cases, n);
     assert_true(done >= 3); /* heat3d, the table's 3D cases, mixed */
+}
+
+/* A 3D mesh of 2^18 cells or more fills its x and y ghosts over the threads (sim.c): with walls
+ * (a linear condition, a value), periodic sides and a coefficient field, 2 threads fill what one
+ * fills, to the bit (interp: nothing but the fill is split differently; cpu: tiled too). */
+static void large_fill_split(void **state)
+{
+    (void)state;
+    static const char prob[] =
+        "mesh grid(nx = 64, ny = 66, nz = 65, Lx = 1, Ly = 1, Lz = 1)\n"
+        "field K = 1 + 0.5*sin(2*pi*x)*cos(2*pi*y)*z\n"
+        "field u = 0.5 + 0.1*rand() + 0.2*y*z\n"
+        "eq dt(u) = 0.00002*div(K*grad(u)) + 0.01*x*y\n"
+        "periodic z\n"
+        "on left: dn(u) = 0\n"
+        "on right: u = x + t\n"
+        "on bottom: u = sin(3*t) + x\n"
+        "on top: u + 0.1*dn(u) = t*z\n"
+        "time dt = 0.01, until = 1, scheme = rk2\n";
+    pj_program *p = compile_named("large", prob);
+    runs_equal(p, "large", NULL, "interp", 0, 1, 2, "off", 2);
+    runs_equal(p, "large", NULL, "cpu", 0, 1, 2, "16", 3);
+    program_free(p);
+    p = compile_named("large periodic", "mesh grid(nx = 64, ny = 64, nz = 64)\nfield u = x*y + z\n"
+                                        "eq dt(u) = 0.0001*lap(u)\nperiodic x, y, z\n"
+                                        "time dt = 0.01, steps = 1, scheme = euler\n");
+    runs_equal(p, "large periodic", NULL, "cpu", 0, 1, 2, "auto", 3);
+    runs_equal(p, "large periodic", NULL, "cpu", 1, 1, 2, "auto", 3);
+    program_free(p);
 }
 
 static sim *make_sim(const pj_program *p, int threads, cpu_backend **be)
@@ -169,6 +200,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(problems_tiled_equal),
         cmocka_unit_test(auto_choice),
+        cmocka_unit_test(large_fill_split),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
