@@ -25,8 +25,9 @@
  * buffers moved to the tile's first row, n[1] the tile's rows and first/beyond[1] its place, as
  * tblock.c launches rows): each plane is then read from memory once and from L2 the other 2H
  * times. The threads' pieces are then at least TILE_GRAIN_H * H planes (a piece's first tile
- * reads 2H planes again). 2 threads, bench step3d: 512x512x128 +15-25 %, 256³ +5-10 % (see
- * docs/performance.md). */
+ * reads 2H planes again). bench step3d, 2 threads, tiles against none: 256³ 1.13x, 512x512x128
+ * 1.06x; with the split fill, 1.13-1.20x the step before on 1 and 2 threads (docs/performance.md,
+ * "3D on 2 threads"). */
 #include "sim.h"
 #include "diag.h"
 #include <errno.h>
