@@ -50,6 +50,8 @@
    a thread's planes, in halo widths */
 #define TILE_L2_SHARE 3
 #define TILE_GRAIN_H 16
+/* ... and the most buffers a tiled launch moves (more: whole planes) */
+#define TILE_BUFS 64
 /* from this many cells on, the ghost fill of a 3D mesh along x and y is split over the threads */
 #define FILL_PAR_MIN_CELLS (1 << 20)
 
@@ -77,7 +79,7 @@ static void choose_tiles(sim *s)
 {
     s->tile_rows = 0;
     s->tile_grain = 1;
-    if (s->p->dim != 3 || s->tile_mode < 0) return;
+    if (s->p->dim != 3 || s->tile_mode < 0 || s->nbuf > TILE_BUFS) return;
     int64_t ny = s->g.n[1], nz = s->g.n[2], H = s->g.H, span = 2 * H + 1;
     int64_t rows = s->tile_mode;
     if (!rows) {
@@ -609,8 +611,7 @@ const char *sim_error(const sim *s) { return s->failed ? s->error : NULL; }
 typedef struct stage_job { sim *s; int stage; const kir_kernel *k; } stage_job;
 
 /* The stage over planes [begin, end) in y tiles of s->tile_rows rows: a launch per tile, the
- * buffers moved to its first row (at most TILE_BUFS buffers; more run whole planes). */
-#define TILE_BUFS 64
+ * buffers moved to its first row (choose_tiles: at most TILE_BUFS buffers). */
 static int run_tiles(sim *s, int stage, int64_t begin, int64_t end)
 {
     if (s->nbuf > TILE_BUFS) return 0;

@@ -68,7 +68,8 @@ void sim_set_tblock(sim *s, int mode, int k, int rows);
  * hold at least 16H planes (fewer tile edges). Results are bit for bit those of whole planes.
  * rows -1: never; 0 (the default): when the planes a stencil reads exceed half of the
  * second-level cache, rows chosen by its size; > 0: always, with that many rows. Only with a
- * stage runner (the CPU back end). sim_create takes it from $PDEJIT_TILE_Y (off, auto, ROWS). */
+ * stage runner (the CPU back end) and at most 64 buffers (slots x fields). sim_create takes it from
+ * $PDEJIT_TILE_Y (off, auto, ROWS). */
 void sim_set_tiles(sim *s, int64_t rows);
 /* The rows per y tile in effect (0: whole planes). */
 int64_t sim_tile_rows(const sim *s);
