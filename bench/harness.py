@@ -123,6 +123,110 @@ def tblock_table(args):
     return 0
 
 
+def peers_table(args):
+    """The peer table (issue 13 item 5): the 2D reaction-diffusion step and the 3D heat step
+    (7-point) in C, pdejit, Numba, pystencils and Devito, interleaved round by round, with the
+    fraction of the DRAM bound (bench/copy_bw: a plain copy's GB/s at the same thread count)."""
+    rounds = args.rounds or (1 if args.quick else 5)
+    reps = 3 if args.quick else 5
+    cases = []  # (problem, shape tuple (x first), label)
+    for spec in args.peer_sizes.split(","):
+        prob, size = spec.split(":")
+        dims = tuple(int(v) for v in size.split("x"))
+        cases.append((prob, dims))
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    ref = os.path.join(args.bin, "ref_rd")
+    pjb = os.path.join(args.bin, "pj_bench")
+    cbw = os.path.join(args.bin, "copy_bw")
+    peers = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers.py")
+    tmp = tempfile.mkdtemp(prefix="pdejit-bench-")
+    env = dict(os.environ, PDEJIT_CACHE_DIR=os.path.join(tmp, "cache"))
+    env.pop("PDEJIT_TBLOCK", None)
+
+    def size_args(prob, dims):
+        return [str(v) for v in dims]
+
+    impls = [
+        ("C reference (gcc -O3 -march=native -fopenmp)", "c",
+         lambda p, d, t, s: [ref] + (["--3d"] if p == "heat3d" else []) + size_args(p, d) + [str(t), str(s), str(reps)]),
+        ("pdejit cpu", "pj",
+         lambda p, d, t, s: [pjb, "step" if p == "rd" else "step3d"] + size_args(p, d) + [str(t), str(s), str(reps), "cpu"]),
+        ("pdejit cpu, temporal blocking when it pays (sim_step_n)", "tb",
+         lambda p, d, t, s: [pjb, "step" if p == "rd" else "step3d"] + size_args(p, d) + [str(t), str(s), str(reps), "cpu-tblock"]),
+    ]
+    if args.peers_python:
+        for label, key in (("Numba @njit(parallel=True)", "numba"),
+                           ("pystencils (-O3 -march=native -ffast-math, OpenMP, AVX-512)", "pystencils"),
+                           ("Devito (OpenMP, opt 'advanced')", "devito")):
+            impls.append((label, key, lambda p, d, t, s, key=key: [args.peers_python, peers, key, p] + size_args(p, d) +
+                          [str(t), str(s), str(reps)]))
+    t_start, load_start = time.time(), loadavg()
+    results, bandwidth = {}, {}
+    for prob, dims in cases:
+        cells = dims[0] * dims[0] if prob == "rd" else dims[0] * dims[1] * dims[2]
+        steps = max(3, min(2000, int(2.5e7 / cells)))
+        for t in thread_counts:
+            for rnd in range(rounds):
+                bw = run_line([cbw, str(t), "1024", "3"], env, "copy")
+                if bw:
+                    bandwidth.setdefault(t, []).append(float(bw["median"]))
+                for label, key, build in impls:
+                    env_t = dict(env, OMP_NUM_THREADS=str(t))
+                    res = run_line(build(prob, dims, t, steps), env_t)
+                    if res is None:
+                        continue
+                    d = results.setdefault((prob, dims, t, key), {"times": [], "lines": []})
+                    d["times"] += [float(x) for x in res["sec_per_step"].split(",")]
+                    d["lines"].append(res)
+            sys.stderr.write("  %s %s, %d thread%s: done (%.0f s)\n" % (
+                prob, "x".join(map(str, dims)), t, "" if t == 1 else "s", time.time() - t_start))
+    print("### Peers: pdejit, C, Numba, pystencils, Devito\n")
+    print("`bench/run.sh --peers`: explicit Euler, periodic, double, one ghost layer and a serial halo "
+          "copy every step in each (pdejit: its ghost fill). *rd*: `u + dt*(D*lap(u) + k*u*(1-u))` in 2D; "
+          "*heat3d*: `u + dt*D*lap(u)`, 7 points. Time per step = median of %d rounds x %d reps; Mcups = "
+          "million cell updates per second; GB/s counts 16 bytes per cell (one read, one write); *of DRAM* = "
+          "that over a plain copy's GB/s at the same thread count on 1 GiB arrays (`copy_bw`: %s), above 1 "
+          "where the state stays in this VM's 260 MiB L3; *speed vs C* = C's time / this time; *check*: the "
+          "field's sum equals C's to 1e-12 after the same steps (blank: step counts differ). Load average "
+          "%s at the start, %s at the end; %.0f s.\n" % (
+              rounds, reps, ", ".join("%d thread%s %.1f GB/s" % (t, "" if t == 1 else "s", statistics.median(v))
+                                      for t, v in sorted(bandwidth.items())) or "not measured",
+              load_start, loadavg(), time.time() - t_start))
+    print("| problem | cells | threads | implementation | time/step | best rep | Mcups | GB/s | of DRAM | speed vs C | check | compile |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for prob, dims in cases:
+        cells = dims[0] * dims[0] if prob == "rd" else dims[0] * dims[1] * dims[2]
+        name = "x".join(map(str, dims)) if len(dims) == 3 else "%d²" % dims[0]
+        for t in thread_counts:
+            c = results.get((prob, dims, t, "c"))
+            c_med = statistics.median(c["times"]) if c else None
+            c_sum = float(c["lines"][0]["checksum"]) if c else None
+            c_steps = c["lines"][0]["steps"] if c else None
+            bw = statistics.median(bandwidth[t]) if t in bandwidth else None
+            for label, key, _ in impls:
+                d = results.get((prob, dims, t, key))
+                if not d:
+                    print("| %s | %s | %d | %s | failed | | | | | | | |" % (prob, name, t, label))
+                    continue
+                med = statistics.median(d["times"])
+                gbs = cells * BYTES_PER_CELL / med / 1e9
+                chk = ""
+                if key != "c" and c_sum is not None and d["lines"][0]["steps"] == c_steps:
+                    ok = True
+                    for f in ("checksum", "sumsq"):
+                        if f in c["lines"][0] and f in d["lines"][0]:
+                            a, b = float(d["lines"][0][f]), float(c["lines"][0][f])
+                            ok = ok and abs(a - b) <= 1e-12 * abs(b)
+                    chk = "ok" if ok else "DIFFERS"
+                comp = d["lines"][0].get("compile_s", "")
+                print("| %s | %s | %s | %s | %s | %s | %.0f | %.1f | %s | %s | %s | %s |" % (
+                    prob, name, d["lines"][0].get("threads", str(t)), label, fmt_time(med), fmt_time(min(d["times"])),
+                    cells / med / 1e6, gbs, ("%.2f" % (gbs / bw)) if bw else "",
+                    ("%.2f" % (c_med / med)) if c_med else "", chk, ("%s s" % comp) if comp else ""))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True, help="folder with ref_rd and pj_bench")
@@ -136,7 +240,14 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--tblock", action="store_true",
                     help="only the temporal blocking table (2048² and 4096² unless --sizes)")
+    ap.add_argument("--peers", action="store_true",
+                    help="only the peer table: C, pdejit, Numba, pystencils, Devito in 2D and 3D")
+    ap.add_argument("--peers-python", default="", help="the python of bench/.venv-peers; empty: no Python peers")
+    ap.add_argument("--peer-sizes", default="rd:2048,heat3d:256x256x256,heat3d:512x512x128",
+                    help="PROBLEM:SIZE,... (rd:N, heat3d:NXxNYxNZ)")
     args = ap.parse_args()
+    if args.peers:
+        return peers_table(args)
     if args.tblock:
         return tblock_table(args)
 

@@ -240,7 +240,8 @@ static int cmd_step3d(int argc, char **argv)
     qsort(per, (size_t)reps, sizeof *per, cmp_double);
     long long block = tblock ? sim_tblock_steps(s, 32) : 1;
     printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e block=%lld sumsq=%.15e tile_rows=%lld\n",
-           per[reps / 2], sum, (long long)sim_steps(s), fill, block > 1 ? block : 1, sumsq, (long long)sim_tile_rows(s));
+           per[reps / 2], sum, (long long)sim_steps(s), fill, block > 1 ? block : 1, sumsq,
+           (long long)sim_tile_rows(s));
     free(u);
     free(per);
     sim_destroy(s);

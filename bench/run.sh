@@ -12,6 +12,8 @@
 # 1024², 2048² on 1 and 2 threads, compile/cache timings of every sample, and the wall time
 # of a whole cached `pdejit run`.
 #
+# --peers: only the peer table (C, pdejit, Numba, pystencils, Devito; 2D and 3D; the fraction of
+# the DRAM bound from bench/copy_bw.c), the peers pip-installed into bench/.venv-peers.
 # --quick: one round, fewer reps (under 2 minutes once built). Other options go to harness.py,
 # e.g. --rounds 5, --sizes 64,1024, --threads 2. Environment: PDEJIT_BUILD (build folder),
 # BENCH_NO_PYTHON=1 (skip NumPy/Numba), CC (default gcc).
@@ -41,6 +43,29 @@ if [ ! -x "$BIN/pj_bench" ] || [ "$BUILD/libpdejit_core.a" -nt "$BIN/pj_bench" ]
         $("$LLVM_CONFIG" --link-static --system-libs | sed 's|[^ ]*libz3\.so||') \
         -lstdc++ -lxxhash -lpng -lz -lm -ldl -lpthread -fopenmp -o "$BIN/pj_bench"
 fi
+
+# 3b. the copy bandwidth the peer table divides by
+if [ ! -x "$BIN/copy_bw" ] || [ "$ROOT/bench/copy_bw.c" -nt "$BIN/copy_bw" ]; then
+    "$CC" -O3 -march=native -fopenmp "$ROOT/bench/copy_bw.c" -o "$BIN/copy_bw"
+fi
+
+# 3c. --peers: Numba, pystencils and Devito in bench/.venv-peers
+PEERS_PY=""
+case " $* " in *" --peers "*)
+    PVENV=$ROOT/bench/.venv-peers
+    if [ "${BENCH_NO_PYTHON:-0}" != 1 ]; then
+        if ! "$PVENV/bin/python" -c 'import numba, pystencils, devito' 2>/dev/null; then
+            log "creating $PVENV with numpy, numba, pystencils 2 and devito 4 (pip)"
+            python3 -m venv "$PVENV" >&2 && timeout 900 "$PVENV/bin/pip" install -q numpy numba 'pystencils>=2,<3' 'devito>=4.8,<5' >&2 || true
+        fi
+        if "$PVENV/bin/python" -c 'import numba, pystencils, devito' 2>/dev/null; then
+            PEERS_PY=$PVENV/bin/python
+            log "pystencils $("$PEERS_PY" -c 'import pystencils; print(pystencils.__version__)'), Devito $("$PEERS_PY" -c 'import devito; print(devito.__version__)')"
+        else
+            log "pip could not install the peers into $PVENV: the table goes on with C and pdejit only"
+        fi
+    fi
+esac
 
 # 4. NumPy and Numba in bench/.venv
 VENV=$ROOT/bench/.venv
@@ -75,5 +100,5 @@ log "running (report also in $OUT)"
          "$("$CC" --version | head -1); LLVM $("$LLVM_CONFIG" --version)${PY:+; NumPy $("$PY" -c 'import numpy; print(numpy.__version__)'), Numba $("$PY" -c 'import numba; print(numba.__version__)')}."
     echo
     python3 "$ROOT/bench/harness.py" --bin "$BIN" --pdejit "$BUILD/pdejit" --python "$PY" --py-note "$PY_NOTE" \
-        --samples "$ROOT/samples" "$@"
+        --samples "$ROOT/samples" ${PEERS_PY:+--peers-python "$PEERS_PY"} "$@"
 } | tee "$OUT"

@@ -738,6 +738,7 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     diag *d = C->d;
     ast_program *ast = parse_program(C->arena, d, source, len);
     if (!ast || d->errors) return -1;
+    C->term_faces = opt && opt->term_faces;
     if (opt && opt->redefine_line > 0 && redefine_apply(C->arena, ast, opt->redefine_line, d) < 0) return -1;
     C->ast = ast;
     C->source = source;

@@ -334,6 +334,18 @@ static int lower_call(compiler *C, lctx *x, const ast_expr *e)
     const char *n = e->name;
     kir_kernel *k = x->k;
     symbol *s = sema_lookup(C, n);
+    int face_axis, face_high;
+    if (sema_term_face(C, n, &face_axis, &face_high)) { /* term.c: a face of this cell (sema.h) */
+        if (x->face) {
+            lower_error(C, e->loc, "%s() is a cell quantity", n);
+            return -1;
+        }
+        lctx f = *x;
+        f.face = 1;
+        f.axis = face_axis;
+        if (!face_high) f.off[face_axis] -= 1;
+        return lower_expr(C, &f, e->args[0]);
+    }
     if (s && (s->kind == SYM_FUNC || s->kind == SYM_FLUX)) {
         if (s->kind == SYM_FLUX && !x->face) {
             lower_error(C, e->loc, "flux '%s' is a face quantity: use it inside div(...)", n);

@@ -118,6 +118,9 @@ typedef struct pj_compile_options {
     int n_const_sets;
     const char *const *const_names;
     const double *const_values;
+    /* term.c's face terms only: the calls face_x0__(e) ... face_z1__(e) in cell context evaluate e in
+       face context on the cell's low (0) or high (1) face along x, y or z; no problem file has them */
+    int term_faces;
 } pj_compile_options;
 
 /* Compiles `source` (the contents of `filename`). Errors go to d; returns NULL on error (out of

@@ -217,6 +217,16 @@ static int is_arg(const ast_stmt *def, const char *name)
 
 static const char *dim_text(int dim) { return dim == 1 ? "1D" : dim == 2 ? "2D" : "3D"; }
 
+int sema_term_face(const compiler *C, const char *name, int *axis, int *high)
+{
+    if (!C->term_faces || strncmp(name, "face_", 5) || !name[5] || !strchr("xyz", name[5]) ||
+        (name[6] != '0' && name[6] != '1') || strcmp(name + 7, "__"))
+        return 0;
+    *axis = name[5] - 'x';
+    *high = name[6] == '1';
+    return 1;
+}
+
 int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def)
 {
     if (!e) return 0;
@@ -254,8 +264,11 @@ int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def)
         /* a call names a user func or flux, else a built-in function, even where a value or an
            argument has the same name (`const L = 1` beside `L(u)`) */
         symbol *s = sema_lookup(C, e->name);
-        int builtin = find_builtin_fn(e->name, NULL);
-        if (is_arg(def, e->name) && !builtin) {
+        int builtin = find_builtin_fn(e->name, NULL), axis, high;
+        if (sema_term_face(C, e->name, &axis, &high)) {
+            if (e->n_args != 1 || axis >= C->dim)
+                diag_error(C->d, e->loc, "%s() takes one argument in a mesh with that axis", e->name);
+        } else if (is_arg(def, e->name) && !builtin) {
             diag_error(C->d, e->loc, "'%s' is an argument, not a function", e->name);
         } else if (s && (s->kind == SYM_FUNC || s->kind == SYM_FLUX)) {
             if (e->n_args != s->stmt->n_words)

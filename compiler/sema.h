@@ -61,6 +61,7 @@ typedef struct compiler {
     long work;            /* lowering steps, bounded */
     pj_loc reported[64];  /* error positions already reported by lowering (inlined twice) */
     int n_reported;
+    int term_faces;       /* pj_compile_options.term_faces: face_[xyz][01]__(e) exist */
 } compiler;
 
 symbol *sema_lookup(compiler *C, const char *name);
@@ -69,6 +70,9 @@ int sema_is_builtin_function(const char *name);
 /* Checks names, arities and dimensions of an expression; `def` gives the enclosing func's
  * argument names (NULL outside a func). Returns the number of errors. */
 int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def);
+/* 1 when `name` is one of term.c's face calls face_[xyz][01]__ and C->term_faces is set; *axis and
+ * *high tell which face of the cell (pj_compile_options.term_faces). */
+int sema_term_face(const compiler *C, const char *name, int *axis, int *high);
 /* The symbols of C->ast (reported: duplicates, built-in names redefined). */
 void sema_collect_symbols(compiler *C);
 /* sema_check_expr on every expression of the problem (C->dim set), then recursion among funcs. */

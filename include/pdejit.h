@@ -6,7 +6,7 @@
  *     pj_sim_advance       step to a time, landing on it exactly; NaN/Inf stop it
  *     pj_sim_get_field     read a field's values (a copy)
  *     pj_sim_field_view    a field where it lives, without a copy
- *     pj_term_compile      a text-defined cell expression, evaluated on the caller's arrays
+ *     pj_term_compile      a text-defined cell or face expression, evaluated on the caller's arrays
  *
  * Handles are opaque. Every function that can fail returns a pj_status and, where it says so,
  * a message in a caller's buffer. Nothing here prints or exits. Ownership: a pj_problem must
@@ -290,20 +290,28 @@ typedef struct pj_field_view {
 } pj_field_view;
 PJ_API pj_status pj_sim_field_view(pj_sim *sim, const char *name, pj_field_view *view);
 
-/* ---- terms: a text-defined cell expression evaluated on the caller's arrays ------------------
+/* ---- terms: a text-defined cell or face expression evaluated on the caller's arrays ------------
  *
  * A term is an expression of the problem language in cell context (neighbour offsets u[1, 0],
  * lap, grad, div of fluxes, L R harm upwind ..., conditionals, x y z coordinates, params), over
  * input fields on a uniform grid, e.g. "D*lap(u) + (u > 0.5 ? k*u*(1 - u) : 0)". It is compiled
  * once, like a problem's kernel (LLVM on the CPU, through the kernel cache), and evaluated at every
- * cell of arrays the caller owns (x fastest, no ghost cells): the inputs are copied into buffers
- * with ghost layers, which are filled by the boundary treatment of each axis, then the kernel runs
- * on the term's threads and the result is copied out.
+ * cell of arrays the caller owns (x fastest, no ghost cells), on the term's threads; the values
+ * beyond the grid come from the boundary treatment of each axis. In 1D and 2D the kernel reads the
+ * inputs from the caller's arrays and writes `out` directly (inputs read at neighbours, in 2D,
+ * through small windows of rows with their ghost cells); in 3D, and for face terms, the inputs are
+ * copied into buffers with ghost layers and the result copied out.
  *
  * Boundaries: PJ_TERM_ZERO_FLUX (the default) mirrors the cells next to the wall into the ghost
  * layers (dn(u) = 0 on both sides: lap(u) and div(D*grad(u)) see no flux through the wall);
  * PJ_TERM_PERIODIC wraps around the axis. */
 typedef enum pj_term_boundary { PJ_TERM_ZERO_FLUX = 0, PJ_TERM_PERIODIC = 1 } pj_term_boundary;
+/* What a term evaluates: PJ_TERM_CELLS an expression in cell context at every cell (pj_term_eval);
+ * PJ_TERM_FACES an expression in face context (docs/language.md section 6: `grad(u)` the normal
+ * gradient, a bare field the face average, `L R LL RR harm upwind normal`, `boundary`, `wall(u)`,
+ * x y z the face centre) on every face, boundary faces included, as div(...) of it would see them
+ * (pj_term_eval_faces). */
+typedef enum pj_term_at { PJ_TERM_CELLS = 0, PJ_TERM_FACES = 1 } pj_term_at;
 typedef struct pj_term pj_term;
 typedef struct pj_term_options {
     int dim;                       /* 1, 2 or 3 */
@@ -318,6 +326,7 @@ typedef struct pj_term_options {
     int threads;                   /* 0: all cores */
     /* func, flux and const statements the expression may use ("func f(s) = s*(1 - s)"), or NULL */
     const char *definitions;
+    pj_term_at at;                 /* zeroed: a cell term */
 } pj_term_options;
 /* Compiles `expr` for the grid and inputs of `options`. PJ_ERR_INPUT on a bad expression or
  * definition (*diagnostics, if not NULL, receives "<term>:LINE:COL: error: ..." or
@@ -334,6 +343,17 @@ PJ_API void pj_term_free(pj_term *term);
  * fill failed (message in err). Not to be called on one term from two threads at once. */
 PJ_API pj_status pj_term_eval(pj_term *term, const double *const *inputs, double t, double *out, char *err,
                               size_t err_len);
+/* Evaluates a face term (options.at = PJ_TERM_FACES) on every face: out[a], for each axis a below
+ * dim, receives the faces normal to axis a, pj_term_face_count(term, a) values: the grid's cells
+ * with one more along a (n[a] + 1), x fastest; face i along a lies between cells i - 1 and i (face
+ * 0 and face n[a] are the boundary faces, where the ghost cells of the boundary treatment are the
+ * outer side). Inputs, t and errors as pj_term_eval; PJ_ERR_INPUT on a cell term (and pj_term_eval
+ * and pj_term_jacobian return it on a face term). */
+PJ_API pj_status pj_term_eval_faces(pj_term *term, const double *const *inputs, double t, double *const *out,
+                                    char *err, size_t err_len);
+/* The number of faces normal to axis a of a face term, (n[a] + 1) times the cells along the
+ * other axes; 0 for a cell term or an axis beyond its dim. */
+PJ_API int64_t pj_term_face_count(const pj_term *term, int axis);
 /* The derivative of the term at each cell with respect to input `field` at that same cell (the
  * diagonal of its Jacobian: what an implicit source term's linearisation takes), from the
  * symbolic derivative of the kernel (compiled once per field, through the kernel cache); zero

@@ -20,7 +20,9 @@
  * mirrored one, or the periodic partner): g = alpha * u_m + beta. alpha is measured exactly by
  * two ghost fills of a scratch slot (interior 0, then 1: alpha = g1 - g0; a corner's alpha is
  * the product along its axes, and comes out of the fills the same way), once, or at every
- * assembly when a boundary condition depends on time. */
+ * assembly when a boundary condition depends on time.
+ * The defaults (docs/solvers.md) follow what the derived Jacobian reads; on one process PCMG gets
+ * a cell-centred hierarchy (mg_setup_pc): PETSc's DMDA coarsens vertex-centred. */
 #include "implicit.h"
 #include "decomp.h"
 #include <math.h>
@@ -156,6 +158,8 @@ struct implicit_solver {
     Vec Djc;               /* diag_update: the diagonal coefficients' sum at Jc's assembly */
     Vec Voff;              /* cg: per row, the sum of |J_ij| off the diagonal (gershgorin_bound) */
     int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
+    int mg_auto;           /* cg: the preconditioner follows the step (choose_pc): ICC(1) or multigrid */
+    int mg_on;             /* mg_auto: multigrid now */
     double gershgorin;     /* cg: max over rows of J_ii + sum |J_ij| (i != j), of the last Jacobian */
     double *jc_params;     /* the params at the last Jacobian (a change makes Jc and alpha stale) */
     PetscInt *cols;        /* one row's columns (global indices) and values */
@@ -165,6 +169,9 @@ struct implicit_solver {
     double t_fd;           /* the time of implicit_check_jacobian's differences */
     char error[512];       /* a failure inside a callback */
 };
+
+static int mg_count_levels(const implicit_solver *q, PetscInt cap);
+static PetscErrorCode mg_setup_pc(implicit_solver *q, PC pc);
 
 /* "WHAT: PETSc error N (its text: the first line of the error's detail)" */
 static void petsc_message(PetscErrorCode e, const char *what, char *err, size_t len)
@@ -572,6 +579,42 @@ static PetscErrorCode add_shift(implicit_solver *q, Mat B, PetscReal shift)
     return 0;
 }
 
+/* A symmetric problem's preconditioner for a time step of this shift (q->mg_auto): CG's iterations
+ * with ICC(1) grow with the stiffness of shift I - J, max |J_ii| / shift (about 4 dt / h^2 per
+ * axis pair for heat, the shift of backward Euler being 1 / dt), and the multigrid's do not: on
+ * 2D heat at 256^2, 37 ICC iterations a step against 5 V-cycles at a ratio of 330 (about the same
+ * CPU time), 103 against 5 at 3300 (multigrid 2.4x faster), 184 against 5 at 33 000 (3.9x);
+ * docs/performance.md. Multigrid from a ratio of MG_STIFF_ON, ICC again below MG_STIFF_OFF (the
+ * gap keeps an adaptive step from switching back and forth). B holds J (before the shift). */
+#define MG_STIFF_ON 300.0
+#define MG_STIFF_OFF 150.0
+static PetscErrorCode choose_pc(implicit_solver *q, TS ts, PetscReal shift, Mat B)
+{
+    if (!q->mg_auto || !q->cg) return 0;
+    PetscReal dmax;
+    PetscCall(MatGetDiagonal(B, q->D));
+    PetscCall(VecNorm(q->D, NORM_INFINITY, &dmax));
+    double stiff = shift > 0 ? dmax / shift : PETSC_MAX_REAL;
+    int want = q->mg_on ? stiff >= MG_STIFF_OFF : stiff >= MG_STIFF_ON;
+    if (want == q->mg_on) return 0;
+    SNES snes;
+    KSP ksp;
+    PC pc;
+    PetscCall(TSGetSNES(ts, &snes));
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    if (want) {
+        PetscCall(PCSetType(pc, PCMG));
+        PetscCall(mg_setup_pc(q, pc));
+    } else {
+        PetscCall(PCSetType(pc, PCICC));
+        PetscCall(PCFactorSetLevels(pc, 1));
+        PetscCall(PCSetFromOptions(pc));
+    }
+    q->mg_on = want;
+    return 0;
+}
+
 /* Conjugate gradients need a symmetric positive definite operator: shift I - J is when J is
  * symmetric (p->jac_symmetric) and shift is at least J's Gershgorin bound. When it is not (a source
  * that grows faster than 1/dt), pdejit's symmetric default gives way to GMRES with ILU(1), its
@@ -589,6 +632,7 @@ static PetscErrorCode keep_cg(implicit_solver *q, TS ts, PetscReal shift)
     PetscCall(PCSetType(pc, PCILU));
     PetscCall(PCFactorSetLevels(pc, 1));
     q->cg = 0;
+    q->mg_on = 0;
     return 0;
 }
 
@@ -597,6 +641,7 @@ static PetscErrorCode ts_ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscRea
     (void)Udot;
     (void)A;
     PetscCall(jacobian_into(ctx, t, U, B));
+    PetscCall(choose_pc(ctx, ts, shift, B));
     PetscCall(keep_cg(ctx, ts, shift));
     PetscCall(MatScale(B, -1.0));
     PetscCall(add_shift(ctx, B, shift));
@@ -759,6 +804,178 @@ static PetscErrorCode symmetric_defaults(implicit_solver *q, PetscOptions o, SNE
     PetscCall(PCSetFromOptions(pc)); /* -pc_factor_levels and the like, read for ILU before */
     q->cg = 1;
     q->gershgorin = PETSC_MAX_REAL; /* until the first Jacobian */
+    q->mg_auto = !q->d && mg_count_levels(q, 0) >= 3;
+    return 0;
+}
+
+/* Geometric multigrid for cell-centred grids (pc = mg, one process). PETSc's DMDA coarsens a
+ * non-periodic side vertex-centred, (n - 1) / 2, which a grid of 2^k cells is not: its pc = mg was
+ * one level. pdejit gives PCMG its own hierarchy instead: each level halves every axis with more
+ * than one cell while all of them stay even and the coarse one keeps at least MG_MIN_CELLS cells;
+ * the interpolation is cell-centred and bilinear (trilinear) per unknown: a fine cell takes 3/4 of
+ * its coarse parent and 1/4 of the parent's neighbour on its side, per axis (the parent alone at
+ * a non-periodic side, the wrapped neighbour at a periodic one); restriction is its transpose and
+ * the coarse operators are Galerkin's, P^T A P (PC_MG_GALERKIN_BOTH), so nothing but the finest
+ * Jacobian is assembled. -pc_mg_levels caps the levels. */
+#define MG_MIN_CELLS 4
+
+/* The levels the mesh allows (1: none coarser), at most cap (cap <= 0: no cap). */
+static int mg_count_levels(const implicit_solver *q, PetscInt cap)
+{
+    int64_t n[3] = {q->n[0], q->n[1], q->n[2]};
+    int levels = 1;
+    for (;;) {
+        int ok = 0, any = 0;
+        for (int a = 0; a < q->p->dim; a++) {
+            if (n[a] == 1) continue;
+            any = 1;
+            ok = 1;
+            if (n[a] % 2 || n[a] / 2 < MG_MIN_CELLS) {
+                ok = 0;
+                break;
+            }
+        }
+        if (!any || !ok || (cap > 0 && levels >= cap)) return levels;
+        for (int a = 0; a < q->p->dim; a++)
+            if (n[a] > 1) n[a] /= 2;
+        levels++;
+    }
+}
+
+/* The interpolation from a coarse grid nc (every axis of nf with more than one cell halved) to
+ * the fine grid nf, dof unknowns interlaced, the natural order (x fastest). */
+static PetscErrorCode mg_interpolation(const implicit_solver *q, const int64_t nf[3], const int64_t nc[3], Mat *P)
+{
+    int dof = q->dof, dim = q->p->dim;
+    PetscInt rows = (PetscInt)(nf[0] * nf[1] * nf[2] * dof), cols = (PetscInt)(nc[0] * nc[1] * nc[2] * dof);
+    PetscCall(MatCreateSeqAIJ(PETSC_COMM_SELF, rows, cols, 1 << dim, NULL, P));
+    for (int64_t k = 0; k < nf[2]; k++)
+        for (int64_t j = 0; j < nf[1]; j++)
+            for (int64_t i = 0; i < nf[0]; i++) {
+                int64_t f[3] = {i, j, k}, idx[3][2];
+                double w[3][2];
+                for (int a = 0; a < 3; a++) {
+                    if (nf[a] == nc[a]) { /* not coarsened */
+                        idx[a][0] = idx[a][1] = f[a];
+                        w[a][0] = 1.0;
+                        w[a][1] = 0.0;
+                        continue;
+                    }
+                    int64_t c = f[a] / 2, nb = f[a] % 2 ? c + 1 : c - 1;
+                    idx[a][0] = c;
+                    w[a][0] = 0.75;
+                    w[a][1] = 0.25;
+                    if (nb < 0 || nb >= nc[a]) {
+                        if (q->p->periodic[a]) nb = (nb + nc[a]) % nc[a];
+                        else {
+                            nb = c;
+                            w[a][0] = 1.0;
+                            w[a][1] = 0.0;
+                        }
+                    }
+                    idx[a][1] = nb;
+                }
+                for (int c = 0; c < dof; c++) {
+                    PetscInt row = (PetscInt)(((k * nf[1] + j) * nf[0] + i) * dof + c), col[8];
+                    PetscScalar val[8];
+                    int m = 0;
+                    for (int cz = 0; cz < 2; cz++)
+                        for (int cy = 0; cy < 2; cy++)
+                            for (int cx = 0; cx < 2; cx++) {
+                                double v = w[0][cx] * w[1][cy] * w[2][cz];
+                                if (v == 0.0) continue;
+                                col[m] = (PetscInt)(((idx[2][cz] * nc[1] + idx[1][cy]) * nc[0] + idx[0][cx]) * dof + c);
+                                val[m++] = v;
+                            }
+                    PetscCall(MatSetValues(*P, 1, &row, m, col, val, ADD_VALUES));
+                }
+            }
+    PetscCall(MatAssemblyBegin(*P, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(*P, MAT_FINAL_ASSEMBLY));
+    return 0;
+}
+
+/* A steady problem with a symmetric Jacobian (p->jac_symmetric: diffusion with constant
+ * coefficients, a state-dependent diagonal) on one process gets the multigrid above when the mesh
+ * gives it at least three levels and the options name no linear solver and no preconditioner: its
+ * iterations do not grow with the grid, ILU(1)'s do (steady Poisson at 256^2: 6 against 114;
+ * docs/solvers.md, Which preconditioner wins). Time steps choose at each step (choose_pc). */
+static PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool set;
+    if (!q->p->jac_symmetric || mg_count_levels(q, 0) < 3) return 0;
+    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_type", &set));
+    if (set) return 0;
+    PetscCall(PetscOptionsHasName(o, NULL, "-pc_type", &set));
+    if (set) return 0;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCSetType(pc, PCMG));
+    return 0;
+}
+
+/* PCMG's levels, interpolations and smoothers for this mesh (nothing where it has one level only). */
+static PetscErrorCode mg_setup_pc(implicit_solver *q, PC pc)
+{
+    PetscOptions o = q->opts;
+    PetscBool set, smoother_set;
+    PetscInt cap = 0;
+    PetscCall(PetscOptionsGetInt(o, NULL, "-pc_mg_levels", &cap, &set));
+    int levels = mg_count_levels(q, set ? cap : 0);
+    if (levels < 2) return 0;
+    PetscCall(DMDASetInterpolationType(q->da, DMDA_Q0));
+    PetscCall(PCMGSetLevels(pc, levels, NULL));
+    PetscCall(PCMGSetGalerkin(pc, PC_MG_GALERKIN_BOTH));
+    int64_t nf[3] = {q->n[0], q->n[1], q->n[2]};
+    for (int l = levels - 1; l > 0; l--) {
+        int64_t nc[3];
+        for (int a = 0; a < 3; a++) nc[a] = nf[a] > 1 ? nf[a] / 2 : 1;
+        Mat P;
+        PetscCall(mg_interpolation(q, nf, nc, &P));
+        PetscCall(PCMGSetInterpolation(pc, l, P));
+        PetscCall(MatDestroy(&P));
+        for (int a = 0; a < 3; a++) nf[a] = nc[a];
+    }
+    for (int l = 0; l < levels; l++) { /* the levels' solvers read this solver's options too */
+        KSP smoother;
+        PC spc;
+        PetscCall(PCMGGetSmoother(pc, l, &smoother));
+        PetscCall(PetscObjectSetOptions((PetscObject)smoother, o));
+        PetscCall(KSPGetPC(smoother, &spc));
+        PetscCall(PetscObjectSetOptions((PetscObject)spc, o));
+    }
+    PetscCall(PCSetFromOptions(pc));
+    /* one symmetric SOR sweep before and after each coarse correction (V(1,1)) rather than PETSc's
+     * two Chebyshev iterations, each a matrix product and a sweep, after eigenvalue estimates: the
+     * same iteration counts within two, 25-38 % less CPU for the whole run (docs/performance.md) */
+    PetscCall(PetscOptionsHasName(o, NULL, "-mg_levels_ksp_type", &smoother_set));
+    if (!smoother_set) {
+        PetscCall(PetscOptionsHasName(o, NULL, "-mg_levels_ksp_max_it", &set));
+        for (int l = 1; l < levels; l++) {
+            KSP smoother;
+            PetscCall(PCMGGetSmoother(pc, l, &smoother));
+            PetscCall(KSPSetType(smoother, KSPRICHARDSON));
+            if (!set) PetscCall(KSPSetTolerances(smoother, PETSC_DEFAULT, PETSC_DEFAULT, PETSC_DEFAULT, 1));
+        }
+    }
+    return 0;
+}
+
+/* When the preconditioner is PCMG on one process (named by the options, or steady_defaults): the
+ * cell-centred hierarchy above. The DMDA is told to coarsen cell-centred too (DMDA_Q0: n / 2),
+ * since PCMG coarsens the solver's DM alongside the levels it is given (it then keeps the
+ * interpolations it was given). */
+static PetscErrorCode mg_defaults(implicit_solver *q, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool mg;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCMG, &mg));
+    if (mg) PetscCall(mg_setup_pc(q, pc));
     return 0;
 }
 
@@ -968,6 +1185,8 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
         CHECK(apply_defaults(q->opts, q->snes), "the solver's defaults");
         if (d) CHECK(parallel_defaults(q->opts, q->snes), "the solver's defaults");
         if (q->linear) CHECK(linear_defaults(q->opts, q->snes), "the solver's defaults");
+        if (!d) CHECK(steady_defaults(q, q->opts, q->snes), "the solver's defaults");
+        if (!d) CHECK(mg_defaults(q, q->snes), "the multigrid levels");
         CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
     } else {
         CHECK(TSCreate(comm, &q->ts), "TSCreate");
@@ -1017,6 +1236,7 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
         if (q->linear) CHECK(linear_defaults(q->opts, ts_snes), "the solver's defaults");
         /* over MPI the matrix is spread: PETSc's ICC factors one process's only */
         if (p->jac_symmetric && !d) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
+        if (!d) CHECK(mg_defaults(q, ts_snes), "the multigrid levels");
         PetscScalar *x;
         CHECK(VecGetArray(q->X, &x), "VecGetArray");
         slot_to_vec(q, 0, x);

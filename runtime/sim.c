@@ -543,7 +543,8 @@ static void run_fill_range(void *ctx, int64_t begin, int64_t end)
     span.q0 = s->g.lo[2] + begin;
     span.q1 = s->g.lo[2] + end;
     for (int k = 0; k < j->n_axes; k++)
-        for (int f = 0; f < s->p->n_fields; f++) sim_fill_axis(s, f, s->fill_buf[f], j->axis[k], j->cf[k], &span);
+        for (int f = 0; f < s->p->n_fields; f++)
+            if (f >= 64 || !(s->fill_skip >> f & 1)) sim_fill_axis(s, f, s->fill_buf[f], j->axis[k], j->cf[k], &span);
 }
 
 /* The boundary coefficients of the sides of axis a with a linear rule at time t (NULL: none). */
@@ -595,7 +596,8 @@ void sim_fill_ghosts(sim *s, int slot, double t)
         const double *cf[2];
         axis_coefs(s, a, t, cf);
         sim_fill_span span = sim_full_span(s);
-        for (int f = 0; f < p->n_fields; f++) sim_fill_axis(s, f, s->fill_buf[f], a, cf, &span);
+        for (int f = 0; f < p->n_fields; f++)
+            if (f >= 64 || !(s->fill_skip >> f & 1)) sim_fill_axis(s, f, s->fill_buf[f], a, cf, &span);
         axis_hooks(s, a, t);
     }
     if (s->plan.set.exchange && !s->failed &&
@@ -604,6 +606,12 @@ void sim_fill_ghosts(sim *s, int slot, double t)
 }
 
 const char *sim_error(const sim *s) { return s->failed ? s->error : NULL; }
+
+void sim_skip_fill(sim *s, int f, int skip)
+{
+    if (f < 0 || f >= 64) return;
+    s->fill_skip = skip ? s->fill_skip | (uint64_t)1 << f : s->fill_skip & ~((uint64_t)1 << f);
+}
 
 
 /* ---- stepping -------------------------------------------------------------------------- */

@@ -84,6 +84,10 @@ int sim_eval(sim *s, int stage, double t, double dt);
 void sim_set_clock(sim *s, double t, int64_t steps);
 /* The buffers' layout (grid.h); buffer (slot, field) is sim_launch(s)->buf[slot * n_fields + field]. */
 const struct grid_layout *sim_layout(const sim *s);
+/* Leaves field f's ghost cells alone in sim_fill_ghosts (skip 1) or fills them again (0); fields
+ * from 64 on are always filled. For pj_term, whose kernels read some fields from the caller's own
+ * arrays, not from the sim's buffers (runtime/term.c). */
+void sim_skip_fill(sim *s, int f, int skip);
 /* The failure of a ghost hook, or NULL. */
 const char *sim_error(const sim *s);
 /* First non-finite value in the state, scanning fields in order, cells x fastest; returns 1

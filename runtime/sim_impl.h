@@ -20,6 +20,7 @@ struct sim {
     void **mem;            /* allocations */
     void **buf;            /* cell (0,0,0) of each */
     void **fill_buf;       /* per field: the buffer a ghost fill works on (sim_fill_ghosts) */
+    uint64_t fill_skip;    /* fields (below 64) whose ghosts sim_fill_ghosts leaves alone (sim_skip_fill) */
     kir_launch L;
     double *param;
     unsigned char *param_set; /* set by the user: kept when params are re-evaluated */

@@ -9,7 +9,25 @@
  * kernel cache like every stage kernel. The derivative with respect to an input at the cell is
  * one output of derive.c's Jacobian of the problem's rhs kernel; that kernel is compiled the same
  * way (per field, on first use) and run with the sim's buffers and two scratch buffers (the wanted
- * derivative and one that every other derivative output is written to). */
+ * derivative and one that every other derivative output is written to).
+ *
+ * A face term (pj_term_options.at = PJ_TERM_FACES) is the same with the expression as a flux
+ * `face__()` and, per axis, two outputs: the flux on each cell's low face and on its high face
+ * (the internal calls face_x0__(face__()) ..., pj_compile_options.term_faces). The faces normal to
+ * an axis are the low faces of its cells and, past the last cell, that cell's high face: what a
+ * div(...) of the expression would use on every face, boundary faces included.
+ *
+ * In place: in 1D and 2D a cell term's kernel writes the caller's `out` and reads the inputs it
+ * reads at the cell only (halo 0) from the caller's arrays, not from copies in the sim's ghosted
+ * buffers (no copy in, no copy out, no fresh pages for them: the first call's cost). The sim's
+ * buffers have rows of nx + 2·halo, the caller's of nx, and a kernel addresses row y of every
+ * buffer as base + y·stride[1]; so in 2D the kernel runs one row at a time, each caller's array
+ * given the base that puts row y where it is in that array (run_rows). 3D runs a plane a call,
+ * whose rows no one base can place, and copies as before. In 2D an input read at neighbours
+ * (halo h > 0) is not copied whole either: each thread copies blocks of TERM_WINDOW_ROWS rows
+ * plus h rows either side, with their ghost cells (zero flux mirrors, periodic wraps, as the sim's
+ * fill does), into a small window that stays in cache, given the base that puts those rows at
+ * their y. $PDEJIT_TERM_COPY set at pj_term_compile keeps the copies (for comparisons). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,6 +41,12 @@
 #include "sim.h"
 
 #define TERM_OUT "term__"
+#define TERM_DIRECT_BUFS 64   /* in place only for kernels with at most this many buffers */
+#define TERM_DIRECT_MIN_NX 32 /* in 2D: shorter rows are not worth a kernel call each */
+#define TERM_WINDOW_ROWS 16   /* 2D: rows of an input read at neighbours copied at a time */
+#define TERM_FLUX "face__"
+static const char *const face_out[3][2] = {{"out_x0__", "out_x1__"}, {"out_y0__", "out_y1__"},
+                                           {"out_z0__", "out_z1__"}};
 
 typedef struct term_jac {
     cpu_backend *cpu;      /* NULL until first used */
@@ -34,7 +58,14 @@ struct pj_term {
     pj_program *p;
     sim *s;
     cpu_backend *cpu;
-    int n_inputs;          /* fields 0 .. n_inputs - 1; the term is field n_inputs */
+    int n_inputs;          /* fields 0 .. n_inputs - 1; the term is field n_inputs (a face term:
+                              fields n_inputs + 2a and + 2a + 1, axis a's low and high faces) */
+    int faces;             /* a face term */
+    int direct;            /* in place (see the top): inputs with direct_in[f] and out are the caller's */
+    unsigned char *direct_in; /* 1: read in place, 2: through a window (2D, halo > 0) */
+    int periodic[3];
+    int dim;
+    int64_t n[3];
     int64_t cells;
     int threads;
     int from_cache;
@@ -114,6 +145,7 @@ void pj_term_free(pj_term *t)
         kir_free(t->jac[f].k);
     }
     free(t->jac);
+    free(t->direct_in);
     free(t->scratch[0]);
     free(t->scratch[1]);
     sim_destroy(t->s);
@@ -131,6 +163,8 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     if (o->dim < 1 || o->dim > 3)
         return fail(diagnostics, PJ_ERR_INPUT, "the grid must have 1, 2 or 3 axes, not %d", o->dim);
     if (o->n_fields < 1 || !o->fields) return fail(diagnostics, PJ_ERR_INPUT, "a term needs at least one input field");
+    if ((unsigned)o->at > PJ_TERM_FACES) return fail(diagnostics, PJ_ERR_INPUT, "unknown term kind %d", (int)o->at);
+    int faces = o->at == PJ_TERM_FACES;
     if (o->n_params < 0 || (o->n_params && (!o->params || !o->param_values)))
         return fail(diagnostics, PJ_ERR_INPUT, "params: names and values are needed");
     int n_names = o->n_fields + o->n_params;
@@ -139,7 +173,9 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
         if (!is_identifier(name) || strlen(name) > 64)
             return fail(diagnostics, PJ_ERR_INPUT, "'%s' is not a name for a %s", name ? name : "(null)",
                         i < o->n_fields ? "field" : "param");
-        if (!strcmp(name, TERM_OUT)) return fail(diagnostics, PJ_ERR_INPUT, "'%s' is reserved", name);
+        int reserved = !strcmp(name, TERM_OUT) || !strcmp(name, TERM_FLUX);
+        for (int a = 0; a < 3; a++) reserved |= !strcmp(name, face_out[a][0]) || !strcmp(name, face_out[a][1]);
+        if (reserved) return fail(diagnostics, PJ_ERR_INPUT, "'%s' is reserved", name);
         for (int j = 0; j < i; j++) {
             const char *other = j < o->n_fields ? o->fields[j] : o->params[j - o->n_fields];
             if (!strcmp(name, other)) return fail(diagnostics, PJ_ERR_INPUT, "'%s' is given twice", name);
@@ -174,8 +210,10 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
         put(&tx, "%s%s = %.17g%s", i ? "" : "param ", o->params[i], o->param_values[i],
             i + 1 < o->n_params ? ", " : "\n");
     put(&tx, "field ");
-    for (int f = 0; f < o->n_fields; f++) put(&tx, "%s, ", o->fields[f]);
-    put(&tx, "%s\n", TERM_OUT);
+    for (int f = 0; f < o->n_fields; f++) put(&tx, "%s%s", o->fields[f], f + 1 < o->n_fields || !faces ? ", " : "");
+    if (faces)
+        for (int a = 0; a < o->dim; a++) put(&tx, ", %s, %s", face_out[a][0], face_out[a][1]);
+    put(&tx, "%s\n", faces ? "" : TERM_OUT);
     int any_periodic = 0;
     for (int a = 0; a < o->dim; a++)
         if (o->boundary[a] == PJ_TERM_PERIODIC) {
@@ -183,9 +221,15 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
             any_periodic = 1;
         }
     if (any_periodic) put(&tx, "\n");
-    put(&tx, "eq dt(%s) = (\n", TERM_OUT);
+    if (faces)
+        put(&tx, "flux %s() = (\n", TERM_FLUX);
+    else
+        put(&tx, "eq dt(%s) = (\n", TERM_OUT);
     int expr_line = tx.failed ? 0 : count_lines(tx.data) + 1;
     put(&tx, "%s\n)\n", expr);
+    for (int a = 0; faces && a < o->dim; a++)
+        for (int hi = 0; hi < 2; hi++)
+            put(&tx, "eq dt(%s) = face_%c%d__(%s())\n", face_out[a][hi], axis_name[a], hi, TERM_FLUX);
     if (tx.failed) {
         free(tx.data);
         return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
@@ -194,7 +238,7 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     diag d;
     diag_init(&d, "<definitions>", tx.data, tx.len);
     diag_set_part(&d, expr_line, "<term>");
-    pj_compile_options copt = {.scheme = PJ_EULER, .scheme_set = 1};
+    pj_compile_options copt = {.scheme = PJ_EULER, .scheme_set = 1, .term_faces = faces};
     pj_program *p = compile_problem("<term>", tx.data, tx.len, &d, &copt);
     if (!p) {
         if (d.errors) diag_append(&d, "%d error%s\n", d.errors, d.errors == 1 ? "" : "s");
@@ -215,6 +259,9 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     }
     t->p = p;
     t->n_inputs = o->n_fields;
+    t->faces = faces;
+    t->dim = o->dim;
+    for (int a = 0; a < 3; a++) t->n[a] = a < o->dim ? o->n[a] : 1;
     t->threads = o->threads;
     t->cells = p->n[0] * p->n[1] * p->n[2];
     t->jac = calloc((size_t)o->n_fields, sizeof *t->jac);
@@ -235,11 +282,28 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     t->from_cache = nk > 0 && tm && tm[0].from_cache;
     cpu_backend_install(t->cpu, t->s);
     sim_set_spacing(t->s, o->h); /* sim_create zeroed every buffer: slot 0's term__ stays 0 */
+    t->direct = !faces && (o->dim == 1 || (o->dim == 2 && o->n[0] >= TERM_DIRECT_MIN_NX)) &&
+                p->n_slots * p->n_fields <= TERM_DIRECT_BUFS && !getenv("PDEJIT_TERM_COPY");
+    if (t->direct && !(t->direct_in = calloc((size_t)o->n_fields, 1))) {
+        pj_term_free(t);
+        return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
+    }
+    for (int a = 0; a < 3; a++) t->periodic[a] = a < o->dim && o->boundary[a] == PJ_TERM_PERIODIC;
+    for (int f = 0; t->direct && f < o->n_fields; f++) {
+        int h = p->field_halo[f];
+        if (f < 64 && (h == 0 || (o->dim == 2 && h <= p->halo && h <= o->n[0] && h <= o->n[1]))) {
+            t->direct_in[f] = h == 0 ? 1 : 2;
+            sim_skip_fill(t->s, f, 1); /* the sim's buffer is not read (pj_term_jacobian fills it) */
+        }
+    }
     *out = t;
     return PJ_OK;
 }
 
-static pj_status load_inputs(pj_term *t, const double *const *inputs, double *out, char *err, size_t err_len)
+/* Copies the inputs into the sim's buffers: all of them, or (direct) those the kernel does not
+ * read from the caller's arrays. */
+static pj_status load_inputs(pj_term *t, const double *const *inputs, double *out, int direct, char *err,
+                             size_t err_len)
 {
     if (!t || !inputs || !out) {
         diag_set(err, err_len, "pj_term: NULL argument");
@@ -250,22 +314,190 @@ static pj_status load_inputs(pj_term *t, const double *const *inputs, double *ou
             diag_set(err, err_len, "pj_term: input %s is NULL", t->p->field_names[f]);
             return PJ_ERR_INPUT;
         }
-        sim_set_field(t->s, f, inputs[f]);
+        if (!direct || !t->direct_in[f]) sim_set_field(t->s, f, inputs[f]);
     }
     return PJ_OK;
 }
 
+/* 1 when arrays a and b of n doubles share memory. */
+static int overlap(const double *a, const double *b, int64_t n)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b, len = (uintptr_t)n * sizeof(double);
+    return x < y + len && y < x + len;
+}
+
+/* The ghost fill of the inputs the in-place kernel reads otherwise: off (skip 1) or on (0). */
+static void skip_fills(pj_term *t, int skip)
+{
+    for (int f = 0; t->direct && f < t->n_inputs; f++)
+        if (t->direct_in[f]) sim_skip_fill(t->s, f, skip);
+}
+
+/* The in-place kernel run (see the top): buffer index[d] is the caller's array base[d]; buffer
+ * win_index[w] a window over the caller's array win_src[w], whose halo is win_h[w]. */
+typedef struct term_rows {
+    pj_term *t;
+    int nbuf, n_direct, n_win;
+    int index[TERM_DIRECT_BUFS];
+    uintptr_t base[TERM_DIRECT_BUFS];
+    int win_index[TERM_DIRECT_BUFS], win_h[TERM_DIRECT_BUFS];
+    const double *win_src[TERM_DIRECT_BUFS];
+    int failed;            /* a window could not be allocated (atomic) */
+} term_rows;
+
+/* Rows y0 - h .. y1 - 1 + h of the caller's nx x ny array `a` into window w (row r at
+ * w + r·stride), each with h ghost cells either side: zero flux mirrors the cells next to the
+ * wall, periodic wraps around, along x and y (what sim_fill_ghosts does for a term). */
+static void fill_window(double *w, int64_t stride, const double *a, int64_t nx, int64_t ny, int h,
+                        const int periodic[2], int64_t y0, int64_t y1)
+{
+    for (int64_t y = y0 - h; y < y1 + h; y++, w += stride) {
+        int64_t src = y;
+        if (y < 0) src = periodic[1] ? y + ny : -y - 1;
+        if (y >= ny) src = periodic[1] ? y - ny : 2 * ny - 1 - y;
+        memcpy(w, a + src * nx, sizeof(double) * (size_t)nx);
+        for (int m = 1; m <= h; m++) {
+            w[-m] = w[periodic[0] ? nx - m : m - 1];
+            w[nx - 1 + m] = w[periodic[0] ? m - 1 : nx - m];
+        }
+    }
+}
+
+static void run_rows(void *ctx, int stage, const kir_launch *L, int64_t begin, int64_t end)
+{
+    const term_rows *r = ctx;
+    void *buf[TERM_DIRECT_BUFS];
+    memcpy(buf, L->buf, sizeof(void *) * (size_t)r->nbuf);
+    kir_launch l = *L;
+    l.buf = buf;
+    if (r->t->dim == 1) {
+        for (int d = 0; d < r->n_direct; d++) buf[r->index[d]] = (void *)r->base[d];
+        cpu_backend_run(r->t->cpu, stage, &l, begin, end);
+        return;
+    }
+    /* row y at base + y·stride[1] is the caller's row y at array + y·nx: base = array - y·(stride[1] - nx),
+       computed in unsigned arithmetic (the base lies outside the array; only base + y·stride[1] is read) */
+    const int64_t S = L->stride[1], nx = L->n[0], ny = L->n[1];
+    const uintptr_t shift = (uintptr_t)(S - nx) * sizeof(double);
+    const int H = r->t->p->halo;
+    size_t per = (size_t)((TERM_WINDOW_ROWS + 2 * H) * S + 2 * H); /* doubles a window */
+    double *win = NULL;
+    if (r->n_win && !(win = malloc(sizeof(double) * per * (size_t)r->n_win))) {
+        __atomic_store_n((int *)&r->failed, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    l.prefetch = 0; /* the windows are in cache; prefetching would read past them */
+    for (int64_t y0 = begin; y0 < end; y0 += TERM_WINDOW_ROWS) {
+        int64_t y1 = y0 + TERM_WINDOW_ROWS < end ? y0 + TERM_WINDOW_ROWS : end;
+        for (int w = 0; w < r->n_win; w++) {
+            /* window row k holds y0 - h + k at win + H + k·S: row y at base + y·S */
+            double *first = win + per * (size_t)w + H;
+            fill_window(first, S, r->win_src[w], nx, ny, r->win_h[w], r->t->periodic, y0, y1);
+            uintptr_t back = (uintptr_t)(r->win_h[w] - y0) * (uintptr_t)S * sizeof(double);
+            buf[r->win_index[w]] = (void *)((uintptr_t)first + back);
+        }
+        for (int64_t y = y0; y < y1; y++) {
+            for (int d = 0; d < r->n_direct; d++) buf[r->index[d]] = (void *)(r->base[d] - (uintptr_t)y * shift);
+            cpu_backend_run(r->t->cpu, stage, &l, y, y + 1);
+        }
+    }
+    free(win);
+}
+
 pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, double *out, char *err, size_t err_len)
 {
-    pj_status st = load_inputs(t, inputs, out, err, err_len);
+    if (t && t->faces) {
+        diag_set(err, err_len, "pj_term_eval: a face term gives face values: call pj_term_eval_faces");
+        return PJ_ERR_INPUT;
+    }
+    pj_status st = load_inputs(t, inputs, out, t->direct, err, err_len);
     if (st != PJ_OK) return st;
+    const pj_stage *stage = &t->p->stages[0];
+    int nf = t->p->n_fields;
+    term_rows rows = {.t = t, .nbuf = t->p->n_slots * nf};
+    for (int f = 0; t->direct && f < t->n_inputs; f++)
+        if (t->direct_in[f] == 1) {
+            rows.index[rows.n_direct] = f; /* slot 0 */
+            rows.base[rows.n_direct++] = (uintptr_t)inputs[f];
+        } else if (t->direct_in[f] == 2 && overlap(inputs[f], out, t->cells)) {
+            /* out is this input: rows written before a later window reads them; copy it whole */
+            sim_set_field(t->s, f, inputs[f]);
+            sim_skip_fill(t->s, f, 0);
+        } else if (t->direct_in[f] == 2) {
+            rows.win_index[rows.n_win] = f;
+            rows.win_h[rows.n_win] = t->p->field_halo[f];
+            rows.win_src[rows.n_win++] = inputs[f];
+        }
+    rows.index[rows.n_direct] = nf + t->n_inputs; /* slot 1's term__ */
+    rows.base[rows.n_direct++] = (uintptr_t)out;
+    int rc = sim_run_kernel(t->s, stage->read_slot, time, 1.0, t->direct ? run_rows : NULL, t->direct ? &rows : NULL, 0,
+                            stage->kernel, NULL);
+    skip_fills(t, 1);
+    if (rc < 0) {
+        diag_set(err, err_len, "%s", sim_error(t->s));
+        return PJ_ERR_RUN;
+    }
+    if (__atomic_load_n(&rows.failed, __ATOMIC_RELAXED)) {
+        diag_set(err, err_len, "pj_term_eval: out of memory");
+        return PJ_ERR_MEMORY;
+    }
+    cpu_backend_ran(t->cpu); /* a kernel from the cache ran and returned: its trial ends (cache.h) */
+    if (!t->direct) sim_get_field(t->s, nf + t->n_inputs, out); /* slot 1 */
+    return PJ_OK;
+}
+
+int64_t pj_term_face_count(const pj_term *t, int axis)
+{
+    if (!t || !t->faces || axis < 0 || axis >= t->dim) return 0;
+    int64_t count = 1;
+    for (int a = 0; a < 3; a++) count *= t->n[a] + (a == axis);
+    return count;
+}
+
+pj_status pj_term_eval_faces(pj_term *t, const double *const *inputs, double time, double *const *out, char *err,
+                             size_t err_len)
+{
+    if (t && !t->faces) {
+        diag_set(err, err_len, "pj_term_eval_faces: a cell term gives cell values: call pj_term_eval");
+        return PJ_ERR_INPUT;
+    }
+    pj_status st = load_inputs(t, inputs, out ? (double *)out : NULL, 0, err, err_len);
+    if (st != PJ_OK) return st;
+    for (int a = 0; a < t->dim; a++)
+        if (!out[a]) {
+            diag_set(err, err_len, "pj_term_eval_faces: the output for axis %c is NULL", "xyz"[a]);
+            return PJ_ERR_INPUT;
+        }
     const pj_stage *stage = &t->p->stages[0];
     if (sim_run_kernel(t->s, stage->read_slot, time, 1.0, NULL, NULL, 0, stage->kernel, NULL) < 0) {
         diag_set(err, err_len, "%s", sim_error(t->s));
         return PJ_ERR_RUN;
     }
-    cpu_backend_ran(t->cpu); /* a kernel from the cache ran and returned: its trial ends (cache.h) */
-    sim_get_field(t->s, t->p->n_fields + t->n_inputs, out); /* slot 1 */
+    cpu_backend_ran(t->cpu);
+    /* slot 1: face (i, j, k) normal to a is the low face of cell (i, j, k), or past the last cell
+       along a the high face of the last cell */
+    const kir_launch *L = sim_launch(t->s);
+    int nf = t->p->n_fields;
+    const int64_t *n = t->n;
+    for (int a = 0; a < t->dim; a++) {
+        const double *lo = L->buf[nf + t->n_inputs + 2 * a], *hi = L->buf[nf + t->n_inputs + 2 * a + 1];
+        double *o = out[a];
+        int64_t m[3] = {n[0], n[1], n[2]};
+        m[a] += 1;
+        for (int64_t k = 0; k < m[2]; k++)
+            for (int64_t j = 0; j < m[1]; j++) {
+                int64_t kk = k < n[2] ? k : k - 1, jj = j < n[1] ? j : j - 1;
+                const double *src = (a == 2 && k == n[2]) || (a == 1 && j == n[1]) ? hi : lo;
+                const double *row = src + jj * L->stride[1] + kk * L->stride[2];
+                if (a == 0) {
+                    memcpy(o, row, sizeof(double) * (size_t)n[0]);
+                    o[n[0]] = hi[(n[0] - 1) + jj * L->stride[1] + kk * L->stride[2]];
+                } else {
+                    memcpy(o, row, sizeof(double) * (size_t)n[0]);
+                }
+                o += m[0];
+            }
+    }
     return PJ_OK;
 }
 
@@ -321,7 +553,11 @@ static pj_status prepare_jacobian(pj_term *t, int f, char *err, size_t err_len)
 pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *inputs, double time, double *out,
                            char *err, size_t err_len)
 {
-    pj_status st = load_inputs(t, inputs, out, err, err_len);
+    if (t && t->faces) {
+        diag_set(err, err_len, "pj_term_jacobian: a face term has no derivative at the cell");
+        return PJ_ERR_INPUT;
+    }
+    pj_status st = load_inputs(t, inputs, out, 0, err, err_len);
     if (st != PJ_OK) return st;
     int f = -1;
     for (int i = 0; field && i < t->n_inputs; i++)
@@ -349,7 +585,9 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
     int32_t nonfinite = 0;
     L.buf = buf;
     L.nonfinite = &nonfinite;
+    skip_fills(t, 0); /* the Jacobian kernel reads the sim's buffers, ghosts included */
     int rc = sim_run_kernel(t->s, 0, time, 1.0, cpu_backend_run, j->cpu, 0, j->k, &L);
+    skip_fills(t, 1);
     free(buf);
     if (rc < 0) {
         diag_set(err, err_len, "%s", sim_error(t->s));

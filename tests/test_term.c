@@ -241,6 +241,78 @@ static void cached_and_errors(void **state)
     assert_int_equal(pj_term_compile(NULL, &o, &t, NULL), PJ_ERR_INPUT);
 }
 
+/* In place (runtime/term.c): 1D and 2D kernels read halo-0 inputs from the caller's arrays and
+ * write `out` directly, 2D a row at a time, inputs with neighbours through windows of rows.
+ * Against loops written here, with rows long enough for the in-place path and short ones that
+ * copy, one and three threads, and out aliasing an input read in place and one read through a
+ * window (then copied whole). */
+static void in_place_rows(void **state)
+{
+    (void)state;
+    const char *fields[] = {"u", "v", "w"};
+    for (int nx = 31; nx <= 70; nx += 39)
+        for (int threads = 1; threads <= 3; threads += 2) {
+            const int64_t ny = 61, cells = nx * ny; /* several windows of rows, and threads from 4096 cells */
+            double *u = malloc(sizeof(double) * (size_t)cells), *v = malloc(sizeof(double) * (size_t)cells);
+            double *w = malloc(sizeof(double) * (size_t)cells), *out = malloc(sizeof(double) * (size_t)cells);
+            double *expect = malloc(sizeof(double) * (size_t)cells);
+            assert_non_null(u && v && w && out && expect);
+            for (int64_t i = 0; i < cells; i++) {
+                u[i] = value((int)i);
+                v[i] = 1 + 0.5 * value((int)(3 * i));
+                w[i] = 2 - value((int)(7 * i));
+            }
+            pj_term_options o = {.dim = 2, .n = {nx, ny}, .h = {1, 1}, .n_fields = 3, .fields = fields,
+                                 .threads = threads, .boundary = {PJ_TERM_PERIODIC, PJ_TERM_ZERO_FLUX}};
+            pj_term *t = NULL;
+            char *diag = NULL, err[256];
+            assert_int_equal(pj_term_compile("u[1, 0] - u[0, -1] + v*w + 0.5*w[0, 2]", &o, &t, &diag), PJ_OK);
+            const double *in[] = {u, v, w};
+            for (int64_t j = 0; j < ny; j++)
+                for (int64_t i = 0; i < nx; i++) {
+                    double r = u[(i + 1) % nx + j * nx], d = u[i + (j > 0 ? j - 1 : 0) * nx];
+                    int64_t j2 = j + 2 < ny ? j + 2 : 2 * ny - 1 - (j + 2); /* zero flux: the mirror */
+                    expect[i + j * nx] = r - d + v[i + j * nx] * w[i + j * nx] + 0.5 * w[i + j2 * nx];
+                }
+            assert_int_equal(pj_term_eval(t, in, 0, out, err, sizeof err), PJ_OK);
+            for (int64_t i = 0; i < cells; i++) assert_true(out[i] == expect[i]);
+            /* out is v (read in place) */
+            double *vc = malloc(sizeof(double) * (size_t)cells);
+            assert_non_null(vc);
+            memcpy(vc, v, sizeof(double) * (size_t)cells);
+            const double *in_v[] = {u, vc, w};
+            assert_int_equal(pj_term_eval(t, in_v, 0, vc, err, sizeof err), PJ_OK);
+            for (int64_t i = 0; i < cells; i++) assert_true(vc[i] == expect[i]);
+            /* out is u (read through its ghosted copy) */
+            memcpy(vc, u, sizeof(double) * (size_t)cells);
+            const double *in_u[] = {vc, v, w};
+            assert_int_equal(pj_term_eval(t, in_u, 0, vc, err, sizeof err), PJ_OK);
+            for (int64_t i = 0; i < cells; i++) assert_true(vc[i] == expect[i]);
+            pj_term_free(t);
+            free(vc);
+            free(u);
+            free(v);
+            free(w);
+            free(out);
+            free(expect);
+        }
+    /* 1D */
+    enum { N = 50 };
+    double u[N], v[N], out[N];
+    for (int i = 0; i < N; i++) {
+        u[i] = value(i);
+        v[i] = value(2 * i);
+    }
+    pj_term_options o = {.dim = 1, .n = {N}, .h = {1}, .n_fields = 2, .fields = fields, .threads = 2};
+    pj_term *t = NULL;
+    char *diag = NULL, err[256];
+    assert_int_equal(pj_term_compile("u[-1]*v", &o, &t, &diag), PJ_OK);
+    const double *in[] = {u, v};
+    assert_int_equal(pj_term_eval(t, in, 0, out, err, sizeof err), PJ_OK);
+    for (int i = 0; i < N; i++) assert_true(out[i] == u[i > 0 ? i - 1 : 0] * v[i]);
+    pj_term_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +321,7 @@ int main(void)
         cmocka_unit_test(jacobian_at_cell),
         cmocka_unit_test(cached_and_errors),
         cmocka_unit_test(cache_trial_ends_after_eval),
+        cmocka_unit_test(in_place_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,9 +58,9 @@ static void runs_equal(const pj_program *p, const char *label, const char *sets,
             fail_msg("%s", err);
         for (int64_t c = 0; c < n; c++)
             if (memcmp(&a[c], &b[c], sizeof a[c]))
-                fail_msg("%s (%s, %s, %d/%d threads, tiles of %s rows): field %s cell %lld: %.17g, %.17g", label, backend,
-                         single ? "single" : "double", ref_threads, threads, tiles, p->field_names[f], (long long)c, a[c],
-                         b[c]);
+                fail_msg("%s (%s, %s, %d/%d threads, tiles of %s rows): field %s cell %lld: %.17g, %.17g", label,
+                         backend, single ? "single" : "double", ref_threads, threads, tiles, p->field_names[f],
+                         (long long)c, a[c], b[c]);
     }
     free(a);
     free(b);

@@ -4,8 +4,8 @@ text-defined terms evaluated on NumPy arrays. See docs/python.md."""
 from ._errors import (BackendError, Error, InputError, Interrupted, ProblemError, RunError,
                       UnavailableError)
 from ._core import DeviceArray, Problem, RunResult, Simulation, compile
-from ._term import Derivative, Term
+from ._term import Derivative, Term, fipy_faces
 
 __version__ = "0.1.0"
-__all__ = ["compile", "Problem", "Simulation", "RunResult", "DeviceArray", "Term", "Derivative", "Error", "InputError",
-           "ProblemError", "RunError", "BackendError", "UnavailableError", "Interrupted"]
+__all__ = ["compile", "Problem", "Simulation", "RunResult", "DeviceArray", "Term", "Derivative", "fipy_faces", "Error",
+           "InputError", "ProblemError", "RunError", "BackendError", "UnavailableError", "Interrupted"]

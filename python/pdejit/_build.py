@@ -74,13 +74,17 @@ typedef struct pj_field_view { void *data; int64_t shape[3]; int64_t strides[3];
 pj_status pj_sim_field_view(pj_sim *sim, const char *name, pj_field_view *view);
 
 typedef enum pj_term_boundary { PJ_TERM_ZERO_FLUX = 0, PJ_TERM_PERIODIC = 1 } pj_term_boundary;
+typedef enum pj_term_at { PJ_TERM_CELLS = 0, PJ_TERM_FACES = 1 } pj_term_at;
 typedef struct pj_term pj_term;
 typedef struct pj_term_options { int dim; int64_t n[3]; double h[3]; int n_fields; const char *const *fields;
     int n_params; const char *const *params; const double *param_values; pj_term_boundary boundary[3];
-    int threads; const char *definitions; } pj_term_options;
+    int threads; const char *definitions; pj_term_at at; } pj_term_options;
 pj_status pj_term_compile(const char *expr, const pj_term_options *options, pj_term **term, char **diagnostics);
 void pj_term_free(pj_term *term);
 pj_status pj_term_eval(pj_term *term, const double *const *inputs, double t, double *out, char *err, size_t err_len);
+pj_status pj_term_eval_faces(pj_term *term, const double *const *inputs, double t, double *const *out,
+                             char *err, size_t err_len);
+int64_t pj_term_face_count(const pj_term *term, int axis);
 pj_status pj_term_jacobian(pj_term *term, const char *field, const double *const *inputs, double t,
                            double *out, char *err, size_t err_len);
 pj_status pj_term_set_param(pj_term *term, const char *name, double value);

@@ -1,15 +1,33 @@
-"""_term.py — Term: a text-defined cell expression compiled once (pj_term_compile) and evaluated
-on NumPy arrays (pj_term_eval), with its derivative by an input at the cell (pj_term_jacobian)."""
+"""_term.py — Term: a text-defined cell or face expression compiled once (pj_term_compile) and
+evaluated on NumPy arrays (pj_term_eval, pj_term_eval_faces), with its derivative by an input at the
+cell (pj_term_jacobian); fipy_faces: face arrays in FiPy's face order."""
 import threading
 
 import numpy as np
 
 from ._core import _check, _number, _take_diagnostics
-from ._errors import InputError, ProblemError, raise_status
+from ._errors import InputError, ProblemError, UnavailableError, raise_status
 from ._pdejit_cffi import ffi, lib
 
 _ERR_LEN = 1024
 _BOUNDARIES = {"zero-flux": lib.PJ_TERM_ZERO_FLUX, "periodic": lib.PJ_TERM_PERIODIC}
+_AT = {"cells": lib.PJ_TERM_CELLS, "faces": lib.PJ_TERM_FACES}
+
+
+def fipy_faces(faces):
+    """One flat array of a face term's values in FiPy's face order, from its per-axis arrays
+    (x, y[, z]): FiPy's Grid2D numbers the faces normal to y first, then those normal to x (Grid3D:
+    z, y, x), each x fastest; Grid1D's faces are the x faces. A copy (term(..., fipy=True) writes
+    that order without one)."""
+    faces = tuple(faces)
+    return np.concatenate([np.asarray(f, dtype=np.float64).ravel() for f in reversed(faces)])
+
+
+def _host_only(term, what, x):
+    """Refuses an array in GPU memory (CuPy, a DeviceArray): a Term evaluates on the CPU."""
+    if hasattr(x, "__cuda_array_interface__") and not hasattr(x, "__array_interface__"):
+        raise UnavailableError("%s: %s is in GPU memory (__cuda_array_interface__); Terms run on the CPU only "
+                               "so far: pass a NumPy array (cupy.asnumpy(a))" % (term._what, what))
 
 
 class _Inputs:
@@ -18,6 +36,18 @@ class _Inputs:
 
     @staticmethod
     def gather(term, kwargs, out):
+        arrays, ptrs = _Inputs.inputs(term, kwargs)
+        _host_only(term, "out", out)
+        if out is None:
+            out = np.empty(term.shape if arrays[0].ndim != 1 or term.dim == 1 else (term.cells,))
+        elif not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.flags.c_contiguous
+                  and out.flags.writeable and out.size == term.cells):
+            raise InputError("%s: out must be a writable C-contiguous float64 array of %d cells"
+                             % (term._what, term.cells))
+        return arrays, ptrs, out
+
+    @staticmethod
+    def inputs(term, kwargs):
         missing = [f for f in term.fields if f not in kwargs]
         extra = [k for k in kwargs if k not in term.fields]
         if missing or extra:
@@ -25,24 +55,56 @@ class _Inputs:
                                                              "; unknown: " + ", ".join(extra) if extra else ""))
         arrays = []
         for f in term.fields:
+            _host_only(term, "input " + f, kwargs[f])
             a = np.ascontiguousarray(kwargs[f], dtype=np.float64)
             if a.size != term.cells or (a.shape != term.shape and a.ndim != 1):
                 raise InputError("%s: input %s has shape %s; the grid is %s (or %d cells flat)"
                                  % (term._what, f, a.shape, term.shape, term.cells))
             arrays.append(a)
-        if out is None:
-            out = np.empty(term.shape if arrays[0].ndim != 1 or term.dim == 1 else (term.cells,))
-        elif not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.flags.c_contiguous
-                  and out.flags.writeable and out.size == term.cells):
-            raise InputError("%s: out must be a writable C-contiguous float64 array of %d cells"
-                             % (term._what, term.cells))
         ptrs = ffi.new("const double *[]", [ffi.cast("const double *", ffi.from_buffer(a)) for a in arrays])
-        return arrays, ptrs, out
+        return arrays, ptrs
+
+    @staticmethod
+    def gather_faces(term, kwargs, out, fipy):
+        """As gather for a face term: out is None, a sequence of one array per axis (x first) of the
+        face shapes, or one flat array of every face in FiPy's order; returns the per-axis arrays
+        written, the pointers to them, and what the call returns."""
+        arrays, ptrs = _Inputs.inputs(term, kwargs)
+        for o in (out if isinstance(out, (tuple, list)) else (out,)):
+            _host_only(term, "out", o)
+        shapes, counts = term.face_shapes, [int(np.prod(s)) for s in term.face_shapes]
+        if out is None:
+            if fipy:
+                out = np.empty(sum(counts))
+            else:
+                axes = tuple(np.empty(s) for s in shapes)
+        if out is not None and isinstance(out, np.ndarray):
+            if not (out.dtype == np.float64 and out.flags.c_contiguous and out.flags.writeable
+                    and out.size == sum(counts)):
+                raise InputError("%s: out must be a writable C-contiguous float64 array of the %d faces (FiPy's "
+                                 "order), or one array per axis" % (term._what, sum(counts)))
+            flat, parts, start = out.reshape(-1), [None] * term.dim, 0
+            for a in reversed(range(term.dim)):  # FiPy: the last axis's faces first
+                parts[a] = flat[start:start + counts[a]].reshape(shapes[a])
+                start += counts[a]
+            axes, result = tuple(parts), out
+        elif out is not None:
+            axes = tuple(out) if isinstance(out, (tuple, list)) else None
+            if axes is None or len(axes) != term.dim or not all(
+                    isinstance(o, np.ndarray) and o.dtype == np.float64 and o.flags.c_contiguous and o.flags.writeable
+                    and o.size == c for o, c in zip(axes, counts)):
+                raise InputError("%s: out must be %d writable C-contiguous float64 arrays of the shapes %s, or one "
+                                 "flat array of the %d faces" % (term._what, term.dim, list(shapes), sum(counts)))
+            result = axes
+        else:
+            result = axes
+        optrs = ffi.new("double *[]", [ffi.cast("double *", ffi.from_buffer(o)) for o in axes])
+        return arrays, ptrs, optrs, axes, result
 
 
 class Term:
-    """A cell expression of the problem language over input fields on a uniform grid, compiled
-    once (LLVM, through the kernel cache) and evaluated at every cell of NumPy arrays:
+    """A cell (or face) expression of the problem language over input fields on a uniform grid,
+    compiled once (LLVM, through the kernel cache) and evaluated at every cell of NumPy arrays:
 
         term = pdejit.Term("D*lap(u) - u*v^2", grid=(nx, ny), spacing=(hx, hy),
                            fields=["u", "v"], params={"D": 1e-3})
@@ -53,10 +115,16 @@ class Term:
     Arrays have the NumPy shape of the grid, (ny, nx) for grid=(nx, ny) (x fastest), or are flat.
     boundary: "zero-flux" (ghost cells mirror the cells next to the wall: no flux through it) or
     "periodic", for every axis, or a sequence of one per axis. definitions: func, flux and const
-    statements the expression uses. t: the time the expression's `t` reads (default 0)."""
+    statements the expression uses. t: the time the expression's `t` reads (default 0).
+
+    at="faces": the expression is in face context (as inside div(...): grad(u) the normal gradient,
+    a bare field the face average, L R LL RR harm upwind, boundary, wall(u), x y z the face centre)
+    and a call returns one array per axis, x first, of the faces normal to it: for grid=(nx, ny)
+    the x faces (ny, nx + 1) and the y faces (ny + 1, nx), boundary faces included;
+    term(..., fipy=True) returns one flat array in FiPy's face order instead (fipy_faces)."""
 
     def __init__(self, expr, grid, spacing=None, fields=("u",), params=None, boundary="zero-flux",
-                 definitions=None, threads=0):
+                 definitions=None, threads=0, at="cells"):
         if not isinstance(expr, str):
             raise TypeError("Term: the expression must be a str")
         grid = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
@@ -85,6 +153,8 @@ class Term:
         for f in fields + list(params):
             if not isinstance(f, str):
                 raise TypeError("Term: field and param names must be str")
+        if at not in _AT:
+            raise InputError("Term: at must be 'cells' or 'faces'")
 
         o = ffi.new("pj_term_options *")
         keep = []
@@ -106,6 +176,7 @@ class Term:
             keep.append(ffi.new("char[]", definitions.encode()))
             o.definitions = keep[-1]
         o.threads = int(threads)
+        o.at = _AT[at]
         out = ffi.new("pj_term **")
         diags = ffi.new("char **")
         status = lib.pj_term_compile(expr.encode(), o, out, diags)
@@ -121,7 +192,11 @@ class Term:
         self.fields = tuple(fields)
         self.boundary = boundary
         self.dim = dim
+        self.at = at
         self.shape = tuple(reversed(self.grid))
+        # a face term's arrays: per axis, the grid's NumPy shape with one more along that axis
+        self.face_shapes = tuple(tuple(n + (dim - 1 - i == a) for i, n in enumerate(self.shape))
+                                 for a in range(dim)) if at == "faces" else ()
         self.cells = int(np.prod(self.grid))
         self._params = {k: float(v) for k, v in params.items()}
         self.from_cache = bool(lib.pj_term_from_cache(self._h))
@@ -143,6 +218,8 @@ class Term:
         self._params[name] = value
 
     def __call__(self, out=None, t=0.0, **inputs):
+        if self.at == "faces":
+            return self._faces(out, t, inputs)
         arrays, ptrs, out = _Inputs.gather(self, inputs, out)
         t = _number(t, "t")
         with self._lock:
@@ -150,17 +227,29 @@ class Term:
             _check(status, self._err)
         return out
 
+    def _faces(self, out, t, inputs):
+        fipy = inputs.pop("fipy", False) if "fipy" not in self.fields else False
+        arrays, ptrs, optrs, axes, result = _Inputs.gather_faces(self, inputs, out, bool(fipy))
+        t = _number(t, "t")
+        with self._lock:
+            status = lib.pj_term_eval_faces(self._h, ptrs, t, optrs, self._err, _ERR_LEN)
+            _check(status, self._err)
+        return result
+
     def jacobian(self, field):
         """The derivative of the term with respect to input `field` at the cell, as a callable
         with the term's inputs: term.jacobian("u")(u=a, v=b) -> array (for an implicit source
-        term's linearisation, e.g. FiPy's ImplicitSourceTerm coefficient)."""
+        term's linearisation, e.g. FiPy's ImplicitSourceTerm coefficient). Cell terms only."""
+        if self.at == "faces":
+            raise InputError("%s: a face term has no derivative at the cell" % self._what)
         if field not in self.fields:
             raise KeyError(field)
         return Derivative(self, field)
 
     def __repr__(self):
-        return "<pdejit.Term %r on %s cells, inputs %s>" % (self.expr, "x".join(map(str, self.grid)),
-                                                            ", ".join(self.fields))
+        return "<pdejit.Term %r on %s %s, inputs %s>" % (self.expr, "x".join(map(str, self.grid)),
+                                                         "cells" if self.at == "cells" else "cells' faces",
+                                                         ", ".join(self.fields))
 
 
 class Derivative:

@@ -203,3 +203,50 @@ def test_threads_share_a_term_safely_and_huge_grids_raise():
         pdejit.Term("u", grid=(10 ** 6, 10 ** 6, 10 ** 6), fields="u")
     with pytest.raises(pdejit.ProblemError, match="at least one cell"):
         pdejit.Term("u", grid=(0,), fields="u")
+
+
+@pytest.mark.parametrize("shape", [(20, 48), (3, 257), (200,)])
+def test_in_place_kernels_equal_the_copying_path_bitwise(shape, monkeypatch):
+    # 1D and 2D terms (rows of 32 cells or more) read halo-0 inputs and write out in place
+    # (runtime/term.c); PDEJIT_TERM_COPY=1 at compile time keeps the copies: the two agree bit for bit
+    u, v = RNG.random(shape), RNG.random(shape)
+    grid = tuple(reversed(shape))
+    expr = ("u[1, 0] - 2*u[0, -1] + (v > 0.5 ? v*u : -v)" if len(shape) == 2 else
+            "u[1] - 2*u[-1] + (v > 0.5 ? v*u : -v)")
+    fast = pdejit.Term(expr, grid=grid, fields=["u", "v"], boundary="periodic")
+    monkeypatch.setenv("PDEJIT_TERM_COPY", "1")
+    slow = pdejit.Term(expr, grid=grid, fields=["u", "v"], boundary="periodic")
+    expect = slow(u=u, v=v)
+    assert np.array_equal(bits(fast(u=u, v=v)), bits(expect))
+    if len(shape) == 2:
+        p = np.pad(u, 1, mode="wrap")
+        assert np.array_equal(bits(expect), bits(p[1:-1, 2:] - 2 * p[:-2, 1:-1] + np.where(v > 0.5, v * u, -v)))
+    vv = v.copy()
+    assert fast(u=u, v=vv, out=vv) is vv and np.array_equal(bits(vv), bits(expect))  # out is an input read in place
+    uu = u.copy()
+    assert np.array_equal(bits(fast(u=uu, v=v, out=uu)), bits(expect))  # out is an input read through a copy
+    # the derivative reads the sim's own copies, ghosts included, also after in-place calls
+    monkeypatch.delenv("PDEJIT_TERM_COPY")
+    jf = pdejit.Term("u*(u[1] - 2*u + u[-1])" if len(shape) == 1 else "u*lap(u) + v", grid=grid, fields=["u", "v"])
+    jf(u=u, v=v)
+    monkeypatch.setenv("PDEJIT_TERM_COPY", "1")
+    js = pdejit.Term("u*(u[1] - 2*u + u[-1])" if len(shape) == 1 else "u*lap(u) + v", grid=grid, fields=["u", "v"])
+    assert np.array_equal(bits(jf.jacobian("u")(u=u, v=v)), bits(js.jacobian("u")(u=u, v=v)))
+    assert np.array_equal(bits(jf(u=u, v=v)), bits(js(u=u, v=v)))
+
+
+def test_gpu_arrays_are_refused_clearly():
+    # Terms evaluate on the CPU: an array in GPU memory (CuPy, a cuda simulation's field) raises
+    # UnavailableError naming the input, without touching its memory (this fake has no valid address)
+    class OnDevice:
+        __cuda_array_interface__ = {"shape": (3, 4), "typestr": "<f8", "data": (0, False), "version": 3}
+
+    term = pdejit.Term("u + v", grid=(4, 3), fields=["u", "v"])
+    a = np.zeros((3, 4))
+    with pytest.raises(pdejit.UnavailableError, match="input v is in GPU memory"):
+        term(u=a, v=OnDevice())
+    with pytest.raises(pdejit.UnavailableError, match="out is in GPU memory"):
+        term(u=a, v=a, out=OnDevice())
+    faces = pdejit.Term("grad(u)", grid=(4, 3), fields="u", at="faces")
+    with pytest.raises(pdejit.UnavailableError, match="out is in GPU memory"):
+        faces(u=a, out=(OnDevice(), OnDevice()))
