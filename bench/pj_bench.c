@@ -26,7 +26,10 @@
  *       one warm-up rep, then REPS timed reps, (REPS + 1) * STEPS_PER_REP steps in all; cpu and
  *       interp step one at a time, cpu-tblock in sim_step_n batches of 32. Prints
  *       "pdejit n=NXxNYxNZ threads=T variant=V sec_per_step=... median=M checksum=C steps=K
- *       ghost_fill=G block=B sumsq=Q" (C: the sum of the interior cells, Q: of their squares).
+ *       ghost_fill=G block=B sumsq=Q tile_rows=R" (C: the sum of the interior cells, Q: of their
+ *       squares; R: the rows of the sim's y tiles, 0: whole planes; $PDEJIT_TILE_Y forces them).
+ *       $PJ_BENCH_PREFETCH=0|1 forces the kernels' row prefetch off or on (default: the sim's
+ *       choice, on when the state exceeds the last-level cache).
  *
  *   pj_bench compile FILE
  *       What a run pays before its first step, in this process: the front end (parse, check,
@@ -204,6 +207,8 @@ static int cmd_step3d(int argc, char **argv)
         }
         cpu_backend_install(be, s);
     }
+    const char *pf = getenv("PJ_BENCH_PREFETCH"); /* 0 or 1: the kernels' row prefetch forced off/on */
+    if (pf && *pf) sim_set_prefetch(s, atoi(pf) != 0);
     sim_init(s);
     double dt = p->dt;
     double *per = malloc(sizeof(double) * (size_t)reps);
@@ -234,8 +239,9 @@ static int cmd_step3d(int argc, char **argv)
     for (int r = 0; r < reps; r++) printf("%s%.6e", r ? "," : "", per[r]);
     qsort(per, (size_t)reps, sizeof *per, cmp_double);
     long long block = tblock ? sim_tblock_steps(s, 32) : 1;
-    printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e block=%lld sumsq=%.15e\n", per[reps / 2], sum,
-           (long long)sim_steps(s), fill, block > 1 ? block : 1, sumsq);
+    printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e block=%lld sumsq=%.15e tile_rows=%lld\n",
+           per[reps / 2], sum, (long long)sim_steps(s), fill, block > 1 ? block : 1, sumsq,
+           (long long)sim_tile_rows(s));
     free(u);
     free(per);
     sim_destroy(s);

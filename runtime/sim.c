@@ -8,14 +8,26 @@
  *                          run the stage kernel over all interior cells (split over threads)
  *          swap slots 0 and 1 when the scheme says so; t += dt; steps++
  *
- * Threads: par_for() is the one place that splits work, over the sim's cpu_pool (persistent
+ * Threads: par_for() is the one place that splits stage work, over the sim's cpu_pool (persistent
  * threads, each with its own range of rows in pieces that another thread takes over when it is
  * late; piece boundaries in 1D on CPU_POOL_GRAIN_1D cells so that threads never share a cache
- * line of output; each cell computed by exactly one thread). Ghost fill and checks are serial: they touch a surface, or run once per
- * output.
+ * line of output; each cell computed by exactly one thread). Ghost fill and checks are serial: they
+ * touch a surface, or run once per output; except the fill along x and y of a large 3D mesh
+ * (FILL_PAR_MIN_CELLS), a row end per row of every plane, which is split over the threads by
+ * planes in one launch (256³: 1.1 ms serial, a twentieth of a 2-thread step).
  *
  * Large states: when all buffers together exceed the last-level cache, kir_launch.prefetch asks
- * the CPU kernels to prefetch the rows ahead (llvm_backend.c; +10-20 % on a 2048² step here). */
+ * the CPU kernels to prefetch the rows ahead (llvm_backend.c; +10-20 % on a 2048² step here).
+ *
+ * Y tiles (3D, CPU kernels): when the 2H+1 planes a stencil reads, of every buffer, exceed half
+ * of the second-level cache (256² doubles: 3 MiB against 2 MiB here), a thread's run of planes
+ * is walked tile by tile, TILE_L2_SHARE of the cache per tile (a launch over the run with the
+ * buffers moved to the tile's first row, n[1] the tile's rows and first/beyond[1] its place, as
+ * tblock.c launches rows): each plane is then read from memory once and from L2 the other 2H
+ * times. The threads' pieces are then at least TILE_GRAIN_H * H planes (a piece's first tile
+ * reads 2H planes again). bench step3d, 2 threads, tiles against none: 256³ 1.13x, 512x512x128
+ * 1.06x; with the split fill, 1.13-1.20x the step before on 1 and 2 threads (docs/performance.md,
+ * "3D on 2 threads"). */
 #include "sim.h"
 #include "diag.h"
 #include <errno.h>
@@ -34,6 +46,14 @@
 #define SIM_ALIGN 64
 /* below this many cells a stage runs on the calling thread: waking threads costs more */
 #define SIM_PAR_MIN_CELLS 4096
+/* y tiles: the share of the second-level cache a tile's planes take, and the smallest piece of
+   a thread's planes, in halo widths */
+#define TILE_L2_SHARE 3
+#define TILE_GRAIN_H 16
+/* ... and the most buffers a tiled launch moves (more: whole planes) */
+#define TILE_BUFS 64
+/* from this many cells on, the ghost fill of a 3D mesh along x and y is split over the threads */
+#define FILL_PAR_MIN_CELLS (1 << 20)
 
 
 /* ---- threads --------------------------------------------------------------------------- */
@@ -50,9 +70,37 @@ static void par_for(const sim *s, par_fn fn, void *ctx, int64_t n_outer)
         return;
     }
     int one_d = s->p->dim == 1;
-    cpu_pool_run_range(s->pool, fn, ctx, n_outer, one_d ? CPU_POOL_GRAIN_1D : 1,
+    cpu_pool_run_range(s->pool, fn, ctx, n_outer, one_d ? CPU_POOL_GRAIN_1D : s->tile_rows ? s->tile_grain : 1,
                        one_d ? 1 : cells / n_outer);
 }
+
+/* The y tiles of a 3D stage (see the header): s->tile_rows and s->tile_grain from the mode. */
+static void choose_tiles(sim *s)
+{
+    s->tile_rows = 0;
+    s->tile_grain = 1;
+    if (s->p->dim != 3 || s->tile_mode < 0 || s->nbuf > TILE_BUFS) return;
+    int64_t ny = s->g.n[1], nz = s->g.n[2], H = s->g.H, span = 2 * H + 1;
+    int64_t rows = s->tile_mode;
+    if (!rows) {
+        double l2 = (double)sim_cache_bytes(2), row = (double)s->L.stride[1] * (double)s->esz * s->nbuf * span;
+        if (row * (double)ny <= l2 / 2) return; /* the planes stay in L2 as they are */
+        rows = (int64_t)(l2 / TILE_L2_SHARE / row) / 8 * 8;
+        if (rows < 8) rows = 8;
+    }
+    if (rows >= ny) return;
+    s->tile_rows = rows;
+    int64_t per = nz / (s->threads > 1 ? s->threads : 1);
+    s->tile_grain = TILE_GRAIN_H * H < per ? TILE_GRAIN_H * H : per > 1 ? per : 1;
+}
+
+void sim_set_tiles(sim *s, int64_t rows)
+{
+    s->tile_mode = rows < 0 ? -1 : rows;
+    choose_tiles(s);
+}
+
+int64_t sim_tile_rows(const sim *s) { return s->tile_rows; }
 
 /* ---- creation -------------------------------------------------------------------------- */
 
@@ -263,6 +311,8 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     const char *tb = getenv("PDEJIT_TBLOCK"), *tk = getenv("PDEJIT_TBLOCK_K"), *tr = getenv("PDEJIT_TBLOCK_ROWS");
     int mode = !tb || !*tb || !strcmp(tb, "auto") ? 0 : !strcmp(tb, "off") || !strcmp(tb, "0") ? -1 : 1;
     sim_set_tblock(s, mode, tk ? atoi(tk) : 0, tr ? atoi(tr) : 0);
+    const char *ty = getenv("PDEJIT_TILE_Y"); /* off, auto or rows: forced y tiles */
+    sim_set_tiles(s, !ty || !*ty || !strcmp(ty, "auto") ? 0 : !strcmp(ty, "off") ? -1 : atoll(ty) > 0 ? atoll(ty) : -1);
     return s;
 oom:
     diag_set(err, err_len, "sim: %s", strerror(ENOMEM));
@@ -477,27 +527,78 @@ void sim_fill_axis(sim *s, int f, void *b, int a, const double *cf[2], const sim
         }
 }
 
+/* The fills along one or two axes (x, y of a 3D mesh) of planes [begin, end) of the allocated z
+ * extent, axis after axis. */
+typedef struct fill_job {
+    sim *s;
+    int n_axes, axis[2];
+    const double *cf[2][2];
+} fill_job;
+
+static void run_fill_range(void *ctx, int64_t begin, int64_t end)
+{
+    fill_job *j = ctx;
+    sim *s = j->s;
+    sim_fill_span span = sim_full_span(s);
+    span.q0 = s->g.lo[2] + begin;
+    span.q1 = s->g.lo[2] + end;
+    for (int k = 0; k < j->n_axes; k++)
+        for (int f = 0; f < s->p->n_fields; f++)
+            if (f >= 64 || !(s->fill_skip >> f & 1)) sim_fill_axis(s, f, s->fill_buf[f], j->axis[k], j->cf[k], &span);
+}
+
+/* The boundary coefficients of the sides of axis a with a linear rule at time t (NULL: none). */
+static void axis_coefs(sim *s, int a, double t, const double *cf[2])
+{
+    for (int hi = 0; hi < 2; hi++) {
+        cf[hi] = NULL;
+        if (s->coef[2 * a + hi] && !s->plan.set.hook[2 * a + hi] && !s->plan.set.exchanged[2 * a + hi])
+            cf[hi] = sim_side_coefs(s, 2 * a + hi, t);
+    }
+}
+
+static void axis_hooks(sim *s, int a, double t)
+{
+    for (int hi = 0; hi < 2; hi++) {
+        int side = 2 * a + hi;
+        if (s->plan.set.hook[side] && !s->failed &&
+            s->plan.set.hook[side](s->plan.set.hook_ctx[side], side, &s->g, s->fill_buf, s->p->n_fields, t, s->error,
+                                   sizeof s->error) < 0)
+            s->failed = 1;
+    }
+}
+
 void sim_fill_ghosts(sim *s, int slot, double t)
 {
     const pj_program *p = s->p;
     /* the buffers the stages read: a coefficient (a field without an eq) always from slot 0 */
     for (int f = 0; f < p->n_fields; f++) s->fill_buf[f] = s->buf[(p->field_has_eq[f] ? slot : 0) * p->n_fields + f];
+    const int split = p->dim == 3 && s->pool && sim_cells(s) >= FILL_PAR_MIN_CELLS;
     for (int i = 0; i < p->dim; i++) {
         int a = s->plan.axis_order[i];
-        const double *cf[2] = {NULL, NULL};
-        for (int hi = 0; hi < 2; hi++)
-            if (s->coef[2 * a + hi] && !s->plan.set.hook[2 * a + hi] && !s->plan.set.exchanged[2 * a + hi])
-                cf[hi] = sim_side_coefs(s, 2 * a + hi, t);
+        if (split && a != 2) {
+            /* x and y of a large 3D mesh: plane by plane over the threads, both in one launch
+               when no hook runs between them and the second's coefficients (which may read the
+               fields) are not needed */
+            fill_job j = {s, 1, {a, 0}, {{NULL, NULL}, {NULL, NULL}}};
+            axis_coefs(s, a, t, j.cf[0]);
+            int b = i + 1 < p->dim ? s->plan.axis_order[i + 1] : 2;
+            if (b != 2 && !s->plan.set.hook[2 * a] && !s->plan.set.hook[2 * a + 1] && !s->coef[2 * b] &&
+                !s->coef[2 * b + 1]) {
+                j.axis[1] = b;
+                j.n_axes = 2;
+            }
+            cpu_pool_run_range(s->pool, run_fill_range, &j, s->g.ext[2], 1, s->g.ext[1] * 2 * s->g.H * j.n_axes);
+            for (int k = 0; k < j.n_axes; k++) axis_hooks(s, j.axis[k], t);
+            i += j.n_axes - 1;
+            continue;
+        }
+        const double *cf[2];
+        axis_coefs(s, a, t, cf);
         sim_fill_span span = sim_full_span(s);
         for (int f = 0; f < p->n_fields; f++)
             if (f >= 64 || !(s->fill_skip >> f & 1)) sim_fill_axis(s, f, s->fill_buf[f], a, cf, &span);
-        for (int hi = 0; hi < 2; hi++) {
-            int side = 2 * a + hi;
-            if (s->plan.set.hook[side] && !s->failed &&
-                s->plan.set.hook[side](s->plan.set.hook_ctx[side], side, &s->g, s->fill_buf, p->n_fields, t, s->error,
-                                       sizeof s->error) < 0)
-                s->failed = 1;
-        }
+        axis_hooks(s, a, t);
     }
     if (s->plan.set.exchange && !s->failed &&
         s->plan.set.exchange(s->plan.set.exchange_ctx, &s->g, s->fill_buf, p->n_fields, s->error, sizeof s->error) < 0)
@@ -517,9 +618,30 @@ void sim_skip_fill(sim *s, int f, int skip)
 
 typedef struct stage_job { sim *s; int stage; const kir_kernel *k; } stage_job;
 
+/* The stage over planes [begin, end) in y tiles of s->tile_rows rows: a launch per tile, the
+ * buffers moved to its first row (choose_tiles: at most TILE_BUFS buffers). */
+static int run_tiles(sim *s, int stage, int64_t begin, int64_t end)
+{
+    if (s->nbuf > TILE_BUFS) return 0;
+    kir_launch L = s->L;
+    void *bufs[TILE_BUFS];
+    L.buf = bufs;
+    const int64_t ny = s->g.n[1], rows = s->tile_rows, step = s->L.stride[1] * (int64_t)s->esz;
+    for (int64_t y0 = 0; y0 < ny; y0 += rows) {
+        int64_t n1 = ny - y0 < rows ? ny - y0 : rows;
+        for (int b = 0; b < s->nbuf; b++) bufs[b] = (char *)s->L.buf[b] + y0 * step;
+        L.n[1] = n1;
+        L.first[1] = s->L.first[1] + y0;
+        L.beyond[1] = s->L.beyond[1] + (ny - y0 - n1);
+        s->runner(s->runner_ctx, stage, &L, begin, end);
+    }
+    return 1;
+}
+
 static void run_stage_range(void *ctx, int64_t begin, int64_t end)
 {
     stage_job *j = ctx;
+    if (j->s->runner && j->s->tile_rows && run_tiles(j->s, j->stage, begin, end)) return;
     if (j->s->runner) j->s->runner(j->s->runner_ctx, j->stage, &j->s->L, begin, end);
     else interp_stage(j->k, &j->s->L, j->s->single, begin, end);
 }

@@ -61,6 +61,18 @@ int sim_step_n(sim *s, double dt, int64_t n);
  * (0: chosen by the cache's size). sim_create takes them from $PDEJIT_TBLOCK (off, on, auto),
  * $PDEJIT_TBLOCK_K and $PDEJIT_TBLOCK_ROWS. */
 void sim_set_tblock(sim *s, int mode, int k, int rows);
+
+/* Spatial blocking of a 3D stage (sim.c, "y tiles"): each thread's run of z-planes is walked in
+ * tiles of `rows` rows of y (every plane of the run for the first tile, then the next), so that
+ * the planes a tile's stencil reads stay in the second-level cache; the threads' pieces then
+ * hold at least 16H planes (fewer tile edges). Results are bit for bit those of whole planes.
+ * rows -1: never; 0 (the default): when the planes a stencil reads exceed half of the
+ * second-level cache, rows chosen by its size; > 0: always, with that many rows. Only with a
+ * stage runner (the CPU back end) and at most 64 buffers (slots x fields). sim_create takes it from
+ * $PDEJIT_TILE_Y (off, auto, ROWS). */
+void sim_set_tiles(sim *s, int64_t rows);
+/* The rows per y tile in effect (0: whole planes). */
+int64_t sim_tile_rows(const sim *s);
 /* The steps a block of at most n steps would take in one sweep now: 0 when it would step one
  * at a time (blocking does not apply, is off or does not pay). */
 int sim_tblock_steps(const sim *s, int64_t n);
