@@ -73,20 +73,9 @@ def halo(u):
 def numba_steps(problem):
     import numba
 
-    @numba.njit(parallel=True, fastmath=False, cache=False)
-    def rd(u, v, ih2, d):
-        n = u.shape[0] - 2
-        for i in range(1, n + 1):
-            u[0, i] = u[n, i]
-            u[n + 1, i] = u[1, i]
-        for j in range(0, n + 2):
-            u[j, 0] = u[j, n]
-            u[j, n + 1] = u[j, 1]
-        for j in numba.prange(1, n + 1):
-            for i in range(1, n + 1):
-                c = u[j, i]
-                lap = (u[j, i + 1] + u[j, i - 1] - 2.0 * c) * ih2 + (u[j + 1, i] + u[j - 1, i] - 2.0 * c) * ih2
-                v[j, i] = c + DT * (d * lap + K * c * (1.0 - c))
+    from rd_py import make_numba_step  # the 2D step, as the main table runs it
+
+    rd = make_numba_step()[0]
 
     @numba.njit(parallel=True, fastmath=False, cache=False)
     def heat3d(u, v, ih2, d):
