@@ -296,6 +296,9 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
             sim_skip_fill(t->s, f, 1); /* the sim's buffer is not read (pj_term_jacobian fills it) */
         }
     }
+    /* the term's own field, U in U + 1·F with U = 0, is read at the cell only: filling its ghost
+       cells would touch every page of a buffer that is otherwise only read (the first call's cost) */
+    if (t->direct && p->field_halo[t->n_inputs] == 0) sim_skip_fill(t->s, t->n_inputs, 1);
     *out = t;
     return PJ_OK;
 }
