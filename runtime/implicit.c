@@ -240,19 +240,30 @@ static void slot_to_vec(implicit_solver *q, int slot, PetscScalar *x)
     }
 }
 
+/* Kernel `kernel` of the sim (0 and 2: the rhs stages; 1: the Jacobian) at state U and time t: U
+ * into slot 0, then the kernel; with_alpha: also the boundary conditions' coefficients, where they
+ * may have changed since they were measured (measure_alpha). */
+static int measure_alpha(implicit_solver *q, double t);
+static PetscErrorCode run_kernel(implicit_solver *q, int kernel, double t, Vec U, int with_alpha)
+{
+    const PetscScalar *u;
+    PetscCall(VecGetArrayRead(U, &u));
+    vec_to_slot(q, u, 0);
+    PetscCall(VecRestoreArrayRead(U, &u));
+    if (sim_eval(q->s, kernel, t, 0) < 0 ||
+        (with_alpha && (!q->alpha_valid || !q->alpha_const) && measure_alpha(q, t) < 0)) {
+        snprintf(q->error, sizeof q->error, "%s", sim_error(q->s));
+        SETERRQ(PETSC_COMM_SELF, PETSC_ERR_USER, "ghost fill failed");
+    }
+    return 0;
+}
+
 /* F(U) at time t into f: U into slot 0, the rhs kernel (stage 0; under imex stage 0 is the
  * implicit part, stage 2 the explicit one) writes slot 1. */
 static PetscErrorCode eval_stage(implicit_solver *q, int stage, double t, Vec U, Vec F)
 {
-    const PetscScalar *u;
     PetscScalar *f;
-    PetscCall(VecGetArrayRead(U, &u));
-    vec_to_slot(q, u, 0);
-    PetscCall(VecRestoreArrayRead(U, &u));
-    if (sim_eval(q->s, stage, t, 0) < 0) {
-        snprintf(q->error, sizeof q->error, "%s", sim_error(q->s));
-        SETERRQ(PETSC_COMM_SELF, PETSC_ERR_USER, "ghost fill failed");
-    }
+    PetscCall(run_kernel(q, stage, t, U, 0));
     PetscCall(VecGetArray(F, &f));
     slot_to_vec(q, 1, f);
     PetscCall(VecRestoreArray(F, &f));
@@ -377,14 +388,7 @@ static PetscInt global_index(const implicit_solver *q, int64_t i, int64_t j, int
 static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
 {
     double t0 = driver_now();
-    const PetscScalar *u;
-    PetscCall(VecGetArrayRead(U, &u));
-    vec_to_slot(q, u, 0);
-    PetscCall(VecRestoreArrayRead(U, &u));
-    if (sim_eval(q->s, 1, t, 0) < 0 || ((!q->alpha_valid || !q->alpha_const) && measure_alpha(q, t) < 0)) {
-        snprintf(q->error, sizeof q->error, "%s", sim_error(q->s));
-        SETERRQ(PETSC_COMM_SELF, PETSC_ERR_USER, "ghost fill failed");
-    }
+    PetscCall(run_kernel(q, 1, t, U, 1));
     const grid_layout *g = sim_layout(q->s);
     const pj_program *p = q->p;
     PetscCall(MatZeroEntries(A));
@@ -513,14 +517,7 @@ static PetscErrorCode diagonal_sum(implicit_solver *q, Vec d)
 static PetscErrorCode update_diagonal(implicit_solver *q, double t, Vec U, Mat B)
 {
     double t0 = driver_now();
-    const PetscScalar *u;
-    PetscCall(VecGetArrayRead(U, &u));
-    vec_to_slot(q, u, 0);
-    PetscCall(VecRestoreArrayRead(U, &u));
-    if (sim_eval(q->s, 1, t, 0) < 0) {
-        snprintf(q->error, sizeof q->error, "%s", sim_error(q->s));
-        SETERRQ(PETSC_COMM_SELF, PETSC_ERR_USER, "ghost fill failed");
-    }
+    PetscCall(run_kernel(q, 1, t, U, 0));
     PetscCall(diagonal_sum(q, q->D));
     PetscCall(VecAXPY(q->D, -1.0, q->Djc));
     PetscCall(MatCopy(q->Jc, B, SAME_NONZERO_PATTERN));

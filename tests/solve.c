@@ -22,6 +22,31 @@ pj_program *compile_named(const char *name, const char *src)
 
 pj_program *compile_text(const char *src) { return compile_named("t.pde", src); }
 
+api_sim api_sim_start(const char *name, const char *src, const char *options)
+{
+    api_sim a = {NULL, NULL};
+    char *diags = NULL, err[512];
+    pj_status rc = pj_problem_compile(name, src, strlen(src), &a.problem, &diags);
+    if (rc) fprintf(stderr, "%s\n", diags ? diags : "(no diagnostics)");
+    free(diags);
+    assert_int_equal(rc, PJ_OK);
+    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1, .solver_options = options};
+    rc = pj_sim_create(a.problem, &so, &a.sim, err, sizeof err);
+    if (rc) fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, PJ_OK);
+    return a;
+}
+
+void api_sim_end(api_sim *a, double *u, pj_solver_stats *st)
+{
+    if (u) assert_int_equal(pj_sim_get_field(a->sim, "u", u), PJ_OK);
+    if (st) assert_int_equal(pj_sim_solver_stats(a->sim, st), PJ_OK);
+    pj_sim_free(a->sim);
+    pj_problem_free(a->problem);
+    a->sim = NULL;
+    a->problem = NULL;
+}
+
 solved *solve(const char *src, backend_kind be, int single, int threads, const char *sets)
 {
     solved *r = calloc(1, sizeof *r);

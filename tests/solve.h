@@ -6,6 +6,7 @@
 #include "program.h"
 #include "engine.h"
 #include "sim.h"
+#include "pdejit.h"
 
 typedef struct solved {
     pj_program *p;
@@ -26,6 +27,13 @@ typedef enum { BE_INTERP, BE_CPU, BE_CPU_PREFETCH, BE_CUDA } backend_kind;
  * it does not compile. */
 pj_program *compile_named(const char *name, const char *src);
 pj_program *compile_text(const char *src);
+/* src (file `name`) through the public API: a CPU simulation on one thread with these solver
+ * options (NULL: the defaults); a test failure, with the diagnostics, when it does not compile or
+ * start. api_sim_end takes field "u" into u and the solver's counts into st (either NULL: not
+ * wanted) and frees the simulation and its problem. */
+typedef struct api_sim { pj_problem *problem; pj_sim *sim; } api_sim;
+api_sim api_sim_start(const char *name, const char *src, const char *options);
+void api_sim_end(api_sim *a, double *u, pj_solver_stats *st);
 /* Sets "name=value,name=value" (NULL: none) on e; a test failure for an unknown name. */
 void engine_set_params(engine *e, const char *sets);
 

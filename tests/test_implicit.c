@@ -16,6 +16,7 @@
 #include "diag.h"
 #include "implicit.h"
 #include "pdejit.h"
+#include "solve.h"
 #include "program.h"
 #include "randexpr.h"
 #include "scheme.h"
@@ -450,21 +451,14 @@ static void heat_2d_run(const char *coef, const char *options, int set_d, double
     char src[512];
     snprintf(src, sizeof src, "mesh grid(nx = 32, ny = 24)\nparam D = 1\nfield u = 0\neq dt(u) = %s*lap(u)\n"
              "on left: u = 1\non bottom: u = x\ntime dt = 0.002, until = 0.02, scheme = bdf2\n", coef);
-    pj_problem *pr;
-    char *diags = NULL, err[512];
-    assert_int_equal(pj_problem_compile("h.pde", src, strlen(src), &pr, &diags), PJ_OK);
-    pj_sim *sim;
-    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1, .solver_options = options};
-    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
-    pj_status rc = pj_sim_advance(sim, 0.002, 0.01, err, sizeof err);
-    if (set_d && rc == PJ_OK) rc = pj_sim_set_param(sim, "D", 2);
-    if (rc == PJ_OK) rc = pj_sim_advance(sim, 0.002, 0.02, err, sizeof err);
+    api_sim a = api_sim_start("h.pde", src, options);
+    char err[512];
+    pj_status rc = pj_sim_advance(a.sim, 0.002, 0.01, err, sizeof err);
+    if (set_d && rc == PJ_OK) rc = pj_sim_set_param(a.sim, "D", 2);
+    if (rc == PJ_OK) rc = pj_sim_advance(a.sim, 0.002, 0.02, err, sizeof err);
     if (rc) fprintf(stderr, "%s\n", err);
     assert_int_equal(rc, PJ_OK);
-    assert_int_equal(pj_sim_get_field(sim, "u", u), PJ_OK);
-    assert_int_equal(pj_sim_solver_stats(sim, st), PJ_OK);
-    pj_sim_free(sim);
-    pj_problem_free(pr);
+    api_sim_end(&a, u, st);
 }
 
 /* A linear problem takes one linear solve a step, and a Jacobian that depends on nothing that
@@ -539,19 +533,10 @@ static pj_status allen_cahn_run(double dt, const char *options, double *u, pj_so
 {
     const char *src = "mesh grid(nx = 32, ny = 32)\nfield u = 0.1*cos(3*pi*x)*cos(2*pi*y)\n"
                       "eq dt(u) = 0.001*lap(u) + u - u^3\non all: dn(u) = 0\ntime dt = 1, steps = 3, scheme = beuler\n";
-    pj_problem *pr;
-    char *diags = NULL, err[512];
-    assert_int_equal(pj_problem_compile("ac.pde", src, strlen(src), &pr, &diags), PJ_OK);
-    pj_sim *sim;
-    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1, .solver_options = options};
-    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
-    pj_status rc = pj_sim_advance(sim, dt, 3 * dt, err, sizeof err);
-    if (rc == PJ_OK) {
-        assert_int_equal(pj_sim_get_field(sim, "u", u), PJ_OK);
-        assert_int_equal(pj_sim_solver_stats(sim, st), PJ_OK);
-    }
-    pj_sim_free(sim);
-    pj_problem_free(pr);
+    api_sim a = api_sim_start("ac.pde", src, options);
+    char err[512];
+    pj_status rc = pj_sim_advance(a.sim, dt, 3 * dt, err, sizeof err);
+    api_sim_end(&a, rc == PJ_OK ? u : NULL, rc == PJ_OK ? st : NULL);
     return rc;
 }
 

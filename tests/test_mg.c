@@ -14,31 +14,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pdejit.h"
+#include "solve.h"
 #include "testutil.h"
 
 /* Runs src (one field u or two, u and v) with these solver options to its end: u (and v after
  * it) into out (cells each), the solver's counts into st. */
 static void run(const char *src, const char *options, double *out, int64_t cells, int fields, pj_solver_stats *st)
 {
-    pj_problem *pr;
-    char *diags = NULL, err[512];
-    pj_status rc = pj_problem_compile("mg.pde", src, strlen(src), &pr, &diags);
-    if (rc) fprintf(stderr, "%s\n", diags ? diags : "(no diagnostics)");
-    assert_int_equal(rc, PJ_OK);
-    free(diags);
-    pj_sim *sim;
-    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1, .solver_options = options};
-    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+    api_sim a = api_sim_start("mg.pde", src, options);
+    char err[512];
     pj_run_options ro = pj_run_options_default();
     pj_run_result res;
-    rc = pj_sim_run(sim, &ro, &res, err, sizeof err);
+    pj_status rc = pj_sim_run(a.sim, &ro, &res, err, sizeof err);
     if (rc) fprintf(stderr, "%s (options: %s)\n", err, options ? options : "none");
     assert_int_equal(rc, PJ_OK);
-    assert_int_equal(pj_sim_get_field(sim, "u", out), PJ_OK);
-    if (fields > 1) assert_int_equal(pj_sim_get_field(sim, "v", out + cells), PJ_OK);
-    assert_int_equal(pj_sim_solver_stats(sim, st), PJ_OK);
-    pj_sim_free(sim);
-    pj_problem_free(pr);
+    if (fields > 1) assert_int_equal(pj_sim_get_field(a.sim, "v", out + cells), PJ_OK);
+    api_sim_end(&a, out, st);
 }
 
 /* max |a - b| over max |b| */
@@ -161,20 +152,13 @@ static void two_phase(const char *options, double dt0, double t1, double dt1, do
 {
     const char *src = "mesh grid(nx = 128, ny = 128)\nfield u = 0\neq dt(u) = lap(u)\non left: u = 1\non bottom: u = x\n"
                       "time dt = 0.01, until = 1, scheme = beuler\n";
-    pj_problem *pr;
-    char *diags = NULL, err[512];
-    assert_int_equal(pj_problem_compile("mg.pde", src, strlen(src), &pr, &diags), PJ_OK);
-    pj_sim *sim;
-    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1, .solver_options = options};
-    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
-    pj_status rc = pj_sim_advance(sim, dt0, t1, err, sizeof err);
-    if (rc == PJ_OK && t2 > t1) rc = pj_sim_advance(sim, dt1, t2, err, sizeof err);
+    api_sim a = api_sim_start("mg.pde", src, options);
+    char err[512];
+    pj_status rc = pj_sim_advance(a.sim, dt0, t1, err, sizeof err);
+    if (rc == PJ_OK && t2 > t1) rc = pj_sim_advance(a.sim, dt1, t2, err, sizeof err);
     if (rc) fprintf(stderr, "%s\n", err);
     assert_int_equal(rc, PJ_OK);
-    assert_int_equal(pj_sim_get_field(sim, "u", u), PJ_OK);
-    assert_int_equal(pj_sim_solver_stats(sim, st), PJ_OK);
-    pj_sim_free(sim);
-    pj_problem_free(pr);
+    api_sim_end(&a, u, st);
 }
 
 /* A symmetric time step's default preconditioner follows the stiffness max |J_ii| / shift
