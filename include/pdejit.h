@@ -327,20 +327,33 @@ typedef struct pj_term_options {
     /* func, flux and const statements the expression may use ("func f(s) = s*(1 - s)"), or NULL */
     const char *definitions;
     pj_term_at at;                 /* zeroed: a cell term */
+    int on_device;                 /* 1: on the GPU (the cuda back end, device 0): every array passed
+                                      to pj_term_eval and pj_term_eval_faces is a CUDA device address
+                                      (a CUdeviceptr cast to a pointer) in device 0's primary context
+                                      (where CuPy's arrays live); zeroed: host arrays, the CPU */
 } pj_term_options;
 /* Compiles `expr` for the grid and inputs of `options`. PJ_ERR_INPUT on a bad expression or
  * definition (*diagnostics, if not NULL, receives "<term>:LINE:COL: error: ..." or
  * "<definitions>:LINE:COL: ...", with the line and a caret, then "N error(s)"; malloc'd, free it)
  * or a bad option (a name that is not an identifier or is given twice, a spacing that is not
  * positive, too few cells for the stencil: the message in *diagnostics); PJ_ERR_BACKEND when
- * the kernel does not compile; PJ_ERR_MEMORY. Coordinates: cell i's centre is (i + 1/2)·h. */
+ * the kernel does not compile; PJ_ERR_MEMORY. Coordinates: cell i's centre is (i + 1/2)·h.
+ * With on_device: PJ_ERR_UNAVAILABLE when no GPU, CUDA driver or NVRTC is there ("no CUDA device:
+ * libcuda.so.1 not found (no NVIDIA driver)" in *diagnostics); the term then holds device buffers
+ * with ghost layers (one per input and output), freed by pj_term_free. threads is ignored. */
 PJ_API pj_status pj_term_compile(const char *expr, const pj_term_options *options, pj_term **term,
                                  char **diagnostics);
 PJ_API void pj_term_free(pj_term *term);
 /* Evaluates the term at every cell: inputs[f] is field f's values (prod n cells, x fastest,
  * in the order of options.fields), out receives the term's (it may be one of the inputs); t is
  * the time the expression's `t` reads. PJ_ERR_INPUT for NULL arrays; PJ_ERR_RUN when a boundary
- * fill failed (message in err). Not to be called on one term from two threads at once. */
+ * fill failed (message in err). Not to be called on one term from two threads at once.
+ * A term compiled on_device takes device addresses (inputs and out, as for host arrays, x fastest,
+ * no ghost cells): the inputs are copied device to device into its ghosted buffers, the kernels run
+ * on the default stream, the result is copied device to device into out; nothing of the arrays
+ * crosses to the host. It returns when out holds the result (it waits for the device); a device
+ * error (an address that is not a device allocation of the right size, a failed launch) is
+ * PJ_ERR_RUN with the driver's message. */
 PJ_API pj_status pj_term_eval(pj_term *term, const double *const *inputs, double t, double *out, char *err,
                               size_t err_len);
 /* Evaluates a face term (options.at = PJ_TERM_FACES) on every face: out[a], for each axis a below
@@ -358,7 +371,7 @@ PJ_API int64_t pj_term_face_count(const pj_term *term, int axis);
  * diagonal of its Jacobian: what an implicit source term's linearisation takes), from the
  * symbolic derivative of the kernel (compiled once per field, through the kernel cache); zero
  * where the term does not depend on it. Arguments and errors as pj_term_eval, and PJ_ERR_INPUT
- * for an unknown field. */
+ * for an unknown field; PJ_ERR_UNAVAILABLE on a term compiled on_device (not on the GPU yet). */
 PJ_API pj_status pj_term_jacobian(pj_term *term, const char *field, const double *const *inputs, double t,
                                   double *out, char *err, size_t err_len);
 /* Changes a param (never recompiles). PJ_ERR_INPUT when the term has no such param. */

@@ -779,6 +779,29 @@ int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len)
     return 0;
 }
 
+int cuda_sim_run_stage(cuda_sim *s, int stage, double t, double dt, char *err, size_t err_len)
+{
+    if (stage < 0 || stage >= s->p->n_stages) {
+        diag_set(err, err_len, "cuda: no stage %d", stage);
+        return -1;
+    }
+    if (fill(s, s->p->stages[stage].read_slot, t, err, err_len) < 0) return -1;
+    s->A.t = t;
+    s->A.dt = dt;
+    s->A.step = s->steps;
+    s->A.stage = stage + 1;
+    int rc = launch(s, s->ks.stage[stage], s->sgrid, s->sblock, &s->A, sizeof s->A, err, err_len);
+    s->A.t = s->t;
+    return rc;
+}
+
+void cuda_sim_set_spacing(cuda_sim *s, const double h[3])
+{
+    for (int a = 0; a < s->p->dim; a++) s->L.h[a] = s->A.h[a] = h[a];
+}
+
+cuda_ptr cuda_sim_buffer(const cuda_sim *s, int b) { return b >= 0 && b < s->nbuf ? s->A.buf[b] : 0; }
+
 int cuda_sim_set_block(cuda_sim *s, const unsigned block[3], char *err, size_t err_len)
 {
     cuda_sim_options keep = s->opt;

@@ -77,6 +77,15 @@ int cuda_sim_init(cuda_sim *s, char *err, size_t err_len);
 /* One step of dt: launches only (asynchronous); a launch error is reported here or by the next
  * call that waits. 0, or -1 with a message. */
 int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len);
+/* Stage `stage` of the program alone, once, at time t with step dt: the fill of its read slot,
+ * then its kernel (launches only); no swap, the clock unchanged (pj_term_* on the device).
+ * 0, or -1 with a message. */
+int cuda_sim_run_stage(cuda_sim *s, int stage, double t, double dt, char *err, size_t err_len);
+/* Sets the cell spacing of axes below the program's dim (instead of length / n), as sim_set_spacing. */
+void cuda_sim_set_spacing(cuda_sim *s, const double h[3]);
+/* The device address of buffer b (slot * n_fields + field) at its first interior cell; row j of
+ * plane k at + (j*stride[1] + k*stride[2]) elements (cuda_sim_launch's strides). 0 for no buffer b. */
+cuda_ptr cuda_sim_buffer(const cuda_sim *s, int b);
 /* Changes the block shape of the stage and init launches (x, y, z; 1 beyond the dimension);
  * 0, or -1 with a message when the shape is not launchable. For tuning (pdejit's gpu benchmark). */
 int cuda_sim_set_block(cuda_sim *s, const unsigned block[3], char *err, size_t err_len);

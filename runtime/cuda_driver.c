@@ -265,6 +265,7 @@ typedef struct cu_api {
     CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*Memcpy2D)(const CUDA_MEMCPY2D *); /* optional: NULL, rows one at a time */
     CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleUnload)(CUmodule);
@@ -375,6 +376,7 @@ cuda_device *cuda_device_open(int ordinal, char *reason, size_t reason_len)
             diag_set(reason, reason_len, "%s lacks %s (driver too old)", libname, syms[i].name);
             goto fail;
         }
+    if (load_sym(lib, "cuMemcpy2D_v2", &c->Memcpy2D)) c->Memcpy2D = NULL;
     /* cuEventElapsedTime_v2 (12.8+) where the driver has it, the original otherwise */
     if (load_sym(lib, "cuEventElapsedTime_v2", &c->EventElapsedTime) &&
         load_sym(lib, "cuEventElapsedTime", &c->EventElapsedTime)) {
@@ -497,6 +499,32 @@ int cuda_memcpy_dtod(cuda_device *d, cuda_ptr dst, cuda_ptr src, size_t bytes, c
     if (!bytes) return 0;
     if (bind(d, err, err_len)) return -1;
     return CU(d, MemcpyDtoD, ((CUdeviceptr)dst, (CUdeviceptr)src, bytes));
+}
+
+int cuda_memcpy_dtod_2d(cuda_device *d, cuda_ptr dst, size_t dst_pitch, cuda_ptr src, size_t src_pitch,
+                       size_t width, size_t height, char *err, size_t err_len)
+{
+    if (!width || !height) return 0;
+    if (bind(d, err, err_len)) return -1;
+    if (height == 1 || (dst_pitch == width && src_pitch == width))
+        return CU(d, MemcpyDtoD, ((CUdeviceptr)dst, (CUdeviceptr)src, width * height));
+    if (d->cu.Memcpy2D) {
+        CUDA_MEMCPY2D m;
+        memset(&m, 0, sizeof m);
+        m.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        m.srcDevice = (CUdeviceptr)src;
+        m.srcPitch = src_pitch;
+        m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        m.dstDevice = (CUdeviceptr)dst;
+        m.dstPitch = dst_pitch;
+        m.WidthInBytes = width;
+        m.Height = height;
+        return CU(d, Memcpy2D, (&m));
+    }
+    for (size_t r = 0; r < height; r++)
+        if (CU(d, MemcpyDtoD, ((CUdeviceptr)(dst + r * dst_pitch), (CUdeviceptr)(src + r * src_pitch), width)))
+            return -1;
+    return 0;
 }
 
 int cuda_memset8(cuda_device *d, cuda_ptr dst, unsigned char value, size_t bytes, char *err, size_t err_len)

@@ -79,6 +79,10 @@ int cuda_mem_free(cuda_device *d, cuda_ptr p, char *err, size_t err_len);
 int cuda_memcpy_htod(cuda_device *d, cuda_ptr dst, const void *src, size_t bytes, char *err, size_t err_len);
 int cuda_memcpy_dtoh(cuda_device *d, void *dst, cuda_ptr src, size_t bytes, char *err, size_t err_len);
 int cuda_memcpy_dtod(cuda_device *d, cuda_ptr dst, cuda_ptr src, size_t bytes, char *err, size_t err_len);
+/* `height` rows of `width` bytes from src (rows src_pitch bytes apart) to dst (dst_pitch apart),
+ * device to device, in stream order (cuMemcpy2D where the driver has it, else a copy per row). */
+int cuda_memcpy_dtod_2d(cuda_device *d, cuda_ptr dst, size_t dst_pitch, cuda_ptr src, size_t src_pitch,
+                       size_t width, size_t height, char *err, size_t err_len);
 int cuda_memset8(cuda_device *d, cuda_ptr dst, unsigned char value, size_t bytes, char *err, size_t err_len);
 
 /* Loads a cubin or PTX image (copied by the driver; the caller keeps image). */

@@ -27,13 +27,21 @@
  * (halo h > 0) is not copied whole either: each thread copies blocks of TERM_WINDOW_ROWS rows
  * plus h rows either side, with their ghost cells (zero flux mirrors, periodic wraps, as the sim's
  * fill does), into a small window that stays in cache, given the base that puts those rows at
- * their y. $PDEJIT_TERM_COPY set at pj_term_compile keeps the copies (for comparisons). */
+ * their y. $PDEJIT_TERM_COPY set at pj_term_compile keeps the copies (for comparisons).
+ *
+ * On the device (pj_term_options.on_device): the same problem on the cuda back end (a cuda_sim,
+ * cuda_backend.h): the inputs, device arrays, are copied device to device into slot 0's ghosted
+ * buffers (cuMemcpy2D, a plane at a time), the fill kernels and the stage kernel run once
+ * (cuda_sim_run_stage: no swap, so slot 0's term__ stays 0), and slot 1's interior (a face term:
+ * each axis's low faces, then the high faces past the last cell) is copied device to device into
+ * the caller's arrays. Nothing crosses to the host but the launch arguments. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cpu_backend.h"
+#include "cuda_backend.h"
 #include "derive.h"
 #include "diag.h"
 #include "pdejit.h"
@@ -56,7 +64,8 @@ typedef struct term_jac {
 
 struct pj_term {
     pj_program *p;
-    sim *s;
+    sim *s;                /* NULL on the device */
+    cuda_sim *gpu;         /* on the device (options.on_device), else NULL */
     cpu_backend *cpu;
     int n_inputs;          /* fields 0 .. n_inputs - 1; the term is field n_inputs (a face term:
                               fields n_inputs + 2a and + 2a + 1, axis a's low and high faces) */
@@ -148,10 +157,35 @@ void pj_term_free(pj_term *t)
     free(t->direct_in);
     free(t->scratch[0]);
     free(t->scratch[1]);
+    cuda_sim_destroy(t->gpu);
     sim_destroy(t->s);
     cpu_backend_destroy(t->cpu);
     program_free(t->p);
     free(t);
+}
+
+/* The term's problem on the cuda back end (see the top). */
+static pj_status compile_device(pj_term *t, const pj_term_options *o, pj_term **out, char **diagnostics)
+{
+    char err[512] = "";
+    cuda_sim_options co = {0};
+    t->gpu = cuda_sim_create(t->p, &co, err, sizeof err);
+    if (!t->gpu) {
+        /* no device, no driver, no NVRTC: the machine cannot run it */
+        int none = !strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE)) || strstr(err, "NVRTC not found");
+        pj_term_free(t);
+        return fail(diagnostics, none ? PJ_ERR_UNAVAILABLE : PJ_ERR_BACKEND, "%s", err);
+    }
+    cuda_sim_set_spacing(t->gpu, o->h);
+    /* every buffer zeroed (slot 0's term__ is U = 0), the (empty) initial values */
+    if (cuda_sim_init(t->gpu, err, sizeof err) < 0 || cuda_sim_sync(t->gpu, err, sizeof err) < 0) {
+        pj_term_free(t);
+        return fail(diagnostics, PJ_ERR_BACKEND, "%s", err);
+    }
+    const cuda_prepare_stats *st = cuda_sim_prepare_stats(t->gpu);
+    t->from_cache = st->kernels > 0 && st->from_cache == st->kernels;
+    *out = t;
+    return PJ_OK;
 }
 
 pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **out, char **diagnostics)
@@ -264,6 +298,7 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     for (int a = 0; a < 3; a++) t->n[a] = a < o->dim ? o->n[a] : 1;
     t->threads = o->threads;
     t->cells = p->n[0] * p->n[1] * p->n[2];
+    if (o->on_device) return compile_device(t, o, out, diagnostics);
     t->jac = calloc((size_t)o->n_fields, sizeof *t->jac);
     sim_options so = {.threads = o->threads};
     if (!t->jac || !(t->s = sim_create(p, &so, err, sizeof err))) {
@@ -407,13 +442,102 @@ static void run_rows(void *ctx, int stage, const kir_launch *L, int64_t begin, i
     free(win);
 }
 
+/* ---- on the device ---------------------------------------------------------------------- */
+
+/* planes x rows of w doubles from src (rows sr, planes sp doubles apart) to dst (dr, dp), device
+ * to device. */
+static int dev_copy(pj_term *t, cuda_ptr dst, int64_t dr, int64_t dp, cuda_ptr src, int64_t sr, int64_t sp, int64_t w,
+                    int64_t rows, int64_t planes, char *err, size_t err_len)
+{
+    const size_t e = sizeof(double);
+    cuda_device *d = cuda_sim_device(t->gpu);
+    for (int64_t k = 0; k < planes; k++)
+        if (cuda_memcpy_dtod_2d(d, dst + (uint64_t)(k * dp) * e, (size_t)dr * e, src + (uint64_t)(k * sp) * e,
+                                (size_t)sr * e, (size_t)w * e, (size_t)rows, err, err_len) < 0)
+            return -1;
+    return 0;
+}
+
+/* Inputs in, the stage once, the results out (out[0] for a cell term, out[a] per axis for a face
+ * term); waits for the device, so that a failed launch is reported here. */
+static pj_status device_eval(pj_term *t, const double *const *inputs, double time, double *const *out, char *err,
+                             size_t err_len)
+{
+    const kir_launch *L = cuda_sim_launch(t->gpu);
+    const int64_t nx = t->n[0], ny = t->n[1], nz = t->n[2], S1 = L->stride[1], S2 = L->stride[2];
+    const int nf = t->p->n_fields;
+    char e[512] = "";
+    int rc = 0;
+    for (int f = 0; f < t->n_inputs && !rc; f++)
+        rc = dev_copy(t, cuda_sim_buffer(t->gpu, f), S1, S2, (cuda_ptr)(uintptr_t)inputs[f], nx, nx * ny, nx, ny, nz, e,
+                      sizeof e);
+    if (!rc) rc = cuda_sim_run_stage(t->gpu, 0, time, 1.0, e, sizeof e);
+    for (int a = 0; !rc && a < (t->faces ? t->dim : 1); a++) {
+        cuda_ptr o = (cuda_ptr)(uintptr_t)out[a];
+        cuda_ptr lo = cuda_sim_buffer(t->gpu, nf + t->n_inputs + (t->faces ? 2 * a : 0));
+        cuda_ptr hi = cuda_sim_buffer(t->gpu, nf + t->n_inputs + 2 * a + 1);
+        const uint64_t E = sizeof(double);
+        if (!t->faces) {
+            rc = dev_copy(t, o, nx, nx * ny, lo, S1, S2, nx, ny, nz, e, sizeof e);
+        } else if (a == 0) { /* rows of nx + 1: the low faces, then the last cell's high face */
+            rc = dev_copy(t, o, nx + 1, (nx + 1) * ny, lo, S1, S2, nx, ny, nz, e, sizeof e);
+            if (!rc)
+                rc = dev_copy(t, o + (uint64_t)nx * E, nx + 1, (nx + 1) * ny, hi + (uint64_t)(nx - 1) * E, S1, S2, 1, ny,
+                              nz, e, sizeof e);
+        } else if (a == 1) { /* planes of ny + 1 rows */
+            rc = dev_copy(t, o, nx, nx * (ny + 1), lo, S1, S2, nx, ny, nz, e, sizeof e);
+            if (!rc)
+                rc = dev_copy(t, o + (uint64_t)(ny * nx) * E, nx, nx * (ny + 1), hi + (uint64_t)((ny - 1) * S1) * E, S1,
+                              S2, nx, 1, nz, e, sizeof e);
+        } else { /* nz + 1 planes */
+            rc = dev_copy(t, o, nx, nx * ny, lo, S1, S2, nx, ny, nz, e, sizeof e);
+            if (!rc)
+                rc = dev_copy(t, o + (uint64_t)(nz * ny * nx) * E, nx, nx * ny, hi + (uint64_t)((nz - 1) * S2) * E, S1,
+                              S2, nx, ny, 1, e, sizeof e);
+        }
+    }
+    if (!rc) rc = cuda_sim_sync(t->gpu, e, sizeof e);
+    if (rc) {
+        diag_set(err, err_len, "pj_term on the device: %s", e);
+        return PJ_ERR_RUN;
+    }
+    return PJ_OK;
+}
+
+/* The arguments of a device evaluation: no NULL array. */
+static pj_status device_args(pj_term *t, const double *const *inputs, const double *const *out, int n_out,
+                             char *err, size_t err_len)
+{
+    if (!inputs || !out) {
+        diag_set(err, err_len, "pj_term: NULL argument");
+        return PJ_ERR_INPUT;
+    }
+    for (int f = 0; f < t->n_inputs; f++)
+        if (!inputs[f]) {
+            diag_set(err, err_len, "pj_term: input %s is NULL", t->p->field_names[f]);
+            return PJ_ERR_INPUT;
+        }
+    for (int a = 0; a < n_out; a++)
+        if (!out[a]) {
+            if (n_out > 1) diag_set(err, err_len, "pj_term_eval_faces: the output for axis %c is NULL", "xyz"[a]);
+            else diag_set(err, err_len, "pj_term: NULL argument");
+            return PJ_ERR_INPUT;
+        }
+    return PJ_OK;
+}
+
 pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, double *out, char *err, size_t err_len)
 {
     if (t && t->faces) {
         diag_set(err, err_len, "pj_term_eval: a face term gives face values: call pj_term_eval_faces");
         return PJ_ERR_INPUT;
     }
-    pj_status st = load_inputs(t, inputs, out, t->direct, err, err_len);
+    if (t && t->gpu) {
+        double *o[1] = {out};
+        pj_status st = device_args(t, inputs, (const double *const *)o, 1, err, err_len);
+        return st != PJ_OK ? st : device_eval(t, inputs, time, o, err, err_len);
+    }
+    pj_status st = load_inputs(t, inputs, out, t ? t->direct : 0, err, err_len);
     if (st != PJ_OK) return st;
     const pj_stage *stage = &t->p->stages[0];
     int nf = t->p->n_fields;
@@ -463,6 +587,10 @@ pj_status pj_term_eval_faces(pj_term *t, const double *const *inputs, double tim
     if (t && !t->faces) {
         diag_set(err, err_len, "pj_term_eval_faces: a cell term gives cell values: call pj_term_eval");
         return PJ_ERR_INPUT;
+    }
+    if (t && t->gpu) {
+        pj_status st = device_args(t, inputs, (const double *const *)out, t->dim, err, err_len);
+        return st != PJ_OK ? st : device_eval(t, inputs, time, out, err, err_len);
     }
     pj_status st = load_inputs(t, inputs, out ? (double *)out : NULL, 0, err, err_len);
     if (st != PJ_OK) return st;
@@ -560,6 +688,11 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
         diag_set(err, err_len, "pj_term_jacobian: a face term has no derivative at the cell");
         return PJ_ERR_INPUT;
     }
+    if (t && t->gpu) {
+        diag_set(err, err_len, "pj_term_jacobian: not on the device yet: compile the term without on_device "
+                 "and pass host arrays");
+        return PJ_ERR_UNAVAILABLE;
+    }
     pj_status st = load_inputs(t, inputs, out, 0, err, err_len);
     if (st != PJ_OK) return st;
     int f = -1;
@@ -609,6 +742,7 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
 
 pj_status pj_term_set_param(pj_term *t, const char *name, double value)
 {
+    if (t && t->gpu) return name && cuda_sim_set_param(t->gpu, name, value) == 0 ? PJ_OK : PJ_ERR_INPUT;
     return t && name && sim_set_param(t->s, name, value) == 0 ? PJ_OK : PJ_ERR_INPUT;
 }
 

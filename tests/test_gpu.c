@@ -9,6 +9,11 @@
  *                by thread. PDEJIT_NVRTC and PDEJIT_LIBCUDA point cuda_driver.c at them. Skipped
  *                without a C and a C++ compiler.
  *   gpu          the same cases on device 0, plus a problem with more than 1 GB of fields.
+ *   terms        pj_term_* on the device (options.on_device, runtime/term.c): cell and face terms
+ *                on device arrays equal the CPU back end's term on the same values, in the
+ *                emulation bit for bit (the same IEEE operations in the same order, no contraction
+ *                on either side, the host's libm for both), on a GPU to 1e-12 (its libm); without
+ *                a device, PJ_ERR_UNAVAILABLE with cuda_device_open's reason.
  *                Skipped, with cuda_device_open's reason, when no device opens.
  *
  * The cases: every sample in samples/ plus problems that use what the samples do not (rk4, euler,
@@ -172,6 +177,12 @@ static const char emu_cuda_c[] =
     "CUresult cuMemcpyDtoH_v2(void *d, dptr s, size_t n) { if (!find(s, n)) return 1; memcpy(d, (void *)s, n); return 0; }\n"
     "CUresult cuMemcpyDtoD_v2(dptr d, dptr s, size_t n) { if (!find(d, n) || !find(s, n)) return 1;\n"
     "  memmove((void *)d, (void *)s, n); return 0; }\n"
+    "typedef struct { size_t sx, sy; unsigned smt; const void *sh; dptr sd; void *sa; size_t sp;\n"
+    "  size_t dx, dy; unsigned dmt; void *dh; dptr dd; void *da; size_t dp; size_t w, h; } m2d;\n"
+    "CUresult cuMemcpy2D_v2(const m2d *m) { if (m->smt != 2 || m->dmt != 2 || m->sx || m->sy || m->dx || m->dy) return 1;\n"
+    "  if (!m->h) return 0; if (m->sp < m->w || m->dp < m->w || !find(m->sd, m->sp * (m->h - 1) + m->w) ||\n"
+    "  !find(m->dd, m->dp * (m->h - 1) + m->w)) return 1;\n"
+    "  for (size_t r = 0; r < m->h; r++) memmove((void *)(m->dd + r * m->dp), (void *)(m->sd + r * m->sp), m->w); return 0; }\n"
     "CUresult cuMemsetD8_v2(dptr d, unsigned char v, size_t n) { if (!find(d, n)) return 1; memset((void *)d, v, n); return 0; }\n"
     "CUresult cuModuleLoadData(void **m, const void *img) { const unsigned char *b = img;\n"
     "  if (memcmp(b, \"PJEMU\", 6)) return 200; unsigned long long len; memcpy(&len, b + 8, 8);\n"
@@ -985,6 +996,231 @@ static void no_device_command_line(void **state)
     free(out);
 }
 
+/* ---- terms on the device (pj_term_*, options.on_device) ---------------------------------- */
+
+typedef struct term_case {
+    const char *expr;
+    int dim;
+    int64_t n[3];
+    pj_term_boundary b[3];
+    pj_term_at at;
+} term_case;
+
+static pj_term *term_make(const term_case *c, int on_device, pj_status *st, char **diag)
+{
+    static const char *const fields[] = {"u", "v"};
+    static const char *const params[] = {"D", "k"};
+    static const double values[] = {0.7, 3.0};
+    pj_term_options o = {.dim = c->dim, .n = {c->n[0], c->n[1], c->n[2]}, .h = {0.1, 0.25, 0.5}, .n_fields = 2,
+                         .fields = fields, .n_params = 2, .params = params, .param_values = values, .threads = 1,
+                         .definitions = "func f(s) = s*(1 - s)", .at = c->at, .on_device = on_device};
+    for (int a = 0; a < 3; a++) o.boundary[a] = c->b[a];
+    pj_term *t = NULL;
+    *diag = NULL;
+    *st = pj_term_compile(c->expr, &o, &t, diag);
+    return t;
+}
+
+/* n doubles to a fresh device allocation */
+static cuda_ptr dev_upload(cuda_device *d, const double *x, int64_t n)
+{
+    cuda_ptr p = 0;
+    OK(cuda_mem_alloc(d, sizeof(double) * (size_t)n, &p, E));
+    OK(cuda_memcpy_htod(d, p, x, sizeof(double) * (size_t)n, E));
+    return p;
+}
+
+/* the largest difference, relative to max(1, |expected|); -1 when the bits differ nowhere */
+static double compare(const double *got, const double *want, int64_t n, int64_t *where_)
+{
+    if (!memcmp(got, want, sizeof(double) * (size_t)n)) return -1;
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double m = fabs(want[i]) > 1 ? fabs(want[i]) : 1;
+        double d = got[i] == want[i] ? 0 : isnan(got[i]) || isnan(want[i]) ? INFINITY : fabs(got[i] - want[i]) / m;
+        if (d > worst || (d == 0 && worst == 0 && memcmp(&got[i], &want[i], 8))) {
+            worst = d;
+            *where_ = i;
+        }
+    }
+    return worst;
+}
+
+static void terms_agree(where w)
+{
+    NEED(w);
+    setenv("PDEJIT_CACHE_DIR", g_cache_dir, 1);
+    char reason[512];
+    cuda_device *d = cuda_device_open(0, reason, sizeof reason);
+    if (!d) print_error("cuda_device_open: %s\n", reason);
+    assert_non_null(d);
+    size_t free0 = 0, total = 0;
+    OK(cuda_mem_info(d, &free0, &total, E));
+    static const term_case cases[] = {
+        /* lap and a conditional, zero-flux walls */
+        {"D*lap(u) + (u > 0.5 ? k*f(u) : -v)", 2, {37, 23, 1}, {PJ_TERM_ZERO_FLUX, PJ_TERM_ZERO_FLUX}, PJ_TERM_CELLS},
+        /* neighbour offsets, coordinates, t; periodic along x, zero flux along y */
+        {"u[1, 0] - 2*u[-1, 1] + v[0, -1]*x + y*t", 2, {40, 9, 1}, {PJ_TERM_PERIODIC, PJ_TERM_ZERO_FLUX}, PJ_TERM_CELLS},
+        /* halo 2, periodic, 1D; a libm function */
+        {"lap(u) + u[2]*u[-2] + exp(-v*v)", 1, {50, 1, 1}, {PJ_TERM_PERIODIC}, PJ_TERM_CELLS},
+        /* 3D: every axis, both treatments */
+        {"div(D*grad(u)) * v + u[0, 0, 1] - (v < 0.3 ? u[0, -1, 0] : 0)", 3, {9, 7, 5},
+         {PJ_TERM_ZERO_FLUX, PJ_TERM_PERIODIC, PJ_TERM_ZERO_FLUX}, PJ_TERM_CELLS},
+        /* face terms: every axis's faces, boundary faces included */
+        {"harm(v)*grad(u) + u - L(u)*R(v) + 10*boundary", 2, {12, 7, 1}, {PJ_TERM_ZERO_FLUX, PJ_TERM_PERIODIC},
+         PJ_TERM_FACES},
+        {"D*grad(u) + (u > 0.5 ? L(v) : R(v)) + x - 2*z", 3, {6, 5, 4}, {PJ_TERM_PERIODIC, PJ_TERM_ZERO_FLUX,
+         PJ_TERM_ZERO_FLUX}, PJ_TERM_FACES},
+        {"upwind(u, v) + grad(v)", 1, {17, 1, 1}, {PJ_TERM_ZERO_FLUX}, PJ_TERM_FACES},
+    };
+    double worst_all = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const term_case *tc = &cases[c];
+        pj_status st;
+        char *diag = NULL;
+        pj_term *host = term_make(tc, 0, &st, &diag);
+        if (st != PJ_OK) print_error("case %zu (cpu): %s\n", c, diag ? diag : "");
+        assert_int_equal(st, PJ_OK);
+        free(diag);
+        pj_term *dev = term_make(tc, 1, &st, &diag);
+        if (st != PJ_OK) print_error("case %zu (cuda): %s\n", c, diag ? diag : "");
+        assert_int_equal(st, PJ_OK);
+        free(diag);
+        int64_t cells = tc->n[0] * tc->n[1] * tc->n[2];
+        double *u = malloc(sizeof(double) * (size_t)cells), *v = malloc(sizeof(double) * (size_t)cells);
+        assert_true(u && v);
+        for (int64_t i = 0; i < cells; i++) {
+            u[i] = 0.5 + 0.45 * sin(0.37 * (double)i + 0.1 * (double)c);
+            v[i] = 0.5 + 0.4 * cos(0.91 * (double)i);
+        }
+        cuda_ptr du = dev_upload(d, u, cells), dv = dev_upload(d, v, cells);
+        const double *hin[2] = {u, v};
+        const double *din[2] = {(const double *)(uintptr_t)du, (const double *)(uintptr_t)dv};
+        char err[1024] = "";
+        for (int round = 0; round < 2; round++) {
+            double time = 0.25 + round;
+            if (round == 1) { /* a param changed: no recompile, the new value on both */
+                assert_int_equal(pj_term_set_param(host, "D", 1.9), PJ_OK);
+                assert_int_equal(pj_term_set_param(dev, "D", 1.9), PJ_OK);
+            }
+            int n_out = tc->at == PJ_TERM_FACES ? tc->dim : 1;
+            for (int a = 0; a < n_out; a++) {
+                int64_t count = tc->at == PJ_TERM_FACES ? pj_term_face_count(host, a) : cells;
+                assert_int_equal(count, tc->at == PJ_TERM_FACES ? pj_term_face_count(dev, a) : cells);
+            }
+            double *want[3] = {0}, *got = NULL;
+            cuda_ptr dout[3] = {0};
+            for (int a = 0; a < n_out; a++) {
+                int64_t count = tc->at == PJ_TERM_FACES ? pj_term_face_count(host, a) : cells;
+                want[a] = malloc(sizeof(double) * (size_t)count);
+                double *nan_fill = malloc(sizeof(double) * (size_t)count);
+                for (int64_t i = 0; i < count; i++) nan_fill[i] = NAN;
+                dout[a] = dev_upload(d, nan_fill, count); /* every value must be written */
+                free(nan_fill);
+            }
+            double *dptr_out[3] = {(double *)(uintptr_t)dout[0], (double *)(uintptr_t)dout[1], (double *)(uintptr_t)dout[2]};
+            if (tc->at == PJ_TERM_FACES) {
+                assert_int_equal(pj_term_eval_faces(host, hin, time, want, err, sizeof err), PJ_OK);
+                st = pj_term_eval_faces(dev, din, time, dptr_out, err, sizeof err);
+            } else {
+                assert_int_equal(pj_term_eval(host, hin, time, want[0], err, sizeof err), PJ_OK);
+                st = pj_term_eval(dev, din, time, dptr_out[0], err, sizeof err);
+            }
+            if (st != PJ_OK) print_error("case %zu: %s\n", c, err);
+            assert_int_equal(st, PJ_OK);
+            for (int a = 0; a < n_out; a++) {
+                int64_t count = tc->at == PJ_TERM_FACES ? pj_term_face_count(host, a) : cells, at = 0;
+                got = malloc(sizeof(double) * (size_t)count);
+                OK(cuda_memcpy_dtoh(d, got, dout[a], sizeof(double) * (size_t)count, E));
+                double diff = compare(got, want[a], count, &at);
+                if (diff >= 0)
+                    print_message("case %zu (%s) round %d axis %d: largest difference %.3g at %lld: %.17g vs %.17g\n",
+                                  c, tc->expr, round, a, diff, (long long)at, got[at], want[a][at]);
+                if (w == ON_EMU) assert_true(diff < 0); /* the same bits */
+                else assert_true(diff <= 1e-12);
+                if (diff > worst_all) worst_all = diff;
+                free(got);
+                free(want[a]);
+                OK(cuda_mem_free(d, dout[a], E));
+            }
+        }
+        if (tc->at == PJ_TERM_CELLS) {
+            /* in place: out is input u */
+            double *want = malloc(sizeof(double) * (size_t)cells), *got = malloc(sizeof(double) * (size_t)cells);
+            assert_int_equal(pj_term_eval(host, hin, 0.5, want, err, sizeof err), PJ_OK);
+            assert_int_equal(pj_term_eval(dev, din, 0.5, (double *)(uintptr_t)du, err, sizeof err), PJ_OK);
+            OK(cuda_memcpy_dtoh(d, got, du, sizeof(double) * (size_t)cells, E));
+            int64_t at = 0;
+            double diff = compare(got, want, cells, &at);
+            assert_true(w == ON_EMU ? diff < 0 : diff <= 1e-12);
+            free(want);
+            free(got);
+            /* no derivative on the device yet: a clear status, never a crash */
+            assert_int_equal(pj_term_jacobian(dev, "u", din, 0, (double *)(uintptr_t)dv, err, sizeof err),
+                             PJ_ERR_UNAVAILABLE);
+            assert_non_null(strstr(err, "not on the device yet"));
+            /* NULL arrays */
+            const double *bad[2] = {din[0], NULL};
+            assert_int_equal(pj_term_eval(dev, bad, 0, (double *)(uintptr_t)dv, err, sizeof err), PJ_ERR_INPUT);
+            assert_non_null(strstr(err, "input v is NULL"));
+            assert_int_equal(pj_term_eval(dev, din, 0, NULL, err, sizeof err), PJ_ERR_INPUT);
+            if (w == ON_EMU) { /* an address that is no device allocation: the driver's error (a real
+                                  device may not check every address) */
+                const double *host_in[2] = {u, din[1]};
+                assert_int_equal(pj_term_eval(dev, host_in, 0, (double *)(uintptr_t)dv, err, sizeof err), PJ_ERR_RUN);
+                assert_non_null(strstr(err, "pj_term on the device: cuMemcpy"));
+            }
+        }
+        OK(cuda_mem_free(d, du, E));
+        OK(cuda_mem_free(d, dv, E));
+        free(u);
+        free(v);
+        pj_term_free(host);
+        pj_term_free(dev);
+    }
+    print_message("terms on the %s: largest difference %s%.3g\n", w == ON_EMU ? "emulation" : "GPU",
+                  worst_all == 0 ? "(bits equal where not listed) " : "", worst_all);
+    /* a second term of a case: its kernels from the cache */
+    pj_status st;
+    char *diag = NULL;
+    pj_term *again = term_make(&cases[0], 1, &st, &diag);
+    assert_int_equal(st, PJ_OK);
+    assert_int_equal(pj_term_from_cache(again), 1);
+    pj_term_free(again);
+    free(diag);
+    /* every device allocation returned */
+    size_t free1 = 0;
+    OK(cuda_mem_info(d, &free1, &total, E));
+    assert_true(free1 == free0 || (w == ON_GPU && free1 + (8u << 20) >= free0));
+    cuda_device_close(d);
+    unsetenv("PDEJIT_CACHE_DIR");
+}
+static void emu_terms_agree(void **state) { (void)state; terms_agree(ON_EMU); }
+static void gpu_terms_agree(void **state) { (void)state; terms_agree(ON_GPU); }
+
+/* Without a device: pj_term_compile says so with PJ_ERR_UNAVAILABLE, never a crash. */
+static void no_device_term(void **state)
+{
+    (void)state;
+    if (g_gpu) skip();
+    use(ON_GPU); /* the real libraries: here, none */
+    static const term_case c = {"lap(u)", 2, {8, 8, 1}, {PJ_TERM_ZERO_FLUX, PJ_TERM_ZERO_FLUX}, PJ_TERM_CELLS};
+    pj_status st;
+    char *diag = NULL;
+    pj_term *t = term_make(&c, 1, &st, &diag);
+    assert_null(t);
+    assert_int_equal(st, PJ_ERR_UNAVAILABLE);
+    assert_non_null(diag);
+    assert_non_null(strstr(diag, "<term>: error: no CUDA device: "));
+    free(diag);
+    setenv("PDEJIT_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+    t = term_make(&c, 1, &st, &diag);
+    assert_int_equal(st, PJ_ERR_UNAVAILABLE);
+    assert_non_null(strstr(diag, "/nonexistent/libcuda.so.1 not found"));
+    free(diag);
+    unsetenv("PDEJIT_LIBCUDA");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1003,6 +1239,8 @@ int main(void)
         cmocka_unit_test(emu_noise_bits),
         cmocka_unit_test(emu_checkpoint_resume),
         cmocka_unit_test(no_device_command_line),
+        cmocka_unit_test(emu_terms_agree),
+        cmocka_unit_test(no_device_term),
         cmocka_unit_test(gpu_samples_agree),
         cmocka_unit_test(gpu_nan_reports),
         cmocka_unit_test(gpu_monitors_agree),
@@ -1015,6 +1253,7 @@ int main(void)
         cmocka_unit_test(gpu_command_line),
         cmocka_unit_test(gpu_noise_bits),
         cmocka_unit_test(gpu_checkpoint_resume),
+        cmocka_unit_test(gpu_terms_agree),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
