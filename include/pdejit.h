@@ -376,6 +376,14 @@ PJ_API pj_status pj_term_jacobian(pj_term *term, const char *field, const double
                                   double *out, char *err, size_t err_len);
 /* Changes a param (never recompiles). PJ_ERR_INPUT when the term has no such param. */
 PJ_API pj_status pj_term_set_param(pj_term *term, const char *name, double value);
+/* A term compiled on_device: 1, else 0. */
+PJ_API int pj_term_on_device(const pj_term *term);
+/* Device memory for a term's arrays (for callers without a GPU array library of their own):
+ * `bytes` bytes on the term's device at *ptr (a device address; the caller owns it and frees it
+ * with pj_term_device_free on the same term, before pj_term_free). PJ_ERR_INPUT on a host term or
+ * for 0 bytes, PJ_ERR_MEMORY when the device has no room (the driver's message in err). */
+PJ_API pj_status pj_term_device_alloc(pj_term *term, size_t bytes, void **ptr, char *err, size_t err_len);
+PJ_API void pj_term_device_free(pj_term *term, void *ptr);
 /* 1 when the term's kernel was loaded from the disk cache, 0 when it was compiled now. */
 PJ_API int pj_term_from_cache(const pj_term *term);
 

@@ -746,4 +746,26 @@ pj_status pj_term_set_param(pj_term *t, const char *name, double value)
     return t && name && sim_set_param(t->s, name, value) == 0 ? PJ_OK : PJ_ERR_INPUT;
 }
 
+pj_status pj_term_device_alloc(pj_term *t, size_t bytes, void **ptr, char *err, size_t err_len)
+{
+    if (ptr) *ptr = NULL;
+    if (!t || !ptr || !t->gpu || !bytes) {
+        diag_set(err, err_len, "pj_term_device_alloc: %s", !t || !ptr ? "NULL argument" : !bytes ? "0 bytes" :
+                 "the term is not on the device");
+        return PJ_ERR_INPUT;
+    }
+    cuda_ptr p = 0;
+    if (cuda_mem_alloc(cuda_sim_device(t->gpu), bytes, &p, err, err_len) < 0) return PJ_ERR_MEMORY;
+    *ptr = (void *)(uintptr_t)p;
+    return PJ_OK;
+}
+
+void pj_term_device_free(pj_term *t, void *ptr)
+{
+    char e[256];
+    if (t && t->gpu && ptr) cuda_mem_free(cuda_sim_device(t->gpu), (cuda_ptr)(uintptr_t)ptr, e, sizeof e);
+}
+
+int pj_term_on_device(const pj_term *t) { return t && t->gpu; }
+
 int pj_term_from_cache(const pj_term *t) { return t ? t->from_cache : 0; }

@@ -3,7 +3,7 @@
  *   everywhere   emit prints the CUDA C of every kernel of every sample, and each compiles with
  *                NVRTC (skipped without NVRTC); with no device, cuda_sim_create says
  *                "no CUDA device: <cuda_device_open's reason>"; the cache key's components.
- *   emulated     the whole back end on the host: a stand-in NVRTC compiles the generated CUDA C
+ *   emulated     the whole back end on the host (tests/gpu_emu/): a stand-in NVRTC compiles the generated CUDA C
  *                as C++ into a shared object, and a stand-in libcuda.so.1 (host memory, filled
  *                with NaN bytes at allocation; the "module" is that shared object) runs it thread
  *                by thread. PDEJIT_NVRTC and PDEJIT_LIBCUDA point cuda_driver.c at them. Skipped
@@ -84,129 +84,6 @@ static char g_gpu_reason[512];
 static cuda_device *g_gpu;     /* held open for the whole run: keeps the primary context */
 static char *g_cache_dir;
 
-/* A stand-in NVRTC: "compiles" CUDA C into a host shared object (c++), returned as the cubin. */
-static const char emu_nvrtc_c[] =
-    "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n"
-    "typedef int nvrtcResult;\n"
-    "typedef struct prog { char *src, *name, *log; unsigned char *img; size_t len; } *nvrtcProgram;\n"
-    "static const char prelude[] =\n"
-    "  \"#include <math.h>\\n#include <string.h>\\n#define __global__\\n#define __device__\\n\"\n"
-    "  \"#define __forceinline__ inline\\nstruct pj_dim3 { unsigned x, y, z; };\\n\"\n"
-    "  \"static pj_dim3 blockIdx, blockDim, threadIdx;\\n\"\n"
-    "  \"static inline long long __double_as_longlong(double d) { long long r; memcpy(&r, &d, 8); return r; }\\n\"\n"
-    "  \"static inline double __longlong_as_double(long long v) { double r; memcpy(&r, &v, 8); return r; }\\n\"\n"
-    "  \"static inline int __float_as_int(float f) { int r; memcpy(&r, &f, 4); return r; }\\n\"\n"
-    "  \"static inline float __int_as_float(int v) { float r; memcpy(&r, &v, 4); return r; }\\n\"\n"
-    "  \"static inline long long atomicMin(long long *p, long long v) { long long o = *p; if (v < o) *p = v; return o; }\\n\"\n"
-    "  \"static inline int atomicExch(int *p, int v) { int o = *p; *p = v; return o; }\\n\";\n"
-    "static const char runner[] =\n"
-    "  \"\\ntemplate <class T> static void pj_emu(void (*f)(T), const void *arg, const unsigned *g, const unsigned *b)\\n\"\n"
-    "  \"{ T a; memcpy(&a, arg, sizeof a); blockDim = {b[0], b[1], b[2]};\\n\"\n"
-    "  \"  for (unsigned z = 0; z < g[2]; z++) for (unsigned y = 0; y < g[1]; y++) for (unsigned x = 0; x < g[0]; x++)\\n\"\n"
-    "  \"  for (unsigned tz = 0; tz < b[2]; tz++) for (unsigned ty = 0; ty < b[1]; ty++) for (unsigned tx = 0; tx < b[0]; tx++)\\n\"\n"
-    "  \"  { blockIdx = {x, y, z}; threadIdx = {tx, ty, tz}; f(a); } }\\n\"\n"
-    "  \"extern \\\"C\\\" const char pj_emu_name[] = \\\"%s\\\";\\n\"\n"
-    "  \"extern \\\"C\\\" void pj_emu_run(const void *a, const unsigned *g, const unsigned *b) { pj_emu(%s, a, g, b); }\\n\";\n"
-    "const char *nvrtcGetErrorString(nvrtcResult r) { return r ? \"NVRTC_ERROR_COMPILATION\" : \"NVRTC_SUCCESS\"; }\n"
-    "nvrtcResult nvrtcVersion(int *a, int *b) { *a = 0; *b = 1; return 0; }\n"
-    "nvrtcResult nvrtcGetNumSupportedArchs(int *n) { *n = 1; return 0; }\n"
-    "nvrtcResult nvrtcGetSupportedArchs(int *a) { a[0] = 90; return 0; }\n"
-    "nvrtcResult nvrtcCreateProgram(nvrtcProgram *p, const char *src, const char *name, int n, const char *const *h,\n"
-    "                               const char *const *i) {\n"
-    "  (void)n; (void)h; (void)i; *p = calloc(1, sizeof **p); (*p)->src = strdup(src);\n"
-    "  (*p)->name = strdup(name ? name : \"k\"); return 0; }\n"
-    "nvrtcResult nvrtcDestroyProgram(nvrtcProgram *p) {\n"
-    "  if (*p) { free((*p)->src); free((*p)->name); free((*p)->log); free((*p)->img); free(*p); } *p = 0; return 0; }\n"
-    "nvrtcResult nvrtcCompileProgram(nvrtcProgram p, int n, const char *const *o) {\n"
-    "  (void)n; (void)o; static int seq; char fn[256] = \"\"; const char *g = strstr(p->src, \"__global__ void \");\n"
-    "  if (!g) return 6; g += 16; int k = 0; while (k < 250 && (g[k] == '_' || (g[k] >= 'a' && g[k] <= 'z') ||\n"
-    "    (g[k] >= 'A' && g[k] <= 'Z') || (g[k] >= '0' && g[k] <= '9'))) { fn[k] = g[k]; k++; } fn[k] = 0;\n"
-    "  const char *dir = getenv(\"PJ_EMU_DIR\"); char cpp[600], so[600], lg[600], cmd[2400];\n"
-    "  snprintf(cpp, sizeof cpp, \"%s/k%d_%d.cpp\", dir, (int)getpid(), seq);\n"
-    "  snprintf(so, sizeof so, \"%s/k%d_%d.so\", dir, (int)getpid(), seq);\n"
-    "  snprintf(lg, sizeof lg, \"%s/k%d_%d.log\", dir, (int)getpid(), seq++);\n"
-    "  FILE *f = fopen(cpp, \"w\"); if (!f) return 6; fputs(prelude, f); fputs(\"#line 1 \\\"gen.cu\\\"\\n\", f);\n"
-    "  fputs(p->src, f); fprintf(f, runner, fn, fn); fclose(f);\n"
-    "  snprintf(cmd, sizeof cmd, \"c++ -std=c++17 -O2 -ffp-contract=off -fno-fast-math -shared -fPIC -w -o '%s' '%s' >'%s' 2>&1\", so, cpp, lg);\n"
-    "  int rc = system(cmd); f = fopen(lg, \"r\");\n"
-    "  if (f) { p->log = calloc(1, 65536); size_t r = fread(p->log, 1, 65535, f); (void)r; fclose(f); }\n"
-    "  unlink(lg); unlink(cpp); if (rc) return 6;\n"
-    "  f = fopen(so, \"rb\"); if (!f) return 6; fseek(f, 0, SEEK_END); long len = ftell(f); fseek(f, 0, SEEK_SET);\n"
-    "  p->len = 16 + (size_t)len; p->img = malloc(p->len); memcpy(p->img, \"PJEMU\\0\\0\\0\", 8);\n"
-    "  unsigned long long L = (unsigned long long)len; memcpy(p->img + 8, &L, 8);\n"
-    "  size_t r = fread(p->img + 16, 1, (size_t)len, f); fclose(f); unlink(so); return r == (size_t)len ? 0 : 6; }\n"
-    "nvrtcResult nvrtcGetProgramLogSize(nvrtcProgram p, size_t *n) { *n = p->log ? strlen(p->log) + 1 : 1; return 0; }\n"
-    "nvrtcResult nvrtcGetProgramLog(nvrtcProgram p, char *s) { strcpy(s, p->log ? p->log : \"\"); return 0; }\n"
-    "nvrtcResult nvrtcGetPTXSize(nvrtcProgram p, size_t *n) { (void)p; *n = 0; return 7; }\n"
-    "nvrtcResult nvrtcGetPTX(nvrtcProgram p, char *s) { (void)p; (void)s; return 7; }\n"
-    "nvrtcResult nvrtcGetCUBINSize(nvrtcProgram p, size_t *n) { *n = p->len; return p->img ? 0 : 7; }\n"
-    "nvrtcResult nvrtcGetCUBIN(nvrtcProgram p, char *s) { if (!p->img) return 7; memcpy(s, p->img, p->len); return 0; }\n";
-
-/* A stand-in driver: host memory, modules are the shared objects above, launches run them. */
-static const char emu_cuda_c[] =
-    "#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n"
-    "#include <unistd.h>\n"
-    "typedef int CUresult; typedef unsigned long long dptr;\n"
-    "typedef struct al { dptr p; size_t n; struct al *next; } al;\n"
-    "static al *allocs; static size_t live; static const size_t total = (size_t)16 << 30;\n"
-    "typedef struct mod { void *h; char path[600]; void (*run)(const void *, const unsigned *, const unsigned *);\n"
-    "  const char *name; } mod;\n"
-    "static al *find(dptr p, size_t n) { for (al *a = allocs; a; a = a->next)\n"
-    "  if (p >= a->p && p + n <= a->p + a->n) return a; return 0; }\n"
-    "CUresult cuInit(unsigned f) { (void)f; return 0; }\n"
-    "CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }\n"
-    "CUresult cuGetErrorName(CUresult r, const char **s) { *s = r ? \"CUDA_ERROR_INVALID_VALUE\" : \"CUDA_SUCCESS\"; return 0; }\n"
-    "CUresult cuGetErrorString(CUresult r, const char **s) { *s = r ? \"invalid argument\" : \"no error\"; return 0; }\n"
-    "CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }\n"
-    "CUresult cuDeviceGet(int *d, int o) { *d = o; return o ? 101 : 0; }\n"
-    "CUresult cuDeviceGetName(char *s, int n, int d) { (void)d; snprintf(s, (size_t)n, \"pdejit host emulation\"); return 0; }\n"
-    "CUresult cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 9 : a == 76 ? 0 : a == 16 ? 132 : 0; return 0; }\n"
-    "CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)16; return 0; }\n"
-    "CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }\n"
-    "CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }\n"
-    "CUresult cuCtxSynchronize(void) { return 0; }\n"
-    "CUresult cuMemGetInfo_v2(size_t *f, size_t *t) { *f = total - live; *t = total; return 0; }\n"
-    "CUresult cuMemAlloc_v2(dptr *p, size_t n) { size_t r = (n + 255) / 256 * 256; void *m = aligned_alloc(256, r);\n"
-    "  if (!m) return 2; memset(m, 0xff, r); al *a = malloc(sizeof *a); a->p = (dptr)m; a->n = n; a->next = allocs;\n"
-    "  allocs = a; live += n; *p = a->p; return 0; }\n"
-    "CUresult cuMemFree_v2(dptr p) { for (al **q = &allocs; *q; q = &(*q)->next) if ((*q)->p == p) { al *a = *q;\n"
-    "  *q = a->next; live -= a->n; free((void *)a->p); free(a); return 0; } return 1; }\n"
-    "CUresult cuMemGetAddressRange_v2(dptr *b, size_t *n, dptr p) { al *a = find(p, 0); if (!a) return 1;\n"
-    "  if (b) *b = a->p; if (n) *n = a->n; return 0; }\n"
-    "CUresult cuMemcpyHtoD_v2(dptr d, const void *s, size_t n) { if (!find(d, n)) return 1; memcpy((void *)d, s, n); return 0; }\n"
-    "CUresult cuMemcpyDtoH_v2(void *d, dptr s, size_t n) { if (!find(s, n)) return 1; memcpy(d, (void *)s, n); return 0; }\n"
-    "CUresult cuMemcpyDtoD_v2(dptr d, dptr s, size_t n) { if (!find(d, n) || !find(s, n)) return 1;\n"
-    "  memmove((void *)d, (void *)s, n); return 0; }\n"
-    "typedef struct { size_t sx, sy; unsigned smt; const void *sh; dptr sd; void *sa; size_t sp;\n"
-    "  size_t dx, dy; unsigned dmt; void *dh; dptr dd; void *da; size_t dp; size_t w, h; } m2d;\n"
-    "CUresult cuMemcpy2D_v2(const m2d *m) { if (m->smt != 2 || m->dmt != 2 || m->sx || m->sy || m->dx || m->dy) return 1;\n"
-    "  if (!m->h) return 0; if (m->sp < m->w || m->dp < m->w || !find(m->sd, m->sp * (m->h - 1) + m->w) ||\n"
-    "  !find(m->dd, m->dp * (m->h - 1) + m->w)) return 1;\n"
-    "  for (size_t r = 0; r < m->h; r++) memmove((void *)(m->dd + r * m->dp), (void *)(m->sd + r * m->sp), m->w); return 0; }\n"
-    "CUresult cuMemsetD8_v2(dptr d, unsigned char v, size_t n) { if (!find(d, n)) return 1; memset((void *)d, v, n); return 0; }\n"
-    "CUresult cuModuleLoadData(void **m, const void *img) { const unsigned char *b = img;\n"
-    "  if (memcmp(b, \"PJEMU\", 6)) return 200; unsigned long long len; memcpy(&len, b + 8, 8);\n"
-    "  static int seq; mod *md = calloc(1, sizeof *md);\n"
-    "  snprintf(md->path, sizeof md->path, \"%s/m%d_%d.so\", getenv(\"PJ_EMU_DIR\"), (int)getpid(), seq++);\n"
-    "  FILE *f = fopen(md->path, \"wb\"); if (!f) { free(md); return 1; } fwrite(b + 16, 1, len, f); fclose(f);\n"
-    "  md->h = dlopen(md->path, RTLD_NOW | RTLD_LOCAL); if (!md->h) { unlink(md->path); free(md); return 200; }\n"
-    "  void *r = dlsym(md->h, \"pj_emu_run\"); memcpy(&md->run, &r, sizeof r);\n"
-    "  md->name = dlsym(md->h, \"pj_emu_name\"); *m = md; return 0; }\n"
-    "CUresult cuModuleUnload(void *m) { mod *md = m; dlclose(md->h); unlink(md->path); free(md); return 0; }\n"
-    "CUresult cuModuleGetFunction(void **f, void *m, const char *n) { mod *md = m; if (strcmp(md->name, n)) return 500;\n"
-    "  *f = md; return 0; }\n"
-    "CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,\n"
-    "  unsigned sh, void *st, void **args, void **extra) { (void)sh; (void)st; (void)extra; mod *md = f;\n"
-    "  if (!bx || !by || !bz || (unsigned long long)bx * by * bz > 1024) return 1;\n"
-    "  unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz}; md->run(args[0], g, b); return 0; }\n"
-    "typedef struct ev { double t; } ev;\n"
-    "static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }\n"
-    "CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = calloc(1, sizeof(ev)); return 0; }\n"
-    "CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }\n"
-    "CUresult cuEventRecord(void *e, void *s) { (void)s; ((ev *)e)->t = now(); return 0; }\n"
-    "CUresult cuEventSynchronize(void *e) { (void)e; return 0; }\n"
-    "CUresult cuEventElapsedTime(float *ms, void *a, void *b) { *ms = (float)((((ev *)b)->t - ((ev *)a)->t) * 1e3); return 0; }\n";
-
 static int build_emulation(void)
 {
     if (tu_run("cc --version >/dev/null 2>&1 && c++ --version >/dev/null 2>&1", NULL) != 0) {
@@ -218,17 +95,14 @@ static int build_emulation(void)
         snprintf(g_emu_reason, sizeof g_emu_reason, "no temporary folder");
         return -1;
     }
-    static const struct { const char *file, *text, *lib; } parts[] = {
-        {"nvrtc.c", emu_nvrtc_c, "libnvrtc.so.99"},
-        {"cuda.c", emu_cuda_c, "libcuda.so.1"},
+    /* the stand-ins' sources: tests/gpu_emu/ (python/tests builds the same ones) */
+    static const struct { const char *file, *lib; } parts[] = {
+        {"nvrtc.c", "libnvrtc.so.99"},
+        {"cuda.c", "libcuda.so.1"},
     };
     for (int i = 0; i < 2; i++) {
-        char path[600], cmd[2000];
-        snprintf(path, sizeof path, "%s/%s", dir, parts[i].file);
-        FILE *f = fopen(path, "w");
-        if (!f) return -1;
-        fputs(parts[i].text, f);
-        fclose(f);
+        char path[PATH_MAX + 64], cmd[2 * PATH_MAX + 1000];
+        snprintf(path, sizeof path, "%s/tests/gpu_emu/%s", PJ_SOURCE_DIR, parts[i].file);
         snprintf(cmd, sizeof cmd, "cc -std=gnu11 -O1 -shared -fPIC -w -o '%s/%s' '%s' -ldl", dir, parts[i].lib, path);
         char *out = NULL;
         if (tu_run(cmd, &out) != 0) {

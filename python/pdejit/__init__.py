@@ -1,11 +1,11 @@
 """pdejit from Python: problems written as text, compiled to kernels (LLVM on the CPU, NVRTC on
 the GPU) by the pdejit library, simulated with zero-copy NumPy views of their fields, and
-text-defined terms evaluated on NumPy arrays. See docs/python.md."""
+text-defined terms evaluated on NumPy arrays (and on CuPy arrays, on the GPU). See docs/python.md."""
 from ._errors import (BackendError, Error, InputError, Interrupted, ProblemError, RunError,
                       UnavailableError)
 from ._core import DeviceArray, Problem, RunResult, Simulation, compile
-from ._term import Derivative, Term, fipy_faces
+from ._term import DeviceBuffer, Derivative, Term, fipy_faces
 
 __version__ = "0.1.0"
-__all__ = ["compile", "Problem", "Simulation", "RunResult", "DeviceArray", "Term", "Derivative", "fipy_faces", "Error",
+__all__ = ["compile", "Problem", "Simulation", "RunResult", "DeviceArray", "Term", "Derivative", "DeviceBuffer", "fipy_faces", "Error",
            "InputError", "ProblemError", "RunError", "BackendError", "UnavailableError", "Interrupted"]

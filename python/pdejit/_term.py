@@ -1,6 +1,8 @@
 """_term.py — Term: a text-defined cell or face expression compiled once (pj_term_compile) and
 evaluated on NumPy arrays (pj_term_eval, pj_term_eval_faces), with its derivative by an input at the
-cell (pj_term_jacobian); fipy_faces: face arrays in FiPy's face order."""
+cell (pj_term_jacobian); on GPU arrays (__cuda_array_interface__: CuPy ...) by a second C term on
+the cuda back end (pj_term_options.on_device), compiled on first use; fipy_faces: face arrays in
+FiPy's face order."""
 import threading
 
 import numpy as np
@@ -23,11 +25,102 @@ def fipy_faces(faces):
     return np.concatenate([np.asarray(f, dtype=np.float64).ravel() for f in reversed(faces)])
 
 
-def _host_only(term, what, x):
-    """Refuses an array in GPU memory (CuPy, a DeviceArray): a Term evaluates on the CPU."""
-    if hasattr(x, "__cuda_array_interface__") and not hasattr(x, "__array_interface__"):
-        raise UnavailableError("%s: %s is in GPU memory (__cuda_array_interface__); Terms run on the CPU only "
-                               "so far: pass a NumPy array (cupy.asnumpy(a))" % (term._what, what))
+def _device_interface(x):
+    """x's __cuda_array_interface__ when x is an array in GPU memory (and not also a host array),
+    else None."""
+    if x is None or isinstance(x, np.ndarray) or hasattr(x, "__array_interface__"):
+        return None
+    return getattr(x, "__cuda_array_interface__", None)
+
+
+def _on_device(term, inputs, outs):
+    """True when the call's arrays are GPU arrays, False when host arrays; TypeError for a mix."""
+    named = [("input " + f, inputs[f]) for f in term.fields if f in inputs]
+    if len(outs) > 1:
+        named += [("out for axis " + "xyz"[a], o) for a, o in enumerate(outs[:3]) if o is not None]
+    else:
+        named += [("out", o) for o in outs if o is not None]
+    dev = [what for what, x in named if _device_interface(x) is not None]
+    if dev and len(dev) != len(named):
+        host = [what for what, x in named if _device_interface(x) is None]
+        raise TypeError("%s: %s %s in GPU memory (__cuda_array_interface__) but %s %s not: pass every array on "
+                        "the same side (cupy.asarray(a) or cupy.asnumpy(a))"
+                        % (term._what, ", ".join(dev), "is" if len(dev) == 1 else "are", ", ".join(host),
+                           "is" if len(host) == 1 else "are"))
+    return bool(dev)
+
+
+class DeviceBuffer:
+    """A result in GPU memory when CuPy is not installed: `shape` float64 values, C order, owned
+    by this object (freed with it) and exposed as __cuda_array_interface__ (version 3), so that
+    Numba, PyTorch or CuPy wrap it without a copy. Keeps its Term alive."""
+
+    def __init__(self, handle, shape):
+        self._h, self.shape, self.dtype = handle, tuple(shape), np.dtype(np.float64)
+        self.size = int(np.prod(self.shape))
+        err = ffi.new("char[]", _ERR_LEN)
+        ptr = ffi.new("void **")
+        _check(lib.pj_term_device_alloc(handle, 8 * max(self.size, 1), ptr, err, _ERR_LEN), err)
+        self._ptr = int(ffi.cast("uintptr_t", ptr[0]))
+        self.__cuda_array_interface__ = {"shape": self.shape, "strides": None, "typestr": "<f8",
+                                         "data": (self._ptr, False), "version": 3, "stream": None}
+
+    def __del__(self):
+        if getattr(self, "_ptr", 0):
+            lib.pj_term_device_free(self._h, ffi.cast("void *", self._ptr))
+            self._ptr = 0
+
+
+def _device_empty(term, shape):
+    """A new float64 GPU array of `shape`, and its address: CuPy's when CuPy imports, else a
+    DeviceBuffer on the term's device."""
+    try:
+        import cupy
+    except ImportError:
+        b = DeviceBuffer(term._device_handle(), shape)
+        return b, b._ptr
+    a = cupy.empty(shape, dtype=cupy.float64)
+    return a, int(a.data.ptr)
+
+
+def _device_pointer(term, what, x, count, shapes, writable):
+    """The device address of GPU array x after checking its __cuda_array_interface__: float64,
+    `count` values of one of `shapes` (or flat), C-contiguous, no mask, writable for an output."""
+    cai = _device_interface(x)
+    if not isinstance(cai, dict) or not all(k in cai for k in ("shape", "typestr", "data")):
+        raise TypeError("%s: %s: __cuda_array_interface__ must be a dict with shape, typestr and data" % (term._what, what))
+    version = cai.get("version", 0)
+    if not isinstance(version, int) or not 0 <= version <= 3:
+        raise TypeError("%s: %s: __cuda_array_interface__ version %r (0 to 3 are known)" % (term._what, what, version))
+    if cai["typestr"] != "<f8":
+        hint = " (cast it: a.astype(cupy.float64))" if cai["typestr"] in ("<f4", "<f2", "<i4", "<i8") else ""
+        raise TypeError("%s: %s has typestr %r: a Term on the GPU takes float64 ('<f8') arrays%s"
+                        % (term._what, what, cai["typestr"], hint))
+    shape = tuple(int(n) for n in cai["shape"])
+    if int(np.prod(shape)) != count or (shape not in shapes and len(shape) != 1):
+        raise InputError("%s: %s has shape %s; the term needs %s (or %d values flat)"
+                         % (term._what, what, shape, " or ".join(str(s) for s in shapes), count))
+    strides = cai.get("strides")
+    if strides is not None:
+        expect, step = [], 8
+        for n in reversed(shape):
+            expect.append(step)
+            step *= n
+        expect = tuple(reversed(expect))
+        if any(n > 1 and int(st) != e for n, st, e in zip(shape, strides, expect)):
+            raise InputError("%s: %s is not C-contiguous (strides %s): pass cupy.ascontiguousarray(a)"
+                             % (term._what, what, tuple(strides)))
+    if cai.get("mask") is not None:
+        raise InputError("%s: %s has a mask: masked GPU arrays are not supported" % (term._what, what))
+    data = cai["data"]
+    if not isinstance(data, tuple) or len(data) != 2:
+        raise TypeError("%s: %s: __cuda_array_interface__ data must be (pointer, read_only)" % (term._what, what))
+    ptr, read_only = data
+    if not isinstance(ptr, int) or ptr <= 0:
+        raise InputError("%s: %s has no device address (data pointer %r)" % (term._what, what, ptr))
+    if writable and read_only:
+        raise InputError("%s: %s is read-only" % (term._what, what))
+    return ptr
 
 
 class _Inputs:
@@ -37,7 +130,6 @@ class _Inputs:
     @staticmethod
     def gather(term, kwargs, out):
         arrays, ptrs = _Inputs.inputs(term, kwargs)
-        _host_only(term, "out", out)
         if out is None:
             out = np.empty(term.shape if arrays[0].ndim != 1 or term.dim == 1 else (term.cells,))
         elif not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.flags.c_contiguous
@@ -55,7 +147,6 @@ class _Inputs:
                                                              "; unknown: " + ", ".join(extra) if extra else ""))
         arrays = []
         for f in term.fields:
-            _host_only(term, "input " + f, kwargs[f])
             a = np.ascontiguousarray(kwargs[f], dtype=np.float64)
             if a.size != term.cells or (a.shape != term.shape and a.ndim != 1):
                 raise InputError("%s: input %s has shape %s; the grid is %s (or %d cells flat)"
@@ -70,8 +161,6 @@ class _Inputs:
         face shapes, or one flat array of every face in FiPy's order; returns the per-axis arrays
         written, the pointers to them, and what the call returns."""
         arrays, ptrs = _Inputs.inputs(term, kwargs)
-        for o in (out if isinstance(out, (tuple, list)) else (out,)):
-            _host_only(term, "out", o)
         shapes, counts = term.face_shapes, [int(np.prod(s)) for s in term.face_shapes]
         if out is None:
             if fipy:
@@ -100,6 +189,53 @@ class _Inputs:
             result = axes
         optrs = ffi.new("double *[]", [ffi.cast("double *", ffi.from_buffer(o)) for o in axes])
         return arrays, ptrs, optrs, axes, result
+
+
+class _DeviceInputs:
+    """The GPU counterpart of _Inputs: checks the arrays' __cuda_array_interface__ and gives the
+    device addresses (never copies)."""
+
+    @staticmethod
+    def inputs(term, kwargs):
+        missing = [f for f in term.fields if f not in kwargs]
+        extra = [k for k in kwargs if k not in term.fields]
+        if missing or extra:
+            raise InputError("%s: needs the inputs %s%s" % (term._what, ", ".join(term.fields),
+                                                             "; unknown: " + ", ".join(extra) if extra else ""))
+        addr = [_device_pointer(term, "input " + f, kwargs[f], term.cells, (term.shape,), False) for f in term.fields]
+        flat = len(_device_interface(kwargs[term.fields[0]])["shape"]) == 1 and term.dim > 1
+        return ffi.new("const double *[]", [ffi.cast("const double *", a) for a in addr]), flat
+
+    @staticmethod
+    def gather(term, kwargs, out):
+        ptrs, flat = _DeviceInputs.inputs(term, kwargs)
+        if out is None:
+            out, optr = _device_empty(term, (term.cells,) if flat else term.shape)
+        else:
+            optr = _device_pointer(term, "out", out, term.cells, (term.shape,), True)
+        return ptrs, ffi.cast("double *", optr), out
+
+    @staticmethod
+    def gather_faces(term, kwargs, out, fipy):
+        """As _Inputs.gather_faces: out is None, one GPU array per axis, or one flat GPU array of
+        every face in FiPy's order (the last axis's faces first)."""
+        ptrs, _ = _DeviceInputs.inputs(term, kwargs)
+        shapes, counts = term.face_shapes, [int(np.prod(s)) for s in term.face_shapes]
+        if out is None:
+            out = _device_empty(term, (sum(counts),))[0] if fipy else tuple(_device_empty(term, s)[0] for s in shapes)
+        if isinstance(out, (tuple, list)):
+            if len(out) != term.dim:
+                raise InputError("%s: out must be %d GPU arrays of the shapes %s, or one flat array of the %d faces"
+                                 % (term._what, term.dim, list(shapes), sum(counts)))
+            addr = [_device_pointer(term, "out for axis " + "xyz"[a], o, counts[a], (shapes[a],), True)
+                    for a, o in enumerate(out)]
+        else:
+            base = _device_pointer(term, "out", out, sum(counts), ((sum(counts),),), True)
+            addr, start = [0] * term.dim, 0
+            for a in reversed(range(term.dim)):
+                addr[a] = base + 8 * start
+                start += counts[a]
+        return ptrs, ffi.new("double *[]", [ffi.cast("double *", a) for a in addr]), out
 
 
 class Term:
@@ -156,36 +292,9 @@ class Term:
         if at not in _AT:
             raise InputError("Term: at must be 'cells' or 'faces'")
 
-        o = ffi.new("pj_term_options *")
-        keep = []
-        o.dim = dim
-        for a in range(dim):
-            o.n[a] = int(grid[a])
-            o.h[a] = _number(spacing[a], "spacing")
-            o.boundary[a] = _BOUNDARIES[boundary[a]]
-        names = [ffi.new("char[]", f.encode()) for f in fields]
-        pnames = [ffi.new("char[]", p.encode()) for p in params]
-        keep += names + pnames
-        o.n_fields = len(fields)
-        o.fields = keep_arr = ffi.new("const char *[]", names or [ffi.NULL])
-        o.n_params = len(params)
-        o.params = pkeep = ffi.new("const char *[]", pnames or [ffi.NULL])
-        o.param_values = vkeep = ffi.new("double[]", [_number(v, "param %s" % k) for k, v in params.items()] or [0.0])
-        keep += [keep_arr, pkeep, vkeep]
-        if definitions:
-            keep.append(ffi.new("char[]", definitions.encode()))
-            o.definitions = keep[-1]
-        o.threads = int(threads)
-        o.at = _AT[at]
-        out = ffi.new("pj_term **")
-        diags = ffi.new("char **")
-        status = lib.pj_term_compile(expr.encode(), o, out, diags)
-        if status != lib.PJ_OK:
-            message = _take_diagnostics(diags, "pj_term_compile failed")
-            if status == lib.PJ_ERR_INPUT:
-                raise ProblemError(message, status)
-            raise_status(status, message)
-        self._h = ffi.gc(out[0], lib.pj_term_free)
+        self._spec = (expr, grid, spacing, fields, params, boundary, definitions, threads, at)
+        self._h = self._compile(False)
+        self._dev = None  # the term on the GPU, compiled on the first call with GPU arrays
         self.expr = expr
         self.grid = tuple(int(n) for n in grid)
         self.spacing = tuple(float(h) for h in spacing)
@@ -204,6 +313,56 @@ class Term:
         self._err = ffi.new("char[]", _ERR_LEN)
         self._lock = threading.Lock()  # one evaluation at a time: they share the term's buffers
 
+    def _compile(self, on_device):
+        """The C term (pj_term_compile) of the constructor's arguments, on the CPU or the GPU."""
+        expr, grid, spacing, fields, params, boundary, definitions, threads, at = self._spec
+        o = ffi.new("pj_term_options *")
+        keep = []
+        o.dim = len(grid)
+        for a in range(len(grid)):
+            o.n[a] = int(grid[a])
+            o.h[a] = _number(spacing[a], "spacing")
+            o.boundary[a] = _BOUNDARIES[boundary[a]]
+        names = [ffi.new("char[]", f.encode()) for f in fields]
+        pnames = [ffi.new("char[]", p.encode()) for p in params]
+        keep += names + pnames
+        o.n_fields = len(fields)
+        o.fields = keep_arr = ffi.new("const char *[]", names or [ffi.NULL])
+        o.n_params = len(params)
+        o.params = pkeep = ffi.new("const char *[]", pnames or [ffi.NULL])
+        values = [_number(v, "param %s" % k) for k, v in (self._params if on_device else params).items()]
+        o.param_values = vkeep = ffi.new("double[]", values or [0.0])
+        keep += [keep_arr, pkeep, vkeep]
+        if definitions:
+            keep.append(ffi.new("char[]", definitions.encode()))
+            o.definitions = keep[-1]
+        o.threads = int(threads)
+        o.at = _AT[at]
+        o.on_device = 1 if on_device else 0
+        out = ffi.new("pj_term **")
+        diags = ffi.new("char **")
+        status = lib.pj_term_compile(expr.encode(), o, out, diags)
+        if status != lib.PJ_OK:
+            message = _take_diagnostics(diags, "pj_term_compile failed")
+            if status == lib.PJ_ERR_INPUT:
+                raise ProblemError(message, status)
+            if on_device:
+                message = "%s on the GPU: %s" % (self._what, message)
+            raise_status(status, message)
+        return ffi.gc(out[0], lib.pj_term_free)
+
+    def _device_handle(self):
+        """The term on the GPU (compiled now on first use, with the params' current values):
+        UnavailableError where there is no GPU, CUDA driver or NVRTC."""
+        if self._dev is None:
+            self._dev = self._compile(True)
+        return self._dev
+
+    @property
+    def on_device(self):
+        """True once the term has been evaluated on GPU arrays (its GPU kernels are ready)."""
+        return self._dev is not None
+
     @property
     def params(self):
         return dict(self._params)
@@ -215,11 +374,21 @@ class Term:
         value = _number(value, "param %s" % name)
         with self._lock:
             _check(lib.pj_term_set_param(self._h, name.encode(), value))
+            if self._dev is not None:
+                _check(lib.pj_term_set_param(self._dev, name.encode(), value))
         self._params[name] = value
 
     def __call__(self, out=None, t=0.0, **inputs):
         if self.at == "faces":
             return self._faces(out, t, inputs)
+        if _on_device(self, inputs, (out,)):
+            with self._lock:
+                h = self._device_handle()
+            ptrs, optr, out = _DeviceInputs.gather(self, inputs, out)
+            t = _number(t, "t")
+            with self._lock:
+                _check(lib.pj_term_eval(h, ptrs, t, optr, self._err, _ERR_LEN), self._err)
+            return out
         arrays, ptrs, out = _Inputs.gather(self, inputs, out)
         t = _number(t, "t")
         with self._lock:
@@ -229,6 +398,14 @@ class Term:
 
     def _faces(self, out, t, inputs):
         fipy = inputs.pop("fipy", False) if "fipy" not in self.fields else False
+        if _on_device(self, inputs, tuple(out) if isinstance(out, (tuple, list)) else (out,)):
+            with self._lock:
+                h = self._device_handle()
+            ptrs, optrs, result = _DeviceInputs.gather_faces(self, inputs, out, bool(fipy))
+            t = _number(t, "t")
+            with self._lock:
+                _check(lib.pj_term_eval_faces(h, ptrs, t, optrs, self._err, _ERR_LEN), self._err)
+            return result
         arrays, ptrs, optrs, axes, result = _Inputs.gather_faces(self, inputs, out, bool(fipy))
         t = _number(t, "t")
         with self._lock:
@@ -261,9 +438,20 @@ class Derivative:
         self._what = "%s.jacobian(%r)" % (term._what, field)
         self._name = field.encode()
 
+    def _device_handle(self):
+        return self.term._device_handle()
+
     def __call__(self, out=None, t=0.0, **inputs):
-        arrays, ptrs, out = _Inputs.gather(self, inputs, out)
         term = self.term
+        if _on_device(self, inputs, (out,)):
+            with term._lock:
+                h = term._device_handle()
+            ptrs, optr, out = _DeviceInputs.gather(self, inputs, out)
+            t = _number(t, "t")
+            with term._lock:
+                _check(lib.pj_term_jacobian(h, self._name, ptrs, t, optr, term._err, _ERR_LEN), term._err)
+            return out
+        arrays, ptrs, out = _Inputs.gather(self, inputs, out)
         t = _number(t, "t")
         with term._lock:
             status = lib.pj_term_jacobian(term._h, self._name, ptrs, t, ffi.cast("double *", ffi.from_buffer(out)),

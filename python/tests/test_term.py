@@ -235,18 +235,27 @@ def test_in_place_kernels_equal_the_copying_path_bitwise(shape, monkeypatch):
     assert np.array_equal(bits(jf(u=u, v=v)), bits(js(u=u, v=v)))
 
 
-def test_gpu_arrays_are_refused_clearly():
-    # Terms evaluate on the CPU: an array in GPU memory (CuPy, a cuda simulation's field) raises
-    # UnavailableError naming the input, without touching its memory (this fake has no valid address)
+def test_gpu_arrays_mixed_with_host_arrays_or_without_a_gpu(monkeypatch):
+    # GPU arrays (anything with __cuda_array_interface__ and no __array_interface__) run on the
+    # GPU (test_term_device.py); mixed with host arrays they raise TypeError naming each side,
+    # without touching their memory (this fake has no valid address)
     class OnDevice:
-        __cuda_array_interface__ = {"shape": (3, 4), "typestr": "<f8", "data": (0, False), "version": 3}
+        __cuda_array_interface__ = {"shape": (3, 4), "typestr": "<f8", "data": (4096, False), "version": 3}
 
     term = pdejit.Term("u + v", grid=(4, 3), fields=["u", "v"])
     a = np.zeros((3, 4))
-    with pytest.raises(pdejit.UnavailableError, match="input v is in GPU memory"):
+    with pytest.raises(TypeError, match="input v is in GPU memory .* but input u is not"):
         term(u=a, v=OnDevice())
-    with pytest.raises(pdejit.UnavailableError, match="out is in GPU memory"):
+    with pytest.raises(TypeError, match="out is in GPU memory .* but input u, input v are not"):
         term(u=a, v=a, out=OnDevice())
+    with pytest.raises(TypeError, match="input u, input v are in GPU memory .* but out is not"):
+        term(u=OnDevice(), v=OnDevice(), out=a)
     faces = pdejit.Term("grad(u)", grid=(4, 3), fields="u", at="faces")
-    with pytest.raises(pdejit.UnavailableError, match="out is in GPU memory"):
+    with pytest.raises(TypeError, match="out for axis x, out for axis y are in GPU memory .* but input u is not"):
         faces(u=a, out=(OnDevice(), OnDevice()))
+    # every array on the GPU, but no CUDA driver: UnavailableError saying why
+    monkeypatch.setenv("PDEJIT_LIBCUDA", "/nonexistent/libcuda.so.1")
+    with pytest.raises(pdejit.UnavailableError, match="on the GPU: .*no CUDA device: /nonexistent/libcuda.so.1 not found"):
+        term(u=OnDevice(), v=OnDevice())
+    assert not term.on_device
+    assert np.array_equal(term(u=a + 1, v=a), a + 1)  # the CPU term is unaffected
