@@ -142,6 +142,22 @@ if [ -x "$BUILD/pdejit" ] && ! timeout 60 "$BUILD/pdejit" run samples/heat1d.pde
     note '```'
 fi
 
+# 5. Terms on CuPy arrays through the Python package, where this machine has a Python with pdejit,
+#    pytest and CuPy ($PDEJIT_PYTHON, default BUILD/pyenv/bin/python)
+PYTHON=${PDEJIT_PYTHON:-$BUILD/pyenv/bin/python}
+note ""
+note "## Python: Terms on CuPy arrays"
+if [ -x "$PYTHON" ] && timeout 60 "$PYTHON" -c "import pdejit, pytest, cupy" >/dev/null 2>&1; then
+    cd python/tests
+    run_step python_cupy 300 "$PYTHON" -m pytest -q -rs test_term_device.py test_docs.py -k "cupy or device"
+    cd "$ROOT"
+    note '```'
+    tail -15 "$OUTDIR/python_cupy.log" | tee -a "$REPORT"
+    note '```'
+else
+    note "skipped: no Python with pdejit, pytest and CuPy here ($PYTHON; set PDEJIT_PYTHON)"
+fi
+
 rm -rf "$PDEJIT_CACHE_DIR"
 note ""
 note "total: $(($(date +%s) - START)) s; $([ -z "$FAILED" ] && echo 'every step passed' || echo "FAILED:$FAILED")"

@@ -328,9 +328,10 @@ typedef struct pj_term_options {
     const char *definitions;
     pj_term_at at;                 /* zeroed: a cell term */
     int on_device;                 /* 1: on the GPU (the cuda back end, device 0): every array passed
-                                      to pj_term_eval and pj_term_eval_faces is a CUDA device address
-                                      (a CUdeviceptr cast to a pointer) in device 0's primary context
-                                      (where CuPy's arrays live); zeroed: host arrays, the CPU */
+                                      to pj_term_eval, pj_term_eval_faces and pj_term_jacobian is a
+                                      CUDA device address (a CUdeviceptr cast to a pointer) in
+                                      device 0's primary context (where CuPy's arrays live);
+                                      zeroed: host arrays, the CPU */
 } pj_term_options;
 /* Compiles `expr` for the grid and inputs of `options`. PJ_ERR_INPUT on a bad expression or
  * definition (*diagnostics, if not NULL, receives "<term>:LINE:COL: error: ..." or
@@ -371,7 +372,8 @@ PJ_API int64_t pj_term_face_count(const pj_term *term, int axis);
  * diagonal of its Jacobian: what an implicit source term's linearisation takes), from the
  * symbolic derivative of the kernel (compiled once per field, through the kernel cache); zero
  * where the term does not depend on it. Arguments and errors as pj_term_eval, and PJ_ERR_INPUT
- * for an unknown field; PJ_ERR_UNAVAILABLE on a term compiled on_device (not on the GPU yet). */
+ * for an unknown field. On a term compiled on_device, inputs and out are device addresses as for
+ * pj_term_eval and the derivative's kernel runs on the device (compiled on first use per field). */
 PJ_API pj_status pj_term_jacobian(pj_term *term, const char *field, const double *const *inputs, double t,
                                   double *out, char *err, size_t err_len);
 /* Changes a param (never recompiles). PJ_ERR_INPUT when the term has no such param. */

@@ -378,6 +378,8 @@ struct cuda_sim {
     cuda_ptr results;              /* n_fields int64 of the check kernel */
     cuda_ptr lanes, reduced;       /* monitors: the lanes of every part, per output; the results */
     int64_t parts;                 /* kir_reduce_parts of the grid */
+    cuda_ptr extra[CUDA_SIM_EXTRA]; /* cuda_sim_alloc_buffer's, freed with the sim */
+    int n_extra;
     kset ks;
     cuda_module **mod;             /* per kernel of ks */
     cuda_function *fn;
@@ -451,50 +453,55 @@ static int nvrtc_version(cuda_sim *s, char *err, size_t err_len)
     return 0;
 }
 
+/* Kernel i of the kset: from the cache, else compiled with NVRTC (and stored); its function. */
+static int prepare_one(cuda_sim *s, int i, char *err, size_t err_len)
+{
+    int cc = cuda_device_cc(s->dev), drv = cuda_device_driver_version(s->dev);
+    kspec *k = &s->ks.k[i];
+    cuda_key_buf kb;
+    cuda_backend_key(&kb, k->ir, kkind_name[k->kind], cc, s->nvrtc_version, drv, s->opt.single, s->opt.fast_math,
+                     k->src);
+    void *image = NULL;
+    size_t len = 0;
+    char lerr[512];
+    if (s->cache && cache_get(s->cache, &kb.key, &image, &len) == 1) {
+        s->mod[i] = cuda_module_load(s->dev, image, lerr, sizeof lerr);
+        free(image);
+        image = NULL;
+        if (s->mod[i]) s->stats.from_cache++;
+        else cache_reject(s->cache, &kb.key, lerr); /* a miss: set aside, compiled again */
+    }
+    if (!s->mod[i]) {
+        if (open_nvrtc(s, err, err_len) < 0) return -1;
+        if (strcmp(cuda_nvrtc_version(s->nv), s->nvrtc_version)) {
+            /* the memo was stale: key with the version of the library actually loaded */
+            snprintf(s->nvrtc_version, sizeof s->nvrtc_version, "%s", cuda_nvrtc_version(s->nv));
+            cuda_backend_key(&kb, k->ir, kkind_name[k->kind], cc, s->nvrtc_version, drv, s->opt.single,
+                             s->opt.fast_math, k->src);
+        }
+        int is_cubin = 0;
+        char *log = NULL;
+        double c0 = driver_now();
+        int rc = cuda_nvrtc_compile(s->nv, k->src, k->name, cc, s->opt.fast_math, &image, &len, &is_cubin, &log,
+                                    err, err_len);
+        s->stats.ms_nvrtc += (driver_now() - c0) * 1e3;
+        free(log);
+        if (rc < 0) return -1;
+        if (s->cache) cache_put(s->cache, &kb.key, image, len, k->src, "cu");
+        s->mod[i] = cuda_module_load(s->dev, image, err, err_len);
+        free(image);
+        if (!s->mod[i]) return -1;
+        s->stats.compiled++;
+    }
+    return cuda_module_function(s->mod[i], k->name, &s->fn[i], err, err_len);
+}
+
 static int prepare_kernels(cuda_sim *s, char *err, size_t err_len)
 {
     double t0 = driver_now();
     if (nvrtc_version(s, err, err_len) < 0) return -1;
-    int cc = cuda_device_cc(s->dev), drv = cuda_device_driver_version(s->dev);
-    for (int i = 0; i < s->ks.n; i++) {
-        kspec *k = &s->ks.k[i];
-        cuda_key_buf kb;
-        cuda_backend_key(&kb, k->ir, kkind_name[k->kind], cc, s->nvrtc_version, drv, s->opt.single, s->opt.fast_math,
-                         k->src);
-        void *image = NULL;
-        size_t len = 0;
-        char lerr[512];
-        if (s->cache && cache_get(s->cache, &kb.key, &image, &len) == 1) {
-            s->mod[i] = cuda_module_load(s->dev, image, lerr, sizeof lerr);
-            free(image);
-            image = NULL;
-            if (s->mod[i]) s->stats.from_cache++;
-            else cache_reject(s->cache, &kb.key, lerr); /* a miss: set aside, compiled again */
-        }
-        if (!s->mod[i]) {
-            if (open_nvrtc(s, err, err_len) < 0) return -1;
-            if (strcmp(cuda_nvrtc_version(s->nv), s->nvrtc_version)) {
-                /* the memo was stale: key with the version of the library actually loaded */
-                snprintf(s->nvrtc_version, sizeof s->nvrtc_version, "%s", cuda_nvrtc_version(s->nv));
-                cuda_backend_key(&kb, k->ir, kkind_name[k->kind], cc, s->nvrtc_version, drv, s->opt.single,
-                                 s->opt.fast_math, k->src);
-            }
-            int is_cubin = 0;
-            char *log = NULL;
-            double c0 = driver_now();
-            int rc = cuda_nvrtc_compile(s->nv, k->src, k->name, cc, s->opt.fast_math, &image, &len, &is_cubin, &log,
-                                        err, err_len);
-            s->stats.ms_nvrtc += (driver_now() - c0) * 1e3;
-            free(log);
-            if (rc < 0) return -1;
-            if (s->cache) cache_put(s->cache, &kb.key, image, len, k->src, "cu");
-            s->mod[i] = cuda_module_load(s->dev, image, err, err_len);
-            free(image);
-            if (!s->mod[i]) return -1;
-            s->stats.compiled++;
-        }
-        if (cuda_module_function(s->mod[i], k->name, &s->fn[i], err, err_len) < 0) return -1;
-    }
+    for (int i = 0; i < s->ks.n; i++)
+        if (prepare_one(s, i, err, err_len) < 0) return -1;
     s->stats.kernels = s->ks.n;
     s->stats.ms_total = (driver_now() - t0) * 1e3;
     return 0;
@@ -673,6 +680,7 @@ void cuda_sim_destroy(cuda_sim *s)
         cuda_mem_free(s->dev, s->results, e, sizeof e);
         if (s->lanes) cuda_mem_free(s->dev, s->lanes, e, sizeof e);
         if (s->reduced) cuda_mem_free(s->dev, s->reduced, e, sizeof e);
+        for (int i = 0; i < s->n_extra; i++) cuda_mem_free(s->dev, s->extra[i], e, sizeof e);
         for (int i = 0; s->mod && i < s->ks.n; i++) cuda_module_unload(s->mod[i]);
         cuda_device_close(s->dev);
     }
@@ -779,20 +787,75 @@ int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len)
     return 0;
 }
 
+int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double dt, int first_extra,
+                        const cuda_ptr *extra, int n_extra, char *err, size_t err_len)
+{
+    if (kernel < 0 || kernel >= s->ks.n || read_slot < 0 || read_slot >= s->p->n_slots || n_extra < 0 ||
+        first_extra < 0 || first_extra + n_extra > CUDA_MAX_BUFS) {
+        diag_set(err, err_len, "cuda: no kernel %d, slot %d or room for %d more buffers", kernel, read_slot, n_extra);
+        return -1;
+    }
+    if (fill(s, read_slot, t, err, err_len) < 0) return -1;
+    cuda_args a = s->A; /* the launch copies its argument */
+    a.t = t;
+    a.dt = dt;
+    a.step = s->steps;
+    a.stage = 1;
+    for (int i = 0; i < n_extra; i++) a.buf[first_extra + i] = extra[i];
+    return launch(s, kernel, s->sgrid, s->sblock, &a, sizeof a, err, err_len);
+}
+
 int cuda_sim_run_stage(cuda_sim *s, int stage, double t, double dt, char *err, size_t err_len)
 {
     if (stage < 0 || stage >= s->p->n_stages) {
         diag_set(err, err_len, "cuda: no stage %d", stage);
         return -1;
     }
-    if (fill(s, s->p->stages[stage].read_slot, t, err, err_len) < 0) return -1;
-    s->A.t = t;
-    s->A.dt = dt;
-    s->A.step = s->steps;
-    s->A.stage = stage + 1;
-    int rc = launch(s, s->ks.stage[stage], s->sgrid, s->sblock, &s->A, sizeof s->A, err, err_len);
-    s->A.t = s->t;
-    return rc;
+    return cuda_sim_run_kernel(s, s->ks.stage[stage], s->p->stages[stage].read_slot, t, dt, 0, NULL, 0, err,
+                               err_len);
+}
+
+int cuda_sim_add_kernel(cuda_sim *s, const kir_kernel *k, char *err, size_t err_len)
+{
+    kspec *ks = realloc(s->ks.k, sizeof *ks * (size_t)(s->ks.n + 1));
+    if (ks) s->ks.k = ks;
+    cuda_module **mod = ks ? realloc(s->mod, sizeof *mod * (size_t)(s->ks.n + 1)) : NULL;
+    if (mod) s->mod = mod;
+    cuda_function *fn = mod ? realloc(s->fn, sizeof *fn * (size_t)(s->ks.n + 1)) : NULL;
+    if (!fn) {
+        diag_set(err, err_len, "cuda: out of memory");
+        return -1;
+    }
+    s->fn = fn;
+    int i = s->ks.n;
+    kspec *sp = &s->ks.k[i];
+    memset(sp, 0, sizeof *sp);
+    s->mod[i] = NULL;
+    s->fn[i] = NULL;
+    char hex[33];
+    kir_hash_hex(k, hex);
+    sp->kind = KK_STAGE;
+    sp->index = -1;
+    snprintf(sp->name, sizeof sp->name, "pj_kernel_%s_%c", hex, s->opt.single ? 's' : 'd');
+    snprintf(sp->ir, sizeof sp->ir, "%s", hex);
+    cuda_options co = {s->opt.single, s->opt.fast_math};
+    if (!(sp->src = cuda_codegen(k, &co, sp->name, err, err_len))) return -1;
+    s->ks.n++; /* freed with the kset from here on */
+    if (prepare_one(s, i, err, err_len) < 0) return -1;
+    s->stats.kernels = s->ks.n;
+    return i;
+}
+
+cuda_ptr cuda_sim_alloc_buffer(cuda_sim *s, char *err, size_t err_len)
+{
+    if (s->n_extra >= CUDA_SIM_EXTRA) {
+        diag_set(err, err_len, "cuda: more than %d extra buffers", CUDA_SIM_EXTRA);
+        return 0;
+    }
+    cuda_ptr p = 0;
+    if (cuda_mem_alloc(s->dev, s->bytes, &p, err, err_len) < 0) return 0;
+    s->extra[s->n_extra++] = p;
+    return p + (uint64_t)s->g.origin_off * s->esz;
 }
 
 void cuda_sim_set_spacing(cuda_sim *s, const double h[3])

@@ -77,6 +77,19 @@ int cuda_sim_init(cuda_sim *s, char *err, size_t err_len);
 /* One step of dt: launches only (asynchronous); a launch error is reported here or by the next
  * call that waits. 0, or -1 with a message. */
 int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len);
+/* Kernel `kernel` (an index cuda_sim_add_kernel returned) once, after the fill of `read_slot` at
+ * time t, with buffer first_extra + i at extra[i] for this launch (device addresses of cell (0,0,0)
+ * in the sim's layout, e.g. from cuda_sim_alloc_buffer: a jacobian kernel's outputs, which follow
+ * the slots it reads). Launches only. 0, or -1 with a message. */
+int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double dt, int first_extra,
+                        const cuda_ptr *extra, int n_extra, char *err, size_t err_len);
+/* Compiles (or loads from the cache) one more kernel over the sim's buffers (stage-like: interior
+ * cells; a jacobian kernel of derive.c); k need not outlive the call. Its index, or -1. */
+int cuda_sim_add_kernel(cuda_sim *s, const kir_kernel *k, char *err, size_t err_len);
+/* One more device buffer of the sim's layout (ghosts included), freed with the sim: the address of
+ * its cell (0,0,0), or 0 with a message. At most CUDA_SIM_EXTRA. */
+#define CUDA_SIM_EXTRA 8
+cuda_ptr cuda_sim_alloc_buffer(cuda_sim *s, char *err, size_t err_len);
 /* Stage `stage` of the program alone, once, at time t with step dt: the fill of its read slot,
  * then its kernel (launches only); no swap, the clock unchanged (pj_term_* on the device).
  * 0, or -1 with a message. */

@@ -42,6 +42,7 @@
 #include <string.h>
 #include "cpu_backend.h"
 #include "cuda_backend.h"
+#include "cuda_codegen.h"
 #include "derive.h"
 #include "diag.h"
 #include "pdejit.h"
@@ -60,6 +61,9 @@ typedef struct term_jac {
     cpu_backend *cpu;      /* NULL until first used */
     kir_kernel *k;         /* the Jacobian of the rhs kernel */
     int entry;             /* its output holding d term / d field at offset 0, -1: zero */
+    int gpu_kernel;        /* on the device: 1 + its index in the cuda_sim, 0 until first used */
+    int n_outputs;         /* on the device: the Jacobian kernel's outputs, */
+    int first_out;         /* and the buffer index of the first */
 } term_jac;
 
 struct pj_term {
@@ -80,6 +84,7 @@ struct pj_term {
     int from_cache;
     term_jac *jac;         /* per input */
     double *scratch[2];    /* Jacobian outputs, in the sim's layout (allocated on first use) */
+    cuda_ptr dscratch[2];  /* the same on the device (the cuda_sim frees them) */
 };
 
 static int is_identifier(const char *s)
@@ -169,6 +174,10 @@ static pj_status compile_device(pj_term *t, const pj_term_options *o, pj_term **
 {
     char err[512] = "";
     cuda_sim_options co = {0};
+    if (!(t->jac = calloc((size_t)t->n_inputs, sizeof *t->jac))) {
+        pj_term_free(t);
+        return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
+    }
     t->gpu = cuda_sim_create(t->p, &co, err, sizeof err);
     if (!t->gpu) {
         /* no device, no driver, no NVRTC: the machine cannot run it */
@@ -458,6 +467,18 @@ static int dev_copy(pj_term *t, cuda_ptr dst, int64_t dr, int64_t dp, cuda_ptr s
     return 0;
 }
 
+/* The caller's device arrays into slot 0's buffers. */
+static int device_inputs(pj_term *t, const double *const *inputs, char *err, size_t err_len)
+{
+    const kir_launch *L = cuda_sim_launch(t->gpu);
+    const int64_t nx = t->n[0], ny = t->n[1], nz = t->n[2];
+    for (int f = 0; f < t->n_inputs; f++)
+        if (dev_copy(t, cuda_sim_buffer(t->gpu, f), L->stride[1], L->stride[2], (cuda_ptr)(uintptr_t)inputs[f], nx,
+                     nx * ny, nx, ny, nz, err, err_len) < 0)
+            return -1;
+    return 0;
+}
+
 /* Inputs in, the stage once, the results out (out[0] for a cell term, out[a] per axis for a face
  * term); waits for the device, so that a failed launch is reported here. */
 static pj_status device_eval(pj_term *t, const double *const *inputs, double time, double *const *out, char *err,
@@ -467,10 +488,7 @@ static pj_status device_eval(pj_term *t, const double *const *inputs, double tim
     const int64_t nx = t->n[0], ny = t->n[1], nz = t->n[2], S1 = L->stride[1], S2 = L->stride[2];
     const int nf = t->p->n_fields;
     char e[512] = "";
-    int rc = 0;
-    for (int f = 0; f < t->n_inputs && !rc; f++)
-        rc = dev_copy(t, cuda_sim_buffer(t->gpu, f), S1, S2, (cuda_ptr)(uintptr_t)inputs[f], nx, nx * ny, nx, ny, nz, e,
-                      sizeof e);
+    int rc = device_inputs(t, inputs, e, sizeof e);
     if (!rc) rc = cuda_sim_run_stage(t->gpu, 0, time, 1.0, e, sizeof e);
     for (int a = 0; !rc && a < (t->faces ? t->dim : 1); a++) {
         cuda_ptr o = (cuda_ptr)(uintptr_t)out[a];
@@ -499,6 +517,69 @@ static pj_status device_eval(pj_term *t, const double *const *inputs, double tim
     if (!rc) rc = cuda_sim_sync(t->gpu, e, sizeof e);
     if (rc) {
         diag_set(err, err_len, "pj_term on the device: %s", e);
+        return PJ_ERR_RUN;
+    }
+    return PJ_OK;
+}
+
+/* d term / d input f at the cell, on the device: derive.c's Jacobian of the rhs kernel as one more
+ * kernel of the cuda_sim (compiled on first use), its wanted output into dscratch[0], the others
+ * into dscratch[1], then dscratch[0]'s interior to out. */
+static pj_status device_jacobian(pj_term *t, int f, const double *const *inputs, double time, double *out, char *err,
+                                 size_t err_len)
+{
+    term_jac *j = &t->jac[f];
+    char e[512] = "";
+    if (!j->gpu_kernel) {
+        derive_entry *entries = NULL;
+        int n = 0;
+        kir_kernel *k = derive_jacobian(t->p->rhs, &entries, &n, err, err_len);
+        if (!k) return PJ_ERR_BACKEND;
+        j->entry = -1;
+        for (int i = 0; i < n; i++)
+            if (entries[i].out_field == t->n_inputs && entries[i].field == f && entries[i].slot == 0 &&
+                !entries[i].off[0] && !entries[i].off[1] && !entries[i].off[2])
+                j->entry = i;
+        free(entries);
+        int idx = -1;
+        if (k->n_slots > t->p->n_slots || k->n_fields != t->p->n_fields)
+            snprintf(e, sizeof e, "the Jacobian kernel reads %d slots, the term has %d", k->n_slots, t->p->n_slots);
+        else if (j->entry >= 0)
+            idx = cuda_sim_add_kernel(t->gpu, k, e, sizeof e);
+        int n_out = k->n_outputs;
+        j->first_out = k->n_slots * k->n_fields; /* its outputs follow the slots it reads */
+        kir_free(k);
+        if (j->entry >= 0 && idx < 0) {
+            diag_set(err, err_len, "pj_term_jacobian on the device: %s", e);
+            return PJ_ERR_BACKEND;
+        }
+        for (int i = 0; j->entry >= 0 && i < 2; i++)
+            if (!t->dscratch[i] && !(t->dscratch[i] = cuda_sim_alloc_buffer(t->gpu, e, sizeof e))) {
+                diag_set(err, err_len, "pj_term_jacobian on the device: %s", e);
+                return PJ_ERR_MEMORY;
+            }
+        j->gpu_kernel = j->entry >= 0 ? 1 + idx : -1;
+        j->n_outputs = n_out;
+    }
+    int rc = 0;
+    const kir_launch *L = cuda_sim_launch(t->gpu);
+    if (j->entry < 0) {
+        rc = cuda_memset8(cuda_sim_device(t->gpu), (cuda_ptr)(uintptr_t)out, 0, sizeof(double) * (size_t)t->cells, e,
+                          sizeof e);
+    } else {
+        cuda_ptr extra[CUDA_MAX_BUFS];
+        int n_out = j->n_outputs < CUDA_MAX_BUFS - j->first_out ? j->n_outputs : CUDA_MAX_BUFS - j->first_out;
+        for (int o = 0; o < n_out; o++) extra[o] = t->dscratch[o == j->entry ? 0 : 1];
+        rc = device_inputs(t, inputs, e, sizeof e);
+        if (!rc) rc = cuda_sim_run_kernel(t->gpu, j->gpu_kernel - 1, 0, time, 1.0, j->first_out, extra, n_out, e,
+                                     sizeof e);
+        if (!rc)
+            rc = dev_copy(t, (cuda_ptr)(uintptr_t)out, t->n[0], t->n[0] * t->n[1], t->dscratch[0], L->stride[1],
+                          L->stride[2], t->n[0], t->n[1], t->n[2], e, sizeof e);
+    }
+    if (!rc) rc = cuda_sim_sync(t->gpu, e, sizeof e);
+    if (rc) {
+        diag_set(err, err_len, "pj_term_jacobian on the device: %s", e);
         return PJ_ERR_RUN;
     }
     return PJ_OK;
@@ -688,12 +769,8 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
         diag_set(err, err_len, "pj_term_jacobian: a face term has no derivative at the cell");
         return PJ_ERR_INPUT;
     }
-    if (t && t->gpu) {
-        diag_set(err, err_len, "pj_term_jacobian: not on the device yet: compile the term without on_device "
-                 "and pass host arrays");
-        return PJ_ERR_UNAVAILABLE;
-    }
-    pj_status st = load_inputs(t, inputs, out, 0, err, err_len);
+    pj_status st = t && t->gpu ? device_args(t, inputs, (const double *const *)&out, 1, err, err_len)
+                               : load_inputs(t, inputs, out, 0, err, err_len);
     if (st != PJ_OK) return st;
     int f = -1;
     for (int i = 0; field && i < t->n_inputs; i++)
@@ -702,6 +779,7 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
         diag_set(err, err_len, "pj_term_jacobian: the term has no input '%s'", field ? field : "(null)");
         return PJ_ERR_INPUT;
     }
+    if (t->gpu) return device_jacobian(t, f, inputs, time, out, err, err_len);
     if ((st = prepare_jacobian(t, f, err, err_len)) != PJ_OK) return st;
     term_jac *j = &t->jac[f];
     if (j->entry < 0) {

@@ -10,7 +10,8 @@
  *                without a C and a C++ compiler.
  *   gpu          the same cases on device 0, plus a problem with more than 1 GB of fields.
  *   terms        pj_term_* on the device (options.on_device, runtime/term.c): cell and face terms
- *                on device arrays equal the CPU back end's term on the same values, in the
+ *                on device arrays (and the derivative at the cell by each input, pj_term_jacobian)
+ *                equal the CPU back end's term on the same values, in the
  *                emulation bit for bit (the same IEEE operations in the same order, no contraction
  *                on either side, the host's libm for both), on a GPU to 1e-12 (its libm); without
  *                a device, PJ_ERR_UNAVAILABLE with cuda_device_open's reason.
@@ -1019,6 +1020,27 @@ static void terms_agree(where w)
             }
         }
         if (tc->at == PJ_TERM_CELLS) {
+            /* the derivative at the cell by each input: derive.c's kernel on the device */
+            for (int f = 0; f < 2; f++) {
+                double *want = malloc(sizeof(double) * (size_t)cells), *got = malloc(sizeof(double) * (size_t)cells);
+                for (int64_t i = 0; i < cells; i++) got[i] = NAN;
+                cuda_ptr dj = dev_upload(d, got, cells);
+                const char *name = f ? "v" : "u";
+                assert_int_equal(pj_term_jacobian(host, name, hin, 0.5, want, err, sizeof err), PJ_OK);
+                st = pj_term_jacobian(dev, name, din, 0.5, (double *)(uintptr_t)dj, err, sizeof err);
+                if (st != PJ_OK) print_error("case %zu jacobian %s: %s\n", c, name, err);
+                assert_int_equal(st, PJ_OK);
+                OK(cuda_memcpy_dtoh(d, got, dj, sizeof(double) * (size_t)cells, E));
+                int64_t at = 0;
+                double diff = compare(got, want, cells, &at);
+                if (diff >= 0)
+                    print_message("case %zu jacobian by %s: largest difference %.3g at %lld: %.17g vs %.17g\n", c, name,
+                                  diff, (long long)at, got[at], want[at]);
+                assert_true(w == ON_EMU ? diff < 0 : diff <= 1e-12);
+                OK(cuda_mem_free(d, dj, E));
+                free(want);
+                free(got);
+            }
             /* in place: out is input u */
             double *want = malloc(sizeof(double) * (size_t)cells), *got = malloc(sizeof(double) * (size_t)cells);
             assert_int_equal(pj_term_eval(host, hin, 0.5, want, err, sizeof err), PJ_OK);
@@ -1029,10 +1051,8 @@ static void terms_agree(where w)
             assert_true(w == ON_EMU ? diff < 0 : diff <= 1e-12);
             free(want);
             free(got);
-            /* no derivative on the device yet: a clear status, never a crash */
-            assert_int_equal(pj_term_jacobian(dev, "u", din, 0, (double *)(uintptr_t)dv, err, sizeof err),
-                             PJ_ERR_UNAVAILABLE);
-            assert_non_null(strstr(err, "not on the device yet"));
+            assert_int_equal(pj_term_jacobian(dev, "w", din, 0, (double *)(uintptr_t)dv, err, sizeof err), PJ_ERR_INPUT);
+            assert_non_null(strstr(err, "no input 'w'"));
             /* NULL arrays */
             const double *bad[2] = {din[0], NULL};
             assert_int_equal(pj_term_eval(dev, bad, 0, (double *)(uintptr_t)dv, err, sizeof err), PJ_ERR_INPUT);

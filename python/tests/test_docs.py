@@ -1,6 +1,6 @@
 # test_docs.py — every ```python block of docs/python.md runs, in order and in one namespace, from
 # a temporary folder (SAMPLES names the samples folder); ```python-fipy blocks run too when FiPy
-# is installed. Blocks tagged sh or text are not run; any other tag, a bare fence or an unclosed
+# is installed, ```python-cupy blocks where CuPy and a GPU are. Blocks tagged sh or text are not run; any other tag, a bare fence or an unclosed
 # block fails, so no example can hide from the test.
 import re
 
@@ -10,7 +10,7 @@ from conftest import ROOT, SAMPLES
 
 DOC = ROOT / "docs" / "python.md"
 RUN_TAGS = {"python", "python-fipy"}
-KNOWN_TAGS = RUN_TAGS | {"sh", "text"}
+KNOWN_TAGS = RUN_TAGS | {"python-cupy", "sh", "text"}
 
 
 def blocks():
@@ -47,3 +47,14 @@ def test_doc_fipy_examples_run(in_tmp):
     pytest.importorskip("fipy")
     assert any(tag == "python-fipy" for tag, _, _ in blocks())
     run_blocks(RUN_TAGS)  # in page order: the FiPy blocks use names the others define
+
+
+def test_doc_cupy_examples_run(in_tmp):
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed: the GPU examples run where it is")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("CuPy finds no GPU")
+    except cupy.cuda.runtime.CUDARuntimeError as e:
+        pytest.skip("CuPy finds no GPU: %s" % e)
+    assert any(tag == "python-cupy" for tag, _, _ in blocks())
+    run_blocks({"python", "python-cupy"})

@@ -135,6 +135,10 @@ def test_cell_term_on_device_arrays_equals_the_numpy_term(emu, expr, grid, bound
     if "D" in expr:
         term.set_param("D", 1.9)
         assert np.array_equal(bits(emu.get(term(u=du, v=dv))), bits(term(u=u, v=v)))
+    # the derivative at the cell by each input (derive.c's kernel, on the GPU)
+    for f in ("u", "v"):
+        jac = term.jacobian(f)
+        assert np.array_equal(bits(emu.get(jac(u=du, v=dv, t=0.75))), bits(jac(u=u, v=v, t=0.75)))
     # out is an input
     expect = term(u=u, v=v)
     assert term(u=du, v=dv, out=du) is du and np.array_equal(bits(du.get()), bits(expect))
@@ -193,10 +197,17 @@ def test_device_arguments_are_checked(emu):
         __cuda_array_interface__ = {"shape": (6, 8), "typestr": "<f8", "data": (u.ctypes.data, False), "version": 3}
     with pytest.raises(pdejit.RunError, match="on the device: cuMemcpy"):
         term(u=Wild(), v=dv)
-    # the derivative is not on the GPU yet: UnavailableError saying so
-    with pytest.raises(pdejit.UnavailableError, match="not on the device yet"):
-        term.jacobian("u")(u=du, v=dv)
-    assert np.array_equal(term.jacobian("u")(u=u, v=v), v - 4.0)  # the CPU's still works
+    with pytest.raises(TypeError, match="out is in GPU memory .* but input u, input v are not"):
+        term.jacobian("u")(u=u, v=v, out=du)
+
+
+def test_device_jacobian_is_the_derivative(emu):
+    # against the analytic derivative: d(u*v + lap(u))/du at the cell = v - 2/h^2 per axis
+    term = pdejit.Term("u*v + lap(u) + u^3", grid=(8, 6), spacing=(0.5, 0.25), fields=["u", "v"])
+    u, v = fields(term.shape, 9)
+    got = emu.get(term.jacobian("u")(u=FakeDeviceArray(emu, u), v=FakeDeviceArray(emu, v)))
+    np.testing.assert_allclose(got, v - 2/0.25 - 2/0.0625 + 3*u**2, rtol=1e-14, atol=1e-13)
+    assert np.array_equal(emu.get(term.jacobian("v")(u=FakeDeviceArray(emu, u), v=FakeDeviceArray(emu, v))), u)
 
 
 def test_device_calls_leave_device_memory_flat(emu):
@@ -226,6 +237,8 @@ def test_cupy_on_a_gpu():
         r = term(u=cupy.asarray(u), v=cupy.asarray(v), t=0.5)
         assert isinstance(r, cupy.ndarray) and r.shape == term.shape
         np.testing.assert_allclose(cupy.asnumpy(r), term(u=u, v=v, t=0.5), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(cupy.asnumpy(term.jacobian("u")(u=cupy.asarray(u), v=cupy.asarray(v))),
+                                   term.jacobian("u")(u=u, v=v), rtol=1e-12, atol=1e-12)
     faces = pdejit.Term("harm(v)*grad(u)", grid=(64, 48), fields=["u", "v"], at="faces")
     u, v = fields(faces.shape, 6)
     for g, e in zip(faces(u=cupy.asarray(u), v=cupy.asarray(v)), faces(u=u, v=v)):
