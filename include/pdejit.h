@@ -332,6 +332,9 @@ typedef struct pj_term_options {
                                       CUDA device address (a CUdeviceptr cast to a pointer) in
                                       device 0's primary context (where CuPy's arrays live);
                                       zeroed: host arrays, the CPU */
+    int single;                    /* with on_device: the arrays are float (4 bytes a value) and the
+                                      kernels compute in float (the cuda back end's single
+                                      precision); PJ_ERR_INPUT without on_device */
 } pj_term_options;
 /* Compiles `expr` for the grid and inputs of `options`. PJ_ERR_INPUT on a bad expression or
  * definition (*diagnostics, if not NULL, receives "<term>:LINE:COL: error: ..." or

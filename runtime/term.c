@@ -85,6 +85,7 @@ struct pj_term {
     term_jac *jac;         /* per input */
     double *scratch[2];    /* Jacobian outputs, in the sim's layout (allocated on first use) */
     cuda_ptr dscratch[2];  /* the same on the device (the cuda_sim frees them) */
+    size_t esz;            /* on the device: bytes per value (options.single: float) */
 };
 
 static int is_identifier(const char *s)
@@ -173,7 +174,8 @@ void pj_term_free(pj_term *t)
 static pj_status compile_device(pj_term *t, const pj_term_options *o, pj_term **out, char **diagnostics)
 {
     char err[512] = "";
-    cuda_sim_options co = {0};
+    cuda_sim_options co = {.single = o->single};
+    t->esz = o->single ? sizeof(float) : sizeof(double);
     if (!(t->jac = calloc((size_t)t->n_inputs, sizeof *t->jac))) {
         pj_term_free(t);
         return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
@@ -308,6 +310,10 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     t->threads = o->threads;
     t->cells = p->n[0] * p->n[1] * p->n[2];
     if (o->on_device) return compile_device(t, o, out, diagnostics);
+    if (o->single) {
+        pj_term_free(t);
+        return fail(diagnostics, PJ_ERR_INPUT, "single precision is for terms on the device (on_device) only");
+    }
     t->jac = calloc((size_t)o->n_fields, sizeof *t->jac);
     sim_options so = {.threads = o->threads};
     if (!t->jac || !(t->s = sim_create(p, &so, err, sizeof err))) {
@@ -458,7 +464,7 @@ static void run_rows(void *ctx, int stage, const kir_launch *L, int64_t begin, i
 static int dev_copy(pj_term *t, cuda_ptr dst, int64_t dr, int64_t dp, cuda_ptr src, int64_t sr, int64_t sp, int64_t w,
                     int64_t rows, int64_t planes, char *err, size_t err_len)
 {
-    const size_t e = sizeof(double);
+    const size_t e = t->esz;
     cuda_device *d = cuda_sim_device(t->gpu);
     for (int64_t k = 0; k < planes; k++)
         if (cuda_memcpy_dtod_2d(d, dst + (uint64_t)(k * dp) * e, (size_t)dr * e, src + (uint64_t)(k * sp) * e,
@@ -494,7 +500,7 @@ static pj_status device_eval(pj_term *t, const double *const *inputs, double tim
         cuda_ptr o = (cuda_ptr)(uintptr_t)out[a];
         cuda_ptr lo = cuda_sim_buffer(t->gpu, nf + t->n_inputs + (t->faces ? 2 * a : 0));
         cuda_ptr hi = cuda_sim_buffer(t->gpu, nf + t->n_inputs + 2 * a + 1);
-        const uint64_t E = sizeof(double);
+        const uint64_t E = t->esz;
         if (!t->faces) {
             rc = dev_copy(t, o, nx, nx * ny, lo, S1, S2, nx, ny, nz, e, sizeof e);
         } else if (a == 0) { /* rows of nx + 1: the low faces, then the last cell's high face */
@@ -564,7 +570,7 @@ static pj_status device_jacobian(pj_term *t, int f, const double *const *inputs,
     int rc = 0;
     const kir_launch *L = cuda_sim_launch(t->gpu);
     if (j->entry < 0) {
-        rc = cuda_memset8(cuda_sim_device(t->gpu), (cuda_ptr)(uintptr_t)out, 0, sizeof(double) * (size_t)t->cells, e,
+        rc = cuda_memset8(cuda_sim_device(t->gpu), (cuda_ptr)(uintptr_t)out, 0, t->esz * (size_t)t->cells, e,
                           sizeof e);
     } else {
         cuda_ptr extra[CUDA_MAX_BUFS];

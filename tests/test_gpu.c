@@ -881,19 +881,25 @@ typedef struct term_case {
     pj_term_at at;
 } term_case;
 
-static pj_term *term_make(const term_case *c, int on_device, pj_status *st, char **diag)
+static pj_term *term_make_prec(const term_case *c, int on_device, int single, pj_status *st, char **diag)
 {
     static const char *const fields[] = {"u", "v"};
     static const char *const params[] = {"D", "k"};
     static const double values[] = {0.7, 3.0};
     pj_term_options o = {.dim = c->dim, .n = {c->n[0], c->n[1], c->n[2]}, .h = {0.1, 0.25, 0.5}, .n_fields = 2,
                          .fields = fields, .n_params = 2, .params = params, .param_values = values, .threads = 1,
-                         .definitions = "func f(s) = s*(1 - s)", .at = c->at, .on_device = on_device};
+                         .definitions = "func f(s) = s*(1 - s)", .at = c->at, .on_device = on_device,
+                         .single = single};
     for (int a = 0; a < 3; a++) o.boundary[a] = c->b[a];
     pj_term *t = NULL;
     *diag = NULL;
     *st = pj_term_compile(c->expr, &o, &t, diag);
     return t;
+}
+
+static pj_term *term_make(const term_case *c, int on_device, pj_status *st, char **diag)
+{
+    return term_make_prec(c, on_device, 0, st, diag);
 }
 
 /* n doubles to a fresh device allocation */
@@ -1074,6 +1080,88 @@ static void terms_agree(where w)
     }
     print_message("terms on the %s: largest difference %s%.3g\n", w == ON_EMU ? "emulation" : "GPU",
                   worst_all == 0 ? "(bits equal where not listed) " : "", worst_all);
+    /* single precision on the device: float arrays, float arithmetic; against the double CPU term
+       to 2e-5 of the largest value (inputs rounded to float, then lap's 1/h^2 amplifies that) */
+    double worst_single = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const term_case *tc = &cases[c];
+        pj_status st;
+        char *diag = NULL, err[1024] = "";
+        pj_term *host = term_make(tc, 0, &st, &diag);
+        free(diag);
+        pj_term *dev = term_make_prec(tc, 1, 1, &st, &diag);
+        if (st != PJ_OK) print_error("case %zu (cuda, single): %s\n", c, diag ? diag : "");
+        assert_int_equal(st, PJ_OK);
+        free(diag);
+        int64_t cells = tc->n[0] * tc->n[1] * tc->n[2];
+        double *u = malloc(sizeof(double) * (size_t)cells), *v = malloc(sizeof(double) * (size_t)cells);
+        float *uf = malloc(sizeof(float) * (size_t)cells), *vf = malloc(sizeof(float) * (size_t)cells);
+        for (int64_t i = 0; i < cells; i++) {
+            uf[i] = (float)(0.5 + 0.45 * sin(0.37 * (double)i));
+            vf[i] = (float)(0.5 + 0.4 * cos(0.91 * (double)i));
+            u[i] = uf[i]; /* the same values in both precisions */
+            v[i] = vf[i];
+        }
+        cuda_ptr du = 0, dv = 0;
+        OK(cuda_mem_alloc(d, sizeof(float) * (size_t)cells, &du, E));
+        OK(cuda_mem_alloc(d, sizeof(float) * (size_t)cells, &dv, E));
+        OK(cuda_memcpy_htod(d, du, uf, sizeof(float) * (size_t)cells, E));
+        OK(cuda_memcpy_htod(d, dv, vf, sizeof(float) * (size_t)cells, E));
+        const double *hin[2] = {u, v};
+        const double *din[2] = {(const double *)(uintptr_t)du, (const double *)(uintptr_t)dv};
+        int n_out = tc->at == PJ_TERM_FACES ? tc->dim : 1;
+        double *want[3] = {0}, *dout[3] = {0};
+        cuda_ptr dp[3] = {0};
+        int64_t count[3] = {cells, 0, 0};
+        for (int a = 0; a < n_out; a++) {
+            if (tc->at == PJ_TERM_FACES) count[a] = pj_term_face_count(host, a);
+            want[a] = malloc(sizeof(double) * (size_t)count[a]);
+            OK(cuda_mem_alloc(d, sizeof(float) * (size_t)count[a], &dp[a], E));
+            dout[a] = (double *)(uintptr_t)dp[a];
+        }
+        if (tc->at == PJ_TERM_FACES) {
+            assert_int_equal(pj_term_eval_faces(host, hin, 0.25, want, err, sizeof err), PJ_OK);
+            st = pj_term_eval_faces(dev, din, 0.25, dout, err, sizeof err);
+        } else {
+            assert_int_equal(pj_term_eval(host, hin, 0.25, want[0], err, sizeof err), PJ_OK);
+            st = pj_term_eval(dev, din, 0.25, dout[0], err, sizeof err);
+        }
+        if (st != PJ_OK) print_error("case %zu (single): %s\n", c, err);
+        assert_int_equal(st, PJ_OK);
+        for (int a = 0; a < n_out; a++) {
+            float *got = malloc(sizeof(float) * (size_t)count[a]);
+            OK(cuda_memcpy_dtoh(d, got, dp[a], sizeof(float) * (size_t)count[a], E));
+            double big = 1, worst = 0;
+            for (int64_t i = 0; i < count[a]; i++) big = fmax(big, fabs(want[a][i]));
+            for (int64_t i = 0; i < count[a]; i++) worst = fmax(worst, fabs((double)got[i] - want[a][i]) / big);
+            if (!(worst <= 2e-5)) print_message("case %zu single axis %d: %.3g\n", c, a, worst);
+            assert_true(worst <= 2e-5);
+            worst_single = fmax(worst_single, worst);
+            free(got);
+            free(want[a]);
+            OK(cuda_mem_free(d, dp[a], E));
+        }
+        OK(cuda_mem_free(d, du, E));
+        OK(cuda_mem_free(d, dv, E));
+        free(u);
+        free(v);
+        free(uf);
+        free(vf);
+        pj_term_free(host);
+        pj_term_free(dev);
+    }
+    print_message("terms in single precision on the %s: largest difference %.3g of the largest value\n",
+                  w == ON_EMU ? "emulation" : "GPU", worst_single);
+    assert_true(worst_single > 0); /* float arithmetic indeed */
+    /* single precision needs the device */
+    {
+        pj_status st;
+        char *diag = NULL;
+        assert_null(term_make_prec(&cases[0], 0, 1, &st, &diag));
+        assert_int_equal(st, PJ_ERR_INPUT);
+        assert_non_null(strstr(diag, "single precision is for terms on the device"));
+        free(diag);
+    }
     /* a second term of a case: its kernels from the cache */
     pj_status st;
     char *diag = NULL;

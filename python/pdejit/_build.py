@@ -78,7 +78,7 @@ typedef enum pj_term_at { PJ_TERM_CELLS = 0, PJ_TERM_FACES = 1 } pj_term_at;
 typedef struct pj_term pj_term;
 typedef struct pj_term_options { int dim; int64_t n[3]; double h[3]; int n_fields; const char *const *fields;
     int n_params; const char *const *params; const double *param_values; pj_term_boundary boundary[3];
-    int threads; const char *definitions; pj_term_at at; int on_device; } pj_term_options;
+    int threads; const char *definitions; pj_term_at at; int on_device; int single; } pj_term_options;
 pj_status pj_term_compile(const char *expr, const pj_term_options *options, pj_term **term, char **diagnostics);
 void pj_term_free(pj_term *term);
 pj_status pj_term_eval(pj_term *term, const double *const *inputs, double t, double *out, char *err, size_t err_len);
