@@ -51,18 +51,18 @@ def _on_device(term, inputs, outs):
 
 
 class DeviceBuffer:
-    """A result in GPU memory when CuPy is not installed: `shape` float64 values, C order, owned
+    """A result in GPU memory when CuPy is not installed: `shape` float64 (or float32) values, C order, owned
     by this object (freed with it) and exposed as __cuda_array_interface__ (version 3), so that
     Numba, PyTorch or CuPy wrap it without a copy. Keeps its Term alive."""
 
-    def __init__(self, handle, shape):
-        self._h, self.shape, self.dtype = handle, tuple(shape), np.dtype(np.float64)
+    def __init__(self, handle, shape, typestr="<f8"):
+        self._h, self.shape, self.dtype = handle, tuple(shape), np.dtype(typestr)
         self.size = int(np.prod(self.shape))
         err = ffi.new("char[]", _ERR_LEN)
         ptr = ffi.new("void **")
-        _check(lib.pj_term_device_alloc(handle, 8 * max(self.size, 1), ptr, err, _ERR_LEN), err)
+        _check(lib.pj_term_device_alloc(handle, self.dtype.itemsize * max(self.size, 1), ptr, err, _ERR_LEN), err)
         self._ptr = int(ffi.cast("uintptr_t", ptr[0]))
-        self.__cuda_array_interface__ = {"shape": self.shape, "strides": None, "typestr": "<f8",
+        self.__cuda_array_interface__ = {"shape": self.shape, "strides": None, "typestr": typestr,
                                          "data": (self._ptr, False), "version": 3, "stream": None}
 
     def __del__(self):
@@ -71,38 +71,42 @@ class DeviceBuffer:
             self._ptr = 0
 
 
-def _device_empty(term, shape):
-    """A new float64 GPU array of `shape`, and its address: CuPy's when CuPy imports, else a
-    DeviceBuffer on the term's device."""
+def _device_empty(term, shape, typestr):
+    """A new GPU array of `shape` and typestr ('<f8' or '<f4'), and its address: CuPy's when CuPy
+    imports, else a DeviceBuffer on the term's device."""
     try:
         import cupy
     except ImportError:
-        b = DeviceBuffer(term._device_handle(), shape)
+        b = DeviceBuffer(term._device_handle(typestr), shape, typestr)
         return b, b._ptr
-    a = cupy.empty(shape, dtype=cupy.float64)
+    a = cupy.empty(shape, dtype=np.dtype(typestr))
     return a, int(a.data.ptr)
 
 
-def _device_pointer(term, what, x, count, shapes, writable):
-    """The device address of GPU array x after checking its __cuda_array_interface__: float64,
-    `count` values of one of `shapes` (or flat), C-contiguous, no mask, writable for an output."""
+def _device_pointer(term, what, x, count, shapes, writable, typestr=None):
+    """The device address of GPU array x after checking its __cuda_array_interface__: float64 or
+    float32 (typestr, when given: the call's), `count` values of one of `shapes` (or flat),
+    C-contiguous, no mask, writable for an output."""
     cai = _device_interface(x)
     if not isinstance(cai, dict) or not all(k in cai for k in ("shape", "typestr", "data")):
         raise TypeError("%s: %s: __cuda_array_interface__ must be a dict with shape, typestr and data" % (term._what, what))
     version = cai.get("version", 0)
     if not isinstance(version, int) or not 0 <= version <= 3:
         raise TypeError("%s: %s: __cuda_array_interface__ version %r (0 to 3 are known)" % (term._what, what, version))
-    if cai["typestr"] != "<f8":
-        hint = " (cast it: a.astype(cupy.float64))" if cai["typestr"] in ("<f4", "<f2", "<i4", "<i8") else ""
-        raise TypeError("%s: %s has typestr %r: a Term on the GPU takes float64 ('<f8') arrays%s"
-                        % (term._what, what, cai["typestr"], hint))
+    if cai["typestr"] not in ("<f8", "<f4"):
+        hint = " (cast it: a.astype(cupy.float64))" if cai["typestr"] in ("<f2", "<i4", "<i8") else ""
+        raise TypeError("%s: %s has typestr %r: a Term on the GPU takes float64 ('<f8') or float32 ('<f4') "
+                        "arrays%s" % (term._what, what, cai["typestr"], hint))
+    if typestr is not None and cai["typestr"] != typestr:
+        raise TypeError("%s: %s has typestr %r, the inputs %r: pass every array in one precision"
+                        % (term._what, what, cai["typestr"], typestr))
     shape = tuple(int(n) for n in cai["shape"])
     if int(np.prod(shape)) != count or (shape not in shapes and len(shape) != 1):
         raise InputError("%s: %s has shape %s; the term needs %s (or %d values flat)"
                          % (term._what, what, shape, " or ".join(str(s) for s in shapes), count))
     strides = cai.get("strides")
     if strides is not None:
-        expect, step = [], 8
+        expect, step = [], np.dtype(cai["typestr"]).itemsize
         for n in reversed(shape):
             expect.append(step)
             step *= n
@@ -202,40 +206,48 @@ class _DeviceInputs:
         if missing or extra:
             raise InputError("%s: needs the inputs %s%s" % (term._what, ", ".join(term.fields),
                                                              "; unknown: " + ", ".join(extra) if extra else ""))
-        addr = [_device_pointer(term, "input " + f, kwargs[f], term.cells, (term.shape,), False) for f in term.fields]
-        flat = len(_device_interface(kwargs[term.fields[0]])["shape"]) == 1 and term.dim > 1
-        return ffi.new("const double *[]", [ffi.cast("const double *", a) for a in addr]), flat
+        first = _device_interface(kwargs[term.fields[0]])
+        typestr = first.get("typestr") if isinstance(first, dict) else None
+        typestr = typestr if typestr in ("<f8", "<f4") else None
+        addr = [_device_pointer(term, "input " + f, kwargs[f], term.cells, (term.shape,), False, typestr)
+                for f in term.fields]
+        flat = len(first["shape"]) == 1 and term.dim > 1
+        return ffi.new("const double *[]", [ffi.cast("const double *", a) for a in addr]), flat, typestr
 
     @staticmethod
     def gather(term, kwargs, out):
-        ptrs, flat = _DeviceInputs.inputs(term, kwargs)
+        """The inputs' and out's addresses, out (new when None) and the call's typestr."""
+        ptrs, flat, typestr = _DeviceInputs.inputs(term, kwargs)
+        term._device_handle(typestr)  # compiled (or UnavailableError) before any allocation
         if out is None:
-            out, optr = _device_empty(term, (term.cells,) if flat else term.shape)
+            out, optr = _device_empty(term, (term.cells,) if flat else term.shape, typestr)
         else:
-            optr = _device_pointer(term, "out", out, term.cells, (term.shape,), True)
-        return ptrs, ffi.cast("double *", optr), out
+            optr = _device_pointer(term, "out", out, term.cells, (term.shape,), True, typestr)
+        return ptrs, ffi.cast("double *", optr), out, typestr
 
     @staticmethod
     def gather_faces(term, kwargs, out, fipy):
         """As _Inputs.gather_faces: out is None, one GPU array per axis, or one flat GPU array of
         every face in FiPy's order (the last axis's faces first)."""
-        ptrs, _ = _DeviceInputs.inputs(term, kwargs)
+        ptrs, _, typestr = _DeviceInputs.inputs(term, kwargs)
+        term._device_handle(typestr)
         shapes, counts = term.face_shapes, [int(np.prod(s)) for s in term.face_shapes]
         if out is None:
-            out = _device_empty(term, (sum(counts),))[0] if fipy else tuple(_device_empty(term, s)[0] for s in shapes)
+            out = (_device_empty(term, (sum(counts),), typestr)[0] if fipy
+                   else tuple(_device_empty(term, s, typestr)[0] for s in shapes))
         if isinstance(out, (tuple, list)):
             if len(out) != term.dim:
                 raise InputError("%s: out must be %d GPU arrays of the shapes %s, or one flat array of the %d faces"
                                  % (term._what, term.dim, list(shapes), sum(counts)))
-            addr = [_device_pointer(term, "out for axis " + "xyz"[a], o, counts[a], (shapes[a],), True)
+            addr = [_device_pointer(term, "out for axis " + "xyz"[a], o, counts[a], (shapes[a],), True, typestr)
                     for a, o in enumerate(out)]
         else:
-            base = _device_pointer(term, "out", out, sum(counts), ((sum(counts),),), True)
+            base = _device_pointer(term, "out", out, sum(counts), ((sum(counts),),), True, typestr)
             addr, start = [0] * term.dim, 0
             for a in reversed(range(term.dim)):
-                addr[a] = base + 8 * start
+                addr[a] = base + np.dtype(typestr).itemsize * start
                 start += counts[a]
-        return ptrs, ffi.new("double *[]", [ffi.cast("double *", a) for a in addr]), out
+        return ptrs, ffi.new("double *[]", [ffi.cast("double *", a) for a in addr]), out, typestr
 
 
 class Term:
@@ -294,7 +306,7 @@ class Term:
 
         self._spec = (expr, grid, spacing, fields, params, boundary, definitions, threads, at)
         self._h = self._compile(False)
-        self._dev = None  # the term on the GPU, compiled on the first call with GPU arrays
+        self._dev = {}  # the term on the GPU per typestr, compiled on the first call with such arrays
         self.expr = expr
         self.grid = tuple(int(n) for n in grid)
         self.spacing = tuple(float(h) for h in spacing)
@@ -313,7 +325,7 @@ class Term:
         self._err = ffi.new("char[]", _ERR_LEN)
         self._lock = threading.Lock()  # one evaluation at a time: they share the term's buffers
 
-    def _compile(self, on_device):
+    def _compile(self, on_device, single=False):
         """The C term (pj_term_compile) of the constructor's arguments, on the CPU or the GPU."""
         expr, grid, spacing, fields, params, boundary, definitions, threads, at = self._spec
         o = ffi.new("pj_term_options *")
@@ -339,6 +351,7 @@ class Term:
         o.threads = int(threads)
         o.at = _AT[at]
         o.on_device = 1 if on_device else 0
+        o.single = 1 if single else 0
         out = ffi.new("pj_term **")
         diags = ffi.new("char **")
         status = lib.pj_term_compile(expr.encode(), o, out, diags)
@@ -351,17 +364,18 @@ class Term:
             raise_status(status, message)
         return ffi.gc(out[0], lib.pj_term_free)
 
-    def _device_handle(self):
-        """The term on the GPU (compiled now on first use, with the params' current values):
-        UnavailableError where there is no GPU, CUDA driver or NVRTC."""
-        if self._dev is None:
-            self._dev = self._compile(True)
-        return self._dev
+    def _device_handle(self, typestr="<f8"):
+        """The term on the GPU for arrays of typestr ('<f8', or '<f4': float kernels), compiled now
+        on first use, with the params' current values: UnavailableError where there is no GPU, CUDA
+        driver or NVRTC."""
+        if typestr not in self._dev:
+            self._dev[typestr] = self._compile(True, typestr == "<f4")
+        return self._dev[typestr]
 
     @property
     def on_device(self):
         """True once the term has been evaluated on GPU arrays (its GPU kernels are ready)."""
-        return self._dev is not None
+        return bool(self._dev)
 
     @property
     def params(self):
@@ -374,8 +388,8 @@ class Term:
         value = _number(value, "param %s" % name)
         with self._lock:
             _check(lib.pj_term_set_param(self._h, name.encode(), value))
-            if self._dev is not None:
-                _check(lib.pj_term_set_param(self._dev, name.encode(), value))
+            for h in self._dev.values():
+                _check(lib.pj_term_set_param(h, name.encode(), value))
         self._params[name] = value
 
     def __call__(self, out=None, t=0.0, **inputs):
@@ -383,11 +397,9 @@ class Term:
             return self._faces(out, t, inputs)
         if _on_device(self, inputs, (out,)):
             with self._lock:
-                h = self._device_handle()
-            ptrs, optr, out = _DeviceInputs.gather(self, inputs, out)
-            t = _number(t, "t")
-            with self._lock:
-                _check(lib.pj_term_eval(h, ptrs, t, optr, self._err, _ERR_LEN), self._err)
+                ptrs, optr, out, typestr = _DeviceInputs.gather(self, inputs, out)
+                t = _number(t, "t")
+                _check(lib.pj_term_eval(self._device_handle(typestr), ptrs, t, optr, self._err, _ERR_LEN), self._err)
             return out
         arrays, ptrs, out = _Inputs.gather(self, inputs, out)
         t = _number(t, "t")
@@ -400,11 +412,10 @@ class Term:
         fipy = inputs.pop("fipy", False) if "fipy" not in self.fields else False
         if _on_device(self, inputs, tuple(out) if isinstance(out, (tuple, list)) else (out,)):
             with self._lock:
-                h = self._device_handle()
-            ptrs, optrs, result = _DeviceInputs.gather_faces(self, inputs, out, bool(fipy))
-            t = _number(t, "t")
-            with self._lock:
-                _check(lib.pj_term_eval_faces(h, ptrs, t, optrs, self._err, _ERR_LEN), self._err)
+                ptrs, optrs, result, typestr = _DeviceInputs.gather_faces(self, inputs, out, bool(fipy))
+                t = _number(t, "t")
+                _check(lib.pj_term_eval_faces(self._device_handle(typestr), ptrs, t, optrs, self._err, _ERR_LEN),
+                       self._err)
             return result
         arrays, ptrs, optrs, axes, result = _Inputs.gather_faces(self, inputs, out, bool(fipy))
         t = _number(t, "t")
@@ -438,18 +449,17 @@ class Derivative:
         self._what = "%s.jacobian(%r)" % (term._what, field)
         self._name = field.encode()
 
-    def _device_handle(self):
-        return self.term._device_handle()
+    def _device_handle(self, typestr="<f8"):
+        return self.term._device_handle(typestr)
 
     def __call__(self, out=None, t=0.0, **inputs):
         term = self.term
         if _on_device(self, inputs, (out,)):
             with term._lock:
-                h = term._device_handle()
-            ptrs, optr, out = _DeviceInputs.gather(self, inputs, out)
-            t = _number(t, "t")
-            with term._lock:
-                _check(lib.pj_term_jacobian(h, self._name, ptrs, t, optr, term._err, _ERR_LEN), term._err)
+                ptrs, optr, out, typestr = _DeviceInputs.gather(self, inputs, out)
+                t = _number(t, "t")
+                _check(lib.pj_term_jacobian(term._device_handle(typestr), self._name, ptrs, t, optr, term._err,
+                                            _ERR_LEN), term._err)
             return out
         arrays, ptrs, out = _Inputs.gather(self, inputs, out)
         t = _number(t, "t")

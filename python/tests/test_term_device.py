@@ -58,7 +58,7 @@ class Emu:
     def get(self, x):
         """A GPU array's values (anything with __cuda_array_interface__ of float64) as NumPy."""
         cai = x.__cuda_array_interface__
-        out = np.empty(cai["shape"])
+        out = np.empty(cai["shape"], dtype=np.dtype(cai["typestr"]))
         assert self.cu.cuMemcpyDtoH_v2(out.ctypes.data, cai["data"][0], out.nbytes) == 0
         return out
 
@@ -75,7 +75,7 @@ class FakeDeviceArray:
     """A float64 array in the stand-in driver's memory, exposed as CuPy exposes its arrays."""
 
     def __init__(self, emu, a, typestr="<f8", strides=None, read_only=False, version=3):
-        a = np.ascontiguousarray(a, dtype=np.float64)
+        a = np.ascontiguousarray(a, dtype=np.dtype(typestr))
         self._emu, self.shape = emu, a.shape
         p = ctypes.c_ulonglong()
         assert emu.cu.cuMemAlloc_v2(ctypes.byref(p), max(a.nbytes, 8)) == 0
@@ -171,8 +171,12 @@ def test_device_arguments_are_checked(emu):
     term = pdejit.Term("u*v + lap(u)", grid=(8, 6), fields=["u", "v"])
     u, v = fields(term.shape, 1)
     du, dv = FakeDeviceArray(emu, u), FakeDeviceArray(emu, v)
-    with pytest.raises(TypeError, match=r"input v has typestr '<f4': .*float64 .*astype\(cupy.float64\)"):
+    with pytest.raises(TypeError, match=r"input v has typestr '<f4', the inputs '<f8': pass every array in one"):
         term(u=du, v=FakeDeviceArray(emu, v, typestr="<f4"))
+    with pytest.raises(TypeError, match=r"input u has typestr '<i4': .*float64 \('<f8'\) or float32"):
+        term(u=FakeDeviceArray(emu, u, typestr="<i4"), v=dv)
+    with pytest.raises(TypeError, match=r"out has typestr '<f4', the inputs '<f8'"):
+        term(u=du, v=dv, out=FakeDeviceArray(emu, u, typestr="<f4"))
     with pytest.raises(pdejit.InputError, match="input u has shape \\(6, 7\\)"):
         term(u=FakeDeviceArray(emu, np.zeros((6, 7))), v=dv)
     with pytest.raises(pdejit.InputError, match="not C-contiguous"):
@@ -199,6 +203,25 @@ def test_device_arguments_are_checked(emu):
         term(u=Wild(), v=dv)
     with pytest.raises(TypeError, match="out is in GPU memory .* but input u, input v are not"):
         term.jacobian("u")(u=u, v=v, out=du)
+
+
+@pytest.mark.parametrize("expr,grid,boundary", CELL_CASES)
+def test_float32_device_arrays_compute_in_float(emu, expr, grid, boundary):
+    # float32 arrays: the term's float kernels (a second GPU term), against the float64 NumPy term
+    # on the same values to 2e-5 of the largest value (lap's 1/h^2 amplifies the float rounding)
+    term = pdejit.Term(expr, grid=grid, spacing=[0.1, 0.25, 0.5][:len(grid)], fields=["u", "v"],
+                       params={k: 0.7 for k in ("D", "k") if k in expr}, boundary=boundary)
+    u, v = (x.astype(np.float32) for x in fields(term.shape, 4))
+    expect = term(u=u.astype(np.float64), v=v.astype(np.float64), t=0.5)
+    r = term(u=FakeDeviceArray(emu, u, "<f4"), v=FakeDeviceArray(emu, v, "<f4"), t=0.5)
+    assert r.__cuda_array_interface__["typestr"] == "<f4" and r.shape == term.shape
+    got = emu.get(r)
+    assert got.dtype == np.float32
+    worst = np.max(np.abs(got - expect)) / max(1.0, np.max(np.abs(expect)))
+    assert 0 < worst <= 2e-5  # float arithmetic indeed, and close
+    jac = term.jacobian("v")(u=FakeDeviceArray(emu, u, "<f4"), v=FakeDeviceArray(emu, v, "<f4"), t=0.5)
+    np.testing.assert_allclose(emu.get(jac), term.jacobian("v")(u=u.astype(np.float64), v=v.astype(np.float64),
+                                                                t=0.5), rtol=2e-5, atol=2e-5)
 
 
 def test_device_jacobian_is_the_derivative(emu):
@@ -237,6 +260,10 @@ def test_cupy_on_a_gpu():
         r = term(u=cupy.asarray(u), v=cupy.asarray(v), t=0.5)
         assert isinstance(r, cupy.ndarray) and r.shape == term.shape
         np.testing.assert_allclose(cupy.asnumpy(r), term(u=u, v=v, t=0.5), rtol=1e-12, atol=1e-12)
+        r32 = term(u=cupy.asarray(u, dtype=cupy.float32), v=cupy.asarray(v, dtype=cupy.float32), t=0.5)
+        assert r32.dtype == cupy.float32
+        e32 = term(u=u.astype(np.float32).astype(np.float64), v=v.astype(np.float32).astype(np.float64), t=0.5)
+        assert np.max(np.abs(cupy.asnumpy(r32) - e32)) <= 2e-5 * max(1.0, np.max(np.abs(e32)))
         np.testing.assert_allclose(cupy.asnumpy(term.jacobian("u")(u=cupy.asarray(u), v=cupy.asarray(v))),
                                    term.jacobian("u")(u=u, v=v), rtol=1e-12, atol=1e-12)
     faces = pdejit.Term("harm(v)*grad(u)", grid=(64, 48), fields=["u", "v"], at="faces")
