@@ -295,12 +295,14 @@ PJ_API pj_status pj_sim_field_view(pj_sim *sim, const char *name, pj_field_view 
  * A term is an expression of the problem language in cell context (neighbour offsets u[1, 0],
  * lap, grad, div of fluxes, L R harm upwind ..., conditionals, x y z coordinates, params), over
  * input fields on a uniform grid, e.g. "D*lap(u) + (u > 0.5 ? k*u*(1 - u) : 0)". It is compiled
- * once, like a problem's kernel (LLVM on the CPU, through the kernel cache), and evaluated at every
- * cell of arrays the caller owns (x fastest, no ghost cells), on the term's threads; the values
+ * once, like a problem's kernel (LLVM on the CPU, or NVRTC for the GPU with on_device, through the
+ * kernel cache), and evaluated at every cell of arrays the caller owns (x fastest, no ghost cells),
+ * on the term's threads; the values
  * beyond the grid come from the boundary treatment of each axis. In 1D and 2D the kernel reads the
  * inputs from the caller's arrays and writes `out` directly (inputs read at neighbours, in 2D,
  * through small windows of rows with their ghost cells); in 3D, and for face terms, the inputs are
- * copied into buffers with ghost layers and the result copied out.
+ * copied into buffers with ghost layers and the result copied out (on the GPU: always, device
+ * to device).
  *
  * Boundaries: PJ_TERM_ZERO_FLUX (the default) mirrors the cells next to the wall into the ghost
  * layers (dn(u) = 0 on both sides: lap(u) and div(D*grad(u)) see no flux through the wall);
