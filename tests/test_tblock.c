@@ -17,6 +17,9 @@
 #include "randexpr.h"
 #include "solve.h"
 
+/* Forced rows per launch and cells per strip for the engines made next (0: chosen). */
+static int launch_rows, strip_cells;
+
 static engine *make_engine(const pj_program *p, const char *backend, int single, int threads, const char *sets,
                            const char *mode, int k, int rows)
 {
@@ -26,11 +29,17 @@ static engine *make_engine(const pj_program *p, const char *backend, int single,
     setenv("PDEJIT_TBLOCK_K", v, 1);
     snprintf(v, sizeof v, "%d", rows);
     setenv("PDEJIT_TBLOCK_ROWS", v, 1);
+    snprintf(v, sizeof v, "%d", launch_rows);
+    setenv("PDEJIT_TBLOCK_LAUNCH", v, 1);
+    snprintf(v, sizeof v, "%d", strip_cells);
+    setenv("PDEJIT_TBLOCK_STRIP", v, 1);
     engine_options o = {.single = single, .threads = threads, .seed = 7};
     engine *e = engine_create(engine_backend(backend), p, &o, NULL, err, sizeof err);
     unsetenv("PDEJIT_TBLOCK");
     unsetenv("PDEJIT_TBLOCK_K");
     unsetenv("PDEJIT_TBLOCK_ROWS");
+    unsetenv("PDEJIT_TBLOCK_LAUNCH");
+    unsetenv("PDEJIT_TBLOCK_STRIP");
     if (!e) fail_msg("%s back end: %s", backend, err);
     engine_set_params(e, sets);
     if (engine_init(e, err, sizeof err) < 0) fail_msg("%s: %s", backend, err);
@@ -39,11 +48,13 @@ static engine *make_engine(const pj_program *p, const char *backend, int single,
 
 /* `steps` steps of p one at a time and with blocks of k steps in bands of `rows` rows: the
  * fields, time and step count equal to the bit. Returns 1 when the blocked engine did block. */
+static int blocked_threads = 2;
+
 static int blocked_equals_stepped(const pj_program *p, const char *label, const char *sets, const char *backend,
                                   int single, int k, int rows, int64_t steps)
 {
     engine *ref = make_engine(p, backend, single, 1, sets, "off", 0, 0);
-    engine *e = make_engine(p, backend, single, 2, sets, "on", k, rows);
+    engine *e = make_engine(p, backend, single, blocked_threads, sets, "on", k, rows);
     double dt = p->dt > 0 ? p->dt : 1e-3;
     char err[1024];
     for (int64_t i = 0; i < steps; i++)
@@ -60,8 +71,10 @@ static int blocked_equals_stepped(const pj_program *p, const char *label, const 
             fail_msg("%s", err);
         for (int64_t c = 0; c < n; c++)
             if (memcmp(&a[c], &b[c], sizeof a[c]))
-                fail_msg("%s (%s, %s, k %d, rows %d): field %s cell %lld: stepped %.17g, blocked %.17g", label, backend,
-                         single ? "single" : "double", k, rows, p->field_names[f], (long long)c, a[c], b[c]);
+                fail_msg("%s (%s, %s, k %d, rows %d, launch %d, strip %d, %d threads): field %s cell %lld: stepped "
+                         "%.17g, blocked %.17g",
+                         label, backend, single ? "single" : "double", k, rows, launch_rows, strip_cells,
+                         blocked_threads, p->field_names[f], (long long)c, a[c], b[c]);
     }
     free(a);
     free(b);
@@ -108,6 +121,43 @@ static void samples_blocked_equal(void **state)
     /* every 2D/3D explicit problem of the table blocks (none has hooks or mixed periodic sides) */
     print_message("%d of %d runs blocked\n", blocked, runs);
     assert_true(runs >= 60);
+    assert_int_equal(blocked, runs);
+}
+
+/* Several rows per launch and strips of the axis before the last: launches that end at a band's
+ * edge, at the ring's wrap and (periodic) at the mesh's, odd row counts, strips of 1 cell and
+ * uneven strips, on 1 and 2 threads: still the stepped state to the bit. */
+static void launches_blocked_equal(void **state)
+{
+    (void)state;
+    test_case *cases;
+    int n = test_cases(&cases);
+    /* {k, band rows, rows per launch, cells per strip} */
+    static const int cfg[][4] = {{3, 5, 2, 4}, {4, 7, 3, 0}, {2, 3, 5, 5}, {3, 11, 4, 1}, {2, 9, 16, 3}};
+    int blocked = 0, runs = 0;
+    for (int i = 0; i <= n; i++) {
+        const char *name = i < n ? cases[i].name : "noise", *text = i < n ? cases[i].text : prob_noise;
+        pj_program *p = compile_named(name, text);
+        if (PJ_SCHEME_IMPLICIT(p->scheme) || p->dim < 2) {
+            program_free(p);
+            continue;
+        }
+        for (size_t c = 0; c < sizeof cfg / sizeof *cfg; c++) {
+            launch_rows = cfg[c][2];
+            strip_cells = cfg[c][3];
+            blocked_threads = 1 + (int)((c + (size_t)i) % 2);
+            const char *backend = (c + (size_t)i / 2) % 2 ? "cpu" : "interp";
+            blocked += blocked_equals_stepped(p, name, i < n ? cases[i].sets : NULL, backend, (int)(c == 4),
+                                              cfg[c][0], cfg[c][1], 13);
+            runs++;
+        }
+        program_free(p);
+    }
+    launch_rows = strip_cells = 0;
+    blocked_threads = 2;
+    test_cases_free(cases, n);
+    print_message("%d of %d runs blocked\n", blocked, runs);
+    assert_true(runs >= 30);
     assert_int_equal(blocked, runs);
 }
 
@@ -267,6 +317,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(samples_blocked_equal),
+        cmocka_unit_test(launches_blocked_equal),
         cmocka_unit_test(random_problems_blocked_equal),
         cmocka_unit_test(auto_keeps_small_states),
         cmocka_unit_test(run_outputs_equal),
