@@ -1,15 +1,16 @@
 /* tblock.c — temporal blocking: several explicit steps per sweep over the state (sim_step_n).
  *
- * When the state exceeds the last-level cache, a step's speed is capped by one sweep's memory
- * traffic. Here the mesh is cut into bands of rows of the last axis (y in 2D, z in 3D), one per
+ * When the state exceeds the caches, a step's speed is capped by one sweep's traffic from the
+ * L3 or memory. Here the mesh is cut into bands of rows of the last axis (y in 2D, z in 3D), one per
  * thread, and each band takes K steps (Q = K * stages stage runs) in one pass:
  *
  *   rows [a - R, b + R) of slot 0 stream in (R = Q * H; a periodic last axis wraps, a mesh side
- *   with a condition clips the range) through rings of W = Q*H + 2H + 2 rows per buffer, which
- *   stay in the second-level cache; as row p comes in, stage run q computes row p - (q+1)H
- *   (the rows its stencil reads were computed by run q-1 at this or an earlier position), each
- *   row one launch, after the ghost cells of its read rows are filled as sim_fill_ghosts fills
- *   them (x, and y in 3D, row by row; at a mesh side the side's rule over the rows there, in
+ *   with a condition clips the range) through rings of W = Q*H + 2H + r + 1 rows per buffer,
+ *   which stay in the second-level cache, r rows at a time; as rows [p, p + r) come in, stage
+ *   run q computes rows [p - (q+1)H, p + r - (q+1)H) (the rows its stencil reads were computed
+ *   by run q-1 at this or an earlier position), one launch per run of consecutive planes (a
+ *   launch ends where the ring or a periodic mesh wraps), after the ghost cells of its read rows
+ *   are filled as sim_fill_ghosts fills them (x, and y in 3D, a run of rows per call; at a mesh side the side's rule over the rows there, in
  *   the plan's axis order); the range shrinks by H per run except at a mesh side; the last
  *   run's rows in [a, b) go into slot 1 of the sim (nobody reads it during the block)
  *
@@ -22,10 +23,11 @@
  *
  * It applies to explicit schemes on 2D and 3D meshes held whole by one sim (no block of a
  * decomposed run), without ghost hooks or exchanges, whose last axis is periodic for every
- * field or for none, and whose boundary coefficients read no field; it is chosen (mode 0) when
- * every buffer together exceeds the last-level cache (TB_LLC_MAX at most). $PDEJIT_TBLOCK (off,
- * on, auto), $PDEJIT_TBLOCK_K and $PDEJIT_TBLOCK_ROWS force it and its sizes (tests,
- * benchmarks); see sim_set_tblock. */
+ * field or for none, and whose boundary coefficients read no field; it is chosen (mode 0) when a
+ * thread's share of every buffer together exceeds TB_L2_TIMES second-level caches, or the whole
+ * state the last-level cache. $PDEJIT_TBLOCK (off, on, auto), $PDEJIT_TBLOCK_K, $PDEJIT_TBLOCK_ROWS,
+ * $PDEJIT_TBLOCK_LAUNCH (rows per launch) and $PDEJIT_TBLOCK_STRIP (cells per launch along the
+ * axis before the last) force it and its sizes (tests, benchmarks); see sim_set_tblock. */
 #include <stdlib.h>
 #include <string.h>
 #include "interp.h"
@@ -33,10 +35,10 @@
 
 #define TB_ALIGN 64
 #define TB_MAX_K 32
-/* the cache a sweep per step can count on: the last level, but no more than 32 MiB (a VM may
-   report the whole host's L3, of which its cores get a part: 260 MiB on the project's machine,
-   where a 1024² step, 16 MiB, runs from the cache and a 2048² one, 64 MiB, is memory-bound) */
-#define TB_LLC_MAX ((double)(32 << 20))
+/* Auto: blocked when a thread's share of the state exceeds TB_L2_TIMES second-level caches, or
+   the state the last-level cache. A blocked sweep computes from the L2 at the kernel's speed;
+   one step per sweep streams each thread's share from the L3 (or DRAM) once per step. */
+#define TB_L2_TIMES 8.0
 /* rows per kernel launch in the rings: enough for TB_LAUNCH_CELLS cells, at most TB_LAUNCH_MAX
    (each row more costs a row per buffer in every ring) */
 #define TB_LAUNCH_CELLS 16384.0
@@ -114,12 +116,11 @@ static int tb_applies(const sim *s)
     return !(periodic && other);
 }
 
-/* The steps per sweep and rows per band for a block of at most n steps: 0 when blocking does
- * not apply or pay. A thread's rings hold nbuf * (K*S*H + 4H + 2) planes: K is the most that
+/* The steps per sweep, rows per band and rows per launch for a block of at most n steps: 0 when
+ * blocking does not apply or pay. Rows per launch: enough for TB_LAUNCH_CELLS cells (at most
+ * TB_LAUNCH_MAX). A thread's rings hold nbuf * (K*S*H + 4H + r + 1) planes: K is the most that
  * fit in 3/4 of its second-level cache (at most TB_MAX_K); one band per thread, K smaller when
- * a band would recompute more than an eighth of its rows. Auto: only when every buffer together
- * exceeds the last-level cache (TB_LLC_MAX at most): then a sweep per step is bound by memory
- * (at 1024², 16 MiB, blocking measured slower here). */
+ * a band would recompute more than an eighth of its rows. Auto: see TB_L2_TIMES. */
 static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch)
 {
     if (s->tb_mode < 0 || n < 2 || !tb_applies(s)) return 0;
@@ -137,9 +138,9 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch)
     if (r > N) r = N;
     if (r < 1) r = 1;
     if (s->tb_mode == 0) {
-        double state = plane * (double)s->g.ext[last] * nbuf;
-        double llc = (double)sim_cache_bytes(0);
-        if (state <= (llc < TB_LLC_MAX ? llc : TB_LLC_MAX)) return 0;
+        double state = plane * (double)s->g.ext[last] * nbuf, llc = (double)sim_cache_bytes(0);
+        double share = state / (s->threads > 1 ? s->threads : 1);
+        if (share <= TB_L2_TIMES * (double)sim_cache_bytes(2) && state <= llc) return 0;
     }
     if (!K) {
         double planes = (double)sim_cache_bytes(2) * 0.75 / (plane * nbuf);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "diag.h"
 #include "randexpr.h"
+#include "sim_impl.h" /* sim_cache_bytes */
 #include "solve.h"
 
 /* Forced rows per launch and cells per strip for the engines made next (0: chosen). */
@@ -204,6 +205,33 @@ static void auto_keeps_small_states(void **state)
     program_free(p);
 }
 
+/* Auto blocks where a thread's share of the state exceeds 8 second-level caches (or the whole state
+ * the last-level cache): a mesh of 1.5 times that on one thread is blocked there, and on two
+ * threads (each with half of it) only when it exceeds the last-level cache. */
+static void auto_blocks_beyond_the_l2(void **state)
+{
+    (void)state;
+    double l2 = (double)sim_cache_bytes(2), llc = (double)sim_cache_bytes(0);
+    const int nx = 256;
+    int ny = (int)(1.5 * 8 * l2 / (2.0 * 8 * (nx + 2))); /* two buffers of doubles, rows with ghosts */
+    char text[512];
+    snprintf(text, sizeof text,
+             "mesh grid(nx = %d, ny = %d)\nfield u = x*y\neq dt(u) = 0.1*lap(u)\nperiodic x, y\n"
+             "time dt = 0.001, steps = 4, scheme = euler\n",
+             nx, ny);
+    pj_program *p = compile_named("auto", text);
+    engine *e = make_engine(p, "interp", 0, 1, NULL, "auto", 0, 0);
+    assert_true(engine_block_steps(e, 100) > 1);
+    engine_destroy(e);
+    e = make_engine(p, "interp", 0, 2, NULL, "auto", 0, 0);
+    int64_t k = engine_block_steps(e, 100);
+    print_message("L2 %.0f KiB, LLC %.0f MiB, %d rows: 1 thread blocked, 2 threads %lld steps per sweep\n", l2 / 1024,
+                  llc / 1048576, ny, (long long)k);
+    if (2.0 * 8 * (nx + 2) * (ny + 2) <= llc) assert_int_equal(k, 1);
+    engine_destroy(e);
+    program_free(p);
+}
+
 /* The run loop: outputs and monitors at times that fall inside blocks, and the end, are the same
  * files to the byte with blocking forced on as with it off. */
 static void run_outputs_equal(void **state)
@@ -320,6 +348,7 @@ int main(void)
         cmocka_unit_test(launches_blocked_equal),
         cmocka_unit_test(random_problems_blocked_equal),
         cmocka_unit_test(auto_keeps_small_states),
+        cmocka_unit_test(auto_blocks_beyond_the_l2),
         cmocka_unit_test(run_outputs_equal),
         cmocka_unit_test(nonfinite_found_after_the_block),
     };
