@@ -313,8 +313,6 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     sim_set_tblock(s, mode, tk ? atoi(tk) : 0, tr ? atoi(tr) : 0);
     const char *tl = getenv("PDEJIT_TBLOCK_LAUNCH"); /* rows per launch in the rings */
     s->tb_launch = tl && atoi(tl) > 0 ? atoi(tl) : 0;
-    const char *tsx = getenv("PDEJIT_TBLOCK_STRIP"); /* cells per launch along x (y in 3D) */
-    s->tb_strip = tsx && atoll(tsx) > 0 ? atoll(tsx) : 0;
     const char *ty = getenv("PDEJIT_TILE_Y"); /* off, auto or rows: forced y tiles */
     sim_set_tiles(s, !ty || !*ty || !strcmp(ty, "auto") ? 0 : !strcmp(ty, "off") ? -1 : atoll(ty) > 0 ? atoll(ty) : -1);
     return s;

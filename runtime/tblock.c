@@ -25,9 +25,9 @@
  * decomposed run), without ghost hooks or exchanges, whose last axis is periodic for every
  * field or for none, and whose boundary coefficients read no field; it is chosen (mode 0) when a
  * thread's share of every buffer together exceeds TB_L2_TIMES second-level caches, or the whole
- * state the last-level cache. $PDEJIT_TBLOCK (off, on, auto), $PDEJIT_TBLOCK_K, $PDEJIT_TBLOCK_ROWS,
- * $PDEJIT_TBLOCK_LAUNCH (rows per launch) and $PDEJIT_TBLOCK_STRIP (cells per launch along the
- * axis before the last) force it and its sizes (tests, benchmarks); see sim_set_tblock. */
+ * state the last-level cache. $PDEJIT_TBLOCK (off, on, auto), $PDEJIT_TBLOCK_K, $PDEJIT_TBLOCK_ROWS
+ * and $PDEJIT_TBLOCK_LAUNCH (rows per launch) force it and its sizes (tests, benchmarks); see
+ * sim_set_tblock. */
 #include <stdlib.h>
 #include <string.h>
 #include "interp.h"
@@ -262,7 +262,6 @@ typedef struct tb_job {
     int K;
     int64_t B, N, W;
     int64_t r;             /* rows per launch: each stage computes up to r rows per position */
-    int64_t strip;         /* cells of the axis before the last per launch */
     int periodic;
     double dt;
     const double *ts;      /* [K * stages] each stage's time */
@@ -384,8 +383,6 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
     const pj_program *p = s->p;
     const int nf = p->n_fields, last = p->dim - 1, H = s->g.H, S = p->n_stages, Q = j->K * S, nbuf = s->nbuf;
     const int64_t N = j->N, R = (int64_t)Q * H, r = j->r;
-    const int sa = last - 1;              /* the axis cut into strips */
-    const int64_t ns = s->g.n[sa];
     const size_t plane_bytes = (size_t)s->L.stride[last] * s->esz;
     tb_band_ctx c;
     if (j->periodic) {
@@ -447,21 +444,12 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
             for (int64_t x = x0, n; x < x1; x += n) {
                 n = ring_run(j, lo, x, x1);
                 int64_t ph = ring_ph(j, x), m = j->periodic ? wrap(lo + x, N) : lo + x;
+                for (int bi = 0; bi < nbuf; bi++) set->bufs[bi] = ring_cell(j, set->z[map[bi]], ph);
                 L.first[last] = m;
                 L.n[last] = n;
                 L.beyond[last] = N - m - n;
-                /* strips of the axis before the last, all n rows of one before the next: a row's
-                   stencil rows are then still in the first-level cache from the row before */
-                for (int64_t u0 = 0, w; u0 < ns; u0 += w) {
-                    w = ns - u0 < j->strip ? ns - u0 : j->strip;
-                    for (int bi = 0; bi < nbuf; bi++)
-                        set->bufs[bi] = ring_cell(j, set->z[map[bi]], ph) + u0 * s->L.stride[sa] * (int64_t)s->esz;
-                    L.first[sa] = u0;
-                    L.n[sa] = w;
-                    L.beyond[sa] = ns - u0 - w;
-                    if (s->runner) s->runner(s->runner_ctx, i, &L, 0, n);
-                    else interp_stage(sg->kernel, &L, s->single, 0, n);
-                }
+                if (s->runner) s->runner(s->runner_ctx, i, &L, 0, n);
+                else interp_stage(sg->kernel, &L, s->single, 0, n);
                 for (int bi = 0; bi < nbuf; bi++)
                     if (j->writes[i * nbuf + bi]) ring_sync_rows(j, set->z[map[bi]], x, n);
                 if (q == Q - 1)
@@ -541,8 +529,7 @@ static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r)
     kir_launch L0 = s->L;
     L0.step = s->steps;
     int periodic = s->plan.rule[2 * last] == GHOST_PERIODIC;
-    int64_t strip = s->tb_strip > 0 ? s->tb_strip : s->g.n[last - 1];
-    tb_job j = {s, K, B, s->g.n[last], W, r, strip, periodic, dt, ts, &L0, map, writes};
+    tb_job j = {s, K, B, s->g.n[last], W, r, periodic, dt, ts, &L0, map, writes};
     int64_t bands = (j.N + B - 1) / B;
     if (!s->pool || s->threads < 2) tb_range(&j, 0, bands);
     else cpu_pool_run_range(s->pool, tb_range, &j, bands, 1, (B + 2 * (int64_t)K * S * H) * (sim_cells(s) / j.N) * K * S);
