@@ -311,6 +311,8 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     const char *tb = getenv("PDEJIT_TBLOCK"), *tk = getenv("PDEJIT_TBLOCK_K"), *tr = getenv("PDEJIT_TBLOCK_ROWS");
     int mode = !tb || !*tb || !strcmp(tb, "auto") ? 0 : !strcmp(tb, "off") || !strcmp(tb, "0") ? -1 : 1;
     sim_set_tblock(s, mode, tk ? atoi(tk) : 0, tr ? atoi(tr) : 0);
+    const char *tl = getenv("PDEJIT_TBLOCK_LAUNCH"); /* rows per launch in the rings */
+    s->tb_launch = tl && atoi(tl) > 0 ? atoi(tl) : 0;
     const char *ty = getenv("PDEJIT_TILE_Y"); /* off, auto or rows: forced y tiles */
     sim_set_tiles(s, !ty || !*ty || !strcmp(ty, "auto") ? 0 : !strcmp(ty, "off") ? -1 : atoll(ty) > 0 ? atoll(ty) : -1);
     return s;

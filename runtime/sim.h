@@ -56,10 +56,11 @@ int sim_step(sim *s, double dt);
  * several steps per sweep over the state where temporal blocking applies and pays
  * (runtime/tblock.c; the other slots then hold other values). 0, or -1 as sim_step. */
 int sim_step_n(sim *s, double dt, int64_t n);
-/* Temporal blocking: mode -1 never, 0 when it pays (the default: the state exceeds the last-level
- * cache), 1 whenever it applies; k steps per sweep and bands of `rows` rows of the last axis
- * (0: chosen by the cache's size). sim_create takes them from $PDEJIT_TBLOCK (off, on, auto),
- * $PDEJIT_TBLOCK_K and $PDEJIT_TBLOCK_ROWS. */
+/* Temporal blocking: mode -1 never, 0 when it pays (the default: a thread's share of the state
+ * exceeds 8 second-level caches, or the state the last-level cache), 1 whenever it applies; k
+ * steps per sweep and bands of `rows` rows of the last axis (0: chosen by the cache's size).
+ * sim_create takes them from $PDEJIT_TBLOCK (off, on, auto), $PDEJIT_TBLOCK_K and
+ * $PDEJIT_TBLOCK_ROWS, and the rows per kernel launch from $PDEJIT_TBLOCK_LAUNCH. */
 void sim_set_tblock(sim *s, int mode, int k, int rows);
 
 /* Spatial blocking of a 3D stage (sim.c, "y tiles"): each thread's run of z-planes is walked in

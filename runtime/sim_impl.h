@@ -37,6 +37,7 @@ struct sim {
     struct tblock *tb;     /* temporal blocking (tblock.c), NULL until first used */
     int tb_mode;           /* -1 off, 0 when it pays, 1 always (tblock.h) */
     int tb_k, tb_rows;     /* forced steps per sweep and rows per band (0: chosen) */
+    int tb_launch;         /* forced rows per kernel launch in the rings (0: chosen) */
     int64_t tile_mode;     /* y tiles of a 3D stage: -1 off, 0 when they pay, > 0 forced rows */
     int64_t tile_rows;     /* rows per y tile in effect (0: whole planes) */
     int64_t tile_grain;    /* planes: the threads' pieces start at multiples of it */

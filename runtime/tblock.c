@@ -1,15 +1,16 @@
 /* tblock.c — temporal blocking: several explicit steps per sweep over the state (sim_step_n).
  *
- * When the state exceeds the last-level cache, a step's speed is capped by one sweep's memory
- * traffic. Here the mesh is cut into bands of rows of the last axis (y in 2D, z in 3D), one per
+ * When the state exceeds the caches, a step's speed is capped by one sweep's traffic from the
+ * L3 or memory. Here the mesh is cut into bands of rows of the last axis (y in 2D, z in 3D), one per
  * thread, and each band takes K steps (Q = K * stages stage runs) in one pass:
  *
  *   rows [a - R, b + R) of slot 0 stream in (R = Q * H; a periodic last axis wraps, a mesh side
- *   with a condition clips the range) through rings of W = Q*H + 2H + 2 rows per buffer, which
- *   stay in the second-level cache; as row p comes in, stage run q computes row p - (q+1)H
- *   (the rows its stencil reads were computed by run q-1 at this or an earlier position), each
- *   row one launch, after the ghost cells of its read rows are filled as sim_fill_ghosts fills
- *   them (x, and y in 3D, row by row; at a mesh side the side's rule over the rows there, in
+ *   with a condition clips the range) through rings of W = Q*H + 2H + r + 1 rows per buffer,
+ *   which stay in the second-level cache, r rows at a time; as rows [p, p + r) come in, stage
+ *   run q computes rows [p - (q+1)H, p + r - (q+1)H) (the rows its stencil reads were computed
+ *   by run q-1 at this or an earlier position), one launch per run of consecutive planes (a
+ *   launch ends where the ring or a periodic mesh wraps), after the ghost cells of its read rows
+ *   are filled as sim_fill_ghosts fills them (x, and y in 3D, a run of rows per call; at a mesh side the side's rule over the rows there, in
  *   the plan's axis order); the range shrinks by H per run except at a mesh side; the last
  *   run's rows in [a, b) go into slot 1 of the sim (nobody reads it during the block)
  *
@@ -22,10 +23,11 @@
  *
  * It applies to explicit schemes on 2D and 3D meshes held whole by one sim (no block of a
  * decomposed run), without ghost hooks or exchanges, whose last axis is periodic for every
- * field or for none, and whose boundary coefficients read no field; it is chosen (mode 0) when
- * every buffer together exceeds the last-level cache (TB_LLC_MAX at most). $PDEJIT_TBLOCK (off,
- * on, auto), $PDEJIT_TBLOCK_K and $PDEJIT_TBLOCK_ROWS force it and its sizes (tests,
- * benchmarks); see sim_set_tblock. */
+ * field or for none, and whose boundary coefficients read no field; it is chosen (mode 0) when a
+ * thread's share of every buffer together exceeds TB_L2_TIMES second-level caches, or the whole
+ * state the last-level cache. $PDEJIT_TBLOCK (off, on, auto), $PDEJIT_TBLOCK_K, $PDEJIT_TBLOCK_ROWS
+ * and $PDEJIT_TBLOCK_LAUNCH (rows per launch) force it and its sizes (tests, benchmarks); see
+ * sim_set_tblock. */
 #include <stdlib.h>
 #include <string.h>
 #include "interp.h"
@@ -33,10 +35,14 @@
 
 #define TB_ALIGN 64
 #define TB_MAX_K 32
-/* the cache a sweep per step can count on: the last level, but no more than 32 MiB (a VM may
-   report the whole host's L3, of which its cores get a part: 260 MiB on the project's machine,
-   where a 1024² step, 16 MiB, runs from the cache and a 2048² one, 64 MiB, is memory-bound) */
-#define TB_LLC_MAX ((double)(32 << 20))
+/* Auto: blocked when a thread's share of the state exceeds TB_L2_TIMES second-level caches, or
+   the state the last-level cache. A blocked sweep computes from the L2 at the kernel's speed;
+   one step per sweep streams each thread's share from the L3 (or DRAM) once per step. */
+#define TB_L2_TIMES 8.0
+/* rows per kernel launch in the rings: enough for TB_LAUNCH_CELLS cells, at most TB_LAUNCH_MAX
+   (each row more costs a row per buffer in every ring) */
+#define TB_LAUNCH_CELLS 16384.0
+#define TB_LAUNCH_MAX 16
 
 typedef struct tb_set {
     int busy;              /* claimed by a running band */
@@ -110,13 +116,12 @@ static int tb_applies(const sim *s)
     return !(periodic && other);
 }
 
-/* The steps per sweep and rows per band for a block of at most n steps: 0 when blocking does
- * not apply or pay. A thread's rings hold nbuf * (K*S*H + 4H + 2) planes: K is the most that
+/* The steps per sweep, rows per band and rows per launch for a block of at most n steps: 0 when
+ * blocking does not apply or pay. Rows per launch: enough for TB_LAUNCH_CELLS cells (at most
+ * TB_LAUNCH_MAX). A thread's rings hold nbuf * (K*S*H + 4H + r + 1) planes: K is the most that
  * fit in 3/4 of its second-level cache (at most TB_MAX_K); one band per thread, K smaller when
- * a band would recompute more than an eighth of its rows. Auto: only when every buffer together
- * exceeds the last-level cache (TB_LLC_MAX at most): then a sweep per step is bound by memory
- * (at 1024², 16 MiB, blocking measured slower here). */
-static int tb_choose(const sim *s, int64_t n, int64_t *rows)
+ * a band would recompute more than an eighth of its rows. Auto: see TB_L2_TIMES. */
+static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch)
 {
     if (s->tb_mode < 0 || n < 2 || !tb_applies(s)) return 0;
     const pj_program *p = s->p;
@@ -124,15 +129,22 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows)
     int64_t N = s->g.n[last];
     double plane = (double)s->L.stride[last] * (double)s->esz, nbuf = (double)s->nbuf;
     int K = s->tb_k;
-    int64_t B = s->tb_rows;
+    int64_t B = s->tb_rows, r = s->tb_launch;
+    if (!r) {
+        double cells = (double)sim_cells(s) / (double)N; /* interior cells of a row (plane) */
+        r = (int64_t)((TB_LAUNCH_CELLS + cells - 1) / cells);
+        if (r > TB_LAUNCH_MAX) r = TB_LAUNCH_MAX;
+    }
+    if (r > N) r = N;
+    if (r < 1) r = 1;
     if (s->tb_mode == 0) {
-        double state = plane * (double)s->g.ext[last] * nbuf;
-        double llc = (double)sim_cache_bytes(0);
-        if (state <= (llc < TB_LLC_MAX ? llc : TB_LLC_MAX)) return 0;
+        double state = plane * (double)s->g.ext[last] * nbuf, llc = (double)sim_cache_bytes(0);
+        double share = state / (s->threads > 1 ? s->threads : 1);
+        if (share <= TB_L2_TIMES * (double)sim_cache_bytes(2) && state <= llc) return 0;
     }
     if (!K) {
         double planes = (double)sim_cache_bytes(2) * 0.75 / (plane * nbuf);
-        K = (int)((planes - 4 * H - 2) / (S * H));
+        K = (int)((planes - 4 * H - 2 - (double)(r - 1)) / (S * H));
         if (K > TB_MAX_K) K = TB_MAX_K;
     }
     if (K > n) K = (int)n;
@@ -145,6 +157,7 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows)
     if (B > N) B = N;
     if (B < 1) return 0;
     *rows = B;
+    *launch = r;
     return K;
 }
 
@@ -248,6 +261,7 @@ typedef struct tb_job {
     sim *s;
     int K;
     int64_t B, N, W;
+    int64_t r;             /* rows per launch: each stage computes up to r rows per position */
     int periodic;
     double dt;
     const double *ts;      /* [K * stages] each stage's time */
@@ -296,22 +310,48 @@ typedef struct tb_band_ctx {
     int at_lo, at_hi;
 } tb_band_ctx;
 
-/* The ghost cells along the other axes of row y of the buffers stage q reads (set->fb), as
- * sim_fill_ghosts fills them in that row. */
-static void fill_row(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q, int64_t y)
+/* Rows [y0, y1) of a band from row y0 on that are consecutive planes of the rings and of the
+ * mesh: up to where the ring wraps, and (a periodic last axis) where the mesh index wraps. */
+static int64_t ring_run(const tb_job *j, int64_t lo, int64_t y0, int64_t y1)
 {
-    const sim *s0 = j->s;
-    sim *s = j->s;
-    int last = s0->p->dim - 1, nf = s0->p->n_fields;
-    int64_t ph = ring_ph(j, y);
-    sim_fill_span span = {1, 0, 1, c->lo + y, j->periodic, 0};
-    for (int x = 0; x < s0->p->dim; x++) {
-        int ax = s0->plan.axis_order[x];
-        if (ax == last) continue;
-        const double *cf[2] = {s->tb->cf[q][2 * ax], s->tb->cf[q][2 * ax + 1]};
-        for (int f = 0; f < nf; f++) sim_fill_axis(s, f, ring_cell(j, set->fb[f], ph), ax, cf, &span);
+    int64_t n = j->W - wrap(y0, j->W);
+    if (j->periodic) {
+        int64_t m = j->N - wrap(lo + y0, j->N);
+        if (m < n) n = m;
     }
-    for (int f = 0; f < nf; f++) ring_sync(j, set->fb[f], ph);
+    return y1 - y0 < n ? y1 - y0 : n;
+}
+
+/* After rows [y0, y0 + n) of ring z changed (consecutive planes): the copies of those kept twice
+ * made equal. */
+static void ring_sync_rows(const tb_job *j, void *z, int64_t y0, int64_t n)
+{
+    const int64_t W = j->W, H = j->s->g.H;
+    for (int64_t y = y0; y < y0 + n; y++) {
+        int64_t w = wrap(y, W);
+        if (w < H || w >= W - H) ring_sync(j, z, w + H);
+    }
+}
+
+/* The ghost cells along the other axes of rows [y0, y1) of the buffers stage q reads (set->fb),
+ * as sim_fill_ghosts fills them in those rows (planes in 3D: each plane's x and y ghosts are its
+ * own, so a run of planes is filled axis after axis as one plane is). */
+static void fill_rows(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q, int64_t y0, int64_t y1)
+{
+    sim *s = j->s;
+    int last = s->p->dim - 1, nf = s->p->n_fields;
+    for (int64_t y = y0, n; y < y1; y += n) {
+        n = ring_run(j, c->lo, y, y1);
+        int64_t ph = ring_ph(j, y);
+        sim_fill_span span = {n, 0, n, c->lo + y, j->periodic, 0};
+        for (int x = 0; x < s->p->dim; x++) {
+            int ax = s->plan.axis_order[x];
+            if (ax == last) continue;
+            const double *cf[2] = {s->tb->cf[q][2 * ax], s->tb->cf[q][2 * ax + 1]};
+            for (int f = 0; f < nf; f++) sim_fill_axis(s, f, ring_cell(j, set->fb[f], ph), ax, cf, &span);
+        }
+        for (int f = 0; f < nf; f++) ring_sync_rows(j, set->fb[f], y, n);
+    }
 }
 
 /* The ghost rows at a mesh side (hi 0: before row 0, 1: after row E-1) of the buffers stage q
@@ -333,15 +373,16 @@ static void fill_side(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q,
         for (int64_t r = span.q0; r < span.q1; r++) ring_sync(j, set->fb[f], base + r);
 }
 
-/* Band [a, b): rows [lo, lo + E) stream through the rings once. At position p, row p of slot 0
- * comes in, then stage q (0-based over the block) computes row p - (q+1)H, whose stencil rows
- * the stage before has just computed; the last stage's rows in [a, b) go out to slot 1. */
+/* Band [a, b): rows [lo, lo + E) stream through the rings once, r rows at a time (j->r). At
+ * position p, rows [p, p + r) of slot 0 come in, then stage q (0-based over the block) computes
+ * rows [p - (q+1)H, p + r - (q+1)H), whose stencil rows the stage before has just computed, in
+ * one launch per run of consecutive planes; the last stage's rows in [a, b) go out to slot 1. */
 static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
 {
     sim *s = j->s;
     const pj_program *p = s->p;
     const int nf = p->n_fields, last = p->dim - 1, H = s->g.H, S = p->n_stages, Q = j->K * S, nbuf = s->nbuf;
-    const int64_t N = j->N, R = (int64_t)Q * H;
+    const int64_t N = j->N, R = (int64_t)Q * H, r = j->r;
     const size_t plane_bytes = (size_t)s->L.stride[last] * s->esz;
     tb_band_ctx c;
     if (j->periodic) {
@@ -365,49 +406,60 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
     L.prefetch = 0;
     L.dt = j->dt;
     const int *mapK = j->map + (size_t)j->K * nbuf;
-    for (int64_t pos = 0; pos < E + R; pos++) {
-        if (pos < E) { /* row pos of every field of slot 0 comes in */
-            int64_t ph = ring_ph(j, pos), m = j->periodic ? wrap(lo + pos, N) : lo + pos;
+    for (int64_t pos = 0; pos < E + R; pos += r) {
+        for (int64_t y = pos; y < pos + r && y < E; y++) { /* row y of every field of slot 0 comes in */
+            int64_t ph = ring_ph(j, y), m = j->periodic ? wrap(lo + y, N) : lo + y;
             for (int f = 0; f < nf; f++) {
                 memcpy(plane(s, set->z[f], ph), plane(s, s->buf[f], m), plane_bytes);
                 ring_sync(j, set->z[f], ph);
             }
         }
         for (int q = 0; q < Q; q++) {
-            int64_t x = pos - (int64_t)(q + 1) * H;
+            int64_t x0 = pos - (int64_t)(q + 1) * H, x1 = x0 + r;
             int64_t c_lo = c.at_lo ? 0 : (int64_t)(q + 1) * H, c_hi = c.at_hi ? E : E - (int64_t)(q + 1) * H;
-            if (x < c_lo || x >= c_hi) continue;
+            if (x0 < c_lo) x0 = c_lo;
+            if (x1 > c_hi) x1 = c_hi;
+            if (x0 >= x1) continue;
             const int k = q / S, i = q % S;
             const int *map = j->map + (size_t)k * nbuf;
             const pj_stage *sg = &p->stages[i];
             for (int f = 0; f < nf; f++) set->fb[f] = set->z[map[(p->field_has_eq[f] ? sg->read_slot : 0) * nf + f]];
-            if (c.at_lo && !(set->done[q] & 1) && x - H < 0) {
+            if (c.at_lo && !(set->done[q] & 1) && x0 - H < 0) {
                 fill_side(j, set, &c, q, 0);
                 set->done[q] |= 1;
             }
-            int64_t limit = x + H;
+            int64_t limit = x1 - 1 + H;
             if (c.at_hi && limit > E - 1) limit = E - 1;
-            for (; set->next[q] <= limit; set->next[q]++) fill_row(j, set, &c, q, set->next[q]);
-            if (c.at_hi && !(set->done[q] & 2) && x + H >= E) {
+            if (set->next[q] <= limit) {
+                fill_rows(j, set, &c, q, set->next[q], limit + 1);
+                set->next[q] = limit + 1;
+            }
+            if (c.at_hi && !(set->done[q] & 2) && x1 - 1 + H >= E) {
                 fill_side(j, set, &c, q, 1);
                 set->done[q] |= 2;
             }
-            int64_t ph = ring_ph(j, x), m = j->periodic ? wrap(lo + x, N) : lo + x;
-            for (int bi = 0; bi < nbuf; bi++) set->bufs[bi] = ring_cell(j, set->z[map[bi]], ph);
             L.t = j->ts[q];
             L.step = j->L0->step + k;
             L.stage = i + 1;
-            L.first[last] = m;
-            L.n[last] = 1;
-            L.beyond[last] = N - m - 1;
-            if (s->runner) s->runner(s->runner_ctx, i, &L, 0, 1);
-            else interp_stage(sg->kernel, &L, s->single, 0, 1);
-            for (int bi = 0; bi < nbuf; bi++)
-                if (j->writes[i * nbuf + bi]) ring_sync(j, set->z[map[bi]], ph);
-            if (q == Q - 1 && lo + x >= a && lo + x < b)
-                for (int f = 0; f < nf; f++)
-                    if (p->field_has_eq[f])
-                        memcpy(plane(s, s->buf[nf + f], lo + x), plane(s, set->z[mapK[f]], ph), plane_bytes);
+            for (int64_t x = x0, n; x < x1; x += n) {
+                n = ring_run(j, lo, x, x1);
+                int64_t ph = ring_ph(j, x), m = j->periodic ? wrap(lo + x, N) : lo + x;
+                for (int bi = 0; bi < nbuf; bi++) set->bufs[bi] = ring_cell(j, set->z[map[bi]], ph);
+                L.first[last] = m;
+                L.n[last] = n;
+                L.beyond[last] = N - m - n;
+                if (s->runner) s->runner(s->runner_ctx, i, &L, 0, n);
+                else interp_stage(sg->kernel, &L, s->single, 0, n);
+                for (int bi = 0; bi < nbuf; bi++)
+                    if (j->writes[i * nbuf + bi]) ring_sync_rows(j, set->z[map[bi]], x, n);
+                if (q == Q - 1)
+                    for (int64_t y = x; y < x + n; y++)
+                        if (lo + y >= a && lo + y < b)
+                            for (int f = 0; f < nf; f++)
+                                if (p->field_has_eq[f])
+                                    memcpy(plane(s, s->buf[nf + f], lo + y), plane(s, set->z[mapK[f]], ring_ph(j, y)),
+                                           plane_bytes);
+            }
         }
     }
 }
@@ -427,11 +479,11 @@ static void tb_range(void *ctx, int64_t begin, int64_t end)
 }
 
 /* K steps of dt in one sweep of bands of B rows. 0, or -1 out of memory (nothing stepped). */
-static int tb_run(sim *s, double dt, int K, int64_t B)
+static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r)
 {
     const pj_program *p = s->p;
     const int S = p->n_stages, nf = p->n_fields, last = p->dim - 1, nbuf = s->nbuf, H = s->g.H;
-    const int64_t W = (int64_t)K * S * H + 2 * H + 2;
+    const int64_t W = (int64_t)K * S * H + 2 * H + r + 1;
     if (tb_reserve(s, W, K * S) < 0) return -1;
     double *ts = malloc(sizeof *ts * (size_t)(K * S));
     kir_launch *before = malloc(sizeof *before * (size_t)(K * S));
@@ -477,7 +529,7 @@ static int tb_run(sim *s, double dt, int K, int64_t B)
     kir_launch L0 = s->L;
     L0.step = s->steps;
     int periodic = s->plan.rule[2 * last] == GHOST_PERIODIC;
-    tb_job j = {s, K, B, s->g.n[last], W, periodic, dt, ts, &L0, map, writes};
+    tb_job j = {s, K, B, s->g.n[last], W, r, periodic, dt, ts, &L0, map, writes};
     int64_t bands = (j.N + B - 1) / B;
     if (!s->pool || s->threads < 2) tb_range(&j, 0, bands);
     else cpu_pool_run_range(s->pool, tb_range, &j, bands, 1, (B + 2 * (int64_t)K * S * H) * (sim_cells(s) / j.N) * K * S);
@@ -505,9 +557,9 @@ int sim_step_n(sim *s, double dt, int64_t n)
 {
     while (n > 0) {
         if (s->failed) return -1;
-        int64_t B = 0;
-        int K = tb_choose(s, n, &B);
-        if (K >= 2 && tb_run(s, dt, K, B) == 0) {
+        int64_t B = 0, r = 1;
+        int K = tb_choose(s, n, &B, &r);
+        if (K >= 2 && tb_run(s, dt, K, B, r) == 0) {
             n -= K;
             continue;
         }
@@ -519,6 +571,6 @@ int sim_step_n(sim *s, double dt, int64_t n)
 
 int sim_tblock_steps(const sim *s, int64_t n)
 {
-    int64_t B = 0;
-    return tb_choose(s, n, &B);
+    int64_t B = 0, r = 1;
+    return tb_choose(s, n, &B, &r);
 }

@@ -15,7 +15,11 @@
 #include <string.h>
 #include "diag.h"
 #include "randexpr.h"
+#include "sim_impl.h" /* sim_cache_bytes */
 #include "solve.h"
+
+/* Forced rows per launch for the engines made next (0: chosen). */
+static int launch_rows;
 
 static engine *make_engine(const pj_program *p, const char *backend, int single, int threads, const char *sets,
                            const char *mode, int k, int rows)
@@ -26,11 +30,14 @@ static engine *make_engine(const pj_program *p, const char *backend, int single,
     setenv("PDEJIT_TBLOCK_K", v, 1);
     snprintf(v, sizeof v, "%d", rows);
     setenv("PDEJIT_TBLOCK_ROWS", v, 1);
+    snprintf(v, sizeof v, "%d", launch_rows);
+    setenv("PDEJIT_TBLOCK_LAUNCH", v, 1);
     engine_options o = {.single = single, .threads = threads, .seed = 7};
     engine *e = engine_create(engine_backend(backend), p, &o, NULL, err, sizeof err);
     unsetenv("PDEJIT_TBLOCK");
     unsetenv("PDEJIT_TBLOCK_K");
     unsetenv("PDEJIT_TBLOCK_ROWS");
+    unsetenv("PDEJIT_TBLOCK_LAUNCH");
     if (!e) fail_msg("%s back end: %s", backend, err);
     engine_set_params(e, sets);
     if (engine_init(e, err, sizeof err) < 0) fail_msg("%s: %s", backend, err);
@@ -39,11 +46,13 @@ static engine *make_engine(const pj_program *p, const char *backend, int single,
 
 /* `steps` steps of p one at a time and with blocks of k steps in bands of `rows` rows: the
  * fields, time and step count equal to the bit. Returns 1 when the blocked engine did block. */
+static int blocked_threads = 2;
+
 static int blocked_equals_stepped(const pj_program *p, const char *label, const char *sets, const char *backend,
                                   int single, int k, int rows, int64_t steps)
 {
     engine *ref = make_engine(p, backend, single, 1, sets, "off", 0, 0);
-    engine *e = make_engine(p, backend, single, 2, sets, "on", k, rows);
+    engine *e = make_engine(p, backend, single, blocked_threads, sets, "on", k, rows);
     double dt = p->dt > 0 ? p->dt : 1e-3;
     char err[1024];
     for (int64_t i = 0; i < steps; i++)
@@ -60,8 +69,9 @@ static int blocked_equals_stepped(const pj_program *p, const char *label, const 
             fail_msg("%s", err);
         for (int64_t c = 0; c < n; c++)
             if (memcmp(&a[c], &b[c], sizeof a[c]))
-                fail_msg("%s (%s, %s, k %d, rows %d): field %s cell %lld: stepped %.17g, blocked %.17g", label, backend,
-                         single ? "single" : "double", k, rows, p->field_names[f], (long long)c, a[c], b[c]);
+                fail_msg("%s (%s, %s, k %d, rows %d, launch %d, %d threads): field %s cell %lld: stepped "
+                         "%.17g, blocked %.17g",
+                         label, backend, single ? "single" : "double", k, rows, launch_rows, blocked_threads, p->field_names[f], (long long)c, a[c], b[c]);
     }
     free(a);
     free(b);
@@ -111,6 +121,42 @@ static void samples_blocked_equal(void **state)
     assert_int_equal(blocked, runs);
 }
 
+/* Several rows per launch: launches that end at a band's edge, at the ring's wrap and (periodic)
+ * at the mesh's, odd row counts, more rows per launch than a band has, on 1 and 2 threads: still
+ * the stepped state to the bit. */
+static void launches_blocked_equal(void **state)
+{
+    (void)state;
+    test_case *cases;
+    int n = test_cases(&cases);
+    /* {k, band rows, rows per launch} */
+    static const int cfg[][3] = {{3, 5, 2}, {4, 7, 3}, {2, 3, 5}, {3, 11, 4}, {2, 9, 16}};
+    int blocked = 0, runs = 0;
+    for (int i = 0; i <= n; i++) {
+        const char *name = i < n ? cases[i].name : "noise", *text = i < n ? cases[i].text : prob_noise;
+        pj_program *p = compile_named(name, text);
+        if (PJ_SCHEME_IMPLICIT(p->scheme) || p->dim < 2) {
+            program_free(p);
+            continue;
+        }
+        for (size_t c = 0; c < sizeof cfg / sizeof *cfg; c++) {
+            launch_rows = cfg[c][2];
+            blocked_threads = 1 + (int)((c + (size_t)i) % 2);
+            const char *backend = (c + (size_t)i / 2) % 2 ? "cpu" : "interp";
+            blocked += blocked_equals_stepped(p, name, i < n ? cases[i].sets : NULL, backend, (int)(c == 4),
+                                              cfg[c][0], cfg[c][1], 13);
+            runs++;
+        }
+        program_free(p);
+    }
+    launch_rows = 0;
+    blocked_threads = 2;
+    test_cases_free(cases, n);
+    print_message("%d of %d runs blocked\n", blocked, runs);
+    assert_true(runs >= 30);
+    assert_int_equal(blocked, runs);
+}
+
 static void random_problems_blocked_equal(void **state)
 {
     (void)state;
@@ -150,6 +196,33 @@ static void auto_keeps_small_states(void **state)
     assert_int_equal(engine_block_steps(e, 100), 3);
     assert_int_equal(engine_block_steps(e, 2), 2);
     assert_int_equal(engine_block_steps(e, 1), 1);
+    engine_destroy(e);
+    program_free(p);
+}
+
+/* Auto blocks where a thread's share of the state exceeds 8 second-level caches (or the whole state
+ * the last-level cache): a mesh of 1.5 times that on one thread is blocked there, and on two
+ * threads (each with half of it) only when it exceeds the last-level cache. */
+static void auto_blocks_beyond_the_l2(void **state)
+{
+    (void)state;
+    double l2 = (double)sim_cache_bytes(2), llc = (double)sim_cache_bytes(0);
+    const int nx = 256;
+    int ny = (int)(1.5 * 8 * l2 / (2.0 * 8 * (nx + 2))); /* two buffers of doubles, rows with ghosts */
+    char text[512];
+    snprintf(text, sizeof text,
+             "mesh grid(nx = %d, ny = %d)\nfield u = x*y\neq dt(u) = 0.1*lap(u)\nperiodic x, y\n"
+             "time dt = 0.001, steps = 4, scheme = euler\n",
+             nx, ny);
+    pj_program *p = compile_named("auto", text);
+    engine *e = make_engine(p, "interp", 0, 1, NULL, "auto", 0, 0);
+    assert_true(engine_block_steps(e, 100) > 1);
+    engine_destroy(e);
+    e = make_engine(p, "interp", 0, 2, NULL, "auto", 0, 0);
+    int64_t k = engine_block_steps(e, 100);
+    print_message("L2 %.0f KiB, LLC %.0f MiB, %d rows: 1 thread blocked, 2 threads %lld steps per sweep\n", l2 / 1024,
+                  llc / 1048576, ny, (long long)k);
+    if (2.0 * 8 * (nx + 2) * (ny + 2) <= llc) assert_int_equal(k, 1);
     engine_destroy(e);
     program_free(p);
 }
@@ -267,8 +340,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(samples_blocked_equal),
+        cmocka_unit_test(launches_blocked_equal),
         cmocka_unit_test(random_problems_blocked_equal),
         cmocka_unit_test(auto_keeps_small_states),
+        cmocka_unit_test(auto_blocks_beyond_the_l2),
         cmocka_unit_test(run_outputs_equal),
         cmocka_unit_test(nonfinite_found_after_the_block),
     };
