@@ -873,7 +873,8 @@ static PetscErrorCode symmetric_defaults(implicit_solver *q, PetscOptions o, SNE
 
 /* The linear solve of an adaptive step to the step's accuracy (step_tolerance): for a linear problem
  * solved by one CG solve a step (SNESKSPONLY), with the step controller's tolerances, unless the
- * options name the linear solve's own tolerance or norm (-ksp_atol, -ksp_rtol, -ksp_norm_type). */
+ * options (or the solver statement's rtol, atol) name a tolerance or the norm (-ksp_atol, -ksp_rtol,
+ * -ksp_norm_type, -snes_rtol, -snes_atol). */
 static PetscErrorCode step_tolerance_defaults(implicit_solver *q, PetscOptions o, SNES snes)
 {
     KSP ksp;
@@ -882,8 +883,8 @@ static PetscErrorCode step_tolerance_defaults(implicit_solver *q, PetscOptions o
     PetscInt maxit;
     PetscCall(PetscObjectTypeCompare((PetscObject)snes, SNESKSPONLY, &ksponly));
     if (!ksponly) return 0;
-    const char *names[] = {"-ksp_atol", "-ksp_rtol", "-ksp_norm_type"};
-    for (int i = 0; i < 3; i++) {
+    const char *names[] = {"-ksp_atol", "-ksp_rtol", "-ksp_norm_type", "-snes_rtol", "-snes_atol"};
+    for (int i = 0; i < 5; i++) {
         PetscCall(PetscOptionsHasName(o, NULL, names[i], &set));
         if (set) return 0;
     }
