@@ -505,6 +505,60 @@ static void linear_problem_assembles_its_jacobian_once(void **state)
     assert_true(diff_every <= 1e-14 * top);
 }
 
+/* 2D heat from a wall (u = 1 on the left, 64 x 64 cells), bdf2 with adapt = 1e-4 to t = 0.02, `coef`
+ * times lap(u), with these solver options: the final u, the solver's counts. */
+static void wall_heat_adaptive(const char *coef, const char *options, double *u, pj_solver_stats *st)
+{
+    char src[512];
+    snprintf(src, sizeof src, "mesh grid(nx = 64, ny = 64)\nfield u = 0\neq dt(u) = %s*lap(u)\non left: u = 1\n"
+             "time dt = 1e-6, until = 0.02, scheme = bdf2, adapt = 1e-4\n", coef);
+    api_sim a = api_sim_start("w.pde", src, options);
+    char err[512];
+    pj_status rc = pj_sim_advance(a.sim, 0.02, 0.02, err, sizeof err);
+    if (rc) fprintf(stderr, "%s\n", err);
+    assert_int_equal(rc, PJ_OK);
+    api_sim_end(&a, u, st);
+}
+
+/* Under adapt, a linear problem's CG solve stops at a tenth of the step controller's tolerance
+ * (Varah's bound, step_tolerance) instead of Newton's 1e-8 reduction: fewer linear iterations, the
+ * same steps, and the same answer within the tolerance's tenth per step. And a Jacobian assembled
+ * once is shifted on its diagonal only at every step: under adapt the shift changes at every step,
+ * and the answer is the one of assembling, negating and shifting the whole matrix at each (a
+ * coefficient that reads t but is 1 to the last bit), to rounding. */
+static void adaptive_linear_solve_to_the_step_accuracy(void **state)
+{
+    (void)state;
+    enum { N = 64 * 64 };
+    static double def[N], tight[N], once[N], every[N];
+    pj_solver_stats a, b, c, d;
+    wall_heat_adaptive("1", NULL, def, &a);
+    wall_heat_adaptive("1", "-ksp_rtol 1e-8", tight, &b); /* a tolerance named: Newton's rule */
+    double diff = 0, top = 0;
+    for (int i = 0; i < N; i++) {
+        diff = fmax(diff, fabs(def[i] - tight[i]));
+        top = fmax(top, fabs(tight[i]));
+    }
+    printf("wall heat, bdf2 adapt 1e-4: %lld steps, %lld linear iterations; with -ksp_rtol 1e-8: %lld steps, %lld "
+           "linear iterations; max |u - u_tight| = %.3g (max |u| %.3g)\n", (long long)a.steps, (long long)a.linear,
+           (long long)b.steps, (long long)b.linear, diff, top);
+    assert_int_equal(a.steps, b.steps);
+    assert_true(a.linear < 0.6 * b.linear);
+    assert_true(diff <= 0.1 * 1e-4 * top);
+    assert_true(top > 0.5);
+
+    wall_heat_adaptive("1", "-ksp_type cg -pc_type icc -ksp_rtol 1e-10", once, &c);
+    wall_heat_adaptive("(1 + 1e-300*t)", "-ksp_type cg -pc_type icc -ksp_rtol 1e-10", every, &d);
+    diff = 0;
+    for (int i = 0; i < N; i++) diff = fmax(diff, fabs(once[i] - every[i]));
+    printf("  Jacobian assembled once, shifted on its diagonal: %lld Jacobians, %lld steps; assembled at every step: "
+           "%lld Jacobians; max |u - u_every| = %.3g\n", (long long)c.jacobians, (long long)c.steps, (long long)d.jacobians, diff);
+    assert_int_equal(c.jacobians, 1);
+    assert_true(d.jacobians >= d.steps);
+    assert_int_equal(c.steps, d.steps);
+    assert_true(diff <= 1e-14 * top);
+}
+
 /* A nonlinear problem assembles its Jacobian at every Newton iteration. */
 static void nonlinear_problem_assembles_at_every_iteration(void **state)
 {
@@ -898,6 +952,7 @@ int main(void)
         cmocka_unit_test(interp_and_cpu_agree),
         cmocka_unit_test(what_the_jacobian_reads),
         cmocka_unit_test(linear_problem_assembles_its_jacobian_once),
+        cmocka_unit_test(adaptive_linear_solve_to_the_step_accuracy),
         cmocka_unit_test(nonlinear_problem_assembles_at_every_iteration),
         cmocka_unit_test(symmetric_jacobian_gets_cg),
         cmocka_unit_test(diagonal_update_equals_assembly),
