@@ -6,11 +6,12 @@
 #                                        (default BUILD=build, which must hold libpdejit_core.a of
 #                                        a build without PETSc, which the GPU machine lacks:
 #                                        cmake -S . -B build-gpu -DPJ_WITH_PETSC=OFF):
-#                                        test_gpu, test_cuda and gpu_bench linked without LLVM,
+#                                        test_gpu, test_cuda and gpu_bench with LLVM static,
 #                                        xxhash/png/zlib/libgomp static, libcmocka copied beside
-#                                        them (lib/, found through the rpath). About 3 MB: carry it,
-#                                        with BUILD/pdejit (strip it: ~40 MB) for the command tests.
-#   bench/gpu-check.sh [BUILD]           there (no cmake, LLVM or compiler needed): runs the GPU
+#                                        them (lib/, found through the rpath), packed with BUILD/pdejit
+#                                        into BUILD/gpu.tar.xz (~15 MB; ~3 min): carry that file.
+#   bench/gpu-check.sh [BUILD]           there (no cmake, LLVM or compiler needed): unpacks the archive
+#                                        when BUILD/gpu/ is not there, runs the GPU
 #                                        tests and the benchmark, writes $OUT/gpu-report.md (OUT
 #                                        defaults to ./gpu-out) and the raw logs beside it.
 #
@@ -19,6 +20,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
+TEST_BINARY=/tmp/pdejit-gpu-check/pdejit # the command as test_gpu and test_cuda know it
 
 if [ "${1:-}" = "--build" ]; then
     BUILD=${2:-build}
@@ -38,29 +40,59 @@ if [ "${1:-}" = "--build" ]; then
     [ -f "$GOMP" ] || GOMP=-lgomp
     CFLAGS="-std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Icompiler -Iruntime -Igrammar -I$BUILD -isystem $CUDA_INC"
     LIBS="$LIB $(static_or xxhash) $(static_or png16) $(static_or z) $GOMP -lm -ldl -lpthread"
+    # the tests also run the CPU back end (the oracle beside the GPU): LLVM linked statically, as
+    # in the pdejit command, and the shared case table (solve.c, randexpr.c) as under ctest
+    LLVM_CONFIG=$(command -v llvm-config-14 || command -v llvm-config)
+    LLVM_LIBS="-L$($LLVM_CONFIG --libdir) $($LLVM_CONFIG --link-static --libs core orcjit native passes) $($LLVM_CONFIG --link-static --system-libs | sed 's|[^ ]*libz3\.so||') -lstdc++"
     set -e
     for t in test_gpu test_cuda; do
-        # the tests run in tests/: the command is ../BUILD/pdejit (carry it too: strip it first)
-        gcc $CFLAGS -DPJ_SOURCE_DIR='".."' -DPJ_BINARY="\"../$BUILD/pdejit\"" -o "$DEST/$t" tests/$t.c tests/testutil.c $LIBS -lcmocka \
-            -Wl,-rpath,'$ORIGIN/lib'
+        # the tests run in tests/ and start the command from other folders: an absolute path that
+        # the run below links to BUILD/pdejit (wherever the repository lies there)
+        gcc $CFLAGS -DPJ_SOURCE_DIR='".."' -DPJ_BINARY="\"$TEST_BINARY\"" -o "$DEST/$t" tests/$t.c tests/testutil.c \
+            tests/solve.c tests/randexpr.c $LIBS $LLVM_LIBS -lcmocka -Wl,-rpath,'$ORIGIN/lib'
+        strip --strip-debug "$DEST/$t"
     done
-    gcc $CFLAGS -o "$DEST/gpu_bench" bench/gpu_bench.c $LIBS -Wl,-rpath,'$ORIGIN/lib'
+    gcc $CFLAGS -o "$DEST/gpu_bench" bench/gpu_bench.c $LIBS $LLVM_LIBS -Wl,-rpath,'$ORIGIN/lib'
     cp -L "$(gcc -print-file-name=libcmocka.so.0 | grep / || echo $ARCH/libcmocka.so.0)" "$DEST/lib/" 2>/dev/null ||
         cp -L "$ARCH/libcmocka.so.0" "$DEST/lib/"
     set +e
-    ls -la "$DEST" "$DEST/lib"
-    du -sh "$DEST"
-    echo "gpu-check: built $DEST; on the GPU machine: bench/gpu-check.sh $BUILD (carry $DEST)"
+    # One archive to carry (the device's carry limit is 64 MiB, and each binary holds ~40 MB of the
+    # same LLVM): xz -9's 64 MiB window stores that LLVM about once, ~15 MB in all (2-3 min here).
+    STAGE=$(mktemp -d /tmp/pdejit-gpupack.XXXXXX)
+    mkdir -p "$STAGE/gpu/lib"
+    cp "$DEST"/test_gpu "$DEST"/test_cuda "$DEST"/gpu_bench "$STAGE/gpu/"
+    cp "$DEST"/lib/* "$STAGE/gpu/lib/"
+    # the shared libraries beyond glibc the binaries ask for (the run below puts lib/ on
+    # LD_LIBRARY_PATH, so the pdejit command the tests start finds them too)
+    for so in $(ldd "$BUILD/pdejit" "$DEST/test_gpu" 2>/dev/null | awk '/=> \// {print $3}' | sort -u); do
+        case $(basename "$so") in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libgcc_s.so*) ;;
+        *) cp -L "$so" "$STAGE/gpu/lib/" ;; esac
+    done
+    strip "$STAGE"/gpu/test_gpu "$STAGE"/gpu/test_cuda "$STAGE"/gpu/gpu_bench
+    [ -x "$BUILD/pdejit" ] && { cp "$BUILD/pdejit" "$STAGE/"; strip "$STAGE/pdejit"; }
+    tar -C "$STAGE" -cf - gpu $([ -f "$STAGE/pdejit" ] && echo pdejit) | xz -9 -T1 >"$BUILD/gpu.tar.xz" ||
+        { echo "gpu-check: packing $BUILD/gpu.tar.xz failed"; rm -rf "$STAGE"; exit 1; }
+    rm -rf "$STAGE"
+    ls -la "$DEST" "$DEST/lib" "$BUILD/gpu.tar.xz"
+    echo "gpu-check: built $DEST and $BUILD/gpu.tar.xz (it, with pdejit stripped);"
+    echo "  on the GPU machine: carry $BUILD/gpu.tar.xz and run bench/gpu-check.sh $BUILD (it unpacks it)"
     exit 0
 fi
 
 BUILD=${1:-build}
 case $BUILD in /*) G=$BUILD/gpu ;; *) G=$ROOT/$BUILD/gpu ;; esac
+if [ ! -x "$G/test_gpu" ] && [ -f "$BUILD/gpu.tar.xz" ]; then # the carried archive of --build
+    tar -C "$BUILD" -xJf "$BUILD/gpu.tar.xz" 2>/dev/null ||
+        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' "$BUILD/gpu.tar.xz" "$BUILD" ||
+        echo "gpu-check: could not unpack $BUILD/gpu.tar.xz (no xz, no python3)"
+fi
 OUTDIR=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUTDIR"
 REPORT=$OUTDIR/gpu-report.md
 : >"$REPORT"
 FAILED=""
+export LD_LIBRARY_PATH=$G/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p "$(dirname "$TEST_BINARY")" && ln -sf "$(cd "$(dirname "$BUILD/pdejit")" && pwd)/pdejit" "$TEST_BINARY"
 note() { echo "$*" | tee -a "$REPORT"; }
 export PDEJIT_CACHE_DIR=$(mktemp -d /tmp/pdejit-gpucheck-cache.XXXXXX)
 START=$(date +%s)
