@@ -6,8 +6,8 @@
  *
  *   rows [a - R, b + R) of slot 0 stream in (R = Q * H; a periodic last axis wraps, a mesh side
  *   with a condition clips the range) through rings of W = Q*H + 2H + r + 1 rows per buffer,
- *   which stay in the second-level cache, r rows at a time; as rows [p, p + r) come in, stage
- *   run q computes rows [p - (q+1)H, p + r - (q+1)H) (the rows its stencil reads were computed
+ *   which stay in the second-level cache (wide 2D rows: the last-level cache), r rows at a time;
+ *   as rows [p, p + r) come in, stage run q computes rows [p - (q+1)H, p + r - (q+1)H) (the rows its stencil reads were computed
  *   by run q-1 at this or an earlier position), one launch per run of consecutive planes (a
  *   launch ends where the ring or a periodic mesh wraps), after the ghost cells of its read rows
  *   are filled as sim_fill_ghosts fills them (x, and y in 3D, a run of rows per call; at a mesh side the side's rule over the rows there, in
@@ -35,6 +35,12 @@
 
 #define TB_ALIGN 64
 #define TB_MAX_K 32
+/* Wide 2D rows (fewer than TB_MIN_K_L2 steps fit in the L2's rings): the rings sized from
+   TB_LLC_SHARE of the last-level cache's share per thread instead. From the L3 a blocked sweep
+   still reads its rings faster than one step per sweep streams the state from DRAM, and K
+   steps divide the DRAM traffic by K: 8192² here, K 4 -> 32, 1.5x (docs/performance.md). */
+#define TB_MIN_K_L2 8
+#define TB_LLC_SHARE 0.25
 /* Auto: blocked when a thread's share of the state exceeds TB_L2_TIMES second-level caches, or
    the state the last-level cache. A blocked sweep computes from the L2 at the kernel's speed;
    one step per sweep streams each thread's share from the L3 (or DRAM) once per step. */
@@ -119,7 +125,8 @@ static int tb_applies(const sim *s)
 /* The steps per sweep, rows per band and rows per launch for a block of at most n steps: 0 when
  * blocking does not apply or pay. Rows per launch: enough for TB_LAUNCH_CELLS cells (at most
  * TB_LAUNCH_MAX). A thread's rings hold nbuf * (K*S*H + 4H + r + 1) planes: K is the most that
- * fit in 3/4 of its second-level cache (at most TB_MAX_K); one band per thread, K smaller when
+ * fit in 3/4 of its second-level cache (at most TB_MAX_K; 2D rows too wide for TB_MIN_K_L2 steps
+ * there: in TB_LLC_SHARE of its share of the last-level cache); one band per thread, K smaller when
  * a band would recompute more than an eighth of its rows. Auto: see TB_L2_TIMES. */
 static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch)
 {
@@ -145,6 +152,11 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch)
     if (!K) {
         double planes = (double)sim_cache_bytes(2) * 0.75 / (plane * nbuf);
         K = (int)((planes - 4 * H - 2 - (double)(r - 1)) / (S * H));
+        if (K < TB_MIN_K_L2 && p->dim == 2) { /* wide rows: the rings from the LLC's share */
+            double llc = (double)sim_cache_bytes(0) * TB_LLC_SHARE / (s->threads > 1 ? s->threads : 1);
+            int k3 = (int)((llc / (plane * nbuf) - 4 * H - 2 - (double)(r - 1)) / (S * H));
+            if (k3 > K) K = k3;
+        }
         if (K > TB_MAX_K) K = TB_MAX_K;
     }
     if (K > n) K = (int)n;

@@ -227,6 +227,33 @@ static void auto_blocks_beyond_the_l2(void **state)
     program_free(p);
 }
 
+/* Rows too wide for 8 steps in the L2's rings (2D): the rings are sized from a quarter of the
+ * last-level cache's share per thread instead, so a sweep still takes 16 steps or more where
+ * that share holds them (8192² here: 32 instead of 4); a cache too small for that keeps the
+ * L2's few. */
+static void wide_rows_ring_in_the_llc(void **state)
+{
+    (void)state;
+    double l2 = (double)sim_cache_bytes(2), llc = (double)sim_cache_bytes(0);
+    int nx = (int)(0.75 * l2 / (2.0 * 8 * 12)) - 2; /* 12 rows of two buffers fill 3/4 of the L2 */
+    double row = 2.0 * 8 * (nx + 2);
+    char text[512];
+    snprintf(text, sizeof text,
+             "mesh grid(nx = %d, ny = 512)\nfield u = x*y\neq dt(u) = 0.1*lap(u)\nperiodic x, y\n"
+             "time dt = 0.001, steps = 4, scheme = euler\n",
+             nx);
+    pj_program *p = compile_named("wide", text);
+    engine *e = make_engine(p, "interp", 0, 1, NULL, "on", 0, 0);
+    int64_t k = engine_block_steps(e, 100);
+    print_message("L2 %.0f KiB, LLC %.0f MiB, rows of %d cells: %lld steps per sweep\n", l2 / 1024, llc / 1048576, nx,
+                  (long long)k);
+    /* the L2 alone would give 12 planes less 4H + 2 + r - 1 (r = 3 rows per launch here): 5 */
+    if (llc / 4 >= row * (16 + 4 + 2 + 16)) assert_true(k >= 16); /* r is at most 16 */
+    assert_true(k >= 2 && k <= 32);
+    engine_destroy(e);
+    program_free(p);
+}
+
 /* The run loop: outputs and monitors at times that fall inside blocks, and the end, are the same
  * files to the byte with blocking forced on as with it off. */
 static void run_outputs_equal(void **state)
@@ -344,6 +371,7 @@ int main(void)
         cmocka_unit_test(random_problems_blocked_equal),
         cmocka_unit_test(auto_keeps_small_states),
         cmocka_unit_test(auto_blocks_beyond_the_l2),
+        cmocka_unit_test(wide_rows_ring_in_the_llc),
         cmocka_unit_test(run_outputs_equal),
         cmocka_unit_test(nonfinite_found_after_the_block),
     };
