@@ -1541,13 +1541,18 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
             goto done;
         }
 attributes:; /* (a label before a declaration: C11 wants a statement) */
-    /* 512-bit vectors wherever the host has AVX-512, whatever width the host's tuning prefers
-       (LLVM tunes Intel cores from Ice Lake on for 256 bits): the loops are bound by their
-       floating-point operations (15 per cell for a 2D reaction-diffusion step, no contraction in
-       strict mode), which 8 lanes halve; 256² on one thread 1.53 -> 2.08 Gcups on this Xeon.
-       A kernel that calls libmvec then calls its widest variant too. */
+    /* 512-bit vectors where the host has AVX-512, whatever width the host's tuning prefers (LLVM
+       tunes Intel cores from Ice Lake on for 256 bits), for 1D and 2D kernels: their loops are
+       bound by their floating-point operations (15 per cell for a 2D reaction-diffusion step, no
+       contraction in strict mode), which 8 lanes halve; 256² on one thread 1.53 -> 2.08 Gcups on
+       this Xeon. Not for 3D: the 7-point step on 512x512x128 took 74 against 55 ms a step on one
+       thread at 512 bits (docs/performance.md, "Peers again"); 256³ was level. A kernel that
+       calls libmvec calls its widest variant in any dimension. */
+    int widest = 0;
+    for (int op = 0; op < KIR_N_OPS && g.vm; op++) widest |= used_ops[op] && uses_libmvec(&g, (kir_op)op);
     char prefer[48] = "";
-    if (strstr(features, "+avx512f")) snprintf(prefer, sizeof prefer, " \"prefer-vector-width\"=\"512\"");
+    if ((widest && g.vm->isa[0].isa == 'e') || (dim < 3 && strstr(features, "+avx512f")))
+        snprintf(prefer, sizeof prefer, " \"prefer-vector-width\"=\"512\"");
     sb_printf(b, "attributes #0 = { nounwind \"target-cpu\"=\"%s\" \"target-features\"=\"%s\"%s }\n",
               cpu, features, prefer);
     sb_printf(b, "attributes #1 = { nounwind readnone willreturn }\n");
