@@ -528,6 +528,22 @@ static pj_status device_eval(pj_term *t, const double *const *inputs, double tim
     return PJ_OK;
 }
 
+/* derive.c's Jacobian of the term's rhs kernel, with *entry the index of its output d term / d
+ * input f at the cell itself (-1: the term does not read f there). The CPU and device paths share it. */
+static kir_kernel *cell_jacobian(const pj_term *t, int f, int *entry, char *err, size_t err_len)
+{
+    derive_entry *entries = NULL;
+    int n = 0;
+    kir_kernel *k = derive_jacobian(t->p->rhs, &entries, &n, err, err_len);
+    *entry = -1;
+    for (int i = 0; k && i < n; i++)
+        if (entries[i].out_field == t->n_inputs && entries[i].field == f && entries[i].slot == 0 &&
+            !entries[i].off[0] && !entries[i].off[1] && !entries[i].off[2])
+            *entry = i;
+    free(entries);
+    return k;
+}
+
 /* d term / d input f at the cell, on the device: derive.c's Jacobian of the rhs kernel as one more
  * kernel of the cuda_sim (compiled on first use), its wanted output into dscratch[0], the others
  * into dscratch[1], then dscratch[0]'s interior to out. */
@@ -537,16 +553,8 @@ static pj_status device_jacobian(pj_term *t, int f, const double *const *inputs,
     term_jac *j = &t->jac[f];
     char e[512] = "";
     if (!j->gpu_kernel) {
-        derive_entry *entries = NULL;
-        int n = 0;
-        kir_kernel *k = derive_jacobian(t->p->rhs, &entries, &n, err, err_len);
+        kir_kernel *k = cell_jacobian(t, f, &j->entry, err, err_len);
         if (!k) return PJ_ERR_BACKEND;
-        j->entry = -1;
-        for (int i = 0; i < n; i++)
-            if (entries[i].out_field == t->n_inputs && entries[i].field == f && entries[i].slot == 0 &&
-                !entries[i].off[0] && !entries[i].off[1] && !entries[i].off[2])
-                j->entry = i;
-        free(entries);
         int idx = -1;
         if (k->n_slots > t->p->n_slots || k->n_fields != t->p->n_fields)
             snprintf(e, sizeof e, "the Jacobian kernel reads %d slots, the term has %d", k->n_slots, t->p->n_slots);
@@ -724,23 +732,14 @@ static pj_status prepare_jacobian(pj_term *t, int f, char *err, size_t err_len)
 {
     term_jac *j = &t->jac[f];
     if (j->cpu) return PJ_OK;
-    derive_entry *entries = NULL;
-    int n = 0;
-    kir_kernel *k = derive_jacobian(t->p->rhs, &entries, &n, err, err_len);
+    kir_kernel *k = cell_jacobian(t, f, &j->entry, err, err_len);
     if (!k) return PJ_ERR_BACKEND;
     if (k->n_slots > t->p->n_slots || k->n_fields != t->p->n_fields) { /* it reads the sim's buffers */
-        free(entries);
         kir_free(k);
         diag_set(err, err_len, "pj_term_jacobian: the Jacobian kernel reads %d slots, the term has %d", k->n_slots,
                  t->p->n_slots);
         return PJ_ERR_BACKEND;
     }
-    j->entry = -1;
-    for (int e = 0; e < n; e++)
-        if (entries[e].out_field == t->n_inputs && entries[e].field == f && entries[e].slot == 0 &&
-            !entries[e].off[0] && !entries[e].off[1] && !entries[e].off[2])
-            j->entry = e;
-    free(entries);
     /* a program whose one stage is the Jacobian kernel, for the CPU back end and its cache */
     pj_program jp = *t->p;
     pj_stage stage = {k, 0, 0};

@@ -17,6 +17,7 @@
  *
  * The oracle is one reference evaluator below, written from kir.h, not from the codegen. */
 #include "testutil.h"
+#include "gpu_emu/cuda_on_host.h"
 #include "cuda_codegen.h"
 #include "cuda_driver.h"
 #include "philox.h"
@@ -547,17 +548,7 @@ typedef struct runner {
 } runner;
 
 static const char emu_prelude[] =
-    "// host emulation of the few CUDA names pdejit's generated code uses\n"
-    "#include <math.h>\n#include <string.h>\n"
-    "#define __global__\n#define __device__\n#define __forceinline__ inline\n"
-    "struct pj_dim3 { unsigned x, y, z; };\n"
-    "static pj_dim3 blockIdx, blockDim, threadIdx;\n"
-    "static inline long long __double_as_longlong(double d) { long long r; memcpy(&r, &d, 8); return r; }\n"
-    "static inline double __longlong_as_double(long long v) { double r; memcpy(&r, &v, 8); return r; }\n"
-    "static inline int __float_as_int(float f) { int r; memcpy(&r, &f, 4); return r; }\n"
-    "static inline float __int_as_float(int v) { float r; memcpy(&r, &v, 4); return r; }\n"
-    "static inline long long atomicMin(long long *p, long long v) { long long o = *p; if (v < o) *p = v; return o; }\n"
-    "static inline int atomicExch(int *p, int v) { int o = *p; *p = v; return o; }\n"
+    "// host emulation of the few CUDA names pdejit's generated code uses\n" PJ_CUDA_ON_HOST_PRELUDE
     "#line 1 \"generated.cu\"\n";
 
 static const char emu_runner[] =

@@ -20,6 +20,7 @@
  *                                       (skipped without a C++ compiler)
  *   refuses_other_kernels               an init kernel, an unverifiable kernel */
 #include "testutil.h"
+#include "gpu_emu/cuda_on_host.h"
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -797,16 +798,7 @@ static void rhs_kernels_through_every_back_end(void **state)
 }
 
 /* The CUDA C of a kernel runs on the host: CUDA's built-ins as C++, one call per thread. */
-static const char cuda_on_host_prelude[] =
-    "#include <math.h>\n#include <string.h>\n#define __global__\n#define __device__\n"
-    "#define __forceinline__ inline\nstruct pj_dim3 { unsigned x, y, z; };\n"
-    "static pj_dim3 blockIdx, blockDim, threadIdx;\n"
-    "static inline long long __double_as_longlong(double d) { long long r; memcpy(&r, &d, 8); return r; }\n"
-    "static inline double __longlong_as_double(long long v) { double r; memcpy(&r, &v, 8); return r; }\n"
-    "static inline int __float_as_int(float f) { int r; memcpy(&r, &f, 4); return r; }\n"
-    "static inline float __int_as_float(int v) { float r; memcpy(&r, &v, 4); return r; }\n"
-    "static inline int atomicExch(int *p, int v) { int o = *p; *p = v; return o; }\n"
-    "#line 1 \"jacobian.cu\"\n";
+static const char cuda_on_host_prelude[] = PJ_CUDA_ON_HOST_PRELUDE "#line 1 \"jacobian.cu\"\n";
 static const char cuda_on_host_runner[] =
     "\nextern \"C\" void pj_run(const void *arg, const unsigned *g, const unsigned *b)\n"
     "{\n    pj_args a;\n    memcpy(&a, arg, sizeof a);\n    blockDim = {b[0], b[1], b[2]};\n"

@@ -127,6 +127,15 @@ def _device_pointer(term, what, x, count, shapes, writable, typestr=None):
     return ptr
 
 
+def _check_names(term, kwargs):
+    """The inputs of a call are exactly the term's fields (host and device calls alike)."""
+    missing = [f for f in term.fields if f not in kwargs]
+    extra = [k for k in kwargs if k not in term.fields]
+    if missing or extra:
+        raise InputError("%s: needs the inputs %s%s" % (term._what, ", ".join(term.fields),
+                                                         "; unknown: " + ", ".join(extra) if extra else ""))
+
+
 class _Inputs:
     """Checks and converts the keyword arrays of a call into C pointers (copies only arrays that
     are not C-contiguous float64)."""
@@ -144,11 +153,7 @@ class _Inputs:
 
     @staticmethod
     def inputs(term, kwargs):
-        missing = [f for f in term.fields if f not in kwargs]
-        extra = [k for k in kwargs if k not in term.fields]
-        if missing or extra:
-            raise InputError("%s: needs the inputs %s%s" % (term._what, ", ".join(term.fields),
-                                                             "; unknown: " + ", ".join(extra) if extra else ""))
+        _check_names(term, kwargs)
         arrays = []
         for f in term.fields:
             a = np.ascontiguousarray(kwargs[f], dtype=np.float64)
@@ -201,11 +206,7 @@ class _DeviceInputs:
 
     @staticmethod
     def inputs(term, kwargs):
-        missing = [f for f in term.fields if f not in kwargs]
-        extra = [k for k in kwargs if k not in term.fields]
-        if missing or extra:
-            raise InputError("%s: needs the inputs %s%s" % (term._what, ", ".join(term.fields),
-                                                             "; unknown: " + ", ".join(extra) if extra else ""))
+        _check_names(term, kwargs)
         first = _device_interface(kwargs[term.fields[0]])
         typestr = first.get("typestr") if isinstance(first, dict) else None
         typestr = typestr if typestr in ("<f8", "<f4") else None

@@ -7,18 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cuda_on_host.h"
 typedef int nvrtcResult;
 typedef struct prog { char *src, *name, *log; unsigned char *img; size_t len; } *nvrtcProgram;
-static const char prelude[] =
-  "#include <math.h>\n#include <string.h>\n#define __global__\n#define __device__\n"
-  "#define __forceinline__ inline\nstruct pj_dim3 { unsigned x, y, z; };\n"
-  "static pj_dim3 blockIdx, blockDim, threadIdx;\n"
-  "static inline long long __double_as_longlong(double d) { long long r; memcpy(&r, &d, 8); return r; }\n"
-  "static inline double __longlong_as_double(long long v) { double r; memcpy(&r, &v, 8); return r; }\n"
-  "static inline int __float_as_int(float f) { int r; memcpy(&r, &f, 4); return r; }\n"
-  "static inline float __int_as_float(int v) { float r; memcpy(&r, &v, 4); return r; }\n"
-  "static inline long long atomicMin(long long *p, long long v) { long long o = *p; if (v < o) *p = v; return o; }\n"
-  "static inline int atomicExch(int *p, int v) { int o = *p; *p = v; return o; }\n";
+static const char prelude[] = PJ_CUDA_ON_HOST_PRELUDE;
 static const char runner[] =
   "\ntemplate <class T> static void pj_emu(void (*f)(T), const void *arg, const unsigned *g, const unsigned *b)\n"
   "{ T a; memcpy(&a, arg, sizeof a); blockDim = {b[0], b[1], b[2]};\n"
