@@ -174,6 +174,12 @@ static size_t cache_level_bytes(int want)
         if (fscanf(f, "%d", &level) != 1) level = 0;
         fclose(f);
         if (want && level != want) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if ((f = fopen(path, "r"))) { /* an instruction cache holds no data */
+            int instruction = fgets(text, sizeof text, f) && !strncmp(text, "Instruction", 11);
+            fclose(f);
+            if (instruction) continue;
+        }
         snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
         f = fopen(path, "r");
         if (!f) continue;
@@ -198,16 +204,16 @@ static size_t cache_level_bytes(int want)
         if (v > 0) best = (size_t)v;
     }
 #endif
-    return best ? best : want == 2 ? (size_t)1 << 20 : (size_t)32 << 20;
+    return best ? best : want == 1 ? (size_t)32 << 10 : want == 2 ? (size_t)1 << 20 : (size_t)32 << 20;
 }
 
 size_t sim_cache_bytes(int level)
 {
-    static size_t bytes[4]; /* the same answers every time: asked once */
-    int i = level == 2 ? 1 : 0;
+    static size_t bytes[3]; /* the same answers every time: asked once */
+    int i = level == 1 || level == 2 ? level : 0;
     size_t b = __atomic_load_n(&bytes[i], __ATOMIC_RELAXED);
     if (!b) {
-        b = cache_level_bytes(level == 2 ? 2 : 0);
+        b = cache_level_bytes(i);
         __atomic_store_n(&bytes[i], b, __ATOMIC_RELAXED);
     }
     return b;
@@ -279,10 +285,10 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
        to align cell (0,0,0)'s allocation. */
     size_t bytes = round_up((int64_t)(s->g.elems * s->esz), SIM_ALIGN);
     for (int i = 0; i < s->nbuf; i++) {
-        s->mem[i] = calloc(1, bytes + SIM_ALIGN);
+        s->mem[i] = calloc(1, bytes + SIM_ALIGN + SIM_PAGE);
         if (!s->mem[i]) goto oom;
-        advise_huge(s->mem[i], bytes + SIM_ALIGN);
-        s->buf[i] = (char *)aligned_base(s->mem[i]) + (size_t)s->g.origin_off * s->esz;
+        advise_huge(s->mem[i], bytes + SIM_ALIGN + SIM_PAGE);
+        s->buf[i] = (char *)aligned_base(s->mem[i]) + sim_page_offset(i, s->nbuf) + (size_t)s->g.origin_off * s->esz;
     }
     for (int i = 0; i < p->n_params; i++) s->param[i] = p->param_values ? p->param_values[i] : 0;
     if (p->params_kernel) interp_params(p->params_kernel, s->param, NULL);
@@ -313,6 +319,8 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     sim_set_tblock(s, mode, tk ? atoi(tk) : 0, tr ? atoi(tr) : 0);
     const char *tl = getenv("PDEJIT_TBLOCK_LAUNCH"); /* rows per launch in the rings */
     s->tb_launch = tl && atoi(tl) > 0 ? atoi(tl) : 0;
+    const char *ts = getenv("PDEJIT_TBLOCK_STRIP"); /* cells per strip of a launch: n, or off */
+    s->tb_strip = ts && !strcmp(ts, "off") ? -1 : ts && atoi(ts) > 0 ? atoi(ts) : 0;
     const char *ty = getenv("PDEJIT_TILE_Y"); /* off, auto or rows: forced y tiles */
     sim_set_tiles(s, !ty || !*ty || !strcmp(ty, "auto") ? 0 : !strcmp(ty, "off") ? -1 : atoll(ty) > 0 ? atoll(ty) : -1);
     return s;
@@ -697,7 +705,7 @@ int sim_run_kernel(sim *s, int read_slot, double t, double dt, sim_stage_runner 
 void sim_init(sim *s)
 {
     size_t bytes = round_up((int64_t)(s->g.elems * s->esz), SIM_ALIGN);
-    for (int i = 0; i < s->nbuf; i++) memset(aligned_base(s->mem[i]), 0, bytes);
+    for (int i = 0; i < s->nbuf; i++) memset((char *)s->buf[i] - (size_t)s->g.origin_off * s->esz, 0, bytes);
     s->t = 0;
     s->steps = 0;
     s->L.t = 0;

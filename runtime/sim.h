@@ -60,7 +60,8 @@ int sim_step_n(sim *s, double dt, int64_t n);
  * exceeds 8 second-level caches, or the state the last-level cache), 1 whenever it applies; k
  * steps per sweep and bands of `rows` rows of the last axis (0: chosen by the cache's size).
  * sim_create takes them from $PDEJIT_TBLOCK (off, on, auto), $PDEJIT_TBLOCK_K and
- * $PDEJIT_TBLOCK_ROWS, and the rows per kernel launch from $PDEJIT_TBLOCK_LAUNCH. */
+ * $PDEJIT_TBLOCK_ROWS, the rows per kernel launch from $PDEJIT_TBLOCK_LAUNCH and the cells per
+ * strip of a 2D launch from $PDEJIT_TBLOCK_STRIP (a number, or off). */
 void sim_set_tblock(sim *s, int mode, int k, int rows);
 
 /* Spatial blocking of a 3D stage (sim.c, "y tiles"): each thread's run of z-planes is walked in

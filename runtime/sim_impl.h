@@ -38,6 +38,7 @@ struct sim {
     int tb_mode;           /* -1 off, 0 when it pays, 1 always (tblock.h) */
     int tb_k, tb_rows;     /* forced steps per sweep and rows per band (0: chosen) */
     int tb_launch;         /* forced rows per kernel launch in the rings (0: chosen) */
+    int tb_strip;          /* forced cells per strip of a launch in 2D (0: chosen, -1: whole rows) */
     int64_t tile_mode;     /* y tiles of a 3D stage: -1 off, 0 when they pay, > 0 forced rows */
     int64_t tile_rows;     /* rows per y tile in effect (0: whole planes) */
     int64_t tile_grain;    /* planes: the threads' pieces start at multiples of it */
@@ -63,8 +64,18 @@ sim_fill_span sim_full_span(const sim *s);
 const double *sim_side_coefs(sim *s, int side, double t);
 
 /* Cache sizes in bytes (Linux's description of CPU 0): level 0 the last level (else 32 MiB),
- * level 2 the second (else 1 MiB). */
+ * level 1 the first's data cache (else 32 KiB), level 2 the second (else 1 MiB). */
 size_t sim_cache_bytes(int level);
+
+/* Where buffer i of n starts within a SIM_PAGE: the buffers spread over the page in steps of 64
+ * bytes. A kernel loads from one buffer while its stores into another are in flight; when the
+ * two addresses agree in their low 12 bits the load waits for the store (4K aliasing), and
+ * buffers allocated alike (mmap: page + 16 bytes) would agree all along a row. */
+#define SIM_PAGE 4096
+static inline size_t sim_page_offset(int i, int n)
+{
+    return n > 1 ? (size_t)((int64_t)i * (SIM_PAGE / 64) / n) * 64 : 0;
+}
 
 /* tblock.c */
 void tblock_free(struct tblock *tb);

@@ -18,8 +18,8 @@
 #include "sim_impl.h" /* sim_cache_bytes */
 #include "solve.h"
 
-/* Forced rows per launch for the engines made next (0: chosen). */
-static int launch_rows;
+/* Forced rows per launch and cells per strip of a launch for the engines made next (0: chosen). */
+static int launch_rows, launch_strip;
 
 static engine *make_engine(const pj_program *p, const char *backend, int single, int threads, const char *sets,
                            const char *mode, int k, int rows)
@@ -32,12 +32,15 @@ static engine *make_engine(const pj_program *p, const char *backend, int single,
     setenv("PDEJIT_TBLOCK_ROWS", v, 1);
     snprintf(v, sizeof v, "%d", launch_rows);
     setenv("PDEJIT_TBLOCK_LAUNCH", v, 1);
+    snprintf(v, sizeof v, "%d", launch_strip);
+    setenv("PDEJIT_TBLOCK_STRIP", v, 1);
     engine_options o = {.single = single, .threads = threads, .seed = 7};
     engine *e = engine_create(engine_backend(backend), p, &o, NULL, err, sizeof err);
     unsetenv("PDEJIT_TBLOCK");
     unsetenv("PDEJIT_TBLOCK_K");
     unsetenv("PDEJIT_TBLOCK_ROWS");
     unsetenv("PDEJIT_TBLOCK_LAUNCH");
+    unsetenv("PDEJIT_TBLOCK_STRIP");
     if (!e) fail_msg("%s back end: %s", backend, err);
     engine_set_params(e, sets);
     if (engine_init(e, err, sizeof err) < 0) fail_msg("%s: %s", backend, err);
@@ -69,9 +72,10 @@ static int blocked_equals_stepped(const pj_program *p, const char *label, const 
             fail_msg("%s", err);
         for (int64_t c = 0; c < n; c++)
             if (memcmp(&a[c], &b[c], sizeof a[c]))
-                fail_msg("%s (%s, %s, k %d, rows %d, launch %d, %d threads): field %s cell %lld: stepped "
-                         "%.17g, blocked %.17g",
-                         label, backend, single ? "single" : "double", k, rows, launch_rows, blocked_threads, p->field_names[f], (long long)c, a[c], b[c]);
+                fail_msg("%s (%s, %s, k %d, rows %d, launch %d, strip %d, %d threads): field %s cell %lld: "
+                         "stepped %.17g, blocked %.17g",
+                         label, backend, single ? "single" : "double", k, rows, launch_rows, launch_strip,
+                         blocked_threads, p->field_names[f], (long long)c, a[c], b[c]);
     }
     free(a);
     free(b);
@@ -122,15 +126,16 @@ static void samples_blocked_equal(void **state)
 }
 
 /* Several rows per launch: launches that end at a band's edge, at the ring's wrap and (periodic)
- * at the mesh's, odd row counts, more rows per launch than a band has, on 1 and 2 threads: still
- * the stepped state to the bit. */
+ * at the mesh's, odd row counts, more rows per launch than a band has, launches cut into strips
+ * along x (odd widths, the last strip narrower, x-dependent terms, rand() and x boundaries inside
+ * strips), on 1 and 2 threads: still the stepped state to the bit. */
 static void launches_blocked_equal(void **state)
 {
     (void)state;
     test_case *cases;
     int n = test_cases(&cases);
-    /* {k, band rows, rows per launch} */
-    static const int cfg[][3] = {{3, 5, 2}, {4, 7, 3}, {2, 3, 5}, {3, 11, 4}, {2, 9, 16}};
+    /* {k, band rows, rows per launch, cells per strip} */
+    static const int cfg[][4] = {{3, 5, 2, 0}, {4, 7, 3, 5}, {2, 3, 5, 16}, {3, 11, 4, 7}, {2, 9, 16, 3}};
     int blocked = 0, runs = 0;
     for (int i = 0; i <= n; i++) {
         const char *name = i < n ? cases[i].name : "noise", *text = i < n ? cases[i].text : prob_noise;
@@ -141,6 +146,7 @@ static void launches_blocked_equal(void **state)
         }
         for (size_t c = 0; c < sizeof cfg / sizeof *cfg; c++) {
             launch_rows = cfg[c][2];
+            launch_strip = cfg[c][3];
             blocked_threads = 1 + (int)((c + (size_t)i) % 2);
             const char *backend = (c + (size_t)i / 2) % 2 ? "cpu" : "interp";
             blocked += blocked_equals_stepped(p, name, i < n ? cases[i].sets : NULL, backend, (int)(c == 4),
@@ -149,7 +155,7 @@ static void launches_blocked_equal(void **state)
         }
         program_free(p);
     }
-    launch_rows = 0;
+    launch_rows = launch_strip = 0;
     blocked_threads = 2;
     test_cases_free(cases, n);
     print_message("%d of %d runs blocked\n", blocked, runs);
