@@ -39,6 +39,7 @@ static derive_rule op_rule(kir_kernel *k, kir_op op, int a, int b, int r, int ne
 #define D0 return DERIVE_ZERO
 #define DV return DERIVE_VAR
 #define DS return DERIVE_SELECT
+#define DF return DERIVE_FMA
 #define D1(p)                        \
     do {                             \
         if (need_a) *pa = (p);       \
@@ -70,6 +71,7 @@ static derive_rule op_rule(kir_kernel *k, kir_op op, int a, int b, int r, int ne
 #undef D0
 #undef DV
 #undef DS
+#undef DF
 #undef D1
 #undef D2
 }
@@ -223,6 +225,7 @@ kir_kernel *derive_jacobian(const kir_kernel *k, derive_entry **entries, int *n_
                 break;
             }
             case DERIVE_CHAIN: d[id] = sum(j, scale(j, pa, da[0]), scale(j, pb, da[1])); break;
+            case DERIVE_FMA: d[id] = sum(j, sum(j, scale(j, a1, da[0]), scale(j, a0, da[1])), da[2]); break;
             default: d[id] = ZERO; break; /* DERIVE_ZERO (NONE was refused above, VAR is a leaf) */
             }
             d[id] = nonzero(j, d[id]);

@@ -46,6 +46,7 @@ typedef enum derive_rule {
     DERIVE_VAR,      /* DV: the independent variable (a load) */
     DERIVE_SELECT,   /* DS: select(c, da, db) */
     DERIVE_CHAIN,    /* D1 / D2: the chain rule with the partials the table gives */
+    DERIVE_FMA,      /* DF: fma(a, b, c): b * da + a * db + dc */
 } derive_rule;
 
 derive_rule derive_op_rule(kir_op op);

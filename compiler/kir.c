@@ -459,9 +459,45 @@ void kir_add_output(kir_kernel *k, int slot, int field, int node)
 
 /* ---- passes ---------------------------------------------------------------------------- */
 
+/* Contraction: the sum of a product that nothing else uses becomes one fused multiply-add,
+ * a * b + c rounded once (the first operand fused when both are such products). Every back end
+ * computes it exactly (C's fma in the interpreter, llvm.fma, CUDA's fma), so the bits stay the
+ * interpreter's everywhere, with one rounding and one instruction fewer (a 2D Laplacian step:
+ * 15 floating-point operations a cell become 12). In place: the fused node keeps its position,
+ * its operands come before it, the product is left dead. 0, or -1 out of memory. */
+static int contract(kir_kernel *k)
+{
+    int *uses = calloc((size_t)k->n_nodes + 1, sizeof *uses), changed = 0;
+    if (!uses) return -1;
+    for (int id = 0; id < k->n_nodes; id++)
+        for (int j = 0; j < 3; j++)
+            if (k->nodes[id].arg[j] >= 0) uses[k->nodes[id].arg[j]]++;
+    for (int i = 0; i < k->n_outputs; i++) uses[k->outputs[i].node]++;
+    for (int id = 0; id < k->n_nodes; id++) {
+        kir_node *n = &k->nodes[id];
+        for (int s = 0; s < 2 && n->op == KIR_ADD; s++) {
+            const kir_node *m = &k->nodes[n->arg[s]];
+            if (m->op != KIR_MUL || uses[n->arg[s]] != 1) continue;
+            int c = n->arg[1 - s];
+            n->op = KIR_FMA;
+            n->arg[0] = m->arg[0];
+            n->arg[1] = m->arg[1];
+            n->arg[2] = c;
+            changed = 1;
+        }
+        if (changed) n->hash = node_hash(k, n); /* operands' hashes may have changed too */
+    }
+    free(uses);
+    return 0;
+}
+
 void kir_finish(kir_kernel *k)
 {
     if (k->failed) return;
+    if (contract(k) < 0) {
+        fail(k);
+        return;
+    }
     XXH3_state_t *st = XXH3_createState();
     char *live = calloc((size_t)k->n_nodes + 1, 1);
     int *map = malloc(sizeof *map * ((size_t)k->n_nodes + 1));
@@ -711,6 +747,7 @@ double kir_eval_scalar(kir_op op, double a, double b, double c, int single)
         case KIR_NE: return x != y;
         case KIR_F2B: return x != 0;
         case KIR_SELECT: return a != 0 ? (float)b : (float)c;
+        case KIR_FMA: return fmaf(x, y, (float)c);
         default: break;
         }
     }
@@ -756,6 +793,7 @@ double kir_eval_scalar(kir_op op, double a, double b, double c, int single)
     case KIR_ERFC: return erfc(a);
     case KIR_POW: return pow(a, b);
     case KIR_ATAN2: return atan2(a, b);
+    case KIR_FMA: return fma(a, b, c);
     }
     return NAN;
 }

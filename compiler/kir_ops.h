@@ -16,6 +16,7 @@
  *     DS          select: d(c ? a : b) = c ? da : db (piecewise; the condition is not differentiated)
  *     D1(p)       d = p * dA                       (each partial built only when its dA is nonzero)
  *     D2(p, q)    d = p * dA + q * dB
+ *     DF          fused multiply-add: d(A*B + C) = B * dA + A * dB + dC
  *
  * Semantics are C's, in the kernel's precision (double, or float with --precision single):
  * comparisons are C comparisons (every one false with a NaN operand except NE, which is true),
@@ -92,6 +93,9 @@
     X(RAND, "rand", 0, F, 0, 0, D0)                                                                \
     /* `boundary` on a face: 1 when the face between the cells at off[axis] and off[axis] + 1 along \
        `axis` is a side of the mesh (the cell index i + off is -1 or n - 1), else 0 */              \
-    X(EDGE, "edge", 0, F, 0, 0, D0)
+    X(EDGE, "edge", 0, F, 0, 0, D0)                                                                \
+    /* a * b + c rounded once (C's fma): made by kir_finish from the sum of a product nobody else \
+       uses, never by the language; every back end computes it exactly (llvm.fma, CUDA fma) */    \
+    X(FMA, "fma", 3, F, "fma", 0, DF)
 
 #endif

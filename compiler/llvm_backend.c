@@ -27,7 +27,8 @@
  * select the scalar loop; the annotation claims nothing about the order inside one cell, so the
  * loads of a cell still precede its stores.
  *
- * Math: fabs, sqrt, floor, ceil become LLVM intrinsics (exact). Every other function is a call
+ * Math: fabs, sqrt, floor, ceil and fma (kir_finish's fused multiply-adds) become LLVM intrinsics
+ * (exact: llvm.fma is one rounding, as C's fma in the interpreter). Every other function is a call
  * to libm (exp, or expf in single) declared readnone (errno is not observed) and, in strict mode,
  * marked nobuiltin at the call: LLVM would otherwise fold calls with constant operands through the
  * double function (expf(c) = (float)exp(c), not always glibc's expf) and rewrite some (pow(2, x)
@@ -421,6 +422,7 @@ static const char *intrinsic_of(kir_op op)
     case KIR_SQRT: return "sqrt";
     case KIR_FLOOR: return "floor";
     case KIR_CEIL: return "ceil";
+    case KIR_FMA: return "fma";
     default: return NULL;
     }
 }
@@ -440,7 +442,8 @@ static void emit_decls(gen *g, const char *used_ops)
         if (!used_ops[op] || !kir_ops[op].cfn) continue;
         const char *intr = intrinsic_of((kir_op)op);
         if (intr) {
-            sb_printf(b, "declare %s @llvm.%s.%s(%s)\n", T, intr, sfx, T);
+            sb_printf(b, "declare %s @llvm.%s.%s(%s%s)\n", T, intr, sfx, T,
+                      kir_ops[op].arity == 3 ? (g->opt->single ? ", float, float" : ", double, double") : "");
             continue;
         }
         char fn[32];
@@ -632,8 +635,9 @@ static void emit_node(gen *g, int id)
     /* math */
     const char *intr = intrinsic_of((kir_op)n->op);
     if (intr) {
-        sb_printf(b, "  %%v%d = call %s%s @llvm.%s.%s(%s %s)\n", id, fl, T, intr,
-                  g->opt->single ? "f32" : "f64", T, a);
+        sb_printf(b, "  %%v%d = call %s%s @llvm.%s.%s(%s %s", id, fl, T, intr, g->opt->single ? "f32" : "f64", T, a);
+        if (kir_ops[n->op].arity == 3) sb_printf(b, ", %s %s, %s %s", T, c, T, d);
+        sb_printf(b, ")\n");
         return;
     }
     char fn[32];

@@ -36,7 +36,7 @@
 #include "sim.h"
 
 /* Bump when the generated CUDA C or the launch protocol changes for the same IR. */
-#define PJ_CUDA_CODEGEN_VERSION "cuda-2"
+#define PJ_CUDA_CODEGEN_VERSION "cuda-3"
 #define CUDA_BACKEND_NO_DEVICE "no CUDA device: "
 
 typedef struct cuda_sim cuda_sim;

@@ -135,6 +135,12 @@ static void op_block(kir_op op, int single, int len, const double *A, const doub
     case KIR_ERFC: LOOP1(erfc(a), erfcf(x)); break;
     case KIR_POW: LOOP2(pow(a, b), powf(x, y)); break;
     case KIR_ATAN2: LOOP2(atan2(a, b), atan2f(x, y)); break;
+    case KIR_FMA:
+        if (!single)
+            for (int c = 0; c < len; c++) R[c] = fma(A[c], B[c], C[c]);
+        else
+            for (int c = 0; c < len; c++) R[c] = fmaf((float)A[c], (float)B[c], (float)C[c]);
+        break;
     default: /* leaves are handled by the caller */
         for (int c = 0; c < len; c++) R[c] = NAN;
         break;

@@ -143,6 +143,7 @@ static kir_kernel *k_every_op(int dim)
             break;
         case KIR_NOT: node = kir_op1(k, KIR_NOT, kir_op2(k, KIR_LT, u, kir_const(k, 0.5))); break;
         case KIR_SELECT: node = kir_op3(k, KIR_SELECT, kir_op2(k, KIR_LT, u, kir_const(k, 0.5)), v, w); break;
+        case KIR_FMA: node = kir_op3(k, KIR_FMA, u, v, kir_op1(k, KIR_NEG, w)); break;
         case KIR_B2F: node = kir_op1(k, KIR_B2F, kir_op2(k, KIR_LE, u, w)); break;
         case KIR_F2B: node = kir_op1(k, KIR_F2B, kir_op1(k, KIR_FLOOR, kir_op2(k, KIR_MUL, u, kir_const(k, 2)))); break;
         case KIR_N_OPS: continue;

@@ -425,7 +425,7 @@ static pj_program *compile_euler(const char *src)
 }
 
 /* The right-hand sides F alone, from an Euler stage (out = U + dt * F, in kir form
- * add(load(0, f, here), mul(dt, F)), or add(load, dt) when F = 1): a KIR_STAGE kernel writing F of
+ * fma(dt, F, load(0, f, here)), or add(load, dt) when F = 1): a KIR_STAGE kernel writing F of
  * each field into slot 1. */
 static kir_kernel *rhs_kernel(const pj_program *p)
 {
@@ -433,8 +433,11 @@ static kir_kernel *rhs_kernel(const pj_program *p)
     for (int o = 0; o < k->n_outputs; o++) {
         const kir_node *n = &k->nodes[k->outputs[o].node];
         int F = -1;
-        assert_int_equal(n->op, KIR_ADD);
-        for (int a = 0; a < 2 && F < 0; a++) {
+        if (n->op == KIR_FMA) /* contracted (kir_finish) */
+            for (int b = 0; b < 2; b++)
+                if (k->nodes[n->arg[b]].op == KIR_DT) F = n->arg[1 - b];
+        if (n->op != KIR_FMA) assert_int_equal(n->op, KIR_ADD);
+        for (int a = 0; a < 2 && F < 0 && n->op == KIR_ADD; a++) {
             const kir_node *m = &k->nodes[n->arg[a]];
             if (m->op == KIR_DT) F = kir_const(k, 1.0); /* dt * 1 folds to dt */
             if (m->op != KIR_MUL) continue;

@@ -1,4 +1,5 @@
-/* test_kir.c — the kernel IR builder: folding, CSE, hashing, halo. */
+/* test_kir.c — the kernel IR builder: folding, CSE, fused multiply-adds, hashing, halo. */
+#include <math.h>
 #include "testutil.h"
 #include "kir.h"
 
@@ -49,8 +50,37 @@ static void clone_is_independent(void **state)
     kir_free(k);
 }
 
+/* kir_finish fuses an added product that nothing else uses into one fma (rounded once); a product
+ * used twice stays a product. fma(1 + 2^-30, 1 - 2^-30, -1) is -2^-60 exactly, where the
+ * product rounded first (to 1) gives 0. */
+static void fused_multiply_add(void **state)
+{
+    (void)state;
+    kir_kernel *k = kir_new(KIR_STAGE, 1, 3, 0, 2, "fma");
+    int off[3] = {0, 0, 0};
+    int a = kir_load(k, 0, 0, off), b = kir_load(k, 0, 1, off), c = kir_load(k, 0, 2, off);
+    kir_add_output(k, 1, 0, kir_op2(k, KIR_ADD, c, kir_op2(k, KIR_MUL, a, b)));
+    int shared = kir_op2(k, KIR_MUL, b, c);
+    kir_add_output(k, 1, 1, kir_op2(k, KIR_ADD, shared, a));
+    kir_add_output(k, 1, 2, shared);
+    kir_finish(k);
+    char err[200];
+    assert_int_equal(kir_verify(k, err, sizeof err), 0);
+    const kir_node *f = &k->nodes[k->outputs[0].node], *g = &k->nodes[k->outputs[1].node];
+    assert_int_equal(f->op, KIR_FMA);
+    assert_int_equal(k->nodes[f->arg[2]].op, KIR_LOAD);
+    assert_int_equal(k->nodes[f->arg[2]].index, 2); /* c is the addend */
+    assert_int_equal(g->op, KIR_ADD);               /* b*c is stored too: not fused */
+    double x = 1 + ldexp(1, -30), y = 1 - ldexp(1, -30);
+    assert_true(x * y + -1.0 == 0.0);
+    assert_true(kir_eval_scalar(KIR_FMA, x, y, -1, 0) == -ldexp(1, -60));
+    assert_true(kir_eval_scalar(KIR_FMA, 1 + ldexp(1, -13), 1 - ldexp(1, -13), -1, 1) == -ldexp(1, -26));
+    kir_free(k);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(cse_and_fold), cmocka_unit_test(clone_is_independent)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(cse_and_fold), cmocka_unit_test(clone_is_independent),
+                                       cmocka_unit_test(fused_multiply_add)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

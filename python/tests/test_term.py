@@ -1,7 +1,10 @@
 # test_term.py — pdejit.Term against NumPy's evaluation of the same expression (bit for bit where
-# NumPy does the same operations in the same order), both boundary treatments, the derivative at
-# the cell, the kernel cache, bad arguments, and memory over 10 000 calls.
+# NumPy does the same operations in the same order; a product that is added is one fused
+# multiply-add in pdejit, rounded once, computed here exactly with fractions), both boundary
+# treatments, the derivative at the cell, the kernel cache, bad arguments, and memory over 10 000
+# calls.
 import gc
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -20,15 +23,21 @@ def bits(a):
     return np.ascontiguousarray(a, dtype=np.float64).view(np.uint64)
 
 
+def fma(a, b, c):
+    """a*b + c rounded once, element by element (float(Fraction) rounds correctly)."""
+    exact = np.frompyfunc(lambda x, y, z: float(Fraction(x) * Fraction(y) + Fraction(z)), 3, 1)
+    return exact(*np.broadcast_arrays(a, b, c)).astype(np.float64)
+
+
 def test_pointwise_term_equals_numpy_bitwise():
     u, v = fields2d()
     term = pdejit.Term("k*u*(1 - u) + (u > 0.5 ? u/v : -v) + exp(-u)*sin(3*v)", grid=(9, 6), spacing=(0.1, 0.2),
                        fields=["u", "v"], params={"k": 2.5})
     got = term(u=u, v=v)
-    expect = 2.5 * u * (1 - u) + np.where(u > 0.5, u / v, -v) + np.exp(-u) * np.sin(3 * v)
+    expect = fma(np.exp(-u), np.sin(3 * v), fma(2.5 * u, 1 - u, np.where(u > 0.5, u / v, -v)))
     assert got.shape == (6, 9)
-    # exp and sin come from libm on both sides; + - * / and the conditional are IEEE exact
-    assert np.array_equal(bits(2.5 * u * (1 - u) + np.where(u > 0.5, u / v, -v)),
+    # exp and sin come from libm on both sides; + - * /, fma and the conditional are IEEE exact
+    assert np.array_equal(bits(fma(2.5 * u, 1 - u, np.where(u > 0.5, u / v, -v))),
                           bits(pdejit.Term("k*u*(1 - u) + (u > 0.5 ? u/v : -v)", grid=(9, 6), fields=["u", "v"],
                                            params={"k": 2.5})(u=u, v=v)))
     np.testing.assert_allclose(got, expect, rtol=1e-15, atol=0)
@@ -40,7 +49,7 @@ def test_offsets_zero_flux_and_periodic_bitwise():
     for boundary, pad in (("zero-flux", lambda a: np.pad(a, 1, mode="edge")),
                           ("periodic", lambda a: np.pad(a, 1, mode="wrap"))):
         p = pad(u)
-        expect = p[1:-1, 2:] - 2 * u + p[1:-1, :-2] + 3 * (p[2:, 1:-1] - p[:-2, 1:-1])
+        expect = fma(3, p[2:, 1:-1] - p[:-2, 1:-1], p[1:-1, 2:] - 2 * u + p[1:-1, :-2])
         got = pdejit.Term(expr, grid=(9, 6), fields=["u"], boundary=boundary)(u=u)
         assert np.array_equal(bits(got), bits(expect)), boundary
 
