@@ -9,7 +9,8 @@
 
 /* Reads a whole file (malloc'd, NUL-terminated); NULL when it cannot. */
 char *tu_read_file(const char *path, size_t *len);
-/* Runs a shell command, captures stdout+stderr (malloc'd) and returns the exit status. */
+/* Runs a shell command, captures stdout+stderr (malloc'd) and returns the exit status; once more
+ * when LeakSanitizer itself (not a leak) failed in it (testutil.c). */
 int tu_run(const char *cmd, char **output);
 /* A fresh empty directory under /tmp (malloc'd path). */
 char *tu_tempdir(const char *tag);
