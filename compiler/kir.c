@@ -469,10 +469,12 @@ static int contract(kir_kernel *k)
 {
     int *uses = calloc((size_t)k->n_nodes + 1, sizeof *uses), changed = 0;
     if (!uses) return -1;
-    for (int id = 0; id < k->n_nodes; id++)
-        for (int j = 0; j < 3; j++)
-            if (k->nodes[id].arg[j] >= 0) uses[k->nodes[id].arg[j]]++;
+    /* uses by live nodes only (the outputs and what they reach), counted from the outputs back */
     for (int i = 0; i < k->n_outputs; i++) uses[k->outputs[i].node]++;
+    for (int id = k->n_nodes - 1; id >= 0; id--)
+        if (uses[id])
+            for (int j = 0; j < 3; j++)
+                if (k->nodes[id].arg[j] >= 0) uses[k->nodes[id].arg[j]]++;
     for (int id = 0; id < k->n_nodes; id++) {
         kir_node *n = &k->nodes[id];
         for (int s = 0; s < 2 && n->op == KIR_ADD; s++) {
