@@ -442,8 +442,8 @@ static void emit_decls(gen *g, const char *used_ops)
         if (!used_ops[op] || !kir_ops[op].cfn) continue;
         const char *intr = intrinsic_of((kir_op)op);
         if (intr) {
-            sb_printf(b, "declare %s @llvm.%s.%s(%s%s)\n", T, intr, sfx, T,
-                      kir_ops[op].arity == 3 ? (g->opt->single ? ", float, float" : ", double, double") : "");
+            sb_printf(b, "declare %s @llvm.%s.%s(%s", T, intr, sfx, T);
+            sb_printf(b, kir_ops[op].arity == 3 ? ", %s, %s)\n" : ")\n", T, T);
             continue;
         }
         char fn[32];

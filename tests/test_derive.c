@@ -433,16 +433,18 @@ static kir_kernel *rhs_kernel(const pj_program *p)
     for (int o = 0; o < k->n_outputs; o++) {
         const kir_node *n = &k->nodes[k->outputs[o].node];
         int F = -1;
-        if (n->op == KIR_FMA) /* contracted (kir_finish) */
+        if (n->op == KIR_FMA) { /* U + dt * F, the product fused (kir_finish) */
             for (int b = 0; b < 2; b++)
                 if (k->nodes[n->arg[b]].op == KIR_DT) F = n->arg[1 - b];
-        if (n->op != KIR_FMA) assert_int_equal(n->op, KIR_ADD);
-        for (int a = 0; a < 2 && F < 0 && n->op == KIR_ADD; a++) {
-            const kir_node *m = &k->nodes[n->arg[a]];
-            if (m->op == KIR_DT) F = kir_const(k, 1.0); /* dt * 1 folds to dt */
-            if (m->op != KIR_MUL) continue;
-            for (int b = 0; b < 2; b++)
-                if (k->nodes[m->arg[b]].op == KIR_DT) F = m->arg[1 - b];
+        } else { /* U + dt * F, the product shared; or U + dt when F = 1 */
+            assert_int_equal(n->op, KIR_ADD);
+            for (int a = 0; a < 2 && F < 0; a++) {
+                const kir_node *m = &k->nodes[n->arg[a]];
+                if (m->op == KIR_DT) F = kir_const(k, 1.0); /* dt * 1 folds to dt */
+                if (m->op != KIR_MUL) continue;
+                for (int b = 0; b < 2; b++)
+                    if (k->nodes[m->arg[b]].op == KIR_DT) F = m->arg[1 - b];
+            }
         }
         assert_true(F >= 0);
         k->outputs[o].node = F;
