@@ -58,6 +58,24 @@ def fmt_time(s):
     return "%.3f s" % s
 
 
+def last_level_cache():
+    """The size of the largest CPU cache sysfs names, as this machine reports it ("L3 32 MiB")."""
+    best = (0, 0, "unknown")
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for entry in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        try:
+            with open(os.path.join(base, entry, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(base, entry, "size")) as f:
+                size = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        kib = int(size[:-1]) * (1024 if size.endswith("M") else 1) if size[-1] in "KM" else 0
+        if (level, kib) > best[:2]:
+            best = (level, kib, "L%d %s" % (level, "%d MiB" % (kib // 1024) if kib >= 1024 else "%d KiB" % kib))
+    return best[2]
+
+
 def loadavg():
     try:
         with open("/proc/loadavg") as f:
@@ -186,12 +204,12 @@ def peers_table(args):
           "*heat3d*: `u + dt*D*lap(u)`, 7 points. Time per step = median of %d rounds x %d reps; Mcups = "
           "million cell updates per second; GB/s counts 16 bytes per cell (one read, one write); *of DRAM* = "
           "that over a plain copy's GB/s at the same thread count on 1 GiB arrays (`copy_bw`: %s), above 1 "
-          "where the state stays in this VM's 260 MiB L3; *speed vs C* = C's time / this time; *check*: the "
+          "where the state stays in the last-level cache (%s); *speed vs C* = C's time / this time; *check*: the "
           "field's sum equals C's to 1e-12 after the same steps (blank: step counts differ). Load average "
           "%s at the start, %s at the end; %.0f s.\n" % (
               rounds, reps, ", ".join("%d thread%s %.1f GB/s" % (t, "" if t == 1 else "s", statistics.median(v))
                                       for t, v in sorted(bandwidth.items())) or "not measured",
-              load_start, loadavg(), time.time() - t_start))
+              last_level_cache(), load_start, loadavg(), time.time() - t_start))
     print("| problem | cells | threads | implementation | time/step | best rep | Mcups | GB/s | of DRAM | speed vs C | check | compile |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for prob, dims in cases:

@@ -12,7 +12,7 @@
  *       each call). cpu-tblock calls sim_step_n (runtime/tblock.c) for the rep's steps in batches of
  *       32: several steps per sweep where temporal blocking pays (the state beyond the last-level
  *       cache; $PDEJIT_TBLOCK=on forces it, $PDEJIT_TBLOCK_K / _ROWS its sizes); cpu steps one at
- *       a time.
+ *       a time. $PJ_BENCH_PREFETCH as for step3d.
  *       Prints seconds per step for every rep (one rep of warm-up first; a rep stops early
  *       after REP_BUDGET_S), the median, the time of one ghost fill (serial, paid inside every
  *       step), and the field's checksum (sum of all cells, to compare with ref_rd after the
@@ -99,6 +99,8 @@ static int cmd_step(int argc, char **argv)
         }
         cpu_backend_install(be, s);
     }
+    const char *pf = getenv("PJ_BENCH_PREFETCH"); /* 0 or 1: the kernels' row prefetch forced off/on */
+    if (pf && *pf) sim_set_prefetch(s, atoi(pf) != 0);
     sim_init(s);
     /* the driver's runs go through the engine, as `pdejit run`'s do */
     engine *e = NULL;
