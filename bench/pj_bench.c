@@ -27,7 +27,8 @@
  *       interp step one at a time, cpu-tblock in sim_step_n batches of 32. Prints
  *       "pdejit n=NXxNYxNZ threads=T variant=V sec_per_step=... median=M checksum=C steps=K
  *       ghost_fill=G block=B sumsq=Q tile_rows=R" (C: the sum of the interior cells, Q: of their
- *       squares; R: the rows of the sim's y tiles, 0: whole planes; $PDEJIT_TILE_Y forces them).
+ *       squares; R: the rows of the sim's y tiles, 0: whole planes; $PDEJIT_TILE_Y forces them;
+ *       then prefetch=0|1 tuned=C: the row prefetch in effect and sim_tuned_choice's answer).
  *       $PJ_BENCH_PREFETCH=0|1 forces the kernels' row prefetch off or on (default: the sim's
  *       choice, on when the state exceeds the last-level cache).
  *
@@ -241,9 +242,10 @@ static int cmd_step3d(int argc, char **argv)
     for (int r = 0; r < reps; r++) printf("%s%.6e", r ? "," : "", per[r]);
     qsort(per, (size_t)reps, sizeof *per, cmp_double);
     long long block = tblock ? sim_tblock_steps(s, 32) : 1;
-    printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e block=%lld sumsq=%.15e tile_rows=%lld\n",
+    printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e block=%lld sumsq=%.15e tile_rows=%lld prefetch=%d"
+           " tuned=%d\n",
            per[reps / 2], sum, (long long)sim_steps(s), fill, block > 1 ? block : 1, sumsq,
-           (long long)sim_tile_rows(s));
+           (long long)sim_tile_rows(s), sim_launch(s)->prefetch, sim_tuned_choice(s));
     free(u);
     free(per);
     sim_destroy(s);

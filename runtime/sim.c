@@ -27,7 +27,14 @@
  * times. The threads' pieces are then at least TILE_GRAIN_H * H planes (a piece's first tile
  * reads 2H planes again). bench step3d, 2 threads, tiles against none: 256³ 1.13x, 512x512x128
  * 1.06x; with the split fill, 1.13-1.20x the step before on 1 and 2 threads (docs/performance.md,
- * "3D on 2 threads"). */
+ * "3D on 2 threads").
+ *
+ * Measured choices: the tiles and the prefetch above pay on one machine and cost on another (a
+ * Zen 4 VM with a 1 MiB L2 and a 32 MiB L3: 256³ 1.35x faster with both off, an Intel VM with a 2
+ * MiB L2: 1.13x slower). Neither changes a bit of the result, so where sim_create turned one on by
+ * itself and a stage runner (compiled kernels) runs the stages, the first steps of the run try
+ * each combination in turn (TUNE_ROUNDS rounds, after one warm-up step) and keep the one whose
+ * fastest step was fastest. */
 #include "sim.h"
 #include "diag.h"
 #include <errno.h>
@@ -37,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include "cpu_pool.h"
 #include "grid.h"
@@ -50,6 +58,8 @@
    a thread's planes, in halo widths */
 #define TILE_L2_SHARE 3
 #define TILE_GRAIN_H 16
+/* measured choices: the steps each candidate is timed */
+#define TUNE_ROUNDS 3
 /* ... and the most buffers a tiled launch moves (more: whole planes) */
 #define TILE_BUFS 64
 /* from this many cells on, the ghost fill of a 3D mesh along x and y is split over the threads */
@@ -94,10 +104,69 @@ static void choose_tiles(sim *s)
     s->tile_grain = TILE_GRAIN_H * H < per ? TILE_GRAIN_H * H : per > 1 ? per : 1;
 }
 
+/* ---- measured choices (see the header) ---------------------------------------------------- */
+
+static void apply_candidate(sim *s, int c)
+{
+    choose_tiles(s);
+    if (c & 1) {
+        s->tile_rows = 0;
+        s->tile_grain = 1;
+    }
+    if (s->tune_knobs & 2) s->L.prefetch = !(c & 2);
+}
+
+/* The candidates from the choices sim_create made by itself; measuring starts at the next step. */
+static void arm_tuning(sim *s)
+{
+    s->tune_n = s->tune_left = s->tune_i = 0;
+    if (!s->runner) return;
+    choose_tiles(s);
+    s->tune_knobs = (s->tile_mode == 0 && s->tile_rows > 0) | (!s->prefetch_forced && s->L.prefetch) << 1;
+    if (!s->tune_knobs) return;
+    for (int c = 0; c < 4; c++) {
+        if (c & ~s->tune_knobs) continue;
+        s->tune_best[s->tune_n] = HUGE_VAL;
+        s->tune_cand[s->tune_n++] = c;
+    }
+    s->tune_left = 1 + TUNE_ROUNDS * s->tune_n;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Around a step while measuring: before (begin = 1) applies the candidate whose turn it is, after
+ * records its time; after the last, applies the fastest. */
+static void tune_step(sim *s, int begin, double *t0)
+{
+    int k = s->tune_i ? (s->tune_i - 1) % s->tune_n : 0; /* step 0: warm-up, the first candidate */
+    if (begin) {
+        apply_candidate(s, s->tune_cand[k]);
+        *t0 = now_seconds();
+        return;
+    }
+    double t = now_seconds() - *t0;
+    if (s->tune_i && t < s->tune_best[k]) s->tune_best[k] = t;
+    s->tune_i++;
+    if (--s->tune_left) return;
+    int best = 0;
+    for (int i = 1; i < s->tune_n; i++)
+        if (s->tune_best[i] < s->tune_best[best]) best = i;
+    s->tune_choice = s->tune_cand[best];
+    apply_candidate(s, s->tune_choice);
+}
+
+int sim_tuned_choice(const sim *s) { return !s->tune_n ? -1 : s->tune_left ? -2 : s->tune_choice; }
+
 void sim_set_tiles(sim *s, int64_t rows)
 {
     s->tile_mode = rows < 0 ? -1 : rows;
     choose_tiles(s);
+    arm_tuning(s);
 }
 
 int64_t sim_tile_rows(const sim *s) { return s->tile_rows; }
@@ -363,6 +432,7 @@ void sim_set_stage_runner(sim *s, sim_stage_runner run, void *ctx)
 {
     s->runner = run;
     s->runner_ctx = run ? ctx : NULL;
+    arm_tuning(s);
 }
 
 /* ---- ghost fill ------------------------------------------------------------------------ */
@@ -722,6 +792,9 @@ int sim_step(sim *s, double dt)
 {
     if (s->failed) return -1;
     const pj_program *p = s->p;
+    double t0 = 0;
+    int tuning = s->tune_left > 0;
+    if (tuning) tune_step(s, 1, &t0);
     for (int i = 0; i < p->n_stages; i++) {
         const pj_stage *st = &p->stages[i];
         double ts = s->t + st->t_frac * dt;
@@ -745,6 +818,7 @@ int sim_step(sim *s, double dt)
     s->steps++;
     s->t += dt;
     s->L.t = s->t;
+    if (tuning) tune_step(s, 0, &t0);
     return 0;
 }
 
@@ -912,7 +986,12 @@ void sim_set_spacing(sim *s, const double h[3])
 {
     for (int a = 0; a < s->p->dim; a++) s->L.h[a] = h[a];
 }
-void sim_set_prefetch(sim *s, int on) { s->L.prefetch = on != 0; }
+void sim_set_prefetch(sim *s, int on)
+{
+    s->L.prefetch = on != 0;
+    s->prefetch_forced = 1;
+    arm_tuning(s);
+}
 
 int sim_take_nonfinite(sim *s)
 {

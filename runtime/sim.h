@@ -75,6 +75,10 @@ void sim_set_tblock(sim *s, int mode, int k, int rows);
 void sim_set_tiles(sim *s, int64_t rows);
 /* The rows per y tile in effect (0: whole planes). */
 int64_t sim_tile_rows(const sim *s);
+/* The choice the first steps measured (sim.c, "measured choices"): -1 nothing to measure (no
+ * stage runner, or neither the y tiles nor the row prefetch on by sim_create's own choice),
+ * -2 still measuring, else bit 0 set: y tiles off, bit 1 set: row prefetch off. */
+int sim_tuned_choice(const sim *s);
 /* The steps a block of at most n steps would take in one sweep now: 0 when it would step one
  * at a time (blocking does not apply, is off or does not pay). */
 int sim_tblock_steps(const sim *s, int64_t n);
@@ -126,7 +130,7 @@ const kir_launch *sim_launch(sim *s);
  * give every spacing exactly), for pj_term; the ghost fill of linear conditions keeps its own. */
 void sim_set_spacing(sim *s, const double h[3]);
 /* Overrides the choice sim_create made for kir_launch.prefetch (on: the state exceeds the
- * last-level cache); for tests and benchmarks. */
+ * last-level cache, then measured against off in the first steps); for tests and benchmarks. */
 void sim_set_prefetch(sim *s, int on);
 
 /* The program's monitors at the current state and time: its KIR_REDUCE kernel (p->reduce) run

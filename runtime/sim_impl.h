@@ -42,6 +42,13 @@ struct sim {
     int64_t tile_mode;     /* y tiles of a 3D stage: -1 off, 0 when they pay, > 0 forced rows */
     int64_t tile_rows;     /* rows per y tile in effect (0: whole planes) */
     int64_t tile_grain;    /* planes: the threads' pieces start at multiples of it */
+    /* choices made by measurement (sim.c, "measured choices"): candidate c's bit 0 turns the y
+     * tiles off, bit 1 the row prefetch; the first steps try them in turn */
+    int prefetch_forced;   /* sim_set_prefetch was called: the prefetch is not measured */
+    int tune_knobs;        /* bit 0: the tiles are measured, bit 1: the prefetch */
+    int tune_n, tune_cand[4], tune_choice;
+    int tune_left, tune_i; /* steps still to measure, steps measured */
+    double tune_best[4];   /* the fastest step seen under each candidate, seconds */
 };
 
 /* What one ghost fill along an axis covers (sim_fill_axis): the whole buffer of the layout, or

@@ -3,8 +3,8 @@
  * gives. Every 3D problem of the table (solve.c: walls, halo 2, rk schemes) and a problem with
  * rand(), coordinates, a coefficient field, mixed sides and y/z extents that the tiles do not
  * divide, on the cpu back end with 1 and 2 threads, double and single, tiles forced to a few
- * rows; then when the automatic choice tiles and what it chooses; then the ghost fill of a large
- * 3D mesh split over the threads. */
+ * rows; then when the automatic choice tiles and what it chooses, and the first steps' measured
+ * choice between tiles and none; then the ghost fill of a large 3D mesh split over the threads. */
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>
@@ -195,11 +195,78 @@ static void auto_choice(void **state)
     program_free(p);
 }
 
+/* Measured choices (sim.c): where sim_create tiled by itself, the first 1 + 3n steps try the n
+ * candidates (tiles on/off; the prefetch too when the state exceeds the last-level cache) and keep
+ * one, the state equal to the bit to an untiled sim's; a forced prefetch is never measured; the
+ * interpreter (no stage runner) measures nothing. */
+static void measured_choice(void **state)
+{
+    (void)state;
+    size_t l2 = sim_cache_bytes(2);
+    int64_t side = 16;
+    while ((double)side * (double)side * 8 * 6 <= (double)l2 * 0.75) side *= 2;
+    char src[512];
+    snprintf(src, sizeof src,
+             "mesh grid(nx = %lld, ny = %lld, nz = 4)\nfield u = x*x + y*z\neq dt(u) = 0.001*lap(u) - u*u\n"
+             "periodic x, y, z\ntime dt = 1e-6, steps = 1, scheme = euler\n",
+             (long long)side, (long long)side);
+    pj_program *p = compile_named("measured", src);
+    cpu_backend *be, *be_ref;
+    sim *s = make_sim(p, 2, &be), *ref = make_sim(p, 2, &be_ref);
+    sim_set_tiles(ref, -1);
+    sim_set_prefetch(ref, 0);
+    assert_int_equal(sim_tuned_choice(ref), -1);
+    sim_init(s);
+    sim_init(ref);
+    assert_true(sim_tile_rows(s) > 0);
+    int n = sim_launch(s)->prefetch ? 4 : 2; /* the prefetch is measured too only for a large state */
+    int64_t steps = 1 + 3 * n;
+    for (int64_t k = 0; k < steps; k++) {
+        assert_int_equal(sim_tuned_choice(s), -2);
+        assert_int_equal(sim_step(s, 1e-6), 0);
+        assert_int_equal(sim_step(ref, 1e-6), 0);
+    }
+    int c = sim_tuned_choice(s);
+    print_message("%lld x %lld x 4: %d candidates, kept %d (tiles %s, prefetch %s)\n", (long long)side,
+                  (long long)side, n, c, c & 1 ? "off" : "on", c & 2 ? "off" : "on");
+    assert_true(c >= 0 && c < n);
+    assert_int_equal(sim_tile_rows(s) == 0, c & 1);
+    assert_int_equal(sim_step(s, 1e-6), 0); /* the kept choice */
+    assert_int_equal(sim_step(ref, 1e-6), 0);
+    int64_t cells = sim_cells(s);
+    double *a = malloc(sizeof *a * (size_t)cells), *b = malloc(sizeof *b * (size_t)cells);
+    sim_get_field(s, 0, a);
+    sim_get_field(ref, 0, b);
+    assert_memory_equal(a, b, sizeof *a * (size_t)cells);
+    free(a);
+    free(b);
+    /* a forced prefetch stays as forced */
+    sim_set_prefetch(s, 1);
+    assert_int_equal(sim_tuned_choice(s), -2);
+    for (int k = 0; k < 7; k++) assert_int_equal(sim_step(s, 1e-6), 0);
+    c = sim_tuned_choice(s);
+    assert_true(c == 0 || c == 1);
+    assert_int_equal(sim_launch(s)->prefetch, 1);
+    sim_destroy(s);
+    sim_destroy(ref);
+    cpu_backend_destroy(be);
+    cpu_backend_destroy(be_ref);
+    /* the interpreter: nothing to measure */
+    sim_options so = {.threads = 2};
+    char err[256];
+    s = sim_create(p, &so, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(sim_tuned_choice(s), -1);
+    sim_destroy(s);
+    program_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(problems_tiled_equal),
         cmocka_unit_test(auto_choice),
+        cmocka_unit_test(measured_choice),
         cmocka_unit_test(large_fill_split),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
