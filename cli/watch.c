@@ -3,7 +3,8 @@
  * Every 0.2 s of wall time (or every $PDEJIT_WATCH_STEPS steps, which also makes the swap
  * synchronous: for tests) the step loop stats the file, and when its size and mtime are the same
  * reads it and compares its content's hash (XXH3) with the last one read, so that an edit that
- * keeps both is seen too. Only a regular file of at most WATCH_MAX_BYTES is read, opened without
+ * keeps both is seen too; a new size or time with the text last read (a save without an edit, a
+ * time stamp the file system changed again) is no change, so an edit is reported once. Only a regular file of at most WATCH_MAX_BYTES is read, opened without
  * blocking: a named pipe, a device or a bigger file in its place is reported once and the run goes
  * on (a pipe would block the reading thread, and with it the end of the run; /dev/zero would fill
  * the memory). A change starts a thread that reads
@@ -269,11 +270,23 @@ static int poll_file(watch *w)
         w->hash = h;
         w->hashed = 1;
         if (same || !known) return 0; /* unknown before: this is the first look, not a change */
+    } else if (!bad && w->hashed) { /* a new size or time, the text last read: saved, not changed */
+        size_t len;
+        char why[256];
+        char *text = read_regular(w->path, &len, why, sizeof why);
+        int same = text && content_hash(text, len) == w->hash;
+        free(text);
+        if (same) {
+            w->mtime = st.st_mtim;
+            w->size = st.st_size;
+            return 0;
+        }
     }
     w->mtime = st.st_mtim;
     w->size = st.st_size;
-    if (bad) { /* said once, until it changes again */
+    if (bad) { /* said once, until it changes again; then the text it had is new again */
         snprintf(w->err, sizeof w->err, "%s", bad);
+        w->hashed = 0;
         return -1;
     }
     return 1;

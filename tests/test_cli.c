@@ -229,8 +229,8 @@ static void snapshots_at_output_times(void **state)
     free(p);
 }
 
-/* --watch: a broken edit is reported and the run goes on; a good edit is swapped in at a step
- * boundary, the field keeping its value: du/dt = 1 then 2 from the swap time ts gives
+/* --watch: a broken edit is reported and the run goes on, once; a save that changes nothing is
+ * no edit; a good edit is swapped in at a step boundary, the field keeping its value: du/dt = 1 then 2 from the swap time ts gives
  * u(T) = ts + 2 (T - ts) exactly (every step adds dt*rate). */
 static void watch_swaps_at_a_step(void **state)
 {
@@ -242,8 +242,15 @@ static void watch_swaps_at_a_step(void **state)
                       "until grep -q watching w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
                       "sed -i 's/= 1$/= 2 + qq/' w.pde; "
                       "until grep -q 'not compile' w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
-                      "sed -i 's/= 2 + qq$/= 2/' w.pde; wait $pid; rc=$?; cat w.log; exit $rc", tu_dir);
+                      "sed -i 's/= 2 + qq$/= 2/' w.pde; "
+                      "until grep -q 'swapped in' w.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
+                      "touch w.pde; sleep 0.6; wait $pid; rc=$?; cat w.log; exit $rc", tu_dir);
     assert_int_equal(rc, 0);
+    /* one report per edit: the save without an edit (touch) is none */
+    int reports = 0;
+    for (const char *at = out; (at = strstr(at, "w.pde changed")); at++) reports++;
+    if (reports != 2) fprintf(stderr, "%s\n", out);
+    assert_int_equal(reports, 2);
     assert_non_null(strstr(out, "w.pde changed but it does not compile; still running the previous definition\n"
                                 "w.pde:3:16: error: undefined name 'qq'\n    eq dt(u) = 2 + qq\n                   ^\n"));
     const char *sw = strstr(out, ": w.pde changed: swapped in the new definition");
