@@ -257,8 +257,8 @@ int cmd_bench(int argc, char **argv)
     int device_used = 0, host_used = 0;
     for (int b = 0; b < n_be; b++) {
         if (!use[b] || b == oracle) continue;
-        device_used |= !engine_backends[b]->sync ? 0 : 1;
-        host_used |= !engine_backends[b]->sync;
+        device_used |= (engine_backends[b]->caps & ENGINE_CAP_DEVICE) != 0;
+        host_used |= !(engine_backends[b]->caps & ENGINE_CAP_DEVICE);
     }
     if (device_used && host_used)
         printf(device_from > 0 ? "the GPU is faster than the CPU from %lld cells per axis on, transfers included\n"

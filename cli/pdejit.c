@@ -219,7 +219,8 @@ static int cmd_check(int argc, char **argv)
 static const backend_ops *emitter(const char *flag)
 {
     for (int i = 0; engine_backends[i]; i++)
-        if (engine_backends[i]->emit_flag && !strcmp(engine_backends[i]->emit_flag, flag)) return engine_backends[i];
+        if ((engine_backends[i]->caps & ENGINE_CAP_EMIT) && !strcmp(engine_backends[i]->emit_flag, flag))
+            return engine_backends[i];
     return NULL;
 }
 
@@ -517,6 +518,11 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "pdejit: unknown back end '%s'; back ends are %s\n", backend, pj_backend_names());
         return 2;
     }
+    char err[1024];
+    if (watching && !engine_backend_can(engine_backend(backend), ENGINE_CAP_SWAP, err, sizeof err)) {
+        fprintf(stderr, "pdejit run: --watch: %s\n", err);
+        return 2;
+    }
     watch_baseline base = watch_baseline_of(file); /* before reading: edits from now on count */
     pj_problem *pr = cli_compile(file, scheme);
     if (!pr) return 2;
@@ -528,7 +534,6 @@ static int cmd_run(int argc, char **argv)
     pj_sim *sim = NULL;
     watch *w = NULL;
     char *out_owned = NULL;
-    char err[1024];
     if (dt <= 0) dt = pj_problem_dt(pr);
     if (dt <= 0) {
         fprintf(stderr, "pdejit: %s: no time step: add `time dt = ...` to the file or give --dt\n", file);
@@ -548,15 +553,11 @@ static int cmd_run(int argc, char **argv)
                          .decompose = processes > 1 || ranks_layout, .ranks_layout = ranks_layout};
     pj_status st = pj_sim_create(pr, &so, &sim, err, sizeof err);
     if (st != PJ_OK) {
-        if (st == PJ_ERR_UNAVAILABLE) fprintf(stderr, "pdejit: %s\n", err);
+        if (st == PJ_ERR_UNAVAILABLE || st == PJ_ERR_UNSUPPORTED) fprintf(stderr, "pdejit: %s\n", err);
         else if (st == PJ_ERR_INPUT) fprintf(stderr, "pdejit: %s: %s\n", file, err);
         else if (st == PJ_ERR_MEMORY) fprintf(stderr, "pdejit: %s: %s\n", file, err);
         else fprintf(stderr, "pdejit: %s back end: %s\n", backend, err);
-        status = st == PJ_ERR_UNAVAILABLE || st == PJ_ERR_MEMORY || st == PJ_ERR_INPUT ? 2 : 1;
-        goto done;
-    }
-    if (watching && !pj_sim_can_swap(sim)) {
-        fprintf(stderr, "pdejit run: --watch cannot swap kernels on the %s back end yet\n", backend);
+        status = st == PJ_ERR_UNAVAILABLE || st == PJ_ERR_UNSUPPORTED || st == PJ_ERR_MEMORY || st == PJ_ERR_INPUT ? 2 : 1;
         goto done;
     }
     pj_sim_info info;

@@ -39,6 +39,8 @@ typedef enum pj_status {
     PJ_ERR_MEMORY = 4,
     PJ_ERR_UNAVAILABLE = 5, /* the back end cannot run on this machine (no GPU) */
     PJ_INTERRUPTED = 6,    /* pj_sim_interrupt stopped pj_sim_run or pj_sim_advance at a step boundary */
+    PJ_ERR_UNSUPPORTED = 7, /* the back end lacks a capability the problem or the call needs (the
+                               message names both: "the cuda back end cannot ... yet") */
 } pj_status;
 
 /* A short English text for a status ("the run failed" ...); never NULL, static. */
@@ -114,14 +116,16 @@ typedef struct pj_sim_options {
                               a block, pj_sim_create and every call below are then collective (all
                               processes make them, in the same order), fields and dumps are
                               gathered on rank 0, which alone writes outputs. Explicit, implicit
-                              and steady schemes on the interp and cpu back ends; PJ_ERR_INPUT
-                              otherwise, or in a build without PETSc. */
+                              and steady schemes on the back ends that declare it (interp, cpu);
+                              PJ_ERR_UNSUPPORTED on another, PJ_ERR_INPUT in a build without
+                              PETSc. */
     const char *ranks_layout; /* with decompose: "PxQ" / "PxQxR" processes along x, y, z, or NULL
                                  to let PETSc choose (its -da_processors_x option applies) */
 } pj_sim_options;
 
 /* A simulation at t = 0 with the initial values. options may be NULL. PJ_ERR_UNAVAILABLE when the
- * back end cannot run here (PJ_BACKEND_CUDA without a GPU), PJ_ERR_BACKEND when its kernels do
+ * back end cannot run here (PJ_BACKEND_CUDA without a GPU), PJ_ERR_UNSUPPORTED when it lacks a
+ * capability the problem needs (an implicit scheme...), PJ_ERR_BACKEND when its kernels do
  * not compile; PJ_ERR_MEMORY, before anything is allocated, when the fields (every slot of the
  * scheme, halos included) do not fit in the memory available — the host's MemAvailable or the
  * cgroup's remaining limit, the device's free memory for PJ_BACKEND_CUDA — with "the problem
@@ -193,7 +197,8 @@ PJ_API pj_status pj_sim_monitor(pj_sim *sim, const char *name, double *value, ch
  * PJ_ERR_INPUT when the text has an error (*diagnostics, if not NULL, receives it as
  * "<redefine>:LINE:COL: error: ..." with the line and a caret; malloc'd, free it) or changes what a
  * running simulation holds (mesh, fields, params, slots; a stencil wider than its ghost layers);
- * PJ_ERR_BACKEND when the back end cannot compile the kernels or cannot swap (cuda, for now). On
+ * PJ_ERR_BACKEND when the back end cannot compile the kernels, PJ_ERR_UNSUPPORTED when it cannot
+ * swap (pj_sim_can_swap). On
  * any error the simulation runs on with its previous definition. The kernels swapped out are
  * released. pj_sim_redefine and pj_sim_advance are the only calls that may run concurrently on one
  * simulation, and only one pj_sim_redefine at a time. */

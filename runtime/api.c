@@ -60,24 +60,29 @@ const char *pj_strerror(pj_status status)
     case PJ_ERR_BACKEND: return "the back end failed";
     case PJ_ERR_MEMORY: return "out of memory";
     case PJ_ERR_UNAVAILABLE: return "the back end cannot run on this machine";
+    case PJ_ERR_UNSUPPORTED: return "the back end cannot do this yet";
     case PJ_INTERRUPTED: return "interrupted";
     }
     return "unknown status";
 }
 
-/* pj_backend numbers are positions in engine_backends (engine.c): interp, cpu, cuda, ... */
+/* The public numbers of the back ends, by name: a back end registered in engine.c without a
+ * number here is not reachable from the API. */
+static const struct { pj_backend id; const char *name; } backend_ids[] = {
+    {PJ_BACKEND_INTERP, "interp"}, {PJ_BACKEND_CPU, "cpu"}, {PJ_BACKEND_CUDA, "cuda"}};
+
 static const backend_ops *backend_of(pj_backend b)
 {
-    for (int i = 0; engine_backends[i]; i++)
-        if (i == (int)b) return engine_backends[i];
+    for (size_t i = 0; i < sizeof backend_ids / sizeof backend_ids[0]; i++)
+        if (backend_ids[i].id == b) return engine_backend(backend_ids[i].name);
     return NULL;
 }
 
 int pj_backend_by_name(const char *name, pj_backend *backend)
 {
-    for (int b = 0; name && engine_backends[b]; b++)
-        if (!strcmp(name, engine_backends[b]->name)) {
-            *backend = (pj_backend)b;
+    for (size_t i = 0; name && i < sizeof backend_ids / sizeof backend_ids[0]; i++)
+        if (!strcmp(name, backend_ids[i].name) && engine_backend(name)) {
+            *backend = backend_ids[i].id;
             return 0;
         }
     return -1;
@@ -222,9 +227,9 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     engine_options eo = {.single = o.single, .fast_math = o.fast_math, .threads = o.threads,
                          .solver_options = o.solver_options, .seed = o.seed};
     if (o.decompose) {
-        if (!engine_can_decompose(be, problem->p, err, err_len)) {
+        if (!engine_backend_can(be, ENGINE_CAP_DECOMPOSE, err, err_len)) {
             pj_sim_free(ps);
-            return PJ_ERR_INPUT;
+            return PJ_ERR_UNSUPPORTED;
         }
         ps->d = decomp_create(problem->p, o.ranks_layout, err, err_len);
         if (!ps->d) {
@@ -237,7 +242,10 @@ pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options
     ps->e = engine_create(be, problem->p, &eo, &unavailable, err, err_len);
     if (!ps->e) {
         pj_sim_free(ps);
-        return unavailable == ENGINE_TOO_LARGE ? PJ_ERR_MEMORY : unavailable ? PJ_ERR_UNAVAILABLE : PJ_ERR_BACKEND;
+        return unavailable == ENGINE_TOO_LARGE    ? PJ_ERR_MEMORY
+               : unavailable == ENGINE_UNSUPPORTED ? PJ_ERR_UNSUPPORTED
+               : unavailable                       ? PJ_ERR_UNAVAILABLE
+                                                   : PJ_ERR_BACKEND;
     }
     if (engine_init(ps->e, err, err_len) < 0) {
         pj_sim_free(ps);
@@ -382,7 +390,7 @@ pj_status pj_sim_redefine(pj_sim *ps, const char *text, char **diagnostics)
     if (!p2) {
         st = PJ_ERR_INPUT;
     } else if (!(kernels = engine_prepare(ps->e, p2, NULL, err, sizeof err))) {
-        st = PJ_ERR_BACKEND;
+        st = engine_can_swap(ps->e) ? PJ_ERR_BACKEND : PJ_ERR_UNSUPPORTED;
     } else {
         /* swap now, or post it for the stepping thread and wait for the step boundary */
         if (swap_in(ps, p2, 1, kernels, err, sizeof err) < 0) {
@@ -398,7 +406,7 @@ pj_status pj_sim_redefine(pj_sim *ps, const char *text, char **diagnostics)
     }
     if (st != PJ_OK && err[0]) diag_append(&d, "<redefine>: error: %s\n", err); /* compile errors are there already */
     if (st != PJ_OK && diagnostics && (d.log || d.errors)) *diagnostics = diagnostics_text(&d);
-    if (st == PJ_ERR_BACKEND) program_free(p2);
+    if (st == PJ_ERR_BACKEND || st == PJ_ERR_UNSUPPORTED) program_free(p2);
     diag_free(&d);
     free(merged);
     return st;
@@ -440,7 +448,7 @@ pj_status pj_sim_swap(pj_sim *ps, const pj_problem *next, double *t_swap, char *
     void *kernels = engine_prepare(ps->e, next->p, NULL, err, err_len);
     if (!kernels) {
         free(text);
-        return PJ_ERR_BACKEND;
+        return engine_can_swap(ps->e) ? PJ_ERR_BACKEND : PJ_ERR_UNSUPPORTED;
     }
     if (swap_in(ps, next->p, 0, kernels, err, err_len) < 0) {
         free(text);

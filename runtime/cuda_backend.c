@@ -1061,20 +1061,7 @@ double cuda_sim_bytes_per_cell(const cuda_sim *s)
 
 static void *ops_create(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len)
 {
-    if (PJ_SCHEME_IMPLICIT(p->scheme)) {
-        diag_set(err, len, "the cuda back end cannot solve implicit schemes or steady problems yet (%s): "
-                 "use --backend cpu", scheme_name(p->scheme));
-        *unavailable = 1;
-        return NULL;
-    }
-    for (int f = 0; f < p->n_fields; f++)
-        for (int side = 0; side < 6; side++)
-            if (p->bc[f][side].lap) {
-                diag_set(err, len, "the cuda back end cannot fill a second boundary condition (lap(%s) = ...) yet: "
-                         "use --backend cpu", p->field_names[f]);
-                *unavailable = 1;
-                return NULL;
-            }
+    /* implicit schemes and second boundary conditions: refused by engine_create (the caps below) */
     cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir, .ghosts = &o->ghosts,
                            .seed = o->seed};
     cuda_sim *s = cuda_sim_create(p, &co, err, len);
@@ -1178,7 +1165,7 @@ static int ops_emit(const pj_program *p, const engine_options *o, FILE *out, cha
 }
 
 const backend_ops cuda_backend_ops = {
-    .name = "cuda", .emit_flag = "cuda", .create = ops_create, .destroy = ops_destroy, .init = ops_init,
+    .name = "cuda", .caps = ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_DEVICE, .emit_flag = "cuda", .create = ops_create, .destroy = ops_destroy, .init = ops_init,
     .step = ops_step, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
     .set_field = ops_set, .take_nonfinite = ops_take, .check_finite = ops_check, .time = ops_time,
     .steps = ops_steps, .set_clock = ops_set_clock, .view = ops_view, .reduce = ops_reduce, .info = ops_info,

@@ -37,15 +37,63 @@ struct engine {
     double *scratch;       /* a block's field, for gathers and scatters */
 };
 
-/* A decomposed run takes the host back ends (explicit and implicit schemes). */
-int engine_can_decompose(const backend_ops *be, const pj_program *p, char *err, size_t len)
+/* What each capability lets a back end do, as the refusal says it. */
+static const struct { unsigned cap; const char *what; } cap_text[] = {
+    {ENGINE_CAP_SWAP, "swap kernels while it runs"},
+    {ENGINE_CAP_IMPLICIT, "solve implicit schemes or steady problems"},
+    {ENGINE_CAP_DECOMPOSE, "run over MPI"},
+    {ENGINE_CAP_SECOND_BC, "fill a second boundary condition"},
+    {ENGINE_CAP_EXPLAIN, "explain its kernel cache"},
+    {ENGINE_CAP_EMIT, "print its generated code"},
+    {ENGINE_CAP_MONITORS, "evaluate monitors"},
+    {ENGINE_CAP_DEVICE, "hold the fields in device memory"},
+};
+
+/* The refusal of capability `cap` on `be`, with what needs it (may be "") in brackets. */
+static int refuse(const backend_ops *be, unsigned cap, const char *why, char *err, size_t len)
 {
-    (void)p;
-    if (strcmp(be->name, "interp") && strcmp(be->name, "cpu")) {
-        diag_set(err, len, "the %s back end does not run over MPI yet: use --backend cpu (or interp)", be->name);
-        return 0;
-    }
-    return 1;
+    const char *what = "do this", *other = NULL;
+    for (size_t i = 0; i < sizeof cap_text / sizeof cap_text[0]; i++)
+        if (cap_text[i].cap == cap) what = cap_text[i].what;
+    for (int i = 0; engine_backends[i] && !other; i++) /* the first that can, the interpreter last */
+        if ((engine_backends[i]->caps & cap) == cap && strcmp(engine_backends[i]->name, "interp"))
+            other = engine_backends[i]->name;
+    diag_set(err, len, "the %s back end cannot %s yet%s%s%s%s%s", be->name, what, why && *why ? " (" : "",
+             why ? why : "", why && *why ? ")" : "", other ? ": use --backend " : "", other ? other : "");
+    return 0;
+}
+
+int engine_backend_can(const backend_ops *be, unsigned caps, char *err, size_t len)
+{
+    unsigned missing = caps & ~be->caps;
+    if (!missing) return 1;
+    return refuse(be, missing & -missing, NULL, err, len);
+}
+
+unsigned engine_needs(const pj_program *p)
+{
+    unsigned caps = PJ_SCHEME_IMPLICIT(p->scheme) ? ENGINE_CAP_IMPLICIT : 0;
+    for (int f = 0; f < p->n_fields; f++)
+        for (int side = 0; side < 2 * p->dim; side++)
+            if (p->bc[f][side].lap) caps |= ENGINE_CAP_SECOND_BC;
+    if (p->n_monitors) caps |= ENGINE_CAP_MONITORS;
+    return caps;
+}
+
+int engine_supports(const backend_ops *be, const pj_program *p, char *err, size_t len)
+{
+    unsigned missing = engine_needs(p) & ~be->caps;
+    if (!missing) return 1;
+    char why[96] = "";
+    unsigned cap = missing & -missing;
+    if (cap == ENGINE_CAP_IMPLICIT) snprintf(why, sizeof why, "%s", scheme_name(p->scheme));
+    for (int f = 0; cap == ENGINE_CAP_SECOND_BC && f < p->n_fields && !why[0]; f++)
+        for (int side = 0; side < 2 * p->dim; side++)
+            if (p->bc[f][side].lap) {
+                snprintf(why, sizeof why, "lap(%s) = ...", p->field_names[f]);
+                break;
+            }
+    return refuse(be, cap, why, err, len);
 }
 
 engine *engine_create(const backend_ops *be, const pj_program *p, const engine_options *o, int *unavailable,
@@ -58,6 +106,10 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
         diag_set(err, len, "engine: no back end or no program");
         return NULL;
     }
+    if (!engine_supports(be, p, err, len)) {
+        if (unavailable) *unavailable = ENGINE_UNSUPPORTED;
+        return NULL;
+    }
     engine *e = calloc(1, sizeof *e);
     if (!e) {
         diag_set(err, len, "out of memory");
@@ -68,7 +120,8 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
     engine_options eo = o ? *o : dflt;
     if (eo.decomp) {
         e->d = eo.decomp;
-        if (!engine_can_decompose(be, p, err, len)) {
+        if (!engine_backend_can(be, ENGINE_CAP_DECOMPOSE, err, len)) {
+            if (unavailable) *unavailable = ENGINE_UNSUPPORTED;
             free(e);
             return NULL;
         }
@@ -177,7 +230,10 @@ int64_t engine_block_steps(engine *e, int64_t n)
     int64_t k = e->ops->block_steps(e->impl, n);
     return k > 1 ? k : 1;
 }
-int engine_sync(engine *e, char *err, size_t len) { return e->ops->sync ? e->ops->sync(e->impl, err, len) : 0; }
+int engine_sync(engine *e, char *err, size_t len)
+{
+    return e->ops->caps & ENGINE_CAP_DEVICE ? e->ops->sync(e->impl, err, len) : 0;
+}
 double engine_time(engine *e) { return e->ops->time(e->impl); }
 int64_t engine_steps(engine *e) { return e->ops->steps(e->impl); }
 void engine_set_clock(engine *e, double t, int64_t steps) { e->ops->set_clock(e->impl, t, steps); }
@@ -245,10 +301,7 @@ int engine_check_finite(engine *e, sim_nan_report *r, char *err, size_t len)
 int engine_reduce(engine *e, double *values, char *err, size_t len)
 {
     if (!e->p->n_monitors) return 0;
-    if (!e->ops->reduce) {
-        diag_set(err, len, "the %s back end cannot evaluate monitors", e->ops->name);
-        return -1;
-    }
+    if (!engine_backend_can(e->ops, ENGINE_CAP_MONITORS, err, len)) return -1;
     int rc = e->ops->reduce(e->impl, values, err, len);
     if (!e->d) return rc;
     if (decomp_agree(e->d, rc < 0, err, len)) return -1;
@@ -272,15 +325,12 @@ int engine_view_field(engine *e, int f, engine_view *v)
     return e->ops->view(e->impl, f, v);
 }
 
-int engine_can_swap(const engine *e) { return e->ops->prepare && e->ops->swap; }
+int engine_can_swap(const engine *e) { return (e->ops->caps & ENGINE_CAP_SWAP) != 0; }
 
 void *engine_prepare(engine *e, const pj_program *p2, engine_info *info, char *err, size_t len)
 {
     if (info) memset(info, 0, sizeof *info);
-    if (!engine_can_swap(e)) {
-        diag_set(err, len, "the %s back end cannot swap kernels while it runs", e->ops->name);
-        return NULL;
-    }
+    if (!engine_backend_can(e->ops, ENGINE_CAP_SWAP, err, len)) return NULL;
     if (!e->d) return e->ops->prepare(e->impl, p2, info, err, len);
     /* collective, as engine_create: rank 0 compiles into the kernel cache, the others load */
     void *k = NULL;
@@ -298,10 +348,7 @@ void *engine_prepare(engine *e, const pj_program *p2, engine_info *info, char *e
 
 int engine_swap(engine *e, const pj_program *p2, void *prepared, char *err, size_t len)
 {
-    if (!engine_can_swap(e)) {
-        diag_set(err, len, "the %s back end cannot swap kernels while it runs", e->ops->name);
-        return -1;
-    }
+    if (!engine_backend_can(e->ops, ENGINE_CAP_SWAP, err, len)) return -1;
     /* over MPI every process swaps at the same step (collective); what a running simulation
        cannot take is refused on all alike (the same programs) */
     int rc = e->ops->swap(e->impl, p2, prepared, err, len);
@@ -312,7 +359,7 @@ int engine_swap(engine *e, const pj_program *p2, void *prepared, char *err, size
 
 void engine_release(engine *e, void *prepared)
 {
-    if (prepared && e->ops->release) e->ops->release(prepared);
+    if (prepared && (e->ops->caps & ENGINE_CAP_SWAP)) e->ops->release(prepared);
 }
 
 int engine_solver_stats(engine *e, implicit_stats *stats)

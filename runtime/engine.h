@@ -71,8 +71,26 @@ typedef struct engine_view {
     int on_device;               /* 1: data is a CUDA device address */
 } engine_view;
 
+/* Capabilities: what a back end declares it can do beyond stepping an explicit program
+ * (backend_ops.caps). The engine checks them before it tries anything, and the API, the command
+ * and the Python package ask engine_backend_can or engine_supports first: a missing capability is
+ * one message that names the back end and the capability ("the cuda back end cannot solve
+ * implicit schemes or steady problems yet (bdf2): use --backend cpu"), never "no device". */
+typedef enum engine_cap {
+    ENGINE_CAP_SWAP = 1u << 0,        /* hot swap: prepare, swap and release */
+    ENGINE_CAP_IMPLICIT = 1u << 1,    /* implicit schemes and steady problems (runtime/implicit.h) */
+    ENGINE_CAP_DECOMPOSE = 1u << 2,   /* a mesh split over MPI processes (runtime/decomp.h) */
+    ENGINE_CAP_SECOND_BC = 1u << 3,   /* a second boundary condition, lap(u) = value */
+    ENGINE_CAP_EXPLAIN = 1u << 4,     /* why each kernel hits or misses the cache (explain) */
+    ENGINE_CAP_EMIT = 1u << 5,        /* its generated code (emit, with emit_flag) */
+    ENGINE_CAP_MONITORS = 1u << 6,    /* the program's reductions (reduce) */
+    ENGINE_CAP_DEVICE = 1u << 7,      /* a property, not a feature: the fields live in device memory
+                                         (views are device addresses) and steps are asynchronous */
+} engine_cap;
+
 typedef struct backend_ops {
     const char *name;            /* "interp", "cpu", "cuda": what --backend takes */
+    unsigned caps;               /* engine_cap bits: the members each needs are filled */
     const char *emit_flag;       /* what `pdejit emit --FLAG` prints this back end's code for, or NULL */
     /* The fields allocated and every kernel of p ready; p must outlive the simulation.
        *unavailable = 1 when the back end cannot run on this machine (no device). */
@@ -83,7 +101,7 @@ typedef struct backend_ops {
     /* n steps of dt, the state as n calls of step leave it (several per sweep where the back end
        can: temporal blocking, runtime/tblock.c); NULL: the engine calls step n times */
     int (*step_n)(void *impl, double dt, int64_t n, char *err, size_t len);
-    int (*sync)(void *impl, char *err, size_t len);                     /* NULL: steps are synchronous */
+    int (*sync)(void *impl, char *err, size_t len);                     /* with ENGINE_CAP_DEVICE */
     int (*set_param)(void *impl, const char *name, double value);       /* -1: no such param */
     const double *(*params)(void *impl);
     int (*get_field)(void *impl, int f, double *out, char *err, size_t len);
@@ -95,10 +113,10 @@ typedef struct backend_ops {
     void (*set_clock)(void *impl, double t, int64_t steps);             /* a restart: time and step count */
     int (*view)(void *impl, int f, engine_view *v);
     /* the program's monitors (its KIR_REDUCE kernel) at the current state and time, monitor i
-       into values[i] (sim_reduce's meaning); NULL: this back end has no reduction kernels */
+       into values[i] (sim_reduce's meaning); with ENGINE_CAP_MONITORS */
     int (*reduce)(void *impl, double *values, char *err, size_t len);
     void (*info)(void *impl, engine_info *info);
-    /* hot swap (NULL: this back end cannot swap): prepare may run on any thread while the
+    /* hot swap, with ENGINE_CAP_SWAP: prepare may run on any thread while the
        simulation steps; swap runs at a step boundary and, on failure, leaves everything as it was */
     void *(*prepare)(void *impl, const pj_program *p2, engine_info *info, char *err, size_t len);
     int (*swap)(void *impl, const pj_program *p2, void *prepared, char *err, size_t len);
@@ -107,11 +125,21 @@ typedef struct backend_ops {
     int (*solver_stats)(void *impl, implicit_stats *stats);
     /* of n steps, how many step_n takes in one sweep now (NULL or 1: one at a time) */
     int64_t (*block_steps)(void *impl, int64_t n);
-    /* without a simulation: the generated code of every kernel, and why each hits or misses the
-       cache (explain returns 1 with the cache's warning in err when it has one) */
+    /* without a simulation: the generated code of every kernel (ENGINE_CAP_EMIT), and why each
+       hits or misses the cache (ENGINE_CAP_EXPLAIN; returns 1 with the cache's warning in err
+       when it has one) */
     int (*emit)(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len);
     int (*explain)(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len);
 } backend_ops;
+
+/* 1 when back end `be` has every capability of `caps`; 0 with "the NAME back end cannot WHAT
+ * yet: use --backend OTHER" (the first that can) in err. */
+int engine_backend_can(const backend_ops *be, unsigned caps, char *err, size_t len);
+/* The capabilities program p needs (an implicit scheme, a second boundary condition). */
+unsigned engine_needs(const pj_program *p);
+/* 1 when back end `be` can run p; 0 with engine_backend_can's message, naming what in p needs it
+ * ("(bdf2)", "(lap(u) = ...)"). */
+int engine_supports(const backend_ops *be, const pj_program *p, char *err, size_t len);
 
 /* Every back end, in the order --help lists them; NULL-terminated. */
 extern const backend_ops *const engine_backends[];
@@ -124,11 +152,13 @@ typedef struct engine engine;
 
 /* Why engine_create failed, beyond a plain error (*unavailable = 0). */
 enum { ENGINE_UNAVAILABLE = 1, /* the back end cannot run here (no device) */
-       ENGINE_TOO_LARGE = 2 };  /* the buffers do not fit in the memory available (grid_memory_check) */
+       ENGINE_TOO_LARGE = 2,    /* the buffers do not fit in the memory available (grid_memory_check) */
+       ENGINE_UNSUPPORTED = 3 }; /* the back end lacks a capability p needs (engine_supports) */
 
 /* A simulation of p on back end `be`, kernels ready, not yet initialised. NULL with a message on
  * failure; *unavailable (may be NULL) is set to ENGINE_UNAVAILABLE when the back end cannot run
- * here, ENGINE_TOO_LARGE when the problem does not fit in its memory. */
+ * here, ENGINE_TOO_LARGE when the problem does not fit in its memory, ENGINE_UNSUPPORTED when the
+ * back end lacks a capability p (or a decomposed run) needs. */
 engine *engine_create(const backend_ops *be, const pj_program *p, const engine_options *o, int *unavailable,
                       char *err, size_t len);
 void engine_destroy(engine *e);
@@ -144,8 +174,6 @@ int engine_rank(const engine *e);
 const grid_block *engine_block(const engine *e);
 const grid_block *engine_blocks(const engine *e);
 int engine_get_block_field(engine *e, int f, double *out, char *err, size_t len);
-/* 1 when back end `be` can run p decomposed over MPI processes; 0 with the reason. */
-int engine_can_decompose(const backend_ops *be, const pj_program *p, char *err, size_t len);
 int engine_processes(const engine *e);
 /* Agreement on a failure outside the engine (an output that rank 0 could not write): 1 on every
  * process when `failed` on any, err then holding the lowest failing rank's message; on one
@@ -188,7 +216,7 @@ int engine_solver_stats(engine *e, implicit_stats *stats);
  * without monitors), or -1 with a message. */
 int engine_reduce(engine *e, double *values, char *err, size_t len);
 
-/* Hot swap. engine_can_swap: the back end implements it. engine_prepare compiles p2's kernels
+/* Hot swap (ENGINE_CAP_SWAP). engine_can_swap: the back end has it. engine_prepare compiles p2's kernels
  * (any thread; the engine keeps stepping meanwhile); engine_swap, at a step boundary, checks that
  * p2 fits the running simulation (mesh, fields, params, slots, stencil within the ghost layers),
  * then runs p2 from the next step with the fields' state kept; on failure nothing changes and

@@ -320,6 +320,9 @@ static int cpu_explain(const pj_program *p, const engine_options *o, FILE *out, 
     .info = host_info, .prepare = host_prepare, .swap = host_swap, .release = host_release,               \
     .solver_stats = host_solver_stats, .step_n = host_step_n, .block_steps = host_block_steps
 
-const backend_ops interp_backend_ops = {.name = "interp", .create = interp_create, HOST_OPS};
-const backend_ops cpu_backend_ops = {.name = "cpu", .emit_flag = "llvm", .create = cpu_create, HOST_OPS,
-                                     .emit = cpu_emit, .explain = cpu_explain};
+#define HOST_CAPS ENGINE_CAP_SWAP | ENGINE_CAP_IMPLICIT | ENGINE_CAP_DECOMPOSE | ENGINE_CAP_SECOND_BC | ENGINE_CAP_MONITORS
+
+const backend_ops interp_backend_ops = {.name = "interp", .caps = HOST_CAPS, .create = interp_create, HOST_OPS};
+const backend_ops cpu_backend_ops = {.name = "cpu", .caps = HOST_CAPS | ENGINE_CAP_EXPLAIN | ENGINE_CAP_EMIT,
+                                     .emit_flag = "llvm", .create = cpu_create, HOST_OPS, .emit = cpu_emit,
+                                     .explain = cpu_explain};

@@ -145,7 +145,7 @@ refused "a layout of another size" "--ranks-layout 3x1 makes 3 processes, but th
 refused "a malformed layout" "--ranks-layout 2x2x2: give 2 numbers" 4 rd2d.pde --ranks-layout 2x2x2
 printf 'mesh grid(nx = 20, ny = 3)\nfield u = x\neq dt(u) = 0.01*lap(u)\ntime dt = 0.001, steps = 2\n' > flat.pde
 refused "more processes along an axis than cells" "4 processes along y, but the mesh has 3 cells there" 4 flat.pde --ranks-layout 1x4
-refused "the GPU" "the cuda back end does not run over MPI yet" 2 rd2d.pde --backend cuda
+refused "the GPU" "the cuda back end cannot run over MPI yet: use --backend cpu" 2 rd2d.pde --backend cuda
 # an output that rank 0 cannot write ends every process (no hang)
 mpi 3 run rd2d.pde -q --dump /proc/no/such.csv >/dev/null 2>unwritable.err; r=$?
 [ "$r" = 2 ] && grep -q "cannot write the dump" unwritable.err || fail "unwritable dump: exit $r: $(cat unwritable.err)"

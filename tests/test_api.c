@@ -123,7 +123,7 @@ static void field_views_alias(void **state)
 static void statuses_and_unavailable_backends(void **state)
 {
     (void)state;
-    for (int st = PJ_OK; st <= PJ_ERR_UNAVAILABLE; st++) {
+    for (int st = PJ_OK; st <= PJ_ERR_UNSUPPORTED; st++) {
         assert_non_null(pj_strerror((pj_status)st));
         assert_string_not_equal(pj_strerror((pj_status)st), "unknown status");
     }
@@ -152,6 +152,19 @@ static void statuses_and_unavailable_backends(void **state)
     unsetenv("PDEJIT_LIBCUDA");
     assert_null(s);
     assert_non_null(strstr(err, "no CUDA device"));
+    pj_problem_free(pr);
+    /* a capability the back end does not declare: refused before any device is looked for, with
+       the back end and the capability named, never "no device" */
+    const char *implicit = "mesh grid(nx = 8, Lx = 1)\nfield u = 1\neq dt(u) = -u\ntime dt = 0.1, steps = 2, scheme = beuler\n";
+    assert_int_equal(pj_problem_compile("imp.pde", implicit, strlen(implicit), &pr, NULL), PJ_OK);
+    setenv("PDEJIT_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+    assert_int_equal(pj_sim_create(pr, &o, &s, err, sizeof err), PJ_ERR_UNSUPPORTED);
+    unsetenv("PDEJIT_LIBCUDA");
+    assert_null(s);
+    assert_string_equal(err, "the cuda back end cannot solve implicit schemes or steady problems yet (beuler): use --backend cpu");
+    o.decompose = 1;
+    assert_int_equal(pj_sim_create(pr, &o, &s, err, sizeof err), PJ_ERR_UNSUPPORTED);
+    assert_string_equal(err, "the cuda back end cannot run over MPI yet: use --backend cpu");
     pj_problem_free(pr);
 }
 

@@ -548,7 +548,7 @@ static void clear_never_follows_a_linked_sub_folder(void **state)
 static void write_failure_while_running_is_reported_once(void **state)
 {
     (void)state;
-    put("w.pde", "mesh grid(nx = 200000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 8\n");
+    put("w.pde", "mesh grid(nx = 200000)\nfield u\neq dt(u) = 1\ntime dt = 0.001, until = 80\n"); /* seconds: the edit lands while it runs */
     char cmd[8192], *out;
     assert_int_equal(pj("c8", &out, "run w.pde --out none --steps 1"), 0); /* the first kernels stored */
     free(out);

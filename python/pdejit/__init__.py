@@ -2,10 +2,10 @@
 the GPU) by the pdejit library, simulated with zero-copy NumPy views of their fields, and
 text-defined terms evaluated on NumPy arrays (and on CuPy arrays, on the GPU). See docs/python.md."""
 from ._errors import (BackendError, Error, InputError, Interrupted, ProblemError, RunError,
-                      UnavailableError)
+                      UnavailableError, UnsupportedError)
 from ._core import DeviceArray, Problem, RunResult, Simulation, compile
 from ._term import DeviceBuffer, Derivative, Term, fipy_faces
 
 __version__ = "0.1.0"
 __all__ = ["compile", "Problem", "Simulation", "RunResult", "DeviceArray", "Term", "Derivative", "DeviceBuffer", "fipy_faces", "Error",
-           "InputError", "ProblemError", "RunError", "BackendError", "UnavailableError", "Interrupted"]
+           "InputError", "ProblemError", "RunError", "BackendError", "UnavailableError", "UnsupportedError", "Interrupted"]

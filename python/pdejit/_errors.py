@@ -34,11 +34,18 @@ class UnavailableError(BackendError):
     """The back end cannot run on this machine (backend="cuda" without a GPU)."""
 
 
+class UnsupportedError(BackendError):
+    """The back end lacks a capability the problem or the call needs: the message names both
+    ("the cuda back end cannot solve implicit schemes or steady problems yet (bdf2): use --backend
+    cpu")."""
+
+
 class Interrupted(Error):
     """Simulation.interrupt() stopped advance() or run() at a step boundary."""
 
 
-_BY_STATUS = {1: RunError, 2: InputError, 3: BackendError, 4: MemoryError, 5: UnavailableError, 6: Interrupted}
+_BY_STATUS = {1: RunError, 2: InputError, 3: BackendError, 4: MemoryError, 5: UnavailableError, 6: Interrupted,
+               7: UnsupportedError}
 
 
 def raise_status(status, message):

@@ -279,3 +279,11 @@ def test_ctrl_c_stops_advance_at_a_step_boundary():
     r = subprocess.run([sys.executable, "-c", CTRL_C, str(SAMPLES / "heat3d.pde")], capture_output=True, text=True,
                        timeout=60)
     assert r.stdout.strip() == "interrupted True True True", r.stdout + r.stderr
+
+
+def test_a_missing_capability_is_not_a_missing_device():
+    # an implicit scheme on the cuda back end: refused for what the back end lacks, on any machine
+    p = pdejit.compile(DIFFUSION_1D, scheme="beuler")
+    with pytest.raises(pdejit.UnsupportedError,
+                       match=r"the cuda back end cannot solve implicit schemes or steady problems yet \(beuler\)"):
+        p.simulate(backend="cuda")
