@@ -790,10 +790,7 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
         if (finish(C, p->stages[s].kernel) < 0) return -1;
     if (d->errors) return -1;
 
-    for (int i = 0; i < p->params_kernel->n_outputs; i++) {
-        const kir_output *o = &p->params_kernel->outputs[i];
-        p->param_values[o->field] = kir_eval_uniform(p->params_kernel, o->node, p->param_values, 0);
-    }
+    kir_eval_params(p->params_kernel, p->param_values, NULL);
     p->halo = 1;
     int *h = arena_alloc(C->arena, sizeof *h * ((size_t)p->n_fields + 1));
     for (int s = 0; s <= p->n_stages; s++) { /* the stages, then the monitors' reduction */

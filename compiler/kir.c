@@ -823,6 +823,12 @@ double kir_eval_uniform(const kir_kernel *k, int node, const double *params, dou
     return r;
 }
 
+void kir_eval_params(const kir_kernel *k, double *param, const unsigned char *fixed)
+{
+    for (int o = 0; o < k->n_outputs; o++)
+        if (!fixed || !fixed[k->outputs[o].field]) param[k->outputs[o].field] = kir_eval_uniform(k, k->outputs[o].node, param, 0);
+}
+
 int kir_depends_on_place_or_time(const kir_kernel *k, int node)
 {
     char small[4096];

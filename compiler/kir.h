@@ -212,6 +212,10 @@ typedef void (*kir_cpu_fn)(const kir_launch *launch, int64_t begin, int64_t end)
  * used for param values and constant coefficients. NaN for anything cell-dependent. Allocates
  * only for kernels of more than 1024 nodes (NaN when that fails). */
 double kir_eval_uniform(const kir_kernel *k, int node, const double *params, double t);
+/* The params of a KIR_PARAMS kernel, in order (a param may use earlier ones): output o into
+ * param[its field], except where fixed[field] (may be NULL) is set. The one evaluator of params:
+ * the front end's defaults, every executor's values after a change. */
+void kir_eval_params(const kir_kernel *k, double *param, const unsigned char *fixed);
 /* 1 when `node` depends on TIME or COORD (changes in time or along a boundary). */
 int kir_depends_on_place_or_time(const kir_kernel *k, int node);
 #endif

@@ -30,7 +30,7 @@
 #include "cuda_codegen.h"
 #include "cuda_driver.h"
 #include "grid.h"
-#include "interp.h"
+#include "state.h"
 #include "writers.h"
 
 #define ROW_ALIGN_BYTES 128
@@ -362,19 +362,14 @@ static int is_loaded_cb(struct dl_phdr_info *info, size_t size, void *data)
 /* ---- the sim ----------------------------------------------------------------------------- */
 
 struct cuda_sim {
-    const pj_program *p;
+    sim_state st;         /* program, layout, plan, device buffers, clock, params (state.h) */
     cuda_sim_options opt;
-    size_t esz;
-    grid_layout g;        /* the buffers' shape (grid.h) */
-    ghost_plan plan;      /* the ghost fill (grid.h): rules, hooks, homogeneous */
     size_t bytes;         /* per buffer: the layout's elements, rounded up to 256 bytes */
-    int nbuf;
     cuda_device *dev;
     cuda_nvrtc *nv;
     cache *cache;
     char nvrtc_version[32];
     char text[256];
-    cuda_ptr mem[CUDA_MAX_BUFS];  /* allocation start per (slot, field), swapped with the slots */
     cuda_ptr results;              /* n_fields int64 of the check kernel */
     cuda_ptr lanes, reduced;       /* monitors: the lanes of every part, per output; the results */
     int64_t parts;                 /* kir_reduce_parts of the grid */
@@ -386,21 +381,20 @@ struct cuda_sim {
     cuda_args A;                   /* stage / init launches: every slot's buffers */
     cuda_args F;                   /* fill launches: the read slot's buffers as slot 0 */
     kir_launch L;                  /* geometry for writers and reports (buf NULL) */
-    double *param;
-    unsigned char *param_set;
-    double t;
-    int64_t steps;
     unsigned sgrid[3], sblock[3];  /* stage and init */
     unsigned cgrid[3], cblock[3];  /* check */
     unsigned fgrid[6][3], fblock[6][3];
     cuda_prepare_stats stats;
 };
 
-static uint64_t cell0(const cuda_sim *s, int b) { return s->mem[b] + (uint64_t)s->g.origin_off * s->esz; }
+/* A device address the state holds (state.h: addresses in the executor's memory space). */
+static cuda_ptr dev_addr(void *a) { return (cuda_ptr)(uintptr_t)a; }
 
-static void refresh_bufs(cuda_sim *s)
+/* The launch argument's buffers after the state's moved (a slot swap). */
+static void refresh_bufs(void *x)
 {
-    for (int b = 0; b < s->nbuf; b++) s->A.buf[b] = cell0(s, b);
+    cuda_sim *s = x;
+    for (int b = 0; b < s->st.nbuf; b++) s->A.buf[b] = dev_addr(s->st.buf[b]);
 }
 
 static int open_nvrtc(cuda_sim *s, char *err, size_t err_len)
@@ -510,11 +504,11 @@ static int prepare_kernels(cuda_sim *s, char *err, size_t err_len)
 /* The stage block: options, else $PDEJIT_CUDA_BLOCK, else cuda_stage_dims'. */
 static int stage_geometry(cuda_sim *s, char *err, size_t err_len)
 {
-    const int dim = s->p->dim;
-    if (cuda_stage_dims(dim, s->g.n, s->sgrid, s->sblock) < 0 ||
-        cuda_stage_dims(dim, s->g.n, s->cgrid, s->cblock) < 0) {
-        diag_set(err, err_len, "cuda: a %lldx%lldx%lld grid exceeds the launch limits", (long long)s->g.n[0],
-                (long long)s->g.n[1], (long long)s->g.n[2]);
+    const int dim = s->st.p->dim;
+    if (cuda_stage_dims(dim, s->st.g.n, s->sgrid, s->sblock) < 0 ||
+        cuda_stage_dims(dim, s->st.g.n, s->cgrid, s->cblock) < 0) {
+        diag_set(err, err_len, "cuda: a %lldx%lldx%lld grid exceeds the launch limits", (long long)s->st.g.n[0],
+                (long long)s->st.g.n[1], (long long)s->st.g.n[2]);
         return -1;
     }
     unsigned b[3] = {s->opt.block[0], s->opt.block[1], s->opt.block[2]};
@@ -536,7 +530,7 @@ static int stage_geometry(cuda_sim *s, char *err, size_t err_len)
         }
         static const int64_t lim[3] = {2147483647, 65535, 65535};
         for (int a = 0; a < 3; a++) {
-            int64_t g = (s->g.n[a] + b[a] - 1) / b[a];
+            int64_t g = (s->st.g.n[a] + b[a] - 1) / b[a];
             if (g > lim[a]) {
                 diag_set(err, err_len, "cuda: block %ux%ux%u needs too many blocks along %c", b[0], b[1], b[2], "xyz"[a]);
                 return -1;
@@ -568,46 +562,32 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
         diag_set(err, err_len, "cuda: out of memory");
         return NULL;
     }
-    s->p = p;
     if (opt) s->opt = *opt;
-    s->esz = esz;
-    s->g = g;
-    s->ks.init = s->ks.check = s->ks.reduce = s->ks.fold = -1;
-    s->bytes = (size_t)grid_buffer_bytes(&g, 256);
-    if (ghost_plan_make(&s->plan, p, s->opt.ghosts) < 0) {
-        diag_set(err, err_len, "cuda: out of memory");
+    if (state_init(&s->st, p, &g, s->opt.ghosts, s->opt.seed, "cuda", err, err_len) < 0) {
         free(s);
         return NULL;
     }
-    s->nbuf = p->n_slots * p->n_fields;
-    s->param = calloc((size_t)(p->n_params ? p->n_params : 1), sizeof *s->param);
-    s->param_set = calloc((size_t)(p->n_params ? p->n_params : 1), 1);
-    if (!s->param || !s->param_set) {
-        diag_set(err, err_len, "cuda: out of memory");
-        cuda_sim_destroy(s);
-        return NULL;
-    }
-    for (int i = 0; i < p->n_params; i++) s->param[i] = p->param_values ? p->param_values[i] : 0;
-    if (p->params_kernel) interp_params(p->params_kernel, s->param, NULL);
+    s->ks.init = s->ks.check = s->ks.reduce = s->ks.fold = -1;
+    s->bytes = (size_t)grid_buffer_bytes(&g, 256);
 
     /* launch geometry (host side) */
-    s->L.param = s->param;
+    s->L.param = s->st.param;
     s->A.t = s->A.dt = 0;
     s->A.seed = s->opt.seed;
     for (int a = 0; a < 3; a++) {
-        s->L.n[a] = s->g.n[a];
+        s->L.n[a] = s->st.g.n[a];
         s->L.origin[a] = a < p->dim ? p->origin[a] : 0;
-        s->L.h[a] = a < p->dim && p->length[a] > 0 ? p->length[a] / (double)s->g.n[a] : 1.0;
-        s->A.n[a] = s->g.n[a];
+        s->L.h[a] = a < p->dim && p->length[a] > 0 ? p->length[a] / (double)s->st.g.n[a] : 1.0;
+        s->A.n[a] = s->st.g.n[a];
         s->A.h[a] = s->L.h[a];
         s->A.origin[a] = s->L.origin[a];
-        s->A.ghost[a] = s->g.ghost[a];
+        s->A.ghost[a] = s->st.g.ghost[a];
     }
     for (int a = 0; a < 3; a++) s->L.stride[a] = s->A.stride[a] = g.stride[a];
-    for (int i = 0; i < p->n_params; i++) s->A.param[i] = s->param[i];
+    for (int i = 0; i < p->n_params; i++) s->A.param[i] = s->st.param[i];
 
     /* the CUDA C of every kernel: needs no device */
-    if (kset_build(&s->ks, p, &s->plan, s->opt.single, s->opt.fast_math, err, err_len) < 0) {
+    if (kset_build(&s->ks, p, &s->st.plan, s->opt.single, s->opt.fast_math, err, err_len) < 0) {
         cuda_sim_destroy(s);
         return NULL;
     }
@@ -633,7 +613,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
        context's own allocations) */
     size_t free_b = 0, total_b = 0;
     if (cuda_mem_info(s->dev, &free_b, &total_b, err, err_len) < 0 ||
-        grid_memory_check(s->nbuf, (double)s->bytes, (double)free_b - CUDA_MEMORY_MARGIN, " on the device", err,
+        grid_memory_check(s->st.nbuf, (double)s->bytes, (double)free_b - CUDA_MEMORY_MARGIN, " on the device", err,
                           err_len) < 0) {
         cuda_sim_destroy(s);
         return NULL;
@@ -643,11 +623,15 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
         cuda_sim_destroy(s);
         return NULL;
     }
-    for (int b = 0; b < s->nbuf; b++)
-        if (cuda_mem_alloc(s->dev, s->bytes, &s->mem[b], err, err_len) < 0) {
+    for (int b = 0; b < s->st.nbuf; b++) {
+        cuda_ptr m = 0;
+        if (cuda_mem_alloc(s->dev, s->bytes, &m, err, err_len) < 0) {
             cuda_sim_destroy(s);
             return NULL;
         }
+        s->st.mem[b] = (void *)(uintptr_t)m;
+        s->st.buf[b] = (void *)(uintptr_t)(m + (uint64_t)g.origin_off * esz);
+    }
     /* n_fields int64 for the check kernel, then the int the stage kernels raise on a NaN/Inf */
     if (cuda_mem_alloc(s->dev, sizeof(int64_t) * ((size_t)p->n_fields + 1), &s->results, err, err_len) < 0 ||
         cuda_memset8(s->dev, s->results + sizeof(int64_t) * (uint64_t)p->n_fields, 0, sizeof(int64_t), err, err_len) < 0) {
@@ -655,7 +639,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
         return NULL;
     }
     if (p->reduce && p->reduce->n_outputs) {
-        s->parts = kir_reduce_parts(p->dim, s->g.n);
+        s->parts = kir_reduce_parts(p->dim, s->st.g.n);
         size_t no = (size_t)p->reduce->n_outputs;
         if (cuda_mem_alloc(s->dev, sizeof(double) * KIR_REDUCE_LANES * (size_t)s->parts * no, &s->lanes, err, err_len) < 0 ||
             cuda_mem_alloc(s->dev, sizeof(double) * no, &s->reduced, err, err_len) < 0) {
@@ -676,7 +660,8 @@ void cuda_sim_destroy(cuda_sim *s)
     if (s->dev) {
         char e[256];
         cuda_synchronize(s->dev, e, sizeof e);
-        for (int b = 0; b < s->nbuf; b++) cuda_mem_free(s->dev, s->mem[b], e, sizeof e);
+        for (int b = 0; s->st.mem && b < s->st.nbuf; b++)
+            if (s->st.mem[b]) cuda_mem_free(s->dev, dev_addr(s->st.mem[b]), e, sizeof e);
         cuda_mem_free(s->dev, s->results, e, sizeof e);
         if (s->lanes) cuda_mem_free(s->dev, s->lanes, e, sizeof e);
         if (s->reduced) cuda_mem_free(s->dev, s->reduced, e, sizeof e);
@@ -687,11 +672,9 @@ void cuda_sim_destroy(cuda_sim *s)
     cuda_nvrtc_close(s->nv);
     cache_close(s->cache);
     kset_free(&s->ks);
-    ghost_plan_free(&s->plan);
+    state_free(&s->st);
     free(s->mod);
     free(s->fn);
-    free(s->param);
-    free(s->param_set);
     free(s);
 }
 
@@ -699,12 +682,12 @@ void cuda_sim_destroy(cuda_sim *s)
 
 int cuda_sim_set_param(cuda_sim *s, const char *name, double value)
 {
-    if (interp_set_param(s->p, s->param, s->param_set, name, value) < 0) return -1;
-    for (int j = 0; j < s->p->n_params; j++) s->A.param[j] = s->param[j]; /* the launch argument */
+    if (state_set_param(&s->st, name, value) < 0) return -1;
+    for (int j = 0; j < s->st.p->n_params; j++) s->A.param[j] = s->st.param[j]; /* the launch argument */
     return 0;
 }
 
-const double *cuda_sim_params(const cuda_sim *s) { return s->param; }
+const double *cuda_sim_params(const cuda_sim *s) { return s->st.param; }
 
 /* ---- stepping ---------------------------------------------------------------------------- */
 
@@ -721,10 +704,10 @@ static int launch(cuda_sim *s, int k, const unsigned grid[3], const unsigned blo
 
 int cuda_sim_init(cuda_sim *s, char *err, size_t err_len)
 {
-    for (int b = 0; b < s->nbuf; b++)
-        if (cuda_memset8(s->dev, s->mem[b], 0, s->bytes, err, err_len) < 0) return -1;
-    s->t = 0;
-    s->steps = 0;
+    for (int b = 0; b < s->st.nbuf; b++)
+        if (cuda_memset8(s->dev, dev_addr(s->st.mem[b]), 0, s->bytes, err, err_len) < 0) return -1;
+    s->st.t = 0;
+    s->st.steps = 0;
     s->A.t = 0;
     s->A.dt = 0;
     s->A.step = s->A.stage = 0;
@@ -735,20 +718,20 @@ int cuda_sim_init(cuda_sim *s, char *err, size_t err_len)
 /* The fill of every side of `slot`, at time t: sides in the order of sim_fill_ghosts. */
 static int fill(cuda_sim *s, int slot, double t, char *err, size_t err_len)
 {
-    const int nf = s->p->n_fields;
+    const int nf = s->st.p->n_fields;
     memcpy(&s->F, &s->A, sizeof s->F);
     /* a coefficient (a field without an eq) is read from slot 0 by every stage */
-    for (int f = 0; f < nf; f++) s->F.buf[f] = s->A.buf[(s->p->field_has_eq[f] ? slot : 0) * nf + f];
-    for (int f = nf; f < s->nbuf; f++) s->F.buf[f] = 0;
+    for (int f = 0; f < nf; f++) s->F.buf[f] = s->A.buf[(s->st.p->field_has_eq[f] ? slot : 0) * nf + f];
+    for (int f = nf; f < s->st.nbuf; f++) s->F.buf[f] = 0;
     s->F.t = t;
-    for (int i = 0; i < 2 * s->p->dim; i++) {
-        int side = 2 * s->plan.axis_order[i / 2] + i % 2; /* axes in the plan's order */
-        if (s->plan.set.hook[side]) {
+    for (int i = 0; i < 2 * s->st.p->dim; i++) {
+        int side = 2 * s->st.plan.axis_order[i / 2] + i % 2; /* axes in the plan's order */
+        if (s->st.plan.set.hook[side]) {
             /* the hook gets the read slot's device addresses, as the fill kernels would */
             void *buf[CUDA_MAX_BUFS];
             for (int f = 0; f < nf; f++) buf[f] = (void *)(uintptr_t)s->F.buf[f];
             if (cuda_synchronize(s->dev, err, err_len) < 0 ||
-                s->plan.set.hook[side](s->plan.set.hook_ctx[side], side, &s->g, buf, nf, t, err, err_len) < 0)
+                s->st.plan.set.hook[side](s->st.plan.set.hook_ctx[side], side, &s->st.g, buf, nf, t, err, err_len) < 0)
                 return -1;
             continue;
         }
@@ -758,39 +741,33 @@ static int fill(cuda_sim *s, int slot, double t, char *err, size_t err_len)
     return 0;
 }
 
-int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len)
+static int fill_slot(void *x, int slot, double t, char *err, size_t len) { return fill(x, slot, t, err, len); }
+
+static int run_stage_kernel(void *x, int i, const stage_clock *c, char *err, size_t len)
 {
-    const pj_program *p = s->p;
-    for (int i = 0; i < p->n_stages; i++) {
-        const pj_stage *st = &p->stages[i];
-        double ts = s->t + st->t_frac * dt;
-        if (fill(s, st->read_slot, ts, err, err_len) < 0) return -1;
-        s->A.t = ts;
-        s->A.dt = dt;
-        s->A.step = s->steps;
-        s->A.stage = i + 1;
-        if (launch(s, s->ks.stage[i], s->sgrid, s->sblock, &s->A, sizeof s->A, err, err_len) < 0) return -1;
-    }
-    if (p->swap_after_step) {
-        for (int f = 0; f < p->n_fields; f++) {
-            if (!p->field_has_eq[f]) continue; /* a coefficient lives in slot 0 */
-            int a = f, b = p->n_fields + f;
-            cuda_ptr t = s->mem[a];
-            s->mem[a] = s->mem[b];
-            s->mem[b] = t;
-        }
-        refresh_bufs(s);
-    }
-    s->steps++;
-    s->t += dt;
-    s->A.t = s->t;
-    return 0;
+    cuda_sim *s = x;
+    s->A.t = c->t;
+    s->A.dt = c->dt;
+    s->A.step = c->step;
+    s->A.stage = c->stage;
+    return launch(s, s->ks.stage[i], s->sgrid, s->sblock, &s->A, sizeof s->A, err, len);
 }
+
+static const stepper_ops cuda_stepper = {.fill = fill_slot, .stage = run_stage_kernel, .swapped = refresh_bufs};
+
+int cuda_sim_step_n(cuda_sim *s, double dt, int64_t n, char *err, size_t err_len)
+{
+    int rc = stepper_step_n(&s->st, &cuda_stepper, s, dt, n, err, err_len);
+    s->A.t = s->st.t;
+    return rc;
+}
+
+int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len) { return cuda_sim_step_n(s, dt, 1, err, err_len); }
 
 int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double dt, int first_extra,
                         const cuda_ptr *extra, int n_extra, char *err, size_t err_len)
 {
-    if (kernel < 0 || kernel >= s->ks.n || read_slot < 0 || read_slot >= s->p->n_slots || n_extra < 0 ||
+    if (kernel < 0 || kernel >= s->ks.n || read_slot < 0 || read_slot >= s->st.p->n_slots || n_extra < 0 ||
         first_extra < 0 || first_extra + n_extra > CUDA_MAX_BUFS) {
         diag_set(err, err_len, "cuda: no kernel %d, slot %d or room for %d more buffers", kernel, read_slot, n_extra);
         return -1;
@@ -799,7 +776,7 @@ int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double
     cuda_args a = s->A; /* the launch copies its argument */
     a.t = t;
     a.dt = dt;
-    a.step = s->steps;
+    a.step = s->st.steps;
     a.stage = 1;
     for (int i = 0; i < n_extra; i++) a.buf[first_extra + i] = extra[i];
     return launch(s, kernel, s->sgrid, s->sblock, &a, sizeof a, err, err_len);
@@ -807,11 +784,11 @@ int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double
 
 int cuda_sim_run_stage(cuda_sim *s, int stage, double t, double dt, char *err, size_t err_len)
 {
-    if (stage < 0 || stage >= s->p->n_stages) {
+    if (stage < 0 || stage >= s->st.p->n_stages) {
         diag_set(err, err_len, "cuda: no stage %d", stage);
         return -1;
     }
-    return cuda_sim_run_kernel(s, s->ks.stage[stage], s->p->stages[stage].read_slot, t, dt, 0, NULL, 0, err,
+    return cuda_sim_run_kernel(s, s->ks.stage[stage], s->st.p->stages[stage].read_slot, t, dt, 0, NULL, 0, err,
                                err_len);
 }
 
@@ -855,15 +832,15 @@ cuda_ptr cuda_sim_alloc_buffer(cuda_sim *s, char *err, size_t err_len)
     cuda_ptr p = 0;
     if (cuda_mem_alloc(s->dev, s->bytes, &p, err, err_len) < 0) return 0;
     s->extra[s->n_extra++] = p;
-    return p + (uint64_t)s->g.origin_off * s->esz;
+    return p + (uint64_t)s->st.g.origin_off * s->st.esz;
 }
 
 void cuda_sim_set_spacing(cuda_sim *s, const double h[3])
 {
-    for (int a = 0; a < s->p->dim; a++) s->L.h[a] = s->A.h[a] = h[a];
+    for (int a = 0; a < s->st.p->dim; a++) s->L.h[a] = s->A.h[a] = h[a];
 }
 
-cuda_ptr cuda_sim_buffer(const cuda_sim *s, int b) { return b >= 0 && b < s->nbuf ? s->A.buf[b] : 0; }
+cuda_ptr cuda_sim_buffer(const cuda_sim *s, int b) { return b >= 0 && b < s->st.nbuf ? s->A.buf[b] : 0; }
 
 int cuda_sim_set_block(cuda_sim *s, const unsigned block[3], char *err, size_t err_len)
 {
@@ -891,7 +868,7 @@ int cuda_sim_sync(cuda_sim *s, char *err, size_t err_len) { return cuda_synchron
 /* Runs the check kernel on every field of slot 0; first[f] = first bad linear index or >= cells. */
 static int run_checks(cuda_sim *s, int64_t *first, char *err, size_t err_len)
 {
-    const int nf = s->p->n_fields;
+    const int nf = s->st.p->n_fields;
     if (cuda_memset8(s->dev, s->results, 0x7f, sizeof(int64_t) * (size_t)nf, err, err_len) < 0) return -1;
     for (int f = 0; f < nf; f++) {
         cuda_check_args ca;
@@ -899,7 +876,7 @@ static int run_checks(cuda_sim *s, int64_t *first, char *err, size_t err_len)
         ca.buf = s->A.buf[f];
         ca.result = s->results + sizeof(int64_t) * (uint64_t)f;
         for (int a = 0; a < 3; a++) {
-            ca.n[a] = s->g.n[a];
+            ca.n[a] = s->st.g.n[a];
             ca.stride[a] = s->A.stride[a];
         }
         if (launch(s, s->ks.check, s->cgrid, s->cblock, &ca, sizeof ca, err, err_len) < 0) return -1;
@@ -909,7 +886,7 @@ static int run_checks(cuda_sim *s, int64_t *first, char *err, size_t err_len)
 
 int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t err_len)
 {
-    const int nf = s->p->n_fields;
+    const int nf = s->st.p->n_fields;
     int64_t *first = malloc(sizeof *first * (size_t)nf);
     if (!first) {
         diag_set(err, err_len, "cuda: out of memory");
@@ -922,24 +899,17 @@ int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t
         rc = 1;
         if (!report) break;
         int64_t c = first[f];
-        int64_t idx[3] = {c % s->g.n[0], (c / s->g.n[0]) % s->g.n[1], c / (s->g.n[0] * s->g.n[1])};
+        int64_t idx[3] = {c % s->st.g.n[0], (c / s->st.g.n[0]) % s->st.g.n[1], c / (s->st.g.n[0] * s->st.g.n[1])};
         int64_t at = idx[0] + idx[1] * s->A.stride[1] + idx[2] * s->A.stride[2];
         double v = NAN;
         if (s->opt.single) {
             float x = 0;
-            if (cuda_memcpy_dtoh(s->dev, &x, s->A.buf[f] + (uint64_t)at * s->esz, sizeof x, err, err_len) < 0) rc = -1;
+            if (cuda_memcpy_dtoh(s->dev, &x, s->A.buf[f] + (uint64_t)at * s->st.esz, sizeof x, err, err_len) < 0) rc = -1;
             v = x;
-        } else if (cuda_memcpy_dtoh(s->dev, &v, s->A.buf[f] + (uint64_t)at * s->esz, sizeof v, err, err_len) < 0) {
+        } else if (cuda_memcpy_dtoh(s->dev, &v, s->A.buf[f] + (uint64_t)at * s->st.esz, sizeof v, err, err_len) < 0) {
             rc = -1;
         }
-        report->step = s->steps;
-        report->t = s->t;
-        report->field = f;
-        report->value = v;
-        for (int a = 0; a < 3; a++) {
-            report->cell[a] = idx[a];
-            report->x[a] = s->L.origin[a] + ((double)idx[a] + 0.5) * s->L.h[a];
-        }
+        state_nan_report(&s->st, f, idx, v, s->L.origin, s->L.h, report);
         break;
     }
     free(first);
@@ -948,7 +918,7 @@ int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t
 
 int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len)
 {
-    cuda_ptr at = s->results + sizeof(int64_t) * (uint64_t)s->p->n_fields;
+    cuda_ptr at = s->results + sizeof(int64_t) * (uint64_t)s->st.p->n_fields;
     int32_t flag = 0;
     if (cuda_memcpy_dtoh(s->dev, &flag, at, sizeof flag, err, err_len) < 0) return -1;
     if (!flag) return 0;
@@ -961,11 +931,11 @@ int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len)
  * from the first interior cell of its first row to the last of its last row). */
 static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *err, size_t err_len)
 {
-    const int64_t n0 = s->g.n[0], n1 = s->g.n[1], n2 = s->g.n[2], s1 = s->A.stride[1], s2 = s->A.stride[2];
-    int64_t rows_per = (int64_t)((64u << 20) / ((size_t)s1 * s->esz));
+    const int64_t n0 = s->st.g.n[0], n1 = s->st.g.n[1], n2 = s->st.g.n[2], s1 = s->A.stride[1], s2 = s->A.stride[2];
+    int64_t rows_per = (int64_t)((64u << 20) / ((size_t)s1 * s->st.esz));
     if (rows_per < 1) rows_per = 1;
     if (rows_per > n1) rows_per = n1;
-    size_t stage_bytes = (size_t)((rows_per - 1) * s1 + n0) * s->esz;
+    size_t stage_bytes = (size_t)((rows_per - 1) * s1 + n0) * s->st.esz;
     char *tmp = malloc(stage_bytes);
     if (!tmp) {
         diag_set(err, err_len, "cuda: out of memory for a %zu-byte staging buffer", stage_bytes);
@@ -975,8 +945,8 @@ static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *e
     for (int64_t k = 0; k < n2 && !rc; k++)
         for (int64_t j0 = 0; j0 < n1 && !rc; j0 += rows_per) {
             int64_t nr = n1 - j0 < rows_per ? n1 - j0 : rows_per;
-            size_t span = (size_t)((nr - 1) * s1 + n0) * s->esz;
-            uint64_t dev = s->A.buf[f] + (uint64_t)(j0 * s1 + k * s2) * s->esz;
+            size_t span = (size_t)((nr - 1) * s1 + n0) * s->st.esz;
+            uint64_t dev = s->A.buf[f] + (uint64_t)(j0 * s1 + k * s2) * s->st.esz;
             if (in) { /* read, patch the interior, write back (keeps the ghosts between rows) */
                 rc = cuda_memcpy_dtoh(s->dev, tmp, dev, span, err, err_len);
                 for (int64_t r = 0; r < nr && !rc; r++) {
@@ -1002,7 +972,7 @@ static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *e
 
 int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_len)
 {
-    if (f < 0 || f >= s->p->n_fields) {
+    if (f < 0 || f >= s->st.p->n_fields) {
         diag_set(err, err_len, "cuda: no field %d", f);
         return -1;
     }
@@ -1011,7 +981,7 @@ int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_le
 
 int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t err_len)
 {
-    if (f < 0 || f >= s->p->n_fields) {
+    if (f < 0 || f >= s->st.p->n_fields) {
         diag_set(err, err_len, "cuda: no field %d", f);
         return -1;
     }
@@ -1020,16 +990,16 @@ int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t e
 
 /* ---- queries ----------------------------------------------------------------------------- */
 
-double cuda_sim_time(const cuda_sim *s) { return s->t; }
-int64_t cuda_sim_steps(const cuda_sim *s) { return s->steps; }
+double cuda_sim_time(const cuda_sim *s) { return s->st.t; }
+int64_t cuda_sim_steps(const cuda_sim *s) { return s->st.steps; }
 void cuda_sim_set_clock(cuda_sim *s, double t, int64_t steps)
 {
-    s->t = t;
+    s->st.t = t;
     s->A.t = t;
-    s->steps = steps;
+    s->st.steps = steps;
 }
-int64_t cuda_sim_cells(const cuda_sim *s) { return s->g.n[0] * s->g.n[1] * s->g.n[2]; }
-const pj_program *cuda_sim_program(const cuda_sim *s) { return s->p; }
+int64_t cuda_sim_cells(const cuda_sim *s) { return s->st.g.n[0] * s->st.g.n[1] * s->st.g.n[2]; }
+const pj_program *cuda_sim_program(const cuda_sim *s) { return s->st.p; }
 const kir_launch *cuda_sim_launch(const cuda_sim *s) { return &s->L; }
 const cuda_prepare_stats *cuda_sim_prepare_stats(const cuda_sim *s) { return &s->stats; }
 const char *cuda_sim_warning(const cuda_sim *s) { return s->cache ? cache_warning(s->cache) : NULL; }
@@ -1040,8 +1010,8 @@ size_t cuda_sim_device_bytes(const cuda_sim *s, int *n_allocs)
 {
     int n = 0;
     size_t b = 0;
-    for (int i = 0; i < s->nbuf; i++)
-        if (s->mem[i]) {
+    for (int i = 0; i < s->st.nbuf; i++)
+        if (s->st.mem[i]) {
             n++;
             b += s->bytes;
         }
@@ -1051,10 +1021,10 @@ size_t cuda_sim_device_bytes(const cuda_sim *s, int *n_allocs)
 
 double cuda_sim_bytes_per_cell(const cuda_sim *s)
 {
-    const pj_program *p = s->p;
+    const pj_program *p = s->st.p;
     double total = 0;
     for (int st = 0; st < p->n_stages; st++) total += kir_values_per_cell(p->stages[st].kernel);
-    return total * (double)s->esz;
+    return total * (double)s->st.esz;
 }
 
 /* ---- the GPU behind engine.h ------------------------------------------------------------- */
@@ -1074,6 +1044,7 @@ static double ops_time(void *o) { return cuda_sim_time(o); }
 static int64_t ops_steps(void *o) { return cuda_sim_steps(o); }
 static void ops_set_clock(void *o, double t, int64_t steps) { cuda_sim_set_clock(o, t, steps); }
 static int ops_step(void *o, double dt, char *err, size_t len) { return cuda_sim_step(o, dt, err, len); }
+static int ops_step_n(void *o, double dt, int64_t n, char *err, size_t len) { return cuda_sim_step_n(o, dt, n, err, len); }
 static int ops_sync(void *o, char *err, size_t len) { return cuda_sim_sync(o, err, len); }
 static int ops_set_param(void *o, const char *name, double v) { return cuda_sim_set_param(o, name, v); }
 static const double *ops_params(void *o) { return cuda_sim_params(o); }
@@ -1093,7 +1064,7 @@ static int ops_view(void *o, int f, engine_view *v)
         v->shape[a] = s->L.n[a];
         v->stride[a] = s->L.stride[a];
     }
-    v->elem_size = (int)s->esz;
+    v->elem_size = (int)s->st.esz;
     v->on_device = 1;
     return 0;
 }
@@ -1102,16 +1073,16 @@ static int ops_view(void *o, int f, engine_view *v)
  * only the n_outputs results are copied back, then scaled as sim_reduce does. */
 int cuda_sim_reduce(cuda_sim *s, double *values, char *err, size_t err_len)
 {
-    const pj_program *p = s->p;
+    const pj_program *p = s->st.p;
     if (!p->reduce || !p->n_monitors) return 0;
     if (s->ks.reduce < 0 || s->ks.fold < 0 || !s->lanes) {
         diag_set(err, err_len, "cuda: the monitors' kernels are missing");
         return -1;
     }
     int nf = p->n_fields, no = p->reduce->n_outputs;
-    if (fill(s, 0, s->t, err, err_len) < 0) return -1;
+    if (fill(s, 0, s->st.t, err, err_len) < 0) return -1;
     cuda_args R = s->A;
-    R.t = s->t;
+    R.t = s->st.t;
     R.nonfinite = 0;
     for (int o = 0; o < no; o++) R.buf[nf + o] = s->lanes + sizeof(double) * KIR_REDUCE_LANES * (uint64_t)s->parts * (uint64_t)o;
     unsigned block[3] = {KIR_REDUCE_LANES, 32, 1}, grid[3] = {(unsigned)((s->parts + 31) / 32), 1, 1};
@@ -1166,7 +1137,7 @@ static int ops_emit(const pj_program *p, const engine_options *o, FILE *out, cha
 
 const backend_ops cuda_backend_ops = {
     .name = "cuda", .caps = ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_DEVICE, .emit_flag = "cuda", .create = ops_create, .destroy = ops_destroy, .init = ops_init,
-    .step = ops_step, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
+    .step = ops_step, .step_n = ops_step_n, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
     .set_field = ops_set, .take_nonfinite = ops_take, .check_finite = ops_check, .time = ops_time,
     .steps = ops_steps, .set_clock = ops_set_clock, .view = ops_view, .reduce = ops_reduce, .info = ops_info,
     .emit = ops_emit,

@@ -1,14 +1,14 @@
 /* cuda_backend.h — the GPU back end: a simulation whose fields live on an NVIDIA device.
  *
- * A cuda_sim mirrors sim.h: the same program, the same slots, the same ghost-fill order and
- * formulas, the same steppers, but every buffer is device memory, allocated once in
- * cuda_sim_create and freed in cuda_sim_destroy. Nothing crosses to the host while stepping:
+ * A cuda_sim holds the same sim_state as the host's sim (state.h: program, layout, plan, clock,
+ * params) and steps through the same stepper, but every buffer is device memory, allocated once
+ * in cuda_sim_create and freed in cuda_sim_destroy. Nothing crosses to the host while stepping:
  *
  *   init        all buffers zeroed (cuMemsetD8), then the program's KIR_INIT kernel on the device
- *   a step      for each stage: the fill kernels of the stage's read slot at t + t_frac*dt, one
+ *   a step      the stepper's: per stage, the fill kernels of the stage's read slot at its time, one
  *               per side (x low, x high, y low, ... : the order of sim_fill_ghosts, each over the
  *               full extent of the other axes), then the stage kernel over the interior;
- *               Euler swaps slots 0 and 1 by pointer; t += dt
+ *               the scheme's slot swap moves device addresses; the clock advances
  *   checks      the NaN/Inf check kernel per field (first bad cell, x fastest, as sim.c scans)
  *   outputs     cuda_sim_get_field copies one field's interior rows back
  *
@@ -77,6 +77,8 @@ int cuda_sim_init(cuda_sim *s, char *err, size_t err_len);
 /* One step of dt: launches only (asynchronous); a launch error is reported here or by the next
  * call that waits. 0, or -1 with a message. */
 int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len);
+/* n steps of dt (state.h's stepper), as n calls of cuda_sim_step. */
+int cuda_sim_step_n(cuda_sim *s, double dt, int64_t n, char *err, size_t err_len);
 /* Kernel `kernel` (an index cuda_sim_add_kernel returned) once, after the fill of `read_slot` at
  * time t, with buffer first_extra + i at extra[i] for this launch (device addresses of cell (0,0,0)
  * in the sim's layout, e.g. from cuda_sim_alloc_buffer: a jacobian kernel's outputs, which follow

@@ -53,15 +53,4 @@ int64_t interp_face_cells(const kir_launch *L, int side);
  * written: the compiler gives the side's axis half = -1 / +1, the face. */
 int interp_bc(const kir_kernel *k, const kir_launch *L, int single, double *out);
 
-/* Evaluates a KIR_PARAMS kernel in double, in output order: output i writes param[field] unless
- * fixed && fixed[field] (a value set by the user, kept as it is), so a later output sees the
- * values already written. Only CONST and PARAM leaves are meaningful in such a kernel (other
- * leaves read as NaN). */
-int interp_params(const kir_kernel *k, double *param, const unsigned char *fixed);
-
-/* Sets the param called `name` of program p to value, marks it fixed and re-evaluates the
- * params that depend on it (interp_params). Returns its number, or -1 when p has no such param. */
-struct pj_program;
-int interp_set_param(const struct pj_program *p, double *param, unsigned char *fixed, const char *name, double value);
-
 #endif

@@ -79,7 +79,7 @@ static void par_for(const sim *s, par_fn fn, void *ctx, int64_t n_outer)
         fn(ctx, 0, n_outer);
         return;
     }
-    int one_d = s->p->dim == 1;
+    int one_d = s->st.p->dim == 1;
     cpu_pool_run_range(s->pool, fn, ctx, n_outer, one_d ? CPU_POOL_GRAIN_1D : s->tile_rows ? s->tile_grain : 1,
                        one_d ? 1 : cells / n_outer);
 }
@@ -89,11 +89,11 @@ static void choose_tiles(sim *s)
 {
     s->tile_rows = 0;
     s->tile_grain = 1;
-    if (s->p->dim != 3 || s->tile_mode < 0 || s->nbuf > TILE_BUFS) return;
-    int64_t ny = s->g.n[1], nz = s->g.n[2], H = s->g.H, span = 2 * H + 1;
+    if (s->st.p->dim != 3 || s->tile_mode < 0 || s->st.nbuf > TILE_BUFS) return;
+    int64_t ny = s->st.g.n[1], nz = s->st.g.n[2], H = s->st.g.H, span = 2 * H + 1;
     int64_t rows = s->tile_mode;
     if (!rows) {
-        double l2 = (double)sim_cache_bytes(2), row = (double)s->L.stride[1] * (double)s->esz * s->nbuf * span;
+        double l2 = (double)sim_cache_bytes(2), row = (double)s->L.stride[1] * (double)s->st.esz * s->st.nbuf * span;
         if (row * (double)ny <= l2 / 2) return; /* the planes stay in L2 as they are */
         rows = (int64_t)(l2 / TILE_L2_SHARE / row) / 8 * 8;
         if (rows < 8) rows = 8;
@@ -186,11 +186,11 @@ static void wr(const sim *s, void *b, int64_t at, double v)
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/* The boundary coefficient buffers of s->p: per side with a linear condition, the output number
+/* The boundary coefficient buffers of s->st.p: per side with a linear condition, the output number
  * of a, b, c per field and room for every output at every face cell. */
 static int setup_coefs(sim *s, char *err, size_t err_len)
 {
-    const pj_program *p = s->p;
+    const pj_program *p = s->st.p;
     for (int side = 0; side < 6; side++) {
         free(s->coef[side]);
         s->coef[side] = NULL;
@@ -332,41 +332,33 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
         diag_set(err, err_len, "sim: %s", strerror(ENOMEM));
         return NULL;
     }
-    s->p = p;
-    s->g = g;
+    if (state_init(&s->st, p, &g, opt ? opt->ghosts : NULL, opt ? opt->seed : 0, "sim", err, err_len) < 0) {
+        free(s);
+        return NULL;
+    }
     s->single = opt && opt->single;
-    s->esz = esz;
     s->threads = opt && opt->threads > 0 ? opt->threads : 0;
     for (int a = 0; a < 3; a++) s->L.stride[a] = g.stride[a];
-    if (ghost_plan_make(&s->plan, p, opt ? opt->ghosts : NULL) < 0) goto oom;
-    s->nbuf = p->n_slots * p->n_fields;
-    s->mem = calloc((size_t)s->nbuf, sizeof *s->mem);
-    s->buf = calloc((size_t)s->nbuf, sizeof *s->buf);
     s->fill_buf = calloc((size_t)p->n_fields, sizeof *s->fill_buf);
-    s->param = calloc((size_t)(p->n_params ? p->n_params : 1), sizeof *s->param);
-    s->param_set = calloc((size_t)(p->n_params ? p->n_params : 1), 1);
     s->coef_out = calloc((size_t)p->n_fields, sizeof *s->coef_out);
-    if (!s->mem || !s->buf || !s->fill_buf || !s->param || !s->param_set || !s->coef_out) goto oom;
+    if (!s->fill_buf || !s->coef_out) goto oom;
     /* calloc, not aligned_alloc + memset: a large block comes from fresh pages the kernel hands
        out zeroed, so nothing is touched here (a 10^6-cell term's six buffers cost ~50 % of its
        cached start when written with zeros); a page is made when first written, and one that
        is only ever read (slot 0 of a term's output) never is. SIM_ALIGN more bytes make room
        to align cell (0,0,0)'s allocation. */
-    size_t bytes = round_up((int64_t)(s->g.elems * s->esz), SIM_ALIGN);
-    for (int i = 0; i < s->nbuf; i++) {
-        s->mem[i] = calloc(1, bytes + SIM_ALIGN + SIM_PAGE);
-        if (!s->mem[i]) goto oom;
-        advise_huge(s->mem[i], bytes + SIM_ALIGN + SIM_PAGE);
-        s->buf[i] = (char *)aligned_base(s->mem[i]) + sim_page_offset(i, s->nbuf) + (size_t)s->g.origin_off * s->esz;
+    size_t bytes = round_up((int64_t)(s->st.g.elems * s->st.esz), SIM_ALIGN);
+    for (int i = 0; i < s->st.nbuf; i++) {
+        s->st.mem[i] = calloc(1, bytes + SIM_ALIGN + SIM_PAGE);
+        if (!s->st.mem[i]) goto oom;
+        advise_huge(s->st.mem[i], bytes + SIM_ALIGN + SIM_PAGE);
+        s->st.buf[i] = (char *)aligned_base(s->st.mem[i]) + sim_page_offset(i, s->st.nbuf) + (size_t)s->st.g.origin_off * s->st.esz;
     }
-    for (int i = 0; i < p->n_params; i++) s->param[i] = p->param_values ? p->param_values[i] : 0;
-    if (p->params_kernel) interp_params(p->params_kernel, s->param, NULL);
-
-    s->L.buf = s->buf;
+    s->L.buf = s->st.buf;
     s->L.nonfinite = &s->nonfinite;
-    s->L.seed = opt ? opt->seed : 0;
-    s->L.prefetch = (double)bytes * s->nbuf > (double)sim_cache_bytes(0);
-    s->L.param = s->param;
+    s->L.seed = s->st.seed;
+    s->L.prefetch = (double)bytes * s->st.nbuf > (double)sim_cache_bytes(0);
+    s->L.param = s->st.param;
     for (int a = 0; a < 3; a++) {
         s->L.n[a] = g.n[a];
         s->L.first[a] = g.first[a];
@@ -403,16 +395,12 @@ void sim_destroy(sim *s)
 {
     if (!s) return;
     cpu_pool_destroy(s->pool);
-    if (s->mem)
-        for (int i = 0; i < s->nbuf; i++) free(s->mem[i]);
-    free(s->mem);
-    free(s->buf);
+    if (s->st.mem)
+        for (int i = 0; i < s->st.nbuf; i++) free(s->st.mem[i]);
+    state_free(&s->st);
     free(s->fill_buf);
-    free(s->param);
-    free(s->param_set);
     free(s->coef_out);
     for (int i = 0; i < 6; i++) free(s->coef[i]);
-    ghost_plan_free(&s->plan);
     tblock_free(s->tb);
     free(s);
 }
@@ -421,12 +409,12 @@ void sim_destroy(sim *s)
 
 int sim_set_param(sim *s, const char *name, double value)
 {
-    if (interp_set_param(s->p, s->param, s->param_set, name, value) < 0) return -1;
+    if (state_set_param(&s->st, name, value) < 0) return -1;
     for (int side = 0; side < 6; side++) s->coef_valid[side] = 0; /* boundary coefficients may use it */
     return 0;
 }
 
-const double *sim_params(const sim *s) { return s->param; }
+const double *sim_params(const sim *s) { return s->st.param; }
 
 void sim_set_stage_runner(sim *s, sim_stage_runner run, void *ctx)
 {
@@ -442,7 +430,7 @@ const double *sim_side_coefs(sim *s, int side, double t)
     if (s->coef_const[side] && s->coef_valid[side]) return s->coef[side];
     kir_launch bl = s->L;
     bl.t = t;
-    interp_bc(s->p->bc_kernel[side], &bl, s->single, s->coef[side]);
+    interp_bc(s->st.p->bc_kernel[side], &bl, s->single, s->coef[side]);
     s->coef_valid[side] = 1;
     return s->coef[side];
 }
@@ -451,8 +439,8 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo :
 
 sim_fill_span sim_full_span(const sim *s)
 {
-    int last = s->p->dim - 1;
-    sim_fill_span sp = {s->g.n[last], s->g.lo[last], s->g.lo[last] + s->g.ext[last], 0, 0, 3};
+    int last = s->st.p->dim - 1;
+    sim_fill_span sp = {s->st.g.n[last], s->st.g.lo[last], s->st.g.lo[last] + s->st.g.ext[last], 0, 0, 3};
     return sp;
 }
 
@@ -460,12 +448,12 @@ sim_fill_span sim_full_span(const sim *s)
  * else the allocated extent. */
 static void span_range(const sim *s, const sim_fill_span *sp, int b, int64_t *lo, int64_t *hi)
 {
-    if (b == s->p->dim - 1) {
+    if (b == s->st.p->dim - 1) {
         *lo = sp->q0;
         *hi = sp->q1;
     } else {
-        *lo = s->g.lo[b];
-        *hi = s->g.lo[b] + s->g.ext[b];
+        *lo = s->st.g.lo[b];
+        *hi = s->st.g.lo[b] + s->st.g.ext[b];
     }
 }
 
@@ -473,8 +461,8 @@ static void span_range(const sim *s, const sim_fill_span *sp, int b, int64_t *lo
  * mesh, or wrapped along a periodic last axis of a tile. */
 static int64_t face_index(const sim *s, const sim_fill_span *sp, int b, int64_t q)
 {
-    if (b != s->p->dim - 1) return clamp64(q, 0, s->g.n[b] - 1);
-    int64_t m = q + sp->off, N = s->g.n[b];
+    if (b != s->st.p->dim - 1) return clamp64(q, 0, s->st.g.n[b] - 1);
+    int64_t m = q + sp->off, N = s->st.g.n[b];
     if (sp->wrap) return ((m % N) + N) % N;
     return clamp64(m, 0, N - 1);
 }
@@ -490,24 +478,24 @@ static int64_t face_index(const sim *s, const sim_fill_span *sp, int b, int64_t 
  * values (zero gradient) — whole rows at a time along y and z, H values per row along x. */
 static int fill_axis_copy(sim *s, int f, void *b, int a, const sim_fill_span *sp)
 {
-    ghost_rule lo_rule = s->plan.rule[f * 6 + 2 * a], hi_rule = s->plan.rule[f * 6 + 2 * a + 1];
-    if (lo_rule == GHOST_LINEAR || hi_rule == GHOST_LINEAR || lo_rule != hi_rule || s->plan.set.hook[2 * a] ||
-        s->plan.set.hook[2 * a + 1] || s->plan.set.exchanged[2 * a] || s->plan.set.exchanged[2 * a + 1])
+    ghost_rule lo_rule = s->st.plan.rule[f * 6 + 2 * a], hi_rule = s->st.plan.rule[f * 6 + 2 * a + 1];
+    if (lo_rule == GHOST_LINEAR || hi_rule == GHOST_LINEAR || lo_rule != hi_rule || s->st.plan.set.hook[2 * a] ||
+        s->st.plan.set.hook[2 * a + 1] || s->st.plan.set.exchanged[2 * a] || s->st.plan.set.exchanged[2 * a + 1])
         return 0;
     int periodic = lo_rule == GHOST_PERIODIC;
-    int H = s->g.H, last = s->p->dim - 1;
+    int H = s->st.g.H, last = s->st.p->dim - 1;
     int do_lo = a != last || (sp->sides & 1), do_hi = a != last || (sp->sides & 2);
-    int64_t n = a == last ? sp->n_last : s->g.n[a], st = s->L.stride[a];
-    size_t esz = s->esz;
+    int64_t n = a == last ? sp->n_last : s->st.g.n[a], st = s->L.stride[a];
+    size_t esz = s->st.esz;
     char *base = b;
     if (a > 0) {
         /* a ghost row (plane line) of the full x extent is a copy of one interior row */
         int b1 = a == 2 ? 1 : 2;
         int64_t sq = s->L.stride[b1], q0, q1;
         span_range(s, sp, b1, &q0, &q1);
-        size_t len = (size_t)s->g.ext[0] * esz;
+        size_t len = (size_t)s->st.g.ext[0] * esz;
         for (int64_t q = q0; q < q1; q++) {
-            int64_t line = s->g.lo[0] + q * sq;
+            int64_t line = s->st.g.lo[0] + q * sq;
             for (int m = 1; m <= H; m++) {
                 int64_t lo_src = periodic ? n - m : m - 1, hi_src = periodic ? m - 1 : n - m;
                 /* signed offsets: a ghost row lies before cell (0,0,0) */
@@ -524,13 +512,13 @@ static int fill_axis_copy(sim *s, int f, void *b, int a, const sim_fill_span *sp
     /* along x: H values at each end of every row (typed copies: no memcpy call per value).
        The rows of all y and z layers, ghosts included, are evenly spaced by stride[1]. */
     const int64_t st1 = s->L.stride[1];
-    int64_t nrows = s->g.ext[1] * s->g.ext[2], first = s->g.lo[1] * st1 + s->g.lo[2] * s->L.stride[2];
-    if (s->p->dim == 2) { /* rows of the span */
+    int64_t nrows = s->st.g.ext[1] * s->st.g.ext[2], first = s->st.g.lo[1] * st1 + s->st.g.lo[2] * s->L.stride[2];
+    if (s->st.p->dim == 2) { /* rows of the span */
         nrows = sp->q1 - sp->q0;
         first = sp->q0 * st1;
-    } else if (s->p->dim == 3) { /* whole planes of the span */
-        nrows = s->g.ext[1] * (sp->q1 - sp->q0);
-        first = s->g.lo[1] * st1 + sp->q0 * s->L.stride[2];
+    } else if (s->st.p->dim == 3) { /* whole planes of the span */
+        nrows = s->st.g.ext[1] * (sp->q1 - sp->q0);
+        first = s->st.g.lo[1] * st1 + sp->q0 * s->L.stride[2];
     }
     const int64_t lo_src1 = periodic ? n - 1 : 0, hi_src1 = periodic ? 0 : n - 1;
 #define FILL_ROWS(T)                                                                             \
@@ -560,10 +548,10 @@ static int fill_axis_copy(sim *s, int f, void *b, int a, const sim_fill_span *sp
 void sim_fill_axis(sim *s, int f, void *b, int a, const double *cf[2], const sim_fill_span *sp)
 {
     if (fill_axis_copy(s, f, b, a, sp)) return;
-    int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2, H = s->g.H, last = s->p->dim - 1;
-    int64_t n = a == last ? sp->n_last : s->g.n[a], st = s->L.stride[a];
+    int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2, H = s->st.g.H, last = s->st.p->dim - 1;
+    int64_t n = a == last ? sp->n_last : s->st.g.n[a], st = s->L.stride[a];
     double ha = s->L.h[a];
-    int64_t nface0 = s->g.n[b0], nface = s->g.n[b0] * s->g.n[b1];
+    int64_t nface0 = s->st.g.n[b0], nface = s->st.g.n[b0] * s->st.g.n[b1];
     int64_t q0, q1, r0, r1;
     span_range(s, sp, b1, &q0, &q1);
     span_range(s, sp, b0, &r0, &r1);
@@ -573,9 +561,9 @@ void sim_fill_axis(sim *s, int f, void *b, int a, const double *cf[2], const sim
             int64_t fc = face_index(s, sp, b0, r) + nface0 * face_index(s, sp, b1, q);
             for (int hi = 0; hi < 2; hi++) {
                 int side = 2 * a + hi;
-                if (s->plan.set.hook[side] || s->plan.set.exchanged[side]) continue; /* filled by the hook, exchange */
+                if (s->st.plan.set.hook[side] || s->st.plan.set.exchanged[side]) continue; /* filled by the hook, exchange */
                 if (a == last && !(sp->sides & (1 << hi))) continue; /* not a side of this span */
-                ghost_rule rule = s->plan.rule[f * 6 + side];
+                ghost_rule rule = s->st.plan.rule[f * 6 + side];
                 for (int m = 1; m <= H; m++) {
                     int64_t g = hi ? n - 1 + m : -m;       /* the ghost cell */
                     int64_t in = hi ? n - m : m - 1;       /* its mirror inside */
@@ -587,13 +575,13 @@ void sim_fill_axis(sim *s, int f, void *b, int a, const double *cf[2], const sim
                         const int *oi = s->coef_out[f][side];
                         double ca = oi[0] >= 0 ? C[oi[0] * nface + fc] : 0;
                         double cb = oi[1] >= 0 ? C[oi[1] * nface + fc] : 0;
-                        double cc = oi[2] >= 0 && !s->plan.set.homogeneous ? C[oi[2] * nface + fc] : 0;
+                        double cc = oi[2] >= 0 && !s->st.plan.set.homogeneous ? C[oi[2] * nface + fc] : 0;
                         double d = (2 * m - 1) * ha, u = rd(s, b, line + in * st);
                         v = (cc - u * (ca / 2 - cb / d)) / (ca / 2 + cb / d);
                         if (m == 2 && oi[3] >= 0 && n >= 2) {
                             /* lap(u) = c2 at the face: the mean of the second differences at the
                                first cell and the first ghost, (u1 - u0 - g1 + g2) / (2 h^2) */
-                            double c2 = s->plan.set.homogeneous ? 0 : C[oi[3] * nface + fc];
+                            double c2 = s->st.plan.set.homogeneous ? 0 : C[oi[3] * nface + fc];
                             double g1 = rd(s, b, line + (hi ? n : -1) * st);
                             double u0 = rd(s, b, line + (hi ? n - 1 : 0) * st), u1 = rd(s, b, line + (hi ? n - 2 : 1) * st);
                             v = 2 * ha * ha * c2 + g1 + u0 - u1;
@@ -620,10 +608,10 @@ static void run_fill_range(void *ctx, int64_t begin, int64_t end)
     fill_job *j = ctx;
     sim *s = j->s;
     sim_fill_span span = sim_full_span(s);
-    span.q0 = s->g.lo[2] + begin;
-    span.q1 = s->g.lo[2] + end;
+    span.q0 = s->st.g.lo[2] + begin;
+    span.q1 = s->st.g.lo[2] + end;
     for (int k = 0; k < j->n_axes; k++)
-        for (int f = 0; f < s->p->n_fields; f++)
+        for (int f = 0; f < s->st.p->n_fields; f++)
             if (f >= 64 || !(s->fill_skip >> f & 1)) sim_fill_axis(s, f, s->fill_buf[f], j->axis[k], j->cf[k], &span);
 }
 
@@ -632,7 +620,7 @@ static void axis_coefs(sim *s, int a, double t, const double *cf[2])
 {
     for (int hi = 0; hi < 2; hi++) {
         cf[hi] = NULL;
-        if (s->coef[2 * a + hi] && !s->plan.set.hook[2 * a + hi] && !s->plan.set.exchanged[2 * a + hi])
+        if (s->coef[2 * a + hi] && !s->st.plan.set.hook[2 * a + hi] && !s->st.plan.set.exchanged[2 * a + hi])
             cf[hi] = sim_side_coefs(s, 2 * a + hi, t);
     }
 }
@@ -641,34 +629,34 @@ static void axis_hooks(sim *s, int a, double t)
 {
     for (int hi = 0; hi < 2; hi++) {
         int side = 2 * a + hi;
-        if (s->plan.set.hook[side] && !s->failed &&
-            s->plan.set.hook[side](s->plan.set.hook_ctx[side], side, &s->g, s->fill_buf, s->p->n_fields, t, s->error,
-                                   sizeof s->error) < 0)
-            s->failed = 1;
+        if (s->st.plan.set.hook[side] && !s->st.failed &&
+            s->st.plan.set.hook[side](s->st.plan.set.hook_ctx[side], side, &s->st.g, s->fill_buf, s->st.p->n_fields, t, s->st.error,
+                                   sizeof s->st.error) < 0)
+            s->st.failed = 1;
     }
 }
 
 void sim_fill_ghosts(sim *s, int slot, double t)
 {
-    const pj_program *p = s->p;
+    const pj_program *p = s->st.p;
     /* the buffers the stages read: a coefficient (a field without an eq) always from slot 0 */
-    for (int f = 0; f < p->n_fields; f++) s->fill_buf[f] = s->buf[(p->field_has_eq[f] ? slot : 0) * p->n_fields + f];
+    for (int f = 0; f < p->n_fields; f++) s->fill_buf[f] = s->st.buf[(p->field_has_eq[f] ? slot : 0) * p->n_fields + f];
     const int split = p->dim == 3 && s->pool && sim_cells(s) >= FILL_PAR_MIN_CELLS;
     for (int i = 0; i < p->dim; i++) {
-        int a = s->plan.axis_order[i];
+        int a = s->st.plan.axis_order[i];
         if (split && a != 2) {
             /* x and y of a large 3D mesh: plane by plane over the threads, both in one launch
                when no hook runs between them and the second's coefficients (which may read the
                fields) are not needed */
             fill_job j = {s, 1, {a, 0}, {{NULL, NULL}, {NULL, NULL}}};
             axis_coefs(s, a, t, j.cf[0]);
-            int b = i + 1 < p->dim ? s->plan.axis_order[i + 1] : 2;
-            if (b != 2 && !s->plan.set.hook[2 * a] && !s->plan.set.hook[2 * a + 1] && !s->coef[2 * b] &&
+            int b = i + 1 < p->dim ? s->st.plan.axis_order[i + 1] : 2;
+            if (b != 2 && !s->st.plan.set.hook[2 * a] && !s->st.plan.set.hook[2 * a + 1] && !s->coef[2 * b] &&
                 !s->coef[2 * b + 1]) {
                 j.axis[1] = b;
                 j.n_axes = 2;
             }
-            cpu_pool_run_range(s->pool, run_fill_range, &j, s->g.ext[2], 1, s->g.ext[1] * 2 * s->g.H * j.n_axes);
+            cpu_pool_run_range(s->pool, run_fill_range, &j, s->st.g.ext[2], 1, s->st.g.ext[1] * 2 * s->st.g.H * j.n_axes);
             for (int k = 0; k < j.n_axes; k++) axis_hooks(s, j.axis[k], t);
             i += j.n_axes - 1;
             continue;
@@ -680,12 +668,12 @@ void sim_fill_ghosts(sim *s, int slot, double t)
             if (f >= 64 || !(s->fill_skip >> f & 1)) sim_fill_axis(s, f, s->fill_buf[f], a, cf, &span);
         axis_hooks(s, a, t);
     }
-    if (s->plan.set.exchange && !s->failed &&
-        s->plan.set.exchange(s->plan.set.exchange_ctx, &s->g, s->fill_buf, p->n_fields, s->error, sizeof s->error) < 0)
-        s->failed = 1;
+    if (s->st.plan.set.exchange && !s->st.failed &&
+        s->st.plan.set.exchange(s->st.plan.set.exchange_ctx, &s->st.g, s->fill_buf, p->n_fields, s->st.error, sizeof s->st.error) < 0)
+        s->st.failed = 1;
 }
 
-const char *sim_error(const sim *s) { return s->failed ? s->error : NULL; }
+const char *sim_error(const sim *s) { return s->st.failed ? s->st.error : NULL; }
 
 void sim_skip_fill(sim *s, int f, int skip)
 {
@@ -702,14 +690,14 @@ typedef struct stage_job { sim *s; int stage; const kir_kernel *k; } stage_job;
  * buffers moved to its first row (choose_tiles: at most TILE_BUFS buffers). */
 static int run_tiles(sim *s, int stage, int64_t begin, int64_t end)
 {
-    if (s->nbuf > TILE_BUFS) return 0;
+    if (s->st.nbuf > TILE_BUFS) return 0;
     kir_launch L = s->L;
     void *bufs[TILE_BUFS];
     L.buf = bufs;
-    const int64_t ny = s->g.n[1], rows = s->tile_rows, step = s->L.stride[1] * (int64_t)s->esz;
+    const int64_t ny = s->st.g.n[1], rows = s->tile_rows, step = s->L.stride[1] * (int64_t)s->st.esz;
     for (int64_t y0 = 0; y0 < ny; y0 += rows) {
         int64_t n1 = ny - y0 < rows ? ny - y0 : rows;
-        for (int b = 0; b < s->nbuf; b++) bufs[b] = (char *)s->L.buf[b] + y0 * step;
+        for (int b = 0; b < s->st.nbuf; b++) bufs[b] = (char *)s->L.buf[b] + y0 * step;
         L.n[1] = n1;
         L.first[1] = s->L.first[1] + y0;
         L.beyond[1] = s->L.beyond[1] + (ny - y0 - n1);
@@ -751,9 +739,9 @@ static void run_eval_range(void *ctx, int64_t begin, int64_t end)
 int sim_run_kernel(sim *s, int read_slot, double t, double dt, sim_stage_runner run, void *ctx, int stage,
              const kir_kernel *k, kir_launch *L)
 {
-    if (s->failed) return -1;
+    if (s->st.failed) return -1;
     if (read_slot >= 0) sim_fill_ghosts(s, read_slot, t);
-    if (s->failed) return -1;
+    if (s->st.failed) return -1;
     s->L.t = t;
     s->L.dt = dt;
     if (!L) {
@@ -767,87 +755,107 @@ int sim_run_kernel(sim *s, int read_slot, double t, double dt, sim_stage_runner 
         L->dt = dt;
     }
     eval_job j = {s, run, ctx, stage, k, L};
-    par_for(s, run_eval_range, &j, s->g.n[s->p->dim - 1]);
-    s->L.t = s->t;
+    par_for(s, run_eval_range, &j, s->st.g.n[s->st.p->dim - 1]);
+    s->L.t = s->st.t;
     return 0;
 }
 
 void sim_init(sim *s)
 {
-    size_t bytes = round_up((int64_t)(s->g.elems * s->esz), SIM_ALIGN);
-    for (int i = 0; i < s->nbuf; i++) memset((char *)s->buf[i] - (size_t)s->g.origin_off * s->esz, 0, bytes);
-    s->t = 0;
-    s->steps = 0;
+    size_t bytes = round_up((int64_t)(s->st.g.elems * s->st.esz), SIM_ALIGN);
+    for (int i = 0; i < s->st.nbuf; i++) memset((char *)s->st.buf[i] - (size_t)s->st.g.origin_off * s->st.esz, 0, bytes);
+    s->st.t = 0;
+    s->st.steps = 0;
     s->L.t = 0;
     s->L.dt = 0;
     s->L.step = 0;
     s->L.stage = 0;
-    if (s->p->init) {
-        stage_job j = {s, -1, s->p->init};
-        par_for(s, run_init_range, &j, s->g.n[s->p->dim - 1]);
+    if (s->st.p->init) {
+        stage_job j = {s, -1, s->st.p->init};
+        par_for(s, run_init_range, &j, s->st.g.n[s->st.p->dim - 1]);
     }
 }
 
+/* ---- the step (state.h's stepper) ------------------------------------------------------ */
+
+static int host_fill(void *x, int slot, double t, char *err, size_t len)
+{
+    sim *s = x;
+    sim_fill_ghosts(s, slot, t);
+    if (!s->st.failed) return 0;
+    diag_set(err, len, "%s", s->st.error);
+    return -1;
+}
+
+/* Stage i over the interior on the sim's threads; while the first steps measure (see the
+ * header), the step's time runs from its first stage's launch to its last's end. */
+static int host_stage(void *x, int i, const stage_clock *c, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    sim *s = x;
+    const pj_program *p = s->st.p;
+    if (i == 0 && s->tune_left > 0) {
+        s->tuning = 1;
+        tune_step(s, 1, &s->tune_t0);
+    }
+    s->L.t = c->t;
+    s->L.dt = c->dt;
+    s->L.step = c->step;
+    s->L.stage = c->stage;
+    stage_job j = {s, i, p->stages[i].kernel};
+    par_for(s, run_stage_range, &j, s->st.g.n[p->dim - 1]);
+    if (i == p->n_stages - 1 && s->tuning) {
+        s->tuning = 0;
+        tune_step(s, 0, &s->tune_t0);
+    }
+    return 0;
+}
+
+static const stepper_ops host_stepper = {.fill = host_fill, .stage = host_stage, .sweep = tblock_sweep};
+
 int sim_step(sim *s, double dt)
 {
-    if (s->failed) return -1;
-    const pj_program *p = s->p;
-    double t0 = 0;
-    int tuning = s->tune_left > 0;
-    if (tuning) tune_step(s, 1, &t0);
-    for (int i = 0; i < p->n_stages; i++) {
-        const pj_stage *st = &p->stages[i];
-        double ts = s->t + st->t_frac * dt;
-        sim_fill_ghosts(s, st->read_slot, ts);
-        if (s->failed) return -1;
-        s->L.t = ts;
-        s->L.dt = dt;
-        s->L.step = s->steps;
-        s->L.stage = i + 1;
-        stage_job j = {s, i, st->kernel};
-        par_for(s, run_stage_range, &j, s->g.n[p->dim - 1]);
-    }
-    if (p->swap_after_step) {
-        for (int f = 0; f < p->n_fields; f++) {
-            if (!p->field_has_eq[f]) continue; /* a coefficient lives in slot 0 */
-            int a = f, b = p->n_fields + f;
-            void *t = s->mem[a]; s->mem[a] = s->mem[b]; s->mem[b] = t;
-            t = s->buf[a]; s->buf[a] = s->buf[b]; s->buf[b] = t;
-        }
-    }
-    s->steps++;
-    s->t += dt;
-    s->L.t = s->t;
-    if (tuning) tune_step(s, 0, &t0);
-    return 0;
+    stepper_ops one = host_stepper;
+    one.sweep = NULL;
+    int rc = stepper_step(&s->st, &one, s, dt, NULL, 0);
+    s->L.t = s->st.t;
+    return rc;
+}
+
+int sim_step_n(sim *s, double dt, int64_t n)
+{
+    int rc = stepper_step_n(&s->st, &host_stepper, s, dt, n, NULL, 0);
+    s->L.t = s->st.t;
+    return rc;
 }
 
 int sim_eval(sim *s, int stage, double t, double dt)
 {
-    if (s->failed) return -1;
-    const pj_stage *st = &s->p->stages[stage];
+    if (s->st.failed) return -1;
+    const pj_stage *st = &s->st.p->stages[stage];
     sim_fill_ghosts(s, st->read_slot, t);
-    if (s->failed) return -1;
+    if (s->st.failed) return -1;
     s->L.t = t;
     s->L.dt = dt;
     /* rand() in an implicit equation: the same numbers at every evaluation within a step (F and its
        Jacobian must describe one function), new ones at the next */
-    s->L.step = s->steps;
+    s->L.step = s->st.steps;
     s->L.stage = 1;
     stage_job j = {s, stage, st->kernel};
-    par_for(s, run_stage_range, &j, s->g.n[s->p->dim - 1]);
-    s->L.t = s->t;
+    par_for(s, run_stage_range, &j, s->st.g.n[s->st.p->dim - 1]);
+    s->L.t = s->st.t;
     return 0;
 }
 
 void sim_set_clock(sim *s, double t, int64_t steps)
 {
-    s->t = t;
-    s->steps = steps;
+    s->st.t = t;
+    s->st.steps = steps;
     s->L.t = t;
 }
 
-const grid_layout *sim_layout(const sim *s) { return &s->g; }
+const grid_layout *sim_layout(const sim *s) { return &s->st.g; }
 
 /* ---- reductions (monitors) --------------------------------------------------------------- */
 
@@ -863,17 +871,17 @@ static void run_reduce_range(void *ctx, int64_t begin, int64_t end)
 {
     reduce_job *j = ctx;
     if (j->fn) j->fn(j->L, begin, end);
-    else if (interp_reduce(j->s->p->reduce, j->L, j->s->single, begin, end, j->part) < 0)
+    else if (interp_reduce(j->s->st.p->reduce, j->L, j->s->single, begin, end, j->part) < 0)
         __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
 }
 
 int sim_reduce(sim *s, kir_cpu_fn fn, double *values)
 {
-    const pj_program *p = s->p;
+    const pj_program *p = s->st.p;
     const kir_kernel *k = p->reduce;
     if (!k || !p->n_monitors) return 0;
     int no = k->n_outputs, nf = p->n_fields;
-    int64_t parts = kir_reduce_parts(p->dim, s->g.n);
+    int64_t parts = kir_reduce_parts(p->dim, s->st.g.n);
     double *mem = malloc(sizeof *mem * (size_t)parts * (size_t)no);
     void **bufs = malloc(sizeof *bufs * (size_t)(nf + no));
     double **part = malloc(sizeof *part * (size_t)no);
@@ -884,19 +892,19 @@ int sim_reduce(sim *s, kir_cpu_fn fn, double *values)
         for (int i = 0; i < p->n_monitors; i++) values[i] = NAN;
         return -1;
     }
-    for (int f = 0; f < nf; f++) bufs[f] = s->buf[f];
+    for (int f = 0; f < nf; f++) bufs[f] = s->st.buf[f];
     for (int j = 0; j < no; j++) bufs[nf + j] = part[j] = mem + (size_t)j * (size_t)parts;
-    sim_fill_ghosts(s, 0, s->t);
+    sim_fill_ghosts(s, 0, s->st.t);
     kir_launch L = s->L;
     L.buf = bufs;
-    L.t = s->t;
+    L.t = s->st.t;
     L.nonfinite = NULL;
     reduce_job job = {s, fn, &L, part, 0};
     int64_t cells = sim_cells(s);
     if (!s->pool || cells < SIM_PAR_MIN_CELLS) run_reduce_range(&job, 0, parts);
     else cpu_pool_run_range(s->pool, run_reduce_range, &job, parts, 1, cells / parts);
     double volume = 1;
-    for (int a = 0; a < p->dim; a++) volume *= s->g.h[a];
+    for (int a = 0; a < p->dim; a++) volume *= s->st.g.h[a];
     for (int i = 0; i < p->n_monitors && i < no; i++) {
         double v = kir_reduce_finish(k->outputs[i].slot, part[i], parts);
         if (p->monitor_kinds[i] == PJ_MON_INTEGRAL) v *= volume;
@@ -918,26 +926,17 @@ static int64_t cell_at(const sim *s, int64_t i, int64_t j, int64_t k)
 
 int sim_check_finite(const sim *s, sim_nan_report *report)
 {
-    const pj_program *p = s->p;
+    const pj_program *p = s->st.p;
     for (int f = 0; f < p->n_fields; f++) {
-        const void *b = s->buf[f];
-        for (int64_t k = 0; k < s->g.n[2]; k++)
-            for (int64_t j = 0; j < s->g.n[1]; j++) {
+        const void *b = s->st.buf[f];
+        for (int64_t k = 0; k < s->st.g.n[2]; k++)
+            for (int64_t j = 0; j < s->st.g.n[1]; j++) {
                 int64_t row = cell_at(s, 0, j, k);
-                for (int64_t i = 0; i < s->g.n[0]; i++) {
+                for (int64_t i = 0; i < s->st.g.n[0]; i++) {
                     double v = rd(s, b, row + i);
                     if (isfinite(v)) continue;
-                    if (report) {
-                        int64_t c[3] = {i + s->g.first[0], j + s->g.first[1], k + s->g.first[2]}; /* in the mesh */
-                        report->step = s->steps;
-                        report->t = s->t;
-                        report->field = f;
-                        report->value = v;
-                        for (int a = 0; a < 3; a++) {
-                            report->cell[a] = c[a];
-                            report->x[a] = s->L.origin[a] + ((double)c[a] + 0.5) * s->L.h[a];
-                        }
-                    }
+                    int64_t idx[3] = {i, j, k};
+                    if (report) state_nan_report(&s->st, f, idx, v, s->L.origin, s->L.h, report);
                     return 1;
                 }
             }
@@ -945,46 +944,46 @@ int sim_check_finite(const sim *s, sim_nan_report *report)
     return 0;
 }
 
-double sim_time(const sim *s) { return s->t; }
-int64_t sim_steps(const sim *s) { return s->steps; }
-int64_t sim_cells(const sim *s) { return s->g.n[0] * s->g.n[1] * s->g.n[2]; }
+double sim_time(const sim *s) { return s->st.t; }
+int64_t sim_steps(const sim *s) { return s->st.steps; }
+int64_t sim_cells(const sim *s) { return s->st.g.n[0] * s->st.g.n[1] * s->st.g.n[2]; }
 int sim_threads(const sim *s) { return s->threads; }
-const pj_program *sim_program(const sim *s) { return s->p; }
+const pj_program *sim_program(const sim *s) { return s->st.p; }
 
 void sim_get_field(const sim *s, int f, double *out)
 {
-    const void *b = s->buf[f];
-    for (int64_t k = 0; k < s->g.n[2]; k++)
-        for (int64_t j = 0; j < s->g.n[1]; j++) {
+    const void *b = s->st.buf[f];
+    for (int64_t k = 0; k < s->st.g.n[2]; k++)
+        for (int64_t j = 0; j < s->st.g.n[1]; j++) {
             int64_t row = cell_at(s, 0, j, k);
             if (!s->single) { /* a row at a time */
-                memcpy(out, (const double *)b + row, sizeof(double) * (size_t)s->g.n[0]);
-                out += s->g.n[0];
+                memcpy(out, (const double *)b + row, sizeof(double) * (size_t)s->st.g.n[0]);
+                out += s->st.g.n[0];
                 continue;
             }
-            for (int64_t i = 0; i < s->g.n[0]; i++) *out++ = rd(s, b, row + i);
+            for (int64_t i = 0; i < s->st.g.n[0]; i++) *out++ = rd(s, b, row + i);
         }
 }
 
 void sim_set_field(sim *s, int f, const double *in)
 {
-    void *b = s->buf[f];
-    for (int64_t k = 0; k < s->g.n[2]; k++)
-        for (int64_t j = 0; j < s->g.n[1]; j++) {
+    void *b = s->st.buf[f];
+    for (int64_t k = 0; k < s->st.g.n[2]; k++)
+        for (int64_t j = 0; j < s->st.g.n[1]; j++) {
             int64_t row = cell_at(s, 0, j, k);
             if (!s->single) {
-                memmove((double *)b + row, in, sizeof(double) * (size_t)s->g.n[0]);
-                in += s->g.n[0];
+                memmove((double *)b + row, in, sizeof(double) * (size_t)s->st.g.n[0]);
+                in += s->st.g.n[0];
                 continue;
             }
-            for (int64_t i = 0; i < s->g.n[0]; i++) wr(s, b, row + i, *in++);
+            for (int64_t i = 0; i < s->st.g.n[0]; i++) wr(s, b, row + i, *in++);
         }
 }
 
 const kir_launch *sim_launch(sim *s) { return &s->L; }
 void sim_set_spacing(sim *s, const double h[3])
 {
-    for (int a = 0; a < s->p->dim; a++) s->L.h[a] = h[a];
+    for (int a = 0; a < s->st.p->dim; a++) s->L.h[a] = h[a];
 }
 void sim_set_prefetch(sim *s, int on)
 {
@@ -1000,53 +999,17 @@ int sim_take_nonfinite(sim *s)
 
 int sim_replace_program(sim *s, const pj_program *p2, char *err, size_t err_len)
 {
-    const pj_program *p = s->p;
-    if (p2->dim != p->dim) {
-        diag_set(err, err_len, "the mesh changed from %dD to %dD", p->dim, p2->dim);
-        return -1;
-    }
-    for (int a = 0; a < p->dim; a++)
-        if (p2->n[a] != p->n[a] || p2->length[a] != p->length[a] || p2->origin[a] != p->origin[a]) {
-            diag_set(err, err_len, "the mesh changed along %c", "xyz"[a]);
-            return -1;
-        }
-    if (p2->n_fields != p->n_fields) {
-        diag_set(err, err_len, "the fields changed (%d, now %d)", p->n_fields, p2->n_fields);
-        return -1;
-    }
-    for (int f = 0; f < p->n_fields; f++)
-        if (strcmp(p->field_names[f], p2->field_names[f])) {
-            diag_set(err, err_len, "the fields changed ('%s' is now '%s')", p->field_names[f], p2->field_names[f]);
-            return -1;
-        }
-    if (p2->n_params != p->n_params) {
-        diag_set(err, err_len, "the params changed (%d, now %d)", p->n_params, p2->n_params);
-        return -1;
-    }
-    for (int i = 0; i < p->n_params; i++)
-        if (strcmp(p->param_names[i], p2->param_names[i])) {
-            diag_set(err, err_len, "the params changed ('%s' is now '%s')", p->param_names[i], p2->param_names[i]);
-            return -1;
-        }
-    if (p2->n_slots != p->n_slots || p2->swap_after_step != p->swap_after_step) {
-        diag_set(err, err_len, "the scheme changed from %s to %s", scheme_name(p->scheme), scheme_name(p2->scheme));
-        return -1;
-    }
-    if (p2->halo > s->g.H) {
-        diag_set(err, err_len, "the stencil now reaches %d cells, the fields have %d ghost layers", p2->halo, s->g.H);
-        return -1;
-    }
-    s->p = p2;
+    const pj_program *p = s->st.p;
+    if (state_check_program(&s->st, p2, err, err_len) < 0) return -1;
+    s->st.p = p2;
     tblock_free(s->tb); /* its scratch has the old program's shape */
     s->tb = NULL;
-    if (setup_coefs(s, err, err_len) < 0) {
-        s->p = p;
+    int rc = setup_coefs(s, err, err_len);
+    if (rc == 0 && (rc = state_adopt(&s->st, p2)) < 0) diag_set(err, err_len, "sim: out of memory");
+    if (rc < 0) {
+        s->st.p = p;
         setup_coefs(s, NULL, 0);
         return -1;
     }
-    /* params the user set keep their values; the others take the new definitions */
-    for (int i = 0; i < p2->n_params; i++)
-        if (!s->param_set[i]) s->param[i] = p2->param_values ? p2->param_values[i] : 0;
-    if (p2->params_kernel) interp_params(p2->params_kernel, s->param, s->param_set);
     return 0;
 }

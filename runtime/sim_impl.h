@@ -5,27 +5,16 @@
 #include "cpu_pool.h"
 #include "grid.h"
 #include "sim.h"
+#include "state.h"
 
 struct sim {
-    const pj_program *p;
+    sim_state st;          /* program, layout, plan, buffers, clock, params, failure (state.h) */
     int single;
-    size_t esz;            /* bytes per value */
     int threads;
     cpu_pool *pool;        /* NULL: one thread */
-    grid_layout g;         /* the buffers' shape (grid.h) */
-    ghost_plan plan;       /* how ghost cells are filled (grid.h) */
-    int failed;            /* a ghost hook failed: the error, and steps stop */
-    char error[512];
-    int nbuf;              /* n_slots * n_fields */
-    void **mem;            /* allocations */
-    void **buf;            /* cell (0,0,0) of each */
     void **fill_buf;       /* per field: the buffer a ghost fill works on (sim_fill_ghosts) */
     uint64_t fill_skip;    /* fields (below 64) whose ghosts sim_fill_ghosts leaves alone (sim_skip_fill) */
     kir_launch L;
-    double *param;
-    unsigned char *param_set; /* set by the user: kept when params are re-evaluated */
-    double t;
-    int64_t steps;
     int32_t nonfinite;     /* set by stage kernels that stored a NaN/Inf (kir_launch.nonfinite) */
     sim_stage_runner runner;
     void *runner_ctx;
@@ -49,6 +38,8 @@ struct sim {
     int tune_n, tune_cand[4], tune_choice;
     int tune_left, tune_i; /* steps still to measure, steps measured */
     double tune_best[4];   /* the fastest step seen under each candidate, seconds */
+    double tune_t0;        /* when the step being measured started */
+    int tuning;            /* 1 while a step is measured */
 };
 
 /* What one ghost fill along an axis covers (sim_fill_axis): the whole buffer of the layout, or
@@ -86,5 +77,8 @@ static inline size_t sim_page_offset(int i, int n)
 
 /* tblock.c */
 void tblock_free(struct tblock *tb);
+/* The stepper's sweep strategy (state.h): K steps in one sweep where temporal blocking applies
+ * and pays now (K of them taken), else 0. */
+int64_t tblock_sweep(void *sim, double dt, int64_t n, char *err, size_t len);
 
 #endif

@@ -108,13 +108,13 @@ void sim_set_tblock(sim *s, int mode, int k, int rows)
 /* 1 when the program and the sim allow blocking at all. */
 static int tb_applies(const sim *s)
 {
-    const pj_program *p = s->p;
+    const pj_program *p = s->st.p;
     if (p->dim < 2 || PJ_SCHEME_IMPLICIT(p->scheme) || p->n_stages < 1 || p->n_slots < 2) return 0;
-    if (s->plan.set.exchange) return 0;
+    if (s->st.plan.set.exchange) return 0;
     for (int side = 0; side < 6; side++)
-        if (s->plan.set.hook[side] || s->plan.set.exchanged[side]) return 0;
+        if (s->st.plan.set.hook[side] || s->st.plan.set.exchanged[side]) return 0;
     for (int a = 0; a < 3; a++)
-        if (s->g.first[a] || s->g.beyond[a]) return 0;
+        if (s->st.g.first[a] || s->st.g.beyond[a]) return 0;
     for (int side = 0; side < 2 * p->dim; side++) { /* coefficients that read the fields: not ahead */
         const kir_kernel *k = s->coef[side] ? p->bc_kernel[side] : NULL;
         for (int i = 0; k && i < k->n_nodes; i++)
@@ -123,7 +123,7 @@ static int tb_applies(const sim *s)
     int last = p->dim - 1, periodic = 0, other = 0;
     for (int f = 0; f < p->n_fields; f++)
         for (int hi = 0; hi < 2; hi++) {
-            if (s->plan.rule[f * 6 + 2 * last + hi] == GHOST_PERIODIC) periodic = 1;
+            if (s->st.plan.rule[f * 6 + 2 * last + hi] == GHOST_PERIODIC) periodic = 1;
             else other = 1;
         }
     return !(periodic && other);
@@ -138,10 +138,10 @@ static int tb_applies(const sim *s)
 static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch)
 {
     if (s->tb_mode < 0 || n < 2 || !tb_applies(s)) return 0;
-    const pj_program *p = s->p;
-    int last = p->dim - 1, H = s->g.H, S = p->n_stages;
-    int64_t N = s->g.n[last];
-    double plane = (double)s->L.stride[last] * (double)s->esz, nbuf = (double)s->nbuf;
+    const pj_program *p = s->st.p;
+    int last = p->dim - 1, H = s->st.g.H, S = p->n_stages;
+    int64_t N = s->st.g.n[last];
+    double plane = (double)s->L.stride[last] * (double)s->st.esz, nbuf = (double)s->st.nbuf;
     int K = s->tb_k;
     int64_t B = s->tb_rows, r = s->tb_launch;
     if (!r) {
@@ -152,7 +152,7 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch)
     if (r > N) r = N;
     if (r < 1) r = 1;
     if (s->tb_mode == 0) {
-        double state = plane * (double)s->g.ext[last] * nbuf, llc = (double)sim_cache_bytes(0);
+        double state = plane * (double)s->st.g.ext[last] * nbuf, llc = (double)sim_cache_bytes(0);
         double share = state / (s->threads > 1 ? s->threads : 1);
         if (share <= TB_L2_TIMES * (double)sim_cache_bytes(2) && state <= llc) return 0;
     }
@@ -187,7 +187,7 @@ static int tb_alloc(sim *s, int64_t W, int stages);
 static int tb_reserve(sim *s, int64_t W, int stages)
 {
     struct tblock *tb = s->tb;
-    if (tb && tb->W == W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->nbuf) return 0;
+    if (tb && tb->W == W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->st.nbuf) return 0;
     if (tb_alloc(s, W, stages) == 0) return 0;
     tblock_free(s->tb);
     s->tb = NULL;
@@ -196,36 +196,36 @@ static int tb_reserve(sim *s, int64_t W, int stages)
 
 static int tb_alloc(sim *s, int64_t W, int stages)
 {
-    const pj_program *p = s->p;
-    int last = p->dim - 1, H = s->g.H;
+    const pj_program *p = s->st.p;
+    int last = p->dim - 1, H = s->st.g.H;
     tblock_free(s->tb);
     struct tblock *tb = s->tb = calloc(1, sizeof *tb);
     if (!tb) return -1;
     tb->nsets = s->threads;
-    tb->nbuf = s->nbuf;
+    tb->nbuf = s->st.nbuf;
     tb->W = W;
     tb->max_stages = stages;
     tb->set = calloc((size_t)tb->nsets, sizeof *tb->set);
     if (!tb->set) return -1;
-    int64_t st = s->L.stride[last], P = s->g.origin_off - s->g.ghost[last] * st;
-    size_t bytes = (size_t)((W + 2 * H) * st) * s->esz;
+    int64_t st = s->L.stride[last], P = s->st.g.origin_off - s->st.g.ghost[last] * st;
+    size_t bytes = (size_t)((W + 2 * H) * st) * s->st.esz;
     bytes = (bytes + TB_ALIGN - 1) / TB_ALIGN * TB_ALIGN + SIM_PAGE; /* room to stagger them */
     for (int i = 0; i < tb->nsets; i++) {
         tb_set *set = &tb->set[i];
-        set->mem = calloc((size_t)s->nbuf, sizeof *set->mem);
-        set->z = calloc((size_t)s->nbuf, sizeof *set->z);
-        set->bufs = calloc((size_t)s->nbuf, sizeof *set->bufs);
-        set->row0 = calloc((size_t)s->nbuf, sizeof *set->row0);
+        set->mem = calloc((size_t)s->st.nbuf, sizeof *set->mem);
+        set->z = calloc((size_t)s->st.nbuf, sizeof *set->z);
+        set->bufs = calloc((size_t)s->st.nbuf, sizeof *set->bufs);
+        set->row0 = calloc((size_t)s->st.nbuf, sizeof *set->row0);
         set->fb = calloc((size_t)p->n_fields, sizeof *set->fb);
         set->next = calloc((size_t)stages, sizeof *set->next);
         set->done = calloc((size_t)stages, 1);
         if (!set->mem || !set->z || !set->bufs || !set->row0 || !set->fb || !set->next || !set->done) return -1;
-        for (int b = 0; b < s->nbuf; b++) {
+        for (int b = 0; b < s->st.nbuf; b++) {
             /* planes laid out as a whole-mesh buffer's: cell (0,0) of a plane P elements in */
             set->mem[b] = aligned_alloc(TB_ALIGN, bytes);
             if (!set->mem[b]) return -1;
             memset(set->mem[b], 0, bytes);
-            set->z[b] = (char *)set->mem[b] + sim_page_offset(b, s->nbuf) + (size_t)P * s->esz;
+            set->z[b] = (char *)set->mem[b] + sim_page_offset(b, s->st.nbuf) + (size_t)P * s->st.esz;
         }
     }
     return 0;
@@ -237,7 +237,7 @@ static int tb_alloc(sim *s, int64_t W, int stages)
 static int tb_coefs(sim *s, int stages, const double *ts, const kir_launch *before)
 {
     struct tblock *tb = s->tb;
-    const pj_program *p = s->p;
+    const pj_program *p = s->st.p;
     size_t need = 0;
     for (int side = 0; side < 2 * p->dim; side++)
         if (s->coef[side] && !s->coef_const[side])
@@ -299,25 +299,25 @@ static int64_t wrap(int64_t m, int64_t N) { return ((m % N) + N) % N; }
 /* Start of plane (row in 2D) r of a buffer whose cell (0,0,0) is z. */
 static char *plane(const sim *s, void *z, int64_t r)
 {
-    int last = s->p->dim - 1;
-    int64_t st = s->L.stride[last], P = s->g.origin_off - s->g.ghost[last] * st;
-    return (char *)z + (r * st - P) * (int64_t)s->esz;
+    int last = s->st.p->dim - 1;
+    int64_t st = s->L.stride[last], P = s->st.g.origin_off - s->st.g.ghost[last] * st;
+    return (char *)z + (r * st - P) * (int64_t)s->st.esz;
 }
 
 /* The rings. Row x of a band lives in physical plane wrap(x, W) + H; the first H and the last H
  * rows of the ring are also kept in the H planes before and after it, so that rows x-H .. x+H
  * are always consecutive planes (what a kernel and a ghost fill read around row x). */
-static int64_t ring_ph(const tb_job *j, int64_t x) { return wrap(x, j->W) + j->s->g.H; }
+static int64_t ring_ph(const tb_job *j, int64_t x) { return wrap(x, j->W) + j->s->st.g.H; }
 
 static char *ring_cell(const tb_job *j, void *z, int64_t ph)
 {
-    return (char *)z + ph * j->s->L.stride[j->s->p->dim - 1] * (int64_t)j->s->esz;
+    return (char *)z + ph * j->s->L.stride[j->s->st.p->dim - 1] * (int64_t)j->s->st.esz;
 }
 
 /* After physical plane ph of ring z changed: its other copy made equal. */
 static void ring_sync(const tb_job *j, void *z, int64_t ph)
 {
-    int64_t W = j->W, H = j->s->g.H, m, other = -1;
+    int64_t W = j->W, H = j->s->st.g.H, m, other = -1;
     if (ph < H) m = ph - H + W;
     else if (ph >= W + H) m = ph - W - H;
     else m = ph - H;
@@ -325,7 +325,7 @@ static void ring_sync(const tb_job *j, void *z, int64_t ph)
     else if (m < H) other = m + W + H;
     else if (m >= W - H) other = m - W + H;
     if (other < 0) return;
-    size_t bytes = (size_t)j->s->L.stride[j->s->p->dim - 1] * j->s->esz;
+    size_t bytes = (size_t)j->s->L.stride[j->s->st.p->dim - 1] * j->s->st.esz;
     memcpy(plane(j->s, z, other), plane(j->s, z, ph), bytes);
 }
 
@@ -350,7 +350,7 @@ static int64_t ring_run(const tb_job *j, int64_t lo, int64_t y0, int64_t y1)
  * made equal. */
 static void ring_sync_rows(const tb_job *j, void *z, int64_t y0, int64_t n)
 {
-    const int64_t W = j->W, H = j->s->g.H;
+    const int64_t W = j->W, H = j->s->st.g.H;
     for (int64_t y = y0; y < y0 + n; y++) {
         int64_t w = wrap(y, W);
         if (w < H || w >= W - H) ring_sync(j, z, w + H);
@@ -363,13 +363,13 @@ static void ring_sync_rows(const tb_job *j, void *z, int64_t y0, int64_t n)
 static void fill_rows(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q, int64_t y0, int64_t y1)
 {
     sim *s = j->s;
-    int last = s->p->dim - 1, nf = s->p->n_fields;
+    int last = s->st.p->dim - 1, nf = s->st.p->n_fields;
     for (int64_t y = y0, n; y < y1; y += n) {
         n = ring_run(j, c->lo, y, y1);
         int64_t ph = ring_ph(j, y);
         sim_fill_span span = {n, 0, n, c->lo + y, j->periodic, 0};
-        for (int x = 0; x < s->p->dim; x++) {
-            int ax = s->plan.axis_order[x];
+        for (int x = 0; x < s->st.p->dim; x++) {
+            int ax = s->st.plan.axis_order[x];
             if (ax == last) continue;
             const double *cf[2] = {s->tb->cf[q][2 * ax], s->tb->cf[q][2 * ax + 1]};
             for (int f = 0; f < nf; f++) sim_fill_axis(s, f, ring_cell(j, set->fb[f], ph), ax, cf, &span);
@@ -384,12 +384,12 @@ static void fill_rows(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q,
 static void fill_side(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q, int hi)
 {
     sim *s = j->s;
-    int nf = s->p->n_fields, H = s->g.H;
+    int nf = s->st.p->n_fields, H = s->st.g.H;
     int64_t base = hi ? ring_ph(j, c->E) - H : ring_ph(j, 0); /* physical plane of index 0 below */
     sim_fill_span span = hi ? (sim_fill_span){H, 0, 2 * H, c->lo + c->E - H, j->periodic, 2}
                             : (sim_fill_span){H, -H, H, c->lo, j->periodic, 1};
-    for (int x = 0; x < s->p->dim; x++) {
-        int ax = s->plan.axis_order[x];
+    for (int x = 0; x < s->st.p->dim; x++) {
+        int ax = s->st.plan.axis_order[x];
         const double *cf[2] = {s->tb->cf[q][2 * ax], s->tb->cf[q][2 * ax + 1]};
         for (int f = 0; f < nf; f++) sim_fill_axis(s, f, ring_cell(j, set->fb[f], base), ax, cf, &span);
     }
@@ -405,17 +405,17 @@ static void tb_launch(const tb_job *j, tb_set *set, int i, kir_launch *L, int64_
 {
     sim *s = j->s;
     const int64_t nx = j->L0->n[0], X = j->strip > 0 && j->strip < nx ? j->strip : nx;
-    for (int bi = 0; bi < s->nbuf; bi++) set->row0[bi] = set->bufs[bi];
+    for (int bi = 0; bi < s->st.nbuf; bi++) set->row0[bi] = set->bufs[bi];
     for (int64_t x = 0; x < nx; x += X) {
         int64_t w = nx - x < X ? nx - x : X;
-        for (int bi = 0; bi < s->nbuf; bi++) set->bufs[bi] = (char *)set->row0[bi] + x * (int64_t)s->esz;
+        for (int bi = 0; bi < s->st.nbuf; bi++) set->bufs[bi] = (char *)set->row0[bi] + x * (int64_t)s->st.esz;
         L->n[0] = w;
         L->first[0] = j->L0->first[0] + x;
         L->beyond[0] = j->L0->beyond[0] + nx - x - w;
         if (s->runner) s->runner(s->runner_ctx, i, L, 0, n);
-        else interp_stage(s->p->stages[i].kernel, L, s->single, 0, n);
+        else interp_stage(s->st.p->stages[i].kernel, L, s->single, 0, n);
     }
-    for (int bi = 0; bi < s->nbuf; bi++) set->bufs[bi] = set->row0[bi];
+    for (int bi = 0; bi < s->st.nbuf; bi++) set->bufs[bi] = set->row0[bi];
     L->n[0] = nx;
     L->first[0] = j->L0->first[0];
     L->beyond[0] = j->L0->beyond[0];
@@ -428,11 +428,11 @@ static void tb_launch(const tb_job *j, tb_set *set, int i, kir_launch *L, int64_
 static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
 {
     sim *s = j->s;
-    const pj_program *p = s->p;
-    const int nf = p->n_fields, last = p->dim - 1, H = s->g.H, S = p->n_stages, Q = j->K * S, nbuf = s->nbuf;
+    const pj_program *p = s->st.p;
+    const int nf = p->n_fields, last = p->dim - 1, H = s->st.g.H, S = p->n_stages, Q = j->K * S, nbuf = s->st.nbuf;
     const int64_t N = j->N, R = (int64_t)Q * H, r = j->r;
     const int64_t row_elems = s->L.stride[last];
-    const size_t plane_bytes = (size_t)row_elems * s->esz;
+    const size_t plane_bytes = (size_t)row_elems * s->st.esz;
     tb_band_ctx c;
     if (j->periodic) {
         c.lo = a - R;
@@ -459,7 +459,7 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
         for (int64_t y = pos; y < pos + r && y < E; y++) { /* row y of every field of slot 0 comes in */
             int64_t ph = ring_ph(j, y), m = j->periodic ? wrap(lo + y, N) : lo + y;
             for (int f = 0; f < nf; f++) {
-                memcpy(plane(s, set->z[f], ph), plane(s, s->buf[f], m), plane_bytes);
+                memcpy(plane(s, set->z[f], ph), plane(s, s->st.buf[f], m), plane_bytes);
                 ring_sync(j, set->z[f], ph);
             }
         }
@@ -497,7 +497,7 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
                 n = ring_run(j, lo, x, x1);
                 int64_t ph = ring_ph(j, x), m = j->periodic ? wrap(lo + x, N) : lo + x;
                 for (int bi = 0; bi < nbuf; bi++)
-                    set->bufs[bi] = out && j->final[bi] >= 0 ? (char *)s->buf[nf + j->final[bi]] + m * row_elems * (int64_t)s->esz
+                    set->bufs[bi] = out && j->final[bi] >= 0 ? (char *)s->st.buf[nf + j->final[bi]] + m * row_elems * (int64_t)s->st.esz
                                                              : ring_cell(j, set->z[map[bi]], ph);
                 L.first[last] = m;
                 L.n[last] = n;
@@ -508,7 +508,7 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
                 for (int f = 0; out && f < nf; f++)
                     if (j->copied[f])
                         for (int64_t y = x; y < x + n; y++)
-                            memcpy(plane(s, s->buf[nf + f], lo + y), plane(s, set->z[mapK[f]], ring_ph(j, y)), plane_bytes);
+                            memcpy(plane(s, s->st.buf[nf + f], lo + y), plane(s, set->z[mapK[f]], ring_ph(j, y)), plane_bytes);
             }
         }
     }
@@ -536,10 +536,10 @@ static void tb_range(void *ctx, int64_t begin, int64_t end)
  * thread, 1.13x on 2: docs/performance.md). */
 static int64_t tb_strip(const sim *s)
 {
-    const int64_t nx = s->g.n[0];
+    const int64_t nx = s->st.g.n[0];
     if (s->tb_strip) return s->tb_strip;
-    if (s->p->dim != 2) return 0;
-    double row = (double)s->esz * s->p->n_fields * (2 * s->g.H + 2);
+    if (s->st.p->dim != 2) return 0;
+    double row = (double)s->st.esz * s->st.p->n_fields * (2 * s->st.g.H + 2);
     int64_t X = (int64_t)((double)sim_cache_bytes(1) / 2 / row), parts;
     if (X < TB_STRIP_MIN) X = TB_STRIP_MIN;
     if (X >= nx) return 0;
@@ -550,8 +550,8 @@ static int64_t tb_strip(const sim *s)
 /* K steps of dt in one sweep of bands of B rows. 0, or -1 out of memory (nothing stepped). */
 static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r)
 {
-    const pj_program *p = s->p;
-    const int S = p->n_stages, nf = p->n_fields, last = p->dim - 1, nbuf = s->nbuf, H = s->g.H;
+    const pj_program *p = s->st.p;
+    const int S = p->n_stages, nf = p->n_fields, last = p->dim - 1, nbuf = s->st.nbuf, H = s->st.g.H;
     const int64_t W = (int64_t)K * S * H + 2 * H + r + 1;
     if (tb_reserve(s, W, K * S) < 0) return -1;
     double *ts = malloc(sizeof *ts * (size_t)(K * S));
@@ -562,15 +562,16 @@ static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r)
     if (!ts || !before || !map || !final || !writes || !copied) goto done;
     /* the times and launches sim_step would have: t advanced by adding dt step after step */
     kir_launch L = s->L;
-    double t = s->t;
+    double t = s->st.t;
     for (int k = 0; k < K; k++) {
         for (int i = 0; i < S; i++) {
             before[k * S + i] = L;
-            ts[k * S + i] = t + p->stages[i].t_frac * dt;
-            L.t = ts[k * S + i];
-            L.dt = dt;
-            L.step = s->steps + k;
-            L.stage = i + 1;
+            stage_clock c = state_stage_clock(p, i, t, s->st.steps + k, dt);
+            ts[k * S + i] = c.t;
+            L.t = c.t;
+            L.dt = c.dt;
+            L.step = c.step;
+            L.stage = c.stage;
         }
         t += dt;
     }
@@ -579,13 +580,7 @@ static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r)
     for (int k = 1; k <= K; k++) {
         int *m = map + (size_t)k * nbuf;
         memcpy(m, m - nbuf, sizeof *m * (size_t)nbuf);
-        if (p->swap_after_step)
-            for (int f = 0; f < nf; f++)
-                if (p->field_has_eq[f]) {
-                    int x = m[f];
-                    m[f] = m[nf + f];
-                    m[nf + f] = x;
-                }
+        state_swap_slots(&s->st, m);
     }
     for (int i = 0; i < S; i++) {
         const kir_kernel *k = p->stages[i].kernel;
@@ -612,22 +607,22 @@ static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r)
     }
     if (tb_coefs(s, K * S, ts, before) < 0) goto done;
     kir_launch L0 = s->L;
-    L0.step = s->steps;
-    int periodic = s->plan.rule[2 * last] == GHOST_PERIODIC;
-    tb_job j = {s, K, B, s->g.n[last], W, r, tb_strip(s), periodic, dt, ts, &L0, map, writes, final, copied};
+    L0.step = s->st.steps;
+    int periodic = s->st.plan.rule[2 * last] == GHOST_PERIODIC;
+    tb_job j = {s, K, B, s->st.g.n[last], W, r, tb_strip(s), periodic, dt, ts, &L0, map, writes, final, copied};
     int64_t bands = (j.N + B - 1) / B;
     if (!s->pool || s->threads < 2) tb_range(&j, 0, bands);
     else cpu_pool_run_range(s->pool, tb_range, &j, bands, 1, (B + 2 * (int64_t)K * S * H) * (sim_cells(s) / j.N) * K * S);
     for (int f = 0; f < nf; f++) { /* the new state is in slot 1 */
         if (!p->field_has_eq[f]) continue;
-        void *m = s->mem[f]; s->mem[f] = s->mem[nf + f]; s->mem[nf + f] = m;
-        m = s->buf[f]; s->buf[f] = s->buf[nf + f]; s->buf[nf + f] = m;
+        void *m = s->st.mem[f]; s->st.mem[f] = s->st.mem[nf + f]; s->st.mem[nf + f] = m;
+        m = s->st.buf[f]; s->st.buf[f] = s->st.buf[nf + f]; s->st.buf[nf + f] = m;
     }
-    for (int k = 0; k < K; k++) s->t += dt;
-    s->steps += K;
-    s->L.t = s->t;
+    for (int k = 0; k < K; k++) s->st.t += dt;
+    s->st.steps += K;
+    s->L.t = s->st.t;
     s->L.dt = dt;
-    s->L.step = s->steps - 1;
+    s->L.step = s->st.steps - 1;
     s->L.stage = S;
     rc = 0;
 done:
@@ -640,20 +635,14 @@ done:
     return rc;
 }
 
-int sim_step_n(sim *s, double dt, int64_t n)
+int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
 {
-    while (n > 0) {
-        if (s->failed) return -1;
-        int64_t B = 0, r = 1;
-        int K = tb_choose(s, n, &B, &r);
-        if (K >= 2 && tb_run(s, dt, K, B, r) == 0) {
-            n -= K;
-            continue;
-        }
-        if (sim_step(s, dt) < 0) return -1;
-        n--;
-    }
-    return 0;
+    (void)err;
+    (void)len;
+    sim *s = x;
+    int64_t B = 0, r = 1;
+    int K = tb_choose(s, n, &B, &r);
+    return K >= 2 && tb_run(s, dt, K, B, r) == 0 ? K : 0; /* tb_run fails only out of memory: step alone */
 }
 
 int sim_tblock_steps(const sim *s, int64_t n)

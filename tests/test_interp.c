@@ -280,15 +280,15 @@ static void params_kernel(void **state)
     kir_add_output(k, 0, 2, kir_op2(k, KIR_ADD, kir_param(k, 1), kir_param(k, 0)));
     kir_finish(k);
     double p[3] = {0, 0, 0};
-    interp_params(k, p, NULL);
+    kir_eval_params(k, p, NULL);
     assert_true(p[0] == 3 && p[1] == 6 && p[2] == 9);
     unsigned char fixed[3] = {1, 0, 0};
     p[0] = 5;
-    interp_params(k, p, fixed);
+    kir_eval_params(k, p, fixed);
     assert_true(p[0] == 5 && p[1] == 10 && p[2] == 15);
     unsigned char fixed1[3] = {0, 1, 0};
     p[1] = 7;
-    interp_params(k, p, fixed1);
+    kir_eval_params(k, p, fixed1);
     assert_true(p[0] == 3 && p[1] == 7 && p[2] == 10);
     kir_free(k);
 }
