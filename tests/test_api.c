@@ -230,6 +230,31 @@ static void redefinitions_take_effect(void **state)
     }
 }
 
+/* A side whose kind of condition changes (none, so dn(u) = 0 by mirroring, to u = 2): the ghost
+ * fill follows the new rule from the next step (one Euler step: ghost = 2*2 - u7). */
+static void redefined_sides_are_filled_by_their_new_rule(void **state)
+{
+    (void)state;
+    const char *text = "mesh grid(nx = 8)\nfield u = x\neq dt(u) = lap(u)\non left: u = 0\n"
+                       "time dt = 0.001, until = 1, scheme = euler\n";
+    for (int be = 0; be < 2; be++) {
+        pj_problem *pr;
+        assert_int_equal(pj_problem_compile("side.pde", text, strlen(text), &pr, NULL), PJ_OK);
+        pj_sim_options o = {.backend = be ? PJ_BACKEND_CPU : PJ_BACKEND_INTERP, .threads = 1};
+        pj_sim *s;
+        char err[256], *diag = NULL;
+        assert_int_equal(pj_sim_create(pr, &o, &s, err, sizeof err), PJ_OK);
+        assert_int_equal(pj_sim_redefine(s, "on right: u = 2", &diag), PJ_OK);
+        double u[8], before[8], h = 1.0 / 8;
+        field_values(s, "u", before);
+        assert_int_equal(pj_sim_advance(s, 0.001, 0.001, err, sizeof err), PJ_OK);
+        field_values(s, "u", u);
+        assert_true(fabs(u[7] - (before[7] + 0.001 * (before[6] - 2 * before[7] + (4 - before[7])) / (h * h))) < 1e-12);
+        pj_sim_free(s);
+        pj_problem_free(pr);
+    }
+}
+
 /* A broken or impossible redefinition says why, against its own text, and changes nothing. */
 static void bad_redefinitions_leave_the_run(void **state)
 {
@@ -449,6 +474,7 @@ int main(void)
         cmocka_unit_test(field_views_alias),
         cmocka_unit_test(statuses_and_unavailable_backends),
         cmocka_unit_test(redefinitions_take_effect),
+        cmocka_unit_test(redefined_sides_are_filled_by_their_new_rule),
         cmocka_unit_test(bad_redefinitions_leave_the_run),
         cmocka_unit_test(redefinition_while_stepping),
         cmocka_unit_test(thousand_swaps_leave_memory_flat),
