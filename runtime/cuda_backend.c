@@ -68,6 +68,14 @@ static void kset_free(kset *ks)
     ks->n = 0;
 }
 
+/* A program's kernels on the device: what is generated, its modules and functions. */
+typedef struct cuda_kernels {
+    kset ks;
+    cuda_module **mod;    /* per kernel of ks */
+    cuda_function *fn;
+    cuda_prepare_stats stats;
+} cuda_kernels;
+
 /* The fill of a field on a side, as the plan says (grid.h). */
 static cuda_bc_kind fill_kind(const ghost_plan *plan, int f, int side)
 {
@@ -375,16 +383,13 @@ struct cuda_sim {
     int64_t parts;                 /* kir_reduce_parts of the grid */
     cuda_ptr extra[CUDA_SIM_EXTRA]; /* cuda_sim_alloc_buffer's, freed with the sim */
     int n_extra;
-    kset ks;
-    cuda_module **mod;             /* per kernel of ks */
-    cuda_function *fn;
+    cuda_kernels K;                /* every kernel, loaded */
     cuda_args A;                   /* stage / init launches: every slot's buffers */
     cuda_args F;                   /* fill launches: the read slot's buffers as slot 0 */
     kir_launch L;                  /* geometry for writers and reports (buf NULL) */
     unsigned sgrid[3], sblock[3];  /* stage and init */
     unsigned cgrid[3], cblock[3];  /* check */
     unsigned fgrid[6][3], fblock[6][3];
-    cuda_prepare_stats stats;
 };
 
 /* A device address the state holds (state.h: addresses in the executor's memory space). */
@@ -397,18 +402,18 @@ static void refresh_bufs(void *x)
     for (int b = 0; b < s->st.nbuf; b++) s->A.buf[b] = dev_addr(s->st.buf[b]);
 }
 
-static int open_nvrtc(cuda_sim *s, char *err, size_t err_len)
+static int open_nvrtc(cuda_sim *s, cuda_kernels *K, char *err, size_t err_len)
 {
     if (s->nv) return 0;
     char reason[512];
     double t0 = driver_now();
     s->nv = cuda_nvrtc_open(reason, sizeof reason);
-    s->stats.ms_nvrtc += (driver_now() - t0) * 1e3;
+    K->stats.ms_nvrtc += (driver_now() - t0) * 1e3;
     if (!s->nv) {
         diag_set(err, err_len, "cuda: %s", reason);
         return -1;
     }
-    s->stats.nvrtc_loaded = 1;
+    K->stats.nvrtc_loaded = 1;
     /* remember the version of this library file for runs that need no compile */
     char located[PATH_MAX], id[PATH_MAX + 64];
     if (s->cache && locate_nvrtc(located) == 0 && dl_iterate_phdr(is_loaded_cb, located) &&
@@ -442,16 +447,16 @@ static int nvrtc_version(cuda_sim *s, char *err, size_t err_len)
         }
         free(v);
     }
-    if (open_nvrtc(s, err, err_len) < 0) return -1;
+    if (open_nvrtc(s, &s->K, err, err_len) < 0) return -1;
     snprintf(s->nvrtc_version, sizeof s->nvrtc_version, "%s", cuda_nvrtc_version(s->nv));
     return 0;
 }
 
 /* Kernel i of the kset: from the cache, else compiled with NVRTC (and stored); its function. */
-static int prepare_one(cuda_sim *s, int i, char *err, size_t err_len)
+static int prepare_one(cuda_sim *s, cuda_kernels *K, int i, char *err, size_t err_len)
 {
     int cc = cuda_device_cc(s->dev), drv = cuda_device_driver_version(s->dev);
-    kspec *k = &s->ks.k[i];
+    kspec *k = &K->ks.k[i];
     cuda_key_buf kb;
     cuda_backend_key(&kb, k->ir, kkind_name[k->kind], cc, s->nvrtc_version, drv, s->opt.single, s->opt.fast_math,
                      k->src);
@@ -459,14 +464,14 @@ static int prepare_one(cuda_sim *s, int i, char *err, size_t err_len)
     size_t len = 0;
     char lerr[512];
     if (s->cache && cache_get(s->cache, &kb.key, &image, &len) == 1) {
-        s->mod[i] = cuda_module_load(s->dev, image, lerr, sizeof lerr);
+        K->mod[i] = cuda_module_load(s->dev, image, lerr, sizeof lerr);
         free(image);
         image = NULL;
-        if (s->mod[i]) s->stats.from_cache++;
+        if (K->mod[i]) K->stats.from_cache++;
         else cache_reject(s->cache, &kb.key, lerr); /* a miss: set aside, compiled again */
     }
-    if (!s->mod[i]) {
-        if (open_nvrtc(s, err, err_len) < 0) return -1;
+    if (!K->mod[i]) {
+        if (open_nvrtc(s, K, err, err_len) < 0) return -1;
         if (strcmp(cuda_nvrtc_version(s->nv), s->nvrtc_version)) {
             /* the memo was stale: key with the version of the library actually loaded */
             snprintf(s->nvrtc_version, sizeof s->nvrtc_version, "%s", cuda_nvrtc_version(s->nv));
@@ -478,26 +483,56 @@ static int prepare_one(cuda_sim *s, int i, char *err, size_t err_len)
         double c0 = driver_now();
         int rc = cuda_nvrtc_compile(s->nv, k->src, k->name, cc, s->opt.fast_math, &image, &len, &is_cubin, &log,
                                     err, err_len);
-        s->stats.ms_nvrtc += (driver_now() - c0) * 1e3;
+        K->stats.ms_nvrtc += (driver_now() - c0) * 1e3;
         free(log);
         if (rc < 0) return -1;
         if (s->cache) cache_put(s->cache, &kb.key, image, len, k->src, "cu");
-        s->mod[i] = cuda_module_load(s->dev, image, err, err_len);
+        K->mod[i] = cuda_module_load(s->dev, image, err, err_len);
         free(image);
-        if (!s->mod[i]) return -1;
-        s->stats.compiled++;
+        if (!K->mod[i]) return -1;
+        K->stats.compiled++;
     }
-    return cuda_module_function(s->mod[i], k->name, &s->fn[i], err, err_len);
+    return cuda_module_function(K->mod[i], k->name, &K->fn[i], err, err_len);
 }
 
-static int prepare_kernels(cuda_sim *s, char *err, size_t err_len)
+static int prepare_kernels(cuda_sim *s, cuda_kernels *K, char *err, size_t err_len)
 {
     double t0 = driver_now();
     if (nvrtc_version(s, err, err_len) < 0) return -1;
-    for (int i = 0; i < s->ks.n; i++)
-        if (prepare_one(s, i, err, err_len) < 0) return -1;
-    s->stats.kernels = s->ks.n;
-    s->stats.ms_total = (driver_now() - t0) * 1e3;
+    for (int i = 0; i < K->ks.n; i++)
+        if (prepare_one(s, K, i, err, err_len) < 0) return -1;
+    K->stats.kernels = K->ks.n;
+    K->stats.ms_total = (driver_now() - t0) * 1e3;
+    return 0;
+}
+
+/* Unloads and frees the kernels of K. */
+static void kernels_free(cuda_kernels *K)
+{
+    for (int i = 0; K->mod && i < K->ks.n; i++) cuda_module_unload(K->mod[i]);
+    kset_free(&K->ks);
+    free(K->mod);
+    free(K->fn);
+    memset(K, 0, sizeof *K);
+}
+
+/* The kernels of p with the ghost plan `plan`, generated and loaded (from the cache, else NVRTC). */
+static int kernels_build(cuda_sim *s, cuda_kernels *K, const pj_program *p, const ghost_plan *plan, char *err,
+                         size_t err_len)
+{
+    memset(K, 0, sizeof *K);
+    if (kset_build(&K->ks, p, plan, s->opt.single, s->opt.fast_math, err, err_len) < 0) return -1;
+    K->mod = calloc((size_t)K->ks.n, sizeof *K->mod);
+    K->fn = calloc((size_t)K->ks.n, sizeof *K->fn);
+    if (!K->mod || !K->fn) {
+        diag_set(err, err_len, "cuda: out of memory");
+        kernels_free(K);
+        return -1;
+    }
+    if (prepare_kernels(s, K, err, err_len) < 0) {
+        kernels_free(K);
+        return -1;
+    }
     return 0;
 }
 
@@ -567,7 +602,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
         free(s);
         return NULL;
     }
-    s->ks.init = s->ks.check = s->ks.reduce = s->ks.fold = -1;
+    s->K.ks.init = s->K.ks.check = s->K.ks.reduce = s->K.ks.fold = -1;
     s->bytes = (size_t)grid_buffer_bytes(&g, 256);
 
     /* launch geometry (host side) */
@@ -587,13 +622,13 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     for (int i = 0; i < p->n_params; i++) s->A.param[i] = s->st.param[i];
 
     /* the CUDA C of every kernel: needs no device */
-    if (kset_build(&s->ks, p, &s->st.plan, s->opt.single, s->opt.fast_math, err, err_len) < 0) {
+    if (kset_build(&s->K.ks, p, &s->st.plan, s->opt.single, s->opt.fast_math, err, err_len) < 0) {
         cuda_sim_destroy(s);
         return NULL;
     }
-    s->mod = calloc((size_t)s->ks.n, sizeof *s->mod);
-    s->fn = calloc((size_t)s->ks.n, sizeof *s->fn);
-    if (!s->mod || !s->fn) {
+    s->K.mod = calloc((size_t)s->K.ks.n, sizeof *s->K.mod);
+    s->K.fn = calloc((size_t)s->K.ks.n, sizeof *s->K.fn);
+    if (!s->K.mod || !s->K.fn) {
         diag_set(err, err_len, "cuda: out of memory");
         cuda_sim_destroy(s);
         return NULL;
@@ -619,7 +654,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
         return NULL;
     }
     s->cache = cache_open(s->opt.cache_dir, 0);
-    if (prepare_kernels(s, err, err_len) < 0) {
+    if (prepare_kernels(s, &s->K, err, err_len) < 0) {
         cuda_sim_destroy(s);
         return NULL;
     }
@@ -638,8 +673,8 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
         cuda_sim_destroy(s);
         return NULL;
     }
+    s->parts = kir_reduce_parts(p->dim, s->st.g.n); /* a swap may bring monitors */
     if (p->reduce && p->reduce->n_outputs) {
-        s->parts = kir_reduce_parts(p->dim, s->st.g.n);
         size_t no = (size_t)p->reduce->n_outputs;
         if (cuda_mem_alloc(s->dev, sizeof(double) * KIR_REDUCE_LANES * (size_t)s->parts * no, &s->lanes, err, err_len) < 0 ||
             cuda_mem_alloc(s->dev, sizeof(double) * no, &s->reduced, err, err_len) < 0) {
@@ -666,15 +701,13 @@ void cuda_sim_destroy(cuda_sim *s)
         if (s->lanes) cuda_mem_free(s->dev, s->lanes, e, sizeof e);
         if (s->reduced) cuda_mem_free(s->dev, s->reduced, e, sizeof e);
         for (int i = 0; i < s->n_extra; i++) cuda_mem_free(s->dev, s->extra[i], e, sizeof e);
-        for (int i = 0; s->mod && i < s->ks.n; i++) cuda_module_unload(s->mod[i]);
+        kernels_free(&s->K);
         cuda_device_close(s->dev);
     }
+    kernels_free(&s->K);
     cuda_nvrtc_close(s->nv);
     cache_close(s->cache);
-    kset_free(&s->ks);
     state_free(&s->st);
-    free(s->mod);
-    free(s->fn);
     free(s);
 }
 
@@ -694,9 +727,9 @@ const double *cuda_sim_params(const cuda_sim *s) { return s->st.param; }
 static int launch(cuda_sim *s, int k, const unsigned grid[3], const unsigned block[3], const void *arg, size_t size,
                   char *err, size_t err_len)
 {
-    if (cuda_launch_struct(s->dev, s->fn[k], grid, block, arg, size, err, err_len) < 0) {
+    if (cuda_launch_struct(s->dev, s->K.fn[k], grid, block, arg, size, err, err_len) < 0) {
         size_t n = strlen(err);
-        if (n + 40 < err_len) snprintf(err + n, err_len - n, " (kernel %s)", s->ks.k[k].name);
+        if (n + 40 < err_len) snprintf(err + n, err_len - n, " (kernel %s)", s->K.ks.k[k].name);
         return -1;
     }
     return 0;
@@ -711,7 +744,7 @@ int cuda_sim_init(cuda_sim *s, char *err, size_t err_len)
     s->A.t = 0;
     s->A.dt = 0;
     s->A.step = s->A.stage = 0;
-    if (s->ks.init >= 0 && launch(s, s->ks.init, s->sgrid, s->sblock, &s->A, sizeof s->A, err, err_len) < 0) return -1;
+    if (s->K.ks.init >= 0 && launch(s, s->K.ks.init, s->sgrid, s->sblock, &s->A, sizeof s->A, err, err_len) < 0) return -1;
     return 0;
 }
 
@@ -735,7 +768,7 @@ static int fill(cuda_sim *s, int slot, double t, char *err, size_t err_len)
                 return -1;
             continue;
         }
-        if (launch(s, s->ks.fill[side], s->fgrid[side], s->fblock[side], &s->F, sizeof s->F, err, err_len) < 0)
+        if (launch(s, s->K.ks.fill[side], s->fgrid[side], s->fblock[side], &s->F, sizeof s->F, err, err_len) < 0)
             return -1;
     }
     return 0;
@@ -750,7 +783,7 @@ static int run_stage_kernel(void *x, int i, const stage_clock *c, char *err, siz
     s->A.dt = c->dt;
     s->A.step = c->step;
     s->A.stage = c->stage;
-    return launch(s, s->ks.stage[i], s->sgrid, s->sblock, &s->A, sizeof s->A, err, len);
+    return launch(s, s->K.ks.stage[i], s->sgrid, s->sblock, &s->A, sizeof s->A, err, len);
 }
 
 static const stepper_ops cuda_stepper = {.fill = fill_slot, .stage = run_stage_kernel, .swapped = refresh_bufs};
@@ -767,7 +800,7 @@ int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len) { return cu
 int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double dt, int first_extra,
                         const cuda_ptr *extra, int n_extra, char *err, size_t err_len)
 {
-    if (kernel < 0 || kernel >= s->ks.n || read_slot < 0 || read_slot >= s->st.p->n_slots || n_extra < 0 ||
+    if (kernel < 0 || kernel >= s->K.ks.n || read_slot < 0 || read_slot >= s->st.p->n_slots || n_extra < 0 ||
         first_extra < 0 || first_extra + n_extra > CUDA_MAX_BUFS) {
         diag_set(err, err_len, "cuda: no kernel %d, slot %d or room for %d more buffers", kernel, read_slot, n_extra);
         return -1;
@@ -788,27 +821,27 @@ int cuda_sim_run_stage(cuda_sim *s, int stage, double t, double dt, char *err, s
         diag_set(err, err_len, "cuda: no stage %d", stage);
         return -1;
     }
-    return cuda_sim_run_kernel(s, s->ks.stage[stage], s->st.p->stages[stage].read_slot, t, dt, 0, NULL, 0, err,
+    return cuda_sim_run_kernel(s, s->K.ks.stage[stage], s->st.p->stages[stage].read_slot, t, dt, 0, NULL, 0, err,
                                err_len);
 }
 
 int cuda_sim_add_kernel(cuda_sim *s, const kir_kernel *k, char *err, size_t err_len)
 {
-    kspec *ks = realloc(s->ks.k, sizeof *ks * (size_t)(s->ks.n + 1));
-    if (ks) s->ks.k = ks;
-    cuda_module **mod = ks ? realloc(s->mod, sizeof *mod * (size_t)(s->ks.n + 1)) : NULL;
-    if (mod) s->mod = mod;
-    cuda_function *fn = mod ? realloc(s->fn, sizeof *fn * (size_t)(s->ks.n + 1)) : NULL;
+    kspec *ks = realloc(s->K.ks.k, sizeof *ks * (size_t)(s->K.ks.n + 1));
+    if (ks) s->K.ks.k = ks;
+    cuda_module **mod = ks ? realloc(s->K.mod, sizeof *mod * (size_t)(s->K.ks.n + 1)) : NULL;
+    if (mod) s->K.mod = mod;
+    cuda_function *fn = mod ? realloc(s->K.fn, sizeof *fn * (size_t)(s->K.ks.n + 1)) : NULL;
     if (!fn) {
         diag_set(err, err_len, "cuda: out of memory");
         return -1;
     }
-    s->fn = fn;
-    int i = s->ks.n;
-    kspec *sp = &s->ks.k[i];
+    s->K.fn = fn;
+    int i = s->K.ks.n;
+    kspec *sp = &s->K.ks.k[i];
     memset(sp, 0, sizeof *sp);
-    s->mod[i] = NULL;
-    s->fn[i] = NULL;
+    s->K.mod[i] = NULL;
+    s->K.fn[i] = NULL;
     char hex[33];
     kir_hash_hex(k, hex);
     sp->kind = KK_STAGE;
@@ -817,9 +850,9 @@ int cuda_sim_add_kernel(cuda_sim *s, const kir_kernel *k, char *err, size_t err_
     snprintf(sp->ir, sizeof sp->ir, "%s", hex);
     cuda_options co = {s->opt.single, s->opt.fast_math};
     if (!(sp->src = cuda_codegen(k, &co, sp->name, err, err_len))) return -1;
-    s->ks.n++; /* freed with the kset from here on */
-    if (prepare_one(s, i, err, err_len) < 0) return -1;
-    s->stats.kernels = s->ks.n;
+    s->K.ks.n++; /* freed with the kset from here on */
+    if (prepare_one(s, &s->K, i, err, err_len) < 0) return -1;
+    s->K.stats.kernels = s->K.ks.n;
     return i;
 }
 
@@ -879,7 +912,7 @@ static int run_checks(cuda_sim *s, int64_t *first, char *err, size_t err_len)
             ca.n[a] = s->st.g.n[a];
             ca.stride[a] = s->A.stride[a];
         }
-        if (launch(s, s->ks.check, s->cgrid, s->cblock, &ca, sizeof ca, err, err_len) < 0) return -1;
+        if (launch(s, s->K.ks.check, s->cgrid, s->cblock, &ca, sizeof ca, err, err_len) < 0) return -1;
     }
     return cuda_memcpy_dtoh(s->dev, first, s->results, sizeof(int64_t) * (size_t)nf, err, err_len);
 }
@@ -1001,7 +1034,7 @@ void cuda_sim_set_clock(cuda_sim *s, double t, int64_t steps)
 int64_t cuda_sim_cells(const cuda_sim *s) { return s->st.g.n[0] * s->st.g.n[1] * s->st.g.n[2]; }
 const pj_program *cuda_sim_program(const cuda_sim *s) { return s->st.p; }
 const kir_launch *cuda_sim_launch(const cuda_sim *s) { return &s->L; }
-const cuda_prepare_stats *cuda_sim_prepare_stats(const cuda_sim *s) { return &s->stats; }
+const cuda_prepare_stats *cuda_sim_prepare_stats(const cuda_sim *s) { return &s->K.stats; }
 const char *cuda_sim_warning(const cuda_sim *s) { return s->cache ? cache_warning(s->cache) : NULL; }
 const char *cuda_sim_device_text(const cuda_sim *s) { return s->text; }
 cuda_device *cuda_sim_device(cuda_sim *s) { return s->dev; }
@@ -1075,7 +1108,7 @@ int cuda_sim_reduce(cuda_sim *s, double *values, char *err, size_t err_len)
 {
     const pj_program *p = s->st.p;
     if (!p->reduce || !p->n_monitors) return 0;
-    if (s->ks.reduce < 0 || s->ks.fold < 0 || !s->lanes) {
+    if (s->K.ks.reduce < 0 || s->K.ks.fold < 0 || !s->lanes) {
         diag_set(err, err_len, "cuda: the monitors' kernels are missing");
         return -1;
     }
@@ -1086,7 +1119,7 @@ int cuda_sim_reduce(cuda_sim *s, double *values, char *err, size_t err_len)
     R.nonfinite = 0;
     for (int o = 0; o < no; o++) R.buf[nf + o] = s->lanes + sizeof(double) * KIR_REDUCE_LANES * (uint64_t)s->parts * (uint64_t)o;
     unsigned block[3] = {KIR_REDUCE_LANES, 32, 1}, grid[3] = {(unsigned)((s->parts + 31) / 32), 1, 1};
-    if (launch(s, s->ks.reduce, grid, block, &R, sizeof R, err, err_len) < 0) return -1;
+    if (launch(s, s->K.ks.reduce, grid, block, &R, sizeof R, err, err_len) < 0) return -1;
     cuda_args F;
     memset(&F, 0, sizeof F);
     for (int o = 0; o < no; o++) F.buf[o] = R.buf[nf + o];
@@ -1094,7 +1127,7 @@ int cuda_sim_reduce(cuda_sim *s, double *values, char *err, size_t err_len)
     F.n[0] = s->parts;
     F.n[1] = F.n[2] = 1;
     unsigned fblock[3] = {(unsigned)no, 1, 1}, fgrid[3] = {1, 1, 1};
-    if (launch(s, s->ks.fold, fgrid, fblock, &F, sizeof F, err, err_len) < 0) return -1;
+    if (launch(s, s->K.ks.fold, fgrid, fblock, &F, sizeof F, err, err_len) < 0) return -1;
     double *r = malloc(sizeof *r * (size_t)no);
     if (!r) {
         diag_set(err, err_len, "cuda: out of memory");
@@ -1123,11 +1156,99 @@ static void ops_info(void *o, engine_info *info)
     cuda_sim *s = o;
     info->device = cuda_sim_device_text(s);
     info->warning = cuda_sim_warning(s);
-    info->n_kernels = s->stats.kernels;
-    info->from_cache = s->stats.from_cache;
-    info->ms_prepare = s->stats.ms_total;
-    info->ms_compiler = s->stats.ms_nvrtc;
+    info->n_kernels = s->K.stats.kernels;
+    info->from_cache = s->K.stats.from_cache;
+    info->ms_prepare = s->K.stats.ms_total;
+    info->ms_compiler = s->K.stats.ms_nvrtc;
     info->bytes_per_cell = cuda_sim_bytes_per_cell(s);
+}
+
+/* ---- hot swap ----------------------------------------------------------------------------- */
+
+/* Another program's kernels, loaded while the simulation steps (any thread: every driver call
+ * makes the primary context current), with the device memory its monitors need. */
+typedef struct cuda_prepared {
+    cuda_sim *s;
+    cuda_kernels K;
+    cuda_ptr lanes, reduced;       /* NULL: the running ones fit (or p2 has no monitors) */
+    int64_t monitor_outputs;
+} cuda_prepared;
+
+static void ops_release(void *prepared)
+{
+    cuda_prepared *cp = prepared;
+    if (!cp) return;
+    char e[256];
+    kernels_free(&cp->K);
+    if (cp->lanes) cuda_mem_free(cp->s->dev, cp->lanes, e, sizeof e);
+    if (cp->reduced) cuda_mem_free(cp->s->dev, cp->reduced, e, sizeof e);
+    free(cp);
+}
+
+static int reduce_outputs(const pj_program *p) { return p->reduce ? p->reduce->n_outputs : 0; }
+
+static void *ops_prepare(void *o, const pj_program *p2, engine_info *info, char *err, size_t len)
+{
+    cuda_sim *s = o;
+    cuda_prepared *cp = calloc(1, sizeof *cp);
+    ghost_plan plan;
+    if (!cp || ghost_plan_make(&plan, p2, &s->st.plan.set) < 0) {
+        free(cp);
+        diag_set(err, len, "cuda: out of memory");
+        return NULL;
+    }
+    cp->s = s;
+    double t0 = driver_now();
+    int rc = kernels_build(s, &cp->K, p2, &plan, err, len);
+    ghost_plan_free(&plan);
+    cp->K.stats.ms_total = (driver_now() - t0) * 1e3;
+    cp->monitor_outputs = reduce_outputs(p2);
+    if (rc == 0 && cp->monitor_outputs > reduce_outputs(s->st.p)) {
+        size_t no = (size_t)cp->monitor_outputs;
+        if (cuda_mem_alloc(s->dev, sizeof(double) * KIR_REDUCE_LANES * (size_t)s->parts * no, &cp->lanes, err, len) < 0 ||
+            cuda_mem_alloc(s->dev, sizeof(double) * no, &cp->reduced, err, len) < 0)
+            rc = -1;
+    }
+    if (rc < 0) {
+        ops_release(cp);
+        return NULL;
+    }
+    if (info) {
+        info->n_kernels = cp->K.stats.kernels;
+        info->from_cache = cp->K.stats.from_cache;
+        info->ms_prepare = cp->K.stats.ms_total;
+        info->ms_compiler = cp->K.stats.ms_nvrtc;
+    }
+    cp->K.stats.kernels = cp->K.ks.n;
+    return cp;
+}
+
+/* At a step boundary: p2 takes over with the fields as they are; the old kernels are unloaded
+ * once the device has run every launch queued with them. */
+static int ops_swap(void *o, const pj_program *p2, void *prepared, char *err, size_t len)
+{
+    cuda_sim *s = o;
+    cuda_prepared *cp = prepared;
+    int rc = state_check_program(&s->st, p2, err, len);
+    if (rc == 0) rc = cuda_synchronize(s->dev, err, len);
+    if (rc == 0 && (rc = state_adopt(&s->st, p2)) < 0) diag_set(err, len, "cuda: out of memory");
+    if (rc < 0) {
+        ops_release(cp);
+        return -1;
+    }
+    cuda_kernels old = s->K;
+    s->K = cp->K;
+    cp->K = old;
+    if (cp->lanes) { /* larger monitors: the new buffers, the old ones freed with cp */
+        cuda_ptr l = s->lanes, r = s->reduced;
+        s->lanes = cp->lanes;
+        s->reduced = cp->reduced;
+        cp->lanes = l;
+        cp->reduced = r;
+    }
+    for (int j = 0; j < p2->n_params; j++) s->A.param[j] = s->st.param[j];
+    ops_release(cp);
+    return 0;
 }
 
 static int ops_emit(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len)
@@ -1136,7 +1257,8 @@ static int ops_emit(const pj_program *p, const engine_options *o, FILE *out, cha
 }
 
 const backend_ops cuda_backend_ops = {
-    .name = "cuda", .caps = ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_DEVICE, .emit_flag = "cuda", .create = ops_create, .destroy = ops_destroy, .init = ops_init,
+    .name = "cuda", .caps = ENGINE_CAP_SWAP | ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_DEVICE,
+    .emit_flag = "cuda", .prepare = ops_prepare, .swap = ops_swap, .release = ops_release, .create = ops_create, .destroy = ops_destroy, .init = ops_init,
     .step = ops_step, .step_n = ops_step_n, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
     .set_field = ops_set, .take_nonfinite = ops_take, .check_finite = ops_check, .time = ops_time,
     .steps = ops_steps, .set_clock = ops_set_clock, .view = ops_view, .reduce = ops_reduce, .info = ops_info,

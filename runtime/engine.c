@@ -330,7 +330,7 @@ int engine_can_swap(const engine *e) { return (e->ops->caps & ENGINE_CAP_SWAP) !
 void *engine_prepare(engine *e, const pj_program *p2, engine_info *info, char *err, size_t len)
 {
     if (info) memset(info, 0, sizeof *info);
-    if (!engine_backend_can(e->ops, ENGINE_CAP_SWAP, err, len)) return NULL;
+    if (!engine_backend_can(e->ops, ENGINE_CAP_SWAP, err, len) || !engine_supports(e->ops, p2, err, len)) return NULL;
     if (!e->d) return e->ops->prepare(e->impl, p2, info, err, len);
     /* collective, as engine_create: rank 0 compiles into the kernel cache, the others load */
     void *k = NULL;

@@ -742,6 +742,97 @@ static void checkpoint_resume(where w)
     free(dir);
 }
 static void emu_checkpoint_resume(void **state) { (void)state; NEED(ON_EMU); checkpoint_resume(ON_EMU); }
+
+/* Every field of a and b equal: bit for bit in the emulation, to 1e-12 on a GPU (its libm). */
+static void fields_agree(engine *a, engine *b, where w)
+{
+    const pj_program *p = engine_program(a);
+    int64_t n = engine_cells(a);
+    char err[1024];
+    double *x = malloc(sizeof *x * (size_t)n), *y = malloc(sizeof *y * (size_t)n);
+    for (int f = 0; f < p->n_fields; f++) {
+        assert_int_equal(engine_get_field(a, f, x, err, sizeof err), 0);
+        assert_int_equal(engine_get_field(b, f, y, err, sizeof err), 0);
+        if (w == ON_EMU) assert_memory_equal(x, y, sizeof *x * (size_t)n);
+        else assert_true(field_diff(x, y, n, NULL) <= 1e-12);
+    }
+    free(x);
+    free(y);
+}
+
+static void swap_to(engine *e, const pj_program *p2)
+{
+    char err[1024];
+    void *k = engine_prepare(e, p2, NULL, err, sizeof err);
+    if (!k) fail_msg("engine_prepare: %s", err);
+    if (engine_swap(e, p2, k, err, sizeof err) < 0) fail_msg("engine_swap: %s", err);
+}
+
+/* Hot swap on the device (engine_prepare, engine_swap): the new program runs from the next step
+ * with the fields' state, its own conditions and monitors, the params the user set kept, as on
+ * the interpreter; a program the device cannot run is refused and the old one goes on; 1000 swaps
+ * leave the device's free memory where it was (the old kernels and buffers released). */
+static const char prob_swap_a[] = "mesh grid(nx = 16, ny = 8)\nparam k = 1\nfield u = x*y\n"
+                                  "eq dt(u) = 0.01*lap(u) + k*u*(1 - u)\non left: u = 0\ntime dt = 0.01, steps = 10\n";
+static const char prob_swap_b[] = "mesh grid(nx = 16, ny = 8)\nparam k = 1\nfield u = x*y\n"
+                                  "eq dt(u) = 0.02*lap(u) - k*u\non left: u = 1\non bottom: u = 0.5\n"
+                                  "monitor total = integral(u), top = maxval(u)\ntime dt = 0.01, steps = 10\n";
+static void hot_swap(where w)
+{
+    pj_program *pa = compile_named("a.pde", prob_swap_a), *pb = compile_named("b.pde", prob_swap_b);
+    pj_program *pc = compile_named("c.pde", "mesh grid(nx = 16, ny = 8)\nparam k = 1\nfield u = x*y\n"
+                                            "eq dt(u) = -lap(lap(u))\non left: u = 0, lap(u) = 0\ntime dt = 0.01, steps = 10\n");
+    engine *g = make_engine("cuda", pa), *h = make_engine("interp", pa);
+    char err[1024];
+    assert_true(engine_can_swap(g));
+    for (int s = 0; s < 3; s++) {
+        assert_int_equal(engine_step(g, pa->dt, err, sizeof err), 0);
+        assert_int_equal(engine_step(h, pa->dt, err, sizeof err), 0);
+    }
+    assert_int_equal(engine_set_param(g, "k", 2), 0);
+    assert_int_equal(engine_set_param(h, "k", 2), 0);
+    swap_to(g, pb);
+    swap_to(h, pb);
+    assert_true(engine_params(g)[0] == 2);
+    for (int s = 0; s < 4; s++) {
+        assert_int_equal(engine_step(g, pb->dt, err, sizeof err), 0);
+        assert_int_equal(engine_step(h, pb->dt, err, sizeof err), 0);
+    }
+    fields_agree(g, h, w);
+    double mg[2], mh[2];
+    assert_int_equal(engine_reduce(g, mg, err, sizeof err), 0);
+    assert_int_equal(engine_reduce(h, mh, err, sizeof err), 0);
+    for (int i = 0; i < 2; i++) assert_true(w == ON_EMU ? mg[i] == mh[i] : fabs(mg[i] - mh[i]) <= 1e-12 * fabs(mh[i]));
+    /* a second boundary condition: the device cannot fill it yet; nothing changes */
+    assert_null(engine_prepare(g, pc, NULL, err, sizeof err));
+    assert_string_equal(err, "the cuda back end cannot fill a second boundary condition yet (lap(u) = ...): use --backend cpu");
+    assert_ptr_equal(engine_program(g), pb);
+    /* memory: flat over 1000 swaps */
+    char reason[512];
+    cuda_device *d = cuda_device_open(0, reason, sizeof reason);
+    assert_non_null(d);
+    size_t free0 = 0, free1 = 0, total = 0;
+    assert_int_equal(engine_sync(g, err, sizeof err), 0);
+    assert_int_equal(cuda_mem_info(d, &free0, &total, err, sizeof err), 0);
+    for (int i = 0; i < 1000; i++) {
+        swap_to(g, i % 2 ? pb : pa);
+        assert_int_equal(engine_step(g, pa->dt, err, sizeof err), 0);
+    }
+    swap_to(g, pb);
+    assert_int_equal(engine_sync(g, err, sizeof err), 0);
+    assert_int_equal(cuda_mem_info(d, &free1, &total, err, sizeof err), 0);
+    print_message("device memory free before and after 1000 swaps: %zu, %zu bytes\n", free0, free1);
+    if (w == ON_EMU) assert_true(free1 == free0);
+    else assert_true(free1 + (4u << 20) >= free0);
+    cuda_device_close(d);
+    engine_destroy(g);
+    engine_destroy(h);
+    program_free(pa);
+    program_free(pb);
+    program_free(pc);
+}
+static void emu_hot_swap(void **state) { (void)state; NEED(ON_EMU); hot_swap(ON_EMU); }
+static void gpu_hot_swap(void **state) { (void)state; NEED(ON_GPU); hot_swap(ON_GPU); }
 static void gpu_checkpoint_resume(void **state) { (void)state; NEED(ON_GPU); checkpoint_resume(ON_GPU); }
 
 static void emu_noise_bits(void **state) { (void)state; NEED(ON_EMU); noise_bits(ON_EMU); }
@@ -848,6 +939,18 @@ static void command_line(where w)
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, " cuda "));
     assert_non_null(strstr(out, "upload + download of every field"));
+    free(out);
+    /* --watch on the device: an edit is swapped in while the run goes on (then SIGTERM) */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && printf 'mesh grid(nx = 32)\\nfield u = x\\neq dt(u) = 0.1*lap(u)\\ntime dt = 1e-4, steps = 100000000\\n' "
+             "> w.pde && (PDEJIT_CACHE_DIR=%s/cache %s run w.pde --backend cuda --watch --out none 2> w.log & pid=$!; "
+             "i=0; until grep -q watching w.log || [ $i -gt 900 ]; do sleep 0.1; i=$((i+1)); done; "
+             "sed -i 's/0.1[*]lap/0.2*lap/' w.pde; "
+             "i=0; until grep -q 'changed: swapped in' w.log || [ $i -gt 900 ]; do sleep 0.1; i=$((i+1)); done; "
+             "kill -TERM $pid; wait $pid; cat w.log)", dir, dir, bin);
+    rc = tu_run(cmd, &out);
+    if (!strstr(out, "w.pde changed: swapped in the new definition")) fprintf(stderr, "%s\n", out);
+    assert_non_null(strstr(out, "w.pde changed: swapped in the new definition"));
     free(out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     tu_run(cmd, NULL);
@@ -1220,6 +1323,7 @@ int main(void)
         cmocka_unit_test(emu_command_line),
         cmocka_unit_test(emu_noise_bits),
         cmocka_unit_test(emu_checkpoint_resume),
+        cmocka_unit_test(emu_hot_swap),
         cmocka_unit_test(no_device_command_line),
         cmocka_unit_test(emu_terms_agree),
         cmocka_unit_test(no_device_term),
@@ -1235,6 +1339,7 @@ int main(void)
         cmocka_unit_test(gpu_command_line),
         cmocka_unit_test(gpu_noise_bits),
         cmocka_unit_test(gpu_checkpoint_resume),
+        cmocka_unit_test(gpu_hot_swap),
         cmocka_unit_test(gpu_terms_agree),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
