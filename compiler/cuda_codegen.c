@@ -274,14 +274,14 @@ static void emit_node(sbuf *b, const kir_kernel *k, int id, int single, const le
     case KIR_OR: sb_printf(b, "v%d || v%d;\n", a0, a1); return;
     case KIR_NOT: sb_printf(b, "!v%d;\n", a0); return;
     case KIR_SELECT: sb_printf(b, "v%d ? v%d : v%d;\n", a0, a1, a2); return;
-    case KIR_FMA: sb_printf(b, "fma%s(v%d, v%d, v%d);\n", suffix, a0, a1, a2); return;
     case KIR_B2F: sb_printf(b, "v%d ? 1.0%s : 0.0%s;\n", a0, suffix, suffix); return;
     case KIR_F2B: sb_printf(b, "v%d != 0.0%s;\n", a0, suffix); return;
     case KIR_N_OPS: break;
     default:
-        if (kir_ops[n->op].cfn) {
-            sb_printf(b, "%s%s(v%d", kir_ops[n->op].cfn, suffix, a0);
-            if (kir_ops[n->op].arity == 2) sb_printf(b, ", v%d", a1);
+        if (kir_ops[n->op].cfn) { /* libm's function, CUDA's twin of it in the precision */
+            sb_printf(b, "%s(v%d", single ? kir_ops[n->op].ffn : kir_ops[n->op].cfn, a0);
+            if (kir_ops[n->op].arity >= 2) sb_printf(b, ", v%d", a1);
+            if (kir_ops[n->op].arity == 3) sb_printf(b, ", v%d", a2);
             sb_printf(b, ");\n");
             return;
         }
