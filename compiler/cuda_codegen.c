@@ -3,7 +3,10 @@
  * Every generated source has the same shape:
  *
  *   header comment      kernel name, IR name, kind, dimension, IR hash, precision
- *   struct pj_args      the device twin of cuda_args, static_assert'ed against the host size
+ *   prelude             struct pj_args, the device twin of cuda_args, static_assert'ed against
+ *                       the host size; the helpers the kernel calls (pj_clamp, pj_rand). Left
+ *                       out with cuda_options.prelude: one translation unit of many kernels
+ *                       prints it once (cuda_codegen_prelude)
  *   extern "C" kernel   thread -> cell; buffer pointers; one `const` statement per IR node,
  *                       named v<id>; the stores (or ghost writes) last
  *
@@ -92,6 +95,39 @@ static void emit_args_struct(sbuf *b)
               "};\n"
               "static_assert(sizeof(pj_args) == %zu, \"pj_args differs from the host's cuda_args\");\n\n",
               CUDA_MAX_BUFS, CUDA_MAX_PARAMS, sizeof(cuda_args));
+}
+
+/* The prelude `what` (CUDA_PRELUDE_* bits) names, in a fixed order. */
+static void emit_prelude_text(sbuf *b, unsigned what)
+{
+    if (what & CUDA_PRELUDE_ARGS) emit_args_struct(b);
+    if (what & CUDA_PRELUDE_CLAMP)
+        sb_printf(b, "static __device__ __forceinline__ long long pj_clamp(long long x, long long lo, long long hi)\n"
+                     "{\n    return x < lo ? lo : x > hi ? hi : x;\n}\n\n");
+    if (what & CUDA_PRELUDE_RAND) sb_printf(b, "%s\n", PJ_PHILOX_CUDA_SOURCE);
+}
+
+/* A kernel's prelude: printed here for a whole source, else left to cuda_codegen_prelude. */
+static void emit_prelude(sbuf *b, const cuda_options *opt, unsigned what)
+{
+    if (opt && opt->prelude) *opt->prelude |= what;
+    else emit_prelude_text(b, what);
+}
+
+char *cuda_codegen_prelude(unsigned what, char *err, size_t err_len)
+{
+    sbuf b = {0};
+    sb_printf(&b, "// The definitions the kernels below share.\n\n");
+    emit_prelude_text(&b, what);
+    return sb_take(&b, err, err_len);
+}
+
+/* CUDA_PRELUDE_RAND when the kernel calls rand(), else 0. */
+static unsigned rand_prelude(const kir_kernel *k)
+{
+    for (int id = 0; k && id < k->n_nodes; id++)
+        if (k->nodes[id].op == KIR_RAND) return CUDA_PRELUDE_RAND;
+    return 0;
 }
 
 /* A literal of the kernel's precision that reads back exactly. */
@@ -238,14 +274,14 @@ static void emit_node(sbuf *b, const kir_kernel *k, int id, int single, const le
     case KIR_OR: sb_printf(b, "v%d || v%d;\n", a0, a1); return;
     case KIR_NOT: sb_printf(b, "!v%d;\n", a0); return;
     case KIR_SELECT: sb_printf(b, "v%d ? v%d : v%d;\n", a0, a1, a2); return;
-    case KIR_FMA: sb_printf(b, "fma%s(v%d, v%d, v%d);\n", suffix, a0, a1, a2); return;
     case KIR_B2F: sb_printf(b, "v%d ? 1.0%s : 0.0%s;\n", a0, suffix, suffix); return;
     case KIR_F2B: sb_printf(b, "v%d != 0.0%s;\n", a0, suffix); return;
     case KIR_N_OPS: break;
     default:
-        if (kir_ops[n->op].cfn) {
-            sb_printf(b, "%s%s(v%d", kir_ops[n->op].cfn, suffix, a0);
-            if (kir_ops[n->op].arity == 2) sb_printf(b, ", v%d", a1);
+        if (kir_ops[n->op].cfn) { /* libm's function, CUDA's twin of it in the precision */
+            sb_printf(b, "%s(v%d", single ? kir_ops[n->op].ffn : kir_ops[n->op].cfn, a0);
+            if (kir_ops[n->op].arity >= 2) sb_printf(b, ", v%d", a1);
+            if (kir_ops[n->op].arity == 3) sb_printf(b, ", v%d", a2);
             sb_printf(b, ");\n");
             return;
         }
@@ -361,7 +397,7 @@ static void emit_header(sbuf *b, const char *name, const char *what, const kir_k
 char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *name, char *err,
                    size_t err_len)
 {
-    cuda_options dflt = {0, 0};
+    cuda_options dflt = {0, 0, NULL};
     if (!opt) opt = &dflt;
     if (!k) FAIL("cuda codegen: no kernel");
     if (!is_identifier(name)) FAIL("cuda codegen: kernel name \"%s\" is not a C identifier", name ? name : "");
@@ -374,12 +410,7 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
 
     sbuf b = {0};
     emit_header(&b, name, "one thread per interior cell", k, opt);
-    emit_args_struct(&b);
-    for (int id = 0; id < k->n_nodes; id++)
-        if (k->nodes[id].op == KIR_RAND) {
-            sb_printf(&b, "%s\n", PJ_PHILOX_CUDA_SOURCE);
-            break;
-        }
+    emit_prelude(&b, opt, CUDA_PRELUDE_ARGS | rand_prelude(k));
     sb_printf(&b, "extern \"C\" __global__ void %s(const pj_args a)\n{\n", name);
     emit_cell_index(&b, k->dim, 1);
 
@@ -433,7 +464,7 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
                            const cuda_bc_kind *kinds, const cuda_options *opt, const char *name,
                            char *err, size_t err_len)
 {
-    cuda_options dflt = {0, 0};
+    cuda_options dflt = {0, 0, NULL};
     if (!opt) opt = &dflt;
     if (!is_identifier(name)) FAIL("cuda codegen: kernel name \"%s\" is not a C identifier", name ? name : "");
     if (dim < 1 || dim > 3) FAIL("cuda bc fill: dimension %d", dim);
@@ -491,10 +522,7 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
     snprintf(what, sizeof what, "ghost layers of side %d, %s", side, side_name[side]);
     sbuf b = {0};
     emit_header(&b, name, what, n_linear ? bc : NULL, opt);
-    emit_args_struct(&b);
-    if (n_linear)
-        sb_printf(&b, "static __device__ __forceinline__ long long pj_clamp(long long x, long long lo, long long hi)\n"
-                      "{\n    return x < lo ? lo : x > hi ? hi : x;\n}\n\n");
+    emit_prelude(&b, opt, CUDA_PRELUDE_ARGS | (n_linear ? CUDA_PRELUDE_CLAMP : 0));
     sb_printf(&b, "// One thread per ghost cell: layers m = 1..ghost[%d] beyond the %s face, every cell\n"
                   "// of the other axes including their ghost layers (x sides first, then y, then z).\n",
               axis, high ? "high" : "low");
@@ -582,7 +610,7 @@ char *cuda_codegen_nan_check(int dim, int single, const char *name, char *err, s
 {
     if (!is_identifier(name)) FAIL("cuda codegen: kernel name \"%s\" is not a C identifier", name ? name : "");
     if (dim < 1 || dim > 3) FAIL("cuda nan check: dimension %d", dim);
-    cuda_options opt = {single, 0};
+    cuda_options opt = {single, 0, NULL};
     sbuf b = {0};
     emit_header(&b, name, "first interior cell that is NaN or infinite", NULL, &opt);
     sb_printf(&b,
@@ -623,7 +651,7 @@ static void emit_combine_c(sbuf *b, int op, const char *acc, const char *v)
 
 char *cuda_codegen_reduce(const kir_kernel *k, const cuda_options *opt, const char *name, char *err, size_t err_len)
 {
-    cuda_options dflt = {0, 0};
+    cuda_options dflt = {0, 0, NULL};
     if (!opt) opt = &dflt;
     if (!k) FAIL("cuda codegen: no kernel");
     if (!is_identifier(name)) FAIL("cuda codegen: kernel name \"%s\" is not a C identifier", name ? name : "");
@@ -636,7 +664,7 @@ char *cuda_codegen_reduce(const kir_kernel *k, const cuda_options *opt, const ch
     int dim = k->dim, nf = k->n_fields, L = KIR_REDUCE_LANES;
     sbuf b = {0};
     emit_header(&b, name, "the lanes of a reduction: one thread per (part, lane)", k, opt);
-    emit_args_struct(&b);
+    emit_prelude(&b, opt, CUDA_PRELUDE_ARGS | rand_prelude(k));
     sb_printf(&b, "// Thread (lane l = threadIdx.x < %d, part q): the cells of part q whose x position in its row\n"
                   "// (1D: its block of %d) is l mod %d, rows in order, x increasing (kir.h, \"Reductions\");\n"
                   "// its accumulator goes to a.buf[%d + output][q * %d + l], folded by the fold kernel.\n",
@@ -698,16 +726,17 @@ char *cuda_codegen_reduce(const kir_kernel *k, const cuda_options *opt, const ch
     return sb_take(&b, err, err_len);
 }
 
-char *cuda_codegen_reduce_fold(const kir_kernel *k, const char *name, char *err, size_t err_len)
+char *cuda_codegen_reduce_fold(const kir_kernel *k, const cuda_options *prelude_opt, const char *name, char *err,
+                               size_t err_len)
 {
     if (!k || k->kind != KIR_REDUCE) FAIL("cuda codegen: the fold needs a reduction kernel");
     if (!is_identifier(name)) FAIL("cuda codegen: kernel name \"%s\" is not a C identifier", name ? name : "");
     if (k->n_outputs + 1 > CUDA_MAX_BUFS) FAIL("cuda codegen: reduction %s has too many outputs", k->name);
     int L = KIR_REDUCE_LANES, no = k->n_outputs;
-    cuda_options opt = {0, 0};
+    cuda_options opt = {0, 0, NULL};
     sbuf b = {0};
     emit_header(&b, name, "the fold of a reduction's lanes: one thread per output", k, &opt);
-    emit_args_struct(&b);
+    emit_prelude(&b, prelude_opt, CUDA_PRELUDE_ARGS);
     sb_printf(&b, "// Output o (thread o): per part q in order, lane 0 combined with lanes 1..%d, combined into\n"
                   "// the total (kir.h, \"Reductions\"); a.buf[o] the lanes, a.buf[%d] the %d results, a.n[0] the parts.\n",
               L - 1, no, no);

@@ -15,7 +15,10 @@
  *
  * Stage and fill kernels take one argument, a cuda_args by value (the device-side twin of
  * kir_launch, declared identically in every generated source and checked there with
- * static_assert against the host's size); the check kernel takes a cuda_check_args.
+ * static_assert against the host's size); the check kernel takes a cuda_check_args. A source is
+ * whole (NVRTC compiles each kernel alone), unless cuda_options.prelude asks for the kernel
+ * without the definitions kernels share: then cuda_codegen_prelude prints them once, before every
+ * kernel of a translation unit that `nvcc -c` accepts whole (`pdejit emit --cuda`).
  *
  * Precision and FMA: the source does not depend on fast_math except in its header comment;
  * contraction is an NVRTC option (cuda_nvrtc_compile passes --fmad=false, or --use_fast_math).
@@ -60,10 +63,26 @@ typedef struct cuda_check_args {
     int64_t n[3], stride[3];
 } cuda_check_args;
 
+/* Definitions several kernels share (the prelude), printed once before the kernels that use them. */
+enum {
+    CUDA_PRELUDE_ARGS = 1,   /* struct pj_args, the launch argument of every kernel but the check */
+    CUDA_PRELUDE_CLAMP = 2,  /* pj_clamp, for the fills of linear conditions */
+    CUDA_PRELUDE_RAND = 4,   /* pj_philox, pj_rand, pj_randf: rand() (compiler/philox.h) */
+};
+
 typedef struct cuda_options {
     int single;       /* float instead of double */
     int fast_math;    /* recorded in the header; pass the same flag to cuda_nvrtc_compile */
+    /* NULL: the source is whole, the prelude it needs printed after its header comment (what
+     * NVRTC compiles, one kernel a program). Else the prelude is left out and the CUDA_PRELUDE_*
+     * bits it needs are ORed into *prelude: the kernel for one translation unit of several, after
+     * cuda_codegen_prelude(*prelude) (`pdejit emit --cuda`). */
+    unsigned *prelude;
 } cuda_options;
+
+/* CUDA C of the definitions `what` (CUDA_PRELUDE_* bits) names, in a fixed order: one copy of
+ * each, for the translation unit of several kernels generated with cuda_options.prelude. */
+char *cuda_codegen_prelude(unsigned what, char *err, size_t err_len);
 
 /* How the ghost layers of one field are filled on one side. */
 typedef enum cuda_bc_kind {
@@ -111,11 +130,13 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
 char *cuda_codegen_reduce(const kir_kernel *k, const cuda_options *opt, const char *name, char *err, size_t err_len);
 /* CUDA C that folds those lanes: thread o (output o) combines, per part in order, lane 0 with
  * lanes 1, 2, ... and the parts in order into a.buf[n_outputs][o]; a.buf[o] holds output o's
- * lanes, a.n[0] the number of parts. The order is kir.h's: the interpreter's result, bit for bit. */
-char *cuda_codegen_reduce_fold(const kir_kernel *k, const char *name, char *err, size_t err_len);
+ * lanes, a.n[0] the number of parts. The order is kir.h's: the interpreter's result, bit for bit.
+ * Always in double: of opt (may be NULL) only the prelude member is read. */
+char *cuda_codegen_reduce_fold(const kir_kernel *k, const cuda_options *opt, const char *name, char *err, size_t err_len);
 
 /* CUDA C of a NaN/Inf check over the interior cells of one buffer (float when single). Launch
- * with cuda_stage_dims over the interior cells. */
+ * with cuda_stage_dims over the interior cells. Its argument struct pj_check_args is its own, in
+ * its source whatever the prelude: a program has one check kernel. */
 char *cuda_codegen_nan_check(int dim, int single, const char *name, char *err, size_t err_len);
 
 /* Fills a cuda_args from a kir_launch whose buf[] entries are device addresses (CUdeviceptr

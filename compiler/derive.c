@@ -52,7 +52,7 @@ static derive_rule op_rule(kir_kernel *k, kir_op op, int a, int b, int r, int ne
         return DERIVE_CHAIN;         \
     } while (0)
     switch (op) { /* a line whose derivative column is empty falls out as DERIVE_NONE */
-#define X(name, text, arity, type, cfn, user, deriv) \
+#define X(name, text, arity, type, libm, user, deriv) \
     case KIR_##name: {                               \
         deriv;                                       \
     } break;

@@ -6,9 +6,25 @@
 #include <xxhash.h>
 
 const kir_op_info kir_ops[KIR_N_OPS] = {
-#define X(name, text, arity, type, cfn, user, deriv) [KIR_##name] = {text, arity, KIR_##type, cfn, user},
+#define L0 NULL, NULL, 0
+#define L1(d, f, how) #d, #f, how
+#define L2 L1
+#define L3 L1
+#define INTRINSIC KIR_LIBM_INTRINSIC
+#define CALL KIR_LIBM_CALL
+#define LIBMVEC KIR_LIBM_VEC
+#define BUILTIN KIR_LIBM_BUILTIN
+#define X(name, text, arity, type, libm, user, deriv) [KIR_##name] = {text, arity, KIR_##type, libm, user},
     KIR_OPS(X)
 #undef X
+#undef L0
+#undef L1
+#undef L2
+#undef L3
+#undef INTRINSIC
+#undef CALL
+#undef LIBMVEC
+#undef BUILTIN
 };
 
 /* Out of memory never aborts: it sets k->failed, after which every builder returns node 0 (which
@@ -712,6 +728,24 @@ void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
 
 double kir_eval_scalar(kir_op op, double a, double b, double c, int single)
 {
+    /* libm's functions, from the table (kir_ops.h); in single precision of the operands rounded to
+       float, as the interpreter computes them */
+    switch (op) {
+#define L0 break
+#define L1(d, f, how) return single ? (double)f((float)a) : d(a)
+#define L2(d, f, how) return single ? (double)f((float)a, (float)b) : d(a, b)
+#define L3(d, f, how) return single ? (double)f((float)a, (float)b, (float)c) : d(a, b, c)
+#define X(name, text, arity, type, libm, user, deriv) \
+    case KIR_##name:                                  \
+        libm;
+        KIR_OPS(X)
+#undef X
+#undef L0
+#undef L1
+#undef L2
+#undef L3
+    case KIR_N_OPS: break;
+    }
     if (single) {
         float x = (float)a, y = (float)b;
         switch (op) {
@@ -720,27 +754,6 @@ double kir_eval_scalar(kir_op op, double a, double b, double c, int single)
         case KIR_SUB: return x - y;
         case KIR_MUL: return x * y;
         case KIR_DIV: return x / y;
-        case KIR_ABS: return fabsf(x);
-        case KIR_SQRT: return sqrtf(x);
-        case KIR_FLOOR: return floorf(x);
-        case KIR_CEIL: return ceilf(x);
-        case KIR_EXP: return expf(x);
-        case KIR_LOG: return logf(x);
-        case KIR_LOG10: return log10f(x);
-        case KIR_CBRT: return cbrtf(x);
-        case KIR_SIN: return sinf(x);
-        case KIR_COS: return cosf(x);
-        case KIR_TAN: return tanf(x);
-        case KIR_ASIN: return asinf(x);
-        case KIR_ACOS: return acosf(x);
-        case KIR_ATAN: return atanf(x);
-        case KIR_SINH: return sinhf(x);
-        case KIR_COSH: return coshf(x);
-        case KIR_TANH: return tanhf(x);
-        case KIR_ERF: return erff(x);
-        case KIR_ERFC: return erfcf(x);
-        case KIR_POW: return powf(x, y);
-        case KIR_ATAN2: return atan2f(x, y);
         case KIR_LT: return x < y;
         case KIR_LE: return x <= y;
         case KIR_GT: return x > y;
@@ -749,7 +762,6 @@ double kir_eval_scalar(kir_op op, double a, double b, double c, int single)
         case KIR_NE: return x != y;
         case KIR_F2B: return x != 0;
         case KIR_SELECT: return a != 0 ? (float)b : (float)c;
-        case KIR_FMA: return fmaf(x, y, (float)c);
         default: break;
         }
     }
@@ -774,28 +786,7 @@ double kir_eval_scalar(kir_op op, double a, double b, double c, int single)
     case KIR_SELECT: return a != 0 ? b : c;
     case KIR_B2F: return a != 0 ? 1.0 : 0.0;
     case KIR_F2B: return a != 0;
-    case KIR_ABS: return fabs(a);
-    case KIR_SQRT: return sqrt(a);
-    case KIR_FLOOR: return floor(a);
-    case KIR_CEIL: return ceil(a);
-    case KIR_EXP: return exp(a);
-    case KIR_LOG: return log(a);
-    case KIR_LOG10: return log10(a);
-    case KIR_CBRT: return cbrt(a);
-    case KIR_SIN: return sin(a);
-    case KIR_COS: return cos(a);
-    case KIR_TAN: return tan(a);
-    case KIR_ASIN: return asin(a);
-    case KIR_ACOS: return acos(a);
-    case KIR_ATAN: return atan(a);
-    case KIR_SINH: return sinh(a);
-    case KIR_COSH: return cosh(a);
-    case KIR_TANH: return tanh(a);
-    case KIR_ERF: return erf(a);
-    case KIR_ERFC: return erfc(a);
-    case KIR_POW: return pow(a, b);
-    case KIR_ATAN2: return atan2(a, b);
-    case KIR_FMA: return fma(a, b, c);
+    default: break; /* libm's functions: above */
     }
     return NAN;
 }

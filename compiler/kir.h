@@ -21,7 +21,7 @@
 #include "kir_ops.h"
 
 typedef enum kir_op {
-#define X(name, text, arity, type, cfn, user, deriv) KIR_##name,
+#define X(name, text, arity, type, libm, user, deriv) KIR_##name,
     KIR_OPS(X)
 #undef X
     KIR_N_OPS
@@ -29,11 +29,21 @@ typedef enum kir_op {
 
 typedef enum kir_type { KIR_F, KIR_B } kir_type;
 
+/* How the LLVM back end calls a libm op: the `how` of the libm column of kir_ops.h. */
+enum {
+    KIR_LIBM_CALL = 0,      /* a call of the libm function (exp, expf) */
+    KIR_LIBM_INTRINSIC = 1, /* the LLVM intrinsic of the same name instead (llvm.fabs.f64): exact */
+    KIR_LIBM_VEC = 2,       /* glibc's vector math library (libmvec) has its variants */
+    KIR_LIBM_BUILTIN = 4,   /* LLVM knows the function: under fast math it may widen it itself */
+};
+
 typedef struct kir_op_info {
     const char *text;
     int arity;
     kir_type type;
     const char *cfn;     /* libm function (double), or NULL */
+    const char *ffn;     /* its float twin (expf), or NULL */
+    int libm;            /* KIR_LIBM_* bits of a libm function */
     const char *user;    /* the function a problem calls it by (arity arguments), or NULL */
 } kir_op_info;
 extern const kir_op_info kir_ops[KIR_N_OPS];
@@ -175,7 +185,8 @@ void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
                const char *const *param_names);
 
 /* Scalar semantics of one operation, in double or in float (single != 0): used by constant
- * folding and by the interpreter. Booleans are 0.0 / 1.0. */
+ * folding and by the interpreter. Libm functions come from the table's libm column (kir_ops.h),
+ * as the interpreter's loops do. Booleans are 0.0 / 1.0. */
 double kir_eval_scalar(kir_op op, double a, double b, double c, int single);
 
 /* Everything a kernel needs at run time; identical for the interpreter and the CPU code. */

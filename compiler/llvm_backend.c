@@ -27,8 +27,9 @@
  * select the scalar loop; the annotation claims nothing about the order inside one cell, so the
  * loads of a cell still precede its stores.
  *
- * Math: fabs, sqrt, floor, ceil and fma (kir_finish's fused multiply-adds) become LLVM intrinsics
- * (exact: llvm.fma is one rounding, as C's fma in the interpreter). Every other function is a call
+ * Math, as kir_ops.h's libm column says: fabs, sqrt, floor, ceil and fma (kir_finish's fused
+ * multiply-adds) are INTRINSIC, LLVM intrinsics (exact: llvm.fma is one rounding, as C's fma in
+ * the interpreter). Every other function is a call
  * to libm (exp, or expf in single) declared readnone (errno is not observed) and, in strict mode,
  * marked nobuiltin at the call: LLVM would otherwise fold calls with constant operands through the
  * double function (expf(c) = (float)exp(c), not always glibc's expf) and rewrite some (pow(2, x)
@@ -36,13 +37,13 @@
  * variant that we define here as two scalar calls ("vector-function-abi-variant"); the loop is
  * vectorised at the host's width and the call is split into variant calls, so results stay
  * libm's, lane by lane. With fast_math, the functions glibc's vector math library (libmvec)
- * has — exp, log, log10, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, erf, erfc, cbrt, pow,
- * atan2 — name its variants at the host's width (AVX-512: _ZGVeN8v_exp, 8 doubles or 16 floats
- * a call; AVX2: _ZGVdN4v_; SSE: _ZGVbN2v_) at the call ("vector-function-abi-variant"), so the
- * vectorised loop calls them: results within libmvec's 4 ulp, not libm's bits, which is what
- * --fast-math allows. libmvec is opened (RTLD_GLOBAL) when the JIT is made; without it the
- * fast-math calls stay as before (LLVM widens exp... to llvm.exp.v8f64, a libm call per lane),
- * and the cache key says which (`vecmath`).
+ * has (LIBMVEC: exp, log, sin, pow, atan2 ...) name its variants at the host's width (AVX-512:
+ * _ZGVeN8v_exp, 8 doubles or 16 floats a call; AVX2: _ZGVdN4v_; SSE: _ZGVbN2v_) at the call
+ * ("vector-function-abi-variant"), so the vectorised loop calls them: results within libmvec's
+ * 4 ulp, not libm's bits, which is what --fast-math allows. libmvec is opened (RTLD_GLOBAL) when
+ * the JIT is made; without it the fast-math calls of the functions LLVM knows (BUILTIN) are
+ * widened by LLVM itself (llvm.exp.v8f64, a libm call per lane), the others keep our 2-lane
+ * variant, and the cache key says which (`vecmath`).
  *
  * The non-finite check is two vector integer operations per store, (bits & exponent mask) and
  * an unsigned maximum, reduced once per row. It replaced `v - v`, an unordered compare and an
@@ -373,13 +374,13 @@ static void const_text(char *out, size_t len, double v, int single)
 }
 
 /* Math functions LLVM maps to vector intrinsics when they are builtins (fast-math only). */
-static int llvm_knows(kir_op op)
-{
-    return op == KIR_EXP || op == KIR_LOG || op == KIR_LOG10 || op == KIR_SIN || op == KIR_COS ||
-           op == KIR_POW;
-}
+static int llvm_knows(kir_op op) { return (kir_ops[op].libm & KIR_LIBM_BUILTIN) != 0; }
 
-static const char *intrinsic_of(kir_op op);
+/* The LLVM intrinsic a libm op is (llvm.NAME.f64), or NULL. */
+static const char *intrinsic_of(kir_op op)
+{
+    return kir_ops[op].libm & KIR_LIBM_INTRINSIC ? kir_ops[op].cfn : NULL;
+}
 
 /* Strict: every libm call is `nobuiltin` (LLVM must neither fold it at compile time, which it
  * does for expf through the double function, nor rewrite it, e.g. pow(2, x) -> exp2(x)) and gets
@@ -390,15 +391,7 @@ static int needs_variant(const llvm_options *opt, kir_op op)
 }
 
 /* The functions libmvec has a variant of (double and float, every width). */
-static int in_libmvec(kir_op op)
-{
-    switch (op) {
-    case KIR_EXP: case KIR_LOG: case KIR_LOG10: case KIR_SIN: case KIR_COS: case KIR_TAN: case KIR_ASIN:
-    case KIR_ACOS: case KIR_ATAN: case KIR_SINH: case KIR_COSH: case KIR_TANH: case KIR_ERF: case KIR_ERFC:
-    case KIR_CBRT: case KIR_POW: case KIR_ATAN2: return 1;
-    default: return 0;
-    }
-}
+static int in_libmvec(kir_op op) { return (kir_ops[op].libm & KIR_LIBM_VEC) != 0; }
 
 /* The call of `op` goes to libmvec when vectorised (fast-math kernels with libmvec). */
 static int uses_libmvec(const gen *g, kir_op op) { return g->vm && kir_ops[op].cfn && in_libmvec(op); }
@@ -411,26 +404,14 @@ static int libmvec_lanes(const gen *g, int i) { return g->opt->single ? g->vm->i
 
 static void libmvec_name(const gen *g, int i, char *out, size_t len, kir_op op)
 {
-    snprintf(out, len, "_ZGV%cN%d%s_%s%s", g->vm->isa[i].isa, libmvec_lanes(g, i), kir_ops[op].arity > 1 ? "vv" : "v",
-             kir_ops[op].cfn, g->opt->single ? "f" : "");
-}
-
-static const char *intrinsic_of(kir_op op)
-{
-    switch (op) {
-    case KIR_ABS: return "fabs";
-    case KIR_SQRT: return "sqrt";
-    case KIR_FLOOR: return "floor";
-    case KIR_CEIL: return "ceil";
-    case KIR_FMA: return "fma";
-    default: return NULL;
-    }
+    snprintf(out, len, "_ZGV%cN%d%s_%s", g->vm->isa[i].isa, libmvec_lanes(g, i), kir_ops[op].arity > 1 ? "vv" : "v",
+             g->opt->single ? kir_ops[op].ffn : kir_ops[op].cfn);
 }
 
 /* libm name in the kernel's precision: exp / expf. */
 static void libm_name(char *out, size_t len, kir_op op, int single)
 {
-    snprintf(out, len, "%s%s", kir_ops[op].cfn, single ? "f" : "");
+    snprintf(out, len, "%s", single ? kir_ops[op].ffn : kir_ops[op].cfn);
 }
 
 static void emit_decls(gen *g, const char *used_ops)

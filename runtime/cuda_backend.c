@@ -88,9 +88,11 @@ static cuda_bc_kind fill_kind(const ghost_plan *plan, int f, int side)
 }
 
 /* Generates the CUDA C of every kernel p needs, the fills as `plan` says (no fill kernel for a
- * side a hook fills). 0, or -1 with a message. */
-static int kset_build(kset *ks, const pj_program *p, const ghost_plan *plan, int single, int fast_math, char *err,
-                      size_t err_len)
+ * side a hook fills): whole sources, or with prelude non-NULL the kernels without their shared
+ * definitions, whose CUDA_PRELUDE_* bits are ORed into *prelude (cuda_options). 0, or -1 with a
+ * message. */
+static int kset_build(kset *ks, const pj_program *p, const ghost_plan *plan, int single, int fast_math,
+                      unsigned *prelude, char *err, size_t err_len)
 {
     memset(ks, 0, sizeof *ks);
     ks->init = ks->check = ks->reduce = ks->fold = -1;
@@ -103,7 +105,7 @@ static int kset_build(kset *ks, const pj_program *p, const ghost_plan *plan, int
         return -1;
     }
     for (int i = 0; i < p->n_stages; i++) ks->stage[i] = -1;
-    cuda_options co = {single, fast_math};
+    cuda_options co = {single, fast_math, prelude};
     char hex[33], cerr[512];
     const char prec = single ? 's' : 'd';
     if (p->init) {
@@ -178,7 +180,7 @@ static int kset_build(kset *ks, const pj_program *p, const ghost_plan *plan, int
         k->kind = KK_FOLD;
         snprintf(k->name, sizeof k->name, "pj_fold_%s", hex);
         snprintf(k->ir, sizeof k->ir, "fold-%s", hex);
-        k->src = cuda_codegen_reduce_fold(p->reduce, k->name, cerr, sizeof cerr);
+        k->src = cuda_codegen_reduce_fold(p->reduce, &co, k->name, cerr, sizeof cerr);
         if (!k->src) goto fail;
         ks->fold = ks->n++;
     }
@@ -197,17 +199,30 @@ int cuda_backend_emit(const pj_program *p, int single, int fast_math, FILE *out,
         diag_set(err, err_len, "cuda: out of memory");
         return -1;
     }
-    int rc = kset_build(&ks, p, &plan, single, fast_math, err, err_len);
+    unsigned shared = 0;
+    int rc = kset_build(&ks, p, &plan, single, fast_math, &shared, err, err_len);
     ghost_plan_free(&plan);
     if (rc < 0) return -1;
+    char *prelude = cuda_codegen_prelude(shared, err, err_len);
+    if (!prelude) {
+        kset_free(&ks);
+        return -1;
+    }
+    fprintf(out, "// pdejit: the CUDA C of the kernels of %s, %s precision, as one translation unit (nvcc -c\n"
+                 "// takes it whole). At run time NVRTC compiles each kernel alone, after the definitions it uses.\n\n%s",
+            p->filename ? p->filename : "the problem", single ? "single" : "double", prelude);
+    free(prelude);
     for (int i = 0; i < ks.n; i++) {
         const kspec *k = &ks.k[i];
+        int again = 0; /* two stages of the same IR are one kernel */
+        for (int j = 0; j < i; j++) again |= !strcmp(ks.k[j].name, k->name);
         fprintf(out, "// ---- kernel %s (%s", k->name, kkind_name[k->kind]);
         if (k->kind == KK_STAGE)
             fprintf(out, " %d: reads slot %d at t + %g dt", k->index + 1, p->stages[k->index].read_slot,
                     p->stages[k->index].t_frac);
         if (k->kind == KK_FILL) fprintf(out, " of side %d", k->index);
-        fprintf(out, ")\n%s\n", k->src);
+        if (again) fprintf(out, "): the kernel above\n\n");
+        else fprintf(out, ")\n%s\n", k->src);
     }
     kset_free(&ks);
     return 0;
@@ -521,7 +536,7 @@ static int kernels_build(cuda_sim *s, cuda_kernels *K, const pj_program *p, cons
                          size_t err_len)
 {
     memset(K, 0, sizeof *K);
-    if (kset_build(&K->ks, p, plan, s->opt.single, s->opt.fast_math, err, err_len) < 0) return -1;
+    if (kset_build(&K->ks, p, plan, s->opt.single, s->opt.fast_math, NULL, err, err_len) < 0) return -1;
     K->mod = calloc((size_t)K->ks.n, sizeof *K->mod);
     K->fn = calloc((size_t)K->ks.n, sizeof *K->fn);
     if (!K->mod || !K->fn) {
@@ -622,7 +637,7 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     for (int i = 0; i < p->n_params; i++) s->A.param[i] = s->st.param[i];
 
     /* the CUDA C of every kernel: needs no device */
-    if (kset_build(&s->K.ks, p, &s->st.plan, s->opt.single, s->opt.fast_math, err, err_len) < 0) {
+    if (kset_build(&s->K.ks, p, &s->st.plan, s->opt.single, s->opt.fast_math, NULL, err, err_len) < 0) {
         cuda_sim_destroy(s);
         return NULL;
     }
@@ -848,7 +863,7 @@ int cuda_sim_add_kernel(cuda_sim *s, const kir_kernel *k, char *err, size_t err_
     sp->index = -1;
     snprintf(sp->name, sizeof sp->name, "pj_kernel_%s_%c", hex, s->opt.single ? 's' : 'd');
     snprintf(sp->ir, sizeof sp->ir, "%s", hex);
-    cuda_options co = {s->opt.single, s->opt.fast_math};
+    cuda_options co = {s->opt.single, s->opt.fast_math, NULL};
     if (!(sp->src = cuda_codegen(k, &co, sp->name, err, err_len))) return -1;
     s->K.ks.n++; /* freed with the kset from here on */
     if (prepare_one(s, &s->K, i, err, err_len) < 0) return -1;

@@ -143,8 +143,11 @@ const char *cuda_sim_warning(const cuda_sim *s);
 const char *cuda_sim_device_text(const cuda_sim *s);
 cuda_device *cuda_sim_device(cuda_sim *s);
 
-/* `pdejit emit FILE --cuda`: the CUDA C of every kernel of p (init, fills, stages, check), each
- * after a "// ---- kernel NAME" line. Needs neither a device nor NVRTC. 0, or -1 with a message. */
+/* `pdejit emit FILE --cuda`: the CUDA C of every kernel of p (init, stages, fills, check,
+ * reduction) as one translation unit that `nvcc -c` accepts: the definitions they share once
+ * (cuda_codegen_prelude), then each kernel after a "// ---- kernel NAME" line. Each kernel is the
+ * source NVRTC compiles at run time less that prelude. Needs neither a device nor NVRTC. 0, or -1
+ * with a message. */
 int cuda_backend_emit(const pj_program *p, int single, int fast_math, FILE *out, char *err, size_t err_len);
 
 /* The cache key of one kernel (exposed for tests and `pdejit cache explain`): fills key (whose

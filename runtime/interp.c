@@ -86,14 +86,51 @@ static void ev_close(ev *e) { free(e->vals); }
                 R[c] = (FEXPR);                                                              \
             }                                                                                \
     } while (0)
+#define LOOP3(DEXPR, FEXPR)                                                                  \
+    do {                                                                                     \
+        if (!single)                                                                         \
+            for (int c = 0; c < len; c++) {                                                  \
+                double a = A[c], b = B[c], c3 = C[c];                                        \
+                R[c] = (DEXPR);                                                              \
+            }                                                                                \
+        else                                                                                 \
+            for (int c = 0; c < len; c++) {                                                  \
+                float x = (float)A[c], y = (float)B[c], z = (float)C[c];                     \
+                R[c] = (FEXPR);                                                              \
+            }                                                                                \
+    } while (0)
 /* operations whose result is the same in both precisions (booleans, select) */
 #define LOOPB1(EXPR) do { for (int c = 0; c < len; c++) { double a = A[c]; R[c] = (EXPR); } } while (0)
 #define LOOPB2(EXPR)                                                                         \
     do { for (int c = 0; c < len; c++) { double a = A[c], b = B[c]; R[c] = (EXPR); } } while (0)
 
+/* A libm function of the table (kir_ops.h) over a block: 1, or 0 when op is none. */
+static int libm_block(kir_op op, int single, int len, const double *A, const double *B, const double *C,
+                      double *R)
+{
+    switch (op) {
+#define L0 return 0
+#define L1(d, f, how) LOOP1(d(a), f(x)); return 1
+#define L2(d, f, how) LOOP2(d(a, b), f(x, y)); return 1
+#define L3(d, f, how) LOOP3(d(a, b, c3), f(x, y, z)); return 1
+#define X(name, text, arity, type, libm, user, deriv) \
+    case KIR_##name:                                  \
+        libm;
+        KIR_OPS(X)
+#undef X
+#undef L0
+#undef L1
+#undef L2
+#undef L3
+    case KIR_N_OPS: break;
+    }
+    return 0;
+}
+
 static void op_block(kir_op op, int single, int len, const double *A, const double *B,
                      const double *C, double *R)
 {
+    if (libm_block(op, single, len, A, B, C, R)) return;
     switch (op) {
     case KIR_NEG: LOOP1(-a, -x); break;
     case KIR_ADD: LOOP2(a + b, x + y); break;
@@ -114,33 +151,6 @@ static void op_block(kir_op op, int single, int len, const double *A, const doub
         break;
     case KIR_B2F: LOOPB1(a != 0 ? 1.0 : 0.0); break;
     case KIR_F2B: LOOPB1(a != 0); break;
-    case KIR_ABS: LOOP1(fabs(a), fabsf(x)); break;
-    case KIR_SQRT: LOOP1(sqrt(a), sqrtf(x)); break;
-    case KIR_FLOOR: LOOP1(floor(a), floorf(x)); break;
-    case KIR_CEIL: LOOP1(ceil(a), ceilf(x)); break;
-    case KIR_EXP: LOOP1(exp(a), expf(x)); break;
-    case KIR_LOG: LOOP1(log(a), logf(x)); break;
-    case KIR_LOG10: LOOP1(log10(a), log10f(x)); break;
-    case KIR_CBRT: LOOP1(cbrt(a), cbrtf(x)); break;
-    case KIR_SIN: LOOP1(sin(a), sinf(x)); break;
-    case KIR_COS: LOOP1(cos(a), cosf(x)); break;
-    case KIR_TAN: LOOP1(tan(a), tanf(x)); break;
-    case KIR_ASIN: LOOP1(asin(a), asinf(x)); break;
-    case KIR_ACOS: LOOP1(acos(a), acosf(x)); break;
-    case KIR_ATAN: LOOP1(atan(a), atanf(x)); break;
-    case KIR_SINH: LOOP1(sinh(a), sinhf(x)); break;
-    case KIR_COSH: LOOP1(cosh(a), coshf(x)); break;
-    case KIR_TANH: LOOP1(tanh(a), tanhf(x)); break;
-    case KIR_ERF: LOOP1(erf(a), erff(x)); break;
-    case KIR_ERFC: LOOP1(erfc(a), erfcf(x)); break;
-    case KIR_POW: LOOP2(pow(a, b), powf(x, y)); break;
-    case KIR_ATAN2: LOOP2(atan2(a, b), atan2f(x, y)); break;
-    case KIR_FMA:
-        if (!single)
-            for (int c = 0; c < len; c++) R[c] = fma(A[c], B[c], C[c]);
-        else
-            for (int c = 0; c < len; c++) R[c] = fmaf((float)A[c], (float)B[c], (float)C[c]);
-        break;
     default: /* leaves are handled by the caller */
         for (int c = 0; c < len; c++) R[c] = NAN;
         break;

@@ -774,7 +774,7 @@ static void run_stage_case(runner *rn, const kir_kernel *k, int single, double l
                            double tol, double min_frac, uint64_t seed)
 {
     char err[512];
-    cuda_options opt = {single, 0};
+    cuda_options opt = {single, 0, NULL};
     char *src = cuda_codegen(k, &opt, "pj_test_stage", err, sizeof err);
     if (!src) print_error("%s\n", err);
     assert_non_null(src);
@@ -817,7 +817,7 @@ static void run_fill_case(runner *rn, int dim, int single, int exact, double tol
     dev_mesh dm;
     dev_mesh_up(rn, m, &dm);
     char err[512];
-    cuda_options opt = {single, 0};
+    cuda_options opt = {single, 0, NULL};
     for (int side = 0; side < 2 * dim; side++) {
         cuda_bc_kind kinds[3] = {side / 2 == 0 ? CUDA_BC_PERIODIC : CUDA_BC_MIRROR,
                                  side % 2 ? CUDA_BC_LINEAR : CUDA_BC_MIRROR, CUDA_BC_LINEAR};
@@ -944,7 +944,7 @@ static void compile_hand_built(void **state)
             char err[512];
             assert_int_equal(kir_verify(k, err, sizeof err), 0);
             for (int single = 0; single <= 1; single++) {
-                cuda_options opt = {single, h == 1};
+                cuda_options opt = {single, h == 1, NULL};
                 char *src = cuda_codegen(k, &opt, "pj_kernel", err, sizeof err);
                 if (!src) print_error("%s: %s\n", hand[h].name, err);
                 assert_non_null(src);
@@ -981,7 +981,7 @@ static void compile_random(void **state)
         kir_kernel *k = k_random(seed, 1 + (int)(seed % 3), 0);
         char err[512];
         assert_int_equal(kir_verify(k, err, sizeof err), 0);
-        cuda_options opt = {(int)(seed % 2), seed == 8};
+        cuda_options opt = {(int)(seed % 2), seed == 8, NULL};
         char *src = cuda_codegen(k, &opt, "pj_kernel", err, sizeof err);
         if (!src) print_error("%s\n", err);
         assert_non_null(src);
@@ -1008,7 +1008,7 @@ static void compile_fill_and_check(void **state)
     int count = 0;
     for (int dim = 1; dim <= 3; dim++)
         for (int single = 0; single <= 1; single++) {
-            cuda_options opt = {single, 0};
+            cuda_options opt = {single, 0, NULL};
             for (int side = 0; side < 2 * dim; side++) {
                 cuda_bc_kind kinds[3] = {CUDA_BC_PERIODIC, CUDA_BC_MIRROR, CUDA_BC_LINEAR};
                 kir_kernel *bc = k_bc(dim, side);
@@ -1042,7 +1042,7 @@ static void codegen_refuses(void **state)
 {
     (void)state;
     char err[512];
-    cuda_options opt = {0, 0};
+    cuda_options opt = {0, 0, NULL};
     /* too many buffers */
     kir_kernel *k = kir_new(KIR_STAGE, 2, 65, 1, 2, "big");
     kir_add_output(k, 1, 64, kir_load(k, 0, 64, O0));
@@ -1097,7 +1097,7 @@ static void literals_are_exact(void **state)
     double vals[8] = {0.1, 1e300, -0.0, 3, INFINITY, -INFINITY, NAN, 1e-310};
     for (int i = 0; i < 8; i++) kir_add_output(k, 0, i, kir_const(k, vals[i]));
     kir_finish(k);
-    cuda_options opt = {0, 0};
+    cuda_options opt = {0, 0, NULL};
     char *src = cuda_codegen(k, &opt, "lit", err, sizeof err);
     assert_non_null(src);
     assert_non_null(strstr(src, "= 0.10000000000000001;"));
@@ -1235,7 +1235,7 @@ static void gpu_runs(void **state)
     /* timing with events: a 3D stage over 128^3 cells */
     {
         kir_kernel *k = k_gray_scott(3);
-        cuda_options opt = {0, 0};
+        cuda_options opt = {0, 0, NULL};
         char *src = cuda_codegen(k, &opt, "pj_gs", err, sizeof err);
         void *image = NULL;
         size_t len = 0;
