@@ -37,16 +37,23 @@ static void print_wrapped(FILE *out, const char *text, int col, int indent)
     fputc('\n', out);
 }
 
-static void print_option(FILE *out, const cli_opt *o)
+/* "  LEFT      " up to HELP_COLUMN (a LEFT too wide for it: then a line of its own); the column. */
+static int print_left(FILE *out, const char *left)
 {
-    char left[128];
-    snprintf(left, sizeof left, "%s%s%s%s%s", o->alias ? o->alias : "", o->alias ? ", " : "", o->name,
-             o->arg ? " " : "", o->arg ? o->arg : "");
     int col = fprintf(out, "  %-*s ", HELP_COLUMN - 3, left);
     if (col > HELP_COLUMN) { /* too wide for the column: the help starts on the next line */
         fprintf(out, "\n%*s", HELP_COLUMN, "");
         col = HELP_COLUMN;
     }
+    return col;
+}
+
+static void print_option(FILE *out, const cli_opt *o)
+{
+    char left[128];
+    snprintf(left, sizeof left, "%s%s%s%s%s", o->alias ? o->alias : "", o->alias ? ", " : "", o->name,
+             o->arg ? " " : "", o->arg ? o->arg : "");
+    int col = print_left(out, left);
     const char *hole = o->values ? strstr(o->help, "{}") : NULL;
     char text[1024];
     if (hole)
@@ -58,6 +65,12 @@ void cli_help(const cli_cmd *cmd, FILE *out)
 {
     fprintf(out, "usage: pdejit %s %s\n", cmd->name, cmd->usage);
     if (cmd->about) fputs(cmd->about, out);
+    if (cmd->subs) fputs("subcommands:\n", out);
+    for (const cli_sub *s = cmd->subs; s && s->name; s++) {
+        char left[128];
+        snprintf(left, sizeof left, "%s%s%s", s->name, s->operands[0] ? " " : "", s->operands);
+        print_wrapped(out, s->help, print_left(out, left), HELP_COLUMN);
+    }
     if (cmd->opts && cmd->opts->name) fputs("options:\n", out);
     for (const cli_opt *o = cmd->opts; o && o->name; o++) print_option(out, o);
     if (cmd->epilogue) fputs(cmd->epilogue, out);
@@ -99,6 +112,15 @@ int cli_parse(const cli_cmd *cmd, int argc, char **argv, void *args, const char 
         }
     }
     return n_files;
+}
+
+int cli_run_sub(const cli_cmd *cmd, int argc, char **argv)
+{
+    for (const cli_sub *s = cmd->subs; argc > 0 && s && s->name; s++)
+        if (!strcmp(argv[0], s->name)) return s->main(argc, argv);
+    if (argc > 0) fprintf(stderr, "pdejit %s: unknown subcommand '%s'\n", cmd->name, argv[0]);
+    cli_help(cmd, stderr);
+    return 2;
 }
 
 int cli_set_flag(const cli_opt *o, const char *value, void *member)

@@ -26,12 +26,21 @@ struct cli_opt {
     size_t member;      /* offsetof(the command's argument struct, what it sets) */
 };
 
+/* A subcommand (`pdejit cache list`): what its command's help says of it, and what runs it. */
+typedef struct cli_sub {
+    const char *name;       /* "explain" */
+    const char *operands;   /* "FILE"; "": none */
+    const char *help;
+    int (*main)(int argc, char **argv); /* argv[0]: the subcommand's name */
+} cli_sub;
+
 typedef struct cli_cmd {
     const char *name;       /* "run" */
     const char *operands;   /* after the name in `pdejit --help`: "FILE" */
     const char *summary;    /* one line of `pdejit --help` */
     const char *usage;      /* after "usage: pdejit NAME " */
     const char *about;      /* the lines after the usage line, before the options */
+    const cli_sub *subs;    /* its subcommands, listed before the options; ends with {0}; NULL: none */
     const cli_opt *opts;    /* ends with {0}; NULL: none */
     const char *epilogue;   /* the lines after the options; NULL: none */
     int (*main)(int argc, char **argv);
@@ -41,13 +50,16 @@ typedef struct cli_cmd {
 extern const cli_cmd *const cli_commands[];
 extern const cli_cmd cli_run, cli_check, cli_emit, cli_bench, cli_cache;
 
-/* Prints cmd's help (usage line, about, every option of its table, epilogue). */
+/* Prints cmd's help (usage line, about, every subcommand and option of its tables, epilogue). */
 void cli_help(const cli_cmd *cmd, FILE *out);
 /* Parses argv[0..argc) against cmd's options into args (the options' members). The operands (the
  * words not options, "-" among them) go to files[0..max_files); one more is an error. Returns the
  * number of operands, or -1 after saying why on stderr: an unknown option or one without its value
  * (then with the usage), a value its setter refused, too many operands. */
 int cli_parse(const cli_cmd *cmd, int argc, char **argv, void *args, const char **files, int max_files);
+/* Runs the subcommand argv[0] of cmd; without one, or with an unknown one, says so (with the usage)
+ * and returns 2. */
+int cli_run_sub(const cli_cmd *cmd, int argc, char **argv);
 
 /* The row of -h, --help in every command's table (main answers it before the parser runs). */
 #define CLI_HELP_OPT {"--help", "-h", NULL, "print this help and exit", NULL, cli_set_none, 0}

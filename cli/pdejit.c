@@ -281,12 +281,12 @@ static const cli_opt cache_opts[] = {
     {0},
 };
 
-/* `pdejit cache explain FILE [options]` (argv: what follows "explain") */
+/* `pdejit cache explain FILE [options]` */
 static int explain_file(int argc, char **argv)
 {
     const char *file = NULL;
     engine_options eo = {0};
-    if (cli_parse(&cli_cache, argc, argv, &eo, &file, 1) < 0) return 2;
+    if (cli_parse(&cli_cache, argc - 1, argv + 1, &eo, &file, 1) < 0) return 2;
     if (!file) {
         cli_help(&cli_cache, stderr);
         return 2;
@@ -302,14 +302,10 @@ static int explain_file(int argc, char **argv)
     return r < 0 ? 1 : 0;
 }
 
-static int cmd_cache(int argc, char **argv)
+/* `pdejit cache stats`, `list` or `clear` (argv[0]) */
+static int manage_cache(int argc, char **argv)
 {
-    if (argc < 1) {
-        cli_help(&cli_cache, stderr);
-        return 2;
-    }
     const char *what = argv[0];
-    if (!strcmp(what, "explain")) return explain_file(argc - 1, argv + 1);
     if (argc != 1) {
         cli_help(&cli_cache, stderr);
         return 2;
@@ -321,16 +317,10 @@ static int cmd_cache(int argc, char **argv)
     int r;
     if (!strcmp(what, "stats")) r = cache_stats(c, stdout);
     else if (!strcmp(what, "list")) r = cache_list(c, stdout);
-    else if (!strcmp(what, "clear")) {
+    else {
         r = cache_clear(c);
         if (r >= 0) printf("removed %d entr%s from %s\n", r, r == 1 ? "y" : "ies", cache_dir(c));
         else if (cache_on_disk(c)) fprintf(stderr, "pdejit cache clear: some of %s was not removed\n", cache_dir(c));
-    } else {
-        fprintf(stderr, "pdejit cache: unknown subcommand '%s'\n", what);
-        cli_help(&cli_cache, stderr);
-        free(warned);
-        cache_close(c);
-        return 2;
     }
     /* a warning that appeared on the way (a file or folder refused) */
     const char *w = cache_warning(c);
@@ -340,18 +330,25 @@ static int cmd_cache(int argc, char **argv)
     return r < 0 ? 1 : 0;
 }
 
+static const cli_sub cache_subs[] = {
+    {"stats", "", "folder, entries, size against the cap", manage_cache},
+    {"list", "", "one line per entry, most recently used first", manage_cache},
+    {"clear", "", "removes every entry", manage_cache},
+    {"explain", "FILE", "for each kernel of FILE: hit, or miss and which key component differs from the nearest "
+     "stored entry", explain_file},
+    {0},
+};
+
+static int cmd_cache(int argc, char **argv) { return cli_run_sub(&cli_cache, argc, argv); }
+
 const cli_cmd cli_cache = {
     .name = "cache",
     .operands = "",
     .summary = "the on-disk kernel cache: stats, list, clear, explain FILE",
     .usage = "stats|list|clear|explain FILE [--precision double|single] [--fast-math]",
     .about = "The on-disk kernel cache ($PDEJIT_CACHE_DIR, else $XDG_CACHE_HOME/pdejit, else\n"
-             "~/.cache/pdejit; size cap $PDEJIT_CACHE_MAX, default 256M):\n"
-             "  stats          folder, entries, size against the cap\n"
-             "  list           one line per entry, most recently used first\n"
-             "  clear          removes every entry\n"
-             "  explain FILE   for each kernel of FILE: hit, or miss and which key component differs\n"
-             "                 from the nearest stored entry\n",
+             "~/.cache/pdejit; size cap $PDEJIT_CACHE_MAX, default 256M).\n",
+    .subs = cache_subs,
     .opts = cache_opts,
     .main = cmd_cache,
 };

@@ -140,6 +140,14 @@ static void version_and_help_command(void **state)
     free(out);
     assert_int_equal(tu_pdejit(&out, "help run check"), 2);
     free(out);
+    /* cache's subcommands: in its help, from the table that runs them */
+    help = stdout_of(&status, "help cache");
+    const char *subs[] = {"\n  stats ", "\n  list ", "\n  clear ", "\n  explain FILE "};
+    for (int i = 0; i < 4; i++) assert_non_null(strstr(help, subs[i]));
+    free(help);
+    assert_int_equal(tu_pdejit(&out, "cache frob"), 2);
+    assert_non_null(strstr(out, "pdejit cache: unknown subcommand 'frob'\nusage: pdejit cache "));
+    free(out);
 }
 
 /* The options a command's help lists: the words of its option lines ("  -v, --verbose  ...",
