@@ -14,15 +14,7 @@
 #include "plot.h"
 #include "driver.h"
 #include "engine.h"
-
-static const char *usage_bench =
-    "usage: pdejit bench FILE [--backends interp,cpu,cuda] [--sizes 64,256,1024] [--steps N]\n"
-    "                        [--threads N] [--precision double|single] [--plot FILE.png]\n"
-    "Compiles FILE's kernels cold and from the cache, then steps it at each size (cells per\n"
-    "axis) on each back end and prints one table: time per step, Mcells/s, GB/s and the\n"
-    "largest relative difference from the interpreter. --steps: steps per timing (default:\n"
-    "enough for ~0.2 s). --plot: Mcells/s against cells per back end, log-log (default\n"
-    "bench.png; `--plot none` for none): interp grey, cpu blue, cuda green.\n";
+#include "options.h"
 
 #define MAX_BACKENDS 8
 
@@ -107,72 +99,94 @@ static double max_rel_diff(const double *a, const double *b, int64_t n)
     return m;
 }
 
-int cmd_bench(int argc, char **argv)
+/* ---- the options ---------------------------------------------------------------------------- */
+
+typedef struct bench_args {
+    const char *backends, *sizes, *plot; /* sizes: NULL for the defaults; plot: NULL for none */
+    double steps, threads;               /* 0: chosen */
+    int single;
+} bench_args;
+
+static int set_at_least_1(const cli_opt *o, const char *value, void *member)
 {
-    if (cli_wants_help(argc, argv)) { fputs(usage_bench, stdout); return 0; }
-    const char *file = NULL, *backends = "interp,cpu,cuda", *sizes_text = NULL, *plot_path = "bench.png";
-    double px[MAX_BACKENDS][16], py[MAX_BACKENDS][16];
-    int pn[MAX_BACKENDS] = {0};
-    double steps_d = 0, threads_d = 0;
-    int single = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--backends") && v) { backends = v; i++; }
-        else if (!strcmp(a, "--sizes") && v) { sizes_text = v; i++; }
-        else if (!strcmp(a, "--steps") && v) { if (cli_parse_double(a, v, &steps_d) < 0 || steps_d < 1) return 2; i++; }
-        else if (!strcmp(a, "--threads") && v) { if (cli_parse_double(a, v, &threads_d) < 0 || threads_d < 1) return 2; i++; }
-        else if (!strcmp(a, "--precision") && v) { single = !strcmp(v, "single"); i++; }
-        else if (!strcmp(a, "--plot") && v) { plot_path = strcmp(v, "none") ? v : NULL; i++; }
-        else if (a[0] == '-') { fprintf(stderr, "pdejit bench: unknown option '%s'\n%s", a, usage_bench); return 2; }
-        else if (!file) file = a;
-        else { fputs(usage_bench, stderr); return 2; }
-    }
-    if (!file) { fputs(usage_bench, stderr); return 2; }
-    /* use[b]: engine_backends[b] is measured; the interpreter (the first) is the oracle */
-    int use[MAX_BACKENDS] = {0}, n_be = 0;
-    while (engine_backends[n_be] && n_be < MAX_BACKENDS) n_be++;
-    char list[256];
-    snprintf(list, sizeof list, "%s", backends);
-    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+    if (cli_parse_double(o->name, value, member) < 0) return -1;
+    if (!(*(double *)member >= 1)) { fprintf(stderr, "pdejit: %s must be >= 1\n", o->name); return -1; }
+    return 0;
+}
+
+static int set_plot(const cli_opt *o, const char *value, void *member)
+{
+    (void)o;
+    *(const char **)member = strcmp(value, "none") ? value : NULL;
+    return 0;
+}
+
+#define BENCH(member) offsetof(bench_args, member)
+static const cli_opt bench_opts[] = {
+    {"--backends", NULL, "B,B...", "the back ends measured (default: all): {}", pj_backend_names, cli_set_text,
+     BENCH(backends)},
+    {"--sizes", NULL, "N,N...", "cells per axis (default: 4 sizes for the problem's dimension, 64 to 2048 in 2D)",
+     NULL, cli_set_text, BENCH(sizes)},
+    {"--steps", NULL, "N", "steps per timing (default: enough for ~0.2 s)", NULL, set_at_least_1, BENCH(steps)},
+    {"--threads", NULL, "N", "CPU threads (default: all cores)", NULL, set_at_least_1, BENCH(threads)},
+    {"--precision", NULL, "double|single", "floating point of the kernels (default double)", NULL,
+     cli_set_precision, BENCH(single)},
+    {"--plot", NULL, "FILE.png", "Mcells/s against cells per back end, log-log (default bench.png; `--plot none` "
+     "for none): interp grey, cpu blue, cuda green", NULL, set_plot, BENCH(plot)},
+    CLI_HELP_OPT,
+    {0},
+};
+#undef BENCH
+
+/* use[b]: engine_backends[b] is in the comma-separated `list`. 0, or -1 after saying why. */
+static int choose_backends(const char *list, int *use, int n_be)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         int b = 0;
         while (b < n_be && strcmp(engine_backends[b]->name, tok)) b++;
         if (b == n_be) {
             fprintf(stderr, "pdejit bench: unknown back end '%s'; back ends are %s\n", tok, engine_backend_names());
-            return 2;
+            return -1;
         }
         use[b] = 1;
     }
-    const int oracle = 0; /* engine_backends[0] is the interpreter */
-    pj_program *p = cli_load_problem(file, NULL);
-    if (!p) return 2;
-    if (p->dt <= 0) p->dt = 1e-6;
-    int64_t sizes[16];
-    int n_sizes = 0;
-    if (sizes_text) {
+    return 0;
+}
+
+/* The sizes (cells per axis) of --sizes, else 4 for the problem's dimension; their count, or -1. */
+static int choose_sizes(const pj_program *p, const char *text, int64_t sizes[16])
+{
+    int n = 0;
+    if (text) {
         char buf[256];
-        snprintf(buf, sizeof buf, "%s", sizes_text);
-        for (char *tok = strtok(buf, ","); tok && n_sizes < 16; tok = strtok(NULL, ",")) {
+        snprintf(buf, sizeof buf, "%s", text);
+        for (char *tok = strtok(buf, ","); tok && n < 16; tok = strtok(NULL, ",")) {
             double v;
-            if (cli_parse_double("--sizes", tok, &v) < 0 || v < 1 || v != floor(v)) { program_free(p); return 2; }
-            sizes[n_sizes++] = (int64_t)v;
+            if (cli_parse_double("--sizes", tok, &v) < 0 || v < 1 || v != floor(v)) return -1;
+            sizes[n++] = (int64_t)v;
         }
-    } else {
-        static const int64_t d1[] = {1024, 16384, 262144, 4194304}, d2[] = {64, 256, 1024, 2048}, d3[] = {16, 32, 64, 128};
-        const int64_t *d = p->dim == 1 ? d1 : p->dim == 2 ? d2 : d3;
-        for (int i = 0; i < 4; i++) sizes[n_sizes++] = d[i];
+        return n;
     }
-    int status = 0;
+    static const int64_t d1[] = {1024, 16384, 262144, 4194304}, d2[] = {64, 256, 1024, 2048},
+                         d3[] = {16, 32, 64, 128};
+    const int64_t *d = p->dim == 1 ? d1 : p->dim == 2 ? d2 : d3;
+    for (int i = 0; i < 4; i++) sizes[n++] = d[i];
+    return n;
+}
+
+/* Compile times, cold (a private empty cache folder) and from the cache (a second engine on the
+ * same folder), of every back end in use; one that cannot run here is dropped from use[]. 0, or
+ * 1 when a back end failed. */
+static int measure_compiles(const pj_program *p, const engine_options *eo, int *use, int n_be)
+{
     char err[1024];
-    engine_options eo = {.single = single, .threads = (int)threads_d};
-    printf("pdejit bench %s: %dD, %d field%s, %s (%d stage%s), %s precision\n", file, p->dim, p->n_fields,
-           p->n_fields == 1 ? "" : "s", scheme_name(p->scheme), p->n_stages, p->n_stages == 1 ? "" : "s",
-           single ? "single" : "double");
     for (int b = 0; b < n_be; b++) {
         if (!use[b]) continue;
-        /* cold: a private empty cache folder; hit: a second engine on the same folder */
         char tmpl[] = "/tmp/pdejit-bench-XXXXXX";
         char *dir = mkdtemp(tmpl);
-        engine_options co = eo;
+        engine_options co = *eo;
         co.cache_dir = dir;
         int unavailable = 0;
         engine_info cold, hit;
@@ -184,15 +198,15 @@ int cmd_bench(int argc, char **argv)
         } else if (!second) {
             fprintf(stderr, "pdejit bench: %s back end: %s\n", engine_backends[b]->name, err);
             engine_destroy(first);
-            program_free(p);
             return 1;
         } else {
             engine_get_info(first, &cold);
             engine_get_info(second, &hit);
             if (cold.n_kernels)
                 printf("compile (%s): cold %.1f ms, cache hit %.2f ms%s (%d kernel%s, %s)\n", engine_backends[b]->name,
-                       kernels_ms(&cold), kernels_ms(&hit), hit.from_cache == hit.n_kernels ? "" : " (not all from the cache)",
-                       cold.n_kernels, cold.n_kernels == 1 ? "" : "s", cold.device ? cold.device : cold.compiler);
+                       kernels_ms(&cold), kernels_ms(&hit),
+                       hit.from_cache == hit.n_kernels ? "" : " (not all from the cache)", cold.n_kernels,
+                       cold.n_kernels == 1 ? "" : "s", cold.device ? cold.device : cold.compiler);
         }
         engine_destroy(first);
         engine_destroy(second);
@@ -200,77 +214,161 @@ int cmd_bench(int argc, char **argv)
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
         if (system(cmd) != 0) { /* a leftover temporary folder is harmless */ }
     }
-    int64_t device_from = -1; /* the smallest size from which a device wins, transfers included */
-    double bpc = bytes_per_cell(p, single);
-    printf("%10s %12s  %-7s %12s %10s %9s %14s\n", "size", "cells", "backend", "ms/step", "Mcells/s", "GB/s",
-           "max rel diff");
-    for (int si = 0; si < n_sizes; si++) {
-        int64_t cells = 1;
-        for (int a = 0; a < p->dim; a++) {
-            p->n[a] = sizes[si];
-            cells *= sizes[si];
-        }
-        char label[32];
-        snprintf(label, sizeof label, "%lld%s", (long long)sizes[si], p->dim == 1 ? "" : p->dim == 2 ? "^2" : "^3");
-        run_result res[MAX_BACKENDS];
-        memset(res, 0, sizeof res);
-        double best_host_ms = -1;
-        for (int b = 0; b < n_be; b++) {
-            if (!use[b]) continue;
-            const char *name = engine_backends[b]->name;
-            /* steps: ~0.2 s at a guessed speed, at least 2 */
-            int64_t steps = steps_d > 0 ? (int64_t)steps_d : 0;
-            if (!steps) {
-                double guess = (b == oracle ? 5e7 : 1e9) / (double)p->n_stages;
-                steps = (int64_t)(0.2 * guess / (double)cells / 5);
-                if (steps < 2) steps = 2;
-                if (steps > 2000) steps = 2000;
-            }
-            if (b == oracle && !steps_d && cells > (1 << 22)) steps = 1;
-            run_backend(p, engine_backends[b], &eo, steps, 5, &res[b]);
-            if (!res[b].ok) {
-                printf("%10s %12lld  %-7s  failed: %s\n", label, (long long)cells, name, res[b].err);
-                status = 1;
-                continue;
-            }
-            double ms = res[b].ms_step;
-            px[b][pn[b]] = (double)cells;
-            py[b][pn[b]++] = (double)cells / ms * 1e-3;
-            char diff[32] = "0 (oracle)";
-            if (b != oracle)
-                snprintf(diff, sizeof diff, "%.3g", use[oracle] && res[oracle].ok
-                                                        ? max_rel_diff(res[oracle].state, res[b].state, cells * p->n_fields)
-                                                        : NAN);
-            printf("%10s %12lld  %-7s %12.4f %10.1f %9.2f %14s\n", label, (long long)cells, name, ms,
-                   (double)cells / ms * 1e-3, bpc * (double)cells / ms * 1e-6, use[oracle] ? diff : "");
-            if (!res[b].on_device) {
-                if (b != oracle && (best_host_ms < 0 || ms < best_host_ms)) best_host_ms = ms;
-                continue;
-            }
-            printf("%10s %12s  %-7s %43s %10.3f ms\n", "", "", name, "upload + download of every field:", res[b].transfer_ms);
-            /* a run of `steps` steps, transfers included, against the fastest compiled host back end */
-            if (best_host_ms > 0 && device_from < 0 && ms + res[b].transfer_ms / (double)steps < best_host_ms)
-                device_from = sizes[si];
-        }
-        for (int b = 0; b < n_be; b++) free(res[b].state);
+    return 0;
+}
+
+/* What the sizes' measurements gather: the plot's points per back end, and the smallest size from
+ * which a device wins, transfers included (-1: none). */
+typedef struct bench_state {
+    const pj_program *p;
+    const engine_options *eo;
+    const int *use;
+    int n_be;
+    double steps;            /* --steps, 0: chosen per size */
+    double bpc;              /* bytes a step moves per cell */
+    double px[MAX_BACKENDS][16], py[MAX_BACKENDS][16];
+    int pn[MAX_BACKENDS];
+    int64_t device_from;
+} bench_state;
+
+/* Steps for about 0.2 s at a guessed speed, at least 2, at most 2000 (the oracle: 1 on big meshes). */
+static int64_t steps_for(const bench_state *s, int b, int64_t cells)
+{
+    if (s->steps > 0) return (int64_t)s->steps;
+    const int oracle = 0;
+    double guess = (b == oracle ? 5e7 : 1e9) / (double)s->p->n_stages;
+    int64_t steps = (int64_t)(0.2 * guess / (double)cells / 5);
+    if (steps < 2) steps = 2;
+    if (steps > 2000) steps = 2000;
+    if (b == oracle && cells > (1 << 22)) steps = 1;
+    return steps;
+}
+
+/* One size: each back end in use, one row of the table. 0, or 1 when a back end failed. */
+static int bench_size(bench_state *s, pj_program *p, int64_t size)
+{
+    const int oracle = 0; /* engine_backends[0] is the interpreter */
+    int status = 0;
+    int64_t cells = 1;
+    for (int a = 0; a < p->dim; a++) {
+        p->n[a] = size;
+        cells *= size;
     }
+    char label[32];
+    snprintf(label, sizeof label, "%lld%s", (long long)size, p->dim == 1 ? "" : p->dim == 2 ? "^2" : "^3");
+    run_result res[MAX_BACKENDS];
+    memset(res, 0, sizeof res);
+    double best_host_ms = -1;
+    for (int b = 0; b < s->n_be; b++) {
+        if (!s->use[b]) continue;
+        const char *name = engine_backends[b]->name;
+        int64_t steps = steps_for(s, b, cells);
+        run_backend(p, engine_backends[b], s->eo, steps, 5, &res[b]);
+        if (!res[b].ok) {
+            printf("%10s %12lld  %-7s  failed: %s\n", label, (long long)cells, name, res[b].err);
+            status = 1;
+            continue;
+        }
+        double ms = res[b].ms_step;
+        s->px[b][s->pn[b]] = (double)cells;
+        s->py[b][s->pn[b]++] = (double)cells / ms * 1e-3;
+        char diff[32] = "0 (oracle)";
+        if (b != oracle)
+            snprintf(diff, sizeof diff, "%.3g",
+                     s->use[oracle] && res[oracle].ok
+                         ? max_rel_diff(res[oracle].state, res[b].state, cells * p->n_fields)
+                         : NAN);
+        printf("%10s %12lld  %-7s %12.4f %10.1f %9.2f %14s\n", label, (long long)cells, name, ms,
+               (double)cells / ms * 1e-3, s->bpc * (double)cells / ms * 1e-6, s->use[oracle] ? diff : "");
+        if (!res[b].on_device) {
+            if (b != oracle && (best_host_ms < 0 || ms < best_host_ms)) best_host_ms = ms;
+            continue;
+        }
+        printf("%10s %12s  %-7s %43s %10.3f ms\n", "", "", name, "upload + download of every field:",
+               res[b].transfer_ms);
+        /* a run of `steps` steps, transfers included, against the fastest compiled host back end */
+        if (best_host_ms > 0 && s->device_from < 0 && ms + res[b].transfer_ms / (double)steps < best_host_ms)
+            s->device_from = size;
+    }
+    for (int b = 0; b < s->n_be; b++) free(res[b].state);
+    return status;
+}
+
+/* The line on where the GPU wins, and the plot. */
+static void bench_summary(const bench_state *s, const char *plot_path)
+{
+    const int oracle = 0;
     int device_used = 0, host_used = 0;
-    for (int b = 0; b < n_be; b++) {
-        if (!use[b] || b == oracle) continue;
+    for (int b = 0; b < s->n_be; b++) {
+        if (!s->use[b] || b == oracle) continue;
         device_used |= (engine_backends[b]->caps & ENGINE_CAP_DEVICE) != 0;
         host_used |= !(engine_backends[b]->caps & ENGINE_CAP_DEVICE);
     }
     if (device_used && host_used)
-        printf(device_from > 0 ? "the GPU is faster than the CPU from %lld cells per axis on, transfers included\n"
-                               : "the GPU was not faster than the CPU at any size measured, transfers included\n",
-               (long long)device_from);
+        printf(s->device_from > 0 ? "the GPU is faster than the CPU from %lld cells per axis on, transfers included\n"
+                                  : "the GPU was not faster than the CPU at any size measured, transfers included\n",
+               (long long)s->device_from);
     if (plot_path) {
         /* colours follow the back end: series b is back end b (empty ones draw nothing) */
+        char err[1024];
         plot_series all[MAX_BACKENDS];
-        for (int b = 0; b < n_be; b++) all[b] = (plot_series){engine_backends[b]->name, px[b], py[b], pn[b]};
-        if (plot_png(plot_path, all, n_be, err, sizeof err) < 0) fprintf(stderr, "pdejit bench: plot: %s\n", err);
+        for (int b = 0; b < s->n_be; b++)
+            all[b] = (plot_series){engine_backends[b]->name, s->px[b], s->py[b], s->pn[b]};
+        if (plot_png(plot_path, all, s->n_be, err, sizeof err) < 0) fprintf(stderr, "pdejit bench: plot: %s\n", err);
         else printf("plot: %s (Mcells/s against cells, log-log; interp grey, cpu blue, cuda green)\n", plot_path);
     }
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+    bench_args a = {.backends = "interp,cpu,cuda", .plot = "bench.png"};
+    const char *file = NULL;
+    if (cli_parse(&cli_bench, argc, argv, &a, &file, 1) < 0) return 2;
+    if (!file) {
+        cli_help(&cli_bench, stderr);
+        return 2;
+    }
+    /* use[b]: engine_backends[b] is measured; the interpreter (the first) is the oracle */
+    int use[MAX_BACKENDS] = {0}, n_be = 0;
+    while (engine_backends[n_be] && n_be < MAX_BACKENDS) n_be++;
+    if (choose_backends(a.backends, use, n_be) < 0) return 2;
+    pj_program *p = cli_load_problem(file, NULL);
+    if (!p) return 2;
+    if (p->dt <= 0) p->dt = 1e-6;
+    int64_t sizes[16];
+    int n_sizes = choose_sizes(p, a.sizes, sizes);
+    if (n_sizes < 0) {
+        program_free(p);
+        return 2;
+    }
+    engine_options eo = {.single = a.single, .threads = (int)a.threads};
+    printf("pdejit bench %s: %dD, %d field%s, %s (%d stage%s), %s precision\n", file, p->dim, p->n_fields,
+           p->n_fields == 1 ? "" : "s", scheme_name(p->scheme), p->n_stages, p->n_stages == 1 ? "" : "s",
+           a.single ? "single" : "double");
+    if (measure_compiles(p, &eo, use, n_be)) {
+        program_free(p);
+        return 1;
+    }
+    bench_state s = {.p = p, .eo = &eo, .use = use, .n_be = n_be, .steps = a.steps,
+                     .bpc = bytes_per_cell(p, a.single), .device_from = -1};
+    printf("%10s %12s  %-7s %12s %10s %9s %14s\n", "size", "cells", "backend", "ms/step", "Mcells/s", "GB/s",
+           "max rel diff");
+    int status = 0;
+    for (int si = 0; si < n_sizes; si++) status |= bench_size(&s, p, sizes[si]);
+    bench_summary(&s, a.plot);
     program_free(p);
     return status;
 }
+
+const cli_cmd cli_bench = {
+    .name = "bench",
+    .operands = "FILE",
+    .summary = "compile and step times, back ends side by side",
+    .usage = "FILE [--backends interp,cpu,cuda] [--sizes 64,256,1024] [--steps N]\n"
+             "                        [--threads N] [--precision double|single] [--plot FILE.png]",
+    .about = "Compiles FILE's kernels cold and from the cache, then steps it at each size (cells per\n"
+             "axis) on each back end and prints one table: time per step, Mcells/s, GB/s and the\n"
+             "largest relative difference from the interpreter.\n",
+    .opts = bench_opts,
+    .main = cmd_bench,
+};

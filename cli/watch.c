@@ -4,14 +4,14 @@
  * synchronous: for tests) the step loop stats the file, and when its size and mtime are the same
  * reads it and compares its content's hash (XXH3) with the last one read, so that an edit that
  * keeps both is seen too; a new size or time with the text last read (a save without an edit, a
- * time stamp the file system changed again) is no change, so an edit is reported once. Only a regular file of at most WATCH_MAX_BYTES is read, opened without
- * blocking: a named pipe, a device or a bigger file in its place is reported once and the run goes
- * on (a pipe would block the reading thread, and with it the end of the run; /dev/zero would fill
- * the memory). A change starts a thread that reads
- * and compiles it — front end and the back end's kernels (pj_sim_swap, through the cache) —
- * while the simulation keeps stepping; pj_sim_swap hands the new definition to the stepping
- * thread, which takes it at its next step boundary; the fields keep their
- * state; a file that does not compile, or changes what a running simulation cannot change (the
+ * time stamp the file system changed again) is no change, so an edit is reported once. Only a
+ * regular file of at most WATCH_MAX_BYTES is read, opened without blocking: a named pipe, a device
+ * or a bigger file in its place is reported once and the run goes on (a pipe would block the
+ * reading thread, and with it the end of the run; /dev/zero would fill the memory). A change
+ * starts a thread that reads and compiles it — front end and the back end's kernels
+ * (pj_sim_swap, through the cache) — while the simulation keeps stepping; pj_sim_swap hands the
+ * new definition to the stepping thread, which takes it at its next step boundary; the fields
+ * keep their state; a file that does not compile, or changes what a running simulation cannot change (the
  * mesh, the fields, the params, the scheme), is reported against the new text and the previous
  * definition goes on running.
  *
@@ -125,7 +125,10 @@ static char *read_regular(const char *path, size_t *len, char *why, size_t why_l
     return text;
 }
 
-static unsigned long long content_hash(const char *text, size_t len) { return (unsigned long long)XXH3_64bits(text, len); }
+static unsigned long long content_hash(const char *text, size_t len)
+{
+    return (unsigned long long)XXH3_64bits(text, len);
+}
 
 watch_baseline watch_baseline_of(const char *path)
 {
@@ -223,11 +226,11 @@ static void report(watch *w)
     } else if (w->swapped) {
         if (w->compiled + w->cached)
             fprintf(stderr, "pdejit: t = %.6g: %s changed: swapped in the new definition (%d kernel%s compiled, %d "
-                    "from the cache, ready in %.1f ms)\n", w->t_swap, w->path, w->compiled, w->compiled == 1 ? "" : "s",
-                    w->cached, w->ms);
+                    "from the cache, ready in %.1f ms)\n", w->t_swap, w->path, w->compiled,
+                    w->compiled == 1 ? "" : "s", w->cached, w->ms);
         else
-            fprintf(stderr, "pdejit: t = %.6g: %s changed: swapped in the new definition (ready in %.1f ms)\n", w->t_swap,
-                    w->path, w->ms);
+            fprintf(stderr, "pdejit: t = %.6g: %s changed: swapped in the new definition (ready in %.1f ms)\n",
+                    w->t_swap, w->path, w->ms);
     } else if (w->refused) {
         fprintf(stderr, "pdejit: t = %.6g: %s changed, but %s; still running the previous definition\n",
                 pj_sim_time(w->sim), w->path, w->err);

@@ -45,12 +45,18 @@ typedef enum pj_status {
 
 /* A short English text for a status ("the run failed" ...); never NULL, static. */
 PJ_API const char *pj_strerror(pj_status status);
+/* The library's version, "MAJOR.MINOR.PATCH" (the project version of its CMakeLists.txt;
+ * `pdejit --version` prints it); static. */
+PJ_API const char *pj_version(void);
 
 typedef enum pj_backend { PJ_BACKEND_INTERP = 0, PJ_BACKEND_CPU = 1, PJ_BACKEND_CUDA = 2 } pj_backend;
 /* The back end called `name` ("interp", "cpu", "cuda"): 0, or -1 when there is none. */
 PJ_API int pj_backend_by_name(const char *name, pj_backend *backend);
 /* "interp, cpu, cuda" (static) */
 PJ_API const char *pj_backend_names(void);
+/* The time schemes pj_problem_compile_scheme and a file's `scheme =` take, from the compiler's
+ * table: "euler, rk2, rk3, rk4, beuler, cn, bdf2, imex" (static). */
+PJ_API const char *pj_scheme_names(void);
 
 typedef struct pj_problem pj_problem;
 typedef struct pj_sim pj_sim;
@@ -60,7 +66,7 @@ typedef struct pj_sim pj_sim;
  * (malloc'd; free it); on PJ_ERR_MEMORY (memory ran out while compiling) they say "out of memory". */
 PJ_API pj_status pj_problem_compile(const char *name, const char *text, size_t len, pj_problem **problem,
                              char **diagnostics);
-/* As pj_problem_compile, with the time scheme of `scheme` ("euler", "rk2", "rk3", "rk4") instead of
+/* As pj_problem_compile, with the time scheme of `scheme` (one of pj_scheme_names()) instead of
  * the file's when it is not NULL; an unknown scheme is PJ_ERR_INPUT with a diagnostic. */
 PJ_API pj_status pj_problem_compile_scheme(const char *name, const char *text, size_t len, const char *scheme,
                                     pj_problem **problem, char **diagnostics);

@@ -90,6 +90,28 @@ int pj_backend_by_name(const char *name, pj_backend *backend)
 
 const char *pj_backend_names(void) { return engine_backend_names(); }
 
+#ifndef PJ_VERSION
+#error "PJ_VERSION (the project version of CMakeLists.txt) is not defined"
+#endif
+const char *pj_version(void) { return PJ_VERSION; }
+
+/* The schemes of compiler/scheme.c's table, "steady" (the statement, the last) left out */
+static char scheme_list[256];
+static void list_schemes(void)
+{
+    for (int s = 0; s < PJ_STEADY; s++) {
+        size_t n = strlen(scheme_list);
+        snprintf(scheme_list + n, sizeof scheme_list - n, "%s%s", s ? ", " : "", scheme_name((pj_scheme)s));
+    }
+}
+
+const char *pj_scheme_names(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, list_schemes);
+    return scheme_list;
+}
+
 /* The diagnostics of a failed compile, with the count after them. */
 static char *diagnostics_text(diag *d)
 {
@@ -128,7 +150,7 @@ pj_status pj_problem_compile_consts(const char *name, const char *text, size_t l
     if (scheme) {
         int s = scheme_from_name(scheme);
         if (s < 0) {
-            diag_append(&d, "%s: error: unknown scheme '%s'; schemes are euler, rk2, rk3, rk4\n", d.filename, scheme);
+            diag_append(&d, "%s: error: unknown scheme '%s'; schemes are %s\n", d.filename, scheme, pj_scheme_names());
             if (diagnostics) *diagnostics = strdup(d.log);
             diag_free(&d);
             return PJ_ERR_INPUT;

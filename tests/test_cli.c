@@ -1,12 +1,16 @@
-/* test_cli.c — the `pdejit` command as a user meets it: exit statuses, --help, check, emit,
- * run options, --dump's exact format, --out snapshots at the output times, NaN reports. */
+/* test_cli.c — the `pdejit` command as a user meets it: exit statuses, --help, help COMMAND,
+ * --version, every option in the help, one list of schemes, check, emit, run options, --dump's
+ * exact format, --out snapshots at the output times, NaN reports. */
 #include "testutil.h"
+#include <ctype.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "pdejit.h"
 
 
 static char *write_file(const char *name, const char *text)
@@ -55,6 +59,232 @@ static void help_and_usage(void **state)
     assert_int_equal(tu_pdejit(&out, "run x.pde --bogus"), 2);
     assert_non_null(strstr(out, "unknown option '--bogus'"));
     free(out);
+}
+
+static const char *const commands[] = {"run", "check", "emit", "bench", "cache"};
+#define N_COMMANDS (sizeof commands / sizeof *commands)
+
+/* `pdejit ARGS` with its standard output alone (malloc'd); *status its exit status. */
+static char *stdout_of(int *status, const char *args)
+{
+    char *out;
+    *status = sh(&out, "$PJ %s 2>/dev/null", args);
+    return out;
+}
+
+/* s with every run of white space made one space (the help wraps its lines). */
+static char *squeezed(const char *s)
+{
+    char *t = malloc(strlen(s) + 1), *o = t;
+    for (; *s; s++)
+        if (!isspace((unsigned char)*s)) *o++ = *s;
+        else if (o > t && o[-1] != ' ') *o++ = ' ';
+    *o = 0;
+    return t;
+}
+
+/* CMakeLists.txt's project version: "project(pdejit VERSION 0.1.0 ...)" */
+static void project_version(char *version, size_t len)
+{
+    char *cmake = tu_read_file(PJ_SOURCE_DIR "/CMakeLists.txt", NULL);
+    assert_non_null(cmake);
+    const char *at = strstr(cmake, "project(pdejit VERSION ");
+    assert_non_null(at);
+    at += strlen("project(pdejit VERSION ");
+    size_t n = strcspn(at, " )");
+    assert_true(n > 0 && n < len);
+    snprintf(version, len, "%.*s", (int)n, at);
+    free(cmake);
+}
+
+static void version_and_help_command(void **state)
+{
+    (void)state;
+    char version[64], expect[96];
+    project_version(version, sizeof version);
+    snprintf(expect, sizeof expect, "pdejit %s\n", version);
+    int status;
+    char *out = stdout_of(&status, "--version");
+    assert_int_equal(status, 0);
+    assert_string_equal(out, expect);
+    free(out);
+    assert_string_equal(pj_version(), version);
+    /* pdejit help CMD is CMD --help, on stdout, exit 0; pdejit help is pdejit --help */
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "help %s", commands[i]);
+        char *help = stdout_of(&status, args);
+        assert_int_equal(status, 0);
+        snprintf(args, sizeof args, "%s --help", commands[i]);
+        char *dashed = stdout_of(&status, args);
+        assert_int_equal(status, 0);
+        assert_string_equal(help, dashed);
+        snprintf(args, sizeof args, "usage: pdejit %s ", commands[i]);
+        assert_true(!strncmp(help, args, strlen(args)));
+        free(help);
+        free(dashed);
+    }
+    char *help = stdout_of(&status, "help"), *dashed = stdout_of(&status, "--help");
+    assert_string_equal(help, dashed);
+    assert_non_null(strstr(help, "--version"));
+    assert_non_null(strstr(help, "help [COMMAND]"));
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        char line[32];
+        snprintf(line, sizeof line, "\n  %s ", commands[i]);
+        assert_non_null(strstr(help, line));
+    }
+    free(help);
+    free(dashed);
+    assert_int_equal(tu_pdejit(&out, "help frobnicate"), 2);
+    assert_non_null(strstr(out, "pdejit: unknown command 'frobnicate'\nusage: pdejit COMMAND"));
+    free(out);
+    assert_int_equal(tu_pdejit(&out, "help run check"), 2);
+    free(out);
+    /* cache's subcommands: in its help, from the table that runs them */
+    help = stdout_of(&status, "help cache");
+    const char *subs[] = {"\n  stats ", "\n  list ", "\n  clear ", "\n  explain FILE "};
+    for (int i = 0; i < 4; i++) assert_non_null(strstr(help, subs[i]));
+    free(help);
+    assert_int_equal(tu_pdejit(&out, "cache frob"), 2);
+    assert_non_null(strstr(out, "pdejit cache: unknown subcommand 'frob'\nusage: pdejit cache "));
+    free(out);
+}
+
+/* The options a command's help lists: the words of its option lines ("  -v, --verbose  ...",
+ * "  --dt DT  ..."); values[i]: whether option i takes a value. */
+static int help_options(const char *help, char names[][40], int *values, int most)
+{
+    int n = 0;
+    const char *opts = strstr(help, "\noptions:\n");
+    assert_non_null(opts);
+    for (const char *l = opts + 1; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, "  -", 3)) continue;
+        char left[64];
+        snprintf(left, sizeof left, "%.26s", l + 2);
+        char *word = strtok(left, " ,");
+        int first = n;
+        for (; word && word[0] == '-' && n < most; word = strtok(NULL, " ,")) snprintf(names[n++], 40, "%s", word);
+        for (int i = first; i < n; i++) values[i] = word != NULL;
+    }
+    return n;
+}
+
+/* Every option the command's source names is in a command's help, and every option a help lists
+ * is one its command's parser takes. */
+static void every_option_is_in_the_help(void **state)
+{
+    (void)state;
+    char *helps[N_COMMANDS + 1];
+    size_t all_len = 0;
+    int status;
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "%s --help", commands[i]);
+        helps[i] = stdout_of(&status, args);
+        all_len += strlen(helps[i]);
+        for (const char *l = helps[i]; *l; l = strchr(l, '\n') + 1) /* help fits a terminal */
+            assert_true(strchr(l, '\n') - l <= 100);
+    }
+    helps[N_COMMANDS] = stdout_of(&status, "--help");
+    char *all = calloc(1, all_len + strlen(helps[N_COMMANDS]) + 1);
+    for (size_t i = 0; i <= N_COMMANDS; i++) strcat(all, helps[i]);
+    /* each option's literal in cli/ ("--dt", "-v") is in a help */
+    DIR *dir = opendir(PJ_SOURCE_DIR "/cli");
+    assert_non_null(dir);
+    int literals = 0;
+    for (struct dirent *e; (e = readdir(dir));) {
+        size_t n = strlen(e->d_name);
+        if (n < 3 || strcmp(e->d_name + n - 2, ".c")) continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/cli/%s", PJ_SOURCE_DIR, e->d_name);
+        char *src = tu_read_file(path, NULL);
+        assert_non_null(src);
+        for (char *q = strstr(src, "\"-"); q; q = strstr(q + 1, "\"-")) {
+            size_t len = 1 + strspn(q + 1, "-abcdefghijklmnopqrstuvwxyz");
+            if (q[len] != '"' || len < 3 || !islower((unsigned char)q[len - 1])) continue;
+            char word[64], spaced[70];
+            snprintf(word, sizeof word, "%.*s", (int)len - 1, q + 1);
+            snprintf(spaced, sizeof spaced, " %s", word);
+            if (!strstr(all, spaced)) fail_msg("cli/%s names option %s, which no help lists", e->d_name, word);
+            literals++;
+        }
+        free(src);
+    }
+    closedir(dir);
+    assert_true(literals > 30);
+    /* each option a help lists is taken by its parser (with a value where it has one) */
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        char names[64][40];
+        int values[64];
+        int n = help_options(helps[i], names, values, 64);
+        assert_true(n >= 2);
+        for (int k = 0; k < n; k++) {
+            if (!strcmp(names[k], "--help") || !strcmp(names[k], "-h")) continue;
+            char *out;
+            tu_pdejit(&out, "%s %s nothere.pde %s %s", commands[i], !strcmp(commands[i], "cache") ? "explain" : "",
+                      names[k], values[k] ? "1" : "");
+            if (strstr(out, "unknown option") || strstr(out, "needs a value"))
+                fail_msg("pdejit %s: its help lists %s, its parser refuses it: %s", commands[i], names[k], out);
+            free(out);
+        }
+    }
+    assert_non_null(strstr(helps[0], "\n  -v, --verbose "));
+    assert_non_null(strstr(helps[0], "\n  -q, --quiet "));
+    for (size_t i = 0; i <= N_COMMANDS; i++) free(helps[i]);
+    free(all);
+}
+
+/* The schemes, as one list: in run --help, emit --help, run's and emit's refusals, the file's
+ * `scheme =` diagnostic and the API's (Python's compile() shows it). */
+static void one_list_of_schemes(void **state)
+{
+    (void)state;
+    const char *list = pj_scheme_names();
+    assert_string_equal(list, "euler, rk2, rk3, rk4, beuler, cn, bdf2, imex");
+    char expect[256], *out;
+    snprintf(expect, sizeof expect, "schemes are %s\n", list);
+    int status;
+    const char *helps[] = {"run --help", "emit --help"};
+    for (int i = 0; i < 2; i++) {
+        char *help = stdout_of(&status, helps[i]);
+        char *flat = squeezed(help);
+        assert_non_null(strstr(flat, list));
+        free(flat);
+        free(help);
+    }
+    char *p = write_file("ok.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = -u\ntime dt = 0.1, steps = 1\n");
+    assert_int_equal(tu_pdejit(&out, "run ok.pde --scheme rk9"), 2);
+    assert_non_null(strstr(out, "pdejit: unknown scheme 'rk9'; "));
+    assert_non_null(strstr(out, expect));
+    free(out);
+    assert_int_equal(tu_pdejit(&out, "run ok.pde --scheme steady"), 2); /* a statement, not a scheme */
+    assert_non_null(strstr(out, expect));
+    free(out);
+    assert_int_equal(tu_pdejit(&out, "emit ok.pde --ir --scheme rk9"), 2);
+    assert_non_null(strstr(out, expect));
+    free(out);
+    char *bad = write_file("sch.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = -u\ntime dt = 0.1, steps = 1, "
+                                      "scheme = rk9\n");
+    assert_int_equal(tu_pdejit(&out, "check sch.pde"), 2);
+    snprintf(expect, sizeof expect, "schemes are %s\n", list);
+    assert_non_null(strstr(out, expect));
+    free(out);
+    pj_problem *pr = NULL;
+    char *diagnostics = NULL;
+    const char *text = "mesh grid(nx = 4)\nfield u = x\neq dt(u) = -u\ntime dt = 0.1, steps = 1\n";
+    assert_int_equal(pj_problem_compile_scheme("t.pde", text, strlen(text), "rk9", &pr, &diagnostics), PJ_ERR_INPUT);
+    assert_non_null(diagnostics);
+    assert_non_null(strstr(diagnostics, expect));
+    free(diagnostics);
+    /* every scheme listed is taken by --scheme */
+    char names[256];
+    snprintf(names, sizeof names, "%s", list);
+    for (char *name = strtok(names, ", "); name; name = strtok(NULL, ", ")) {
+        assert_int_equal(tu_pdejit(&out, "emit ok.pde --ir --scheme %s", name), 0);
+        free(out);
+    }
+    free(p);
+    free(bad);
 }
 
 static void check_is_silent_or_points(void **state)
@@ -529,6 +759,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(help_and_usage),
+        cmocka_unit_test(version_and_help_command),
+        cmocka_unit_test(every_option_is_in_the_help),
+        cmocka_unit_test(one_list_of_schemes),
         cmocka_unit_test(check_is_silent_or_points),
         cmocka_unit_test(dump_format),
         cmocka_unit_test(time_options),

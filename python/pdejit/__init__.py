@@ -6,6 +6,8 @@ from ._errors import (BackendError, Error, InputError, Interrupted, ProblemError
 from ._core import DeviceArray, Problem, RunResult, Simulation, compile
 from ._term import DeviceBuffer, Derivative, Term, fipy_faces
 
-__version__ = "0.1.0"
+from ._pdejit_cffi import ffi as _ffi, lib as _lib
+
+__version__ = _ffi.string(_lib.pj_version()).decode()  # the library's: CMakeLists.txt's project version
 __all__ = ["compile", "Problem", "Simulation", "RunResult", "DeviceArray", "Term", "Derivative", "DeviceBuffer", "fipy_faces", "Error",
            "InputError", "ProblemError", "RunError", "BackendError", "UnavailableError", "UnsupportedError", "Interrupted"]

@@ -23,6 +23,7 @@ CDEF = r"""
 typedef enum pj_status { PJ_OK = 0, PJ_ERR_RUN = 1, PJ_ERR_INPUT = 2, PJ_ERR_BACKEND = 3,
     PJ_ERR_MEMORY = 4, PJ_ERR_UNAVAILABLE = 5, PJ_INTERRUPTED = 6, PJ_ERR_UNSUPPORTED = 7 } pj_status;
 const char *pj_strerror(pj_status status);
+const char *pj_version(void);
 typedef enum pj_backend { PJ_BACKEND_INTERP = 0, PJ_BACKEND_CPU = 1, PJ_BACKEND_CUDA = 2 } pj_backend;
 int pj_backend_by_name(const char *name, pj_backend *backend);
 const char *pj_backend_names(void);

@@ -44,7 +44,8 @@ def _number(value, what):
 def compile(source, scheme=None, name=None):
     """Compiles a problem: `source` is the problem text, or the path of a .pde file (a
     pathlib.Path, or a str of one line naming an existing file). `scheme` overrides the file's
-    time scheme ("euler", "rk2", "rk3", "rk4"). Raises ProblemError with the diagnostics."""
+    time scheme: one of the command's (`pdejit run --help`; an unknown name raises ProblemError
+    listing them). Raises ProblemError with the diagnostics."""
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
                                            and (os.path.isfile(source) or source.endswith(".pde"))):
         path = os.fspath(source)
