@@ -36,7 +36,9 @@ static int cmp_double(const void *a, const void *b)
 static double bytes_per_cell(const pj_program *p, int single)
 {
     double total = 0;
-    for (int s = 0; s < p->n_stages; s++) total += kir_values_per_cell(p->stages[s].kernel);
+    pj_kernel_id ids[PJ_KERNEL_IDS_MAX];
+    int n = p->n_stages + 4 <= PJ_KERNEL_IDS_MAX ? program_step_kernels(p, ids) : 0;
+    for (int s = 0; s < n; s++) total += kir_values_per_cell(program_kernel(p, ids[s]));
     return total * (single ? 4 : 8);
 }
 
@@ -164,8 +166,11 @@ int cmd_bench(int argc, char **argv)
     int status = 0;
     char err[1024];
     engine_options eo = {.single = single, .threads = (int)threads_d};
-    printf("pdejit bench %s: %dD, %d field%s, %s (%d stage%s), %s precision\n", file, p->dim, p->n_fields,
-           p->n_fields == 1 ? "" : "s", scheme_name(p->scheme), p->n_stages, p->n_stages == 1 ? "" : "s",
+    pj_kernel_id step_ids[PJ_KERNEL_IDS_MAX]; /* the kernels a step runs: an implicit scheme's F, J (and G) */
+    int n_step = p->n_stages + 4 <= PJ_KERNEL_IDS_MAX ? program_step_kernels(p, step_ids) : 1;
+    printf("pdejit bench %s: %dD, %d field%s, %s (%d %s%s), %s precision\n", file, p->dim, p->n_fields,
+           p->n_fields == 1 ? "" : "s", scheme_name(p->scheme), n_step, p->n_stages ? "stage" : "kernel",
+           n_step == 1 ? "" : "s",
            single ? "single" : "double");
     for (int b = 0; b < n_be; b++) {
         if (!use[b]) continue;
@@ -221,7 +226,7 @@ int cmd_bench(int argc, char **argv)
             /* steps: ~0.2 s at a guessed speed, at least 2 */
             int64_t steps = steps_d > 0 ? (int64_t)steps_d : 0;
             if (!steps) {
-                double guess = (b == oracle ? 5e7 : 1e9) / (double)p->n_stages;
+                double guess = (b == oracle ? 5e7 : 1e9) / (double)n_step;
                 steps = (int64_t)(0.2 * guess / (double)cells / 5);
                 if (steps < 2) steps = 2;
                 if (steps > 2000) steps = 2000;
