@@ -264,10 +264,10 @@ static int cmd_emit(int argc, char **argv)
             kir_print(p->stages[s].kernel, stdout, fn, pn);
         }
         if (PJ_SCHEME_IMPLICIT(p->scheme)) {
-            const kir_kernel *im = program_kernel(p, PJ_KERNEL_RHS_IMPLICIT), *ex = program_kernel(p, PJ_KERNEL_RHS_EXPLICIT);
+            const kir_kernel *ex = program_kernel(p, PJ_KERNEL_RHS_EXPLICIT);
             if (ex) {
                 printf("# imex: the implicit part of F, then the explicit part\n");
-                kir_print(im, stdout, fn, pn);
+                kir_print(program_kernel(p, PJ_KERNEL_RHS_IMPLICIT), stdout, fn, pn);
                 kir_print(ex, stdout, fn, pn);
             }
             printf("# the Jacobian of the implicit part: output j into buffer %d + j\n", 2 * p->n_fields);

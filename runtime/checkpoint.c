@@ -44,7 +44,7 @@ void checkpoint_fingerprint(const pj_program *p, uint8_t out[16])
     v = p->n_params;
     ADD(v);
     for (int i = 0; i < p->n_params; i++) XXH3_128bits_update(st, p->param_names[i], strlen(p->param_names[i]) + 1);
-    pj_kernel_id ids[PJ_KERNEL_IDS_MAX]; /* a step's kernels: an explicit scheme's stages, an implicit one's F, J (and G) */
+    pj_kernel_id ids[PJ_KERNEL_IDS_MAX]; /* a step's: an explicit scheme's stages, an implicit one's F, J (G) */
     v = p->n_stages + 4 <= PJ_KERNEL_IDS_MAX ? program_step_kernels(p, ids) : 0;
     ADD(v);
     for (int s = 0; s < v; s++) {

@@ -364,7 +364,10 @@ static int64_t fold(const implicit_solver *q, int ax, int64_t v)
     return v;
 }
 
-static PetscErrorCode eval_rhs(implicit_solver *q, double t, Vec U, Vec F) { return eval_stage(q, PJ_KERNEL_RHS_IMPLICIT, t, U, F); }
+static PetscErrorCode eval_rhs(implicit_solver *q, double t, Vec U, Vec F)
+{
+    return eval_stage(q, PJ_KERNEL_RHS_IMPLICIT, t, U, F);
+}
 
 /* The column of processes that holds mesh index v along axis a. */
 static int column_of(const implicit_solver *q, int a, int64_t v)
@@ -1080,7 +1083,8 @@ static int jacobian_plan(implicit_solver *q)
     q->linear = !(r & DERIVE_READS_UNKNOWN);
     q->jac_reuse = q->linear && q->alpha_const && !(r & (DERIVE_READS_FIELD | DERIVE_READS_TIME | DERIVE_READS_RAND));
     q->diag_update = !q->jac_reuse && q->alpha_const &&
-                     !(q->jac->offdiag_reads & (DERIVE_READS_UNKNOWN | DERIVE_READS_FIELD | DERIVE_READS_TIME | DERIVE_READS_RAND));
+                     !(q->jac->offdiag_reads &
+                       (DERIVE_READS_UNKNOWN | DERIVE_READS_FIELD | DERIVE_READS_TIME | DERIVE_READS_RAND));
     q->jc_params = malloc(sizeof *q->jc_params * (size_t)(q->p->n_params + 1));
     if (!q->jc_params) return -1;
     if (q->p->n_params) memcpy(q->jc_params, sim_launch(q->s)->param, sizeof *q->jc_params * (size_t)q->p->n_params);
@@ -1230,8 +1234,10 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
     PetscErrorCode e_da;
 
     int box = 0; /* a Jacobian entry off more than one axis needs the box stencil */
-    for (int e = 0; e < q->jac->n; e++)
-        box |= (q->jac->entries[e].off[0] != 0) + (q->jac->entries[e].off[1] != 0) + (q->jac->entries[e].off[2] != 0) > 1;
+    for (int e = 0; e < q->jac->n; e++) {
+        const int *off = q->jac->entries[e].off;
+        box |= (off[0] != 0) + (off[1] != 0) + (off[2] != 0) > 1;
+    }
     DMBoundaryType bt[3];
     for (int a = 0; a < 3; a++) bt[a] = p->periodic[a] ? DM_BOUNDARY_PERIODIC : DM_BOUNDARY_NONE;
     DMDAStencilType stype = box ? DMDA_STENCIL_BOX : DMDA_STENCIL_STAR;
