@@ -49,7 +49,7 @@ enum {
 
 /* The Jacobian of the part of F an implicit scheme solves for (F itself for every scheme but
  * imex), from compiler/derive.c: output j of `kernel` (KIR_JACOBIAN, reading slot 0) is
- * entries[j], stored into buffer n_slots * n_fields + j of its launch (2 * n_fields + j). */
+ * entries[j], stored into buffer 2 * n_fields + j of its launch (after the two slots it reads). */
 typedef struct pj_jacobian {
     kir_kernel *kernel;
     struct derive_entry *entries; /* n, in derive.h's canonical order (by output, then load) */
