@@ -214,6 +214,7 @@ int cuda_backend_emit(const pj_program *p, int single, int fast_math, FILE *out,
         if (k->kind == KK_STAGE && k->index >= 0)
             fprintf(out, " %d: reads slot %d at t + %g dt", k->index + 1, p->stages[k->index].read_slot,
                     p->stages[k->index].t_frac);
+        if (k->kind == KK_STAGE && k->index < 0) fprintf(out, ": a named kernel of the program, reads slot 0");
         if (k->kind == KK_FILL) fprintf(out, " of side %d", k->index);
         fprintf(out, ")\n%s\n", k->src);
     }
