@@ -24,11 +24,20 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The kernels a step runs: the stages, or an implicit scheme's F, J (and G). */
+static int step_kernels(const pj_program *p)
+{
+    pj_kernel_id ids[PJ_KERNEL_IDS_MAX];
+    return p->n_stages + 4 <= PJ_KERNEL_IDS_MAX ? program_step_kernels(p, ids) : 1;
+}
+
 /* Bytes a step must move per cell: per stage, each loaded (slot, field) once and each store. */
 static double bytes_per_cell(const pj_program *p, int single)
 {
     double total = 0;
-    for (int s = 0; s < p->n_stages; s++) total += kir_values_per_cell(p->stages[s].kernel);
+    pj_kernel_id ids[PJ_KERNEL_IDS_MAX];
+    int n = p->n_stages + 4 <= PJ_KERNEL_IDS_MAX ? program_step_kernels(p, ids) : 0;
+    for (int s = 0; s < n; s++) total += kir_values_per_cell(program_kernel(p, ids[s]));
     return total * (single ? 4 : 8);
 }
 
@@ -236,7 +245,7 @@ static int64_t steps_for(const bench_state *s, int b, int64_t cells)
 {
     if (s->steps > 0) return (int64_t)s->steps;
     const int oracle = 0;
-    double guess = (b == oracle ? 5e7 : 1e9) / (double)s->p->n_stages;
+    double guess = (b == oracle ? 5e7 : 1e9) / (double)step_kernels(s->p);
     int64_t steps = (int64_t)(0.2 * guess / (double)cells / 5);
     if (steps < 2) steps = 2;
     if (steps > 2000) steps = 2000;
@@ -342,9 +351,10 @@ static int cmd_bench(int argc, char **argv)
         return 2;
     }
     engine_options eo = {.single = a.single, .threads = (int)a.threads};
-    printf("pdejit bench %s: %dD, %d field%s, %s (%d stage%s), %s precision\n", file, p->dim, p->n_fields,
-           p->n_fields == 1 ? "" : "s", scheme_name(p->scheme), p->n_stages, p->n_stages == 1 ? "" : "s",
-           a.single ? "single" : "double");
+    int n_step = step_kernels(p);
+    printf("pdejit bench %s: %dD, %d field%s, %s (%d %s%s), %s precision\n", file, p->dim, p->n_fields,
+           p->n_fields == 1 ? "" : "s", scheme_name(p->scheme), n_step, p->n_stages ? "stage" : "kernel",
+           n_step == 1 ? "" : "s", a.single ? "single" : "double");
     if (measure_compiles(p, &eo, use, n_be)) {
         program_free(p);
         return 1;

@@ -211,11 +211,22 @@ static void print_ir(const pj_program *p)
     kir_print(p->init, stdout, fn, pn);
     for (int s = 0; s < 6; s++)
         if (p->bc_kernel[s]) kir_print(p->bc_kernel[s], stdout, fn, pn);
-    printf("# the right-hand side F(U) of every field with an eq; the stages below compose it\n");
+    printf("# the right-hand side F(U) of every field with an eq; %s\n",
+           p->n_stages ? "the stages below compose it" : "the implicit solver takes it");
     kir_print(p->rhs, stdout, fn, pn);
     for (int s = 0; s < p->n_stages; s++) {
         printf("# stage %d reads slot %d at t + %g dt\n", s + 1, p->stages[s].read_slot, p->stages[s].t_frac);
         kir_print(p->stages[s].kernel, stdout, fn, pn);
+    }
+    if (PJ_SCHEME_IMPLICIT(p->scheme)) {
+        const kir_kernel *ex = program_kernel(p, PJ_KERNEL_RHS_EXPLICIT);
+        if (ex) {
+            printf("# imex: the implicit part of F, then the explicit part\n");
+            kir_print(program_kernel(p, PJ_KERNEL_RHS_IMPLICIT), stdout, fn, pn);
+            kir_print(ex, stdout, fn, pn);
+        }
+        printf("# the Jacobian of the implicit part: output j into buffer %d + j\n", 2 * p->n_fields);
+        kir_print(program_kernel(p, PJ_KERNEL_JACOBIAN), stdout, fn, pn);
     }
     if (p->reduce) {
         printf("# the monitors, in order:");

@@ -793,8 +793,10 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     kir_eval_params(p->params_kernel, p->param_values, NULL);
     p->halo = 1;
     int *h = arena_alloc(C->arena, sizeof *h * ((size_t)p->n_fields + 1));
-    for (int s = 0; s <= p->n_stages; s++) { /* the stages, then the monitors' reduction */
-        const kir_kernel *k = s < p->n_stages ? p->stages[s].kernel : p->reduce;
+    pj_kernel_id *ids = arena_alloc(C->arena, sizeof *ids * ((size_t)p->n_stages + 4));
+    int n_ids = program_run_kernels(p, ids); /* a step's kernels, then the monitors' reduction */
+    for (int i = 0; i < n_ids; i++) {
+        const kir_kernel *k = program_kernel(p, ids[i]);
         if (!k) continue;
         kir_halo(k, h);
         for (int f = 0; f < p->n_fields; f++)
@@ -867,7 +869,7 @@ void program_free(pj_program *p)
     kir_free(p->rhs);
     kir_free(p->rhs_implicit);
     kir_free(p->rhs_explicit);
-    free(p->jac);
+    program_free_jacobian(p);
     free(p->solver_linear);
     free(p->solver_pc);
     for (int i = 0; i < p->n_monitors; i++) free(p->monitor_names ? p->monitor_names[i] : NULL);

@@ -7,7 +7,13 @@
  *
  * A pj_program owns its kernels and strings (freed by program_free). Slots are the buffer
  * sets of a time step (see the scheme tables in scheme.c): slot 0 always holds the state
- * U at the start and end of a step. */
+ * U at the start and end of a step.
+ *
+ * The kernels are a typed set, each named by what it computes (pj_kernel_id), never by a place
+ * in a list: the right-hand side F (rhs), the part of F an implicit scheme solves for and the
+ * rest (imex), F's Jacobian with its entries (program_jacobian: derived once, on demand, owned
+ * by the program), the fused stages of an explicit scheme, the monitors' reduction, the initial
+ * values, the boundary coefficients per side and the params. */
 #ifndef PJ_PROGRAM_H
 #define PJ_PROGRAM_H
 #include <stdint.h>
@@ -23,6 +29,36 @@ enum { PJ_FMT_CSV = 1, PJ_FMT_VTK = 2, PJ_FMT_PNG = 4 };
 /* What a monitor reports: the sum of e times the cell volume, the largest e, the smallest, the
  * mean (the sum over the number of cells). */
 typedef enum pj_monitor_kind { PJ_MON_INTEGRAL, PJ_MON_MAXVAL, PJ_MON_MINVAL, PJ_MON_MEAN } pj_monitor_kind;
+
+/* A kernel of a program, by what it computes: PJ_KERNEL_STAGE(i) is stage i of an explicit scheme
+ * (0 .. n_stages - 1, in the order a step runs them); the named kernels are negative. What back
+ * ends compile (cpu_backend_prepare_kernels, cuda_sim_options.kernels) and what a sim runs
+ * (sim_eval, a sim_stage_runner) are asked for by these ids. */
+typedef int pj_kernel_id;
+#define PJ_KERNEL_STAGE(i) (i)
+enum {
+    PJ_KERNEL_RHS = -1,          /* p->rhs: F(U) of every field with an eq, reading slot 0, into slot 1 */
+    PJ_KERNEL_RHS_IMPLICIT = -2, /* the part of F an implicit scheme solves for: imex's implicit(...)
+                                    terms (p->rhs_implicit), else F itself */
+    PJ_KERNEL_RHS_EXPLICIT = -3, /* imex: the rest of F (p->rhs_explicit); none otherwise */
+    PJ_KERNEL_JACOBIAN = -4,     /* program_jacobian(p)->kernel: of PJ_KERNEL_RHS_IMPLICIT */
+    PJ_KERNEL_REDUCE = -5,       /* p->reduce: the monitors */
+    PJ_KERNEL_INIT = -6,         /* p->init */
+    PJ_KERNEL_NAMED = 6          /* how many named kernels there are (ids -1 .. -PJ_KERNEL_NAMED) */
+};
+
+/* The Jacobian of the part of F an implicit scheme solves for (F itself for every scheme but
+ * imex), from compiler/derive.c: output j of `kernel` (KIR_JACOBIAN, reading slot 0) is
+ * entries[j], stored into buffer 2 * n_fields + j of its launch (after the two slots it reads). */
+typedef struct pj_jacobian {
+    kir_kernel *kernel;
+    struct derive_entry *entries; /* n, in derive.h's canonical order (by output, then load) */
+    int n;
+    unsigned reads;       /* what the kernel's outputs read: DERIVE_READS_* (derive.h); no
+                             DERIVE_READS_UNKNOWN: F is affine in the unknowns (a linear problem) */
+    unsigned offdiag_reads; /* the same for the coefficients off the diagonal */
+    int symmetric;        /* symmetric at every state by its structure (derive_symmetric) */
+} pj_jacobian;
 
 typedef struct pj_stage {
     kir_kernel *kernel;   /* KIR_STAGE */
@@ -57,23 +93,19 @@ typedef struct pj_program {
     int n_consts;
     char **const_names;   /* in the order written (what --set may set besides params) */
 
+    /* the kernel set (see the top; program_kernel names them) */
     kir_kernel *init;     /* KIR_INIT */
     kir_kernel *rhs;      /* KIR_RHS: F(U) of every field with an eq, reading slot 0 */
     kir_kernel *rhs_implicit, *rhs_explicit; /* imex: F split into its implicit(...) terms and the rest */
 
+    pj_jacobian *jacobian; /* program_jacobian's: NULL until derived (an implicit scheme's when
+                              compiled, else on first use); read it through program_jacobian */
+
     pj_scheme scheme;
-    int n_slots;
-    int n_stages;
+    int n_slots;          /* implicit schemes: 2, then the slots that hold the Jacobian's entries */
+    int n_stages;         /* explicit schemes only; 0 for implicit ones */
     pj_stage *stages;     /* n_stages, composed from rhs by the scheme (compiler/scheme.c) */
     int swap_after_step;  /* Euler: slot 1 holds the new state; swap slots 0 and 1 */
-    /* Implicit schemes: stage 0 is the rhs kernel (F(U) into slot 1), stage 1 its Jacobian
-       (derive.h): jac[j] says what output j of stage 1 is (buffer 2 * n_fields + j). */
-    struct derive_entry *jac;
-    int n_jac;
-    unsigned jac_reads;   /* what the Jacobian kernel's outputs read: DERIVE_READS_* (derive.h); no
-                             DERIVE_READS_UNKNOWN: F is affine in the unknowns (a linear problem) */
-    unsigned jac_offdiag_reads; /* the same for the Jacobian's coefficients off its diagonal */
-    int jac_symmetric;    /* the Jacobian is symmetric at every state by its structure (derive_symmetric) */
     double adapt;         /* > 0: local error control with this relative tolerance */
     /* the solver statement (0 / NULL: pdejit's defaults) */
     double solver_rtol, solver_atol;
@@ -129,5 +161,24 @@ pj_program *compile_problem(const char *filename, const char *source, size_t len
                             const pj_compile_options *opt);
 void program_free(pj_program *p);
 const char *scheme_name(pj_scheme s);
+
+/* Kernel `id` of p, or NULL when p has none such (a stage number out of range, no monitors, no
+ * imex split, a Jacobian that cannot be derived). */
+const kir_kernel *program_kernel(const pj_program *p, pj_kernel_id id);
+/* The Jacobian of PJ_KERNEL_RHS_IMPLICIT, derived with derive.c on first use and kept in p (freed
+ * with it); safe to call from several threads at once. NULL when out of memory or when F cannot
+ * be differentiated (err says why; err may be NULL). */
+const pj_jacobian *program_jacobian(const pj_program *p, char *err, size_t err_len);
+/* Frees p's Jacobian (program_free does). */
+void program_free_jacobian(pj_program *p);
+/* Room enough for program_run_kernels' ids of any program (scheme.c's tables have at most 4 stages). */
+#define PJ_KERNEL_IDS_MAX 16
+/* The kernels a step of p runs, in order, into ids (room for n_stages + 3): an explicit scheme's
+ * stages; an implicit scheme's F (its implicit part), the Jacobian and, under imex, the explicit
+ * part. Returns their number. */
+int program_step_kernels(const pj_program *p, pj_kernel_id *ids);
+/* The same plus the monitors' reduction when p has one (room for n_stages + 4): what a run on a
+ * back end compiles. */
+int program_run_kernels(const pj_program *p, pj_kernel_id *ids);
 
 #endif

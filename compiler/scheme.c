@@ -12,7 +12,6 @@
  * run's ghost fill and Euler's slot swap leave it alone too), so it costs one read per stage. */
 #include "scheme.h"
 #include <stdio.h>
-#include "derive.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,44 +62,18 @@ int scheme_from_name(const char *name)
 }
 
 /* Implicit schemes and steady solves: no fused stages (the solver library combines F and its
- * Jacobian), so stage 0 is the rhs kernel itself (F(U) into slot 1) and stage 1 its Jacobian,
- * whose output j goes to buffer 2 * n_fields + j: slots 2 and up hold the stencil coefficients.
- * imex: stage 0 is the implicit part of F (its implicit(...) terms), stage 1 that part's Jacobian,
- * stage 2 the explicit part. */
+ * Jacobian, which the program names: program.h). The Jacobian is derived now, so that a problem
+ * it cannot be derived for is an error when compiled; its output j goes to buffer
+ * 2 * n_fields + j: slots 2 and up hold the stencil coefficients. */
 static int implicit_lower(pj_program *p)
 {
-    char err[256];
-    derive_entry *entries = NULL;
-    int n = 0, imex = p->scheme == PJ_IMEX && p->rhs_implicit && p->rhs_explicit;
-    const kir_kernel *F = imex ? p->rhs_implicit : p->rhs;
-    kir_kernel *rhs = kir_clone(F), *ex = imex ? kir_clone(p->rhs_explicit) : NULL;
-    kir_kernel *jac = rhs ? derive_jacobian(F, &entries, &n, err, sizeof err) : NULL;
-    p->stages = calloc(3, sizeof *p->stages);
-    if (!rhs || !jac || !p->stages || (imex && !ex)) {
-        int derived = !rhs || jac;
-        kir_free(rhs);
-        kir_free(ex);
-        kir_free(jac);
-        free(entries);
-        return derived ? -1 : -2;
-    }
-    snprintf(rhs->name, sizeof rhs->name, imex ? "rhs.implicit" : "rhs");
-    snprintf(jac->name, sizeof jac->name, "jacobian");
-    p->stages[0] = (pj_stage){rhs, 0, 0.0};
-    p->stages[1] = (pj_stage){jac, 0, 0.0};
-    p->n_stages = 2;
-    if (imex) { /* stage 2: the explicit part, also into slot 1 (never at the same time as stage 0) */
-        snprintf(ex->name, sizeof ex->name, "rhs.explicit");
-        p->stages[2] = (pj_stage){ex, 0, 0.0};
-        p->n_stages = 3;
-    }
-    p->n_slots = 2 + (n + p->n_fields - 1) / (p->n_fields > 0 ? p->n_fields : 1);
+    char err[256] = "";
+    const pj_jacobian *j = program_jacobian(p, err, sizeof err);
+    if (!j) return strstr(err, "out of memory") ? -1 : -2;
+    p->n_stages = 0;
+    p->stages = NULL;
+    p->n_slots = 2 + (j->n + p->n_fields - 1) / (p->n_fields > 0 ? p->n_fields : 1);
     p->swap_after_step = 0;
-    p->jac = entries;
-    p->n_jac = n;
-    p->jac_reads = derive_reads(jac, entries, F, p->field_has_eq);
-    p->jac_offdiag_reads = derive_reads_off_diagonal(jac, entries, p->field_has_eq);
-    p->jac_symmetric = derive_symmetric(jac, entries, n, p->field_has_eq, p->periodic);
     return 0;
 }
 

@@ -8,8 +8,8 @@
 #include "program.h"
 
 /* Fills p->stages (malloc'd), p->n_stages, p->n_slots, p->swap_after_step for p->scheme,
- * composing each stage from p->rhs (finished). Needs p->dim, n_fields, n_params. For an implicit
- * scheme the stages are the rhs kernel and its Jacobian (p->jac, p->n_jac describe the latter).
+ * composing each stage from p->rhs (finished). Needs p->dim, n_fields, n_params. An implicit
+ * scheme has no stages: its Jacobian is derived (program_jacobian) and p->n_slots holds its entries.
  * Returns 0, -1 when out of memory, -2 when the Jacobian cannot be derived. */
 int scheme_lower(pj_program *p);
 

@@ -592,11 +592,15 @@ int pj_sim_kernel(const pj_sim *ps, int i, const char **name, int *from_cache, d
     return 0;
 }
 
-/* The canonical hashes of p's kernels (stages, initial values, boundary conditions, params). */
+/* The canonical hashes of p's kernels (a step's, initial values, boundary conditions, params). */
 static int kernel_hashes(const pj_program *p, const uint8_t **out)
 {
-    int n = 0;
-    for (int s = 0; s < p->n_stages; s++) out[n++] = p->stages[s].kernel->hash;
+    pj_kernel_id ids[PJ_KERNEL_IDS_MAX];
+    int n = 0, n_ids = p->n_stages + 4 <= PJ_KERNEL_IDS_MAX ? program_step_kernels(p, ids) : 0;
+    for (int s = 0; s < n_ids; s++) {
+        const kir_kernel *k = program_kernel(p, ids[s]);
+        if (k) out[n++] = k->hash;
+    }
     if (p->init) out[n++] = p->init->hash;
     if (p->params_kernel) out[n++] = p->params_kernel->hash;
     for (int side = 0; side < 6; side++)
@@ -612,8 +616,8 @@ const char *pj_problem_const_name(const pj_problem *pr, int i)
 
 int pj_problem_kernels_changed(const pj_problem *a, const pj_problem *b, int *total)
 {
-    const uint8_t **ha = malloc(sizeof *ha * (size_t)(a->p->n_stages + 8));
-    const uint8_t **hb = malloc(sizeof *hb * (size_t)(b->p->n_stages + 8));
+    const uint8_t **ha = malloc(sizeof *ha * (size_t)(a->p->n_stages + 12));
+    const uint8_t **hb = malloc(sizeof *hb * (size_t)(b->p->n_stages + 12));
     if (!ha || !hb) {
         free(ha);
         free(hb);

@@ -44,9 +44,14 @@ void checkpoint_fingerprint(const pj_program *p, uint8_t out[16])
     v = p->n_params;
     ADD(v);
     for (int i = 0; i < p->n_params; i++) XXH3_128bits_update(st, p->param_names[i], strlen(p->param_names[i]) + 1);
-    v = p->n_stages;
+    pj_kernel_id ids[PJ_KERNEL_IDS_MAX]; /* a step's: an explicit scheme's stages, an implicit one's F, J (G) */
+    v = p->n_stages + 4 <= PJ_KERNEL_IDS_MAX ? program_step_kernels(p, ids) : 0;
     ADD(v);
-    for (int s = 0; s < p->n_stages; s++) XXH3_128bits_update(st, p->stages[s].kernel->hash, 16);
+    for (int s = 0; s < v; s++) {
+        const kir_kernel *k = program_kernel(p, ids[s]);
+        static const uint8_t none[16]; /* a Jacobian out of memory: a fingerprint no checkpoint has */
+        XXH3_128bits_update(st, k ? k->hash : none, 16);
+    }
     for (int side = 0; side < 6; side++) {
         static const uint8_t none[16];
         XXH3_128bits_update(st, p->bc_kernel[side] ? p->bc_kernel[side]->hash : none, 16);

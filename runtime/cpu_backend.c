@@ -13,7 +13,9 @@ struct cpu_backend {
     llvm_jit *jit;
     cache *cache;
     int n_kernels;
-    kir_cpu_fn *fn;          /* per stage of the prepared program */
+    pj_kernel_id *ids;       /* what each kernel of the last prepare is: stages first, at their numbers */
+    int named[PJ_KERNEL_NAMED]; /* [-id - 1]: the index of named kernel id, -1 when not prepared */
+    kir_cpu_fn *fn;          /* per kernel of the last prepare */
     llvm_loaded **loaded;
     kernel_timing *timings;
     cache_trial *trials;     /* per stage: a kernel from the cache on trial until a step returns */
@@ -50,6 +52,7 @@ void cpu_backend_destroy(cpu_backend *be)
     if (!be) return;
     end_trials(be);
     for (int s = 0; s < be->n_kernels; s++) llvm_unload(be->jit, be->loaded[s]);
+    free(be->ids);
     free(be->fn);
     free(be->loaded);
     free(be->timings);
@@ -139,39 +142,61 @@ static void *compile_one(void *arg)
     return NULL;
 }
 
-/* Loads every stage kernel: from the cache where it can, else compiles the missing ones in
- * parallel (one thread each, llvm_compile is thread-safe), stores them, and loads those objects. */
-/* Kernel s of p: the stages, then the reduction (monitors) when p has one. */
-static int n_kernels_of(const pj_program *p) { return p->n_stages + (p->reduce ? 1 : 0); }
-static const kir_kernel *kernel_of(const pj_program *p, int s)
-{
-    return s < p->n_stages ? p->stages[s].kernel : p->reduce;
-}
-
 kir_cpu_fn cpu_backend_reduce_fn(const cpu_backend *be, const pj_program *p)
 {
-    return p->reduce && be->n_kernels == n_kernels_of(p) ? be->fn[p->n_stages] : NULL;
+    int i = be->named[-PJ_KERNEL_REDUCE - 1];
+    return p->reduce && i >= 0 ? be->fn[i] : NULL;
+}
+
+/* Room for the kernels of a prepare of n: the arrays kept from the last one when n is the same. */
+static int make_room(cpu_backend *be, int n, char *err, size_t err_len)
+{
+    if (n == be->n_kernels) return 0;
+    for (int s = 0; s < be->n_kernels; s++) llvm_unload(be->jit, be->loaded[s]);
+    free(be->ids);
+    free(be->fn);
+    free(be->loaded);
+    free(be->timings);
+    free(be->trials);
+    be->ids = calloc((size_t)n, sizeof *be->ids);
+    be->fn = calloc((size_t)n, sizeof *be->fn);
+    be->loaded = calloc((size_t)n, sizeof *be->loaded);
+    be->timings = calloc((size_t)n, sizeof *be->timings);
+    be->trials = calloc((size_t)n, sizeof *be->trials);
+    be->n_kernels = be->ids && be->fn && be->loaded && be->timings && be->trials ? n : 0;
+    if (be->n_kernels) return 0;
+    snprintf(err, err_len, "out of memory");
+    return -1;
 }
 
 int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t err_len)
 {
-    int n = n_kernels_of(p);
+    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
+    if (!ids) {
+        snprintf(err, err_len, "out of memory");
+        return -1;
+    }
+    int rc = cpu_backend_prepare_kernels(be, p, ids, program_run_kernels(p, ids), err, err_len);
+    free(ids);
+    return rc;
+}
+
+/* Loads every kernel asked for: from the cache where it can, else compiles the missing ones in
+ * parallel (one thread each, llvm_compile is thread-safe), stores them, and loads those objects. */
+int cpu_backend_prepare_kernels(cpu_backend *be, const pj_program *p, const pj_kernel_id *ids, int n, char *err,
+                                size_t err_len)
+{
     end_trials(be);
-    if (n != be->n_kernels) {
-        for (int s = 0; s < be->n_kernels; s++) llvm_unload(be->jit, be->loaded[s]);
-        free(be->fn);
-        free(be->loaded);
-        free(be->timings);
-        free(be->trials);
-        be->fn = calloc((size_t)n, sizeof *be->fn);
-        be->loaded = calloc((size_t)n, sizeof *be->loaded);
-        be->timings = calloc((size_t)n, sizeof *be->timings);
-        be->trials = calloc((size_t)n, sizeof *be->trials);
-        be->n_kernels = be->fn && be->loaded && be->timings && be->trials ? n : 0;
-        if (!be->n_kernels) {
-            snprintf(err, err_len, "out of memory");
+    for (int i = 0; i < n; i++)
+        if ((ids[i] >= 0 && ids[i] != i) || ids[i] < -PJ_KERNEL_NAMED || !program_kernel(p, ids[i])) {
+            snprintf(err, err_len, "internal error: kernel %d asked of the CPU back end is not the program's", ids[i]);
             return -1;
         }
+    if (make_room(be, n, err, err_len) < 0) return -1;
+    for (int i = 0; i < PJ_KERNEL_NAMED; i++) be->named[i] = -1;
+    for (int i = 0; i < n; i++) {
+        be->ids[i] = ids[i];
+        if (ids[i] < 0) be->named[-ids[i] - 1] = i;
     }
     compile_job *jobs = calloc((size_t)n, sizeof *jobs);
     int *missing = calloc((size_t)n, sizeof *missing), n_missing = 0;
@@ -187,7 +212,7 @@ int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t 
     }
     kernel_timing *timings = be->timings;
     for (int s = 0; s < n; s++) {
-        const kir_kernel *k = kernel_of(p, s);
+        const kir_kernel *k = program_kernel(p, ids[s]);
         compile_job *j = &jobs[s];
         memset(j, 0, sizeof *j);
         j->be = be;
@@ -267,10 +292,10 @@ int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t 
     return rc;
 }
 
-void cpu_backend_run(void *ctx, int stage, const kir_launch *L, int64_t begin, int64_t end)
+void cpu_backend_run(void *ctx, pj_kernel_id stage, const kir_launch *L, int64_t begin, int64_t end)
 {
     cpu_backend *be = ctx;
-    be->fn[stage](L, begin, end);
+    be->fn[stage >= 0 ? stage : be->named[-stage - 1]](L, begin, end);
 }
 
 const kernel_timing *cpu_backend_timings(const cpu_backend *be, int *n)
@@ -288,27 +313,35 @@ void cpu_backend_ran(cpu_backend *be)
 
 int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out)
 {
-    for (int s = 0; s < n_kernels_of(p); s++) {
+    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
+    if (!ids) return -1;
+    for (int s = 0, n = program_run_kernels(p, ids); s < n; s++) {
+        const kir_kernel *k = program_kernel(p, ids[s]);
         kernel_key kk;
-        make_key(be, kernel_of(p, s), &kk);
+        make_key(be, k, &kk);
         char why[1024];
         int r = be->cache ? cache_explain(be->cache, &kk.key, why, sizeof why) : 0;
-        fprintf(out, "%-8s %s  %s\n", kernel_of(p, s)->name, kk.ir, r == 1 ? "hit" : why);
+        fprintf(out, "%-8s %s  %s\n", k->name, kk.ir, r == 1 ? "hit" : why);
     }
+    free(ids);
     return 0;
 }
 
 int cpu_backend_emit(cpu_backend *be, const pj_program *p, FILE *out, char *err, size_t err_len)
 {
     llvm_options lo = {be->opt.single, be->opt.fast_math, 0};
-    for (int s = 0; s < n_kernels_of(p); s++) {
-        const kir_kernel *k = kernel_of(p, s);
+    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
+    int rc = ids ? 0 : -1;
+    if (!ids) snprintf(err, err_len, "out of memory");
+    for (int s = 0, n = ids ? program_run_kernels(p, ids) : 0; s < n && rc == 0; s++) {
+        const kir_kernel *k = program_kernel(p, ids[s]);
         kernel_key kk;
         make_key(be, k, &kk);
         char *ir = NULL;
-        if (llvm_compile(be->jit, k, &lo, kk.symbol, NULL, NULL, &ir, NULL, err, err_len) < 0) return -1;
-        fprintf(out, "; kernel %s (ir %s)\n%s\n", k->name, kk.ir, ir);
+        rc = llvm_compile(be->jit, k, &lo, kk.symbol, NULL, NULL, &ir, NULL, err, err_len);
+        if (rc == 0) fprintf(out, "; kernel %s (ir %s)\n%s\n", k->name, kk.ir, ir);
         free(ir);
     }
-    return 0;
+    free(ids);
+    return rc < 0 ? -1 : 0;
 }

@@ -1,5 +1,6 @@
-/* cpu_backend.h — the CPU back end of a run: every stage kernel of a program compiled by the
- * LLVM back end or loaded from the kernel cache, and installed as the sim's stage runner.
+/* cpu_backend.h — the CPU back end of a run: the kernels of a program it is asked for, by kind
+ * (program.h's pj_kernel_id), compiled by the LLVM back end or loaded from the kernel cache, and
+ * installed as the sim's stage runner.
  *
  * Per kernel: key = (canonical IR hash, kind, back end, target, LLVM version, precision,
  * fast-math, codegen version). Memory first (the JIT keeps loaded code), then the disk cache,
@@ -29,13 +30,20 @@ void cpu_backend_destroy(cpu_backend *be);
 /* The cache's one warning (e.g. a read-only folder), or NULL. */
 const char *cpu_backend_warning(cpu_backend *be);
 
-/* Compiles or loads every stage kernel of p, and its reduction kernel (monitors) if any. Returns 0, or -1 with a message. */
+/* Compiles or loads the kernels a run of p needs (program_run_kernels: an explicit scheme's
+ * stages, an implicit one's F, Jacobian and explicit part, and the monitors' reduction if any).
+ * Returns 0, or -1 with a message. */
 int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t err_len);
-/* How each kernel of the last prepare was obtained (*n entries, one per stage). */
+/* Compiles or loads kernels ids[0 .. n) of p, replacing the last prepare's: a stage's id must be
+ * its place in ids (stages first, in order), named kernels follow in any order (e.g. a term's
+ * PJ_KERNEL_RHS alone). Returns 0, or -1 with a message. */
+int cpu_backend_prepare_kernels(cpu_backend *be, const pj_program *p, const pj_kernel_id *ids, int n, char *err,
+                                size_t err_len);
+/* How each kernel of the last prepare was obtained (*n entries, in the order asked for). */
 const kernel_timing *cpu_backend_timings(const cpu_backend *be, int *n);
-/* Runs stage kernel `stage` of the last prepare (ctx: the cpu_backend) over outermost indices
- * [begin, end): the sim_stage_runner that cpu_backend_install installs. */
-void cpu_backend_run(void *ctx, int stage, const kir_launch *L, int64_t begin, int64_t end);
+/* Runs kernel `stage` (a pj_kernel_id) of the last prepare (ctx: the cpu_backend) over outermost
+ * indices [begin, end): the sim_stage_runner that cpu_backend_install installs. */
+void cpu_backend_run(void *ctx, pj_kernel_id stage, const kir_launch *L, int64_t begin, int64_t end);
 /* The compiled reduction kernel of p (its monitors) after prepare, or NULL when p has none. */
 kir_cpu_fn cpu_backend_reduce_fn(const cpu_backend *be, const pj_program *p);
 /* Makes s run the prepared kernels (p must be the program s runs). */
@@ -44,9 +52,9 @@ void cpu_backend_install(cpu_backend *be, sim *s);
  * (cache_trial_end; until then a crash marks their entries). Cheap after the first call. */
 void cpu_backend_ran(cpu_backend *be);
 
-/* For every stage kernel of p: hit, or miss and why (nearest entry's differing components). */
+/* For every kernel a run of p compiles: hit, or miss and why (nearest entry's differing components). */
 int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out);
-/* Prints the optimised LLVM IR of every stage kernel of p. */
+/* Prints the optimised LLVM IR of every kernel a run of p compiles. */
 int cpu_backend_emit(cpu_backend *be, const pj_program *p, FILE *out, char *err, size_t err_len);
 
 /* The disk cache of this back end (for `pdejit cache`). */

@@ -52,9 +52,10 @@ typedef struct kspec {
 } kspec;
 
 typedef struct kset {
-    kspec *k;             /* init, stages, fills, check, reduce, fold: at most n_stages + 10 */
+    kspec *k;             /* init, the kernels asked for, fills, check, reduce, fold */
     int n;
     int init, *stage, fill[6], check; /* index into k, -1 absent */
+    int named[PJ_KERNEL_NAMED]; /* [-id - 1]: named kernel id (program.h), -1 absent */
     int reduce, fold;     /* the monitors' reduction: lanes and their fold, -1 absent */
 } kset;
 
@@ -87,18 +88,37 @@ static cuda_bc_kind fill_kind(const ghost_plan *plan, int f, int side)
     return CUDA_BC_MIRROR;
 }
 
-/* Generates the CUDA C of every kernel p needs, the fills as `plan` says (no fill kernel for a
- * side a hook fills): whole sources, or with prelude non-NULL the kernels without their shared
- * definitions, whose CUDA_PRELUDE_* bits are ORed into *prelude (cuda_options). 0, or -1 with a
- * message. */
-static int kset_build(kset *ks, const pj_program *p, const ghost_plan *plan, int single, int fast_math,
-                      unsigned *prelude, char *err, size_t err_len)
+/* The CUDA C of kernel k of the program as the next kspec of ks (kind; index: a stage number, or
+ * a named kernel's negative id), its function named pj_PREFIX_HASH_PRECISION. Its place in ks, or
+ * -1 with the message in cerr. */
+static int kset_add(kset *ks, kkind kind, int index, const char *prefix, const kir_kernel *k, const cuda_options *co,
+                    char *cerr, size_t cerr_len)
+{
+    char hex[33];
+    kspec *sp = &ks->k[ks->n];
+    kir_hash_hex(k, hex);
+    sp->kind = kind;
+    sp->index = index;
+    snprintf(sp->name, sizeof sp->name, "pj_%s_%s_%c", prefix, hex, co->single ? 's' : 'd');
+    snprintf(sp->ir, sizeof sp->ir, "%s", hex);
+    sp->src = cuda_codegen(k, co, sp->name, cerr, cerr_len);
+    return sp->src ? ks->n++ : -1;
+}
+
+/* Generates the CUDA C of the kernels ids[0 .. n_ids) of p (stages, named kernels, the
+ * reduction: program.h), the init kernel, the fills as `plan` says (no fill kernel for a side a
+ * hook fills) and the check: whole sources, or with prelude non-NULL the kernels without their
+ * shared definitions, whose CUDA_PRELUDE_* bits are ORed into *prelude (cuda_options). 0, or -1
+ * with a message. */
+static int kset_build(kset *ks, const pj_program *p, const pj_kernel_id *ids, int n_ids, const ghost_plan *plan,
+                      int single, int fast_math, unsigned *prelude, char *err, size_t err_len)
 {
     memset(ks, 0, sizeof *ks);
     ks->init = ks->check = ks->reduce = ks->fold = -1;
     for (int i = 0; i < 6; i++) ks->fill[i] = -1;
-    ks->k = calloc((size_t)p->n_stages + 10, sizeof *ks->k); /* init, stages, 6 fills, check, reduce, fold */
-    ks->stage = malloc(sizeof *ks->stage * (size_t)p->n_stages);
+    for (int i = 0; i < PJ_KERNEL_NAMED; i++) ks->named[i] = -1;
+    ks->k = calloc((size_t)n_ids + 11, sizeof *ks->k); /* init, ids, 6 fills, check, reduce, fold */
+    ks->stage = malloc(sizeof *ks->stage * ((size_t)p->n_stages + 1));
     if (!ks->k || !ks->stage) {
         kset_free(ks);
         diag_set(err, err_len, "cuda: out of memory");
@@ -108,26 +128,19 @@ static int kset_build(kset *ks, const pj_program *p, const ghost_plan *plan, int
     cuda_options co = {single, fast_math, prelude};
     char hex[33], cerr[512];
     const char prec = single ? 's' : 'd';
-    if (p->init) {
-        kspec *k = &ks->k[ks->n];
-        kir_hash_hex(p->init, hex);
-        k->kind = KK_INIT;
-        snprintf(k->name, sizeof k->name, "pj_init_%s_%c", hex, prec);
-        snprintf(k->ir, sizeof k->ir, "%s", hex);
-        k->src = cuda_codegen(p->init, &co, k->name, cerr, sizeof cerr);
-        if (!k->src) goto fail;
-        ks->init = ks->n++;
-    }
-    for (int s = 0; s < p->n_stages; s++) {
-        kspec *k = &ks->k[ks->n];
-        kir_hash_hex(p->stages[s].kernel, hex);
-        k->kind = KK_STAGE;
-        k->index = s;
-        snprintf(k->name, sizeof k->name, "pj_stage_%s_%c", hex, prec);
-        snprintf(k->ir, sizeof k->ir, "%s", hex);
-        k->src = cuda_codegen(p->stages[s].kernel, &co, k->name, cerr, sizeof cerr);
-        if (!k->src) goto fail;
-        ks->stage[s] = ks->n++;
+    if (p->init && (ks->init = kset_add(ks, KK_INIT, 0, "init", p->init, &co, cerr, sizeof cerr)) < 0) goto fail;
+    int reduce = 0;
+    for (int i = 0; i < n_ids; i++) {
+        const kir_kernel *k = program_kernel(p, ids[i]);
+        if (ids[i] == PJ_KERNEL_REDUCE || !k) {
+            reduce |= ids[i] == PJ_KERNEL_REDUCE && k;
+            continue;
+        }
+        int at = kset_add(ks, KK_STAGE, ids[i], ids[i] >= 0 ? "stage" : kir_kind_name(k->kind), k, &co, cerr,
+                          sizeof cerr);
+        if (at < 0) goto fail;
+        if (ids[i] >= 0) ks->stage[ids[i]] = at;
+        else ks->named[-ids[i] - 1] = at;
     }
     cuda_bc_kind *kinds = malloc(sizeof *kinds * (size_t)p->n_fields);
     if (!kinds) {
@@ -167,7 +180,7 @@ static int kset_build(kset *ks, const pj_program *p, const ghost_plan *plan, int
         if (!k->src) goto fail;
         ks->check = ks->n++;
     }
-    if (p->reduce) {
+    if (reduce) {
         kir_hash_hex(p->reduce, hex);
         kspec *k = &ks->k[ks->n];
         k->kind = KK_REDUCE;
@@ -200,7 +213,11 @@ int cuda_backend_emit(const pj_program *p, int single, int fast_math, FILE *out,
         return -1;
     }
     unsigned shared = 0;
-    int rc = kset_build(&ks, p, &plan, single, fast_math, &shared, err, err_len);
+    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
+    int rc = ids ? kset_build(&ks, p, ids, program_run_kernels(p, ids), &plan, single, fast_math, &shared, err, err_len)
+                 : -1;
+    if (!ids) diag_set(err, err_len, "cuda: out of memory");
+    free(ids);
     ghost_plan_free(&plan);
     if (rc < 0) return -1;
     char *prelude = cuda_codegen_prelude(shared, err, err_len);
@@ -217,9 +234,10 @@ int cuda_backend_emit(const pj_program *p, int single, int fast_math, FILE *out,
         int again = 0; /* two stages of the same IR are one kernel */
         for (int j = 0; j < i; j++) again |= !strcmp(ks.k[j].name, k->name);
         fprintf(out, "// ---- kernel %s (%s", k->name, kkind_name[k->kind]);
-        if (k->kind == KK_STAGE)
+        if (k->kind == KK_STAGE && k->index >= 0)
             fprintf(out, " %d: reads slot %d at t + %g dt", k->index + 1, p->stages[k->index].read_slot,
                     p->stages[k->index].t_frac);
+        if (k->kind == KK_STAGE && k->index < 0) fprintf(out, ": a named kernel of the program, reads slot 0");
         if (k->kind == KK_FILL) fprintf(out, " of side %d", k->index);
         if (again) fprintf(out, "): the kernel above\n\n");
         else fprintf(out, ")\n%s\n", k->src);
@@ -536,7 +554,13 @@ static int kernels_build(cuda_sim *s, cuda_kernels *K, const pj_program *p, cons
                          size_t err_len)
 {
     memset(K, 0, sizeof *K);
-    if (kset_build(&K->ks, p, plan, s->opt.single, s->opt.fast_math, NULL, err, err_len) < 0) return -1;
+    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
+    int rc = ids ? kset_build(&K->ks, p, ids, program_run_kernels(p, ids), plan, s->opt.single, s->opt.fast_math, NULL,
+                              err, err_len)
+                 : -1;
+    if (!ids) diag_set(err, err_len, "cuda: out of memory");
+    free(ids);
+    if (rc < 0) return -1;
     K->mod = calloc((size_t)K->ks.n, sizeof *K->mod);
     K->fn = calloc((size_t)K->ks.n, sizeof *K->fn);
     if (!K->mod || !K->fn) {
@@ -637,10 +661,17 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     for (int i = 0; i < p->n_params; i++) s->A.param[i] = s->st.param[i];
 
     /* the CUDA C of every kernel: needs no device */
-    if (kset_build(&s->K.ks, p, &s->st.plan, s->opt.single, s->opt.fast_math, NULL, err, err_len) < 0) {
+    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
+    int n_ids = !ids ? 0 : s->opt.kernels ? s->opt.n_kernels : program_run_kernels(p, ids);
+    if (!ids || kset_build(&s->K.ks, p, s->opt.kernels ? s->opt.kernels : ids, n_ids, &s->st.plan, s->opt.single,
+                           s->opt.fast_math, NULL, err, err_len) < 0) {
+        if (!ids) diag_set(err, err_len, "cuda: out of memory");
+        free(ids);
         cuda_sim_destroy(s);
         return NULL;
     }
+    free(ids);
+    s->opt.kernels = NULL; /* the caller's array need not outlive the call */
     s->K.mod = calloc((size_t)s->K.ks.n, sizeof *s->K.mod);
     s->K.fn = calloc((size_t)s->K.ks.n, sizeof *s->K.fn);
     if (!s->K.mod || !s->K.fn) {
@@ -830,14 +861,15 @@ int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double
     return launch(s, kernel, s->sgrid, s->sblock, &a, sizeof a, err, err_len);
 }
 
-int cuda_sim_run_stage(cuda_sim *s, int stage, double t, double dt, char *err, size_t err_len)
+int cuda_sim_eval(cuda_sim *s, pj_kernel_id id, double t, double dt, char *err, size_t err_len)
 {
-    if (stage < 0 || stage >= s->st.p->n_stages) {
-        diag_set(err, err_len, "cuda: no stage %d", stage);
+    const pj_program *p = s->st.p;
+    int k = id >= 0 ? (id < p->n_stages ? s->K.ks.stage[id] : -1) : id >= -PJ_KERNEL_NAMED ? s->K.ks.named[-id - 1] : -1;
+    if (k < 0) {
+        diag_set(err, err_len, "cuda: kernel %d of the program was not prepared", id);
         return -1;
     }
-    return cuda_sim_run_kernel(s, s->K.ks.stage[stage], s->st.p->stages[stage].read_slot, t, dt, 0, NULL, 0, err,
-                               err_len);
+    return cuda_sim_run_kernel(s, k, id >= 0 ? p->stages[id].read_slot : 0, t, dt, 0, NULL, 0, err, err_len);
 }
 
 int cuda_sim_add_kernel(cuda_sim *s, const kir_kernel *k, char *err, size_t err_len)

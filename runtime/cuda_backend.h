@@ -12,7 +12,8 @@
  *   checks      the NaN/Inf check kernel per field (first bad cell, x fastest, as sim.c scans)
  *   outputs     cuda_sim_get_field copies one field's interior rows back
  *
- * Kernels: every stage kernel, the init kernel, one fill kernel per side and one check kernel,
+ * Kernels: the program's kernels it is asked for by kind (cuda_sim_options.kernels; a run's: every
+ * stage kernel and the reduction), the init kernel, one fill kernel per side and one check kernel,
  * each printed by compiler/cuda_codegen.c, compiled by NVRTC for the device's compute
  * capability (a cubin; PTX when this NVRTC has no cubin target for it) and kept in the kernel
  * cache (runtime/cache.h) with its CUDA C beside it (".cu"). Key: ir (the canonical hash of the
@@ -49,6 +50,10 @@ typedef struct cuda_sim_options {
     unsigned block[3];     /* stage block shape; zeros: cuda_stage_dims' (or $PDEJIT_CUDA_BLOCK "x,y,z") */
     const struct ghost_settings *ghosts; /* NULL: the program's conditions on every side (grid.h) */
     uint64_t seed;         /* rand() and randn(): the key of their generator (compiler/philox.h) */
+    const pj_kernel_id *kernels; /* the program's kernels to compile (program.h), n_kernels of them,
+                              besides init, fills and check; NULL: what a run needs
+                              (program_run_kernels: the stages, the monitors' reduction) */
+    int n_kernels;
 } cuda_sim_options;
 
 /* How the kernels were obtained (cuda_sim_prepare_stats). */
@@ -92,10 +97,11 @@ int cuda_sim_add_kernel(cuda_sim *s, const kir_kernel *k, char *err, size_t err_
  * its cell (0,0,0), or 0 with a message. At most CUDA_SIM_EXTRA. */
 #define CUDA_SIM_EXTRA 8
 cuda_ptr cuda_sim_alloc_buffer(cuda_sim *s, char *err, size_t err_len);
-/* Stage `stage` of the program alone, once, at time t with step dt: the fill of its read slot,
- * then its kernel (launches only); no swap, the clock unchanged (pj_term_* on the device).
- * 0, or -1 with a message. */
-int cuda_sim_run_stage(cuda_sim *s, int stage, double t, double dt, char *err, size_t err_len);
+/* Kernel `id` of the program (a stage, or a named kernel compiled at create: e.g. PJ_KERNEL_RHS)
+ * alone, once, at time t with step dt: the fill of its read slot (a named kernel's: 0), then the
+ * kernel (launches only); no swap, the clock unchanged (pj_term_* on the device). 0, or -1 with a
+ * message. */
+int cuda_sim_eval(cuda_sim *s, pj_kernel_id id, double t, double dt, char *err, size_t err_len);
 /* Sets the cell spacing of axes below the program's dim (instead of length / n), as sim_set_spacing. */
 void cuda_sim_set_spacing(cuda_sim *s, const double h[3]);
 /* The device address of buffer b (slot * n_fields + field) at its first interior cell; row j of

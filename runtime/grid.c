@@ -19,8 +19,9 @@ int grid_layout_block(grid_layout *g, const pj_program *p, const grid_block *blo
                       const char *who, char *err, size_t err_len)
 {
     memset(g, 0, sizeof *g);
-    if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 || p->n_stages < 1 || !p->stages ||
-        !p->bc) {
+    int stepped = p && !PJ_SCHEME_IMPLICIT(p->scheme); /* explicit: fused stages; implicit: none */
+    if (!p || p->dim < 1 || p->dim > 3 || p->n_fields < 1 || p->n_slots < 1 ||
+        (stepped && (p->n_stages < 1 || !p->stages)) || !p->bc) {
         diag_set(err, err_len, "%s: the program is incomplete (dimension, fields, slots or stages)", who);
         return -1;
     }

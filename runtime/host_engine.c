@@ -225,7 +225,9 @@ static void host_info(void *impl, engine_info *info)
 {
     host_engine *h = impl;
     const pj_program *p = sim_program(h->s);
-    for (int s = 0; s < p->n_stages; s++) info->bytes_per_cell += kir_values_per_cell(p->stages[s].kernel);
+    pj_kernel_id ids[PJ_KERNEL_IDS_MAX];
+    int n = p->n_stages + 4 <= PJ_KERNEL_IDS_MAX ? program_step_kernels(p, ids) : 0;
+    for (int i = 0; i < n; i++) info->bytes_per_cell += kir_values_per_cell(program_kernel(p, ids[i]));
     info->bytes_per_cell *= h->opt.single ? 4 : 8;
     if (!h->cpu) return;
     info->compiler = "LLVM " PJ_LLVM_VERSION;

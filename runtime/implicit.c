@@ -114,6 +114,7 @@ const implicit_host *implicit_module_host;
 #define sim_set_clock(s, t, steps) host->sim_set_clock(s, t, steps)
 #define sim_steps(s) host->sim_steps(s)
 #define sim_time(s) host->sim_time(s)
+#define program_jacobian(p, err, len) host->program_jacobian(p, err, len)
 #define diag_set module_diag_set
 #define driver_now module_now
 static double module_now(void)
@@ -127,6 +128,7 @@ static double module_now(void)
 struct implicit_solver {
     sim *s;
     const pj_program *p;
+    const pj_jacobian *jac; /* the program's: its kernel (PJ_KERNEL_JACOBIAN) and entries */
     int nf;                /* fields of the program */
     int dof;               /* fields with an equation: the unknowns per cell */
     int *unknown;          /* [field] its place among the unknowns, or -1 */
@@ -150,11 +152,11 @@ struct implicit_solver {
     double *alpha;         /* [dof][H + 2][elems]: per field, beta (the ghosts' constant part), the
                               all-ones fill less beta, then alpha_k for k = 0 .. H-1 (measure_alpha) */
     int alpha_valid, alpha_const;
-    int linear;            /* F is affine in the unknowns (p->jac_reads): one linear solve a step */
+    int linear;            /* F is affine in the unknowns (jac->reads): one linear solve a step */
     int jac_reuse;         /* ... and its Jacobian the same at every time and state: assembled once */
     Mat Jc;                /* jac_reuse: the assembled Jacobian (J itself is scaled and shifted by TS) */
     int jc_valid;
-    int diag_update;       /* only the diagonal changes (p->jac_offdiag_reads): Jc plus the diagonal's change */
+    int diag_update;       /* only the diagonal changes (jac->offdiag_reads): Jc plus the diagonal's change */
     Vec Djc;               /* diag_update: the diagonal coefficients' sum at Jc's assembly */
     Vec Voff;              /* cg: per row, the sum of |J_ij| off the diagonal (gershgorin_bound) */
     int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
@@ -246,11 +248,11 @@ static void slot_to_vec(implicit_solver *q, int slot, PetscScalar *x)
     }
 }
 
-/* Kernel `kernel` of the sim (0 and 2: the rhs stages; 1: the Jacobian) at state U and time t: U
+/* Kernel `kernel` of the program (the rhs or a part of it, the Jacobian) at state U and time t: U
  * into slot 0, then the kernel; with_alpha: also the boundary conditions' coefficients, where they
  * may have changed since they were measured (measure_alpha). */
 static int measure_alpha(implicit_solver *q, double t);
-static PetscErrorCode run_kernel(implicit_solver *q, int kernel, double t, Vec U, int with_alpha)
+static PetscErrorCode run_kernel(implicit_solver *q, pj_kernel_id kernel, double t, Vec U, int with_alpha)
 {
     const PetscScalar *u;
     PetscCall(VecGetArrayRead(U, &u));
@@ -264,12 +266,12 @@ static PetscErrorCode run_kernel(implicit_solver *q, int kernel, double t, Vec U
     return 0;
 }
 
-/* F(U) at time t into f: U into slot 0, the rhs kernel (stage 0; under imex stage 0 is the
- * implicit part, stage 2 the explicit one) writes slot 1. */
-static PetscErrorCode eval_stage(implicit_solver *q, int stage, double t, Vec U, Vec F)
+/* F(U) at time t into f: U into slot 0, the rhs kernel `part` (PJ_KERNEL_RHS_IMPLICIT: F, under
+ * imex its implicit part; PJ_KERNEL_RHS_EXPLICIT: imex's explicit part) writes slot 1. */
+static PetscErrorCode eval_stage(implicit_solver *q, pj_kernel_id part, double t, Vec U, Vec F)
 {
     PetscScalar *f;
-    PetscCall(run_kernel(q, stage, t, U, 0));
+    PetscCall(run_kernel(q, part, t, U, 0));
     PetscCall(VecGetArray(F, &f));
     slot_to_vec(q, 1, f);
     PetscCall(VecRestoreArray(F, &f));
@@ -362,7 +364,10 @@ static int64_t fold(const implicit_solver *q, int ax, int64_t v)
     return v;
 }
 
-static PetscErrorCode eval_rhs(implicit_solver *q, double t, Vec U, Vec F) { return eval_stage(q, 0, t, U, F); }
+static PetscErrorCode eval_rhs(implicit_solver *q, double t, Vec U, Vec F)
+{
+    return eval_stage(q, PJ_KERNEL_RHS_IMPLICIT, t, U, F);
+}
 
 /* The column of processes that holds mesh index v along axis a. */
 static int column_of(const implicit_solver *q, int a, int64_t v)
@@ -394,24 +399,24 @@ static PetscInt global_index(const implicit_solver *q, int64_t i, int64_t j, int
 static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
 {
     double t0 = driver_now();
-    PetscCall(run_kernel(q, 1, t, U, 1));
+    PetscCall(run_kernel(q, PJ_KERNEL_JACOBIAN, t, U, 1));
     const grid_layout *g = sim_layout(q->s);
     const pj_program *p = q->p;
     PetscCall(MatZeroEntries(A));
-    const double **jb = malloc(sizeof *jb * (size_t)(p->n_jac + 1));
+    const double **jb = malloc(sizeof *jb * (size_t)(q->jac->n + 1));
     if (!jb) SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "out of memory");
-    for (int e = 0; e < p->n_jac; e++) jb[e] = (const double *)sim_launch(q->s)->buf[2 * q->nf + e];
+    for (int e = 0; e < q->jac->n; e++) jb[e] = (const double *)sim_launch(q->s)->buf[2 * q->nf + e];
     for (int64_t k = 0; k < g->n[2]; k++)
         for (int64_t j = 0; j < g->n[1]; j++)
             for (int64_t i = 0; i < g->n[0]; i++) {
                 int64_t cell = at(g, i, j, k);
                 int e = 0;
-                while (e < p->n_jac) { /* entries come grouped by output: one row each */
-                    const derive_entry *d0 = &p->jac[e];
+                while (e < q->jac->n) { /* entries come grouped by output: one row each */
+                    const derive_entry *d0 = &q->jac->entries[e];
                     int row_c = q->unknown[d0->out_field];
                     int nc = 0;
-                    for (; e < p->n_jac && p->jac[e].output == d0->output; e++) {
-                        const derive_entry *d = &p->jac[e];
+                    for (; e < q->jac->n && q->jac->entries[e].output == d0->output; e++) {
+                        const derive_entry *d = &q->jac->entries[e];
                         double v = jb[e][cell];
                         int col_c = q->unknown[d->field];
                         if (v == 0 || col_c < 0 || row_c < 0) continue;
@@ -497,12 +502,11 @@ static PetscErrorCode gershgorin_bound(implicit_solver *q, Mat J, int offsums)
 static PetscErrorCode diagonal_sum(implicit_solver *q, Vec d)
 {
     const grid_layout *g = sim_layout(q->s);
-    const pj_program *p = q->p;
     PetscScalar *v;
     PetscCall(VecSet(d, 0));
     PetscCall(VecGetArray(d, &v));
-    for (int e = 0; e < p->n_jac; e++) {
-        const derive_entry *de = &p->jac[e];
+    for (int e = 0; e < q->jac->n; e++) {
+        const derive_entry *de = &q->jac->entries[e];
         int c = q->unknown[de->out_field];
         if (de->off[0] || de->off[1] || de->off[2] || de->field != de->out_field || c < 0) continue;
         const double *jb = (const double *)sim_launch(q->s)->buf[2 * q->nf + e];
@@ -523,7 +527,7 @@ static PetscErrorCode diagonal_sum(implicit_solver *q, Vec d)
 static PetscErrorCode update_diagonal(implicit_solver *q, double t, Vec U, Mat B)
 {
     double t0 = driver_now();
-    PetscCall(run_kernel(q, 1, t, U, 0));
+    PetscCall(run_kernel(q, PJ_KERNEL_JACOBIAN, t, U, 0));
     PetscCall(diagonal_sum(q, q->D));
     PetscCall(VecAXPY(q->D, -1.0, q->Djc));
     PetscCall(MatCopy(q->Jc, B, SAME_NONZERO_PATTERN));
@@ -574,7 +578,7 @@ static PetscErrorCode jacobian_into(implicit_solver *q, double t, Vec U, Mat B)
 static PetscErrorCode ts_ifunction(TS ts, PetscReal t, Vec U, Vec Udot, Vec F, void *ctx)
 {
     (void)ts;
-    PetscCall(eval_stage(ctx, 0, t, U, F));
+    PetscCall(eval_stage(ctx, PJ_KERNEL_RHS_IMPLICIT, t, U, F));
     PetscCall(VecAYPX(F, -1.0, Udot));
     return 0;
 }
@@ -626,7 +630,7 @@ static PetscErrorCode choose_pc(implicit_solver *q, TS ts, PetscReal shift, Mat 
 }
 
 /* Conjugate gradients need a symmetric positive definite operator: shift I - J is when J is
- * symmetric (p->jac_symmetric) and shift is at least J's Gershgorin bound. When it is not (a source
+ * symmetric (jac->symmetric) and shift is at least J's Gershgorin bound. When it is not (a source
  * that grows faster than 1/dt), pdejit's symmetric default gives way to GMRES with ILU(1), its
  * general one, for the rest of the run. */
 static PetscErrorCode keep_cg(implicit_solver *q, TS ts, PetscReal shift)
@@ -714,7 +718,7 @@ static PetscErrorCode ts_ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscRea
 static PetscErrorCode ts_explicit(TS ts, PetscReal t, Vec U, Vec G, void *ctx)
 {
     (void)ts;
-    return eval_stage(ctx, 2, t, U, G);
+    return eval_stage(ctx, PJ_KERNEL_RHS_EXPLICIT, t, U, G);
 }
 
 static PetscErrorCode snes_rhs(SNES snes, Vec U, Vec F, void *ctx)
@@ -845,7 +849,7 @@ static int ghost_rule_constant(const pj_program *p)
     return 1;
 }
 
-/* A symmetric Jacobian (p->jac_symmetric: by its structure, at every state) in a time step: conjugate
+/* A symmetric Jacobian (jac->symmetric: by its structure, at every state) in a time step: conjugate
  * gradients with incomplete Cholesky, ICC(1), rather than GMRES with ILU(1), unless the options
  * name a linear solver or a preconditioner (keep_cg gives way to GMRES where shift I - J is not
  * positive definite). CG keeps no basis to orthogonalise against; ICC stores half of ILU's factor.
@@ -984,7 +988,7 @@ static PetscErrorCode mg_interpolation(const implicit_solver *q, const int64_t n
     return 0;
 }
 
-/* A steady problem with a symmetric Jacobian (p->jac_symmetric: diffusion with constant
+/* A steady problem with a symmetric Jacobian (jac->symmetric: diffusion with constant
  * coefficients, a state-dependent diagonal) on one process gets the multigrid above when the mesh
  * gives it at least three levels and the options name no linear solver and no preconditioner: its
  * iterations do not grow with the grid, ILU(1)'s do (steady Poisson at 256^2: 6 against 114;
@@ -994,7 +998,7 @@ static PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES s
     KSP ksp;
     PC pc;
     PetscBool set;
-    if (!q->p->jac_symmetric || mg_count_levels(q, 0) < 3) return 0;
+    if (!q->jac->symmetric || mg_count_levels(q, 0) < 3) return 0;
     PetscCall(PetscOptionsHasName(o, NULL, "-ksp_type", &set));
     if (set) return 0;
     PetscCall(PetscOptionsHasName(o, NULL, "-pc_type", &set));
@@ -1068,18 +1072,19 @@ static PetscErrorCode mg_defaults(implicit_solver *q, SNES snes)
     return 0;
 }
 
-/* What the Jacobian depends on (p->jac_reads, derive.h) decides how it is used: F affine in the
+/* What the Jacobian depends on (its reads, derive.h) decides how it is used: F affine in the
  * unknowns (no unknown in the Jacobian, none through a piecewise-constant op) is a linear problem;
  * a linear problem whose Jacobian reads no time, coefficient field or rand(), with a ghost rule
  * that does not change (ghost_rule_constant), has the same Jacobian at every step: assembled once
  * (jacobian_into). Returns -1 when out of memory. */
 static int jacobian_plan(implicit_solver *q)
 {
-    unsigned r = q->p->jac_reads;
+    unsigned r = q->jac->reads;
     q->linear = !(r & DERIVE_READS_UNKNOWN);
     q->jac_reuse = q->linear && q->alpha_const && !(r & (DERIVE_READS_FIELD | DERIVE_READS_TIME | DERIVE_READS_RAND));
     q->diag_update = !q->jac_reuse && q->alpha_const &&
-                     !(q->p->jac_offdiag_reads & (DERIVE_READS_UNKNOWN | DERIVE_READS_FIELD | DERIVE_READS_TIME | DERIVE_READS_RAND));
+                     !(q->jac->offdiag_reads &
+                       (DERIVE_READS_UNKNOWN | DERIVE_READS_FIELD | DERIVE_READS_TIME | DERIVE_READS_RAND));
     q->jc_params = malloc(sizeof *q->jc_params * (size_t)(q->p->n_params + 1));
     if (!q->jc_params) return -1;
     if (q->p->n_params) memcpy(q->jc_params, sim_launch(q->s)->param, sizeof *q->jc_params * (size_t)q->p->n_params);
@@ -1192,11 +1197,15 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
     }
     q->s = s;
     q->p = p;
+    if (!(q->jac = program_jacobian(p, err, len))) {
+        free(q);
+        return NULL;
+    }
     q->nf = p->n_fields;
     q->unknown = malloc(sizeof *q->unknown * (size_t)(p->n_fields + 1));
     q->field_of = malloc(sizeof *q->field_of * (size_t)(p->n_fields + 1));
-    q->cols = malloc(sizeof *q->cols * (size_t)(p->n_jac + 1) * (size_t)(p->halo + 1));
-    q->vals = malloc(sizeof *q->vals * (size_t)(p->n_jac + 1) * (size_t)(p->halo + 1));
+    q->cols = malloc(sizeof *q->cols * (size_t)(q->jac->n + 1) * (size_t)(p->halo + 1));
+    q->vals = malloc(sizeof *q->vals * (size_t)(q->jac->n + 1) * (size_t)(p->halo + 1));
     const grid_layout *g = sim_layout(s);
     if (!q->unknown || !q->field_of || !q->cols || !q->vals) goto oom;
     for (int f = 0; f < p->n_fields; f++) {
@@ -1225,8 +1234,10 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
     PetscErrorCode e_da;
 
     int box = 0; /* a Jacobian entry off more than one axis needs the box stencil */
-    for (int e = 0; e < p->n_jac; e++)
-        box |= (p->jac[e].off[0] != 0) + (p->jac[e].off[1] != 0) + (p->jac[e].off[2] != 0) > 1;
+    for (int e = 0; e < q->jac->n; e++) {
+        const int *off = q->jac->entries[e].off;
+        box |= (off[0] != 0) + (off[1] != 0) + (off[2] != 0) > 1;
+    }
     DMBoundaryType bt[3];
     for (int a = 0; a < 3; a++) bt[a] = p->periodic[a] ? DM_BOUNDARY_PERIODIC : DM_BOUNDARY_NONE;
     DMDAStencilType stype = box ? DMDA_STENCIL_BOX : DMDA_STENCIL_STAR;
@@ -1324,7 +1335,7 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
         if (d) CHECK(parallel_defaults(q->opts, ts_snes), "the solver's defaults");
         if (q->linear) CHECK(linear_defaults(q->opts, ts_snes), "the solver's defaults");
         /* over MPI the matrix is spread: PETSc's ICC factors one process's only */
-        if (p->jac_symmetric && !d) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
+        if (q->jac->symmetric && !d) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
         if (q->cg && q->linear && p->adapt > 0) CHECK(step_tolerance_defaults(q, q->opts, ts_snes), "the solver's defaults");
         if (!d) CHECK(mg_defaults(q, ts_snes), "the multigrid levels");
         PetscScalar *x;

@@ -24,7 +24,7 @@
 
 static const implicit_host host = {IMPLICIT_MODULE_ABI, PJ_BUILD_ID, sim_error, sim_eval, sim_fill_ghosts,
                                    sim_launch, sim_layout, sim_program, sim_set_clock, sim_steps, sim_time,
-                                   grid_layout_block};
+                                   grid_layout_block, program_jacobian};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int tried;

@@ -19,7 +19,7 @@
 #include "grid.h"
 #include "implicit.h"
 
-#define IMPLICIT_MODULE_ABI 3
+#define IMPLICIT_MODULE_ABI 4
 #define IMPLICIT_MODULE_FILE "libpdejit-implicit.so"
 #define IMPLICIT_MODULE_ENTRY "pj_implicit_module_init"
 
@@ -28,7 +28,7 @@ typedef struct implicit_host {
     int abi;
     const char *build_id;
     const char *(*sim_error)(const sim *s);
-    int (*sim_eval)(sim *s, int stage, double t, double dt);
+    int (*sim_eval)(sim *s, pj_kernel_id id, double t, double dt);
     void (*sim_fill_ghosts)(sim *s, int slot, double t);
     const kir_launch *(*sim_launch)(sim *s);
     const struct grid_layout *(*sim_layout)(const sim *s);
@@ -38,6 +38,7 @@ typedef struct implicit_host {
     double (*sim_time)(const sim *s);
     int (*grid_layout_block)(grid_layout *g, const pj_program *p, const grid_block *block, size_t esz,
                              int row_align, const char *who, char *err, size_t err_len);
+    const pj_jacobian *(*program_jacobian)(const pj_program *p, char *err, size_t err_len);
 } implicit_host;
 
 /* decomp.h's functions that need PETSc, from the module (the library's decomp.c forwards to them;

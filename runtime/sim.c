@@ -830,11 +830,16 @@ int sim_step_n(sim *s, double dt, int64_t n)
     return rc;
 }
 
-int sim_eval(sim *s, int stage, double t, double dt)
+int sim_eval(sim *s, pj_kernel_id id, double t, double dt)
 {
     if (s->st.failed) return -1;
-    const pj_stage *st = &s->st.p->stages[stage];
-    sim_fill_ghosts(s, st->read_slot, t);
+    const kir_kernel *k = program_kernel(s->st.p, id);
+    if (!k) {
+        snprintf(s->st.error, sizeof s->st.error, "the program has no kernel %d", id);
+        s->st.failed = 1;
+        return -1;
+    }
+    sim_fill_ghosts(s, id >= 0 ? s->st.p->stages[id].read_slot : 0, t); /* named kernels read slot 0 */
     if (s->st.failed) return -1;
     s->L.t = t;
     s->L.dt = dt;
@@ -842,7 +847,7 @@ int sim_eval(sim *s, int stage, double t, double dt)
        Jacobian must describe one function), new ones at the next */
     s->L.step = s->st.steps;
     s->L.stage = 1;
-    stage_job j = {s, stage, st->kernel};
+    stage_job j = {s, id, k};
     par_for(s, run_stage_range, &j, s->st.g.n[s->st.p->dim - 1]);
     s->L.t = s->st.t;
     return 0;

@@ -19,8 +19,9 @@ typedef struct sim_options {
                                        (a decomposed run: runtime/decomp.h) */
 } sim_options;
 
-/* Runs stage kernel `stage` (of the program) over outermost indices [begin, end). */
-typedef void (*sim_stage_runner)(void *ctx, int stage, const kir_launch *L, int64_t begin, int64_t end);
+/* Runs kernel `stage` of the program (a pj_kernel_id: a stage's number, or a named kernel such
+ * as PJ_KERNEL_JACOBIAN that sim_eval runs) over outermost indices [begin, end). */
+typedef void (*sim_stage_runner)(void *ctx, pj_kernel_id stage, const kir_launch *L, int64_t begin, int64_t end);
 
 /* Where a non-finite value was found. */
 typedef struct sim_nan_report {
@@ -82,10 +83,11 @@ int sim_tuned_choice(const sim *s);
 /* The steps a block of at most n steps would take in one sweep now: 0 when it would step one
  * at a time (blocking does not apply, is off or does not pay). */
 int sim_tblock_steps(const sim *s, int64_t n);
-/* One stage kernel of the program run once at time t (its read slot's ghosts filled first),
- * without advancing the time: what an implicit solver calls for F(U) and its Jacobian. 0, or
- * -1 when a ghost hook failed. */
-int sim_eval(sim *s, int stage, double t, double dt);
+/* Kernel `id` of the program (program.h: a stage, or a named kernel such as
+ * PJ_KERNEL_RHS_IMPLICIT or PJ_KERNEL_JACOBIAN, which read slot 0) run once at time t (its read
+ * slot's ghosts filled first), without advancing the time: what an implicit solver calls for
+ * F(U) and its Jacobian. 0, or -1 when a ghost hook failed or the program has no such kernel. */
+int sim_eval(sim *s, pj_kernel_id id, double t, double dt);
 /* Sets the simulation's time and step count (an implicit solver advances them itself; a restart). */
 void sim_set_clock(sim *s, double t, int64_t steps);
 /* The buffers' layout (grid.h); buffer (slot, field) is sim_launch(s)->buf[slot * n_fields + field]. */

@@ -1,8 +1,8 @@
 /* stability.c — the explicit stability check: is dt within the limit of an explicit scheme for
  * the linearised right-hand side at the current state?
  *
- * The Jacobian dF/dU comes from the symbolic derivative of the rhs kernel (derive.h), run by the
- * interpreter on a scratch simulation holding a copy of the state. Gershgorin's discs bound its
+ * The Jacobian dF/dU is the program's (program_jacobian: the symbolic derivative of its rhs kernel,
+ * derive.h), run by the interpreter on a scratch simulation holding a copy of the state. Gershgorin's discs bound its
  * eigenvalues: row i's disc has centre J_ii and radius r_i = sum of |J_ij|, j != i (every other
  * entry of the row: other fields, other offsets; a ghost cell's entry moved onto the interior cell
  * its boundary rule reads, times d ghost / d that cell, as the implicit solver's Jacobian does). The leftmost
@@ -26,7 +26,6 @@
 #include "derive.h"
 #include "diag.h"
 #include "grid.h"
-#include "scheme.h"
 #include "sim.h"
 
 static double beta_of(pj_scheme s)
@@ -123,8 +122,8 @@ typedef struct folded { int field; int64_t pos[3]; double v; } folded;
 
 typedef struct check {
     const pj_program *p;       /* the run's program */
-    pj_program q;              /* its rhs and Jacobian (scheme.c's implicit lowering) */
-    kir_kernel *jacobian;      /* q's whole Jacobian kernel */
+    pj_program q;              /* the scratch simulations' program: p with slots for the entries */
+    const pj_jacobian *jac;    /* p's Jacobian: its kernel and entries */
     const double *state;       /* every field's cells in mesh order, one field after another */
     const double *params;      /* the run's values (--set), not the file's */
     double t;
@@ -154,11 +153,11 @@ static double folded_row(check *c, sim *s, const double *alpha, int first, int r
     const pj_program *p = c->p;
     const grid_layout *g = sim_layout(s);
     const kir_launch *L = sim_launch(s);
-    int nf = p->n_fields, row_field = c->q.jac[r0].out_field, n = 0, moved = c->merge_always;
+    int nf = p->n_fields, row_field = c->jac->entries[r0].out_field, n = 0, moved = c->merge_always;
     int64_t cell = i + j * g->stride[1] + k * g->stride[2];
     int64_t here[3] = {i + g->first[0], j + g->first[1], k + g->first[2]}; /* in the mesh */
     for (int e = r0; e < r1; e++) {
-        const derive_entry *d = &c->q.jac[e];
+        const derive_entry *d = &c->jac->entries[e];
         if (!p->field_has_eq[d->field]) continue; /* a coefficient does not evolve */
         double v = ((const double *)L->buf[2 * nf + (e - first)])[cell];
         int64_t at[3] = {i + d->off[0], j + d->off[1], k + d->off[2]}; /* in the scratch */
@@ -199,6 +198,18 @@ static double folded_row(check *c, sim *s, const double *alpha, int first, int r
             radius += fabs(x->v);
     }
     return radius - centre;
+}
+
+/* The entries of group grp (the whole Jacobian when in one group) into buffers 2 * nf + e of the
+   scratch s: its program's Jacobian is the group's while it runs. */
+static int eval_group(check *c, sim *s, int grp)
+{
+    pj_jacobian group = *c->jac;
+    if (c->group_kernel[grp]) group.kernel = c->group_kernel[grp];
+    c->q.jacobian = &group;
+    int rc = sim_eval(s, PJ_KERNEL_JACOBIAN, c->t, c->p->dt);
+    c->q.jacobian = NULL;
+    return rc;
 }
 
 /* Rows [b0, b1) of the last axis: a scratch simulation holds them and the halo's rows on each
@@ -277,19 +288,16 @@ static int check_band(check *c, int64_t b0, int64_t b1, char *err, size_t len)
     }
     for (int grp = 0; grp < c->n_groups; grp++) {
         int first = c->group_first[grp], beyond = c->group_first[grp + 1];
-        if (c->group_kernel[grp]) c->q.stages[1].kernel = c->group_kernel[grp];
-        int bad = sim_eval(s, 1, c->t, p->dt) < 0;
-        c->q.stages[1].kernel = c->jacobian;
-        if (bad) {
+        if (eval_group(c, s, grp) < 0) {
             diag_set(err, len, "%s", sim_error(s));
             goto done;
         }
         for (int r0 = first, r1; r0 < beyond; r0 = r1) { /* a row of the Jacobian: entries [r0, r1) */
-            int row_field = c->q.jac[r0].out_field;
+            int row_field = c->jac->entries[r0].out_field;
             int64_t reach[3] = {0, 0, 0}, blo[3], bhi[3];
-            for (r1 = r0; r1 < beyond && c->q.jac[r1].output == c->q.jac[r0].output; r1++)
+            for (r1 = r0; r1 < beyond && c->jac->entries[r1].output == c->jac->entries[r0].output; r1++)
                 for (int a = 0; a < 3; a++) {
-                    int64_t o = c->q.jac[r1].off[a] < 0 ? -c->q.jac[r1].off[a] : c->q.jac[r1].off[a];
+                    int64_t o = c->jac->entries[r1].off[a] < 0 ? -c->jac->entries[r1].off[a] : c->jac->entries[r1].off[a];
                     if (o > reach[a]) reach[a] = o;
                 }
             /* the box of cells whose entries all lie on cells of the mesh and of the scratch: each
@@ -311,7 +319,7 @@ static int check_band(check *c, int64_t b0, int64_t b1, char *err, size_t len)
                         for (int64_t i = blo[0]; i < bhi[0]; i++) radius[at + (size_t)i] = centre[at + (size_t)i] = 0;
                     }
                 for (int e = r0; e < r1; e++) {
-                    const derive_entry *d = &c->q.jac[e];
+                    const derive_entry *d = &c->jac->entries[e];
                     if (!p->field_has_eq[d->field]) continue; /* a coefficient does not evolve */
                     const double *v = (const double *)L->buf[2 * nf + (e - first)] - g->origin_off;
                     int is_centre = d->field == row_field && !d->off[0] && !d->off[1] && !d->off[2];
@@ -364,10 +372,10 @@ static int plan_check(check *c, double budget, int64_t *band_rows)
     int64_t N = p->n[last];
     double row_bytes = sizeof(double);
     for (int a = 0; a < last; a++) row_bytes *= (double)(p->n[a] + 2 * H + 8);
-    int n_jac = c->q.n_jac, longest = 0;
+    int n_jac = c->jac->n, longest = 0;
     for (int e = 0; e < n_jac;) {
         int e1 = e;
-        while (e1 < n_jac && c->q.jac[e1].output == c->q.jac[e].output) e1++;
+        while (e1 < n_jac && c->jac->entries[e1].output == c->jac->entries[e].output) e1++;
         if (e1 - e > longest) longest = e1 - e;
         e = e1;
     }
@@ -389,7 +397,7 @@ static int plan_check(check *c, double budget, int64_t *band_rows)
     int largest = 0;
     for (int e = 0; e < n_jac;) {
         int e1 = e;
-        while (e1 < n_jac && c->q.jac[e1].output == c->q.jac[e].output) e1++;
+        while (e1 < n_jac && c->jac->entries[e1].output == c->jac->entries[e].output) e1++;
         int start = c->group_first[c->n_groups];
         if (e > start && e1 - start > most) c->group_first[++c->n_groups] = e; /* a new group at this row */
         e = e1;
@@ -400,7 +408,7 @@ static int plan_check(check *c, double budget, int64_t *band_rows)
     for (int grp = 0; grp < c->n_groups; grp++) {
         int n = c->group_first[grp + 1] - c->group_first[grp];
         if (n > largest) largest = n;
-        if (c->n_groups > 1 && !(c->group_kernel[grp] = kir_subset(c->jacobian, c->group_first[grp], n))) return -1;
+        if (c->n_groups > 1 && !(c->group_kernel[grp] = kir_subset(c->jac->kernel, c->group_first[grp], n))) return -1;
     }
     c->q.n_slots = 2 + (largest + nf - 1) / nf;
     c->row = malloc(sizeof *c->row * (size_t)(longest + 1));
@@ -419,15 +427,13 @@ static int limit_of_state(engine *e, double budget, const double *gathered, doub
         return 1;
     }
     check c = {.p = p, .q = *p, .params = engine_params(e), .t = engine_time(e)};
-    c.q.scheme = PJ_BEULER;
-    c.q.stages = NULL;
-    c.q.jac = NULL;
-    if (scheme_lower(&c.q) < 0) {
+    c.jac = program_jacobian(p, NULL, 0);
+    c.q.jacobian = NULL; /* set to a group's while it runs (check_band) */
+    if (!c.jac) {
         diag_set(err, len, "the stability check could not derive the Jacobian");
         return -1;
     }
-    c.jacobian = c.q.stages[1].kernel;
-    for (int i = 0; i < c.q.n_jac; i++) c.merge_always |= c.q.jac[i].slot != 0;
+    for (int i = 0; i < c.jac->n; i++) c.merge_always |= c.jac->entries[i].slot != 0;
     int rc = -1;
     double *state = NULL;
     int64_t band_rows = 0, cells = engine_cells(e), N = p->n[p->dim - 1];
@@ -455,9 +461,6 @@ done:
     free(c.group_kernel);
     free(c.group_first);
     free(c.row);
-    for (int i = 0; i < c.q.n_stages; i++) kir_free(c.q.stages[i].kernel);
-    free(c.q.stages);
-    free(c.q.jac);
     return rc;
 }
 

@@ -2,14 +2,14 @@
  *
  * A term is a generated problem: the inputs are fields without an eq, the expression is the eq of
  * one more field (`term__`), the boundary treatment is `periodic` on the periodic axes and the
- * default zero-flux mirror elsewhere, the scheme Euler. Evaluating it is that problem's one stage
- * kernel (U + dt·F with U = 0 and dt = 1, which is F exactly) run once on a sim (sim_run_kernel:
- * ghost fill of slot 0, the kernel on the sim's threads, no step) and read from slot 1; slot 0's
- * `term__` is never written, so it stays 0. The kernel is compiled by the CPU back end through the
- * kernel cache like every stage kernel. The derivative with respect to an input at the cell is
- * one output of derive.c's Jacobian of the problem's rhs kernel; that kernel is compiled the same
- * way (per field, on first use) and run with the sim's buffers and two scratch buffers (the wanted
- * derivative and one that every other derivative output is written to).
+ * default zero-flux mirror elsewhere. Evaluating it is that problem's right-hand-side kernel
+ * (PJ_KERNEL_RHS: F, the expression) run once on a sim (sim_run_kernel: ghost fill of slot 0, the
+ * kernel on the sim's threads, no step) and read from slot 1. The CPU back end compiles that
+ * kernel alone, through the kernel cache like every kernel. The derivative with respect to an
+ * input at the cell is one output of the program's Jacobian (program_jacobian); that kernel is
+ * compiled the same way (on first use, one for every input) and run with the sim's buffers and
+ * two scratch buffers (the wanted derivative and one that every other derivative output is
+ * written to).
  *
  * A face term (pj_term_options.at = PJ_TERM_FACES) is the same with the expression as a flux
  * `face__()` and, per axis, two outputs: the flux on each cell's low face and on its high face
@@ -31,8 +31,8 @@
  *
  * On the device (pj_term_options.on_device): the same problem on the cuda back end (a cuda_sim,
  * cuda_backend.h): the inputs, device arrays, are copied device to device into slot 0's ghosted
- * buffers (cuMemcpy2D, a plane at a time), the fill kernels and the stage kernel run once
- * (cuda_sim_run_stage: no swap, so slot 0's term__ stays 0), and slot 1's interior (a face term:
+ * buffers (cuMemcpy2D, a plane at a time), the fill kernels and the rhs kernel run once
+ * (cuda_sim_eval: no step, no swap), and slot 1's interior (a face term:
  * each axis's low faces, then the high faces past the last cell) is copied device to device into
  * the caller's arrays. Nothing crosses to the host but the launch arguments. */
 #include <math.h>
@@ -57,13 +57,10 @@
 static const char *const face_out[3][2] = {{"out_x0__", "out_x1__"}, {"out_y0__", "out_y1__"},
                                            {"out_z0__", "out_z1__"}};
 
+/* An input's derivative: which output of the program's Jacobian it is. */
 typedef struct term_jac {
-    cpu_backend *cpu;      /* NULL until first used */
-    kir_kernel *k;         /* the Jacobian of the rhs kernel */
-    int entry;             /* its output holding d term / d field at offset 0, -1: zero */
-    int gpu_kernel;        /* on the device: 1 + its index in the cuda_sim, 0 until first used */
-    int n_outputs;         /* on the device: the Jacobian kernel's outputs, */
-    int first_out;         /* and the buffer index of the first */
+    int found;             /* entry looked up */
+    int entry;             /* the output holding d term / d field at offset 0, -1: zero */
 } term_jac;
 
 struct pj_term {
@@ -83,6 +80,9 @@ struct pj_term {
     int threads;
     int from_cache;
     term_jac *jac;         /* per input */
+    cpu_backend *jcpu;     /* the program's Jacobian kernel (PJ_KERNEL_JACOBIAN); NULL until first used */
+    int gpu_jac;           /* on the device: 1 + the Jacobian kernel's index in the cuda_sim, 0 until
+                              first used */
     double *scratch[2];    /* Jacobian outputs, in the sim's layout (allocated on first use) */
     cuda_ptr dscratch[2];  /* the same on the device (the cuda_sim frees them) */
     size_t esz;            /* on the device: bytes per value (options.single: float) */
@@ -155,10 +155,7 @@ static double length_for(double h, int64_t n)
 void pj_term_free(pj_term *t)
 {
     if (!t) return;
-    for (int f = 0; t->jac && f < t->n_inputs; f++) {
-        cpu_backend_destroy(t->jac[f].cpu);
-        kir_free(t->jac[f].k);
-    }
+    cpu_backend_destroy(t->jcpu);
     free(t->jac);
     free(t->direct_in);
     free(t->scratch[0]);
@@ -170,11 +167,34 @@ void pj_term_free(pj_term *t)
     free(t);
 }
 
+/* Which inputs the kernel reads in place (see the top): t->direct, t->direct_in. 0, or -1 when out
+ * of memory. */
+static int plan_in_place(pj_term *t, const pj_term_options *o)
+{
+    const pj_program *p = t->p;
+    t->direct = !t->faces && (o->dim == 1 || (o->dim == 2 && o->n[0] >= TERM_DIRECT_MIN_NX)) &&
+                p->n_slots * p->n_fields <= TERM_DIRECT_BUFS && !getenv("PDEJIT_TERM_COPY");
+    if (t->direct && !(t->direct_in = calloc((size_t)o->n_fields, 1))) return -1;
+    for (int a = 0; a < 3; a++) t->periodic[a] = a < o->dim && o->boundary[a] == PJ_TERM_PERIODIC;
+    for (int f = 0; t->direct && f < o->n_fields; f++) {
+        int h = p->field_halo[f];
+        if (f < 64 && (h == 0 || (o->dim == 2 && h <= p->halo && h <= o->n[0] && h <= o->n[1]))) {
+            t->direct_in[f] = h == 0 ? 1 : 2;
+            sim_skip_fill(t->s, f, 1); /* the sim's buffer is not read (pj_term_jacobian fills it) */
+        }
+    }
+    /* the term's own field is not read: filling its ghost cells would touch every page of a buffer
+       that is otherwise never used (the first call's cost) */
+    if (t->direct && p->field_halo[t->n_inputs] == 0) sim_skip_fill(t->s, t->n_inputs, 1);
+    return 0;
+}
+
 /* The term's problem on the cuda back end (see the top). */
 static pj_status compile_device(pj_term *t, const pj_term_options *o, pj_term **out, char **diagnostics)
 {
     char err[512] = "";
-    cuda_sim_options co = {.single = o->single};
+    static const pj_kernel_id rhs = PJ_KERNEL_RHS; /* the term's kernel alone: no stage */
+    cuda_sim_options co = {.single = o->single, .kernels = &rhs, .n_kernels = 1};
     t->esz = o->single ? sizeof(float) : sizeof(double);
     if (!(t->jac = calloc((size_t)t->n_inputs, sizeof *t->jac))) {
         pj_term_free(t);
@@ -322,8 +342,9 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
         return fail(diagnostics, st, "%s", err[0] ? err : "out of memory");
     }
     cpu_backend_options bo = {0, 0, NULL};
+    const pj_kernel_id rhs = PJ_KERNEL_RHS;
     t->cpu = cpu_backend_create(&bo, err, sizeof err);
-    if (!t->cpu || cpu_backend_prepare(t->cpu, p, err, sizeof err) < 0) {
+    if (!t->cpu || cpu_backend_prepare_kernels(t->cpu, p, &rhs, 1, err, sizeof err) < 0) {
         pj_term_free(t);
         return fail(diagnostics, PJ_ERR_BACKEND, "%s", err);
     }
@@ -331,24 +352,11 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
     const kernel_timing *tm = cpu_backend_timings(t->cpu, &nk);
     t->from_cache = nk > 0 && tm && tm[0].from_cache;
     cpu_backend_install(t->cpu, t->s);
-    sim_set_spacing(t->s, o->h); /* sim_create zeroed every buffer: slot 0's term__ stays 0 */
-    t->direct = !faces && (o->dim == 1 || (o->dim == 2 && o->n[0] >= TERM_DIRECT_MIN_NX)) &&
-                p->n_slots * p->n_fields <= TERM_DIRECT_BUFS && !getenv("PDEJIT_TERM_COPY");
-    if (t->direct && !(t->direct_in = calloc((size_t)o->n_fields, 1))) {
+    sim_set_spacing(t->s, o->h);
+    if (plan_in_place(t, o) < 0) {
         pj_term_free(t);
         return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
     }
-    for (int a = 0; a < 3; a++) t->periodic[a] = a < o->dim && o->boundary[a] == PJ_TERM_PERIODIC;
-    for (int f = 0; t->direct && f < o->n_fields; f++) {
-        int h = p->field_halo[f];
-        if (f < 64 && (h == 0 || (o->dim == 2 && h <= p->halo && h <= o->n[0] && h <= o->n[1]))) {
-            t->direct_in[f] = h == 0 ? 1 : 2;
-            sim_skip_fill(t->s, f, 1); /* the sim's buffer is not read (pj_term_jacobian fills it) */
-        }
-    }
-    /* the term's own field, U in U + 1·F with U = 0, is read at the cell only: filling its ghost
-       cells would touch every page of a buffer that is otherwise only read (the first call's cost) */
-    if (t->direct && p->field_halo[t->n_inputs] == 0) sim_skip_fill(t->s, t->n_inputs, 1);
     *out = t;
     return PJ_OK;
 }
@@ -416,7 +424,7 @@ static void fill_window(double *w, int64_t stride, const double *a, int64_t nx, 
     }
 }
 
-static void run_rows(void *ctx, int stage, const kir_launch *L, int64_t begin, int64_t end)
+static void run_rows(void *ctx, pj_kernel_id stage, const kir_launch *L, int64_t begin, int64_t end)
 {
     const term_rows *r = ctx;
     void *buf[TERM_DIRECT_BUFS];
@@ -485,7 +493,7 @@ static int device_inputs(pj_term *t, const double *const *inputs, char *err, siz
     return 0;
 }
 
-/* Inputs in, the stage once, the results out (out[0] for a cell term, out[a] per axis for a face
+/* Inputs in, the rhs kernel once, the results out (out[0] for a cell term, out[a] per axis for a face
  * term); waits for the device, so that a failed launch is reported here. */
 static pj_status device_eval(pj_term *t, const double *const *inputs, double time, double *const *out, char *err,
                              size_t err_len)
@@ -495,7 +503,7 @@ static pj_status device_eval(pj_term *t, const double *const *inputs, double tim
     const int nf = t->p->n_fields;
     char e[512] = "";
     int rc = device_inputs(t, inputs, e, sizeof e);
-    if (!rc) rc = cuda_sim_run_stage(t->gpu, 0, time, 1.0, e, sizeof e);
+    if (!rc) rc = cuda_sim_eval(t->gpu, PJ_KERNEL_RHS, time, 1.0, e, sizeof e);
     for (int a = 0; !rc && a < (t->faces ? t->dim : 1); a++) {
         cuda_ptr o = (cuda_ptr)(uintptr_t)out[a];
         cuda_ptr lo = cuda_sim_buffer(t->gpu, nf + t->n_inputs + (t->faces ? 2 * a : 0));
@@ -528,65 +536,62 @@ static pj_status device_eval(pj_term *t, const double *const *inputs, double tim
     return PJ_OK;
 }
 
-/* derive.c's Jacobian of the term's rhs kernel, with *entry the index of its output d term / d
- * input f at the cell itself (-1: the term does not read f there). The CPU and device paths share it. */
-static kir_kernel *cell_jacobian(const pj_term *t, int f, int *entry, char *err, size_t err_len)
+/* The program's Jacobian (of its rhs kernel), with t->jac[f].entry the index of its output d term
+ * / d input f at the cell itself (-1: the term does not read f there). The CPU and device paths
+ * share it. */
+static const pj_jacobian *cell_jacobian(pj_term *t, int f, char *err, size_t err_len)
 {
-    derive_entry *entries = NULL;
-    int n = 0;
-    kir_kernel *k = derive_jacobian(t->p->rhs, &entries, &n, err, err_len);
-    *entry = -1;
-    for (int i = 0; k && i < n; i++)
-        if (entries[i].out_field == t->n_inputs && entries[i].field == f && entries[i].slot == 0 &&
-            !entries[i].off[0] && !entries[i].off[1] && !entries[i].off[2])
-            *entry = i;
-    free(entries);
-    return k;
+    const pj_jacobian *J = program_jacobian(t->p, err, err_len);
+    term_jac *j = &t->jac[f];
+    if (!J || j->found) return J;
+    if (J->kernel->n_slots > t->p->n_slots || J->kernel->n_fields != t->p->n_fields) { /* it reads the sim's buffers */
+        diag_set(err, err_len, "the Jacobian kernel reads %d slots, the term has %d", J->kernel->n_slots, t->p->n_slots);
+        return NULL;
+    }
+    j->entry = -1;
+    for (int i = 0; i < J->n; i++)
+        if (J->entries[i].out_field == t->n_inputs && J->entries[i].field == f && J->entries[i].slot == 0 &&
+            !J->entries[i].off[0] && !J->entries[i].off[1] && !J->entries[i].off[2])
+            j->entry = i;
+    j->found = 1;
+    return J;
 }
 
-/* d term / d input f at the cell, on the device: derive.c's Jacobian of the rhs kernel as one more
- * kernel of the cuda_sim (compiled on first use), its wanted output into dscratch[0], the others
- * into dscratch[1], then dscratch[0]'s interior to out. */
+/* d term / d input f at the cell, on the device: the program's Jacobian as one more kernel of the
+ * cuda_sim (compiled on first use), its wanted output into dscratch[0], the others into
+ * dscratch[1], then dscratch[0]'s interior to out. */
 static pj_status device_jacobian(pj_term *t, int f, const double *const *inputs, double time, double *out, char *err,
                                  size_t err_len)
 {
-    term_jac *j = &t->jac[f];
     char e[512] = "";
-    if (!j->gpu_kernel) {
-        kir_kernel *k = cell_jacobian(t, f, &j->entry, err, err_len);
-        if (!k) return PJ_ERR_BACKEND;
-        int idx = -1;
-        if (k->n_slots > t->p->n_slots || k->n_fields != t->p->n_fields)
-            snprintf(e, sizeof e, "the Jacobian kernel reads %d slots, the term has %d", k->n_slots, t->p->n_slots);
-        else if (j->entry >= 0)
-            idx = cuda_sim_add_kernel(t->gpu, k, e, sizeof e);
-        int n_out = k->n_outputs;
-        j->first_out = k->n_slots * k->n_fields; /* its outputs follow the slots it reads */
-        kir_free(k);
-        if (j->entry >= 0 && idx < 0) {
-            diag_set(err, err_len, "pj_term_jacobian on the device: %s", e);
-            return PJ_ERR_BACKEND;
-        }
-        for (int i = 0; j->entry >= 0 && i < 2; i++)
+    const pj_jacobian *J = cell_jacobian(t, f, e, sizeof e);
+    int entry = t->jac[f].entry;
+    if (J && entry >= 0 && !t->gpu_jac) {
+        int idx = cuda_sim_add_kernel(t->gpu, J->kernel, e, sizeof e);
+        if (idx < 0) J = NULL;
+        t->gpu_jac = 1 + idx;
+        for (int i = 0; J && i < 2; i++)
             if (!t->dscratch[i] && !(t->dscratch[i] = cuda_sim_alloc_buffer(t->gpu, e, sizeof e))) {
                 diag_set(err, err_len, "pj_term_jacobian on the device: %s", e);
                 return PJ_ERR_MEMORY;
             }
-        j->gpu_kernel = j->entry >= 0 ? 1 + idx : -1;
-        j->n_outputs = n_out;
+    }
+    if (!J) {
+        diag_set(err, err_len, "pj_term_jacobian on the device: %s", e);
+        return PJ_ERR_BACKEND;
     }
     int rc = 0;
     const kir_launch *L = cuda_sim_launch(t->gpu);
-    if (j->entry < 0) {
+    if (entry < 0) {
         rc = cuda_memset8(cuda_sim_device(t->gpu), (cuda_ptr)(uintptr_t)out, 0, t->esz * (size_t)t->cells, e,
                           sizeof e);
     } else {
         cuda_ptr extra[CUDA_MAX_BUFS];
-        int n_out = j->n_outputs < CUDA_MAX_BUFS - j->first_out ? j->n_outputs : CUDA_MAX_BUFS - j->first_out;
-        for (int o = 0; o < n_out; o++) extra[o] = t->dscratch[o == j->entry ? 0 : 1];
+        int first_out = J->kernel->n_slots * J->kernel->n_fields; /* its outputs follow the slots it reads */
+        int n_out = J->n < CUDA_MAX_BUFS - first_out ? J->n : CUDA_MAX_BUFS - first_out;
+        for (int o = 0; o < n_out; o++) extra[o] = t->dscratch[o == entry ? 0 : 1];
         rc = device_inputs(t, inputs, e, sizeof e);
-        if (!rc) rc = cuda_sim_run_kernel(t->gpu, j->gpu_kernel - 1, 0, time, 1.0, j->first_out, extra, n_out, e,
-                                     sizeof e);
+        if (!rc) rc = cuda_sim_run_kernel(t->gpu, t->gpu_jac - 1, 0, time, 1.0, first_out, extra, n_out, e, sizeof e);
         if (!rc)
             rc = dev_copy(t, (cuda_ptr)(uintptr_t)out, t->n[0], t->n[0] * t->n[1], t->dscratch[0], L->stride[1],
                           L->stride[2], t->n[0], t->n[1], t->n[2], e, sizeof e);
@@ -634,7 +639,6 @@ pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, dou
     }
     pj_status st = load_inputs(t, inputs, out, t ? t->direct : 0, err, err_len);
     if (st != PJ_OK) return st;
-    const pj_stage *stage = &t->p->stages[0];
     int nf = t->p->n_fields;
     term_rows rows = {.t = t, .nbuf = t->p->n_slots * nf};
     for (int f = 0; t->direct && f < t->n_inputs; f++)
@@ -652,8 +656,8 @@ pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, dou
         }
     rows.index[rows.n_direct] = nf + t->n_inputs; /* slot 1's term__ */
     rows.base[rows.n_direct++] = (uintptr_t)out;
-    int rc = sim_run_kernel(t->s, stage->read_slot, time, 1.0, t->direct ? run_rows : NULL, t->direct ? &rows : NULL, 0,
-                            stage->kernel, NULL);
+    int rc = sim_run_kernel(t->s, 0, time, 1.0, t->direct ? run_rows : NULL, t->direct ? &rows : NULL, PJ_KERNEL_RHS,
+                            t->p->rhs, NULL);
     skip_fills(t, 1);
     if (rc < 0) {
         diag_set(err, err_len, "%s", sim_error(t->s));
@@ -694,8 +698,7 @@ pj_status pj_term_eval_faces(pj_term *t, const double *const *inputs, double tim
             diag_set(err, err_len, "pj_term_eval_faces: the output for axis %c is NULL", "xyz"[a]);
             return PJ_ERR_INPUT;
         }
-    const pj_stage *stage = &t->p->stages[0];
-    if (sim_run_kernel(t->s, stage->read_slot, time, 1.0, NULL, NULL, 0, stage->kernel, NULL) < 0) {
+    if (sim_run_kernel(t->s, 0, time, 1.0, NULL, NULL, PJ_KERNEL_RHS, t->p->rhs, NULL) < 0) {
         diag_set(err, err_len, "%s", sim_error(t->s));
         return PJ_ERR_RUN;
     }
@@ -727,30 +730,19 @@ pj_status pj_term_eval_faces(pj_term *t, const double *const *inputs, double tim
     return PJ_OK;
 }
 
-/* The Jacobian of field f's derivative, compiled on first use. */
-static pj_status prepare_jacobian(pj_term *t, int f, char *err, size_t err_len)
+/* The program's Jacobian, compiled on first use (one kernel for every input), and the scratch
+ * buffers its outputs go to. */
+static const pj_jacobian *prepare_jacobian(pj_term *t, int f, pj_status *st, char *err, size_t err_len)
 {
-    term_jac *j = &t->jac[f];
-    if (j->cpu) return PJ_OK;
-    kir_kernel *k = cell_jacobian(t, f, &j->entry, err, err_len);
-    if (!k) return PJ_ERR_BACKEND;
-    if (k->n_slots > t->p->n_slots || k->n_fields != t->p->n_fields) { /* it reads the sim's buffers */
-        kir_free(k);
-        diag_set(err, err_len, "pj_term_jacobian: the Jacobian kernel reads %d slots, the term has %d", k->n_slots,
-                 t->p->n_slots);
-        return PJ_ERR_BACKEND;
-    }
-    /* a program whose one stage is the Jacobian kernel, for the CPU back end and its cache */
-    pj_program jp = *t->p;
-    pj_stage stage = {k, 0, 0};
-    jp.stages = &stage;
-    jp.n_stages = 1;
+    *st = PJ_ERR_BACKEND;
+    const pj_jacobian *J = cell_jacobian(t, f, err, err_len);
+    if (!J || t->jcpu) return J;
+    const pj_kernel_id jac = PJ_KERNEL_JACOBIAN;
     cpu_backend_options bo = {0, 0, NULL};
     cpu_backend *cpu = cpu_backend_create(&bo, err, err_len);
-    if (!cpu || cpu_backend_prepare(cpu, &jp, err, err_len) < 0) {
+    if (!cpu || cpu_backend_prepare_kernels(cpu, t->p, &jac, 1, err, err_len) < 0) {
         cpu_backend_destroy(cpu);
-        kir_free(k);
-        return PJ_ERR_BACKEND;
+        return NULL;
     }
     const kir_launch *L = sim_launch(t->s);
     int64_t last = (L->n[0] - 1) + (L->n[1] - 1) * L->stride[1] + (L->n[2] - 1) * L->stride[2] + 1;
@@ -758,13 +750,12 @@ static pj_status prepare_jacobian(pj_term *t, int f, char *err, size_t err_len)
     for (int i = 0; i < 2; i++)
         if (!t->scratch[i] && !(t->scratch[i] = aligned_alloc(64, bytes))) {
             cpu_backend_destroy(cpu);
-            kir_free(k);
             diag_set(err, err_len, "out of memory");
-            return PJ_ERR_MEMORY;
+            *st = PJ_ERR_MEMORY;
+            return NULL;
         }
-    j->cpu = cpu;
-    j->k = k;
-    return PJ_OK;
+    t->jcpu = cpu;
+    return J;
 }
 
 pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *inputs, double time, double *out,
@@ -785,7 +776,8 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
         return PJ_ERR_INPUT;
     }
     if (t->gpu) return device_jacobian(t, f, inputs, time, out, err, err_len);
-    if ((st = prepare_jacobian(t, f, err, err_len)) != PJ_OK) return st;
+    const pj_jacobian *J = prepare_jacobian(t, f, &st, err, err_len);
+    if (!J) return st;
     term_jac *j = &t->jac[f];
     if (j->entry < 0) {
         memset(out, 0, sizeof(double) * (size_t)t->cells);
@@ -793,26 +785,26 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
     }
     /* the sim's buffers, then one buffer per derivative output: the wanted one, or scratch */
     kir_launch L = *sim_launch(t->s);
-    int nbuf = j->k->n_slots * j->k->n_fields;
-    void **buf = malloc(sizeof(void *) * (size_t)(nbuf + j->k->n_outputs));
+    int nbuf = J->kernel->n_slots * J->kernel->n_fields;
+    void **buf = malloc(sizeof(void *) * (size_t)(nbuf + J->kernel->n_outputs));
     if (!buf) {
         diag_set(err, err_len, "out of memory");
         return PJ_ERR_MEMORY;
     }
     memcpy(buf, L.buf, sizeof(void *) * (size_t)nbuf);
-    for (int o = 0; o < j->k->n_outputs; o++) buf[nbuf + o] = t->scratch[o == j->entry ? 0 : 1];
+    for (int o = 0; o < J->kernel->n_outputs; o++) buf[nbuf + o] = t->scratch[o == j->entry ? 0 : 1];
     int32_t nonfinite = 0;
     L.buf = buf;
     L.nonfinite = &nonfinite;
     skip_fills(t, 0); /* the Jacobian kernel reads the sim's buffers, ghosts included */
-    int rc = sim_run_kernel(t->s, 0, time, 1.0, cpu_backend_run, j->cpu, 0, j->k, &L);
+    int rc = sim_run_kernel(t->s, 0, time, 1.0, cpu_backend_run, t->jcpu, PJ_KERNEL_JACOBIAN, J->kernel, &L);
     skip_fills(t, 1);
     free(buf);
     if (rc < 0) {
         diag_set(err, err_len, "%s", sim_error(t->s));
         return PJ_ERR_RUN;
     }
-    cpu_backend_ran(j->cpu);
+    cpu_backend_ran(t->jcpu);
     const double *d = t->scratch[0];
     for (int64_t k = 0; k < L.n[2]; k++)
         for (int64_t jj = 0; jj < L.n[1]; jj++) {

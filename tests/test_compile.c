@@ -2,9 +2,11 @@
  * expansion checked against hand-expanded formulas. */
 #include "testutil.h"
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "derive.h"
 #include "program.h"
 #include "solve.h"
 
@@ -236,10 +238,67 @@ static void coefficient_fields_are_read_only(void **state)
     }
 }
 
+static void *ask_jacobian(void *p) { return (void *)program_jacobian(p, NULL, 0); }
+
+/* The kernel set (program.h): every kernel by its name. An explicit scheme has its stages and a
+ * Jacobian derived on first use, once, whoever asks (threads at once: one kept); an implicit one
+ * has no stages, and its F, Jacobian (derived when compiled, with slots for its entries) and,
+ * under imex, explicit part are what a step runs. */
+static void kernel_set(void **state)
+{
+    (void)state;
+    static const char *const schemes[] = {"rk2", "bdf2", "imex"};
+    for (int sc = 0; sc < 3; sc++) {
+        char src[512];
+        snprintf(src, sizeof src, "mesh grid(nx = 16, ny = 8)\nfield u = x, v = y\neq dt(u) = %s + u*(1 - v)\n"
+                 "eq dt(v) = lap(v) - u\nmonitor m = integral(u)\ntime dt = 0.001, steps = 1, scheme = %s\n",
+                 sc == 2 ? "implicit(lap(u))" : "lap(u)", schemes[sc]);
+        pj_program *p = compile_text(src);
+        int implicit = sc > 0;
+        const kir_kernel *F = program_kernel(p, PJ_KERNEL_RHS_IMPLICIT);
+        assert_ptr_equal(program_kernel(p, PJ_KERNEL_RHS), p->rhs);
+        assert_ptr_equal(F, sc == 2 ? p->rhs_implicit : p->rhs);
+        assert_ptr_equal(program_kernel(p, PJ_KERNEL_RHS_EXPLICIT), sc == 2 ? p->rhs_explicit : NULL);
+        assert_ptr_equal(program_kernel(p, PJ_KERNEL_REDUCE), p->reduce);
+        assert_ptr_equal(program_kernel(p, PJ_KERNEL_INIT), p->init);
+        assert_int_equal(p->n_stages, implicit ? 0 : 2);
+        assert_null(program_kernel(p, PJ_KERNEL_STAGE(p->n_stages)));
+        if (!implicit) assert_ptr_equal(program_kernel(p, PJ_KERNEL_STAGE(1)), p->stages[1].kernel);
+        assert_true(implicit ? p->jacobian != NULL : p->jacobian == NULL); /* explicit: not yet derived */
+        pthread_t th[4];
+        void *got[4];
+        for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&th[i], NULL, ask_jacobian, p), 0);
+        for (int i = 0; i < 4; i++) assert_int_equal(pthread_join(th[i], &got[i]), 0);
+        const pj_jacobian *J = program_jacobian(p, NULL, 0);
+        for (int i = 0; i < 4; i++) assert_ptr_equal(got[i], J);
+        assert_ptr_equal(program_kernel(p, PJ_KERNEL_JACOBIAN), J->kernel);
+        derive_entry *e = NULL;
+        int n = 0;
+        kir_kernel *d = derive_jacobian(F, &e, &n, NULL, 0);
+        assert_non_null(d);
+        assert_int_equal(n, J->n);
+        assert_memory_equal(d->hash, J->kernel->hash, 16);
+        assert_memory_equal(e, J->entries, sizeof *e * (size_t)n);
+        if (implicit) assert_int_equal(p->n_slots, 2 + (n + 1) / 2);
+        kir_free(d);
+        free(e);
+        pj_kernel_id ids[PJ_KERNEL_IDS_MAX];
+        int k = program_run_kernels(p, ids);
+        assert_int_equal(k, sc == 0 ? 3 : sc == 1 ? 3 : 4);
+        assert_int_equal(ids[0], implicit ? PJ_KERNEL_RHS_IMPLICIT : PJ_KERNEL_STAGE(0));
+        assert_int_equal(ids[1], implicit ? PJ_KERNEL_JACOBIAN : PJ_KERNEL_STAGE(1));
+        if (sc == 2) assert_int_equal(ids[2], PJ_KERNEL_RHS_EXPLICIT);
+        assert_int_equal(ids[k - 1], PJ_KERNEL_REDUCE);
+        assert_int_equal(program_step_kernels(p, ids), k - 1);
+        program_free(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hash_invariance),
+        cmocka_unit_test(kernel_set),
         cmocka_unit_test(coefficient_fields_are_read_only),
         cmocka_unit_test(cse_and_folding),
         cmocka_unit_test(halo_widths),

@@ -79,7 +79,7 @@ static void jacobian_of_every_sample(void **state)
             if (p->n[a] > 9) p->n[a] = 9;
         jacobian_check r = jacobian_difference(p, 1);
         printf("%-18s %d Jacobian entries per cell; %lld rows, all compared: worst |J - J_fd| / max|J_fd| %.2g\n",
-               samples[i], p->n_jac, (long long)r.rows, r.worst);
+               samples[i], program_jacobian(p, NULL, 0)->n, (long long)r.rows, r.worst);
         assert_true(r.rows > 0);
         assert_int_equal(r.compared, r.rows);
         assert_int_equal(r.disagree, 0);
@@ -413,7 +413,7 @@ static void interp_and_cpu_agree(void **state)
     assert_memory_equal(out[0], out[1], sizeof out[0]);
 }
 
-/* What the Jacobian reads (derive_reads, p->jac_reads) decides how the solver uses it: a linear
+/* What the Jacobian reads (derive_reads, program_jacobian(p)->reads) decides how the solver uses it: a linear
  * problem, none of the unknowns; a constant Jacobian, nothing but constants, params and spacings. */
 static void what_the_jacobian_reads(void **state)
 {
@@ -436,10 +436,12 @@ static void what_the_jacobian_reads(void **state)
                  "eq dt(u) = %s\non all: u = 0\ntime dt = 0.01, steps = 1, scheme = beuler\n", cases[c].rhs);
         pj_program *p = compile_as(src, -1);
         assert_non_null(p);
-        if (p->jac_reads != cases[c].reads)
-            fail_msg("dt(u) = %s: the Jacobian reads %#x, expected %#x", cases[c].rhs, p->jac_reads, cases[c].reads);
-        if (p->jac_symmetric != cases[c].symmetric)
-            fail_msg("dt(u) = %s: symmetric %d, expected %d", cases[c].rhs, p->jac_symmetric, cases[c].symmetric);
+        const pj_jacobian *J = program_jacobian(p, NULL, 0);
+        assert_non_null(J);
+        if (J->reads != cases[c].reads)
+            fail_msg("dt(u) = %s: the Jacobian reads %#x, expected %#x", cases[c].rhs, J->reads, cases[c].reads);
+        if (J->symmetric != cases[c].symmetric)
+            fail_msg("dt(u) = %s: symmetric %d, expected %d", cases[c].rhs, J->symmetric, cases[c].symmetric);
         program_free(p);
     }
 }
@@ -637,8 +639,10 @@ static void diagonal_update_equals_assembly(void **state)
                  "on left: u = 0.5\non right, top, bottom: dn(u) = 0\ntime dt = 0.2, steps = 3, scheme = bdf2\n", rhs[v]);
         pj_program *p = compile_as(src, -1);
         assert_non_null(p);
-        printf("dt(u) = %s: off the diagonal the Jacobian reads %#x\n", rhs[v], p->jac_offdiag_reads);
-        assert_int_equal(p->jac_offdiag_reads, v ? DERIVE_READS_TIME : 0);
+        const pj_jacobian *J = program_jacobian(p, NULL, 0);
+        assert_non_null(J);
+        printf("dt(u) = %s: off the diagonal the Jacobian reads %#x\n", rhs[v], J->offdiag_reads);
+        assert_int_equal(J->offdiag_reads, v ? DERIVE_READS_TIME : 0);
         program_free(p);
         pj_problem *pr;
         char *diags = NULL, err[512];

@@ -95,6 +95,35 @@ static void periodic_2d_params(void **state)
     pj_term_free(t);
 }
 
+/* A term is F itself, the sign of a zero included: its rhs kernel runs, not a stage U + dt*F
+ * (which gave +0 for -0), in place (1D, 2D) and through copies (3D) */
+static void exactly_f(void **state)
+{
+    (void)state;
+    enum { N = 64 };
+    const char *fields[] = {"u", "v"};
+    double u[N], v[N], out[N];
+    for (int i = 0; i < N; i++) {
+        u[i] = value(i);
+        v[i] = i % 3 ? -0.0 : value(2 * i);
+    }
+    const double *in[] = {u, v};
+    char err[256], *diag = NULL;
+    static const int64_t sizes[3][3] = {{N, 1, 1}, {16, 4, 1}, {4, 4, 4}};
+    for (int dim = 1; dim <= 3; dim++) {
+        pj_term *t = make("-(u*0) + u*v", dim, sizes[dim - 1], (double[3]){0.5, 0.5, 0.5}, 2, fields, 0, NULL, NULL,
+                          PJ_TERM_ZERO_FLUX, &diag);
+        assert_non_null(t);
+        assert_int_equal(pj_term_eval(t, in, 0, out, err, sizeof err), PJ_OK);
+        for (int i = 0; i < N; i++) {
+            double expect = -(u[i] * 0) + u[i] * v[i];
+            assert_true(out[i] == expect);
+            assert_int_equal(signbit(out[i]), signbit(expect));
+        }
+        pj_term_free(t);
+    }
+}
+
 /* d term / d field at the cell: closed forms (the neighbours of lap are other cells) */
 static void jacobian_at_cell(void **state)
 {
@@ -319,6 +348,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(zero_flux_1d),
         cmocka_unit_test(periodic_2d_params),
+        cmocka_unit_test(exactly_f),
         cmocka_unit_test(jacobian_at_cell),
         cmocka_unit_test(cached_and_errors),
         cmocka_unit_test(cache_trial_ends_after_eval),
