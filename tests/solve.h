@@ -48,8 +48,10 @@ typedef struct test_case {
     char *text;
     const char *sets;      /* "name=value,..." applied to both sides, or NULL */
 } test_case;
-/* The table (malloc'd; test_cases_free). */
+/* The table (malloc'd; test_cases_free): the explicit problems (the files of samples/ and the problems
+ * of solve.c); test_cases_all adds the files of samples/implicit/, named "implicit/NAME". */
 int test_cases(test_case **cases);
+int test_cases_all(test_case **cases);
 void test_cases_free(test_case *cases, int n);
 /* Largest relative difference between a and b (n values), each relative to the larger magnitude
  * but at least 1e-6 of the largest value of either (NaN on both sides agrees); *at the cell. */
@@ -62,6 +64,10 @@ double case_agree(const test_case *c, const char *backend, const engine_options 
 double program_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
                      const char *label);
 
+/* The same on two engines of one program, created and initialised by the caller (ref: the
+ * interpreter's), both stepped here; label names the case in messages. */
+double engines_agree(engine *ref, engine *e, int64_t steps, const char *label);
+
 /* Monitors. case_with_monitors: the text of case c followed by a monitor statement of five
  * reductions (integral, maxval, minval, mean, a neighbour difference) over its fields (malloc'd).
  * monitors_agree: the monitors of p after `steps` steps on the interpreter and on `backend` (same
@@ -70,6 +76,8 @@ double program_agree(const pj_program *p, const char *sets, const char *backend,
 char *case_with_monitors(const test_case *c);
 double monitors_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
                       int *bit_equal);
+/* The same on two engines of one program, created and initialised by the caller. */
+double engines_monitors_agree(engine *ref, engine *e, int64_t steps, int *bit_equal);
 
 /* The ghost-fill plan (grid.h) on `backend`: the homogeneous fill is the affine difference
  * full(U) - full(0) (euler and rk4); with hooks (host memory only), a hook that mirrors one side
