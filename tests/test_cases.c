@@ -12,7 +12,8 @@
  * What cannot run is reported, never passed: a back end that cannot run on this machine
  * (engine_create: ENGINE_UNAVAILABLE, e.g. no device) skips its whole target with the reason; a
  * case that a back end declines for a feature it lacks (today: the cuda back end and implicit
- * schemes, second boundary conditions) is skipped on that back end, the reason printed. Exit 77
+ * schemes, second boundary conditions) is skipped on that back end, the reason printed, and so
+ * are the implicit cases in a build without the implicit solver (PETSc). Exit 77
  * (ctest: SKIPPED) when no target could run a case. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "testutil.h"
@@ -161,6 +162,11 @@ static void cases_on(void **state)
         pj_program *p = compile_case(c, text);
         int implicit = PJ_SCHEME_IMPLICIT(p->scheme);
         outcome r = RAN;
+        char why[1024];
+        if (implicit && !implicit_available(why, sizeof why)) { /* not even the oracle can run it */
+            print_message("SKIPPED %s on %s: %s\n", c->name, t->label, why);
+            r = DECLINED;
+        }
         for (int single = 0; single <= !implicit && r == RAN; single++)
             for (int pf = 0; pf <= tol->prefetch && r == RAN; pf++) {
                 engine_options o = {.single = single, .threads = tol->threads, .cache_dir = t->cache_dir};

@@ -1382,11 +1382,13 @@ static int group_teardown(void **state)
     return 0;
 }
 
-/* test_cuda: codegen, its refusals and the emulated runs (ctest: test_cuda). test_cuda --device
- * (ctest: test_cuda_device): what needs NVRTC or device 0, or exit 77 (ctest: SKIPPED) when
- * neither is here. */
+/* test_cuda --here (ctest: test_cuda): codegen, its refusals and the emulated runs. test_cuda
+ * --device (ctest: test_cuda_device): what needs NVRTC or device 0, or exit 77 (ctest: SKIPPED)
+ * when neither is here. Without an argument (bench/gpu-check.sh): both. */
 int main(int argc, char **argv)
 {
+    const char *mode = argc > 1 ? argv[1] : "";
+    int run_here = strcmp(mode, "--device") != 0, run_device = strcmp(mode, "--here") != 0;
     const struct CMUnitTest here[] = {
         cmocka_unit_test(codegen_refuses),
         cmocka_unit_test(literals_are_exact),
@@ -1401,7 +1403,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(nvrtc_errors_and_ptx),
         cmocka_unit_test(gpu_runs),
     };
-    if (argc < 2 || strcmp(argv[1], "--device")) return cmocka_run_group_tests_name("test_cuda", here, group_setup, group_teardown);
+    int failed = 0;
+    if (run_here) failed += cmocka_run_group_tests_name("test_cuda", here, group_setup, group_teardown);
+    if (!run_device) return failed;
     char nv_reason[512], dev_reason[512];
     cuda_nvrtc *nv = cuda_nvrtc_open(nv_reason, sizeof nv_reason);
     cuda_device *d = cuda_device_open(0, dev_reason, sizeof dev_reason);
@@ -1409,7 +1413,7 @@ int main(int argc, char **argv)
     cuda_device_close(d);
     if (!nv && !d) {
         printf("SKIPPED: NVRTC not found (%s); no GPU: %s\n", nv_reason, dev_reason);
-        return 77;
+        return run_here ? failed : 77;
     }
-    return cmocka_run_group_tests_name("test_cuda --device", device, group_setup, group_teardown);
+    return failed + cmocka_run_group_tests_name("test_cuda --device", device, group_setup, group_teardown);
 }

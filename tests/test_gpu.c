@@ -10,7 +10,7 @@
  *                without a C and a C++ compiler.
  *   gpu          the same cases on device 0, plus a problem with more than 1 GB of fields: a
  *                ctest entry of its own (test_gpu --device: test_gpu_device), SKIPPED (exit 77)
- *                when no device opens.
+ *                when no device opens; ctest's test_gpu is test_gpu --here (main, below).
  *   terms        pj_term_* on the device (options.on_device, runtime/term.c): cell and face terms
  *                on device arrays (and the derivative at the cell by each input, pj_term_jacobian)
  *                equal the CPU back end's term on the same values, in the
@@ -1214,11 +1214,14 @@ static void no_device_term(void **state)
     unsetenv("PDEJIT_LIBCUDA");
 }
 
-/* test_gpu: what runs everywhere and in the emulation (ctest: test_gpu). test_gpu --device (ctest:
- * test_gpu_device): the same on device 0, or exit 77 (ctest: SKIPPED) when no device opens. */
+/* test_gpu --here (ctest: test_gpu): what runs everywhere and in the emulation. test_gpu --device
+ * (ctest: test_gpu_device): the same on device 0, or exit 77 (ctest: SKIPPED) when no device
+ * opens. Without an argument (bench/gpu-check.sh): both, the device part said to be skipped
+ * when no device opens. */
 int main(int argc, char **argv)
 {
-    g_device_only = argc > 1 && !strcmp(argv[1], "--device");
+    const char *mode = argc > 1 ? argv[1] : "";
+    int run_here = strcmp(mode, "--device") != 0, run_device = strcmp(mode, "--here") != 0;
     const struct CMUnitTest here[] = {
         cmocka_unit_test(emit_compiles),
         cmocka_unit_test(no_device_reason),
@@ -1251,14 +1254,17 @@ int main(int argc, char **argv)
         cmocka_unit_test(gpu_hot_swap),
         cmocka_unit_test(gpu_terms_agree),
     };
-    if (!g_device_only) return cmocka_run_group_tests_name("test_gpu", here, setup, teardown);
+    int failed = 0;
+    if (run_here) failed += cmocka_run_group_tests_name("test_gpu", here, setup, teardown);
+    if (!run_device) return failed;
     char reason[512];
     tu_gpu_emulation_use(NULL);
     cuda_device *d = cuda_device_open(0, reason, sizeof reason);
     if (!d) {
-        printf("SKIPPED: no GPU: %s\n", reason);
-        return 77;
+        printf("SKIPPED: the cases on a GPU: no GPU: %s\n", reason);
+        return run_here ? failed : 77;
     }
     cuda_device_close(d);
-    return cmocka_run_group_tests_name("test_gpu --device", device, setup, teardown);
+    g_device_only = 1;
+    return failed + cmocka_run_group_tests_name("test_gpu --device", device, setup, teardown);
 }
