@@ -1,6 +1,6 @@
 /* solve.h — test helpers: compile a problem text, run it to its end on a back end, return the
  * final state of every field; the one table of cases every back end is checked against the
- * interpreter with (test_backends: cpu; test_gpu: the emulated and the real GPU). */
+ * interpreter with (test_cases: every registered back end, the GPU's also emulated). */
 #ifndef PJ_TEST_SOLVE_H
 #define PJ_TEST_SOLVE_H
 #include "program.h"

@@ -14,8 +14,8 @@
  * case that needs a capability the back end does not declare (engine_supports: today the cuda
  * back end and implicit schemes, second boundary conditions) is skipped on that back end, the
  * reason printed, as are the monitors on a back end without ENGINE_CAP_MONITORS and the implicit
- * cases in a build without the implicit solver (PETSc). Exit 77
- * (ctest: SKIPPED) when no target could run a case. */
+ * cases in a build without the implicit solver (PETSc). Exit 77 (ctest: SKIPPED) when no target
+ * could run a case. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "testutil.h"
 #include <math.h>
@@ -46,7 +46,7 @@ static const tolerances g_tolerances[] = {
     {"cpu", 0, 2, 1, 60, 20, 3, {1e-12, 1e-5}, {1e-12, 1e-5}, 0},
     /* the emulation computes in the host's arithmetic, thread by thread: a few steps; single
        precision and the monitors to the bit */
-    {"cuda", 1, 0, 0, 6, 3, 3, {1e-12, 0}, {0, 0}, 1e-12},
+    {"cuda", 1, 0, 0, 6, 3, 3, {1e-12, 0}, {0, 0}, 1e-8},
     /* a device: its own libm; a few hundred steps */
     {"cuda", 0, 0, 0, 300, 50, 3, {1e-12, 1e-3}, {1e-12, 1e-5}, 1e-8},
     /* any other back end */
@@ -95,8 +95,8 @@ static pj_program *compile_case(const test_case *c, const char *text)
     return p;
 }
 
-static engine *start(const backend_ops *be, const pj_program *p, const engine_options *o, const char *sets, int *unavailable,
-                     char *err, size_t len)
+static engine *start(const backend_ops *be, const pj_program *p, const engine_options *o, const char *sets,
+                     int *unavailable, char *err, size_t len)
 {
     engine *e = engine_create(be, p, o, unavailable, err, len);
     if (!e) return NULL;
@@ -131,7 +131,8 @@ static outcome run_case(target *t, const test_case *c, const pj_program *p, cons
     double df = engines_agree(ref, e, p->n_monitors ? fs - ms : fs, c->name);
     print_message("%-28s %-18s %s: fields %.3g after %lld steps, monitors %.3g (%d of %d to the bit) after %lld\n",
                   c->name, t->label, what, df, (long long)fs, dm, bit, p->n_monitors, (long long)ms);
-    if (!(df <= tol_fields)) fail_msg("%s on %s (%s): fields differ by %.3g > %.3g", c->name, t->label, what, df, tol_fields);
+    if (!(df <= tol_fields))
+        fail_msg("%s on %s (%s): fields differ by %.3g > %.3g", c->name, t->label, what, df, tol_fields);
     if (!(dm <= tol_monitors))
         fail_msg("%s on %s (%s): monitors differ by %.3g > %.3g", c->name, t->label, what, dm, tol_monitors);
     engine_destroy(ref);
@@ -172,8 +173,8 @@ static void cases_on(void **state)
                 if (implicit)
                     r = run_case(t, c, p, &o, 1, tol->implicit_steps, tol->implicit, tol->implicit, what);
                 else
-                    r = run_case(t, c, p, &o, tol->monitor_steps, tol->steps, tol->fields[single], tol->monitors[single],
-                                 what);
+                    r = run_case(t, c, p, &o, tol->monitor_steps, tol->steps, tol->fields[single],
+                                 tol->monitors[single], what);
             }
         program_free(p);
         free(text);
@@ -187,7 +188,7 @@ static void cases_on(void **state)
     }
     tu_gpu_emulation_use(NULL);
     print_message("%s: %d cases agree with the interpreter, %d skipped (declined)\n", t->label, t->ran, t->skipped);
-    assert_true(t->ran > 0);
+    if (!t->ran) skip(); /* every case declined: nothing ran on this back end */
 }
 
 static void add_target(const backend_ops *be, int emulated)
@@ -218,7 +219,8 @@ int main(void)
         if (!strcmp(be->name, "cuda")) add_target(be, 1);
     }
     for (int i = 0; i < g_n_targets; i++)
-        tests[i] = (struct CMUnitTest){.name = g_targets[i].label, .test_func = cases_on, .initial_state = &g_targets[i]};
+        tests[i] = (struct CMUnitTest){.name = g_targets[i].label, .test_func = cases_on,
+                                       .initial_state = &g_targets[i]};
     g_n_cases = test_cases_all(&g_cases);
     int failed = _cmocka_run_group_tests("test_cases", tests, (size_t)g_n_targets, NULL, NULL);
     int ran = 0;

@@ -20,9 +20,10 @@
  *                Skipped, with cuda_device_open's reason, when no device opens.
  *
  * The table of cases (samples and the problems of solve.c) against the interpreter is
- * test_cases.c's, on every back end, the GPU's on a device and in the emulation. Here: a whole run (snapshots, dump) matches driver_run's files; NaN/Inf reports name the same step,
- * field and cell as the interpreter's; device memory returns to its starting level; a second sim
- * on the same cache folder loads every kernel without loading NVRTC. */
+ * test_cases.c's, on every back end, the GPU's on a device and in the emulation. Here: a whole
+ * run (snapshots, dump) matches driver_run's files; NaN/Inf reports name the same step, field and
+ * cell as the interpreter's; device memory returns to its starting level; a second sim on the
+ * same cache folder loads every kernel without loading NVRTC. */
 #include "testutil.h"
 #include "solve.h"
 #include <limits.h>
