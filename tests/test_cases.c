@@ -203,10 +203,18 @@ static void add_target(const backend_ops *be, int emulated)
     if (t->emulation) t->cache_dir = tu_tempdir("cases-emu-cache");
 }
 
-int main(void)
+/* test_cases [BACKEND...]: every registered back end but the interpreter, or those named
+ * (bench/gpu-check.sh: cuda). */
+int main(int argc, char **argv)
 {
     int n_be = 0;
     while (engine_backends[n_be]) n_be++;
+    for (int a = 1; a < argc; a++)
+        if (!engine_backend(argv[a]) || !strcmp(argv[a], "interp")) {
+            fprintf(stderr, "test_cases: '%s' is not a back end to test (%s, but not the oracle interp)\n", argv[a],
+                    engine_backend_names());
+            return 2;
+        }
     g_targets = calloc((size_t)2 * (size_t)n_be, sizeof *g_targets);
     struct CMUnitTest *tests = calloc((size_t)2 * (size_t)n_be, sizeof *tests);
     if (!g_targets || !tests) return 1;
@@ -214,6 +222,9 @@ int main(void)
     for (int i = 0; i < n_be; i++) {
         const backend_ops *be = engine_backends[i];
         if (!strcmp(be->name, "interp")) continue; /* the oracle */
+        int named = argc == 1;
+        for (int a = 1; a < argc; a++) named |= !strcmp(argv[a], be->name);
+        if (!named) continue;
         add_target(be, 0);
         /* the one back end with an emulation here: the GPU's through tests/gpu_emu/ */
         if (!strcmp(be->name, "cuda")) add_target(be, 1);
