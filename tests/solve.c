@@ -257,18 +257,6 @@ static engine *case_engine(const pj_program *p, const char *backend, const engin
     return e;
 }
 
-double case_agree(const test_case *c, const char *backend, const engine_options *o, int64_t steps)
-{
-    diag d;
-    diag_init(&d, c->name, c->text, strlen(c->text));
-    pj_program *p = compile_problem(c->name, c->text, strlen(c->text), &d, NULL);
-    if (!p) fail_msg("%s", d.log);
-    diag_free(&d);
-    double worst = program_agree(p, c->sets, backend, o, steps, c->name);
-    program_free(p);
-    return worst;
-}
-
 char *case_with_monitors(const test_case *c)
 {
     diag d;
@@ -316,16 +304,6 @@ double engines_monitors_agree(engine *ref, engine *e, int64_t steps, int *bit_eq
     }
     free(a);
     free(b);
-    return worst;
-}
-
-double monitors_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
-                      int *bit_equal)
-{
-    engine *ref = case_engine(p, "interp", o, sets), *e = case_engine(p, backend, o, sets);
-    double worst = engines_monitors_agree(ref, e, steps, bit_equal);
-    engine_destroy(ref);
-    engine_destroy(e);
     return worst;
 }
 

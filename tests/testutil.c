@@ -1,9 +1,9 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <limits.h>
 #include <string.h>
 #include <sys/wait.h>
 
