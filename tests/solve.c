@@ -156,38 +156,62 @@ static int cmp_case(const void *a, const void *b)
     return strcmp(((const test_case *)a)->name, ((const test_case *)b)->name);
 }
 
-int test_cases(test_case **cases)
+/* Appends every .pde file of DIR (in name order) to the table, named PREFIX + its name. */
+static void add_samples(test_case **c, int *n, int *cap, const char *dir, const char *prefix)
 {
-    int n = 0, cap = 32;
-    test_case *c = calloc((size_t)cap, sizeof *c);
-    DIR *d = opendir(PJ_SOURCE_DIR "/samples");
-    if (!c || !d) abort();
+    char folder[600];
+    snprintf(folder, sizeof folder, "%s/%s", PJ_SOURCE_DIR, dir);
+    DIR *d = opendir(folder);
+    if (!d) abort();
+    int first = *n;
     struct dirent *e;
-    while ((e = readdir(d)) && n < cap - 3) {
+    while ((e = readdir(d))) {
         size_t l = strlen(e->d_name);
         if (l <= 4 || strcmp(e->d_name + l - 4, ".pde")) continue;
-        char path[600];
-        snprintf(path, sizeof path, "%s/samples/%s", PJ_SOURCE_DIR, e->d_name);
-        snprintf(c[n].name, sizeof c[n].name, "%.*s", (int)(l - 4), e->d_name);
-        c[n].text = tu_read_file(path, NULL);
-        if (!c[n].text) abort();
-        n++;
+        if (*n == *cap) {
+            *cap *= 2;
+            *c = realloc(*c, sizeof **c * (size_t)*cap);
+            if (!*c) abort();
+        }
+        test_case *t = &(*c)[(*n)++];
+        memset(t, 0, sizeof *t);
+        char path[900];
+        snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
+        snprintf(t->name, sizeof t->name, "%s%.*s", prefix, (int)(l - 4), e->d_name);
+        t->text = tu_read_file(path, NULL);
+        if (!t->text) abort();
     }
     closedir(d);
-    qsort(c, (size_t)n, sizeof *c, cmp_case);
+    qsort(*c + first, (size_t)(*n - first), sizeof **c, cmp_case);
+}
+
+/* The table: samples/, then the problems above, then (implicit) samples/implicit/. */
+static int cases_table(test_case **cases, int implicit)
+{
+    int n = 0, cap = 16;
+    test_case *c = calloc((size_t)cap, sizeof *c);
+    if (!c) abort();
+    add_samples(&c, &n, &cap, "samples", "");
     static const struct { const char *name, *text, *sets; } own[] = {
         {"rk4-2d-robin-t-x", prob_rk4, "a=3"},
         {"euler-3d-halo2", prob_euler3d, "D=0.002"},
         {"rk3-coefficient-field", prob_rk3_coefficient, NULL},
     };
+    c = realloc(c, sizeof *c * (size_t)(cap = n + 3));
+    if (!c) abort();
     for (size_t i = 0; i < sizeof own / sizeof *own; i++, n++) {
+        memset(&c[n], 0, sizeof c[n]);
         snprintf(c[n].name, sizeof c[n].name, "%s", own[i].name);
         c[n].text = strdup(own[i].text);
         c[n].sets = own[i].sets;
     }
+    if (implicit) add_samples(&c, &n, &cap, "samples/implicit", "implicit/");
     *cases = c;
     return n;
 }
+
+int test_cases(test_case **cases) { return cases_table(cases, 0); }
+int test_cases_all(test_case **cases) { return cases_table(cases, 1); }
 
 void test_cases_free(test_case *cases, int n)
 {
@@ -233,18 +257,6 @@ static engine *case_engine(const pj_program *p, const char *backend, const engin
     return e;
 }
 
-double case_agree(const test_case *c, const char *backend, const engine_options *o, int64_t steps)
-{
-    diag d;
-    diag_init(&d, c->name, c->text, strlen(c->text));
-    pj_program *p = compile_problem(c->name, c->text, strlen(c->text), &d, NULL);
-    if (!p) fail_msg("%s", d.log);
-    diag_free(&d);
-    double worst = program_agree(p, c->sets, backend, o, steps, c->name);
-    program_free(p);
-    return worst;
-}
-
 char *case_with_monitors(const test_case *c)
 {
     diag d;
@@ -263,15 +275,23 @@ char *case_with_monitors(const test_case *c)
     return s;
 }
 
-double monitors_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
-                      int *bit_equal)
+/* Steps ref and e `steps` steps of p's dt (1e-3 when it has none). */
+static void step_both(engine *ref, engine *e, int64_t steps)
 {
-    engine *ref = case_engine(p, "interp", o, sets), *e = case_engine(p, backend, o, sets);
+    const pj_program *p = engine_program(ref);
     double dt = p->dt > 0 ? p->dt : 1e-3;
     char err[1024];
     for (int64_t i = 0; i < steps; i++)
         if (engine_step(ref, dt, err, sizeof err) < 0 || engine_step(e, dt, err, sizeof err) < 0) fail_msg("%s", err);
     if (engine_sync(e, err, sizeof err) < 0) fail_msg("%s", err);
+}
+
+double engines_monitors_agree(engine *ref, engine *e, int64_t steps, int *bit_equal)
+{
+    const pj_program *p = engine_program(ref);
+    const char *backend = engine_ops(e)->name;
+    step_both(ref, e, steps);
+    char err[1024];
     double *a = calloc((size_t)p->n_monitors + 1, sizeof *a), *b = calloc((size_t)p->n_monitors + 1, sizeof *b);
     if (engine_reduce(ref, a, err, sizeof err) < 0 || engine_reduce(e, b, err, sizeof err) < 0) fail_msg("%s", err);
     double worst = 0;
@@ -284,24 +304,18 @@ double monitors_agree(const pj_program *p, const char *sets, const char *backend
     }
     free(a);
     free(b);
-    engine_destroy(ref);
-    engine_destroy(e);
     return worst;
 }
 
-double program_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
-                     const char *label)
+double engines_agree(engine *ref, engine *e, int64_t steps, const char *label)
 {
-    engine *ref = case_engine(p, "interp", o, sets), *e = case_engine(p, backend, o, sets);
+    const pj_program *p = engine_program(ref);
+    const char *backend = engine_ops(e)->name;
     for (int i = 0; i < p->n_params; i++) assert_true(engine_params(ref)[i] == engine_params(e)[i]);
-    double dt = p->dt > 0 ? p->dt : 1e-3;
-    char err[1024];
-    for (int64_t i = 0; i < steps; i++) {
-        if (engine_step(ref, dt, err, sizeof err) < 0 || engine_step(e, dt, err, sizeof err) < 0) fail_msg("%s", err);
-    }
-    if (engine_sync(e, err, sizeof err) < 0) fail_msg("%s", err);
+    step_both(ref, e, steps);
     assert_true(engine_time(e) == engine_time(ref));
     assert_int_equal(engine_steps(e), engine_steps(ref));
+    char err[1024];
     int64_t n = engine_cells(ref);
     double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
     double worst = 0;
@@ -317,6 +331,14 @@ double program_agree(const pj_program *p, const char *sets, const char *backend,
     }
     free(a);
     free(b);
+    return worst;
+}
+
+double program_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
+                     const char *label)
+{
+    engine *ref = case_engine(p, "interp", o, sets), *e = case_engine(p, backend, o, sets);
+    double worst = engines_agree(ref, e, steps, label);
     engine_destroy(ref);
     engine_destroy(e);
     return worst;

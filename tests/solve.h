@@ -1,6 +1,6 @@
 /* solve.h — test helpers: compile a problem text, run it to its end on a back end, return the
  * final state of every field; the one table of cases every back end is checked against the
- * interpreter with (test_backends: cpu; test_gpu: the emulated and the real GPU). */
+ * interpreter with (test_cases: every registered back end, the GPU's also emulated). */
 #ifndef PJ_TEST_SOLVE_H
 #define PJ_TEST_SOLVE_H
 #include "program.h"
@@ -48,28 +48,31 @@ typedef struct test_case {
     char *text;
     const char *sets;      /* "name=value,..." applied to both sides, or NULL */
 } test_case;
-/* The table (malloc'd; test_cases_free). */
+/* The table (malloc'd; test_cases_free): the explicit problems (the files of samples/ and the problems
+ * of solve.c); test_cases_all adds the files of samples/implicit/, named "implicit/NAME". */
 int test_cases(test_case **cases);
+int test_cases_all(test_case **cases);
 void test_cases_free(test_case *cases, int n);
 /* Largest relative difference between a and b (n values), each relative to the larger magnitude
  * but at least 1e-6 of the largest value of either (NaN on both sides agrees); *at the cell. */
 double field_diff(const double *a, const double *b, int64_t n, int64_t *at);
-/* Steps case c on the interpreter and on `backend` from the same initial state, `steps` steps of
- * the problem's dt (1e-3 when it has none), and compares every field: the largest field_diff.
- * The same options (precision...) on both sides. Fails the test when either side fails. */
-double case_agree(const test_case *c, const char *backend, const engine_options *o, int64_t steps);
-/* The same on a compiled program (label names it in messages). */
+/* Steps program p (params `sets`) on the interpreter and on `backend` from the same initial
+ * state, `steps` steps of the problem's dt (1e-3 when it has none), and compares every field: the
+ * largest field_diff. The same options (precision...) on both sides; label names it in messages.
+ * Fails the test when either side fails. */
 double program_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
                      const char *label);
+/* The same on two engines of one program, created and initialised by the caller (ref: the
+ * interpreter's), both stepped here. */
+double engines_agree(engine *ref, engine *e, int64_t steps, const char *label);
 
 /* Monitors. case_with_monitors: the text of case c followed by a monitor statement of five
  * reductions (integral, maxval, minval, mean, a neighbour difference) over its fields (malloc'd).
- * monitors_agree: the monitors of p after `steps` steps on the interpreter and on `backend` (same
- * options): the largest relative difference (NaN on both sides agrees), *bit_equal (may be NULL)
- * counting the values equal to the bit. */
+ * engines_monitors_agree: the monitors of two engines of one program (ref: the interpreter's)
+ * after `steps` more steps: the largest relative difference (NaN on both sides agrees),
+ * *bit_equal (may be NULL) counting the values equal to the bit. */
 char *case_with_monitors(const test_case *c);
-double monitors_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
-                      int *bit_equal);
+double engines_monitors_agree(engine *ref, engine *e, int64_t steps, int *bit_equal);
 
 /* The ghost-fill plan (grid.h) on `backend`: the homogeneous fill is the affine difference
  * full(U) - full(0) (euler and rk4); with hooks (host memory only), a hook that mirrors one side

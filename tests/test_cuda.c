@@ -13,6 +13,8 @@
  *   gpu       the same cases launched on device 0 and compared with the reference (bit for bit
  *             for the correctly rounded ops, within a tolerance for libm functions); device
  *             memory is released. Skipped, with the reason, when no device opens.
+ * compile and gpu need NVRTC or a device: they are a ctest entry of their own (test_cuda --device:
+ * test_cuda_device), SKIPPED (exit 77) when neither is here.
  *   no device cuda_device_open reports why (library missing, stub) instead of crashing.
  *
  * The oracle is one reference evaluator below, written from kir.h, not from the codegen. */
@@ -1380,19 +1382,38 @@ static int group_teardown(void **state)
     return 0;
 }
 
-int main(void)
+/* test_cuda --here (ctest: test_cuda): codegen, its refusals and the emulated runs. test_cuda
+ * --device (ctest: test_cuda_device): what needs NVRTC or device 0, or exit 77 (ctest: SKIPPED)
+ * when neither is here. Without an argument (bench/gpu-check.sh): both. */
+int main(int argc, char **argv)
 {
-    const struct CMUnitTest tests[] = {
+    const char *mode = argc > 1 ? argv[1] : "";
+    int run_here = strcmp(mode, "--device") != 0, run_device = strcmp(mode, "--here") != 0;
+    const struct CMUnitTest here[] = {
         cmocka_unit_test(codegen_refuses),
         cmocka_unit_test(literals_are_exact),
         cmocka_unit_test(launch_dims),
+        cmocka_unit_test(emulated_runs),
+        cmocka_unit_test(device_reason),
+    };
+    const struct CMUnitTest device[] = {
         cmocka_unit_test(compile_hand_built),
         cmocka_unit_test(compile_random),
         cmocka_unit_test(compile_fill_and_check),
         cmocka_unit_test(nvrtc_errors_and_ptx),
-        cmocka_unit_test(emulated_runs),
-        cmocka_unit_test(device_reason),
         cmocka_unit_test(gpu_runs),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    int failed = 0;
+    if (run_here) failed += cmocka_run_group_tests_name("test_cuda", here, group_setup, group_teardown);
+    if (!run_device) return failed;
+    char nv_reason[512], dev_reason[512];
+    cuda_nvrtc *nv = cuda_nvrtc_open(nv_reason, sizeof nv_reason);
+    cuda_device *d = cuda_device_open(0, dev_reason, sizeof dev_reason);
+    cuda_nvrtc_close(nv);
+    cuda_device_close(d);
+    if (!nv && !d) {
+        printf("SKIPPED: NVRTC not found (%s); no GPU: %s\n", nv_reason, dev_reason);
+        return run_here ? failed : 77;
+    }
+    return failed + cmocka_run_group_tests_name("test_cuda --device", device, group_setup, group_teardown);
 }

@@ -8,7 +8,9 @@
  *                with NaN bytes at allocation; the "module" is that shared object) runs it thread
  *                by thread. PDEJIT_NVRTC and PDEJIT_LIBCUDA point cuda_driver.c at them. Skipped
  *                without a C and a C++ compiler.
- *   gpu          the same cases on device 0, plus a problem with more than 1 GB of fields.
+ *   gpu          the same cases on device 0, plus a problem with more than 1 GB of fields: a
+ *                ctest entry of its own (test_gpu --device: test_gpu_device), SKIPPED (exit 77)
+ *                when no device opens; ctest's test_gpu is test_gpu --here (main, below).
  *   terms        pj_term_* on the device (options.on_device, runtime/term.c): cell and face terms
  *                on device arrays (and the derivative at the cell by each input, pj_term_jacobian)
  *                equal the CPU back end's term on the same values, in the
@@ -17,13 +19,11 @@
  *                a device, PJ_ERR_UNAVAILABLE with cuda_device_open's reason.
  *                Skipped, with cuda_device_open's reason, when no device opens.
  *
- * The cases: every sample in samples/ plus problems that use what the samples do not (rk4, euler,
- * 3D, halo 2, linear conditions that depend on t and x, dependent params set at run time) agree
- * with the interpreter after a few hundred steps (a few in emulation) to <= 1e-12 in double
- * without fast math (relative, or relative to the field's largest value where a value is near 0);
- * a whole run (snapshots, dump) matches driver_run's files; NaN/Inf reports name the same step,
- * field and cell as the interpreter's; device memory returns to its starting level; a second sim
- * on the same cache folder loads every kernel without loading NVRTC. */
+ * The table of cases (samples and the problems of solve.c) against the interpreter is
+ * test_cases.c's, on every back end, the GPU's on a device and in the emulation. Here: a whole
+ * run (snapshots, dump) matches driver_run's files; NaN/Inf reports name the same step, field and
+ * cell as the interpreter's; device memory returns to its starting level; a second sim on the
+ * same cache folder loads every kernel without loading NVRTC. */
 #include "testutil.h"
 #include "solve.h"
 #include <limits.h>
@@ -81,59 +81,13 @@ typedef enum { ON_GPU, ON_EMU } where;
 
 static char *g_emu_dir;        /* the stand-in libraries, when built */
 static char g_emu_reason[512];
+static int g_device_only;      /* test_gpu --device: the cases on device 0 only */
 static char g_gpu_reason[512];
 static cuda_device *g_gpu;     /* held open for the whole run: keeps the primary context */
 static char *g_cache_dir;
 
-static int build_emulation(void)
-{
-    if (tu_run("cc --version >/dev/null 2>&1 && c++ --version >/dev/null 2>&1", NULL) != 0) {
-        snprintf(g_emu_reason, sizeof g_emu_reason, "no C and C++ compiler for the host emulation");
-        return -1;
-    }
-    char *dir = tu_tempdir("gpu-emu");
-    if (!dir) {
-        snprintf(g_emu_reason, sizeof g_emu_reason, "no temporary folder");
-        return -1;
-    }
-    /* the stand-ins' sources: tests/gpu_emu/ (python/tests builds the same ones) */
-    static const struct { const char *file, *lib; } parts[] = {
-        {"nvrtc.c", "libnvrtc.so.99"},
-        {"cuda.c", "libcuda.so.1"},
-    };
-    for (int i = 0; i < 2; i++) {
-        char path[PATH_MAX + 64], cmd[2 * PATH_MAX + 1000];
-        snprintf(path, sizeof path, "%s/tests/gpu_emu/%s", PJ_SOURCE_DIR, parts[i].file);
-        snprintf(cmd, sizeof cmd, "cc -std=gnu11 -O1 -shared -fPIC -w -o '%s/%s' '%s' -ldl", dir, parts[i].lib, path);
-        char *out = NULL;
-        if (tu_run(cmd, &out) != 0) {
-            snprintf(g_emu_reason, sizeof g_emu_reason, "the stand-in %s does not build: %.300s", parts[i].lib,
-                     out ? out : "");
-            free(out);
-            free(dir);
-            return -1;
-        }
-        free(out);
-    }
-    g_emu_dir = dir;
-    return 0;
-}
-
 /* Points cuda_driver.c at the stand-ins (ON_EMU) or at the real libraries (ON_GPU). */
-static void use(where w)
-{
-    if (w == ON_EMU) {
-        char p[700];
-        snprintf(p, sizeof p, "%s/libnvrtc.so.99", g_emu_dir);
-        setenv("PDEJIT_NVRTC", p, 1);
-        snprintf(p, sizeof p, "%s/libcuda.so.1", g_emu_dir);
-        setenv("PDEJIT_LIBCUDA", p, 1);
-        setenv("PJ_EMU_DIR", g_emu_dir, 1);
-    } else {
-        unsetenv("PDEJIT_NVRTC");
-        unsetenv("PDEJIT_LIBCUDA");
-    }
-}
+static void use(where w) { tu_gpu_emulation_use(w == ON_EMU ? g_emu_dir : NULL); }
 
 #define NEED(w)                                                                                  \
     do {                                                                                         \
@@ -359,54 +313,6 @@ static void key_composition(void **state)
 
 /* ---- cases that run on a device (real or emulated) --------------------------------------- */
 
-/* The table of cases every back end runs (solve.h), in double and single precision. */
-static void samples_agree(where w)
-{
-    test_case *cases;
-    int n = test_cases(&cases);
-    /* a few hundred steps on a GPU; a few in the emulation (one host thread per "cell") */
-    int64_t steps = w == ON_GPU ? 300 : 6;
-    for (int i = 0; i < n; i++) {
-        engine_options o = {.cache_dir = g_cache_dir};
-        double d = case_agree(&cases[i], "cuda", &o, steps);
-        print_message("%-24s double: largest difference %.3g after %lld steps\n", cases[i].name, d, (long long)steps);
-        assert_true(d <= 1e-12);
-        o.single = 1;
-        d = case_agree(&cases[i], "cuda", &o, steps);
-        print_message("%-24s single: largest difference %.3g\n", cases[i].name, d);
-        assert_true(d <= (w == ON_EMU ? 0 : 1e-3));
-    }
-    test_cases_free(cases, n);
-}
-
-/* Monitors (KIR_REDUCE on the device, then its fold): the interpreter's values, bit for bit in
- * the emulation (the same order of operations, kir.h), within 1e-12 on a device. */
-static void monitors_agree_on(where w)
-{
-    test_case *cases;
-    int n = test_cases(&cases);
-    int bit = 0, total = 0;
-    for (int i = 0; i < n; i++) {
-        char *text = case_with_monitors(&cases[i]);
-        diag d;
-        diag_init(&d, cases[i].name, text, strlen(text));
-        pj_program *p = compile_problem(cases[i].name, text, strlen(text), &d, NULL);
-        if (!p) fail_msg("%s", d.log);
-        diag_free(&d);
-        for (int single = 0; single <= 1; single++) {
-            engine_options o = {.cache_dir = g_cache_dir, .single = single};
-            double diff = monitors_agree(p, cases[i].sets, "cuda", &o, w == ON_GPU ? 50 : 3, &bit);
-            total += p->n_monitors;
-            print_message("%-24s %s monitors: largest difference %.3g\n", cases[i].name, single ? "single" : "double", diff);
-            assert_true(diff <= (w == ON_EMU ? 0 : single ? 1e-5 : 1e-12));
-        }
-        program_free(p);
-        free(text);
-    }
-    print_message("%d of %d monitor values equal to the bit\n", bit, total);
-    test_cases_free(cases, n);
-}
-
 /* NaN/Inf: the same report as the interpreter's run, and an injected value at a known cell. */
 static void nan_reports(where w)
 {
@@ -566,10 +472,7 @@ static void cache_hits_without_nvrtc(void)
     program_free(p);
 }
 
-static void emu_samples_agree(void **state) { (void)state; NEED(ON_EMU); samples_agree(ON_EMU); }
 static void emu_nan_reports(void **state) { (void)state; NEED(ON_EMU); nan_reports(ON_EMU); }
-static void emu_monitors_agree(void **state) { (void)state; NEED(ON_EMU); monitors_agree_on(ON_EMU); }
-static void gpu_monitors_agree(void **state) { (void)state; NEED(ON_GPU); monitors_agree_on(ON_GPU); }
 static void emu_run_matches_driver(void **state) { (void)state; NEED(ON_EMU); run_matches_driver(ON_EMU); }
 static void emu_cache_hits_without_nvrtc(void **state) { (void)state; NEED(ON_EMU); cache_hits_without_nvrtc(); }
 static void emu_memory_released(void **state)
@@ -603,12 +506,18 @@ static void refuses_what_does_not_fit(where w)
     snprintf(want, sizeof want, "the problem needs 345.8 GB (12 buffers of 28.8 GB); %.1f GB are available on the device",
              ((double)free0 - 64.0 * 1024 * 1024) / 1e9);
     pj_program *p = compile_named("too_large.pde", prob_too_large);
-    cuda_sim_options o = {.cache_dir = g_cache_dir};
-    double t0 = now_s();
+    char *fresh = tu_tempdir("gpu-too-large-cache");
+    cuda_sim_options o = {.cache_dir = fresh};
     cuda_sim *s = cuda_sim_create(p, &o, err, sizeof err);
     assert_null(s);
     assert_string_equal(err, want);
-    assert_true(now_s() - t0 < 5); /* no kernel compiled, nothing allocated */
+    /* no kernel compiled (none in its kernel cache), nothing allocated */
+    char ls[1200], *found = NULL;
+    snprintf(ls, sizeof ls, "find '%s' -type f -name '*.cu'; rm -rf '%s'", fresh, fresh);
+    assert_int_equal(tu_run(ls, &found), 0);
+    assert_string_equal(found, "");
+    free(found);
+    free(fresh);
     assert_int_equal(cuda_device_live_bytes(d, NULL), 0);
     program_free(p);
     cuda_device_close(d);
@@ -855,7 +764,6 @@ static void gpu_checkpoint_resume(void **state) { (void)state; NEED(ON_GPU); che
 static void emu_noise_bits(void **state) { (void)state; NEED(ON_EMU); noise_bits(ON_EMU); }
 static void gpu_noise_bits(void **state) { (void)state; NEED(ON_GPU); noise_bits(ON_GPU); }
 
-static void gpu_samples_agree(void **state) { (void)state; NEED(ON_GPU); samples_agree(ON_GPU); }
 static void gpu_nan_reports(void **state) { (void)state; NEED(ON_GPU); nan_reports(ON_GPU); }
 static void gpu_run_matches_driver(void **state) { (void)state; NEED(ON_GPU); run_matches_driver(ON_GPU); }
 static void gpu_cache_hits_without_nvrtc(void **state) { (void)state; NEED(ON_GPU); cache_hits_without_nvrtc(); }
@@ -902,7 +810,8 @@ static int setup(void **state)
         print_message("GPU: %s (compute capability %d.%d)\n", cuda_device_name(g_gpu), cuda_device_cc(g_gpu) / 10,
                       cuda_device_cc(g_gpu) % 10);
     else print_message("no GPU: %s\n", g_gpu_reason);
-    if (build_emulation() < 0) print_message("no host emulation: %s\n", g_emu_reason);
+    if (!g_device_only && !(g_emu_dir = tu_gpu_emulation_build(g_emu_reason, sizeof g_emu_reason)))
+        print_message("no host emulation: %s\n", g_emu_reason);
     g_cache_dir = tu_tempdir("gpu-cache-main");
     return 0;
 }
@@ -1323,15 +1232,19 @@ static void no_device_term(void **state)
     unsetenv("PDEJIT_LIBCUDA");
 }
 
-int main(void)
+/* test_gpu --here (ctest: test_gpu): what runs everywhere and in the emulation. test_gpu --device
+ * (ctest: test_gpu_device): the same on device 0, or exit 77 (ctest: SKIPPED) when no device
+ * opens. Without an argument (bench/gpu-check.sh): both, the device part said to be skipped
+ * when no device opens. */
+int main(int argc, char **argv)
 {
-    const struct CMUnitTest tests[] = {
+    const char *mode = argc > 1 ? argv[1] : "";
+    int run_here = strcmp(mode, "--device") != 0, run_device = strcmp(mode, "--here") != 0;
+    const struct CMUnitTest here[] = {
         cmocka_unit_test(emit_compiles),
         cmocka_unit_test(no_device_reason),
         cmocka_unit_test(key_composition),
-        cmocka_unit_test(emu_samples_agree),
         cmocka_unit_test(emu_nan_reports),
-        cmocka_unit_test(emu_monitors_agree),
         cmocka_unit_test(emu_run_matches_driver),
         cmocka_unit_test(emu_cache_hits_without_nvrtc),
         cmocka_unit_test(emu_memory_released),
@@ -1344,9 +1257,9 @@ int main(void)
         cmocka_unit_test(no_device_command_line),
         cmocka_unit_test(emu_terms_agree),
         cmocka_unit_test(no_device_term),
-        cmocka_unit_test(gpu_samples_agree),
+    };
+    const struct CMUnitTest device[] = {
         cmocka_unit_test(gpu_nan_reports),
-        cmocka_unit_test(gpu_monitors_agree),
         cmocka_unit_test(gpu_run_matches_driver),
         cmocka_unit_test(gpu_cache_hits_without_nvrtc),
         cmocka_unit_test(gpu_memory_released),
@@ -1359,5 +1272,17 @@ int main(void)
         cmocka_unit_test(gpu_hot_swap),
         cmocka_unit_test(gpu_terms_agree),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    int failed = 0;
+    if (run_here) failed += cmocka_run_group_tests_name("test_gpu", here, setup, teardown);
+    if (!run_device) return failed;
+    char reason[512];
+    tu_gpu_emulation_use(NULL);
+    cuda_device *d = cuda_device_open(0, reason, sizeof reason);
+    if (!d) {
+        printf("SKIPPED: the cases on a GPU: no GPU: %s\n", reason);
+        return run_here ? failed : 77;
+    }
+    cuda_device_close(d);
+    g_device_only = 1;
+    return failed + cmocka_run_group_tests_name("test_gpu --device", device, setup, teardown);
 }

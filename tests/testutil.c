@@ -1,10 +1,15 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+
+#ifndef PJ_SOURCE_DIR
+#define PJ_SOURCE_DIR ".."
+#endif
 
 char *tu_read_file(const char *path, size_t *len)
 {
@@ -117,4 +122,53 @@ int tu_pdejit(char **output, const char *fmt, ...)
     va_end(ap);
     snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s %s", tu_dir, tu_dir, PJ_BINARY, args);
     return tu_run(cmd, output);
+}
+
+char *tu_gpu_emulation_build(char *why, size_t len)
+{
+    if (tu_run("cc --version >/dev/null 2>&1 && c++ --version >/dev/null 2>&1", NULL) != 0) {
+        snprintf(why, len, "no C and C++ compiler for the host emulation");
+        return NULL;
+    }
+    char *dir = tu_tempdir("gpu-emu");
+    if (!dir) {
+        snprintf(why, len, "no temporary folder");
+        return NULL;
+    }
+    /* python/tests/test_term_device.py builds the same ones */
+    static const struct { const char *file, *lib; } parts[] = {
+        {"nvrtc.c", "libnvrtc.so.99"},
+        {"cuda.c", "libcuda.so.1"},
+    };
+    for (int i = 0; i < 2; i++) {
+        char path[PATH_MAX + 64], cmd[2 * PATH_MAX + 1000];
+        snprintf(path, sizeof path, "%s/tests/gpu_emu/%s", PJ_SOURCE_DIR, parts[i].file);
+        snprintf(cmd, sizeof cmd, "cc -std=gnu11 -O1 -shared -fPIC -w -o '%s/%s' '%s' -ldl", dir, parts[i].lib, path);
+        char *out = NULL;
+        if (tu_run(cmd, &out) != 0) {
+            snprintf(why, len, "the stand-in %s does not build: %.300s", parts[i].lib, out ? out : "");
+            free(out);
+            snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+            tu_run(cmd, NULL);
+            free(dir);
+            return NULL;
+        }
+        free(out);
+    }
+    return dir;
+}
+
+void tu_gpu_emulation_use(const char *dir)
+{
+    if (!dir) {
+        unsetenv("PDEJIT_NVRTC");
+        unsetenv("PDEJIT_LIBCUDA");
+        return;
+    }
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/libnvrtc.so.99", dir);
+    setenv("PDEJIT_NVRTC", p, 1);
+    snprintf(p, sizeof p, "%s/libcuda.so.1", dir);
+    setenv("PDEJIT_LIBCUDA", p, 1);
+    setenv("PJ_EMU_DIR", dir, 1);
 }

@@ -21,6 +21,13 @@ int tu_dir_setup(void **state);
 int tu_dir_teardown(void **state);
 /* Runs `pdejit ARGS` (ARGS a printf format) in tu_dir with the cache folder tu_dir/cache; as tu_run. */
 int tu_pdejit(char **output, const char *fmt, ...);
+/* The GPU back end's host emulation (tests/gpu_emu/, described in test_gpu.c): builds the stand-in
+ * NVRTC and libcuda.so.1 into a fresh folder under /tmp (malloc'd path; the caller removes it),
+ * or returns NULL with the reason in why (no C and C++ compiler, a stand-in that does not build). */
+char *tu_gpu_emulation_build(char *why, size_t len);
+/* Points the cuda back end at the stand-ins in dir (PDEJIT_NVRTC, PDEJIT_LIBCUDA, PJ_EMU_DIR), or,
+ * dir NULL, back at the real libraries. */
+void tu_gpu_emulation_use(const char *dir);
 /* |a-b| / max(|a|,|b|,tiny); 0 when both NaN or equal. */
 double tu_reldiff(double a, double b);
 

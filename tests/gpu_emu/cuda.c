@@ -1,4 +1,4 @@
-/* gpu_emu/cuda.c — a stand-in libcuda.so.1 for the GPU back end's host emulation (tests/test_gpu.c,
+/* gpu_emu/cuda.c — a stand-in libcuda.so.1 for the GPU back end's host emulation (tests/test_gpu.c, test_cases.c,
  * python/tests/test_term_device.py): "device" memory is host memory (filled with 0xff bytes at
  * allocation; every copy checks that its range lies in one allocation), a module is gpu_emu/nvrtc.c's
  * shared object, and a launch runs its kernel thread by thread on the calling thread. */

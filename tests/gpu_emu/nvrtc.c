@@ -1,4 +1,4 @@
-/* gpu_emu/nvrtc.c — a stand-in NVRTC for the GPU back end's host emulation (tests/test_gpu.c,
+/* gpu_emu/nvrtc.c — a stand-in NVRTC for the GPU back end's host emulation (tests/test_gpu.c, test_cases.c,
  * python/tests/test_term_device.py): "compiles" the generated CUDA C as C++ (c++ -O2
  * -ffp-contract=off) into a shared object, returned as the "cubin" (8-byte magic PJEMU, length,
  * the object). Built by the tests with cc into a temporary folder; PJ_EMU_DIR names where it
