@@ -45,7 +45,7 @@ if [ "${1:-}" = "--build" ]; then
     LLVM_CONFIG=$(command -v llvm-config-14 || command -v llvm-config)
     LLVM_LIBS="-L$($LLVM_CONFIG --libdir) $($LLVM_CONFIG --link-static --libs core orcjit native passes) $($LLVM_CONFIG --link-static --system-libs | sed 's|[^ ]*libz3\.so||') -lstdc++"
     set -e
-    for t in test_gpu test_cuda; do
+    for t in test_gpu test_cuda test_cases; do
         # the tests run in tests/ and start the command from other folders: an absolute path that
         # the run below links to BUILD/pdejit (wherever the repository lies there)
         gcc $CFLAGS -DPJ_SOURCE_DIR='".."' -DPJ_BINARY="\"$TEST_BINARY\"" -o "$DEST/$t" tests/$t.c tests/testutil.c \
@@ -60,7 +60,7 @@ if [ "${1:-}" = "--build" ]; then
     # same LLVM): xz -9's 64 MiB window stores that LLVM about once, ~15 MB in all (2-3 min here).
     STAGE=$(mktemp -d /tmp/pdejit-gpupack.XXXXXX)
     mkdir -p "$STAGE/gpu/lib"
-    cp "$DEST"/test_gpu "$DEST"/test_cuda "$DEST"/gpu_bench "$STAGE/gpu/"
+    cp "$DEST"/test_gpu "$DEST"/test_cuda "$DEST"/test_cases "$DEST"/gpu_bench "$STAGE/gpu/"
     cp "$DEST"/lib/* "$STAGE/gpu/lib/"
     # the shared libraries beyond glibc the binaries ask for (the run below puts lib/ on
     # LD_LIBRARY_PATH, so the pdejit command the tests start finds them too)
@@ -68,7 +68,7 @@ if [ "${1:-}" = "--build" ]; then
         case $(basename "$so") in libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libgcc_s.so*) ;;
         *) cp -L "$so" "$STAGE/gpu/lib/" ;; esac
     done
-    strip "$STAGE"/gpu/test_gpu "$STAGE"/gpu/test_cuda "$STAGE"/gpu/gpu_bench
+    strip "$STAGE"/gpu/test_gpu "$STAGE"/gpu/test_cuda "$STAGE"/gpu/test_cases "$STAGE"/gpu/gpu_bench
     [ -x "$BUILD/pdejit" ] && { cp "$BUILD/pdejit" "$STAGE/"; strip "$STAGE/pdejit"; }
     tar -C "$STAGE" -cf - gpu $([ -f "$STAGE/pdejit" ] && echo pdejit) | xz -9 -T1 >"$BUILD/gpu.tar.xz" ||
         { echo "gpu-check: packing $BUILD/gpu.tar.xz failed"; rm -rf "$STAGE"; exit 1; }
@@ -103,7 +103,7 @@ note '```'
 (timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.max.memory --format=csv 2>&1 ||
     echo "nvidia-smi: not available") | tee -a "$REPORT"
 note "host: $(nproc) cores; git: $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-for b in test_gpu test_cuda gpu_bench; do
+for b in test_gpu test_cuda test_cases gpu_bench; do
     if [ ! -x "$G/$b" ]; then note "missing $G/$b (run bench/gpu-check.sh --build $BUILD here first)"; FAILED="$FAILED build"; fi
 done
 MISSING=$(ldd "$G/test_gpu" "$G/gpu_bench" 2>/dev/null | grep "not found" | sort -u)
@@ -125,7 +125,7 @@ run_step() { # name timeout command... : runs, logs to $OUTDIR/name.log, adds a 
 
 summarize_tests() { # cmocka log: result lines and every message of the gpu tests
     note '```'
-    grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED|ERROR|LINE) +\]|^GPU:|^no GPU|largest difference|device memory|kernels: cold|interp:|gpu:|emu:|run:|gray-scott|GPU memory|skipped|NVRTC .* loaded|compile for" \
+    grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED|ERROR|LINE) +\]|^GPU:|^no GPU|largest difference|fields .* after|cases run|SKIPPED|device memory|kernels: cold|interp:|gpu:|emu:|run:|gray-scott|GPU memory|skipped|NVRTC .* loaded|compile for" \
         "$OUTDIR/$1.log" | head -150 | tee -a "$REPORT"
     note '```'
 }
@@ -135,6 +135,9 @@ cd tests; run_step test_gpu 170 "$G/test_gpu"; cd "$ROOT"
 summarize_tests test_gpu
 cd tests; run_step test_cuda 120 "$G/test_cuda"; cd "$ROOT"
 summarize_tests test_cuda
+# the table of cases (samples, solve.c's problems) on the cuda back end against the interpreter
+cd tests; run_step test_cases 170 "$G/test_cases" cuda; cd "$ROOT"
+summarize_tests test_cases
 
 # 2. the benchmark
 note ""
