@@ -283,11 +283,18 @@ const cli_cmd cli_emit = {
 
 /* ---- cache ---------------------------------------------------------------------------------- */
 
+typedef struct explain_args {
+    engine_options eo;
+    const char *backend;
+} explain_args;
+
 static const cli_opt cache_opts[] = {
+    {"--backend", NULL, "cpu|cuda", "explain: the kernels of that back end (default cpu)", NULL, cli_set_text,
+     offsetof(explain_args, backend)},
     {"--precision", NULL, "double|single", "explain: the kernels of that precision (default double)", NULL,
-     cli_set_precision, offsetof(engine_options, single)},
+     cli_set_precision, offsetof(explain_args, eo.single)},
     {"--fast-math", NULL, NULL, "explain: the kernels of --fast-math", NULL, cli_set_flag,
-     offsetof(engine_options, fast_math)},
+     offsetof(explain_args, eo.fast_math)},
     CLI_HELP_OPT,
     {0},
 };
@@ -296,17 +303,25 @@ static const cli_opt cache_opts[] = {
 static int explain_file(int argc, char **argv)
 {
     const char *file = NULL;
-    engine_options eo = {0};
-    if (cli_parse(&cli_cache, argc - 1, argv + 1, &eo, &file, 1) < 0) return 2;
+    explain_args a = {.backend = "cpu"};
+    if (cli_parse(&cli_cache, argc - 1, argv + 1, &a, &file, 1) < 0) return 2;
     if (!file) {
         cli_help(&cli_cache, stderr);
         return 2;
     }
+    char err[512] = "";
+    const backend_ops *be = engine_backend(a.backend);
+    if (!be) {
+        fprintf(stderr, "pdejit: unknown back end '%s'; back ends are %s\n", a.backend, engine_backend_names());
+        return 2;
+    }
+    if (!engine_backend_can(be, ENGINE_CAP_EXPLAIN, err, sizeof err)) {
+        fprintf(stderr, "pdejit cache explain: %s\n", err);
+        return 2;
+    }
     pj_program *p = cli_load_problem(file, NULL);
     if (!p) return 2;
-    char err[512] = "";
-    const backend_ops *cpu = engine_backend("cpu");
-    int r = cpu->explain(p, &eo, stdout, err, sizeof err);
+    int r = be->explain(p, &a.eo, stdout, err, sizeof err);
     if (r < 0) fprintf(stderr, "pdejit: %s\n", err);
     if (r > 0) fprintf(stderr, "pdejit: warning: %s\n", err);
     program_free(p);
@@ -356,7 +371,7 @@ const cli_cmd cli_cache = {
     .name = "cache",
     .operands = "",
     .summary = "the on-disk kernel cache: stats, list, clear, explain FILE",
-    .usage = "stats|list|clear|explain FILE [--precision double|single] [--fast-math]",
+    .usage = "stats|list|clear|explain FILE [--backend B] [--precision P] [--fast-math]",
     .about = "The on-disk kernel cache ($PDEJIT_CACHE_DIR, else $XDG_CACHE_HOME/pdejit, else\n"
              "~/.cache/pdejit; size cap $PDEJIT_CACHE_MAX, default 256M).\n",
     .subs = cache_subs,

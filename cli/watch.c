@@ -33,6 +33,7 @@
 #include <xxhash.h>
 #include "cli.h"
 #include "driver.h"
+#include "knobs.h"
 
 /* The largest file --watch reads. */
 #define WATCH_MAX_BYTES ((off_t)64 << 20)
@@ -164,8 +165,7 @@ watch *watch_create(const char *path, const watch_baseline *base, pj_sim *sim, c
         file_state(path, &w->mtime, &w->size);
     }
     w->last_poll = driver_now();
-    const char *every = getenv("PDEJIT_WATCH_STEPS");
-    w->every_steps = every ? atol(every) : 0;
+    w->every_steps = (long)knob_int(KNOB_WATCH_STEPS, 0);
     w->processes = pj_sim_processes(sim);
     w->rank = pj_sim_rank(sim);
     return w;

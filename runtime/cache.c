@@ -6,6 +6,7 @@
  *
  * Any failure to create, write or rename turns the handle memory-only with one warning. */
 #include "cache.h"
+#include "knobs.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -464,11 +465,11 @@ static int resolve_dir(const char *dir, char out[PATH_MAX])
     const char *e;
     int n;
     if (dir && *dir) n = snprintf(out, PATH_MAX, "%s", dir);
-    else if ((e = getenv("PDEJIT_CACHE_DIR")) && *e) n = snprintf(out, PATH_MAX, "%s", e);
-    else if ((e = getenv("XDG_CACHE_HOME")) && *e == '/')
+    else if ((e = knob(KNOB_CACHE_DIR))) n = snprintf(out, PATH_MAX, "%s", e);
+    else if ((e = knob(KNOB_XDG_CACHE_HOME)) && *e == '/')
         n = snprintf(out, PATH_MAX, "%s/pdejit", e);
     else {
-        const char *home = getenv("HOME");
+        const char *home = knob(KNOB_HOME);
         char buf[4096];
         struct passwd pw, *res = NULL;
         if ((!home || !*home) && getpwuid_r(getuid(), &pw, buf, sizeof buf, &res) == 0 && res)
@@ -534,9 +535,9 @@ cache *cache_open(const char *dir, uint64_t cap_bytes)
     c->euid = geteuid();
     c->cap = cap_bytes;
     if (!c->cap) {
-        const char *e = getenv("PDEJIT_CACHE_MAX");
+        const char *e = knob(KNOB_CACHE_MAX);
         c->cap = CACHE_DEFAULT_CAP;
-        if (e && *e && cache_parse_size(e, &c->cap) < 0) {
+        if (e && cache_parse_size(e, &c->cap) < 0) {
             c->cap = CACHE_DEFAULT_CAP;
             c->has_warning = 1;
             snprintf(c->warning, sizeof c->warning,
@@ -549,7 +550,7 @@ cache *cache_open(const char *dir, uint64_t cap_bytes)
         c->disabled = c->has_warning = c->state_warned = 1;
         snprintf(c->warning, sizeof c->warning,
                  "kernel cache disabled: %s; kernels are kept in memory only",
-                 dir || getenv("PDEJIT_CACHE_DIR") ? "its folder name is too long"
+                 dir || knob(KNOB_CACHE_DIR) ? "its folder name is too long"
                                                    : "no folder for it (HOME is not set)");
         return c;
     }

@@ -30,6 +30,7 @@
 #include "cuda_codegen.h"
 #include "cuda_driver.h"
 #include "grid.h"
+#include "knobs.h"
 #include "state.h"
 #include "writers.h"
 
@@ -358,7 +359,7 @@ static int resolve_lib(const char *name, const dirlist *dirs, char *out)
 static int locate_nvrtc(char *out)
 {
     dirlist dirs = {0};
-    dl_add_path_list(&dirs, getenv("LD_LIBRARY_PATH"));
+    dl_add_path_list(&dirs, knob(KNOB_LD_LIBRARY_PATH));
     dl_add_conf(&dirs, "/etc/ld.so.conf", 0);
     dl_add_path_list(&dirs, "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64:/lib:/usr/lib");
     cuda_nvrtc_names nn; /* the same list, in the same order, as cuda_nvrtc_open */
@@ -586,8 +587,8 @@ static int stage_geometry(cuda_sim *s, char *err, size_t err_len)
         return -1;
     }
     unsigned b[3] = {s->opt.block[0], s->opt.block[1], s->opt.block[2]};
-    const char *env = getenv("PDEJIT_CUDA_BLOCK");
-    if (!b[0] && env && *env) {
+    const char *env = knob(KNOB_CUDA_BLOCK);
+    if (!b[0] && env) {
         unsigned x = 0, y = 1, z = 1;
         if (sscanf(env, "%u,%u,%u", &x, &y, &z) < 1) x = 0;
         b[0] = x;
@@ -1210,6 +1211,55 @@ static void ops_info(void *o, engine_info *info)
     info->bytes_per_cell = cuda_sim_bytes_per_cell(s);
 }
 
+/* ---- cache explain --------------------------------------------------------------------------- */
+
+/* `pdejit cache explain FILE --backend cuda`: for every kernel a run of p loads, hit or the key
+ * component that differs from the nearest entry. The key names the device (compute capability,
+ * driver) and NVRTC, so the device is opened (no buffers, nothing compiled); NVRTC is loaded only
+ * when the cache has no memo of its version. */
+static int ops_explain(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len)
+{
+    cuda_sim *s = calloc(1, sizeof *s);
+    grid_layout g;
+    size_t esz = o->single ? sizeof(float) : sizeof(double);
+    if (!s) {
+        diag_set(err, len, "cuda: out of memory");
+        return -1;
+    }
+    s->opt = (cuda_sim_options){.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir};
+    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
+    int rc = ids && grid_layout_make(&g, p, esz, ROW_ALIGN_BYTES, "cuda", err, len) == 0 &&
+                     state_init(&s->st, p, &g, NULL, 0, "cuda", err, len) == 0 &&
+                     kset_build(&s->K.ks, p, ids, program_run_kernels(p, ids), &s->st.plan, o->single, o->fast_math,
+                                NULL, err, len) == 0
+                 ? 0
+                 : -1;
+    if (!ids) diag_set(err, len, "cuda: out of memory");
+    free(ids);
+    char reason[512];
+    if (rc == 0 && !(s->dev = cuda_device_open(0, reason, sizeof reason))) {
+        diag_set(err, len, CUDA_BACKEND_NO_DEVICE "%s", reason);
+        rc = -1;
+    }
+    if (rc == 0) s->cache = cache_open(o->cache_dir, 0);
+    if (rc == 0 && s->cache && nvrtc_version(s, err, len) < 0) rc = -1;
+    for (int i = 0; rc == 0 && i < s->K.ks.n; i++) {
+        const kspec *k = &s->K.ks.k[i];
+        cuda_key_buf kb;
+        cuda_backend_key(&kb, k->ir, kkind_name[k->kind], cuda_device_cc(s->dev), s->nvrtc_version,
+                         cuda_device_driver_version(s->dev), o->single, o->fast_math, k->src);
+        char why[1024] = "";
+        int r = s->cache ? cache_explain(s->cache, &kb.key, why, sizeof why) : 0;
+        fprintf(out, "%-8s %s  %s\n", kkind_name[k->kind], k->ir, r == 1 ? "hit" : why);
+    }
+    if (rc == 0 && s->cache && cache_warning(s->cache)) { /* the cache's warning, for the caller to show */
+        diag_set(err, len, "%s", cache_warning(s->cache));
+        rc = 1;
+    }
+    cuda_sim_destroy(s);
+    return rc;
+}
+
 /* ---- hot swap ----------------------------------------------------------------------------- */
 
 /* Another program's kernels, loaded while the simulation steps (any thread: every driver call
@@ -1304,7 +1354,8 @@ static int ops_emit(const pj_program *p, const engine_options *o, FILE *out, cha
 }
 
 const backend_ops cuda_backend_ops = {
-    .name = "cuda", .caps = ENGINE_CAP_SWAP | ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_DEVICE,
+    .name = "cuda", .caps = ENGINE_CAP_SWAP | ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_EXPLAIN | ENGINE_CAP_DEVICE,
+    .explain = ops_explain,
     .emit_flag = "cuda", .prepare = ops_prepare, .swap = ops_swap, .release = ops_release, .create = ops_create, .destroy = ops_destroy, .init = ops_init,
     .step = ops_step, .step_n = ops_step_n, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
     .set_field = ops_set, .take_nonfinite = ops_take, .check_finite = ops_check, .time = ops_time,

@@ -10,6 +10,7 @@
  * a 72 KiB leak from an unloaded module under LeakSanitizer. */
 #include "cuda_driver.h"
 #include "diag.h"
+#include "knobs.h"
 #include <cuda.h>
 #include <dlfcn.h>
 #include <nvrtc.h>
@@ -69,12 +70,12 @@ static void *open_first(const char *const *names, int n, char *tried, size_t tri
 void cuda_nvrtc_names_init(cuda_nvrtc_names *n)
 {
     n->home13[0] = n->home[0] = 0;
-    const char *ch = getenv("CUDA_HOME");
-    if (ch && *ch) {
+    const char *ch = knob(KNOB_CUDA_HOME);
+    if (ch) {
         snprintf(n->home13, sizeof n->home13, "%s/lib64/libnvrtc.so.13", ch);
         snprintf(n->home, sizeof n->home, "%s/lib64/libnvrtc.so", ch);
     }
-    const char *names[CUDA_NVRTC_CANDIDATES] = {getenv("PDEJIT_NVRTC"), "libnvrtc.so.13", "libnvrtc.so", n->home13,
+    const char *names[CUDA_NVRTC_CANDIDATES] = {knob(KNOB_NVRTC), "libnvrtc.so.13", "libnvrtc.so", n->home13,
                                                 n->home, "/usr/local/cuda/lib64/libnvrtc.so.13",
                                                 "/usr/local/cuda/lib64/libnvrtc.so", "libnvrtc.so.12"};
     memcpy(n->name, names, sizeof names);
@@ -323,8 +324,8 @@ static int bind(cuda_device *d, char *err, size_t err_len)
 
 cuda_device *cuda_device_open(int ordinal, char *reason, size_t reason_len)
 {
-    const char *env = getenv("PDEJIT_LIBCUDA");
-    const char *libname = env && *env ? env : "libcuda.so.1";
+    const char *env = knob(KNOB_LIBCUDA);
+    const char *libname = env ? env : "libcuda.so.1";
     void *lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!lib) {
         if (env && *env) diag_set(reason, reason_len, "%s not found (no NVIDIA driver)", libname);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diag.h"
+#include "knobs.h"
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -110,8 +111,8 @@ static double read_number_file(const char *path)
 
 double grid_host_memory_available(void)
 {
-    const char *forced = getenv("PDEJIT_MEMORY_AVAILABLE");
-    if (forced && *forced) {
+    const char *forced = knob(KNOB_MEMORY_AVAILABLE);
+    if (forced) {
         char *end;
         double v = strtod(forced, &end);
         if (!*end && v >= 0) return v;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "diag.h"
+#include "knobs.h"
 #include "pj_build_id.h"
 
 static const implicit_host host = {IMPLICIT_MODULE_ABI, PJ_BUILD_ID, sim_error, sim_eval, sim_fill_ghosts,
@@ -70,8 +71,8 @@ static int dir_of(char *path)
 
 static void load(void)
 {
-    const char *env = getenv("PDEJIT_IMPLICIT_MODULE");
-    if (env && env[0]) {
+    const char *env = knob(KNOB_IMPLICIT_MODULE);
+    if (env) {
         if (!try_module(NULL, env) && !failure[0]) snprintf(failure, sizeof failure, "%s: no such file", env);
         return;
     }

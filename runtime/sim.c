@@ -49,6 +49,7 @@
 #include "cpu_pool.h"
 #include "grid.h"
 #include "interp.h"
+#include "knobs.h"
 #include "sim_impl.h"
 
 #define SIM_ALIGN 64
@@ -375,15 +376,16 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->threads = s->pool ? cpu_pool_threads(s->pool) : 1;
     s->runner = NULL;
     /* temporal blocking (tblock.c): off, on or when it pays, and forced sizes, for tests and benchmarks */
-    const char *tb = getenv("PDEJIT_TBLOCK"), *tk = getenv("PDEJIT_TBLOCK_K"), *tr = getenv("PDEJIT_TBLOCK_ROWS");
-    int mode = !tb || !*tb || !strcmp(tb, "auto") ? 0 : !strcmp(tb, "off") || !strcmp(tb, "0") ? -1 : 1;
-    sim_set_tblock(s, mode, tk ? atoi(tk) : 0, tr ? atoi(tr) : 0);
-    const char *tl = getenv("PDEJIT_TBLOCK_LAUNCH"); /* rows per launch in the rings */
-    s->tb_launch = tl && atoi(tl) > 0 ? atoi(tl) : 0;
-    const char *ts = getenv("PDEJIT_TBLOCK_STRIP"); /* cells per strip of a launch: n, or off */
-    s->tb_strip = ts && !strcmp(ts, "off") ? -1 : ts && atoi(ts) > 0 ? atoi(ts) : 0;
-    const char *ty = getenv("PDEJIT_TILE_Y"); /* off, auto or rows: forced y tiles */
-    sim_set_tiles(s, !ty || !*ty || !strcmp(ty, "auto") ? 0 : !strcmp(ty, "off") ? -1 : atoll(ty) > 0 ? atoll(ty) : -1);
+    const char *tb = knob(KNOB_TBLOCK);
+    int mode = !tb || !strcmp(tb, "auto") ? 0 : !strcmp(tb, "off") || !strcmp(tb, "0") ? -1 : 1;
+    sim_set_tblock(s, mode, (int)knob_int(KNOB_TBLOCK_K, 0), (int)knob_int(KNOB_TBLOCK_ROWS, 0));
+    int64_t tl = knob_int(KNOB_TBLOCK_LAUNCH, 0); /* rows per launch in the rings */
+    s->tb_launch = tl > 0 ? (int)tl : 0;
+    const char *ts = knob(KNOB_TBLOCK_STRIP); /* cells per strip of a launch: n, or off */
+    s->tb_strip = ts && !strcmp(ts, "off") ? -1 : knob_int(KNOB_TBLOCK_STRIP, 0) > 0 ? (int)knob_int(KNOB_TBLOCK_STRIP, 0) : 0;
+    const char *ty = knob(KNOB_TILE_Y); /* off, auto or rows: forced y tiles */
+    int64_t rows = knob_int(KNOB_TILE_Y, 0);
+    sim_set_tiles(s, !ty || !strcmp(ty, "auto") ? 0 : !strcmp(ty, "off") ? -1 : rows > 0 ? rows : -1);
     return s;
 oom:
     diag_set(err, err_len, "sim: %s", strerror(ENOMEM));

@@ -47,6 +47,7 @@
 #include "diag.h"
 #include "pdejit.h"
 #include "program.h"
+#include "knobs.h"
 #include "sim.h"
 
 #define TERM_OUT "term__"
@@ -173,7 +174,7 @@ static int plan_in_place(pj_term *t, const pj_term_options *o)
 {
     const pj_program *p = t->p;
     t->direct = !t->faces && (o->dim == 1 || (o->dim == 2 && o->n[0] >= TERM_DIRECT_MIN_NX)) &&
-                p->n_slots * p->n_fields <= TERM_DIRECT_BUFS && !getenv("PDEJIT_TERM_COPY");
+                p->n_slots * p->n_fields <= TERM_DIRECT_BUFS && !knob(KNOB_TERM_COPY);
     if (t->direct && !(t->direct_in = calloc((size_t)o->n_fields, 1))) return -1;
     for (int a = 0; a < 3; a++) t->periodic[a] = a < o->dim && o->boundary[a] == PJ_TERM_PERIODIC;
     for (int f = 0; t->direct && f < o->n_fields; f++) {

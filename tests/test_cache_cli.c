@@ -98,6 +98,11 @@ static void second_run_loads_everything(void **state)
     assert_int_equal(pj("c1", &out, "cache explain p.pde --precision single"), 0);
     assert_true(count(out, "differs in precision") >= 1);
     free(out);
+    /* a back end that declares no explain says so (the cuda one's: test_gpu) */
+    assert_int_equal(pj("c1", &out, "cache explain p.pde --backend interp"), 2);
+    assert_non_null(strstr(out, "pdejit cache explain: the interp back end cannot explain its kernel cache yet: use "
+                                "--backend cpu"));
+    free(out);
     assert_int_equal(pj("c1", &out, "cache stats"), 0);
     free(out);
     assert_int_equal(pj("c1", &out, "cache list"), 0);

@@ -19,6 +19,7 @@
  * problem cannot hide in an unmarked block. (Tests read nothing outside the repository: that the
  * contract's examples are in this page is checked when the contract changes, not here.) */
 #include "testutil.h"
+#include "knobs.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,10 +248,31 @@ static void error_examples_report(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* Every environment variable of runtime/knobs.c is in language.md's table, and nothing in the
+ * library or the command reads the environment but knobs.c (and the PETSc module, decomp.c, which
+ * cannot call it: its PDEJIT_PETSC_TRACE is in the table; its launcher variables are not knobs). */
+static void environment_variables_are_listed(void **state)
+{
+    (void)state;
+    char *doc = tu_read_file(DOC_PATH, NULL);
+    assert_non_null(doc);
+    for (int k = 0; k < KNOB_COUNT; k++) {
+        char cell[80];
+        snprintf(cell, sizeof cell, "`%s`", knob_name((pj_knob)k));
+        if (!strstr(doc, cell)) fail_msg("docs/language.md does not list %s", knob_name((pj_knob)k));
+    }
+    free(doc);
+    char *out = NULL;
+    assert_int_equal(tu_run("cd " PJ_SOURCE_DIR " && grep -l 'getenv(' runtime/*.c compiler/*.c cli/*.c", &out), 0);
+    assert_string_equal(out, "runtime/decomp.c\nruntime/knobs.c\n");
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fences_are_tagged),
+        cmocka_unit_test(environment_variables_are_listed),
         cmocka_unit_test(pde_examples_run),
         cmocka_unit_test(error_examples_report),
     };

@@ -619,7 +619,8 @@ static void noise_bits(where w)
     }
 }
 /* A checkpoint of the device's state, resumed on a new simulation: the same bits after the
- * remaining steps as a run never stopped; and a device checkpoint resumes on the interpreter. */
+ * remaining steps as a run never stopped; a device checkpoint resumes on the interpreter, and a
+ * CPU back end's checkpoint on the device, to the same bits (in the emulation; 1e-12 on a GPU). */
 static void checkpoint_resume(where w)
 {
     pj_program *p = compile_named("noise_rand.pde", prob_noise_rand);
@@ -631,7 +632,18 @@ static void checkpoint_resume(where w)
     engine *half = engine_create(engine_backend("cuda"), p, &o, NULL, err, sizeof err);
     engine *again = engine_create(engine_backend("cuda"), p, &o, NULL, err, sizeof err);
     engine *host = engine_create(engine_backend("interp"), p, &o, NULL, err, sizeof err);
-    if (!full || !half || !again || !host) fail_msg("%s", err);
+    /* and back: a checkpoint of the CPU back end's state resumed on the device */
+    engine *cpu_half = engine_create(engine_backend("cpu"), p, &o, NULL, err, sizeof err);
+    engine *back = engine_create(engine_backend("cuda"), p, &o, NULL, err, sizeof err);
+    if (!full || !half || !again || !host || !cpu_half || !back) fail_msg("%s", err);
+    char *dir2 = tu_tempdir("gpu-ck2"), path2[700];
+    snprintf(path2, sizeof path2, "%s/%s", dir2, CHECKPOINT_NAME);
+    assert_int_equal(engine_init(cpu_half, err, sizeof err), 0);
+    assert_int_equal(engine_init(back, err, sizeof err), 0);
+    for (int s = 0; s < 3; s++) assert_int_equal(engine_step(cpu_half, p->dt, err, sizeof err), 0);
+    assert_int_equal(checkpoint_write(cpu_half, dir2, 11, 0, err, sizeof err), 0);
+    if (checkpoint_read(back, path2, 11, 0, err, sizeof err) < 0) fail_msg("%s", err);
+    for (int s = 0; s < 3; s++) assert_int_equal(engine_step(back, p->dt, err, sizeof err), 0);
     assert_int_equal(engine_init(full, err, sizeof err), 0);
     assert_int_equal(engine_init(half, err, sizeof err), 0);
     assert_int_equal(engine_init(again, err, sizeof err), 0);
@@ -654,6 +666,9 @@ static void checkpoint_resume(where w)
         assert_memory_equal(a, b, sizeof *a * (size_t)n);
         if (w == ON_EMU) assert_memory_equal(a, c, sizeof *a * (size_t)n);
         else assert_true(field_diff(a, c, n, NULL) <= 1e-12);
+        assert_int_equal(engine_get_field(back, f, c, err, sizeof err), 0);
+        if (w == ON_EMU) assert_memory_equal(a, c, sizeof *a * (size_t)n);
+        else assert_true(field_diff(a, c, n, NULL) <= 1e-12);
     }
     free(a);
     free(b);
@@ -662,8 +677,11 @@ static void checkpoint_resume(where w)
     engine_destroy(half);
     engine_destroy(again);
     engine_destroy(host);
+    engine_destroy(cpu_half);
+    engine_destroy(back);
     program_free(p);
-    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    snprintf(path, sizeof path, "rm -rf '%s' '%s'", dir, dir2);
+    free(dir2);
     tu_run(path, NULL);
     free(dir);
 }
@@ -858,6 +876,19 @@ static void command_line(where w)
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "SAME"));
     free(out);
+    /* cache explain on the device: every kernel the run loaded hits; another key says what differs */
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s cache explain %s/samples/gray_scott.pde --backend cuda",
+             dir, dir, bin, src);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_null(strstr(out, "miss"));
+    assert_non_null(strstr(out, "stage "));
+    assert_non_null(strstr(out, "fill "));
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s cache explain %s/samples/gray_scott.pde --backend cuda "
+             "--fast-math", dir, dir, bin, src);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "differs in fast_math (1 vs 0)"));
+    free(out);
     snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s bench %s/samples/gray_scott.pde --backends interp,cpu,cuda "
              "--sizes 16,32 --steps 3 --plot none", dir, dir, bin, src);
     rc = tu_run(cmd, &out);
@@ -870,9 +901,10 @@ static void command_line(where w)
     snprintf(cmd, sizeof cmd,
              "cd %s && printf 'mesh grid(nx = 32)\\nfield u = x\\neq dt(u) = 0.1*lap(u)\\ntime dt = 1e-4, steps = 100000000\\n' "
              "> w.pde && (PDEJIT_CACHE_DIR=%s/cache %s run w.pde --backend cuda --watch --out none 2> w.log & pid=$!; "
-             "i=0; until grep -q watching w.log || [ $i -gt 900 ]; do sleep 0.1; i=$((i+1)); done; "
+             "i=0; until grep -q watching w.log || ! kill -0 $pid 2>/dev/null || [ $i -gt 900 ]; do sleep 0.1; i=$((i+1)); done; "
              "sed -i 's/0.1[*]lap/0.2*lap/' w.pde; "
-             "i=0; until grep -q 'changed: swapped in' w.log || [ $i -gt 900 ]; do sleep 0.1; i=$((i+1)); done; "
+             "i=0; until grep -q 'changed: swapped in' w.log || ! kill -0 $pid 2>/dev/null || [ $i -gt 900 ]; do sleep 0.1; "
+             "i=$((i+1)); done; "
              "kill -TERM $pid; wait $pid; cat w.log)", dir, dir, bin);
     rc = tu_run(cmd, &out);
     if (!strstr(out, "w.pde changed: swapped in the new definition")) fprintf(stderr, "%s\n", out);
