@@ -14,7 +14,6 @@
 #include "engine.h"
 #include "program.h"
 #include "scheme.h"
-#include "sim.h"
 #include "options.h"
 #include "cli.h"
 
@@ -136,7 +135,7 @@ static int cmd_check(int argc, char **argv)
     pj_program *p = cli_load_problem(file, NULL);
     if (!p) return 2;
     char err[512];
-    int fits = sim_memory_check(p, a.single, err, sizeof err) == 0;
+    int fits = engine_memory_check(p, a.single, err, sizeof err) == 0;
     if (!fits) fprintf(stderr, "pdejit: %s: %s\n", file, err);
     program_free(p);
     return fits ? 0 : 2;

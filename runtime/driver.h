@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include "engine.h"
-#include "sim.h"
+#include "state.h"
 #include "writers.h"
 
 typedef struct driver_options {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "decomp.h"
 #include "diag.h"
+#include "sim.h"
 
 extern const backend_ops interp_backend_ops, cpu_backend_ops, cuda_backend_ops;
 
@@ -68,6 +69,11 @@ int engine_backend_can(const backend_ops *be, unsigned caps, char *err, size_t l
     unsigned missing = caps & ~be->caps;
     if (!missing) return 1;
     return refuse(be, missing & -missing, NULL, err, len);
+}
+
+int engine_memory_check(const pj_program *p, int single, char *err, size_t len)
+{
+    return sim_memory_check(p, single, err, len);
 }
 
 unsigned engine_needs(const pj_program *p)

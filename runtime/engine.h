@@ -19,9 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "grid.h"
-#include "implicit.h"
 #include "program.h"
-#include "sim.h"
+#include "state.h"
 
 typedef struct engine_options {
     int single;            /* float buffers and arithmetic */
@@ -140,6 +139,10 @@ unsigned engine_needs(const pj_program *p);
 /* 1 when back end `be` can run p; 0 with engine_backend_can's message, naming what in p needs it
  * ("(bdf2)", "(lap(u) = ...)"). */
 int engine_supports(const backend_ops *be, const pj_program *p, char *err, size_t len);
+
+/* Whether p's buffers (every slot and field, halos included) fit in the host memory available,
+ * checked without allocating (`pdejit check`): 0, or -1 with "the problem needs ..." in err. */
+int engine_memory_check(const pj_program *p, int single, char *err, size_t len);
 
 /* Every back end, in the order --help lists them; NULL-terminated. */
 extern const backend_ops *const engine_backends[];

@@ -19,20 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "sim.h"
+#include "state.h"
 
 typedef struct implicit_solver implicit_solver;
 
-/* Iteration counts, for --verbose and the benchmarks. */
-typedef struct implicit_stats {
-    int64_t steps;             /* accepted steps (time steps, or 1 for a steady solve) */
-    int64_t rejected;          /* steps rejected by error control or a failed Newton solve */
-    int64_t newton;            /* Newton iterations in all */
-    int64_t linear;            /* Krylov iterations in all */
-    int last_newton, last_linear;
-    double last_residual;      /* the Newton residual norm at the end of the last solve */
-    int64_t jacobians;         /* Jacobian assemblies */
-    double seconds_jacobian;   /* in assembly (kernel and insertion) */
-} implicit_stats;
 
 /* 1 when this build has the implicit solver; else 0 with the reason in why. */
 int implicit_available(char *why, size_t len);

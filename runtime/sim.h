@@ -7,6 +7,7 @@
 #define PJ_SIM_H
 #include <stdint.h>
 #include "program.h"
+#include "state.h"
 
 typedef struct sim sim;
 
@@ -23,15 +24,6 @@ typedef struct sim_options {
  * as PJ_KERNEL_JACOBIAN that sim_eval runs) over outermost indices [begin, end). */
 typedef void (*sim_stage_runner)(void *ctx, pj_kernel_id stage, const kir_launch *L, int64_t begin, int64_t end);
 
-/* Where a non-finite value was found. */
-typedef struct sim_nan_report {
-    int64_t step;
-    double t;
-    int field;
-    int64_t cell[3];      /* interior indices in the mesh (a block's own plus its first) */
-    double x[3];          /* cell centre */
-    double value;
-} sim_nan_report;
 
 sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t err_len);
 /* Whether p's buffers (every slot and field, halos included, in single or double) fit in the

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diag.h"
-#include "sim.h"
 
 static void params_default(sim_state *st, const pj_program *p)
 {

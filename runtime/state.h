@@ -25,7 +25,28 @@
 #include "grid.h"
 #include "program.h"
 
-typedef struct sim_nan_report sim_nan_report;
+/* Where a non-finite value was found. */
+typedef struct sim_nan_report {
+    int64_t step;
+    double t;
+    int field;
+    int64_t cell[3];      /* interior indices in the mesh (a block's own plus its first) */
+    double x[3];          /* cell centre */
+    double value;
+} sim_nan_report;
+
+/* An implicit solver's iteration counts, for --verbose and the benchmarks. */
+typedef struct implicit_stats {
+    int64_t steps;             /* accepted steps (time steps, or 1 for a steady solve) */
+    int64_t rejected;          /* steps rejected by error control or a failed Newton solve */
+    int64_t newton;            /* Newton iterations in all */
+    int64_t linear;            /* Krylov iterations in all */
+    int last_newton, last_linear;
+    double last_residual;      /* the Newton residual norm at the end of the last solve */
+    int64_t jacobians;         /* Jacobian assemblies */
+    double seconds_jacobian;   /* in assembly (kernel and insertion) */
+} implicit_stats;
+
 
 typedef struct sim_state {
     const pj_program *p;

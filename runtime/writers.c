@@ -170,21 +170,6 @@ oom:
     return -1;
 }
 
-static int sim_field(void *obj, int f, double *out, char *err, size_t err_len)
-{
-    (void)err;
-    (void)err_len;
-    sim_get_field(obj, f, out);
-    return 0;
-}
-
-int writers_frame_from_sim(const sim *s, const int *fields, int n_fields, writers_frame *fr,
-                           char *err, size_t err_len)
-{
-    return writers_frame_build(fr, sim_program(s), sim_launch((sim *)s), sim_time(s), fields, n_fields, sim_field,
-                               (void *)s, err, err_len);
-}
-
 void writers_frame_free(writers_frame *fr)
 {
     if (fr->data)

@@ -18,7 +18,7 @@
 #define PJ_WRITERS_H
 #include <stddef.h>
 #include <stdint.h>
-#include "sim.h"
+#include "state.h"
 
 typedef struct writers_frame {
     int dim;
@@ -31,11 +31,6 @@ typedef struct writers_frame {
     int64_t first[3];            /* a block of a larger mesh (a piece of a parallel VTK snapshot):
                                     the mesh index of its cell 0; zero for a whole mesh */
 } writers_frame;
-
-/* A frame of the current state of s: fields[0..n_fields) (all fields when fields is NULL).
- * The values are copied; release with writers_frame_free. Returns 0, or -1 (out of memory). */
-int writers_frame_from_sim(const sim *s, const int *fields, int n_fields, writers_frame *fr,
-                           char *err, size_t err_len);
 
 /* Copies field f's interior values (x fastest) into out; 0, or -1 with a message. */
 typedef int (*writers_field_fn)(void *obj, int field, double *out, char *err, size_t err_len);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine.h"
+#include "implicit.h"
 #include "solve.h"
 
 /* What a back end is held to. The first row that names the back end (and its emulation) applies;
