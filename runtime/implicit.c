@@ -1182,6 +1182,96 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
     return implicit_create_on(s, NULL, options, err, len);
 }
 
+/* The steady solve's SNES on q->da, its options and pdejit's defaults. 0, or -1 with a message. */
+static int create_snes(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, size_t len)
+{
+    CHECK(SNESCreate(comm, &q->snes), "SNESCreate");
+    CHECK(use_options(q, q->snes), "PetscObjectSetOptions");
+    CHECK(SNESSetDM(q->snes, q->da), "SNESSetDM");
+    CHECK(SNESSetFunction(q->snes, q->R, snes_rhs, q), "SNESSetFunction");
+    CHECK(SNESSetJacobian(q->snes, q->J, q->J, snes_jacobian, q), "SNESSetJacobian");
+    CHECK(SNESSetFromOptions(q->snes), OPTIONS_REFUSED);
+    CHECK(apply_defaults(q->opts, q->snes), "the solver's defaults");
+    if (d) CHECK(parallel_defaults(q->opts, q->snes), "the solver's defaults");
+    if (q->linear) CHECK(linear_defaults(q->opts, q->snes), "the solver's defaults");
+    if (!d) CHECK(steady_defaults(q, q->opts, q->snes), "the solver's defaults");
+    if (!d) CHECK(mg_defaults(q, q->snes), "the multigrid levels");
+    CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
+    return 0;
+fail:
+    return -1;
+}
+
+/* A time-stepping scheme's TS on q->da (its SNES, adaptivity and pdejit's defaults), starting from
+ * slot 0 of the sim at its time. 0, or -1 with a message. */
+static int create_ts(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, size_t len)
+{
+    const pj_program *p = q->p;
+    sim *s = q->s;
+    CHECK(TSCreate(comm, &q->ts), "TSCreate");
+    CHECK(PetscObjectSetOptions((PetscObject)q->ts, q->opts), "PetscObjectSetOptions");
+    SNES ts_snes;
+    TSAdapt ts_adapt;
+    CHECK(TSGetSNES(q->ts, &ts_snes), "TSGetSNES");
+    CHECK(use_options(q, ts_snes), "PetscObjectSetOptions");
+    CHECK(TSGetAdapt(q->ts, &ts_adapt), "TSGetAdapt");
+    CHECK(PetscObjectSetOptions((PetscObject)ts_adapt, q->opts), "PetscObjectSetOptions");
+    CHECK(TSSetDM(q->ts, q->da), "TSSetDM");
+    CHECK(TSSetProblemType(q->ts, TS_NONLINEAR), "TSSetProblemType");
+    if (p->scheme == PJ_BEULER) CHECK(TSSetType(q->ts, TSBEULER), "TSSetType");
+    else if (p->scheme == PJ_CN) CHECK(TSSetType(q->ts, TSCN), "TSSetType");
+    else if (p->scheme == PJ_BDF2) {
+        CHECK(TSSetType(q->ts, TSBDF), "TSSetType");
+        CHECK(TSBDFSetOrder(q->ts, 2), "TSBDFSetOrder");
+    } else {
+        CHECK(TSSetType(q->ts, TSARKIMEX), "TSSetType");
+        CHECK(TSARKIMEXSetType(q->ts, TSARKIMEX3), "TSARKIMEXSetType");
+    }
+    if (p->scheme == PJ_IMEX) {
+        CHECK(TSSetIFunction(q->ts, NULL, ts_ifunction, q), "TSSetIFunction");
+        CHECK(TSSetIJacobian(q->ts, q->J, q->J, ts_ijacobian, q), "TSSetIJacobian");
+        CHECK(TSSetRHSFunction(q->ts, q->R, ts_explicit, q), "TSSetRHSFunction");
+    } else { /* the implicit form U' - F(U) too: PETSc's conversion of a right-hand side's Jacobian
+                shifts its diagonal with MatShift (row by row) twice per Newton iteration */
+        CHECK(TSSetIFunction(q->ts, NULL, ts_ifunction, q), "TSSetIFunction");
+        CHECK(TSSetIJacobian(q->ts, q->J, q->J, ts_ijacobian, q), "TSSetIJacobian");
+    }
+    CHECK(TSSetExactFinalTime(q->ts, TS_EXACTFINALTIME_MATCHSTEP), "TSSetExactFinalTime");
+    CHECK(TSSetMaxSteps(q->ts, 1000000000), "TSSetMaxSteps");
+    CHECK(TSSetMaxTime(q->ts, 1e300), "TSSetMaxTime");
+    CHECK(TSSetErrorIfStepFails(q->ts, PETSC_FALSE), "TSSetErrorIfStepFails");
+    CHECK(TSSetTimeStep(q->ts, p->dt > 0 ? p->dt : 1e-3), "TSSetTimeStep");
+    TSAdapt adapt;
+    CHECK(TSGetAdapt(q->ts, &adapt), "TSGetAdapt");
+    if (p->adapt > 0) {
+        CHECK(TSAdaptSetType(adapt, TSADAPTBASIC), "TSAdaptSetType");
+        CHECK(TSSetTolerances(q->ts, p->adapt * 1e-3, NULL, p->adapt, NULL), "TSSetTolerances");
+    } else {
+        CHECK(TSAdaptSetType(adapt, TSADAPTNONE), "TSAdaptSetType");
+    }
+    CHECK(TSSetFromOptions(q->ts), OPTIONS_REFUSED);
+    CHECK(apply_defaults(q->opts, ts_snes), "the solver's defaults");
+    if (d) CHECK(parallel_defaults(q->opts, ts_snes), "the solver's defaults");
+    if (q->linear) CHECK(linear_defaults(q->opts, ts_snes), "the solver's defaults");
+    /* over MPI the matrix is spread: PETSc's ICC factors one process's only */
+    if (q->jac->symmetric && !d) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
+    if (q->cg && q->linear && p->adapt > 0) CHECK(step_tolerance_defaults(q, q->opts, ts_snes), "the solver's defaults");
+    if (!d) CHECK(mg_defaults(q, ts_snes), "the multigrid levels");
+    PetscScalar *x;
+    CHECK(VecGetArray(q->X, &x), "VecGetArray");
+    slot_to_vec(q, 0, x);
+    CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
+    CHECK(TSSetSolution(q->ts, q->X), "TSSetSolution");
+    CHECK(TSSetTime(q->ts, sim_time(s)), "TSSetTime");
+    CHECK(TSSetUp(q->ts), "TSSetUp");
+    SNES snes;
+    CHECK(TSGetSNES(q->ts, &snes), "TSGetSNES");
+    CHECK(SNESSetConvergenceHistory(snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
+    return 0;
+fail:
+    return -1;
+}
+
 implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char *err, size_t len)
 {
     const pj_program *p = sim_program(s);
@@ -1275,80 +1365,7 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
     CHECK(PetscOptionsCreate(&q->opts), "PetscOptionsCreate");
     if (insert_options(q->opts, p, options, err, len) < 0) goto fail;
 
-    if (p->scheme == PJ_STEADY) {
-        CHECK(SNESCreate(comm, &q->snes), "SNESCreate");
-        CHECK(use_options(q, q->snes), "PetscObjectSetOptions");
-        CHECK(SNESSetDM(q->snes, q->da), "SNESSetDM");
-        CHECK(SNESSetFunction(q->snes, q->R, snes_rhs, q), "SNESSetFunction");
-        CHECK(SNESSetJacobian(q->snes, q->J, q->J, snes_jacobian, q), "SNESSetJacobian");
-        CHECK(SNESSetFromOptions(q->snes), OPTIONS_REFUSED);
-        CHECK(apply_defaults(q->opts, q->snes), "the solver's defaults");
-        if (d) CHECK(parallel_defaults(q->opts, q->snes), "the solver's defaults");
-        if (q->linear) CHECK(linear_defaults(q->opts, q->snes), "the solver's defaults");
-        if (!d) CHECK(steady_defaults(q, q->opts, q->snes), "the solver's defaults");
-        if (!d) CHECK(mg_defaults(q, q->snes), "the multigrid levels");
-        CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
-    } else {
-        CHECK(TSCreate(comm, &q->ts), "TSCreate");
-        CHECK(PetscObjectSetOptions((PetscObject)q->ts, q->opts), "PetscObjectSetOptions");
-        SNES ts_snes;
-        TSAdapt ts_adapt;
-        CHECK(TSGetSNES(q->ts, &ts_snes), "TSGetSNES");
-        CHECK(use_options(q, ts_snes), "PetscObjectSetOptions");
-        CHECK(TSGetAdapt(q->ts, &ts_adapt), "TSGetAdapt");
-        CHECK(PetscObjectSetOptions((PetscObject)ts_adapt, q->opts), "PetscObjectSetOptions");
-        CHECK(TSSetDM(q->ts, q->da), "TSSetDM");
-        CHECK(TSSetProblemType(q->ts, TS_NONLINEAR), "TSSetProblemType");
-        if (p->scheme == PJ_BEULER) CHECK(TSSetType(q->ts, TSBEULER), "TSSetType");
-        else if (p->scheme == PJ_CN) CHECK(TSSetType(q->ts, TSCN), "TSSetType");
-        else if (p->scheme == PJ_BDF2) {
-            CHECK(TSSetType(q->ts, TSBDF), "TSSetType");
-            CHECK(TSBDFSetOrder(q->ts, 2), "TSBDFSetOrder");
-        } else {
-            CHECK(TSSetType(q->ts, TSARKIMEX), "TSSetType");
-            CHECK(TSARKIMEXSetType(q->ts, TSARKIMEX3), "TSARKIMEXSetType");
-        }
-        if (p->scheme == PJ_IMEX) {
-            CHECK(TSSetIFunction(q->ts, NULL, ts_ifunction, q), "TSSetIFunction");
-            CHECK(TSSetIJacobian(q->ts, q->J, q->J, ts_ijacobian, q), "TSSetIJacobian");
-            CHECK(TSSetRHSFunction(q->ts, q->R, ts_explicit, q), "TSSetRHSFunction");
-        } else { /* the implicit form U' - F(U) too: PETSc's conversion of a right-hand side's Jacobian
-                    shifts its diagonal with MatShift (row by row) twice per Newton iteration */
-            CHECK(TSSetIFunction(q->ts, NULL, ts_ifunction, q), "TSSetIFunction");
-            CHECK(TSSetIJacobian(q->ts, q->J, q->J, ts_ijacobian, q), "TSSetIJacobian");
-        }
-        CHECK(TSSetExactFinalTime(q->ts, TS_EXACTFINALTIME_MATCHSTEP), "TSSetExactFinalTime");
-        CHECK(TSSetMaxSteps(q->ts, 1000000000), "TSSetMaxSteps");
-        CHECK(TSSetMaxTime(q->ts, 1e300), "TSSetMaxTime");
-        CHECK(TSSetErrorIfStepFails(q->ts, PETSC_FALSE), "TSSetErrorIfStepFails");
-        CHECK(TSSetTimeStep(q->ts, p->dt > 0 ? p->dt : 1e-3), "TSSetTimeStep");
-        TSAdapt adapt;
-        CHECK(TSGetAdapt(q->ts, &adapt), "TSGetAdapt");
-        if (p->adapt > 0) {
-            CHECK(TSAdaptSetType(adapt, TSADAPTBASIC), "TSAdaptSetType");
-            CHECK(TSSetTolerances(q->ts, p->adapt * 1e-3, NULL, p->adapt, NULL), "TSSetTolerances");
-        } else {
-            CHECK(TSAdaptSetType(adapt, TSADAPTNONE), "TSAdaptSetType");
-        }
-        CHECK(TSSetFromOptions(q->ts), OPTIONS_REFUSED);
-        CHECK(apply_defaults(q->opts, ts_snes), "the solver's defaults");
-        if (d) CHECK(parallel_defaults(q->opts, ts_snes), "the solver's defaults");
-        if (q->linear) CHECK(linear_defaults(q->opts, ts_snes), "the solver's defaults");
-        /* over MPI the matrix is spread: PETSc's ICC factors one process's only */
-        if (q->jac->symmetric && !d) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
-        if (q->cg && q->linear && p->adapt > 0) CHECK(step_tolerance_defaults(q, q->opts, ts_snes), "the solver's defaults");
-        if (!d) CHECK(mg_defaults(q, ts_snes), "the multigrid levels");
-        PetscScalar *x;
-        CHECK(VecGetArray(q->X, &x), "VecGetArray");
-        slot_to_vec(q, 0, x);
-        CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
-        CHECK(TSSetSolution(q->ts, q->X), "TSSetSolution");
-        CHECK(TSSetTime(q->ts, sim_time(s)), "TSSetTime");
-        CHECK(TSSetUp(q->ts), "TSSetUp");
-        SNES snes;
-        CHECK(TSGetSNES(q->ts, &snes), "TSGetSNES");
-        CHECK(SNESSetConvergenceHistory(snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
-    }
+    if ((p->scheme == PJ_STEADY ? create_snes(q, d, comm, err, len) : create_ts(q, d, comm, err, len)) < 0) goto fail;
     return q;
 oom:
     diag_set(err, len, "out of memory");
