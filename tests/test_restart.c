@@ -13,8 +13,8 @@
 #include <unistd.h>
 #include "testutil.h"
 
-/* noise, a nonlinear reaction and diffusion, rk2, outputs every 1: long enough (a few seconds on
-   the interpreter) to be killed in the middle */
+/* noise, a nonlinear reaction and diffusion, rk2, outputs every 1 and monitors every 0.25: long
+   enough (a few seconds on the interpreter) to be killed in the middle */
 static const char prob_long[] =
     "mesh grid(nx = 96, ny = 96)\n"
     "param D = 2e-4\n"
@@ -22,7 +22,8 @@ static const char prob_long[] =
     "eq dt(u) = D*lap(u) + u*(1 - u)*(u - 0.3) + 0.05*randn()\n"
     "on left: u = 0.2\n"
     "time dt = 0.005, until = 12, scheme = rk2\n"
-    "output every = 1, format = csv\n";
+    "output every = 1, format = csv\n"
+    "monitor every = 0.25, mass = integral(u), peak = maxval(u)\n";
 
 static void write_file(const char *path, const char *text)
 {
@@ -108,6 +109,11 @@ static void killed_and_resumed(void **state)
         assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
         snprintf(path, sizeof path, "%s/never.csv", tu_dir);
         assert_int_not_equal(stat(path, &sb), 0);
+        /* the monitor rows it took were flushed one by one: at least t = 0 and 0.25 (before the
+           first checkpoint), the beginning of the uninterrupted run's file */
+        assert_int_equal(run_cmd("cd '%s' && test $(grep -c . killed_%s/monitor.csv) -ge 3 && "
+                                 "head -c $(wc -c < killed_%s/monitor.csv) full_%s/monitor.csv | cmp - killed_%s/monitor.csv",
+                                 tu_dir, be, be, be, be), 0);
         /* resumed, into the same folder */
         char *out = fails(0, "cd '%s' && %s run long.pde --backend %s --threads 1 --seed 77 --out killed_%s "
                              "--checkpoint-every 0.5 --resume killed_%s/checkpoint.pjc --dump resumed_%s.csv 2>&1",
@@ -121,9 +127,10 @@ static void killed_and_resumed(void **state)
         assert_true(t_ck >= 0.5 && t_ck < 12 && step > 0);
         free(out);
         assert_int_equal(run_cmd("cd '%s' && cmp full_%s.csv resumed_%s.csv", tu_dir, be, be), 0);
-        /* the series went on: the folder holds what the uninterrupted run's holds, file for file */
-        assert_int_equal(run_cmd("cd '%s' && test $(ls full_%s | wc -l) = 15 && for f in $(ls full_%s); do "
-                                 "cmp full_%s/$f killed_%s/$f || exit 1; done && test $(ls killed_%s | wc -l) = 15",
+        /* the series went on: the folder holds what the uninterrupted run's holds, file for file
+           (monitor.csv too: the rows before the checkpoint kept, the others taken again) */
+        assert_int_equal(run_cmd("cd '%s' && test $(ls full_%s | wc -l) = 16 && for f in $(ls full_%s); do "
+                                 "cmp full_%s/$f killed_%s/$f || exit 1; done && test $(ls killed_%s | wc -l) = 16",
                                  tu_dir, be, be, be, be, be), 0);
     }
     /* the interpreter's and the JIT's runs are the same bits too */
