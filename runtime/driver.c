@@ -384,10 +384,13 @@ static double next_time(double every, const double *at, int n_at, double after, 
         return INFINITY;
     }
     if (!(every > 0)) return INFINITY;
-    double k = floor(after / every) + 1;
-    while (k > 1 && (k - 1) * every > after + tol) k--;
-    while (k * every <= after + tol) k++;
-    return k * every;
+    /* the smallest k with k*every beyond after + tol: the quotient, corrected for its rounding by a
+       few steps at most; no loop without a bound, since from 2^53 multiples on k + 1 == k (a
+       checkpoint's t = 1e300 spun here for ever): no multiple is representable apart from after */
+    double k = floor((after + tol) / every) + 1;
+    for (int i = 0; i < 4 && k > 1 && (k - 1) * every > after + tol; i++) k--;
+    for (int i = 0; i < 4 && k * every <= after + tol; i++) k++;
+    return k * every > after + tol ? k * every : INFINITY;
 }
 
 int driver_run(engine *e, const driver_options *o, driver_result *res, char *err, size_t err_len)

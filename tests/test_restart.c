@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 #include "testutil.h"
 
 /* noise, a nonlinear reaction and diffusion, rk2, outputs every 1 and monitors every 0.25: long
@@ -137,6 +138,46 @@ static void killed_and_resumed(void **state)
     assert_int_equal(run_cmd("cd '%s' && cmp full_interp.csv full_cpu.csv", tu_dir), 0);
 }
 
+/* Sets the time recorded in the checkpoint at path (the double after the 18-byte magic and 88 bytes
+ * of the header, runtime/checkpoint.c) and its checksum (the XXH3-128 of everything before it, its
+ * last 16 bytes): a checkpoint as pdejit would have written it at that time. */
+static void set_checkpoint_time(const char *path, double t)
+{
+    size_t len;
+    char *buf = tu_read_file(path, &len);
+    assert_non_null(buf);
+    assert_true(len > 106 + 8 + 16);
+    memcpy(buf + 106, &t, 8);
+    XXH128_canonical_t sum;
+    XXH128_canonicalFromHash(&sum, XXH3_128bits(buf, len - 16));
+    memcpy(buf + len - 16, sum.digest, 16);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, len, f), len);
+    fclose(f);
+    free(buf);
+}
+
+/* A checkpoint whose time is far beyond the run's output times (t = 1e300: the next multiple of
+ * `every` is not representable apart from t) resumes at once: nothing is left to step, the dump is
+ * written (the search for the next output time spun for ever, deaf to SIGTERM). */
+static void far_time_resumes_at_once(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/far.pde", tu_dir);
+    write_file(path, "mesh grid(nx = 20)\nfield u = x\neq dt(u) = 0.01*lap(u)\ntime dt = 0.01, steps = 10\n"
+                     "output every = 0.05, format = csv\nmonitor every = 0.05, m = integral(u)\n");
+    assert_int_equal(run_cmd("cd '%s' && %s run far.pde --quiet --out far_ck --checkpoint-every 0.05", tu_dir, PJ_BINARY), 0);
+    snprintf(path, sizeof path, "%s/far_ck/checkpoint.pjc", tu_dir);
+    set_checkpoint_time(path, 1e300);
+    char *out = fails(0, "cd '%s' && timeout -k 5 60 %s run far.pde --out far_ck --resume far_ck/checkpoint.pjc "
+                         "--dump far.csv 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: resuming from far_ck/checkpoint.pjc at t = 1e+300, step 10\n");
+    free(out);
+    assert_int_equal(run_cmd("cd '%s' && test $(grep -c . far.csv) = 21", tu_dir), 0);
+}
+
 /* A checkpoint resumes only its own problem, grid, precision and seed, and only when whole. */
 static void refusals(void **state)
 {
@@ -242,6 +283,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(refusals),
         cmocka_unit_test(init_from_dump),
+        cmocka_unit_test(far_time_resumes_at_once),
         cmocka_unit_test(killed_and_resumed),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
