@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 #include "diag.h"
+#include "writers.h"
 
 #define MAGIC "pdejit checkpoint\n"
 #define MAGIC_LEN 18
@@ -197,9 +198,10 @@ static int read_checkpoint(engine *e, const char *path, uint64_t seed, int singl
 {
     const pj_program *p = engine_program(e);
     int64_t cells = engine_cells(e);
-    FILE *f = fopen(path, "rb");
+    char why[256];
+    FILE *f = writers_open_regular(path, why, sizeof why); /* a FIFO is refused, not waited for */
     if (!f) {
-        diag_set(err, err_len, "%s: %s", path, strerror(errno));
+        diag_set(err, err_len, "%s: %s", path, why);
         return -1;
     }
     char magic[MAGIC_LEN];
@@ -304,9 +306,10 @@ int checkpoint_init_from_csv(engine *e, const char *path, char *err, size_t err_
     const pj_program *p = engine_program(e);
     const kir_launch *g = engine_geometry(e);
     int64_t cells = engine_cells(e);
-    FILE *f = fopen(path, "r");
+    char why[256];
+    FILE *f = writers_open_regular(path, why, sizeof why); /* a FIFO is refused, not waited for */
     if (!f) {
-        diag_set(err, err_len, "--init %s: %s", path, strerror(errno));
+        diag_set(err, err_len, "--init %s: %s", path, why);
         return -1;
     }
     int rc = -1, ncol = 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 
@@ -90,6 +91,15 @@ static void check_is_silent_or_points(void **state)
     free(out);
     unlink(huge);
     free(huge);
+    /* a FIFO in the problem's place is refused at once, not waited for (no writer ever comes) */
+    char *fifo = write_file("fifo.pde", "");
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(sh(&out, "timeout -k 5 30 $PJ check fifo.pde"), 2);
+    assert_string_equal(out, "pdejit: fifo.pde: not a regular file\n");
+    free(out);
+    unlink(fifo);
+    free(fifo);
 }
 
 static void dump_format(void **state)

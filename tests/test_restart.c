@@ -178,6 +178,23 @@ static void far_time_resumes_at_once(void **state)
     assert_int_equal(run_cmd("cd '%s' && test $(grep -c . far.csv) = 21", tu_dir), 0);
 }
 
+/* A FIFO named as the checkpoint of --resume or the dump of --init is refused at once, not waited
+ * for (no writer ever comes): the open does not block and only a regular file is read. */
+static void fifos_are_refused(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/f.pde", tu_dir);
+    write_file(path, "mesh grid(nx = 20)\nfield u = x\neq dt(u) = 0.01*lap(u)\ntime dt = 0.01, steps = 10\n");
+    assert_int_equal(run_cmd("cd '%s' && mkfifo fifo.pjc fifo.csv", tu_dir), 0);
+    char *out = fails(2, "cd '%s' && timeout -k 5 30 %s run f.pde --quiet --resume fifo.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: fifo.pjc: not a regular file\n");
+    free(out);
+    out = fails(2, "cd '%s' && timeout -k 5 30 %s run f.pde --quiet --init fifo.csv 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: --init fifo.csv: not a regular file\n");
+    free(out);
+}
+
 /* A checkpoint resumes only its own problem, grid, precision and seed, and only when whole. */
 static void refusals(void **state)
 {
@@ -284,6 +301,7 @@ int main(void)
         cmocka_unit_test(refusals),
         cmocka_unit_test(init_from_dump),
         cmocka_unit_test(far_time_resumes_at_once),
+        cmocka_unit_test(fifos_are_refused),
         cmocka_unit_test(killed_and_resumed),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
