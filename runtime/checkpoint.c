@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 #include "diag.h"
@@ -192,7 +193,26 @@ int checkpoint_write(engine *e, const char *dir, uint64_t seed, int single, char
     return engine_agree(e, bad, err, err_len) ? -1 : 0;
 }
 
-/* The checkpoint at path, checked against e's problem, read into *vals (every field's cells) and h. */
+/* The bytes of a checkpoint its header announces (magic, header, values, checksum), or 0 when the
+ * header cannot be a checkpoint's (a dimension, a count out of range). */
+static uint64_t announced_length(const ck_header *h)
+{
+    if (h->dim < 1 || h->dim > 3 || h->n_fields < 1 || h->n_fields > (1 << 20)) return 0;
+    double cells = 1;
+    for (int a = 0; a < 3; a++) {
+        if (h->n[a] < 1 || h->n[a] > ((int64_t)1 << 40)) return 0;
+        cells *= (double)h->n[a];
+    }
+    double bytes = cells * h->n_fields * (double)sizeof(double);
+    if (!(bytes < 9e18)) return 0;
+    return (uint64_t)MAGIC_LEN + sizeof *h + (uint64_t)bytes + 16;
+}
+
+/* The checkpoint at path, checked against e's problem, read into *vals (every field's cells) and h.
+ * What the file says is believed only once it is whole: its magic and format version first (a
+ * newer format is named as such), then the length its header announces and the checksum of all of
+ * it; only then the grid, problem, precision and seed, so a flipped bit reads as damage, never as
+ * another problem or another seed. */
 static int read_checkpoint(engine *e, const char *path, uint64_t seed, int single, ck_header *hp, double **vals_out,
                            char *err, size_t err_len)
 {
@@ -209,9 +229,58 @@ static int read_checkpoint(engine *e, const char *path, uint64_t seed, int singl
     int rc = -1;
     double *vals = NULL;
     XXH3_state_t *st = NULL;
-    if (fread(magic, 1, MAGIC_LEN, f) != MAGIC_LEN || memcmp(magic, MAGIC, MAGIC_LEN) ||
-        fread(&h, sizeof h, 1, f) != 1 || h.version != VERSION) {
+    char *chunk = NULL;
+    struct stat sb;
+    if (fread(magic, 1, MAGIC_LEN, f) != MAGIC_LEN || memcmp(magic, MAGIC, MAGIC_LEN)) {
         diag_set(err, err_len, "%s: not a pdejit checkpoint", path);
+        goto done;
+    }
+    if (fread(&h, sizeof h, 1, f) != 1) {
+        diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+        goto done;
+    }
+    if (h.version > VERSION) {
+        diag_set(err, err_len, "%s: a checkpoint of format version %u, written by a newer pdejit: this one reads "
+                 "version %d", path, (unsigned)h.version, VERSION);
+        goto done;
+    }
+    if (h.version < 1) {
+        diag_set(err, err_len, "%s: damaged checkpoint (format version %u)", path, (unsigned)h.version);
+        goto done;
+    }
+    uint64_t length = announced_length(&h);
+    if (fstat(fileno(f), &sb) < 0 || !length || (uint64_t)sb.st_size != length) {
+        diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+        goto done;
+    }
+    /* the checksum of everything before its last 16 bytes */
+    const size_t chunk_len = 1 << 16;
+    st = XXH3_createState();
+    chunk = malloc(chunk_len);
+    if (!st || !chunk) {
+        diag_set(err, err_len, "%s: out of memory", path);
+        goto done;
+    }
+    XXH3_128bits_reset(st);
+    rewind(f);
+    uint8_t sum[16];
+    for (uint64_t left = length - 16; left;) {
+        size_t n = left < chunk_len ? (size_t)left : chunk_len;
+        if (fread(chunk, 1, n, f) != n) {
+            diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+            goto done;
+        }
+        XXH3_128bits_update(st, chunk, n);
+        left -= n;
+    }
+    if (fread(sum, 1, 16, f) != 16) {
+        diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+        goto done;
+    }
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+    if (memcmp(c.digest, sum, 16)) {
+        diag_set(err, err_len, "%s: damaged checkpoint (checksum mismatch)", path);
         goto done;
     }
     int same_grid = (int)h.dim == p->dim;
@@ -220,7 +289,7 @@ static int read_checkpoint(engine *e, const char *path, uint64_t seed, int singl
     if (!same_grid) {
         char theirs[256], ours[256];
         int64_t hn[3] = {h.n[0], h.n[1], h.n[2]};
-        grid_text(theirs, sizeof theirs, h.dim >= 1 && h.dim <= 3 ? (int)h.dim : 3, hn, h.length, h.origin);
+        grid_text(theirs, sizeof theirs, (int)h.dim, hn, h.length, h.origin);
         grid_text(ours, sizeof ours, p->dim, p->n, p->length, p->origin);
         diag_set(err, err_len, "%s: the checkpoint's grid is %s, this problem's is %s: a checkpoint resumes only on "
                  "the grid it was written on", path, theirs, ours);
@@ -243,26 +312,18 @@ static int read_checkpoint(engine *e, const char *path, uint64_t seed, int singl
                  (unsigned long long)h.seed, (unsigned long long)seed);
         goto done;
     }
+    if (!isfinite(h.t) || h.steps < 0) {
+        diag_set(err, err_len, "%s: damaged checkpoint (t = %g, step %lld)", path, h.t, (long long)h.steps);
+        goto done;
+    }
     size_t n = (size_t)cells * (size_t)p->n_fields;
     vals = malloc(sizeof *vals * (n ? n : 1));
-    st = XXH3_createState();
-    if (!vals || !st) {
+    if (!vals) {
         diag_set(err, err_len, "%s: out of memory", path);
         goto done;
     }
-    uint8_t sum[16];
-    if (fread(vals, sizeof *vals, n, f) != n || fread(sum, 1, 16, f) != 16 || fgetc(f) != EOF) {
+    if (fseeko(f, (off_t)(MAGIC_LEN + sizeof h), SEEK_SET) < 0 || fread(vals, sizeof *vals, n, f) != n) {
         diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
-        goto done;
-    }
-    XXH3_128bits_reset(st);
-    XXH3_128bits_update(st, magic, MAGIC_LEN);
-    XXH3_128bits_update(st, &h, sizeof h);
-    XXH3_128bits_update(st, vals, sizeof *vals * n);
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
-    if (memcmp(c.digest, sum, 16)) {
-        diag_set(err, err_len, "%s: damaged checkpoint (checksum mismatch)", path);
         goto done;
     }
     *hp = h;
@@ -272,6 +333,7 @@ static int read_checkpoint(engine *e, const char *path, uint64_t seed, int singl
 done:
     fclose(f);
     free(vals);
+    free(chunk);
     XXH3_freeState(st);
     return rc;
 }

@@ -30,8 +30,9 @@ void checkpoint_fingerprint(const pj_program *p, uint8_t out[16]);
 int checkpoint_write(engine *e, const char *dir, uint64_t seed, int single, char *err, size_t err_len);
 
 /* Reads the checkpoint at path into e (fields, time, step count). Refused (-1, nothing changed)
- * when it is not a checkpoint, is damaged, was written on another grid, by another problem, in
- * another precision or with another seed; the message starts with the path. */
+ * when it is not a regular file or not a checkpoint, is of a newer format, is damaged (its length
+ * and checksum are checked before its header is believed), was written on another grid, by another
+ * problem, in another precision or with another seed; the message starts with the path. */
 int checkpoint_read(engine *e, const char *path, uint64_t seed, int single, char *err, size_t err_len);
 
 /* Sets e's fields from a CSV of the --dump format (writers_csv) of the same grid: the columns

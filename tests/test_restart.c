@@ -4,6 +4,7 @@
  * refused with their messages; --init starts from a dump of the same grid. */
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,16 +139,17 @@ static void killed_and_resumed(void **state)
     assert_int_equal(run_cmd("cd '%s' && cmp full_interp.csv full_cpu.csv", tu_dir), 0);
 }
 
-/* Sets the time recorded in the checkpoint at path (the double after the 18-byte magic and 88 bytes
- * of the header, runtime/checkpoint.c) and its checksum (the XXH3-128 of everything before it, its
- * last 16 bytes): a checkpoint as pdejit would have written it at that time. */
-static void set_checkpoint_time(const char *path, double t)
+/* Writes n bytes at offset into the checkpoint at path and sets its checksum again (the XXH3-128
+ * of everything before it, its last 16 bytes): a checkpoint as pdejit would have written it. The
+ * header (runtime/checkpoint.c) follows the 18-byte magic: the format version at 18, the time
+ * (a double) at 18 + 88. */
+static void patch_checkpoint(const char *path, size_t offset, const void *data, size_t n)
 {
     size_t len;
     char *buf = tu_read_file(path, &len);
     assert_non_null(buf);
-    assert_true(len > 106 + 8 + 16);
-    memcpy(buf + 106, &t, 8);
+    assert_true(len > offset + n + 16);
+    memcpy(buf + offset, data, n);
     XXH128_canonical_t sum;
     XXH128_canonicalFromHash(&sum, XXH3_128bits(buf, len - 16));
     memcpy(buf + len - 16, sum.digest, 16);
@@ -157,6 +159,8 @@ static void set_checkpoint_time(const char *path, double t)
     fclose(f);
     free(buf);
 }
+
+static void set_checkpoint_time(const char *path, double t) { patch_checkpoint(path, 18 + 88, &t, sizeof t); }
 
 /* A checkpoint whose time is far beyond the run's output times (t = 1e300: the next multiple of
  * `every` is not representable apart from t) resumes at once: nothing is left to step, the dump is
@@ -242,6 +246,28 @@ static void refusals(void **state)
     free(out);
     out = fails(2, "cd '%s' && %s run small.pde --quiet --resume short.pjc 2>&1", tu_dir, PJ_BINARY);
     assert_string_equal(out, "pdejit: short.pjc: damaged checkpoint (not the length it says)\n");
+    free(out);
+    /* one bit flipped in the header (the seed's bit 12; the grid's nx 20 -> 21): damage, found by the checksum
+       and the length before the header is believed (it read as "written with --seed 4096") */
+    assert_int_equal(run_cmd("cd '%s' && cp ck/checkpoint.pjc seed.pjc && printf '\\020' | dd of=seed.pjc bs=1 seek=123 "
+                             "conv=notrunc 2>/dev/null && cp ck/checkpoint.pjc grid.pjc && printf '\\025' | dd of=grid.pjc "
+                             "bs=1 seek=26 conv=notrunc 2>/dev/null",
+                             tu_dir), 0);
+    out = fails(2, "cd '%s' && %s run small.pde --quiet --resume seed.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: seed.pjc: damaged checkpoint (checksum mismatch)\n");
+    free(out);
+    out = fails(2, "cd '%s' && %s run small.pde --quiet --resume grid.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: grid.pjc: damaged checkpoint (not the length it says)\n");
+    free(out);
+    /* a newer format is named as such (it read as "not a pdejit checkpoint") */
+    assert_int_equal(run_cmd("cd '%s' && cp ck/checkpoint.pjc v7.pjc", tu_dir), 0);
+    char v7[700];
+    snprintf(v7, sizeof v7, "%s/v7.pjc", tu_dir);
+    const uint32_t seven = 7;
+    patch_checkpoint(v7, 18, &seven, sizeof seven);
+    out = fails(2, "cd '%s' && %s run small.pde --quiet --resume v7.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: v7.pjc: a checkpoint of format version 7, written by a newer pdejit: this one "
+                             "reads version 1\n");
     free(out);
     /* a whole one is taken: a run stopped after 7 steps (its last checkpoint at t = 0.05, step 5)
        resumed to the end is the run of 10 steps */
