@@ -502,7 +502,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
             if (!failed && o->checkpoint_dir && checkpoint_due(o->checkpoint_every, last_checkpoint, engine_time(e))) {
                 last_checkpoint = engine_time(e);
                 failed = (since_check && check(e, 0, err, err_len) < 0) ||
-                         checkpoint_write(e, o->checkpoint_dir, o->seed, o->single, err, err_len) < 0;
+                         checkpoint_write(e, o->checkpoint_dir, o->seed, o->single, dt, err, err_len) < 0;
                 since_check = 0;
             }
             if (progress && done_steps >= progress_at && (progress_at = done_steps + 64) &&

@@ -712,9 +712,9 @@ static void checkpoint_resume(where w)
     assert_int_equal(engine_init(host, err, sizeof err), 0);
     for (int s = 0; s < 6; s++) assert_int_equal(engine_step(full, p->dt, err, sizeof err), 0);
     for (int s = 0; s < 3; s++) assert_int_equal(engine_step(half, p->dt, err, sizeof err), 0);
-    assert_int_equal(checkpoint_write(half, dir, 11, 0, err, sizeof err), 0);
-    if (checkpoint_read(again, path, 11, 0, err, sizeof err) < 0) fail_msg("%s", err);
-    if (checkpoint_read(host, path, 11, 0, err, sizeof err) < 0) fail_msg("%s", err);
+    assert_int_equal(checkpoint_write(half, dir, 11, 0, 0.01, err, sizeof err), 0);
+    if (checkpoint_read(again, path, 11, 0, NULL, err, sizeof err) < 0) fail_msg("%s", err);
+    if (checkpoint_read(host, path, 11, 0, NULL, err, sizeof err) < 0) fail_msg("%s", err);
     assert_int_equal(engine_steps(again), 3);
     for (int s = 0; s < 3; s++) {
         assert_int_equal(engine_step(again, p->dt, err, sizeof err), 0);

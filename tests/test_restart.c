@@ -234,6 +234,25 @@ static void refusals(void **state)
     out = fails(2, "cd '%s' && %s run small.pde --quiet --seed 5 --resume ck/checkpoint.pjc 2>&1", tu_dir, PJ_BINARY);
     assert_string_equal(out, "pdejit: ck/checkpoint.pjc: the checkpoint was written with --seed 0, this run has --seed 5\n");
     free(out);
+    /* the params and the dt of the run that wrote it: others are refused as another seed is (the run
+       went on with them without a word) */
+    static const char with_param[] = "mesh grid(nx = 20, ny = 10)\nparam D = 0.01\nfield u = x*y\neq dt(u) = D*lap(u)\n"
+                                     "time dt = 0.01, steps = 10\n";
+    snprintf(path, sizeof path, "%s/param.pde", tu_dir);
+    write_file(path, with_param);
+    assert_int_equal(run_cmd("cd '%s' && %s run param.pde --quiet --out ckp --checkpoint-every 0.05 --set D=0.02", tu_dir,
+                             PJ_BINARY), 0);
+    out = fails(2, "cd '%s' && %s run param.pde --quiet --resume ckp/checkpoint.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: ckp/checkpoint.pjc: the checkpoint was written with D = 0.02, this run has "
+                             "D = 0.01 (--set)\n");
+    free(out);
+    out = fails(2, "cd '%s' && %s run param.pde --quiet --set D=0.02 --dt 0.005 --resume ckp/checkpoint.pjc 2>&1", tu_dir,
+                PJ_BINARY);
+    assert_string_equal(out, "pdejit: param.pde: the checkpoint ckp/checkpoint.pjc was written by a run with dt = 0.01, "
+                             "this run has dt = 0.005: a run resumes with the dt it was written with\n");
+    free(out);
+    assert_int_equal(run_cmd("cd '%s' && %s run param.pde --quiet --set D=0.02 --resume ckp/checkpoint.pjc", tu_dir,
+                             PJ_BINARY), 0);
     out = fails(2, "cd '%s' && %s run small.pde --quiet --resume small.pde 2>&1", tu_dir, PJ_BINARY);
     assert_string_equal(out, "pdejit: small.pde: not a pdejit checkpoint\n");
     free(out);
@@ -267,7 +286,7 @@ static void refusals(void **state)
     patch_checkpoint(v7, 18, &seven, sizeof seven);
     out = fails(2, "cd '%s' && %s run small.pde --quiet --resume v7.pjc 2>&1", tu_dir, PJ_BINARY);
     assert_string_equal(out, "pdejit: v7.pjc: a checkpoint of format version 7, written by a newer pdejit: this one "
-                             "reads version 1\n");
+                             "reads version 2\n");
     free(out);
     /* a whole one is taken: a run stopped after 7 steps (its last checkpoint at t = 0.05, step 5)
        resumed to the end is the run of 10 steps */
