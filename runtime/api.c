@@ -470,16 +470,6 @@ static int restart_refused(const pj_program *p, char *err, size_t err_len)
     return 1;
 }
 
-/* v with the fewest digits that read back as v (at most 17). */
-static const char *shortest(char *out, size_t len, double v)
-{
-    for (int digits = 6; digits <= 17; digits++) {
-        snprintf(out, len, "%.*g", digits, v);
-        if (strtod(out, NULL) == v) break;
-    }
-    return out;
-}
-
 pj_run_options pj_run_options_default(void)
 {
     return (pj_run_options){.dt = 0, .until = -1, .steps = -1, .check_every = 1};
@@ -515,8 +505,8 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     if (ps->resumed && !isnan(ps->resume_dt) && dt != ps->resume_dt) {
         char theirs[32], ours[32];
         diag_set(err, err_len, "the checkpoint %s was written by a run with dt = %s, this run has dt = %s: a run "
-                 "resumes with the dt it was written with", ps->resume_path, shortest(theirs, sizeof theirs, ps->resume_dt),
-                 shortest(ours, sizeof ours, dt));
+                 "resumes with the dt it was written with", ps->resume_path,
+                 diag_number(theirs, sizeof theirs, ps->resume_dt), diag_number(ours, sizeof ours, dt));
         return PJ_ERR_INPUT;
     }
     if (o.checkpoint_every > 0 && !o.out_dir) {

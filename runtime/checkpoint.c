@@ -75,16 +75,6 @@ void checkpoint_fingerprint(const pj_program *p, uint8_t out[16])
     XXH3_freeState(st);
 }
 
-/* v with the fewest digits that read back as v (at most 17). */
-static const char *shortest(char *out, size_t len, double v)
-{
-    for (int digits = 6; digits <= 17; digits++) {
-        snprintf(out, len, "%.*g", digits, v);
-        if (strtod(out, NULL) == v) break;
-    }
-    return out;
-}
-
 static void grid_text(char *out, size_t len, int dim, const int64_t n[3], const double L[3], const double o[3])
 {
     size_t k = 0;
@@ -365,8 +355,8 @@ static int read_checkpoint(engine *e, const char *path, uint64_t seed, int singl
             if (memcmp(&v, &params[i], sizeof v)) {
                 char theirs[32], ours[32];
                 diag_set(err, err_len, "%s: the checkpoint was written with %s = %s, this run has %s = %s (--set)", path,
-                         p->param_names[i], shortest(theirs, sizeof theirs, v), p->param_names[i],
-                         shortest(ours, sizeof ours, params[i]));
+                         p->param_names[i], diag_number(theirs, sizeof theirs, v), p->param_names[i],
+                         diag_number(ours, sizeof ours, params[i]));
                 goto done;
             }
         }

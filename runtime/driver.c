@@ -67,6 +67,19 @@ int driver_check_counts(const driver_options *o, double t_now, char *err, size_t
         diag_set(err, err_len, "dt = %g is below the resolution of t = %g: a step would not move the time", dt, end);
         return -1;
     }
+    /* output times closer than the tolerance the run lands with would be one snapshot: refused where
+       the file is compiled, against its own end; again here against this run's (--until) */
+    const double tol = 1e-12 * fmax(1, fabs(end));
+    for (int i = 0; i < o->n_output_at; i++) {
+        double t = o->output_at[i], prev = i ? o->output_at[i - 1] : 0;
+        if (t > 0 && t - prev <= tol) {
+            char a[32], b[32];
+            diag_set(err, err_len, "output time %s is within %g of %s%s, the tolerance a run to t = %g lands on a time "
+                     "with: the two would be one snapshot", diag_number(a, sizeof a, t), tol, i ? "" : "the start t = ",
+                     diag_number(b, sizeof b, prev), end);
+            return -1;
+        }
+    }
     double monitors = o->monitor_every > 0 ? end / o->monitor_every : 0;
     if (!(monitors <= DRIVER_MAX_OUTPUTS)) {
         diag_set(err, err_len, "monitor every = %g to t = %g makes %.3g monitor times, more than the %.0e a run may have",

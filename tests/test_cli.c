@@ -237,6 +237,31 @@ static void snapshots_at_output_times(void **state)
     assert_non_null(strstr(out, "x,u\n0.125,"));
     free(out);
     free(p);
+    /* output times closer than the tolerance the run lands with (1e-12 of its length) would be one
+       snapshot (they were merged without a word): refused at the file's text, and before a run whose
+       --until makes the tolerance wider */
+    p = write_file("close.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = 1\ntime dt = 0.1, until = 1\n"
+                                "output at = 0.5, 0.5000000000001, 0.7\n");
+    assert_int_equal(tu_pdejit(&out, "check close.pde"), 2);
+    assert_string_equal(out, "close.pde:5:18: error: output time 0.5000000000001 is within 1e-12 of 0.5, the tolerance a "
+                             "run lands on a time with: the two would be one snapshot\n"
+                             "    output at = 0.5, 0.5000000000001, 0.7\n                     ^\n1 error\n");
+    free(out);
+    free(p);
+    p = write_file("tiny.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = 1\ntime dt = 0.1, until = 1\n"
+                               "output at = 1e-300\n");
+    assert_int_equal(tu_pdejit(&out, "check tiny.pde"), 2);
+    assert_non_null(strstr(out, "tiny.pde:5:13: error: output time 1e-300 is within 1e-12 of the start t = 0, the "
+                                "tolerance a run lands on a time with: the two would be one snapshot\n"));
+    free(out);
+    free(p);
+    p = write_file("near.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = 1\ntime dt = 0.1, until = 1\n"
+                               "output at = 0.5, 0.50000000001\n");
+    assert_int_equal(tu_pdejit(&out, "run near.pde --out snaps_near --until 1000"), 2);
+    assert_string_equal(out, "pdejit: near.pde: output time 0.50000000001 is within 1e-09 of 0.5, the tolerance a run to "
+                             "t = 1000 lands on a time with: the two would be one snapshot\n");
+    free(out);
+    free(p);
 }
 
 /* --watch: a broken edit is reported and the run goes on, once; a save that changes nothing is
