@@ -494,6 +494,10 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         if (t_mon < end - tol && t_mon < stop) stop = t_mon;
         /* adaptive steps: the solver chooses its own, one engine step covers the span */
         int64_t n = o->adaptive ? 1 : (int64_t)ceil((stop - engine_time(e)) / dt - 1e-9);
+        /* a stop within 1e-9 dt ahead (beyond the landing tolerance: output at = 0.5, 0.50000000001) is
+           one short step, landed on: no step at all left the time where it was, and the loop took
+           the same stop again for ever, deaf to SIGTERM */
+        if (n < 1) n = 1;
         double t0 = driver_now();
         int failed = 0;
         for (int64_t i = 0; i < n && !failed && !interrupted;) {

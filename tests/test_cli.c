@@ -261,6 +261,11 @@ static void snapshots_at_output_times(void **state)
     assert_string_equal(out, "pdejit: near.pde: output time 0.50000000001 is within 1e-09 of 0.5, the tolerance a run to "
                              "t = 1000 lands on a time with: the two would be one snapshot\n");
     free(out);
+    /* to t = 1 they are two snapshots 1e-11 apart (less than 1e-9 dt): the second is one short step
+       after the first (no step was taken and the run stopped at 0.5 again for ever) */
+    assert_int_equal(sh(&out, "timeout -k 5 60 $PJ run near.pde --out snaps_near --quiet && cat snaps_near/snapshots.csv"), 0);
+    assert_string_equal(out, "snapshot,t\n0,0.5\n1,0.50000000001\n");
+    free(out);
     free(p);
 }
 
