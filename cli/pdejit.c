@@ -16,12 +16,14 @@
 #include "scheme.h"
 #include "options.h"
 #include "cli.h"
+#include "writers.h"
 
 static char *read_file(const char *path, size_t *len, char *err, size_t err_len)
 {
-    FILE *f = fopen(path, "rb");
+    char why[256];
+    FILE *f = writers_open_regular(path, why, sizeof why); /* a FIFO is refused, not waited for */
     if (!f) {
-        snprintf(err, err_len, "%s: %s", path, strerror(errno));
+        snprintf(err, err_len, "%s: %s", path, why);
         return NULL;
     }
     /* at most one byte more than the front end accepts: enough for it to refuse the file */

@@ -192,6 +192,15 @@ const char *diag_closest(const char *name, const char *const *candidates, int n)
     return best_d <= limit ? best : NULL;
 }
 
+const char *diag_number(char *out, size_t len, double v)
+{
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(out, len, "%.*g", digits, v);
+        if (strtod(out, NULL) == v) break;
+    }
+    return out;
+}
+
 void diag_set(char *err, size_t err_len, const char *fmt, ...)
 {
     if (!err || !err_len) return;

@@ -41,6 +41,9 @@ void diag_append(diag *d, const char *fmt, ...) __attribute__((format(printf, 2,
 /* Formats a message into a caller's buffer (err may be NULL): the error-out convention of every
  * module that returns -1 "with a message in err". */
 void diag_set(char *err, size_t err_len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* v with the fewest significant digits (6 to 17) that read back as v, into out: a number as the
+ * user wrote it (0.5000000000001, not 0.50000000000010003). Returns out. */
+const char *diag_number(char *out, size_t len, double v);
 /* The closest of `candidates` to `name` by edit distance, or NULL when none is close. */
 const char *diag_closest(const char *name, const char *const *candidates, int n);
 

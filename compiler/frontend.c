@@ -317,7 +317,8 @@ static void read_output(compiler *C, pj_program *p)
             free(p->output_at); /* a second output statement's times replace the first's */
             p->output_at = need(C, malloc(sizeof *p->output_at * (size_t)(kw->n_more + 1)));
             p->n_output_at = 0;
-            for (int v = -1; v < kw->n_more; v++) {
+            pj_loc *locs = need(C, malloc(sizeof *locs * (size_t)(kw->n_more + 1)));
+            for (int v = -1; v < kw->n_more && locs; v++) {
                 ast_expr *e = v < 0 ? kw->value : kw->more[v];
                 double t;
                 if (v < 0 ? const_setting(C, kw, &t) < 0 : (sema_check_expr(C, e, NULL) || lower_const_value(C, e, &t) < 0))
@@ -326,9 +327,29 @@ static void read_output(compiler *C, pj_program *p)
                     diag_error(C->d, e->loc, "an output time must be >= 0, not %g", t);
                 else if (p->n_output_at && !(t > p->output_at[p->n_output_at - 1]))
                     diag_error(C->d, e->loc, "output times must increase: %g comes after %g", t, p->output_at[p->n_output_at - 1]);
-                else
+                else {
+                    locs[p->n_output_at] = e->loc;
                     p->output_at[p->n_output_at++] = t;
+                }
             }
+            /* the run lands on a time within 1e-12*max(1, |end|) of it (driver.c): times closer than
+               that to each other, or to the start, would be one snapshot. The end as the file gives
+               it, else the last time listed (a longer --until is checked again before the run) */
+            double end = p->until >= 0 ? p->until : p->steps >= 0 && p->dt > 0 ? (double)p->steps * p->dt : 0;
+            if (p->n_output_at && p->output_at[p->n_output_at - 1] > end) end = p->output_at[p->n_output_at - 1];
+            const double tol = 1e-12 * fmax(1, end);
+            int kept = 0;
+            for (int k = 0; k < p->n_output_at && locs; k++) {
+                double t = p->output_at[k], prev = kept ? p->output_at[kept - 1] : 0;
+                char a[32], b[32];
+                if (t > 0 && t - prev <= tol)
+                    diag_error(C->d, locs[k], "output time %s is within %g of %s%s, the tolerance a run lands on a time "
+                               "with: the two would be one snapshot", diag_number(a, sizeof a, t), tol,
+                               kept ? "" : "the start t = ", diag_number(b, sizeof b, prev));
+                else p->output_at[kept++] = t;
+            }
+            p->n_output_at = kept;
+            free(locs);
             p->output_every = 0;
         }
         if ((kw = kwarg_named(st, "every")) && const_setting(C, kw, &p->output_every) == 0 &&

@@ -170,7 +170,9 @@ PJ_API void pj_sim_interrupt(pj_sim *sim);
  * (no first snapshot; the output times after the checkpoint's) and ends with the same bits as a
  * run that was never stopped. PJ_ERR_INPUT, nothing changed, when the file is not a checkpoint, is
  * damaged, or was written on another grid, by another problem (fields, equations, conditions,
- * scheme), in another precision or with another seed (the message says which).
+ * scheme), in another precision, with another seed or other param values (set them with
+ * pj_sim_set_param before resuming; the message says which); the next pj_sim_run refuses
+ * (PJ_ERR_INPUT) a dt other than the one the checkpoint's run had.
  * pj_sim_init_from_csv sets the fields named in a CSV of the dump format (`x[,y[,z]],NAME...`,
  * one row per cell) of the same grid; the others keep their initial values. */
 PJ_API pj_status pj_sim_resume(pj_sim *sim, const char *checkpoint, char *err, size_t err_len);

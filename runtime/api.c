@@ -27,6 +27,8 @@ struct pj_sim {
     uint64_t seed;         /* rand()'s key, and the precision: recorded in checkpoints */
     int single;
     int resumed;           /* pj_sim_resume: the next pj_sim_run continues the checkpoint's run */
+    double resume_dt;      /* ... whose dt was this (NaN: not recorded), */
+    char *resume_path;     /* ... read from this file */
     const pj_program *p;   /* the program running */
     pj_program *owned;     /* p, when a redefinition made it */
     /* the text p was compiled from, and where the redefinitions in it begin (0: none yet) */
@@ -287,6 +289,7 @@ void pj_sim_free(pj_sim *ps)
     pthread_cond_destroy(&ps->applied);
     free(ps->name);
     free(ps->text);
+    free(ps->resume_path);
     free(ps);
 }
 
@@ -528,6 +531,14 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
         .seed = ps->seed, .single = ps->single, .resumed = ps->resumed,
     };
     if (o.checkpoint_every > 0 && restart_refused(p, err, err_len)) return PJ_ERR_INPUT;
+    /* a resumed run takes the steps of the run that wrote the checkpoint: with its dt */
+    if (ps->resumed && !isnan(ps->resume_dt) && dt != ps->resume_dt) {
+        char theirs[32], ours[32];
+        diag_set(err, err_len, "the checkpoint %s was written by a run with dt = %s, this run has dt = %s: a run "
+                 "resumes with the dt it was written with", ps->resume_path,
+                 diag_number(theirs, sizeof theirs, ps->resume_dt), diag_number(ours, sizeof ours, dt));
+        return PJ_ERR_INPUT;
+    }
     if (o.checkpoint_every > 0 && !o.out_dir) {
         diag_set(err, err_len, "checkpoints are written into the output folder: give one (out_dir, --out)");
         return PJ_ERR_INPUT;
@@ -640,7 +651,19 @@ pj_status pj_sim_resume(pj_sim *ps, const char *checkpoint, char *err, size_t er
 {
     if (!ps || !checkpoint) return PJ_ERR_INPUT;
     if (restart_refused(ps->p, err, err_len)) return PJ_ERR_INPUT;
-    if (checkpoint_read(ps->e, checkpoint, ps->seed, ps->single, err, err_len) < 0) return PJ_ERR_INPUT;
+    double dt = NAN;
+    char *path = strdup(checkpoint);
+    if (!path) {
+        diag_set(err, err_len, "out of memory");
+        return PJ_ERR_MEMORY;
+    }
+    if (checkpoint_read(ps->e, checkpoint, ps->seed, ps->single, &dt, err, err_len) < 0) {
+        free(path);
+        return PJ_ERR_INPUT;
+    }
+    free(ps->resume_path);
+    ps->resume_path = path;
+    ps->resume_dt = dt;
     ps->resumed = 1;
     return PJ_OK;
 }

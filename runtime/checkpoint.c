@@ -6,13 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 #include "diag.h"
+#include "writers.h"
 
 #define MAGIC "pdejit checkpoint\n"
 #define MAGIC_LEN 18
-#define VERSION 1
+#define VERSION 2 /* 2: the run's dt and params after the header */
 
 typedef struct ck_header {
     uint32_t version, dim;
@@ -24,6 +26,12 @@ typedef struct ck_header {
     uint64_t seed;
     uint8_t fingerprint[16];
 } ck_header;
+
+/* Format 2 on: after the header, the run's dt and its params' values (n_params doubles follow). */
+typedef struct ck_run {
+    double dt;
+    int32_t n_params, pad;
+} ck_run;
 
 void checkpoint_fingerprint(const pj_program *p, uint8_t out[16])
 {
@@ -97,7 +105,7 @@ static int write_all(int fd, const void *buf, size_t n)
     return 0;
 }
 
-int checkpoint_write(engine *e, const char *dir, uint64_t seed, int single, char *err, size_t err_len)
+int checkpoint_write(engine *e, const char *dir, uint64_t seed, int single, double dt, char *err, size_t err_len)
 {
     /* over MPI the fields are gathered on rank 0, which alone writes; every process takes part in
        every gather (collective), and a failure is agreed by all */
@@ -119,6 +127,8 @@ int checkpoint_write(engine *e, const char *dir, uint64_t seed, int single, char
     h.steps = engine_steps(e);
     h.seed = seed;
     checkpoint_fingerprint(p, h.fingerprint);
+    ck_run run = {.dt = dt, .n_params = p->n_params};
+    const double *params = engine_params(e);
 
     char path[4200], tmp[4200];
     snprintf(path, sizeof path, "%s/%s", dir, CHECKPOINT_NAME);
@@ -144,10 +154,14 @@ int checkpoint_write(engine *e, const char *dir, uint64_t seed, int single, char
     }
     if (root) {
         XXH3_128bits_reset(st);
-        bad = write_all(fd, MAGIC, MAGIC_LEN) || write_all(fd, &h, sizeof h);
+        size_t pbytes = sizeof *params * (size_t)p->n_params;
+        bad = write_all(fd, MAGIC, MAGIC_LEN) || write_all(fd, &h, sizeof h) || write_all(fd, &run, sizeof run) ||
+              (pbytes && write_all(fd, params, pbytes));
         saved = errno;
         XXH3_128bits_update(st, MAGIC, MAGIC_LEN);
         XXH3_128bits_update(st, &h, sizeof h);
+        XXH3_128bits_update(st, &run, sizeof run);
+        if (pbytes) XXH3_128bits_update(st, params, pbytes);
     }
     for (int f = 0; f < p->n_fields; f++) {
         if (engine_get_field(e, f, vals, err, err_len) < 0) {
@@ -196,15 +210,38 @@ int checkpoint_write(engine *e, const char *dir, uint64_t seed, int single, char
     return engine_agree(e, bad, err, err_len) ? -1 : 0;
 }
 
-/* The checkpoint at path, checked against e's problem, read into *vals (every field's cells) and h. */
-static int read_checkpoint(engine *e, const char *path, uint64_t seed, int single, ck_header *hp, double **vals_out,
-                           char *err, size_t err_len)
+/* The bytes of a checkpoint its header announces (magic, header, the run's dt and params from
+ * format 2 on, values, checksum), or 0 when the header cannot be a checkpoint's (a dimension, a
+ * count out of range). */
+static uint64_t announced_length(const ck_header *h, const ck_run *run)
+{
+    if (h->dim < 1 || h->dim > 3 || h->n_fields < 1 || h->n_fields > (1 << 20)) return 0;
+    if (run && (run->n_params < 0 || run->n_params > (1 << 20))) return 0;
+    double cells = 1;
+    for (int a = 0; a < 3; a++) {
+        if (h->n[a] < 1 || h->n[a] > ((int64_t)1 << 40)) return 0;
+        cells *= (double)h->n[a];
+    }
+    double bytes = cells * h->n_fields * (double)sizeof(double);
+    if (!(bytes < 9e18)) return 0;
+    uint64_t extra = run ? sizeof *run + sizeof(double) * (uint64_t)run->n_params : 0;
+    return (uint64_t)MAGIC_LEN + sizeof *h + extra + (uint64_t)bytes + 16;
+}
+
+/* The checkpoint at path, checked against e's problem, read into *vals (every field's cells) and h.
+ * What the file says is believed only once it is whole: its magic and format version first (a
+ * newer format is named as such), then the length its header announces and the checksum of all of
+ * it; only then the grid, problem, precision and seed, so a flipped bit reads as damage, never as
+ * another problem or another seed. */
+static int read_checkpoint(engine *e, const char *path, uint64_t seed, int single, ck_header *hp, double *dt_out,
+                           double **vals_out, char *err, size_t err_len)
 {
     const pj_program *p = engine_program(e);
     int64_t cells = engine_cells(e);
-    FILE *f = fopen(path, "rb");
+    char why[256];
+    FILE *f = writers_open_regular(path, why, sizeof why); /* a FIFO is refused, not waited for */
     if (!f) {
-        diag_set(err, err_len, "%s: %s", path, strerror(errno));
+        diag_set(err, err_len, "%s: %s", path, why);
         return -1;
     }
     char magic[MAGIC_LEN];
@@ -212,9 +249,63 @@ static int read_checkpoint(engine *e, const char *path, uint64_t seed, int singl
     int rc = -1;
     double *vals = NULL;
     XXH3_state_t *st = NULL;
-    if (fread(magic, 1, MAGIC_LEN, f) != MAGIC_LEN || memcmp(magic, MAGIC, MAGIC_LEN) ||
-        fread(&h, sizeof h, 1, f) != 1 || h.version != VERSION) {
+    char *chunk = NULL;
+    struct stat sb;
+    if (fread(magic, 1, MAGIC_LEN, f) != MAGIC_LEN || memcmp(magic, MAGIC, MAGIC_LEN)) {
         diag_set(err, err_len, "%s: not a pdejit checkpoint", path);
+        goto done;
+    }
+    if (fread(&h, sizeof h, 1, f) != 1) {
+        diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+        goto done;
+    }
+    if (h.version > VERSION) {
+        diag_set(err, err_len, "%s: a checkpoint of format version %u, written by a newer pdejit: this one reads "
+                 "version %d", path, (unsigned)h.version, VERSION);
+        goto done;
+    }
+    if (h.version < 1) {
+        diag_set(err, err_len, "%s: damaged checkpoint (format version %u)", path, (unsigned)h.version);
+        goto done;
+    }
+    ck_run run = {.dt = NAN};
+    if (h.version >= 2 && fread(&run, sizeof run, 1, f) != 1) {
+        diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+        goto done;
+    }
+    uint64_t length = announced_length(&h, h.version >= 2 ? &run : NULL);
+    if (fstat(fileno(f), &sb) < 0 || !length || (uint64_t)sb.st_size != length) {
+        diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+        goto done;
+    }
+    /* the checksum of everything before its last 16 bytes */
+    const size_t chunk_len = 1 << 16;
+    st = XXH3_createState();
+    chunk = malloc(chunk_len);
+    if (!st || !chunk) {
+        diag_set(err, err_len, "%s: out of memory", path);
+        goto done;
+    }
+    XXH3_128bits_reset(st);
+    rewind(f);
+    uint8_t sum[16];
+    for (uint64_t left = length - 16; left;) {
+        size_t n = left < chunk_len ? (size_t)left : chunk_len;
+        if (fread(chunk, 1, n, f) != n) {
+            diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+            goto done;
+        }
+        XXH3_128bits_update(st, chunk, n);
+        left -= n;
+    }
+    if (fread(sum, 1, 16, f) != 16) {
+        diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+        goto done;
+    }
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+    if (memcmp(c.digest, sum, 16)) {
+        diag_set(err, err_len, "%s: damaged checkpoint (checksum mismatch)", path);
         goto done;
     }
     int same_grid = (int)h.dim == p->dim;
@@ -223,7 +314,7 @@ static int read_checkpoint(engine *e, const char *path, uint64_t seed, int singl
     if (!same_grid) {
         char theirs[256], ours[256];
         int64_t hn[3] = {h.n[0], h.n[1], h.n[2]};
-        grid_text(theirs, sizeof theirs, h.dim >= 1 && h.dim <= 3 ? (int)h.dim : 3, hn, h.length, h.origin);
+        grid_text(theirs, sizeof theirs, (int)h.dim, hn, h.length, h.origin);
         grid_text(ours, sizeof ours, p->dim, p->n, p->length, p->origin);
         diag_set(err, err_len, "%s: the checkpoint's grid is %s, this problem's is %s: a checkpoint resumes only on "
                  "the grid it was written on", path, theirs, ours);
@@ -246,58 +337,79 @@ static int read_checkpoint(engine *e, const char *path, uint64_t seed, int singl
                  (unsigned long long)h.seed, (unsigned long long)seed);
         goto done;
     }
+    if (!isfinite(h.t) || h.steps < 0) {
+        diag_set(err, err_len, "%s: damaged checkpoint (t = %g, step %lld)", path, h.t, (long long)h.steps);
+        goto done;
+    }
+    /* the params as this run set them (--set), against the values the checkpoint's run had */
+    off_t values_at = (off_t)(MAGIC_LEN + sizeof h);
+    if (h.version >= 2) {
+        const double *params = engine_params(e);
+        values_at += (off_t)(sizeof run + sizeof(double) * (size_t)run.n_params);
+        if (run.n_params != p->n_params || fseeko(f, (off_t)(MAGIC_LEN + sizeof h + sizeof run), SEEK_SET) < 0) {
+            diag_set(err, err_len, "%s: the checkpoint was written by another problem (its params differ from this "
+                     "one's)", path);
+            goto done;
+        }
+        for (int i = 0; i < p->n_params; i++) {
+            double v;
+            if (fread(&v, sizeof v, 1, f) != 1) {
+                diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+                goto done;
+            }
+            if (memcmp(&v, &params[i], sizeof v)) {
+                char theirs[32], ours[32];
+                diag_set(err, err_len, "%s: the checkpoint was written with %s = %s, this run has %s = %s (--set)", path,
+                         p->param_names[i], diag_number(theirs, sizeof theirs, v), p->param_names[i],
+                         diag_number(ours, sizeof ours, params[i]));
+                goto done;
+            }
+        }
+    }
     size_t n = (size_t)cells * (size_t)p->n_fields;
     vals = malloc(sizeof *vals * (n ? n : 1));
-    st = XXH3_createState();
-    if (!vals || !st) {
+    if (!vals) {
         diag_set(err, err_len, "%s: out of memory", path);
         goto done;
     }
-    uint8_t sum[16];
-    if (fread(vals, sizeof *vals, n, f) != n || fread(sum, 1, 16, f) != 16 || fgetc(f) != EOF) {
+    if (fseeko(f, values_at, SEEK_SET) < 0 || fread(vals, sizeof *vals, n, f) != n) {
         diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
         goto done;
     }
-    XXH3_128bits_reset(st);
-    XXH3_128bits_update(st, magic, MAGIC_LEN);
-    XXH3_128bits_update(st, &h, sizeof h);
-    XXH3_128bits_update(st, vals, sizeof *vals * n);
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
-    if (memcmp(c.digest, sum, 16)) {
-        diag_set(err, err_len, "%s: damaged checkpoint (checksum mismatch)", path);
-        goto done;
-    }
     *hp = h;
+    *dt_out = run.dt;
     *vals_out = vals;
     vals = NULL;
     rc = 0;
 done:
     fclose(f);
     free(vals);
+    free(chunk);
     XXH3_freeState(st);
     return rc;
 }
 
-int checkpoint_read(engine *e, const char *path, uint64_t seed, int single, char *err, size_t err_len)
+int checkpoint_read(engine *e, const char *path, uint64_t seed, int single, double *dt, char *err, size_t err_len)
 {
     /* over MPI rank 0 reads and checks the file, the fields are scattered from it */
     const int root = engine_rank(e) == 0;
     ck_header h;
     memset(&h, 0, sizeof h);
-    double *vals = NULL;
-    int bad = root && read_checkpoint(e, path, seed, single, &h, &vals, err, err_len) < 0;
+    double *vals = NULL, run_dt = NAN;
+    int bad = root && read_checkpoint(e, path, seed, single, &h, &run_dt, &vals, err, err_len) < 0;
     if (engine_agree(e, bad, err, err_len)) {
         free(vals);
         return -1;
     }
     engine_bcast(e, &h, sizeof h);
+    engine_bcast(e, &run_dt, sizeof run_dt);
     const pj_program *p = engine_program(e);
     size_t cells = (size_t)engine_cells(e);
     int rc = 0;
     for (int fi = 0; fi < p->n_fields && !rc; fi++)
         if (engine_set_field(e, fi, vals ? vals + (size_t)fi * cells : NULL, err, err_len) < 0) rc = -1;
     if (!rc) engine_set_clock(e, h.t, h.steps);
+    if (!rc && dt) *dt = run_dt;
     free(vals);
     return rc;
 }
@@ -309,9 +421,10 @@ int checkpoint_init_from_csv(engine *e, const char *path, char *err, size_t err_
     const pj_program *p = engine_program(e);
     const kir_launch *g = engine_geometry(e);
     int64_t cells = engine_cells(e);
-    FILE *f = fopen(path, "r");
+    char why[256];
+    FILE *f = writers_open_regular(path, why, sizeof why); /* a FIFO is refused, not waited for */
     if (!f) {
-        diag_set(err, err_len, "--init %s: %s", path, strerror(errno));
+        diag_set(err, err_len, "--init %s: %s", path, why);
         return -1;
     }
     int rc = -1, ncol = 0;

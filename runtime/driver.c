@@ -6,11 +6,14 @@
  * step count is that many steps). */
 #include "driver.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "checkpoint.h"
 #include "diag.h"
 #include "writers.h"
@@ -63,6 +66,19 @@ int driver_check_counts(const driver_options *o, double t_now, char *err, size_t
     if (end > t_now && end + dt == end) {
         diag_set(err, err_len, "dt = %g is below the resolution of t = %g: a step would not move the time", dt, end);
         return -1;
+    }
+    /* output times closer than the tolerance the run lands with would be one snapshot: refused where
+       the file is compiled, against its own end; again here against this run's (--until) */
+    const double tol = 1e-12 * fmax(1, fabs(end));
+    for (int i = 0; i < o->n_output_at; i++) {
+        double t = o->output_at[i], prev = i ? o->output_at[i - 1] : 0;
+        if (t > 0 && t - prev <= tol) {
+            char a[32], b[32];
+            diag_set(err, err_len, "output time %s is within %g of %s%s, the tolerance a run to t = %g lands on a time "
+                     "with: the two would be one snapshot", diag_number(a, sizeof a, t), tol, i ? "" : "the start t = ",
+                     diag_number(b, sizeof b, prev), end);
+            return -1;
+        }
     }
     double monitors = o->monitor_every > 0 ? end / o->monitor_every : 0;
     if (!(monitors <= DRIVER_MAX_OUTPUTS)) {
@@ -222,7 +238,57 @@ typedef struct monitors {
     int cap;                /* entries in values */
 } monitors;
 
-static int monitors_open(monitors *m, engine *e, const driver_options *o, char *err, size_t len)
+/* After a resume, monitor.csv keeps the stopped run's rows before the checkpoint's time t (beyond
+ * tol): the file is cut after the last of them (a row at or after t, or one torn by a kill, goes)
+ * and opened to append. A file that is not the header `head` then rows (missing, another
+ * problem's) starts again with the header. NULL with errno on an error. */
+static FILE *monitor_csv_resume(const char *path, const char *head, double t, double tol, char *why, size_t why_len)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        diag_set(why, why_len, "%s", strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        diag_set(why, why_len, "not a regular file");
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "r+");
+    if (!f) {
+        diag_set(why, why_len, "%s", strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, f);
+    off_t keep = 0; /* bytes kept: the header and the rows before t */
+    if (n > 0 && (size_t)n == strlen(head) && !memcmp(line, head, (size_t)n)) {
+        keep = (off_t)n;
+        while ((n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
+            char *end;
+            double row_t = strtod(line, &end);
+            if (end == line || *end != ',' || !(row_t < t - tol)) break;
+            keep += (off_t)n;
+        }
+    }
+    free(line);
+    if (ftruncate(fd, keep) < 0 || fseeko(f, keep, SEEK_SET) < 0 || (!keep && fputs(head, f) == EOF) ||
+        fflush(f) == EOF) {
+        diag_set(why, why_len, "%s", strerror(errno));
+        fclose(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* monitor.csv in the output folder (rank 0): a new file with its header, or after a resume the
+ * stopped run's file up to the checkpoint (monitor_csv_resume). Rows are flushed one by one, so a
+ * run killed keeps every row it took. */
+static int monitors_open(monitors *m, engine *e, const driver_options *o, double tol, char *err, size_t len)
 {
     const pj_program *p = engine_program(e);
     memset(m, 0, sizeof *m);
@@ -239,15 +305,26 @@ static int monitors_open(monitors *m, engine *e, const driver_options *o, char *
     if (engine_rank(e) == 0) {
         char path[4096];
         snprintf(path, sizeof path, "%s/monitor.csv", o->out_dir);
-        m->csv = fopen(path, "w");
-        if (!m->csv) {
-            diag_set(err, len, "cannot write %s: %s", path, strerror(errno));
-            failed = 1;
-        } else {
-            fprintf(m->csv, "t,step");
-            for (int i = 0; i < p->n_monitors; i++) fprintf(m->csv, ",%s", p->monitor_names[i]);
-            fprintf(m->csv, "\n");
+        size_t hl = 8;
+        for (int i = 0; i < p->n_monitors; i++) hl += strlen(p->monitor_names[i]) + 1;
+        char *head = malloc(hl);
+        if (head) {
+            size_t k = (size_t)snprintf(head, hl, "t,step");
+            for (int i = 0; i < p->n_monitors; i++) k += (size_t)snprintf(head + k, hl - k, ",%s", p->monitor_names[i]);
+            snprintf(head + k, hl - k, "\n");
         }
+        char why[256] = "out of memory";
+        if (head && o->resumed) m->csv = monitor_csv_resume(path, head, engine_time(e), tol, why, sizeof why);
+        else if (head && (!(m->csv = fopen(path, "w")) || fputs(head, m->csv) == EOF || fflush(m->csv) == EOF)) {
+            diag_set(why, sizeof why, "%s", strerror(errno));
+            if (m->csv) fclose(m->csv);
+            m->csv = NULL;
+        }
+        if (!m->csv) {
+            diag_set(err, len, "cannot write %s: %s", path, why);
+            failed = 1;
+        }
+        free(head);
     }
     return -engine_agree(e, failed, err, len);
 }
@@ -287,7 +364,7 @@ static int monitors_take(monitors *m, engine *e, const driver_options *o, driver
         fprintf(m->csv, "%.17g,%lld", t, step);
         for (int i = 0; i < p->n_monitors; i++) fprintf(m->csv, ",%.17g", mv[i]);
         fprintf(m->csv, "\n");
-        if (ferror(m->csv)) {
+        if (fflush(m->csv) == EOF || ferror(m->csv)) { /* a row at a time: kept when the run is killed */
             diag_set(err, len, "cannot write monitor.csv in %s", o->out_dir);
             failed = 1;
         }
@@ -320,10 +397,13 @@ static double next_time(double every, const double *at, int n_at, double after, 
         return INFINITY;
     }
     if (!(every > 0)) return INFINITY;
-    double k = floor(after / every) + 1;
-    while (k > 1 && (k - 1) * every > after + tol) k--;
-    while (k * every <= after + tol) k++;
-    return k * every;
+    /* the smallest k with k*every beyond after + tol: the quotient, corrected for its rounding by a
+       few steps at most; no loop without a bound, since from 2^53 multiples on k + 1 == k (a
+       checkpoint's t = 1e300 spun here for ever): no multiple is representable apart from after */
+    double k = floor((after + tol) / every) + 1;
+    for (int i = 0; i < 4 && k > 1 && (k - 1) * every > after + tol; i++) k--;
+    for (int i = 0; i < 4 && k * every <= after + tol; i++) k++;
+    return k * every > after + tol ? k * every : INFINITY;
 }
 
 int driver_run(engine *e, const driver_options *o, driver_result *res, char *err, size_t err_len)
@@ -342,7 +422,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     int64_t cells = engine_cells(e);
     writers_series *ws = NULL;
     monitors mon;
-    if (monitors_open(&mon, e, o, err, err_len) < 0) {
+    if (monitors_open(&mon, e, o, tol, err, err_len) < 0) {
         monitors_close(&mon, err, err_len, 0);
         return 1;
     }
@@ -389,7 +469,12 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     int first_snap = o->resumed ? fabs(next_time(o->output_every, at, o->n_output_at, t_start - 2 * tol, tol) - t_start) <= tol
                                 : !at || fabs(at[0] - t_start) <= tol;
     if (check(e, 1, err, err_len) < 0 || (first_snap && snapshot(e, o, ws, res, err, err_len) < 0)) goto done;
-    if (!o->resumed && (stopped = monitors_take(&mon, e, o, res, err, err_len)) < 0) goto done;
+    /* the first monitor row: after a resume only when the checkpoint's time is a monitor time (the
+       stopped run wrote the checkpoint before that row; monitors_open cut the file before it) */
+    int first_mon = !o->resumed ||
+                    (mon_every > 0 ? fabs(next_time(mon_every, NULL, 0, t_start - 2 * tol, tol) - t_start) <= tol
+                                   : fabs(end - t_start) <= tol);
+    if (first_mon && (stopped = monitors_take(&mon, e, o, res, err, err_len)) < 0) goto done;
     if (stopped || !(end > engine_time(e))) { /* nothing to step: the first snapshot is the last */
         status = 0;
         goto done;
@@ -409,6 +494,10 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         if (t_mon < end - tol && t_mon < stop) stop = t_mon;
         /* adaptive steps: the solver chooses its own, one engine step covers the span */
         int64_t n = o->adaptive ? 1 : (int64_t)ceil((stop - engine_time(e)) / dt - 1e-9);
+        /* a stop within 1e-9 dt ahead (beyond the landing tolerance: output at = 0.5, 0.50000000001) is
+           one short step, landed on: no step at all left the time where it was, and the loop took
+           the same stop again for ever, deaf to SIGTERM */
+        if (n < 1) n = 1;
         double t0 = driver_now();
         int failed = 0;
         for (int64_t i = 0; i < n && !failed && !interrupted;) {
@@ -430,7 +519,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
             if (!failed && o->checkpoint_dir && checkpoint_due(o->checkpoint_every, last_checkpoint, engine_time(e))) {
                 last_checkpoint = engine_time(e);
                 failed = (since_check && check(e, 0, err, err_len) < 0) ||
-                         checkpoint_write(e, o->checkpoint_dir, o->seed, o->single, err, err_len) < 0;
+                         checkpoint_write(e, o->checkpoint_dir, o->seed, o->single, dt, err, err_len) < 0;
                 since_check = 0;
             }
             if (progress && done_steps >= progress_at && (progress_at = done_steps + 64) &&

@@ -96,6 +96,7 @@ int implicit_check_jacobian(implicit_solver *solver, double t, double tol, jacob
 #include <petscdmda.h>
 #include <petscsnes.h>
 #include <petscts.h>
+#include <petsc/private/pcmgimpl.h> /* mg_forget_borrowed */
 #ifdef PJ_IMPLICIT_MODULE
 /* Built as the module libpdejit-implicit.so (implicit_module.h): the library's functions come
  * from its host table, and the two small helpers of diag.c and driver.c are this file's own. */
@@ -1400,6 +1401,23 @@ void implicit_destroy(implicit_solver *q)
     free(q);
 }
 
+/* PETSc 3.18's PCMG borrows the vector it is applied to as its finest level's right-hand side
+ * (levels[finest]->b = b, no reference taken) and sets it back to NULL when the cycle returns. A
+ * cycle that fails (a smoother's "Zero diagonal on row 0" on an all-zero Jacobian row) leaves it
+ * set, and PCReset_MG later destroys it as its own: the SNES's function vector lost a reference it
+ * never gave, and implicit_destroy crashed freeing it a second time. After a failed solve the
+ * borrowed pointer is dropped as a successful cycle drops it. */
+static void mg_forget_borrowed(SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool mg = PETSC_FALSE;
+    if (SNESGetKSP(snes, &ksp) || KSPGetPC(ksp, &pc) || PetscObjectTypeCompare((PetscObject)pc, PCMG, &mg) || !mg)
+        return;
+    PC_MG *m = (PC_MG *)pc->data;
+    if (m && m->levels && m->nlevels > 0) m->levels[m->nlevels - 1]->b = NULL;
+}
+
 static void count_snes(implicit_solver *q, SNES snes)
 {
     PetscInt it = 0, lin = 0;
@@ -1420,6 +1438,7 @@ static int steady_solve(implicit_solver *q, char *err, size_t len)
     CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
     q->error[0] = 0;
     PetscErrorCode e = SNESSolve(q->snes, NULL, q->X);
+    if (e) mg_forget_borrowed(q->snes);
     count_snes(q, q->snes);
     q->st.newton += q->st.last_newton;
     q->st.linear += q->st.last_linear;
@@ -1464,6 +1483,7 @@ int implicit_step(implicit_solver *q, double dt, char *err, size_t len)
         if (q->p->adapt <= 0 || t + h > target - eps) CHECK(TSSetTimeStep(q->ts, target - t), "TSSetTimeStep");
         q->error[0] = 0;
         PetscErrorCode e = TSStep(q->ts);
+        if (e) mg_forget_borrowed(snes);
         count_snes(q, snes);
         q->st.newton += q->st.last_newton;
         q->st.linear += q->st.last_linear;

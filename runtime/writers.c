@@ -6,6 +6,7 @@
 #include "diag.h"
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <png.h>
 #include <setjmp.h>
@@ -15,6 +16,31 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* ---- reading a user's file ------------------------------------------------------------- */
+
+FILE *writers_open_regular(const char *path, char *err, size_t err_len)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        diag_set(err, err_len, "%s", strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (!S_ISREG(st.st_mode) || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+        diag_set(err, err_len, "%s", S_ISREG(st.st_mode) ? strerror(errno) : "not a regular file");
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        diag_set(err, err_len, "%s", strerror(errno));
+        close(fd);
+    }
+    return f;
+}
 
 /* ---- atomic files ---------------------------------------------------------------------- */
 
@@ -648,7 +674,8 @@ int writers_series_resume(writers_series *ws, double t_max, char *err, size_t er
         return -1;
     }
     snprintf(path, plen, "%s/snapshots.csv", ws->dir);
-    FILE *f = fopen(path, "r");
+    char why[256];
+    FILE *f = writers_open_regular(path, why, sizeof why); /* none, or not a file: a new series */
     free(path);
     if (!f) return 0;
     char line[128];

@@ -66,6 +66,11 @@ int writers_pvd(const char *path, int n, const double *times, const char *const 
  * pixels; 3D: the slice k = n[2]/2. Non-finite values are drawn grey. */
 int writers_png(const char *path, const writers_frame *fr, int f, char *err, size_t err_len);
 
+/* Opens the regular file at path for reading ("r"): the open does not block (O_NONBLOCK: a FIFO
+ * or a device named in its place is not waited for) and anything but a regular file is refused.
+ * NULL with the reason in err ("not a regular file", or errno's text), without the path. */
+FILE *writers_open_regular(const char *path, char *err, size_t err_len);
+
 /* Creates a folder and its parents (mkdir -p); 0 when it exists. */
 int writers_mkdirs(const char *path, char *err, size_t err_len);
 

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "pdejit.h"
 
@@ -320,6 +322,15 @@ static void check_is_silent_or_points(void **state)
     free(out);
     unlink(huge);
     free(huge);
+    /* a FIFO in the problem's place is refused at once, not waited for (no writer ever comes) */
+    char *fifo = write_file("fifo.pde", "");
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(sh(&out, "timeout -k 5 30 $PJ check fifo.pde"), 2);
+    assert_string_equal(out, "pdejit: fifo.pde: not a regular file\n");
+    free(out);
+    unlink(fifo);
+    free(fifo);
 }
 
 static void dump_format(void **state)
@@ -455,6 +466,36 @@ static void snapshots_at_output_times(void **state)
     /* --dump to a device writes to it (not over it) */
     assert_int_equal(tu_pdejit(&out, "run f.pde --out none --dump /dev/stdout"), 0);
     assert_non_null(strstr(out, "x,u\n0.125,"));
+    free(out);
+    free(p);
+    /* output times closer than the tolerance the run lands with (1e-12 of its length) would be one
+       snapshot (they were merged without a word): refused at the file's text, and before a run whose
+       --until makes the tolerance wider */
+    p = write_file("close.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = 1\ntime dt = 0.1, until = 1\n"
+                                "output at = 0.5, 0.5000000000001, 0.7\n");
+    assert_int_equal(tu_pdejit(&out, "check close.pde"), 2);
+    assert_string_equal(out, "close.pde:5:18: error: output time 0.5000000000001 is within 1e-12 of 0.5, the tolerance a "
+                             "run lands on a time with: the two would be one snapshot\n"
+                             "    output at = 0.5, 0.5000000000001, 0.7\n                     ^\n1 error\n");
+    free(out);
+    free(p);
+    p = write_file("tiny.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = 1\ntime dt = 0.1, until = 1\n"
+                               "output at = 1e-300\n");
+    assert_int_equal(tu_pdejit(&out, "check tiny.pde"), 2);
+    assert_non_null(strstr(out, "tiny.pde:5:13: error: output time 1e-300 is within 1e-12 of the start t = 0, the "
+                                "tolerance a run lands on a time with: the two would be one snapshot\n"));
+    free(out);
+    free(p);
+    p = write_file("near.pde", "mesh grid(nx = 4)\nfield u = x\neq dt(u) = 1\ntime dt = 0.1, until = 1\n"
+                               "output at = 0.5, 0.50000000001\n");
+    assert_int_equal(tu_pdejit(&out, "run near.pde --out snaps_near --until 1000"), 2);
+    assert_string_equal(out, "pdejit: near.pde: output time 0.50000000001 is within 1e-09 of 0.5, the tolerance a run to "
+                             "t = 1000 lands on a time with: the two would be one snapshot\n");
+    free(out);
+    /* to t = 1 they are two snapshots 1e-11 apart (less than 1e-9 dt): the second is one short step
+       after the first (no step was taken and the run stopped at 0.5 again for ever) */
+    assert_int_equal(sh(&out, "timeout -k 5 60 $PJ run near.pde --out snaps_near --quiet && cat snaps_near/snapshots.csv"), 0);
+    assert_string_equal(out, "snapshot,t\n0,0.5\n1,0.50000000001\n");
     free(out);
     free(p);
 }

@@ -641,8 +641,8 @@ static void checkpoint_resume(where w)
     assert_int_equal(engine_init(cpu_half, err, sizeof err), 0);
     assert_int_equal(engine_init(back, err, sizeof err), 0);
     for (int s = 0; s < 3; s++) assert_int_equal(engine_step(cpu_half, p->dt, err, sizeof err), 0);
-    assert_int_equal(checkpoint_write(cpu_half, dir2, 11, 0, err, sizeof err), 0);
-    if (checkpoint_read(back, path2, 11, 0, err, sizeof err) < 0) fail_msg("%s", err);
+    assert_int_equal(checkpoint_write(cpu_half, dir2, 11, 0, 0.01, err, sizeof err), 0);
+    if (checkpoint_read(back, path2, 11, 0, NULL, err, sizeof err) < 0) fail_msg("%s", err);
     for (int s = 0; s < 3; s++) assert_int_equal(engine_step(back, p->dt, err, sizeof err), 0);
     assert_int_equal(engine_init(full, err, sizeof err), 0);
     assert_int_equal(engine_init(half, err, sizeof err), 0);
@@ -650,9 +650,9 @@ static void checkpoint_resume(where w)
     assert_int_equal(engine_init(host, err, sizeof err), 0);
     for (int s = 0; s < 6; s++) assert_int_equal(engine_step(full, p->dt, err, sizeof err), 0);
     for (int s = 0; s < 3; s++) assert_int_equal(engine_step(half, p->dt, err, sizeof err), 0);
-    assert_int_equal(checkpoint_write(half, dir, 11, 0, err, sizeof err), 0);
-    if (checkpoint_read(again, path, 11, 0, err, sizeof err) < 0) fail_msg("%s", err);
-    if (checkpoint_read(host, path, 11, 0, err, sizeof err) < 0) fail_msg("%s", err);
+    assert_int_equal(checkpoint_write(half, dir, 11, 0, 0.01, err, sizeof err), 0);
+    if (checkpoint_read(again, path, 11, 0, NULL, err, sizeof err) < 0) fail_msg("%s", err);
+    if (checkpoint_read(host, path, 11, 0, NULL, err, sizeof err) < 0) fail_msg("%s", err);
     assert_int_equal(engine_steps(again), 3);
     for (int s = 0; s < 3; s++) {
         assert_int_equal(engine_step(again, p->dt, err, sizeof err), 0);

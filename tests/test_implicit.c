@@ -757,6 +757,20 @@ static void command_line(void **state)
     free(out);
 }
 
+/* A steady problem whose Jacobian has an all-zero row (dF/du = 0 everywhere): PETSc refuses it in
+ * the multigrid smoother ("Zero diagonal on row 0"); the run fails with PETSc's message and exit
+ * status 1, and the solver is destroyed without a crash (it segfaulted in implicit_destroy, rc 139). */
+static void zero_jacobian_row_fails_cleanly(void **state)
+{
+    (void)state;
+    char *out = NULL;
+    const char *zero = "mesh grid(nx = 64, ny = 64)\nfield u = 0\neq dt(u) = 0*u + 1\nsteady\n";
+    assert_int_equal(run_cli(zero, "", &out), 1);
+    assert_string_equal(out, "pdejit: run failed: the steady solve failed: PETSc error 75 (Arguments are incompatible): "
+                             "Zero diagonal on row 0\n");
+    free(out);
+}
+
 /* Reads a CSV of numbers after its header line into rows of `cols` values; returns the rows. */
 static int read_csv(const char *path, double *v, int cols, int max_rows)
 {
@@ -962,6 +976,7 @@ int main(void)
         cmocka_unit_test(diagonal_update_equals_assembly),
         cmocka_unit_test(options_stay_with_their_simulation),
         cmocka_unit_test(command_line),
+        cmocka_unit_test(zero_jacobian_row_fails_cleanly),
         cmocka_unit_test(implicit_samples),
         cmocka_unit_test(fipy_fourth_order_1d),
         cmocka_unit_test(fipy_cahn_hilliard_2d),

@@ -4,16 +4,18 @@
  * refused with their messages; --init starts from a dump of the same grid. */
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <xxhash.h>
 #include "testutil.h"
 
-/* noise, a nonlinear reaction and diffusion, rk2, outputs every 1: long enough (a few seconds on
-   the interpreter) to be killed in the middle */
+/* noise, a nonlinear reaction and diffusion, rk2, outputs every 1 and monitors every 0.25: long
+   enough (a few seconds on the interpreter) to be killed in the middle */
 static const char prob_long[] =
     "mesh grid(nx = 96, ny = 96)\n"
     "param D = 2e-4\n"
@@ -21,7 +23,8 @@ static const char prob_long[] =
     "eq dt(u) = D*lap(u) + u*(1 - u)*(u - 0.3) + 0.05*randn()\n"
     "on left: u = 0.2\n"
     "time dt = 0.005, until = 12, scheme = rk2\n"
-    "output every = 1, format = csv\n";
+    "output every = 1, format = csv\n"
+    "monitor every = 0.25, mass = integral(u), peak = maxval(u)\n";
 
 static void write_file(const char *path, const char *text)
 {
@@ -100,6 +103,11 @@ static void killed_and_resumed(void **state)
         assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
         snprintf(path, sizeof path, "%s/never.csv", tu_dir);
         assert_int_not_equal(stat(path, &sb), 0);
+        /* the monitor rows it took were flushed one by one: at least t = 0 and 0.25 (before the
+           first checkpoint), the beginning of the uninterrupted run's file */
+        assert_int_equal(run_cmd("cd '%s' && test $(grep -c . killed_%s/monitor.csv) -ge 3 && "
+                                 "head -c $(wc -c < killed_%s/monitor.csv) full_%s/monitor.csv | cmp - killed_%s/monitor.csv",
+                                 tu_dir, be, be, be, be), 0);
         /* resumed, into the same folder */
         char *out = fails(0, "cd '%s' && %s run long.pde --backend %s --threads 1 --seed 77 --out killed_%s "
                              "--checkpoint-every 0.5 --resume killed_%s/checkpoint.pjc --dump resumed_%s.csv 2>&1",
@@ -113,13 +121,74 @@ static void killed_and_resumed(void **state)
         assert_true(t_ck >= 0.5 && t_ck < 12 && step > 0);
         free(out);
         assert_int_equal(run_cmd("cd '%s' && cmp full_%s.csv resumed_%s.csv", tu_dir, be, be), 0);
-        /* the series went on: the folder holds what the uninterrupted run's holds, file for file */
-        assert_int_equal(run_cmd("cd '%s' && test $(ls full_%s | wc -l) = 15 && for f in $(ls full_%s); do "
-                                 "cmp full_%s/$f killed_%s/$f || exit 1; done && test $(ls killed_%s | wc -l) = 15",
+        /* the series went on: the folder holds what the uninterrupted run's holds, file for file
+           (monitor.csv too: the rows before the checkpoint kept, the others taken again) */
+        assert_int_equal(run_cmd("cd '%s' && test $(ls full_%s | wc -l) = 16 && for f in $(ls full_%s); do "
+                                 "cmp full_%s/$f killed_%s/$f || exit 1; done && test $(ls killed_%s | wc -l) = 16",
                                  tu_dir, be, be, be, be, be), 0);
     }
     /* the interpreter's and the JIT's runs are the same bits too */
     assert_int_equal(run_cmd("cd '%s' && cmp full_interp.csv full_cpu.csv", tu_dir), 0);
+}
+
+/* Writes n bytes at offset into the checkpoint at path and sets its checksum again (the XXH3-128
+ * of everything before it, its last 16 bytes): a checkpoint as pdejit would have written it. The
+ * header (runtime/checkpoint.c) follows the 18-byte magic: the format version at 18, the time
+ * (a double) at 18 + 88. */
+static void patch_checkpoint(const char *path, size_t offset, const void *data, size_t n)
+{
+    size_t len;
+    char *buf = tu_read_file(path, &len);
+    assert_non_null(buf);
+    assert_true(len > offset + n + 16);
+    memcpy(buf + offset, data, n);
+    XXH128_canonical_t sum;
+    XXH128_canonicalFromHash(&sum, XXH3_128bits(buf, len - 16));
+    memcpy(buf + len - 16, sum.digest, 16);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, len, f), len);
+    fclose(f);
+    free(buf);
+}
+
+static void set_checkpoint_time(const char *path, double t) { patch_checkpoint(path, 18 + 88, &t, sizeof t); }
+
+/* A checkpoint whose time is far beyond the run's output times (t = 1e300: the next multiple of
+ * `every` is not representable apart from t) resumes at once: nothing is left to step, the dump is
+ * written (the search for the next output time spun for ever, deaf to SIGTERM). */
+static void far_time_resumes_at_once(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/far.pde", tu_dir);
+    write_file(path, "mesh grid(nx = 20)\nfield u = x\neq dt(u) = 0.01*lap(u)\ntime dt = 0.01, steps = 10\n"
+                     "output every = 0.05, format = csv\nmonitor every = 0.05, m = integral(u)\n");
+    assert_int_equal(run_cmd("cd '%s' && %s run far.pde --quiet --out far_ck --checkpoint-every 0.05", tu_dir, PJ_BINARY), 0);
+    snprintf(path, sizeof path, "%s/far_ck/checkpoint.pjc", tu_dir);
+    set_checkpoint_time(path, 1e300);
+    char *out = fails(0, "cd '%s' && timeout -k 5 60 %s run far.pde --out far_ck --resume far_ck/checkpoint.pjc "
+                         "--dump far.csv 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: resuming from far_ck/checkpoint.pjc at t = 1e+300, step 10\n");
+    free(out);
+    assert_int_equal(run_cmd("cd '%s' && test $(grep -c . far.csv) = 21", tu_dir), 0);
+}
+
+/* A FIFO named as the checkpoint of --resume or the dump of --init is refused at once, not waited
+ * for (no writer ever comes): the open does not block and only a regular file is read. */
+static void fifos_are_refused(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/f.pde", tu_dir);
+    write_file(path, "mesh grid(nx = 20)\nfield u = x\neq dt(u) = 0.01*lap(u)\ntime dt = 0.01, steps = 10\n");
+    assert_int_equal(run_cmd("cd '%s' && mkfifo fifo.pjc fifo.csv", tu_dir), 0);
+    char *out = fails(2, "cd '%s' && timeout -k 5 30 %s run f.pde --quiet --resume fifo.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: fifo.pjc: not a regular file\n");
+    free(out);
+    out = fails(2, "cd '%s' && timeout -k 5 30 %s run f.pde --quiet --init fifo.csv 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: --init fifo.csv: not a regular file\n");
+    free(out);
 }
 
 /* A checkpoint resumes only its own problem, grid, precision and seed, and only when whole. */
@@ -157,6 +226,25 @@ static void refusals(void **state)
     out = fails(2, "cd '%s' && %s run small.pde --quiet --seed 5 --resume ck/checkpoint.pjc 2>&1", tu_dir, PJ_BINARY);
     assert_string_equal(out, "pdejit: ck/checkpoint.pjc: the checkpoint was written with --seed 0, this run has --seed 5\n");
     free(out);
+    /* the params and the dt of the run that wrote it: others are refused as another seed is (the run
+       went on with them without a word) */
+    static const char with_param[] = "mesh grid(nx = 20, ny = 10)\nparam D = 0.01\nfield u = x*y\neq dt(u) = D*lap(u)\n"
+                                     "time dt = 0.01, steps = 10\n";
+    snprintf(path, sizeof path, "%s/param.pde", tu_dir);
+    write_file(path, with_param);
+    assert_int_equal(run_cmd("cd '%s' && %s run param.pde --quiet --out ckp --checkpoint-every 0.05 --set D=0.02", tu_dir,
+                             PJ_BINARY), 0);
+    out = fails(2, "cd '%s' && %s run param.pde --quiet --resume ckp/checkpoint.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: ckp/checkpoint.pjc: the checkpoint was written with D = 0.02, this run has "
+                             "D = 0.01 (--set)\n");
+    free(out);
+    out = fails(2, "cd '%s' && %s run param.pde --quiet --set D=0.02 --dt 0.005 --resume ckp/checkpoint.pjc 2>&1", tu_dir,
+                PJ_BINARY);
+    assert_string_equal(out, "pdejit: param.pde: the checkpoint ckp/checkpoint.pjc was written by a run with dt = 0.01, "
+                             "this run has dt = 0.005: a run resumes with the dt it was written with\n");
+    free(out);
+    assert_int_equal(run_cmd("cd '%s' && %s run param.pde --quiet --set D=0.02 --resume ckp/checkpoint.pjc", tu_dir,
+                             PJ_BINARY), 0);
     out = fails(2, "cd '%s' && %s run small.pde --quiet --resume small.pde 2>&1", tu_dir, PJ_BINARY);
     assert_string_equal(out, "pdejit: small.pde: not a pdejit checkpoint\n");
     free(out);
@@ -169,6 +257,28 @@ static void refusals(void **state)
     free(out);
     out = fails(2, "cd '%s' && %s run small.pde --quiet --resume short.pjc 2>&1", tu_dir, PJ_BINARY);
     assert_string_equal(out, "pdejit: short.pjc: damaged checkpoint (not the length it says)\n");
+    free(out);
+    /* one bit flipped in the header (the seed's bit 12; the grid's nx 20 -> 21): damage, found by the checksum
+       and the length before the header is believed (it read as "written with --seed 4096") */
+    assert_int_equal(run_cmd("cd '%s' && cp ck/checkpoint.pjc seed.pjc && printf '\\020' | dd of=seed.pjc bs=1 seek=123 "
+                             "conv=notrunc 2>/dev/null && cp ck/checkpoint.pjc grid.pjc && printf '\\025' | dd of=grid.pjc "
+                             "bs=1 seek=26 conv=notrunc 2>/dev/null",
+                             tu_dir), 0);
+    out = fails(2, "cd '%s' && %s run small.pde --quiet --resume seed.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: seed.pjc: damaged checkpoint (checksum mismatch)\n");
+    free(out);
+    out = fails(2, "cd '%s' && %s run small.pde --quiet --resume grid.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: grid.pjc: damaged checkpoint (not the length it says)\n");
+    free(out);
+    /* a newer format is named as such (it read as "not a pdejit checkpoint") */
+    assert_int_equal(run_cmd("cd '%s' && cp ck/checkpoint.pjc v7.pjc", tu_dir), 0);
+    char v7[700];
+    snprintf(v7, sizeof v7, "%s/v7.pjc", tu_dir);
+    const uint32_t seven = 7;
+    patch_checkpoint(v7, 18, &seven, sizeof seven);
+    out = fails(2, "cd '%s' && %s run small.pde --quiet --resume v7.pjc 2>&1", tu_dir, PJ_BINARY);
+    assert_string_equal(out, "pdejit: v7.pjc: a checkpoint of format version 7, written by a newer pdejit: this one "
+                             "reads version 2\n");
     free(out);
     /* a whole one is taken: a run stopped after 7 steps (its last checkpoint at t = 0.05, step 5)
        resumed to the end is the run of 10 steps */
@@ -227,6 +337,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(refusals),
         cmocka_unit_test(init_from_dump),
+        cmocka_unit_test(far_time_resumes_at_once),
+        cmocka_unit_test(fifos_are_refused),
         cmocka_unit_test(killed_and_resumed),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
