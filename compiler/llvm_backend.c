@@ -1198,95 +1198,94 @@ static int emit_segment(gen *g, const char *symbol, int t, int n_bufs)
     return b->oom ? -1 : 0;
 }
 
-/* Writes the module text for kernel k into b. */
-static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol,
-                  const char *triple, const char *datalayout, const char *cpu, const char *features,
-                  const vecmath *vm, sbuf *b, char *err, size_t err_len)
-{
-    int rc = -1, dim = k->dim, nf = k->n_fields;
-    gen g = {.k = k, .opt = opt, .b = b, .T = opt->single ? "float" : "double",
-             .align = opt->single ? 4 : 8, .fl = opt->fast_math ? FAST_FLAGS : "",
-             .vm = opt->fast_math ? vm : NULL};
-    int n_bufs = nf * (k->n_slots > 0 ? k->n_slots : 1);
-    const int reduce = k->kind == KIR_REDUCE; /* outputs are partial results, not buffers */
-    for (int i = 0; i < k->n_outputs && !reduce; i++)
-        if (k->outputs[i].slot >= 0 && k->outputs[i].slot * nf + nf > n_bufs)
-            n_bufs = k->outputs[i].slot * nf + nf;
-    char used_ops[KIR_N_OPS] = {0};
-    char *buf_used = calloc((size_t)n_bufs + 1, 1), *param_used = calloc((size_t)k->n_params + 1, 1);
-    g.name = malloc(sizeof *g.name * ((size_t)k->n_nodes + 1));
-    g.rows = malloc(sizeof *g.rows * ((size_t)k->n_nodes + (size_t)k->n_outputs + 1));
-    g.row_of = malloc(sizeof *g.row_of * ((size_t)k->n_nodes + 1));
-    g.out_row = malloc(sizeof *g.out_row * ((size_t)k->n_outputs + 1));
-    if (!buf_used || !param_used || !g.name || !g.rows || !g.row_of || !g.out_row) {
-        diag_set(err, err_len, "out of memory");
-        goto done;
-    }
+/* What a kernel reads of its launch and which operations it uses: found by scan_nodes, read by
+ * the sections of gen_ir below. */
+typedef struct launch_use {
+    int n_bufs;              /* state buffers: fields x slots, and every slot an output writes */
+    char *buf, *param;       /* by buffer (slot * n_fields + field), by param: 1 when read or written */
+    char ops[KIR_N_OPS];     /* by op: 1 when a node has it */
+    int t, dt, rand, h[3], o[3], edge[3]; /* time, dt, rand(), spacing, origin, mesh edges by axis */
+} launch_use;
 
-    /* leaves, rows and which launch fields are used */
-    int need_t = 0, need_dt = 0, need_h[3] = {0}, need_o[3] = {0}, need_rand = 0, need_edge[3] = {0};
+/* Names every node's operand text (g->name), finds the rows the x loop walks (g->rows, row_of,
+ * out_row) and records in u what the kernel uses. */
+static void scan_nodes(gen *g, launch_use *u)
+{
+    const kir_kernel *k = g->k;
+    const llvm_options *opt = g->opt;
+    const int nf = k->n_fields, reduce = k->kind == KIR_REDUCE;
     for (int id = 0; id < k->n_nodes; id++) {
         const kir_node *n = &k->nodes[id];
-        used_ops[n->op] = 1;
-        g.row_of[id] = -1;
+        u->ops[n->op] = 1;
+        g->row_of[id] = -1;
         const char *pfx = opt->single ? "f" : "d";
         switch ((kir_op)n->op) {
-        case KIR_CONST: const_text(g.name[id], sizeof g.name[id], n->value, opt->single); break;
+        case KIR_CONST: const_text(g->name[id], sizeof g->name[id], n->value, opt->single); break;
         case KIR_PARAM:
-            param_used[n->index] = 1;
-            snprintf(g.name[id], sizeof g.name[id], "%%p%s%d", pfx, n->index);
+            u->param[n->index] = 1;
+            snprintf(g->name[id], sizeof g->name[id], "%%p%s%d", pfx, n->index);
             break;
-        case KIR_TIME: need_t = 1; snprintf(g.name[id], sizeof g.name[id], "%%t%s", pfx); break;
-        case KIR_DT: need_dt = 1; snprintf(g.name[id], sizeof g.name[id], "%%dt%s", pfx); break;
+        case KIR_TIME: u->t = 1; snprintf(g->name[id], sizeof g->name[id], "%%t%s", pfx); break;
+        case KIR_DT: u->dt = 1; snprintf(g->name[id], sizeof g->name[id], "%%dt%s", pfx); break;
         case KIR_SPACING:
-            need_h[n->axis] = 1;
-            snprintf(g.name[id], sizeof g.name[id], "%%h%s%d", pfx, n->axis);
+            u->h[n->axis] = 1;
+            snprintf(g->name[id], sizeof g->name[id], "%%h%s%d", pfx, n->axis);
             break;
         case KIR_COORD:
-            need_h[n->axis] = need_o[n->axis] = 1;
-            snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
+            u->h[n->axis] = u->o[n->axis] = 1;
+            snprintf(g->name[id], sizeof g->name[id], "%%v%d", id);
             break;
         case KIR_RAND:
-            need_rand = 1;
-            snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
+            u->rand = 1;
+            snprintf(g->name[id], sizeof g->name[id], "%%v%d", id);
             break;
         case KIR_EDGE:
-            need_edge[n->axis] = 1;
-            snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
+            u->edge[n->axis] = 1;
+            snprintf(g->name[id], sizeof g->name[id], "%%v%d", id);
             break;
         case KIR_LOAD: {
             int bi = n->slot * nf + n->index;
-            buf_used[bi] = 1;
-            g.row_of[id] = find_row(&g, bi, n->off[1], n->off[2], 1);
-            snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
+            u->buf[bi] = 1;
+            g->row_of[id] = find_row(g, bi, n->off[1], n->off[2], 1);
+            snprintf(g->name[id], sizeof g->name[id], "%%v%d", id);
             break;
         }
-        default: snprintf(g.name[id], sizeof g.name[id], "%%v%d", id);
+        default: snprintf(g->name[id], sizeof g->name[id], "%%v%d", id);
         }
     }
     for (int i = 0; i < k->n_outputs && !reduce; i++) {
         int bi = k->outputs[i].slot * nf + k->outputs[i].field;
-        buf_used[bi] = 1;
-        g.out_row[i] = find_row(&g, bi, 0, 0, 0);
+        u->buf[bi] = 1;
+        g->out_row[i] = find_row(g, bi, 0, 0, 0);
     }
-    if (plan_split(&g) < 0) {
-        diag_set(err, err_len, "out of memory");
-        goto done;
-    }
-    const int split = g.n_seg > 1;
+}
 
-    /* module header and declarations */
+/* The module's header: kernel summary, target, the launch type, declarations, rand(). */
+static void emit_header(gen *g, const launch_use *u, const char *triple, const char *datalayout)
+{
+    const kir_kernel *k = g->k;
+    const llvm_options *opt = g->opt;
+    sbuf *b = g->b;
+    const int dim = k->dim;
     sb_printf(b, "; pdejit kernel %s (%dD, %d nodes, %d outputs, %s%s)\n", k->name, dim,
               k->n_nodes, k->n_outputs, opt->single ? "single" : "double",
               opt->fast_math ? ", fast-math" : "");
     sb_printf(b, "source_filename = \"pdejit\"\ntarget datalayout = \"%s\"\ntarget triple = \"%s\"\n\n",
               datalayout, triple);
     sb_printf(b, "%s\n", LAUNCH_TYPE);
-    emit_decls(&g, used_ops);
-    if (need_rand) emit_philox(&g);
+    emit_decls(g, u->ops);
+    if (u->rand) emit_philox(g);
+}
 
-    /* entry: the launch fields, once */
-    const char *T = g.T;
+/* The kernel function's entry block: the launch fields it uses, loaded once; a split kernel's
+ * scratch rows. */
+static void emit_entry(gen *g, const launch_use *u, const char *symbol)
+{
+    const kir_kernel *k = g->k;
+    const llvm_options *opt = g->opt;
+    sbuf *b = g->b;
+    const int dim = k->dim, split = g->n_seg > 1;
+    const char *T = g->T;
     sb_printf(b, "\ndefine void @\"%s\"(%%pj.launch* nocapture readonly %%L, i64 %%begin, i64 %%end) #0 {\nentry:\n",
               symbol);
 #define FIELD(name, type, f, i)                                                                     \
@@ -1297,31 +1296,31 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         sb_printf(b, "\n  %s = load %s, %s* %s.p, align 8\n", name, type, type, name);            \
     } while (0)
     FIELD("%bufs", "i8**", LF_BUF, -1);
-    for (int bi = 0; bi < n_bufs; bi++) {
-        if (!buf_used[bi]) continue;
+    for (int bi = 0; bi < u->n_bufs; bi++) {
+        if (!u->buf[bi]) continue;
         sb_printf(b, "  %%B%d.p = getelementptr inbounds i8*, i8** %%bufs, i64 %d\n", bi, bi);
         sb_printf(b, "  %%B%d.r = load i8*, i8** %%B%d.p, align 8\n", bi, bi);
         sb_printf(b, "  %%B%d = bitcast i8* %%B%d.r to %s*\n", bi, bi, T);
     }
     char nm[32];
     int any_param = 0;
-    for (int p = 0; p < k->n_params; p++) any_param |= param_used[p];
+    for (int p = 0; p < k->n_params; p++) any_param |= u->param[p];
     if (any_param) FIELD("%params", "double*", LF_PARAM, -1);
     for (int p = 0; p < k->n_params; p++) {
-        if (!param_used[p]) continue;
+        if (!u->param[p]) continue;
         sb_printf(b, "  %%pd%d.p = getelementptr inbounds double, double* %%params, i64 %d\n", p, p);
         sb_printf(b, "  %%pd%d = load double, double* %%pd%d.p, align 8\n", p, p);
         if (opt->single) sb_printf(b, "  %%pf%d = fptrunc double %%pd%d to float\n", p, p);
     }
-    if (need_rand) {
+    if (u->rand) {
         sb_printf(b, "  %%rstage.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d\n"
                      "  %%rstage = load i32, i32* %%rstage.p, align 4\n", LF_STAGE);
         FIELD("%rseed", "i64", LF_SEED, -1);
         FIELD("%rstep", "i64", LF_STEP, -1);
     }
     for (int a = 0; a < 3; a++) { /* the block's place in the mesh (kir_launch.first, beyond) */
-        int mesh_n = need_edge[a] || (need_rand && a < dim - 1);
-        if (need_o[a] || need_edge[a] || (need_rand && a < dim)) {
+        int mesh_n = u->edge[a] || (u->rand && a < dim - 1);
+        if (u->o[a] || u->edge[a] || (u->rand && a < dim)) {
             snprintf(nm, sizeof nm, "%%fo%d", a);
             FIELD(nm, "i64", LF_FIRST, a);
         }
@@ -1333,20 +1332,20 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
             sb_printf(b, "  %%bf%d = add nsw i64 %%fo%d, %%en%d\n  %%mn%d = add nsw i64 %%bf%d, %%by%d\n", a, a, a, a, a,
                       a);
         }
-        if (need_edge[a]) /* `boundary`: the last cell index of the mesh along the axis */
+        if (u->edge[a]) /* `boundary`: the last cell index of the mesh along the axis */
             sb_printf(b, "  %%elast%d = sub nsw i64 %%mn%d, 1\n", a, a);
     }
-    if (need_t) FIELD("%td", "double", LF_T, -1);
-    if (need_dt) FIELD("%dtd", "double", LF_DT, -1);
-    if (opt->single && need_t) sb_printf(b, "  %%tf = fptrunc double %%td to float\n");
-    if (opt->single && need_dt) sb_printf(b, "  %%dtf = fptrunc double %%dtd to float\n");
+    if (u->t) FIELD("%td", "double", LF_T, -1);
+    if (u->dt) FIELD("%dtd", "double", LF_DT, -1);
+    if (opt->single && u->t) sb_printf(b, "  %%tf = fptrunc double %%td to float\n");
+    if (opt->single && u->dt) sb_printf(b, "  %%dtf = fptrunc double %%dtd to float\n");
     for (int a = 0; a < 3; a++) {
-        if (need_h[a]) {
+        if (u->h[a]) {
             snprintf(nm, sizeof nm, "%%hd%d", a);
             FIELD(nm, "double", LF_H, a);
             if (opt->single) sb_printf(b, "  %%hf%d = fptrunc double %%hd%d to float\n", a, a);
         }
-        if (need_o[a]) {
+        if (u->o[a]) {
             snprintf(nm, sizeof nm, "%%od%d", a);
             FIELD(nm, "double", LF_ORIGIN, a);
         }
@@ -1362,25 +1361,30 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
 #undef FIELD
     if (split) { /* the scratch rows of a split kernel */
         int n_scr = 0;
-        for (int id = 0; id < k->n_nodes; id++) n_scr += g.scr_of[id] >= 0;
+        for (int id = 0; id < k->n_nodes; id++) n_scr += g->scr_of[id] >= 0;
         if (n_scr)
             sb_printf(b, "  %%scr.a = alloca [%d x %s], align 64\n"
                          "  %%scr = getelementptr inbounds [%d x %s], [%d x %s]* %%scr.a, i64 0, i64 0\n",
-                      n_scr * g.seg_chunk, T, n_scr * g.seg_chunk, T, n_scr * g.seg_chunk, T);
+                      n_scr * g->seg_chunk, T, n_scr * g->seg_chunk, T, n_scr * g->seg_chunk, T);
         else
             sb_printf(b, "  %%scr = getelementptr inbounds %s, %s* null, i64 0\n", T, T);
     }
+}
 
-    /* the loop nest: level 0 is the outermost (axis dim-1) over [begin, end); in 2D/3D the
-       row level (dim-2) walks its row in chunks (lc, see CHUNK_BYTES) of the x loop (dim-1) */
-    const int esz = g.align, chunk = CHUNK_BYTES / esz, per_line = 64 / esz, ahead = PREFETCH_AHEAD_BYTES / esz;
+/* The heads of the loop nest: level 0 is the outermost (axis dim-1) over [begin, end); in 2D/3D
+ * the row level (dim-2) sets the row pointers and walks its row in chunks (lc, see CHUNK_BYTES),
+ * prefetching the next row ahead when the launch says so, down to the x loop's label. */
+static void emit_loop_heads(gen *g)
+{
+    const kir_kernel *k = g->k;
+    const llvm_options *opt = g->opt;
+    sbuf *b = g->b;
+    const char *T = g->T;
+    const int dim = k->dim, split = g->n_seg > 1;
+    char nm[32];
+    const int esz = g->align, chunk = CHUNK_BYTES / esz, per_line = 64 / esz, ahead = PREFETCH_AHEAD_BYTES / esz;
     const int rl = dim - 2; /* the row level, -1 in 1D */
-    /* the non-finite test: the integer type of T and the mask of its exponent field */
-    const char *IT = opt->single ? "i32" : "i64", *EXP_MASK = opt->single ? "2139095040" : "9218868437227405312";
-    if (reduce) {
-        emit_reduce(&g, n_bufs);
-        goto attributes;
-    }
+    const char *IT = opt->single ? "i32" : "i64";
     if (dim > 1) /* its address only: read per chunk */
         sb_printf(b, "  %%pfv.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d\n", LF_PREFETCH);
     sb_printf(b, "  %%g = icmp slt i64 %%begin, %%end\n  br i1 %%g, label %%l0, label %%exit\n");
@@ -1391,8 +1395,8 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
                   axis, lv, lv == rl ? "2" : "");
         if (lv == rl) {
             /* row pointers: base + (y + dy) * stride[1] + (z + dz) * stride[2] */
-            for (int r = 0; r < g.n_rows; r++) {
-                const row *rw = &g.rows[r];
+            for (int r = 0; r < g->n_rows; r++) {
+                const row *rw = &g->rows[r];
                 sb_printf(b, "  %%ry%d = add nsw i64 %%x1, %d\n  %%ro%d = mul nsw i64 %%ry%d, %%s1\n",
                           r, rw->dy, r, r);
                 if (dim == 3) {
@@ -1420,8 +1424,8 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
            rolled (unrolled, a 3D stencil's 24+ prefetches per chunk doubled its compile time) */
         sb_printf(b, "  br label %%lc.pfl\nlc.pfl:\n  %%pfm = phi i64 [ 0, %%lc.pf ], [ %%pfm.next, %%lc.pfl ]\n"
                      "  %%pfo = add i64 %%c0, %%pfm\n  %%pfy0 = add i64 %%pfo, %%s1\n  %%pfy = add i64 %%pfy0, %d\n", ahead);
-        for (int r = 0; r < g.n_rows; r++) {
-            if (!leads(&g, r)) continue;
+        for (int r = 0; r < g->n_rows; r++) {
+            if (!leads(g, r)) continue;
             sb_printf(b, "  %%pfq%d = getelementptr %s, %s* %%R%d, i64 %%pfy\n"
                          "  %%pfc%d = bitcast %s* %%pfq%d to i8*\n"
                          "  call void @llvm.prefetch.p0i8(i8* %%pfc%d, i32 0, i32 3, i32 1)\n",
@@ -1432,50 +1436,67 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
                   per_line, chunk, split ? 7 : 5);
         if (split) /* chunks of at most seg_chunk cells: a scratch row's length */
             sb_printf(b, "  br label %%lc.go\nlc.go:\n  %%cstep = select i1 %%pf.c, i64 %d, i64 %d\n",
-                      chunk < g.seg_chunk ? chunk : g.seg_chunk, g.seg_chunk);
+                      chunk < g->seg_chunk ? chunk : g->seg_chunk, g->seg_chunk);
         else
             sb_printf(b, "  br label %%lc.go\nlc.go:\n  %%cstep = select i1 %%pf.c, i64 %d, i64 %%n0\n", chunk);
         sb_printf(b, "  %%c1 = add nsw i64 %%c0, %%cstep\n  %%cl = icmp slt i64 %%c1, %%n0\n"
                      "  %%cend = select i1 %%cl, i64 %%c1, i64 %%n0\n  br label %%l%d\n", dim - 1);
     }
-    if (split) {
-        /* the x loop of a split kernel: each segment in turn on the chunk [c0, cend) (1D: the
-           range in chunks of seg_chunk cells), the exponent maximum carried through them */
-        if (dim == 1)
-            sb_printf(b, "l0:\n  %%c0 = phi i64 [ %%begin, %%entry ], [ %%c1, %%l0 ]\n"
-                         "  %%accc = phi %s [ 0, %%entry ], [ %%acc.next, %%l0 ]\n"
-                         "  %%c1 = add nsw i64 %%c0, %d\n  %%cl = icmp slt i64 %%c1, %%end\n"
-                         "  %%cend = select i1 %%cl, i64 %%c1, i64 %%end\n", IT, g.seg_chunk);
-        else
-            sb_printf(b, "l%d:\n", dim - 1);
-        for (int t = 0; t < g.n_seg; t++)
-            sb_printf(b, "  %%sa%d = call %s @\"%s.s%d\"(%%pj.launch* %%L, i64 %s, i64 %s, i64 %%c0, i64 %%cend, %s* %%scr)\n"
-                         "  %%sm%d = call %s @llvm.umax.%s(%s %%%s, %s %%sa%d)\n",
-                      t, IT, symbol, t, dim > 1 ? "%x1" : "0", dim > 2 ? "%x2" : "0", T, t, IT, IT, IT,
-                      t ? (snprintf(nm, sizeof nm, "sm%d", t - 1), nm) : "accc", IT, t);
-        sb_printf(b, "  %%acc.next = or %s %%sm%d, 0\n", IT, g.n_seg - 1);
-        if (dim == 1) sb_printf(b, "  br i1 %%cl, label %%l0, label %%exit\n");
-        else sb_printf(b, "  br label %%lc.latch\n");
-    } else {
-    /* the x loop: every node, then every store, then the running maximum of the stored values'
-       exponent fields */
+}
+
+/* The x loop of a split kernel: each segment in turn on the chunk [c0, cend) (1D: the range in
+ * chunks of seg_chunk cells), the exponent maximum carried through them. */
+static void emit_segment_calls(gen *g, const char *symbol)
+{
+    sbuf *b = g->b;
+    const char *T = g->T, *IT = g->opt->single ? "i32" : "i64";
+    const int dim = g->k->dim;
+    char nm[32];
+    if (dim == 1)
+        sb_printf(b, "l0:\n  %%c0 = phi i64 [ %%begin, %%entry ], [ %%c1, %%l0 ]\n"
+                     "  %%accc = phi %s [ 0, %%entry ], [ %%acc.next, %%l0 ]\n"
+                     "  %%c1 = add nsw i64 %%c0, %d\n  %%cl = icmp slt i64 %%c1, %%end\n"
+                     "  %%cend = select i1 %%cl, i64 %%c1, i64 %%end\n", IT, g->seg_chunk);
+    else
+        sb_printf(b, "l%d:\n", dim - 1);
+    for (int t = 0; t < g->n_seg; t++)
+        sb_printf(b, "  %%sa%d = call %s @\"%s.s%d\"(%%pj.launch* %%L, i64 %s, i64 %s, i64 %%c0, i64 %%cend, %s* %%scr)\n"
+                     "  %%sm%d = call %s @llvm.umax.%s(%s %%%s, %s %%sa%d)\n",
+                  t, IT, symbol, t, dim > 1 ? "%x1" : "0", dim > 2 ? "%x2" : "0", T, t, IT, IT, IT,
+                  t ? (snprintf(nm, sizeof nm, "sm%d", t - 1), nm) : "accc", IT, t);
+    sb_printf(b, "  %%acc.next = or %s %%sm%d, 0\n", IT, g->n_seg - 1);
+    if (dim == 1) sb_printf(b, "  br i1 %%cl, label %%l0, label %%exit\n");
+    else sb_printf(b, "  br label %%lc.latch\n");
+}
+
+/* The x loop: every node, then every store, then the running maximum of the stored values'
+ * exponent fields (the non-finite test). */
+static void emit_x_loop(gen *g)
+{
+    const kir_kernel *k = g->k;
+    const llvm_options *opt = g->opt;
+    sbuf *b = g->b;
+    const char *T = g->T;
+    const int dim = k->dim;
+    const char *IT = opt->single ? "i32" : "i64", *EXP_MASK = opt->single ? "2139095040" : "9218868437227405312";
+    char nm[32];
     sb_printf(b, "l%d:\n  %%x0 = phi i64 [ %s, %%%s ], [ %%x0.next, %%l%d ]\n", dim - 1,
               dim > 1 ? "%c0" : "%begin", dim > 1 ? "lc.go" : "entry", dim - 1);
     sb_printf(b, "  %%acc = phi %s [ %s, %%%s ], [ %%acc.next, %%l%d ]\n", IT, dim > 1 ? "%accc" : "0",
               dim > 1 ? "lc.go" : "entry", dim - 1);
     if (dim == 1)
-        for (int r = 0; r < g.n_rows; r++)
-            sb_printf(b, "  %%R%d = getelementptr inbounds %s, %s* %%B%d, i64 0\n", r, T, T, g.rows[r].buf);
+        for (int r = 0; r < g->n_rows; r++)
+            sb_printf(b, "  %%R%d = getelementptr inbounds %s, %s* %%B%d, i64 0\n", r, T, T, g->rows[r].buf);
     for (int id = 0; id < k->n_nodes; id++) {
         kir_op op = (kir_op)k->nodes[id].op;
         if (op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING)
             continue;
-        emit_node(&g, id);
+        emit_node(g, id);
     }
     for (int i = 0; i < k->n_outputs; i++) {
-        sb_printf(b, "  %%o%d = getelementptr inbounds %s, %s* %%R%d, i64 %%x0\n", i, T, T, g.out_row[i]);
+        sb_printf(b, "  %%o%d = getelementptr inbounds %s, %s* %%R%d, i64 %%x0\n", i, T, T, g->out_row[i]);
         sb_printf(b, "  store %s %s, %s* %%o%d, align %d, !llvm.access.group !0\n", T,
-                  g.name[k->outputs[i].node], T, i, g.align);
+                  g->name[k->outputs[i].node], T, i, g->align);
     }
     /* A stored value is NaN or infinite exactly when its exponent field is all ones: the
        maximum over the row of (bits & exponent mask) equals the mask then. Two vector integer
@@ -1486,14 +1507,24 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
         if (i + 1 < k->n_outputs) snprintf(nm, sizeof nm, "nf.a%d", i + 1);
         sb_printf(b, "  %%nf.b%d = bitcast %s %s to %s\n  %%nf.e%d = and %s %%nf.b%d, %s\n"
                      "  %%%s = call %s @llvm.umax.%s(%s %%%s, %s %%nf.e%d)\n",
-                  i, T, g.name[k->outputs[i].node], IT, i, IT, i, EXP_MASK,
+                  i, T, g->name[k->outputs[i].node], IT, i, IT, i, EXP_MASK,
                   i + 1 < k->n_outputs ? nm : "acc.next", IT, IT, IT, prev, IT, i);
     }
     if (k->n_outputs == 0) sb_printf(b, "  %%acc.next = or %s %%acc, 0\n", IT);
     sb_printf(b, "  %%x0.next = add nsw i64 %%x0, 1\n  %%x0.more = icmp slt i64 %%x0.next, %s\n"
                  "  br i1 %%x0.more, label %%l%d, label %%%s, !llvm.loop !1\n",
               dim > 1 ? "%cend" : "%end", dim - 1, dim > 1 ? "lc.latch" : "exit");
-    }
+}
+
+/* The ends of the loop nest: the chunk latch, the non-finite report at the end of each row (1D:
+ * of the range) into *nonfinite, the outer latches innermost first, and the return. */
+static void emit_loop_tails(gen *g)
+{
+    const llvm_options *opt = g->opt;
+    sbuf *b = g->b;
+    const int dim = g->k->dim, rl = dim - 2;
+    const char *IT = opt->single ? "i32" : "i64", *EXP_MASK = opt->single ? "2139095040" : "9218868437227405312";
+    char nm[32];
     if (dim > 1) sb_printf(b, "lc.latch:\n  br i1 %%cl, label %%lc, label %%l%d.latch\n", rl);
     /* the row (1D: the range) is done: record a non-finite store, if any, in *nonfinite */
     const char *after = dim > 1 ? "next" : "done";
@@ -1520,12 +1551,17 @@ static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symb
                   lv == 0 ? "exit" : (snprintf(nm, sizeof nm, "l%d.latch", lv - 1), nm));
     }
     if (dim > 1) sb_printf(b, "exit:\n  ret void\n}\n\n");
-    for (int t = 0; t < g.n_seg && split; t++)
-        if (emit_segment(&g, symbol, t, n_bufs) < 0) {
-            diag_set(err, err_len, "out of memory");
-            goto done;
-        }
-attributes:; /* (a label before a declaration: C11 wants a statement) */
+}
+
+/* The function attributes (#0 the kernel, #1 libm, #2 the 2-lane variants' bodies, #3/#4 their
+ * call sites, #5 libmvec's, #6 rand(), #7 segments), the declarations every kernel may call and
+ * the loop metadata. */
+static void emit_attributes(gen *g, const launch_use *u, const char *cpu, const char *features)
+{
+    const llvm_options *opt = g->opt;
+    sbuf *b = g->b;
+    const int dim = g->k->dim, split = g->n_seg > 1;
+    const char *IT = opt->single ? "i32" : "i64";
     /* 512-bit vectors where the host has AVX-512, whatever width the host's tuning prefers (LLVM
        tunes Intel cores from Ice Lake on for 256 bits), for 1D and 2D kernels: their loops are
        bound by their floating-point operations (15 per cell for a 2D reaction-diffusion step, no
@@ -1534,14 +1570,14 @@ attributes:; /* (a label before a declaration: C11 wants a statement) */
        thread at 512 bits (docs/performance.md, "Peers again"); 256³ was level. A kernel that
        calls libmvec calls its widest variant in any dimension. */
     int widest = 0;
-    for (int op = 0; op < KIR_N_OPS && g.vm; op++) widest |= used_ops[op] && uses_libmvec(&g, (kir_op)op);
+    for (int op = 0; op < KIR_N_OPS && g->vm; op++) widest |= u->ops[op] && uses_libmvec(g, (kir_op)op);
     char prefer[48] = "";
-    if ((widest && g.vm->isa[0].isa == 'e') || (dim < 3 && strstr(features, "+avx512f")))
+    if ((widest && g->vm->isa[0].isa == 'e') || (dim < 3 && strstr(features, "+avx512f")))
         snprintf(prefer, sizeof prefer, " \"prefer-vector-width\"=\"512\"");
     sb_printf(b, "attributes #0 = { nounwind \"target-cpu\"=\"%s\" \"target-features\"=\"%s\"%s }\n",
               cpu, features, prefer);
     sb_printf(b, "attributes #1 = { nounwind readnone willreturn }\n");
-    if (need_rand) sb_printf(b, "attributes #6 = { alwaysinline nounwind readnone willreturn }\n");
+    if (u->rand) sb_printf(b, "attributes #6 = { alwaysinline nounwind readnone willreturn }\n");
     if (split)
         sb_printf(b, "attributes #7 = { noinline nounwind \"target-cpu\"=\"%s\" \"target-features\"=\"%s\"%s }\n",
                   cpu, features, prefer);
@@ -1552,13 +1588,13 @@ attributes:; /* (a label before a declaration: C11 wants a statement) */
     /* #3: the call sites' 2-lane variants (see the top of this file) */
     int any_variant = 0;
     for (int op = 0; op < KIR_N_OPS; op++)
-        if (used_ops[op] && uses_variant(&g, (kir_op)op))
+        if (u->ops[op] && uses_variant(g, (kir_op)op))
             any_variant = 1;
     if (any_variant) {
         sb_printf(b, "attributes #3 = { %s\"vector-function-abi-variant\"=\"", opt->fast_math ? "" : "nobuiltin ");
         int first = 1;
         for (int op = 0; op < KIR_N_OPS; op++) {
-            if (!used_ops[op] || !uses_variant(&g, (kir_op)op)) continue;
+            if (!u->ops[op] || !uses_variant(g, (kir_op)op)) continue;
             char fn[32];
             libm_name(fn, sizeof fn, (kir_op)op, opt->single);
             sb_printf(b, "%s_ZGV_LLVM_N2%s_%s(pj.v2.%s)", first ? "" : ",",
@@ -1569,17 +1605,17 @@ attributes:; /* (a label before a declaration: C11 wants a statement) */
     }
     /* #5: libmvec's variants of the fast-math calls */
     int any_libmvec = 0;
-    for (int op = 0; op < KIR_N_OPS; op++) any_libmvec |= used_ops[op] && uses_libmvec(&g, (kir_op)op);
+    for (int op = 0; op < KIR_N_OPS; op++) any_libmvec |= u->ops[op] && uses_libmvec(g, (kir_op)op);
     if (any_libmvec) {
         sb_printf(b, "attributes #5 = { \"vector-function-abi-variant\"=\"");
         int first = 1;
         for (int op = 0; op < KIR_N_OPS; op++) {
-            if (!used_ops[op] || !uses_libmvec(&g, (kir_op)op)) continue;
+            if (!u->ops[op] || !uses_libmvec(g, (kir_op)op)) continue;
             char fn[32], vn[48];
             libm_name(fn, sizeof fn, (kir_op)op, opt->single);
-            for (int w = 0; w < vm->n_isa; w++) {
-                libmvec_name(&g, w, vn, sizeof vn, (kir_op)op);
-                sb_printf(b, "%s_ZGV_LLVM_N%d%s_%s(%s)", first ? "" : ",", libmvec_lanes(&g, w),
+            for (int w = 0; w < g->vm->n_isa; w++) {
+                libmvec_name(g, w, vn, sizeof vn, (kir_op)op);
+                sb_printf(b, "%s_ZGV_LLVM_N%d%s_%s(%s)", first ? "" : ",", libmvec_lanes(g, w),
                           kir_ops[op].arity > 1 ? "vv" : "v", fn, vn);
                 first = 0;
             }
@@ -1590,18 +1626,66 @@ attributes:; /* (a label before a declaration: C11 wants a statement) */
                  "!2 = !{!\"llvm.loop.parallel_accesses\", !0}\n!3 = !{!\"llvm.loop.mustprogress\"}\n"
                  "!4 = !{!\"llvm.loop.interleave.count\", i32 1}\n"
                  "!5 = distinct !{!5, !6}\n!6 = !{!\"llvm.loop.unroll.disable\"}\n");
-    for (int t = 0; t < g.n_seg && split; t++) sb_printf(b, "!%d = distinct !{!%d, !2, !3, !4}\n", 10 + t, 10 + t);
+    for (int t = 0; t < g->n_seg && split; t++) sb_printf(b, "!%d = distinct !{!%d, !2, !3, !4}\n", 10 + t, 10 + t);
     /* a split kernel's prefetch loop (a prefetch per leading row, thousands for a thousand
        fields): the vectoriser's time on it grows with the square of its length, for nothing */
     if (split) sb_printf(b, "!7 = distinct !{!7, !6, !8}\n!8 = !{!\"llvm.loop.vectorize.enable\", i1 false}\n");
+}
+
+/* Writes the module text for kernel k into b. */
+static int gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol,
+                  const char *triple, const char *datalayout, const char *cpu, const char *features,
+                  const vecmath *vm, sbuf *b, char *err, size_t err_len)
+{
+    int rc = -1, nf = k->n_fields;
+    gen g = {.k = k, .opt = opt, .b = b, .T = opt->single ? "float" : "double",
+             .align = opt->single ? 4 : 8, .fl = opt->fast_math ? FAST_FLAGS : "",
+             .vm = opt->fast_math ? vm : NULL};
+    launch_use u = {.n_bufs = nf * (k->n_slots > 0 ? k->n_slots : 1)};
+    const int reduce = k->kind == KIR_REDUCE; /* outputs are partial results, not buffers */
+    for (int i = 0; i < k->n_outputs && !reduce; i++)
+        if (k->outputs[i].slot >= 0 && k->outputs[i].slot * nf + nf > u.n_bufs)
+            u.n_bufs = k->outputs[i].slot * nf + nf;
+    u.buf = calloc((size_t)u.n_bufs + 1, 1);
+    u.param = calloc((size_t)k->n_params + 1, 1);
+    g.name = malloc(sizeof *g.name * ((size_t)k->n_nodes + 1));
+    g.rows = malloc(sizeof *g.rows * ((size_t)k->n_nodes + (size_t)k->n_outputs + 1));
+    g.row_of = malloc(sizeof *g.row_of * ((size_t)k->n_nodes + 1));
+    g.out_row = malloc(sizeof *g.out_row * ((size_t)k->n_outputs + 1));
+    if (!u.buf || !u.param || !g.name || !g.rows || !g.row_of || !g.out_row) {
+        diag_set(err, err_len, "out of memory");
+        goto done;
+    }
+
+    scan_nodes(&g, &u);
+    if (plan_split(&g) < 0) {
+        diag_set(err, err_len, "out of memory");
+        goto done;
+    }
+    emit_header(&g, &u, triple, datalayout);
+    emit_entry(&g, &u, symbol);
+    if (reduce) {
+        emit_reduce(&g, u.n_bufs);
+    } else {
+        emit_loop_heads(&g);
+        if (g.n_seg > 1) emit_segment_calls(&g, symbol);
+        else emit_x_loop(&g);
+        emit_loop_tails(&g);
+        for (int t = 0; t < g.n_seg && g.n_seg > 1; t++)
+            if (emit_segment(&g, symbol, t, u.n_bufs) < 0) {
+                diag_set(err, err_len, "out of memory");
+                goto done;
+            }
+    }
+    emit_attributes(&g, &u, cpu, features);
     if (b->oom) {
         diag_set(err, err_len, "out of memory");
         goto done;
     }
     rc = 0;
 done:
-    free(buf_used);
-    free(param_used);
+    free(u.buf);
+    free(u.param);
     free(g.name);
     free(g.rows);
     free(g.row_of);
