@@ -138,6 +138,19 @@ static const char prob_euler3d[] =
     "on front: u - 0.2*dn(u) = y\n"
     "time dt = 0.001, until = 1, scheme = euler\n";
 
+/* 2D, rk2, a fourth-order operator with second conditions (lap(u) = value) on three sides, their
+ * values in t and the coordinates; halo 2. */
+static const char prob_fourth_order[] =
+    "mesh grid(nx = 19, ny = 13, Lx = 1, Ly = 0.7)\n"
+    "param D = 0.0005\n"
+    "field u = sin(3*x)*cos(2*y) + x*y\n"
+    "eq dt(u) = -D*lap(lap(u)) + 0.05*lap(u)\n"
+    "on left: u = 0, lap(u) = 0\n"
+    "on right: u + 0.1*dn(u) = y*t, lap(u) = 2*y + sin(t)\n"
+    "on bottom: dn(u) = 0.3, lap(u) = x\n"
+    "on top: u = 1\n"
+    "time dt = 0.0002, until = 1, scheme = rk2\n";
+
 /* A coefficient field without an equation beside two with one, rk3. */
 static const char prob_rk3_coefficient[] =
     "mesh grid(nx = 40, Lx = 2)\n"
@@ -196,8 +209,9 @@ static int cases_table(test_case **cases, int implicit)
         {"rk4-2d-robin-t-x", prob_rk4, "a=3"},
         {"euler-3d-halo2", prob_euler3d, "D=0.002"},
         {"rk3-coefficient-field", prob_rk3_coefficient, NULL},
+        {"rk2-2d-fourth-order-lap-bc", prob_fourth_order, "D=0.0004"},
     };
-    c = realloc(c, sizeof *c * (size_t)(cap = n + 3));
+    c = realloc(c, sizeof *c * (size_t)(cap = n + (int)(sizeof own / sizeof *own)));
     if (!c) abort();
     for (size_t i = 0; i < sizeof own / sizeof *own; i++, n++) {
         memset(&c[n], 0, sizeof c[n]);
