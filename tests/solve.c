@@ -418,11 +418,18 @@ void check_ghost_plan(const char *backend, const engine_options *base, int hooks
         "eq dt(u) = 0.3*lap(u) + 0.2*v\neq dt(v) = 0.1*lap(v) - 0.5*u\n"
         "on left: u = 5 + y\non right: u + 0.5*dn(u) = 3 + t\non bottom, top: dn(u) = 1\n"
         "on left, right: dn(v) = 0\non bottom: v = 0\non top: v = 1\n";
+    /* the same with a fourth-order term and second conditions, lap(u) = c2 (c2 dropped too) */
+    static const char fourth[] =
+        "mesh grid(nx = 12, ny = 7, Lx = 1.2, Ly = 0.7)\n"
+        "field u = sin(3*x) + y*y\nfield v = x*y\n"
+        "eq dt(u) = -0.001*lap(lap(u)) + 0.2*v\neq dt(v) = 0.1*lap(v) - 0.5*u\n"
+        "on left: u = 5 + y, lap(u) = 2 + t\non right: u + 0.5*dn(u) = 3 + t, lap(u) = y\n"
+        "on bottom: u = 1, lap(u) = -1\non left, right: dn(v) = 0\non bottom: v = 0\non top: v = 1\n";
     static const char *const tail[] = {"time dt = 0.001, steps = 1, scheme = euler\n",
                                        "time dt = 0.001, steps = 1, scheme = rk4\n"};
-    for (int sch = 0; sch < 2; sch++) {
+    for (int sch = 0; sch < 4; sch++) {
         char text[2048];
-        snprintf(text, sizeof text, "%s%s", linear, tail[sch]);
+        snprintf(text, sizeof text, "%s%s", sch < 2 ? linear : fourth, tail[sch % 2]);
         pj_program *p = compile_or_fail("linear.pde", text);
         engine_options o = *base, oh = *base;
         oh.ghosts.homogeneous = 1;
@@ -450,8 +457,9 @@ void check_ghost_plan(const char *backend, const engine_options *base, int hooks
                 worst = fmax(worst, fabs(Hm[f][c] - want) / fmax(1.0, fabs(want)));
                 moved = fmax(moved, fabs(Z[f][c]));
             }
-        print_message("%s %s: homogeneous fill against the affine difference: %.3g (the inhomogeneous part "
-                      "reaches %.3g)\n", backend, sch ? "rk4" : "euler", worst, moved);
+        print_message("%s %s%s: homogeneous fill against the affine difference: %.3g (the inhomogeneous part "
+                      "reaches %.3g)\n", backend, sch % 2 ? "rk4" : "euler", sch < 2 ? "" : ", lap(u) conditions",
+                      worst, moved);
         assert_true(worst < 1e-12);
         assert_true(moved > 1e-3); /* the conditions' constants matter: the test can fail */
         for (int f = 0; f < p->n_fields; f++) {
