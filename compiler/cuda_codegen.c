@@ -460,6 +460,30 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
 
 /* ---- boundary fill -------------------------------------------------------------------- */
 
+/* The fill of field f with a second condition, lap(u) = c2 (cv: the expressions of a, b, c, c2 in
+ * double): layer 1 and layers beyond 2 as a*u + b*dn(u) = c; layer 2 so that the mean of the
+ * second differences at the first interior cell and the first ghost is c2,
+ * (u1 - u0 - g1 + g2) / (2 h^2) = c2. The CPU fill (sim_fill_axis) writes layer 1 before it
+ * computes layer 2 from it; here layer 2's thread computes g1 itself by layer 1's formula (d = h),
+ * rounded to the field's precision as the stored value is, so that both give the same bits. */
+static void emit_second_bc(sbuf *b, int f, int axis, int high, char cv[4][40], int single)
+{
+    const char *sa = axis == 0 ? "" : axis == 1 ? " * s1" : " * s2";
+    sb_printf(b, "    { // field %d: a*u + b*dn(u) = c, and lap(u) = c2 on layer 2\n", f);
+    sb_printf(b, "        const double u = b0_%d[ci], ha = %s * 0.5, bd = %s / d;\n", f, cv[0], cv[1]);
+    sb_printf(b, "        double g = (%s - u * (ha - bd)) / (ha + bd);\n", cv[2]);
+    sb_printf(b, "        if (m == 2 && a.n[%d] >= 2) {\n", axis);
+    sb_printf(b, "            // (u1 - u0 - g1 + g2) / (2 h^2) = c2: u0, u1 the first two interior cells, g1 layer 1\n");
+    sb_printf(b, "            const double h = a.h[%d], u0 = b0_%d[c], u1 = b0_%d[c %s 1%s];\n", axis, f, f,
+              high ? "-" : "+", sa);
+    sb_printf(b, "            const double bd1 = %s / h; // layer 1: d = h\n", cv[1]);
+    sb_printf(b, "            const double g1 = %s(%s - u0 * (ha - bd1)) / (ha + bd1)%s;\n",
+              single ? "(double)(float)(" : "", cv[2], single ? ")" : "");
+    sb_printf(b, "            g = 2.0 * h * h * %s + g1 + u0 - u1;\n", cv[3]);
+    sb_printf(b, "        }\n");
+    sb_printf(b, "        b0_%d[cg] = %sg%s;\n    }\n", f, single ? "(float)(" : "", single ? ")" : "");
+}
+
 char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side,
                            const cuda_bc_kind *kinds, const cuda_options *opt, const char *name,
                            char *err, size_t err_len)
@@ -476,7 +500,8 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
         if (kinds[f] < CUDA_BC_NONE || kinds[f] > CUDA_BC_LINEAR0) FAIL("cuda bc fill: field %d: bad kind %d", f, (int)kinds[f]);
         n_linear += kinds[f] == CUDA_BC_LINEAR || kinds[f] == CUDA_BC_LINEAR0;
     }
-    int *coef = NULL;           /* [f * 3 + slot]: node id of a, b, c, or -1 */
+    int *coef = NULL;           /* [f * 4 + slot]: node id of a, b, c, c2 (lap(u) = c2), or -1 */
+    unsigned char *lap = NULL;  /* [f]: field f has a second condition, lap(u) = c2 */
     unsigned char *live = NULL; /* the bc kernel's nodes the linear fields need */
     if (n_linear) {
         if (!bc) FAIL("cuda bc fill: a linear condition needs its KIR_BC kernel");
@@ -489,32 +514,42 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
         if (check_limits(bc, err, err_len)) return NULL;
         char verr[200];
         if (kir_verify(bc, verr, sizeof verr)) FAIL("cuda bc fill: kernel %s: %s", bc->name, verr);
-        coef = malloc(sizeof *coef * (size_t)n_fields * 3);
-        if (!coef) FAIL("cuda codegen: out of memory");
-        for (int i = 0; i < n_fields * 3; i++) coef[i] = -1;
+        coef = malloc(sizeof *coef * (size_t)n_fields * 4);
+        lap = calloc((size_t)n_fields, 1);
+        if (!coef || !lap) {
+            free(coef);
+            free(lap);
+            FAIL("cuda codegen: out of memory");
+        }
+        for (int i = 0; i < n_fields * 4; i++) coef[i] = -1;
         for (int i = 0; i < bc->n_outputs; i++) {
             const kir_output *o = &bc->outputs[i];
-            if (o->slot < 0 || o->slot > 2) {
+            if (o->slot < 0 || o->slot > 3) {
                 free(coef);
-                FAIL("cuda bc fill: kernel %s: output %d has slot %d (want 0 a, 1 b, 2 c)", bc->name, i, o->slot);
+                free(lap);
+                FAIL("cuda bc fill: kernel %s: output %d has slot %d (want 0 a, 1 b, 2 c, 3 lap(u))", bc->name, i,
+                     o->slot);
             }
-            if (coef[o->field * 3 + o->slot] < 0) coef[o->field * 3 + o->slot] = o->node; /* the first */
+            if (coef[o->field * 4 + o->slot] < 0) coef[o->field * 4 + o->slot] = o->node; /* the first */
         }
         for (int f = 0; f < n_fields; f++) {
             int lin = kinds[f] == CUDA_BC_LINEAR || kinds[f] == CUDA_BC_LINEAR0;
-            if (lin && coef[f * 3] < 0 && coef[f * 3 + 1] < 0) {
+            if (lin && coef[f * 4] < 0 && coef[f * 4 + 1] < 0) {
                 free(coef);
+                free(lap);
                 FAIL("cuda bc fill: field %d has neither a nor b in a*u + b*dn(u) = c (kernel %s)", f, bc->name);
             }
-            if (!lin) coef[f * 3] = coef[f * 3 + 1] = coef[f * 3 + 2] = -1;
-            if (kinds[f] == CUDA_BC_LINEAR0) coef[f * 3 + 2] = -1; /* c = 0 */
+            lap[f] = lin && coef[f * 4 + 3] >= 0;
+            if (!lin) coef[f * 4] = coef[f * 4 + 1] = coef[f * 4 + 2] = coef[f * 4 + 3] = -1;
+            if (kinds[f] == CUDA_BC_LINEAR0) coef[f * 4 + 2] = coef[f * 4 + 3] = -1; /* c = c2 = 0 */
         }
         live = malloc((size_t)bc->n_nodes + 1);
         if (!live) {
             free(coef);
+            free(lap);
             FAIL("cuda codegen: out of memory");
         }
-        mark_live(bc, coef, n_fields * 3, live); /* only what the linear fields use */
+        mark_live(bc, coef, n_fields * 4, live); /* only what the linear fields use */
     }
 
     int axis = side / 2, high = side % 2;
@@ -559,7 +594,7 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
     /* buffers: slot 0 of every filled field, plus whatever the coefficients load */
     int nslots = n_linear && bc->n_slots > 1 ? bc->n_slots : 1;
     unsigned char *used = calloc((size_t)nslots * (size_t)n_fields + 1, 1);
-    if (!used) { free(coef); free(live); free(b.s); FAIL("cuda codegen: out of memory"); }
+    if (!used) { free(coef); free(lap); free(live); free(b.s); FAIL("cuda codegen: out of memory"); }
     if (n_linear) buffers_used(bc, live, used, 0);
     for (int f = 0; f < n_fields; f++)
         if (kinds[f] != CUDA_BC_NONE) used[f] |= 2;
@@ -584,22 +619,27 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
         case CUDA_BC_MIRROR: sb_printf(&b, "    b0_%d[cg] = b0_%d[ci]; // field %d: zero gradient\n", f, f, f); break;
         case CUDA_BC_LINEAR:
         case CUDA_BC_LINEAR0: {
-            char cv[3][40];
-            for (int s3 = 0; s3 < 3; s3++) {
-                int nd = coef[f * 3 + s3];
-                if (nd < 0) snprintf(cv[s3], sizeof cv[s3], "0.0");
-                else snprintf(cv[s3], sizeof cv[s3], "%sv%d", opt->single ? "(double)" : "", nd);
+            char cv[4][40];
+            for (int s4 = 0; s4 < 4; s4++) {
+                int nd = coef[f * 4 + s4];
+                if (nd < 0) snprintf(cv[s4], sizeof cv[s4], "0.0");
+                else snprintf(cv[s4], sizeof cv[s4], "%sv%d", opt->single ? "(double)" : "", nd);
             }
-            sb_printf(&b, "    { // field %d: a*u + b*dn(u) = c\n", f);
-            sb_printf(&b, "        const double u = b0_%d[ci], ha = %s * 0.5, bd = %s / d;\n", f, cv[0], cv[1]);
-            sb_printf(&b, "        b0_%d[cg] = %s(%s - u * (ha - bd)) / (ha + bd)%s;\n    }\n", f,
-                      opt->single ? "(float)(" : "", cv[2], opt->single ? ")" : "");
+            if (!lap[f]) {
+                sb_printf(&b, "    { // field %d: a*u + b*dn(u) = c\n", f);
+                sb_printf(&b, "        const double u = b0_%d[ci], ha = %s * 0.5, bd = %s / d;\n", f, cv[0], cv[1]);
+                sb_printf(&b, "        b0_%d[cg] = %s(%s - u * (ha - bd)) / (ha + bd)%s;\n    }\n", f,
+                          opt->single ? "(float)(" : "", cv[2], opt->single ? ")" : "");
+                break;
+            }
+            emit_second_bc(&b, f, axis, high, cv, opt->single);
             break;
         }
         }
     }
     sb_printf(&b, "}\n");
     free(coef);
+    free(lap);
     free(live);
     return sb_take(&b, err, err_len);
 }

@@ -7,7 +7,8 @@
  *                         libm names, double or float);
  *   cuda_codegen_bc_fill  the ghost layers of one side, for every field: periodic copy, mirror
  *                         (zero gradient) or the linear condition a*u + b*dn(u) = c whose
- *                         coefficients come from a KIR_BC kernel, inlined;
+ *                         coefficients come from a KIR_BC kernel, inlined, with a second
+ *                         condition lap(u) = c2 on layer 2;
  *   cuda_codegen_nan_check  the first interior cell of one buffer that is NaN or infinite;
  *   cuda_codegen_reduce, cuda_codegen_reduce_fold  a KIR_REDUCE kernel (monitors): lanes per
  *                         part on the device, then their fold in kir.h's order, one double per
@@ -106,8 +107,8 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
  * values). kinds[f] says how field f is filled (n_fields entries).
  *
  * bc is the side's KIR_BC kernel (may be NULL when no field is CUDA_BC_LINEAR); its outputs
- * (slot 0, 1, 2; field f) are a, b, c of field f (the first output of each counts); a missing
- * one is 0, a field with neither a nor b is refused. As in the CPU fill (sim_fill_ghosts), the
+ * (slot 0, 1, 2, 3; field f) are a, b, c and c2 of field f (the first output of each counts); a
+ * missing a, b or c is 0, a field with neither a nor b is refused. As in the CPU fill (sim_fill_ghosts), the
  * coefficients of a row of ghost cells are those of its face cell: the boundary cell (index 0
  * or n-1 along the side's axis) with the other axes clamped to the interior, so rows in another
  * axis' ghost layers take the nearest face cell. COORD is evaluated as written (the compiler
@@ -116,6 +117,10 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
  * along the others to the allocated cells. Ghost layer m pairs with interior cell m mirrored
  * about the face, at distance d = (2m-1)h, and is computed in double in either precision:
  *     ghost = (c - u_in*(a/2 - b/d)) / (a/2 + b/d).
+ * A field with c2 (a second condition, lap(u) = c2; read as 0 by CUDA_BC_LINEAR0) has layer 2
+ * (when the axis has 2 cells or more) instead 2*h*h*c2 + g1 + u0 - u1, as sim_fill_axis: u0, u1
+ * the first two interior cells, g1 layer 1's value, computed again by that thread with layer 1's
+ * formula and rounded to the field's precision (the host reads it back from the buffer).
  * Launch with cuda_bc_fill_dims. dim and n_fields must equal the bc kernel's when it is given. */
 char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side,
                            const cuda_bc_kind *kinds, const cuda_options *opt, const char *name,

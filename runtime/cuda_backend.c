@@ -1112,7 +1112,7 @@ double cuda_sim_bytes_per_cell(const cuda_sim *s)
 
 static void *ops_create(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len)
 {
-    /* implicit schemes and second boundary conditions: refused by engine_create (the caps below) */
+    /* implicit schemes: refused by engine_create (the caps below) */
     cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir, .ghosts = &o->ghosts,
                            .seed = o->seed};
     cuda_sim *s = cuda_sim_create(p, &co, err, len);
@@ -1354,7 +1354,8 @@ static int ops_emit(const pj_program *p, const engine_options *o, FILE *out, cha
 }
 
 const backend_ops cuda_backend_ops = {
-    .name = "cuda", .caps = ENGINE_CAP_SWAP | ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_EXPLAIN | ENGINE_CAP_DEVICE,
+    .name = "cuda",
+    .caps = ENGINE_CAP_SWAP | ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_EXPLAIN | ENGINE_CAP_DEVICE | ENGINE_CAP_SECOND_BC,
     .explain = ops_explain,
     .emit_flag = "cuda", .prepare = ops_prepare, .swap = ops_swap, .release = ops_release, .create = ops_create, .destroy = ops_destroy, .init = ops_init,
     .step = ops_step, .step_n = ops_step_n, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,

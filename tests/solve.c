@@ -138,6 +138,19 @@ static const char prob_euler3d[] =
     "on front: u - 0.2*dn(u) = y\n"
     "time dt = 0.001, until = 1, scheme = euler\n";
 
+/* 2D, rk2, a fourth-order operator with second conditions (lap(u) = value) on three sides, their
+ * values in t and the coordinates; halo 2. */
+static const char prob_fourth_order[] =
+    "mesh grid(nx = 19, ny = 13, Lx = 1, Ly = 0.7)\n"
+    "param D = 0.0005\n"
+    "field u = sin(3*x)*cos(2*y) + x*y\n"
+    "eq dt(u) = -D*lap(lap(u)) + 0.05*lap(u)\n"
+    "on left: u = 0, lap(u) = 0\n"
+    "on right: u + 0.1*dn(u) = y*t, lap(u) = 2*y + sin(t)\n"
+    "on bottom: dn(u) = 0.3, lap(u) = x\n"
+    "on top: u = 1\n"
+    "time dt = 0.0002, until = 1, scheme = rk2\n";
+
 /* A coefficient field without an equation beside two with one, rk3. */
 static const char prob_rk3_coefficient[] =
     "mesh grid(nx = 40, Lx = 2)\n"
@@ -196,8 +209,9 @@ static int cases_table(test_case **cases, int implicit)
         {"rk4-2d-robin-t-x", prob_rk4, "a=3"},
         {"euler-3d-halo2", prob_euler3d, "D=0.002"},
         {"rk3-coefficient-field", prob_rk3_coefficient, NULL},
+        {"rk2-2d-fourth-order-lap-bc", prob_fourth_order, "D=0.0004"},
     };
-    c = realloc(c, sizeof *c * (size_t)(cap = n + 3));
+    c = realloc(c, sizeof *c * (size_t)(cap = n + (int)(sizeof own / sizeof *own)));
     if (!c) abort();
     for (size_t i = 0; i < sizeof own / sizeof *own; i++, n++) {
         memset(&c[n], 0, sizeof c[n]);
@@ -404,11 +418,18 @@ void check_ghost_plan(const char *backend, const engine_options *base, int hooks
         "eq dt(u) = 0.3*lap(u) + 0.2*v\neq dt(v) = 0.1*lap(v) - 0.5*u\n"
         "on left: u = 5 + y\non right: u + 0.5*dn(u) = 3 + t\non bottom, top: dn(u) = 1\n"
         "on left, right: dn(v) = 0\non bottom: v = 0\non top: v = 1\n";
+    /* the same with a fourth-order term and second conditions, lap(u) = c2 (c2 dropped too) */
+    static const char fourth[] =
+        "mesh grid(nx = 12, ny = 7, Lx = 1.2, Ly = 0.7)\n"
+        "field u = sin(3*x) + y*y\nfield v = x*y\n"
+        "eq dt(u) = -0.001*lap(lap(u)) + 0.2*v\neq dt(v) = 0.1*lap(v) - 0.5*u\n"
+        "on left: u = 5 + y, lap(u) = 2 + t\non right: u + 0.5*dn(u) = 3 + t, lap(u) = y\n"
+        "on bottom: u = 1, lap(u) = -1\non left, right: dn(v) = 0\non bottom: v = 0\non top: v = 1\n";
     static const char *const tail[] = {"time dt = 0.001, steps = 1, scheme = euler\n",
                                        "time dt = 0.001, steps = 1, scheme = rk4\n"};
-    for (int sch = 0; sch < 2; sch++) {
+    for (int sch = 0; sch < 4; sch++) {
         char text[2048];
-        snprintf(text, sizeof text, "%s%s", linear, tail[sch]);
+        snprintf(text, sizeof text, "%s%s", sch < 2 ? linear : fourth, tail[sch % 2]);
         pj_program *p = compile_or_fail("linear.pde", text);
         engine_options o = *base, oh = *base;
         oh.ghosts.homogeneous = 1;
@@ -436,8 +457,9 @@ void check_ghost_plan(const char *backend, const engine_options *base, int hooks
                 worst = fmax(worst, fabs(Hm[f][c] - want) / fmax(1.0, fabs(want)));
                 moved = fmax(moved, fabs(Z[f][c]));
             }
-        print_message("%s %s: homogeneous fill against the affine difference: %.3g (the inhomogeneous part "
-                      "reaches %.3g)\n", backend, sch ? "rk4" : "euler", worst, moved);
+        print_message("%s %s%s: homogeneous fill against the affine difference: %.3g (the inhomogeneous part "
+                      "reaches %.3g)\n", backend, sch % 2 ? "rk4" : "euler", sch < 2 ? "" : ", lap(u) conditions",
+                      worst, moved);
         assert_true(worst < 1e-12);
         assert_true(moved > 1e-3); /* the conditions' constants matter: the test can fail */
         for (int f = 0; f < p->n_fields; f++) {

@@ -12,7 +12,7 @@
  * What cannot run is reported, never passed: a back end that cannot run on this machine
  * (engine_create: ENGINE_UNAVAILABLE, e.g. no device) skips its whole target with the reason; a
  * case that needs a capability the back end does not declare (engine_supports: today the cuda
- * back end and implicit schemes, second boundary conditions) is skipped on that back end, the
+ * back end and implicit schemes or steady problems) is skipped on that back end, the
  * reason printed, as are the monitors on a back end without ENGINE_CAP_MONITORS and the implicit
  * cases in a build without the implicit solver (PETSc). Exit 77 (ctest: SKIPPED) when no target
  * could run a case. */

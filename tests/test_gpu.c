@@ -725,7 +725,9 @@ static void hot_swap(where w)
 {
     pj_program *pa = compile_named("a.pde", prob_swap_a), *pb = compile_named("b.pde", prob_swap_b);
     pj_program *pc = compile_named("c.pde", "mesh grid(nx = 16, ny = 8)\nparam k = 1\nfield u = x*y\n"
-                                            "eq dt(u) = -lap(lap(u))\non left: u = 0, lap(u) = 0\ntime dt = 0.01, steps = 10\n");
+                                            "eq dt(u) = 0.01*lap(u)\non left: u = 0\n"
+                                            "time dt = 0.01, steps = 10, scheme = beuler\n");
+
     engine *g = make_engine("cuda", pa), *h = make_engine("interp", pa);
     char err[1024];
     assert_true(engine_can_swap(g));
@@ -747,9 +749,9 @@ static void hot_swap(where w)
     assert_int_equal(engine_reduce(g, mg, err, sizeof err), 0);
     assert_int_equal(engine_reduce(h, mh, err, sizeof err), 0);
     for (int i = 0; i < 2; i++) assert_true(w == ON_EMU ? mg[i] == mh[i] : fabs(mg[i] - mh[i]) <= 1e-12 * fabs(mh[i]));
-    /* a second boundary condition: the device cannot fill it yet; nothing changes */
+    /* an implicit scheme: the device cannot solve it yet; nothing changes */
     assert_null(engine_prepare(g, pc, NULL, err, sizeof err));
-    assert_string_equal(err, "the cuda back end cannot fill a second boundary condition yet (lap(u) = ...): use --backend cpu");
+    assert_string_equal(err, "the cuda back end cannot solve implicit schemes or steady problems yet (beuler): use --backend cpu");
     assert_ptr_equal(engine_program(g), pb);
     /* memory: flat over 1000 swaps */
     char reason[512];
@@ -777,6 +779,61 @@ static void hot_swap(where w)
 }
 static void emu_hot_swap(void **state) { (void)state; NEED(ON_EMU); hot_swap(ON_EMU); }
 static void gpu_hot_swap(void **state) { (void)state; NEED(ON_GPU); hot_swap(ON_GPU); }
+
+/* Second boundary conditions (on left: u = 0, lap(u) = ...) on the device: the fill of ghost
+ * layer 2 as the host's (sim_fill_axis), in double and single, on both axes, values in t and the
+ * coordinates; then a hot swap to other values of lap(u), the fields kept. The emulation gives the
+ * interpreter's bits. */
+static const char prob_second_bc[] =
+    "mesh grid(nx = 16, ny = 8)\nparam k = 1\nfield u = x*y + sin(5*x)\n"
+    "eq dt(u) = -1e-6*lap(lap(u)) + 0.01*lap(u) - k*u\n"
+    "on left: u = 0, lap(u) = 0\non right: u + 0.2*dn(u) = y, lap(u) = 3*y - t\n"
+    "on top: u = 0.5*x, lap(u) = x + t\ntime dt = 0.01, steps = 10, scheme = rk2\n";
+static void second_bc(where w)
+{
+    pj_program *p = compile_named("d.pde", prob_second_bc);
+    char text[1024], err[1024];
+    snprintf(text, sizeof text, "%s", prob_second_bc);
+    char *at = strstr(text, "lap(u) = x + t");
+    assert_non_null(at);
+    memcpy(at, "lap(u) = 2 - x", 14);
+    pj_program *p2 = compile_named("d2.pde", text);
+    for (int single = 0; single <= 1; single++) {
+        engine_options o = {.threads = 1, .cache_dir = g_cache_dir, .single = single};
+        engine *g = engine_create(engine_backend("cuda"), p, &o, NULL, err, sizeof err);
+        engine *h = engine_create(engine_backend("interp"), p, &o, NULL, err, sizeof err);
+        if (!g || !h) fail_msg("%s", err);
+        assert_int_equal(engine_init(g, err, sizeof err), 0);
+        assert_int_equal(engine_init(h, err, sizeof err), 0);
+        for (int round = 0; round < 2; round++) {
+            if (round) {
+                swap_to(g, p2);
+                swap_to(h, p2);
+            }
+            for (int s = 0; s < 4; s++) {
+                assert_int_equal(engine_step(g, p->dt, err, sizeof err), 0);
+                assert_int_equal(engine_step(h, p->dt, err, sizeof err), 0);
+            }
+            int64_t n = engine_cells(g);
+            double *x = malloc(sizeof *x * (size_t)n), *y = malloc(sizeof *y * (size_t)n);
+            assert_int_equal(engine_get_field(g, 0, x, err, sizeof err), 0);
+            assert_int_equal(engine_get_field(h, 0, y, err, sizeof err), 0);
+            double d = field_diff(x, y, n, NULL);
+            print_message("second conditions, %s, %s: largest difference %.3g\n", single ? "single" : "double",
+                          round ? "after a swap" : "before a swap", d);
+            if (w == ON_EMU) assert_memory_equal(x, y, sizeof *x * (size_t)n);
+            else assert_true(d <= (single ? 1e-5 : 1e-12));
+            free(x);
+            free(y);
+        }
+        engine_destroy(g);
+        engine_destroy(h);
+    }
+    program_free(p);
+    program_free(p2);
+}
+static void emu_second_bc(void **state) { (void)state; NEED(ON_EMU); second_bc(ON_EMU); }
+static void gpu_second_bc(void **state) { (void)state; NEED(ON_GPU); second_bc(ON_GPU); }
 static void gpu_checkpoint_resume(void **state) { (void)state; NEED(ON_GPU); checkpoint_resume(ON_GPU); }
 
 static void emu_noise_bits(void **state) { (void)state; NEED(ON_EMU); noise_bits(ON_EMU); }
@@ -1286,6 +1343,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(emu_noise_bits),
         cmocka_unit_test(emu_checkpoint_resume),
         cmocka_unit_test(emu_hot_swap),
+        cmocka_unit_test(emu_second_bc),
         cmocka_unit_test(no_device_command_line),
         cmocka_unit_test(emu_terms_agree),
         cmocka_unit_test(no_device_term),
@@ -1302,6 +1360,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(gpu_noise_bits),
         cmocka_unit_test(gpu_checkpoint_resume),
         cmocka_unit_test(gpu_hot_swap),
+        cmocka_unit_test(gpu_second_bc),
         cmocka_unit_test(gpu_terms_agree),
     };
     int failed = 0;
