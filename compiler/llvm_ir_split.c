@@ -88,7 +88,7 @@ static void plan_remat(gen *g, char *depth)
 /* What a segment function must load in its entry block. */
 typedef struct seg_needs {
     char *buf, *row, *param; /* by buffer, row, param */
-    int t, dt, h[3], o[3];
+    int t, dt, h[3], o[3], edge[3]; /* edge: `boundary` along the axis (the mesh's first and last cell) */
 } seg_needs;
 
 static void need_leaf(const gen *g, seg_needs *sn, int id)
@@ -111,6 +111,7 @@ static void need_node(const gen *g, seg_needs *sn, int id)
         sn->buf[g->rows[g->row_of[id]].buf] = 1;
     }
     if (n->op == KIR_COORD) sn->h[n->axis] = sn->o[n->axis] = 1;
+    if (n->op == KIR_EDGE) sn->edge[n->axis] = 1;
     for (int j = 0; j < 3; j++)
         if (n->arg[j] >= 0 && g->seg_of[n->arg[j]] < 0) need_leaf(g, sn, n->arg[j]);
 }
@@ -323,7 +324,7 @@ int llvm_emit_segment(gen *g, const char *symbol, int t, int n_bufs)
     const char *T = g->T, *IT = g->opt->single ? "i32" : "i64";
     int dim = k->dim;
     seg_needs sn = {calloc((size_t)n_bufs + 1, 1), calloc((size_t)g->n_rows + 1, 1),
-                    calloc((size_t)k->n_params + 1, 1), 0, 0, {0}, {0}};
+                    calloc((size_t)k->n_params + 1, 1), 0, 0, {0}, {0}, {0}};
     if (!sn.buf || !sn.row || !sn.param) {
         free(sn.buf);
         free(sn.row);
@@ -375,9 +376,18 @@ int llvm_emit_segment(gen *g, const char *symbol, int t, int n_bufs)
         if (sn.o[a]) {
             snprintf(nm, sizeof nm, "%%od%d", a);
             SFIELD(nm, LF_ORIGIN, a);
+        }
+        if (sn.o[a] || sn.edge[a])
             sb_printf(b, "  %%fo%d.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d, i64 %d\n"
                          "  %%fo%d = load i64, i64* %%fo%d.p, align 8\n", a, LF_FIRST, a, a, a);
-        }
+        if (sn.edge[a]) /* the last cell index of the mesh along the axis: first + n + beyond - 1 */
+            sb_printf(b, "  %%en%d.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d, i64 %d\n"
+                         "  %%en%d = load i64, i64* %%en%d.p, align 8\n"
+                         "  %%by%d.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d, i64 %d\n"
+                         "  %%by%d = load i64, i64* %%by%d.p, align 8\n"
+                         "  %%bf%d = add nsw i64 %%fo%d, %%en%d\n  %%mn%d = add nsw i64 %%bf%d, %%by%d\n"
+                         "  %%elast%d = sub nsw i64 %%mn%d, 1\n",
+                      a, LF_N, a, a, a, a, LF_BEYOND, a, a, a, a, a, a, a, a, a, a, a);
     }
 #undef SFIELD
     for (int a = 1; a < dim; a++)

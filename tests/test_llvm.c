@@ -167,6 +167,12 @@ static void ref_run(const kir_kernel *k, const kir_launch *L, int single)
                                         ((double)idx[n->axis] + 0.5 * (1 + n->half)) * L->h[n->axis],
                                     single);
                         break;
+                    case KIR_EDGE: { /* the face after cell idx + off is a side of the mesh */
+                        int ax = n->axis;
+                        int64_t m = idx[ax] + n->off[ax] + L->first[ax];
+                        v[id] = m == -1 || m == L->first[ax] + L->n[ax] + L->beyond[ax] - 1;
+                        break;
+                    }
                     case KIR_LOAD: {
                         int64_t e = cell + n->off[0] + n->off[1] * L->stride[1] + n->off[2] * L->stride[2];
                         const void *p = L->buf[n->slot * k->n_fields + n->index];
@@ -331,7 +337,7 @@ static void stencils_1d_2d_3d(void **state)
 /* Every operation of the table on special values (NaN, inf, -0, denormals), plus every leaf. */
 static kir_kernel *all_ops_kernel(int dim)
 {
-    int nf = KIR_N_OPS + 12;
+    int nf = KIR_N_OPS + 18;
     kir_kernel *k = kir_new(KIR_STAGE, dim, nf, 2, 2, "ops");
     int op_p1[3] = {1, 0, 0}, op_m1[3] = {-1, 0, 0};
     if (dim > 1) op_p1[1] = -2;
@@ -355,6 +361,8 @@ static kir_kernel *all_ops_kernel(int dim)
     for (int half = -1; half <= 1; half++)
         for (int ax = 0; ax < dim; ax++)
             if (ax == dim - 1 || half == 0) kir_add_output(k, 1, f++, kir_coord(k, ax, half));
+    for (int ax = 0; ax < dim; ax++) /* `boundary`: the mesh's low and high side along each axis */
+        for (int off = -1; off <= 0; off++) kir_add_output(k, 1, f++, kir_edge(k, ax, off));
     kir_add_output(k, 1, f++, kir_const(k, 0.1)); /* an output that is a constant */
     kir_finish(k);
     return k;
