@@ -233,6 +233,44 @@ static uint64_t announced_length(const ck_header *h, const ck_run *run)
  * newer format is named as such), then the length its header announces and the checksum of all of
  * it; only then the grid, problem, precision and seed, so a flipped bit reads as damage, never as
  * another problem or another seed. */
+/* The checksum in the last 16 bytes of the file f (`length` bytes) against the XXH3-128 of all
+ * before them. 0, or -1 with "damaged checkpoint (...)". */
+static int verify_checksum(FILE *f, uint64_t length, const char *path, char *err, size_t err_len)
+{
+    const size_t chunk_len = 1 << 16;
+    XXH3_state_t *st = XXH3_createState();
+    char *chunk = malloc(chunk_len);
+    int rc = -1;
+    uint8_t sum[16];
+    if (!st || !chunk) {
+        diag_set(err, err_len, "%s: out of memory", path);
+        goto done;
+    }
+    XXH3_128bits_reset(st);
+    rewind(f);
+    for (uint64_t left = length - 16; left;) {
+        size_t n = left < chunk_len ? (size_t)left : chunk_len;
+        if (fread(chunk, 1, n, f) != n) {
+            diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+            goto done;
+        }
+        XXH3_128bits_update(st, chunk, n);
+        left -= n;
+    }
+    if (fread(sum, 1, 16, f) != 16) {
+        diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
+        goto done;
+    }
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+    if (memcmp(c.digest, sum, 16)) diag_set(err, err_len, "%s: damaged checkpoint (checksum mismatch)", path);
+    else rc = 0;
+done:
+    free(chunk);
+    XXH3_freeState(st);
+    return rc;
+}
+
 static int read_checkpoint(engine *e, const char *path, uint64_t seed, int single, ck_header *hp, double *dt_out,
                            double **vals_out, char *err, size_t err_len)
 {
@@ -248,8 +286,6 @@ static int read_checkpoint(engine *e, const char *path, uint64_t seed, int singl
     ck_header h;
     int rc = -1;
     double *vals = NULL;
-    XXH3_state_t *st = NULL;
-    char *chunk = NULL;
     struct stat sb;
     if (fread(magic, 1, MAGIC_LEN, f) != MAGIC_LEN || memcmp(magic, MAGIC, MAGIC_LEN)) {
         diag_set(err, err_len, "%s: not a pdejit checkpoint", path);
@@ -278,36 +314,7 @@ static int read_checkpoint(engine *e, const char *path, uint64_t seed, int singl
         diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
         goto done;
     }
-    /* the checksum of everything before its last 16 bytes */
-    const size_t chunk_len = 1 << 16;
-    st = XXH3_createState();
-    chunk = malloc(chunk_len);
-    if (!st || !chunk) {
-        diag_set(err, err_len, "%s: out of memory", path);
-        goto done;
-    }
-    XXH3_128bits_reset(st);
-    rewind(f);
-    uint8_t sum[16];
-    for (uint64_t left = length - 16; left;) {
-        size_t n = left < chunk_len ? (size_t)left : chunk_len;
-        if (fread(chunk, 1, n, f) != n) {
-            diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
-            goto done;
-        }
-        XXH3_128bits_update(st, chunk, n);
-        left -= n;
-    }
-    if (fread(sum, 1, 16, f) != 16) {
-        diag_set(err, err_len, "%s: damaged checkpoint (not the length it says)", path);
-        goto done;
-    }
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
-    if (memcmp(c.digest, sum, 16)) {
-        diag_set(err, err_len, "%s: damaged checkpoint (checksum mismatch)", path);
-        goto done;
-    }
+    if (verify_checksum(f, length, path, err, err_len) < 0) goto done;
     int same_grid = (int)h.dim == p->dim;
     for (int a = 0; a < 3 && same_grid; a++)
         same_grid = h.n[a] == p->n[a] && h.length[a] == p->length[a] && h.origin[a] == p->origin[a];
@@ -384,8 +391,6 @@ static int read_checkpoint(engine *e, const char *path, uint64_t seed, int singl
 done:
     fclose(f);
     free(vals);
-    free(chunk);
-    XXH3_freeState(st);
     return rc;
 }
 

@@ -406,6 +406,36 @@ static double next_time(double every, const double *at, int n_at, double after, 
     return k * every > after + tol ? k * every : INFINITY;
 }
 
+/* The snapshot series of a run on rank 0: over MPI its VTK snapshots as .pvti of every process's
+ * block; after a resume, the series taken up to the checkpoint's time. NULL with a message. */
+static writers_series *open_series(engine *e, const driver_options *o, char *err, size_t err_len)
+{
+    writers_series *ws = writers_series_open(o->out_dir, o->formats, err, err_len);
+    if (ws && engine_processes(e) > 1) {
+        int np = engine_processes(e);
+        const grid_block *bl = engine_blocks(e);
+        int64_t(*first)[3] = malloc(sizeof *first * (size_t)np), (*n)[3] = malloc(sizeof *n * (size_t)np);
+        int ok = first && n;
+        for (int r = 0; ok && r < np; r++)
+            for (int a = 0; a < 3; a++) {
+                first[r][a] = bl[r].first[a];
+                n[r][a] = bl[r].n[a];
+            }
+        if (!ok || writers_series_set_pieces(ws, np, (const int64_t(*)[3])first, (const int64_t(*)[3])n) < 0) {
+            diag_set(err, err_len, "out of memory");
+            writers_series_close(ws);
+            ws = NULL;
+        }
+        free(first);
+        free(n);
+    }
+    if (ws && o->resumed && writers_series_resume(ws, engine_time(e), err, err_len) < 0) {
+        writers_series_close(ws);
+        ws = NULL;
+    }
+    return ws;
+}
+
 int driver_run(engine *e, const driver_options *o, driver_result *res, char *err, size_t err_len)
 {
     memset(res, 0, sizeof *res);
@@ -429,31 +459,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     const int root = engine_rank(e) == 0;
     FILE *progress = root ? o->progress : NULL;
     if (o->out_dir && !o->no_snapshots) {
-        if (root) {
-            ws = writers_series_open(o->out_dir, o->formats, err, err_len);
-            if (ws && engine_processes(e) > 1) { /* VTK snapshots as .pvti of every process's block */
-                int np = engine_processes(e);
-                const grid_block *bl = engine_blocks(e);
-                int64_t(*first)[3] = malloc(sizeof *first * (size_t)np), (*n)[3] = malloc(sizeof *n * (size_t)np);
-                int ok = first && n;
-                for (int r = 0; ok && r < np; r++)
-                    for (int a = 0; a < 3; a++) {
-                        first[r][a] = bl[r].first[a];
-                        n[r][a] = bl[r].n[a];
-                    }
-                if (!ok || writers_series_set_pieces(ws, np, (const int64_t(*)[3])first, (const int64_t(*)[3])n) < 0) {
-                    diag_set(err, err_len, "out of memory");
-                    writers_series_close(ws);
-                    ws = NULL;
-                }
-                free(first);
-                free(n);
-            }
-            if (ws && o->resumed && writers_series_resume(ws, engine_time(e), err, err_len) < 0) {
-                writers_series_close(ws);
-                ws = NULL;
-            }
-        }
+        if (root) ws = open_series(e, o, err, err_len);
         if (engine_agree(e, root && !ws, err, err_len)) {
             if (ws) writers_series_close(ws);
             monitors_close(&mon, err, err_len, 0);

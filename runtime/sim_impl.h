@@ -42,6 +42,9 @@ struct sim {
     int tuning;            /* 1 while a step is measured */
 };
 
+/* below this many cells a stage runs on the calling thread: waking threads costs more */
+#define SIM_PAR_MIN_CELLS 4096
+
 /* What one ghost fill along an axis covers (sim_fill_axis): the whole buffer of the layout, or
  * a band of the last axis (a tile of tblock.c) with its own count of cells along that axis. */
 typedef struct sim_fill_span {
