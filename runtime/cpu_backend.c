@@ -47,16 +47,22 @@ cpu_backend *cpu_backend_create(const cpu_backend_options *opt, char *err, size_
     return be;
 }
 
-void cpu_backend_destroy(cpu_backend *be)
+/* Unloads the kernels of the last prepare and frees their arrays. */
+static void drop_kernels(cpu_backend *be)
 {
-    if (!be) return;
-    end_trials(be);
     for (int s = 0; s < be->n_kernels; s++) llvm_unload(be->jit, be->loaded[s]);
     free(be->ids);
     free(be->fn);
     free(be->loaded);
     free(be->timings);
     free(be->trials);
+}
+
+void cpu_backend_destroy(cpu_backend *be)
+{
+    if (!be) return;
+    end_trials(be);
+    drop_kernels(be);
     llvm_jit_destroy(be->jit);
     cache_close(be->cache);
     free(be);
@@ -152,12 +158,7 @@ kir_cpu_fn cpu_backend_reduce_fn(const cpu_backend *be, const pj_program *p)
 static int make_room(cpu_backend *be, int n, char *err, size_t err_len)
 {
     if (n == be->n_kernels) return 0;
-    for (int s = 0; s < be->n_kernels; s++) llvm_unload(be->jit, be->loaded[s]);
-    free(be->ids);
-    free(be->fn);
-    free(be->loaded);
-    free(be->timings);
-    free(be->trials);
+    drop_kernels(be);
     be->ids = calloc((size_t)n, sizeof *be->ids);
     be->fn = calloc((size_t)n, sizeof *be->fn);
     be->loaded = calloc((size_t)n, sizeof *be->loaded);

@@ -205,6 +205,20 @@ fail:
     return -1;
 }
 
+/* kset_build over the kernels a run of p loads (program_run_kernels). */
+static int kset_build_run(kset *ks, const pj_program *p, const ghost_plan *plan, int single, int fast_math,
+                          unsigned *prelude, char *err, size_t err_len)
+{
+    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
+    if (!ids) {
+        diag_set(err, err_len, "cuda: out of memory");
+        return -1;
+    }
+    int rc = kset_build(ks, p, ids, program_run_kernels(p, ids), plan, single, fast_math, prelude, err, err_len);
+    free(ids);
+    return rc;
+}
+
 int cuda_backend_emit(const pj_program *p, int single, int fast_math, FILE *out, char *err, size_t err_len)
 {
     kset ks;
@@ -214,11 +228,7 @@ int cuda_backend_emit(const pj_program *p, int single, int fast_math, FILE *out,
         return -1;
     }
     unsigned shared = 0;
-    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
-    int rc = ids ? kset_build(&ks, p, ids, program_run_kernels(p, ids), &plan, single, fast_math, &shared, err, err_len)
-                 : -1;
-    if (!ids) diag_set(err, err_len, "cuda: out of memory");
-    free(ids);
+    int rc = kset_build_run(&ks, p, &plan, single, fast_math, &shared, err, err_len);
     ghost_plan_free(&plan);
     if (rc < 0) return -1;
     char *prelude = cuda_codegen_prelude(shared, err, err_len);
@@ -550,26 +560,23 @@ static void kernels_free(cuda_kernels *K)
     memset(K, 0, sizeof *K);
 }
 
+/* Room for a module and a function per kernel of K's kset. 0, or -1 with a message. */
+static int kernels_alloc(cuda_kernels *K, char *err, size_t err_len)
+{
+    K->mod = calloc((size_t)K->ks.n, sizeof *K->mod);
+    K->fn = calloc((size_t)K->ks.n, sizeof *K->fn);
+    if (K->mod && K->fn) return 0;
+    diag_set(err, err_len, "cuda: out of memory");
+    return -1;
+}
+
 /* The kernels of p with the ghost plan `plan`, generated and loaded (from the cache, else NVRTC). */
 static int kernels_build(cuda_sim *s, cuda_kernels *K, const pj_program *p, const ghost_plan *plan, char *err,
                          size_t err_len)
 {
     memset(K, 0, sizeof *K);
-    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
-    int rc = ids ? kset_build(&K->ks, p, ids, program_run_kernels(p, ids), plan, s->opt.single, s->opt.fast_math, NULL,
-                              err, err_len)
-                 : -1;
-    if (!ids) diag_set(err, err_len, "cuda: out of memory");
-    free(ids);
-    if (rc < 0) return -1;
-    K->mod = calloc((size_t)K->ks.n, sizeof *K->mod);
-    K->fn = calloc((size_t)K->ks.n, sizeof *K->fn);
-    if (!K->mod || !K->fn) {
-        diag_set(err, err_len, "cuda: out of memory");
-        kernels_free(K);
-        return -1;
-    }
-    if (prepare_kernels(s, K, err, err_len) < 0) {
+    if (kset_build_run(&K->ks, p, plan, s->opt.single, s->opt.fast_math, NULL, err, err_len) < 0) return -1;
+    if (kernels_alloc(K, err, err_len) < 0 || prepare_kernels(s, K, err, err_len) < 0) {
         kernels_free(K);
         return -1;
     }
@@ -662,21 +669,12 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
     for (int i = 0; i < p->n_params; i++) s->A.param[i] = s->st.param[i];
 
     /* the CUDA C of every kernel: needs no device */
-    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
-    int n_ids = !ids ? 0 : s->opt.kernels ? s->opt.n_kernels : program_run_kernels(p, ids);
-    if (!ids || kset_build(&s->K.ks, p, s->opt.kernels ? s->opt.kernels : ids, n_ids, &s->st.plan, s->opt.single,
-                           s->opt.fast_math, NULL, err, err_len) < 0) {
-        if (!ids) diag_set(err, err_len, "cuda: out of memory");
-        free(ids);
-        cuda_sim_destroy(s);
-        return NULL;
-    }
-    free(ids);
+    int built = s->opt.kernels ? kset_build(&s->K.ks, p, s->opt.kernels, s->opt.n_kernels, &s->st.plan, s->opt.single,
+                                            s->opt.fast_math, NULL, err, err_len)
+                               : kset_build_run(&s->K.ks, p, &s->st.plan, s->opt.single, s->opt.fast_math, NULL, err,
+                                                err_len);
     s->opt.kernels = NULL; /* the caller's array need not outlive the call */
-    s->K.mod = calloc((size_t)s->K.ks.n, sizeof *s->K.mod);
-    s->K.fn = calloc((size_t)s->K.ks.n, sizeof *s->K.fn);
-    if (!s->K.mod || !s->K.fn) {
-        diag_set(err, err_len, "cuda: out of memory");
+    if (built < 0 || kernels_alloc(&s->K, err, err_len) < 0) {
         cuda_sim_destroy(s);
         return NULL;
     }
@@ -1227,15 +1225,11 @@ static int ops_explain(const pj_program *p, const engine_options *o, FILE *out, 
         return -1;
     }
     s->opt = (cuda_sim_options){.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir};
-    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
-    int rc = ids && grid_layout_make(&g, p, esz, ROW_ALIGN_BYTES, "cuda", err, len) == 0 &&
+    int rc = grid_layout_make(&g, p, esz, ROW_ALIGN_BYTES, "cuda", err, len) == 0 &&
                      state_init(&s->st, p, &g, NULL, 0, "cuda", err, len) == 0 &&
-                     kset_build(&s->K.ks, p, ids, program_run_kernels(p, ids), &s->st.plan, o->single, o->fast_math,
-                                NULL, err, len) == 0
+                     kset_build_run(&s->K.ks, p, &s->st.plan, o->single, o->fast_math, NULL, err, len) == 0
                  ? 0
                  : -1;
-    if (!ids) diag_set(err, len, "cuda: out of memory");
-    free(ids);
     char reason[512];
     if (rc == 0 && !(s->dev = cuda_device_open(0, reason, sizeof reason))) {
         diag_set(err, len, CUDA_BACKEND_NO_DEVICE "%s", reason);
@@ -1316,7 +1310,6 @@ static void *ops_prepare(void *o, const pj_program *p2, engine_info *info, char 
         info->ms_prepare = cp->K.stats.ms_total;
         info->ms_compiler = cp->K.stats.ms_nvrtc;
     }
-    cp->K.stats.kernels = cp->K.ks.n;
     return cp;
 }
 

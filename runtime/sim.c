@@ -816,9 +816,7 @@ static const stepper_ops host_stepper = {.fill = host_fill, .stage = host_stage,
 
 int sim_step(sim *s, double dt)
 {
-    stepper_ops one = host_stepper;
-    one.sweep = NULL;
-    int rc = stepper_step(&s->st, &one, s, dt, NULL, 0);
+    int rc = stepper_step(&s->st, &host_stepper, s, dt, NULL, 0); /* one step: no sweep */
     s->L.t = s->st.t;
     return rc;
 }
