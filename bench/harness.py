@@ -85,7 +85,7 @@ def loadavg():
 
 
 def tblock_table(args):
-    """Temporal blocking (runtime/tblock.c): the C reference, pdejit one step at a time, and pdejit
+    """Temporal blocking (backends/host/tblock.c): the C reference, pdejit one step at a time, and pdejit
     with several steps per sweep, side by side, interleaved round by round; batches of 64 steps."""
     rounds = args.rounds or (1 if args.quick else 5)
     reps = 3

@@ -9,7 +9,7 @@
  *       same with --fast-math; cpu-run steps through driver_run() (no output, a NaN/Inf check
  *       after every step: `pdejit run`'s defaults) instead of calling sim_step(), one call per
  *       rep, timed by driver_result.seconds (the stepping, without the one full check before
- *       each call). cpu-tblock calls sim_step_n (runtime/tblock.c) for the rep's steps in batches of
+ *       each call). cpu-tblock calls sim_step_n (backends/host/tblock.c) for the rep's steps in batches of
  *       32: several steps per sweep where temporal blocking pays (the state beyond the last-level
  *       cache; $PDEJIT_TBLOCK=on forces it, $PDEJIT_TBLOCK_K / _ROWS its sizes); cpu steps one at
  *       a time. $PJ_BENCH_PREFETCH as for step3d.

@@ -98,7 +98,7 @@ typedef struct backend_ops {
     int (*init)(void *impl, char *err, size_t len);
     int (*step)(void *impl, double dt, char *err, size_t len);
     /* n steps of dt, the state as n calls of step leave it (several per sweep where the back end
-       can: temporal blocking, runtime/tblock.c); NULL: the engine calls step n times */
+       can: temporal blocking, backends/host/tblock.c); NULL: the engine calls step n times */
     int (*step_n)(void *impl, double dt, int64_t n, char *err, size_t len);
     int (*sync)(void *impl, char *err, size_t len);                     /* with ENGINE_CAP_DEVICE */
     int (*set_param)(void *impl, const char *name, double value);       /* -1: no such param */

@@ -1,4 +1,4 @@
-/* test_gpu.c — the GPU back end (runtime/cuda_backend.c) against the interpreter.
+/* test_gpu.c — the GPU back end (backends/cuda/cuda_backend.c) against the interpreter.
  *
  *   everywhere   emit prints the CUDA C of every kernel of every sample, and each compiles with
  *                NVRTC (skipped without NVRTC); with no device, cuda_sim_create says

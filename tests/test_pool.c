@@ -1,4 +1,4 @@
-/* test_pool.c — the thread pool's split of a launch (runtime/cpu_pool.c), without timing.
+/* test_pool.c — the thread pool's split of a launch (backends/host/cpu_pool.c), without timing.
  *
  * Every index of a launch is passed to the body exactly once, with piece boundaries on the
  * grain, whatever the number of threads and pieces. A worker that is late — here stopped in a

@@ -1,4 +1,4 @@
-/* test_tblock.c — temporal blocking (runtime/tblock.c): several steps per sweep give the state
+/* test_tblock.c — temporal blocking (backends/host/tblock.c): several steps per sweep give the state
  * that stepping one step at a time gives, to the bit. Every explicit sample and the table's own
  * problems (solve.c: periodic and non-periodic last axes, t-dependent linear conditions, 3D,
  * halo 2, rk2/rk3/rk4/euler, a coefficient field), a problem with rand(), randn() and a

@@ -1,4 +1,4 @@
-/* test_tiles.c — y tiles of a 3D stage (runtime/sim.c, sim_set_tiles): a thread's planes walked
+/* test_tiles.c — y tiles of a 3D stage (backends/host/sim.c, sim_set_tiles): a thread's planes walked
  * in tiles of rows give the state that whole planes give, to the bit, and what the interpreter
  * gives. Every 3D problem of the table (solve.c: walls, halo 2, rk schemes) and a problem with
  * rand(), coordinates, a coefficient field, mixed sides and y/z extents that the tiles do not

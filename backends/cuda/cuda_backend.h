@@ -14,7 +14,7 @@
  *
  * Kernels: the program's kernels it is asked for by kind (cuda_sim_options.kernels; a run's: every
  * stage kernel and the reduction), the init kernel, one fill kernel per side and one check kernel,
- * each printed by compiler/cuda_codegen.c, compiled by NVRTC for the device's compute
+ * each printed by backends/cuda/cuda_codegen.c, compiled by NVRTC for the device's compute
  * capability (a cubin; PTX when this NVRTC has no cubin target for it) and kept in the kernel
  * cache (runtime/cache.h) with its CUDA C beside it (".cu"). Key: ir (the canonical hash of the
  * kernel IR, or of the bc kernel and fill shape), kind, backend=cuda, target=sm_XY, nvrtc

@@ -47,7 +47,7 @@ void sim_init(sim *s);
 int sim_step(sim *s, double dt);
 /* n steps of size dt: as n calls of sim_step give, bit for bit in slot 0 (the state), but
  * several steps per sweep over the state where temporal blocking applies and pays
- * (runtime/tblock.c; the other slots then hold other values). 0, or -1 as sim_step. */
+ * (backends/host/tblock.c; the other slots then hold other values). 0, or -1 as sim_step. */
 int sim_step_n(sim *s, double dt, int64_t n);
 /* Temporal blocking: mode -1 never, 0 when it pays (the default: a thread's share of the state
  * exceeds 8 second-level caches, or the state the last-level cache), 1 whenever it applies; k

@@ -1,4 +1,4 @@
-/* cuda_codegen.h — the kernel IR printed as CUDA C, for NVRTC (see runtime/cuda_driver.h).
+/* cuda_codegen.h — the kernel IR printed as CUDA C, for NVRTC (see backends/cuda/cuda_driver.h).
  *
  * Three kinds of device kernel, each one `extern "C" __global__` function in its own source:
  *
