@@ -1,8 +1,10 @@
-/* engine.c — the back-end registry and the engine's calls (see engine.h). */
+/* engine.c — the back-end registry and the engine's calls (see engine.h): each call goes to the
+ * engine's table, a back end's own or, over MPI, the decomposed engine wrapping it
+ * (decomp_engine.c), and the collectives to its processes' table. */
 #include "engine.h"
 #include <stdlib.h>
 #include <string.h>
-#include "decomp.h"
+#include "decomp_engine.h"
 #include "diag.h"
 #include "sim.h"
 
@@ -29,14 +31,23 @@ const char *engine_backend_names(void)
 }
 
 struct engine {
-    const backend_ops *ops;
-    void *impl;
+    const backend_ops *be;     /* the back end asked for: its name and capabilities (engine_ops) */
+    const backend_ops *ops;    /* where the calls go: be's table, or the decomposed engine wrapping it */
+    const engine_procs *procs; /* the processes: one, or the decomposition's */
+    void *impl;                /* ops's simulation */
+    void *block_sim;           /* be's simulation of this process's block (impl on one process) */
     const pj_program *p;
     kir_launch geometry;
-    decomp *d;             /* a decomposed run: this process's block (the engine does not own it) */
-    int64_t block_cells;
-    double *scratch;       /* a block's field, for gathers and scatters */
 };
+
+/* One process: the collectives of an engine that is not decomposed. */
+static int one_rank(const void *impl) { (void)impl; return 0; }
+static int one_process(const void *impl) { (void)impl; return 1; }
+static const grid_block *whole_mesh(const void *impl) { (void)impl; return NULL; }
+static int one_agree(void *impl, int failed, char *err, size_t len) { (void)impl, (void)err, (void)len; return failed != 0; }
+static void one_bcast(void *impl, void *data, size_t n) { (void)impl, (void)data, (void)n; }
+static int one_any(void *impl, int flag) { (void)impl; return flag != 0; }
+static const engine_procs one_procs = {one_rank, one_process, whole_mesh, whole_mesh, one_agree, one_bcast, one_any};
 
 /* What each capability lets a back end do, as the refusal says it. */
 static const struct { unsigned cap; const char *what; } cap_text[] = {
@@ -112,7 +123,8 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
         diag_set(err, len, "engine: no back end or no program");
         return NULL;
     }
-    if (!engine_supports(be, p, err, len)) {
+    engine_options eo = o ? *o : dflt;
+    if (!engine_supports(be, p, err, len) || (eo.decomp && !engine_backend_can(be, ENGINE_CAP_DECOMPOSE, err, len))) {
         if (unavailable) *unavailable = ENGINE_UNSUPPORTED;
         return NULL;
     }
@@ -121,38 +133,19 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
         diag_set(err, len, "out of memory");
         return NULL;
     }
-    e->ops = be;
+    e->be = e->ops = be;
+    e->procs = &one_procs;
     e->p = p;
-    engine_options eo = o ? *o : dflt;
-    if (eo.decomp) {
-        e->d = eo.decomp;
-        if (!engine_backend_can(be, ENGINE_CAP_DECOMPOSE, err, len)) {
-            if (unavailable) *unavailable = ENGINE_UNSUPPORTED;
-            free(e);
-            return NULL;
-        }
-        eo.block = decomp_block(e->d);
-        decomp_ghosts(e->d, &eo.ghosts);
-        const grid_block *b = eo.block;
-        e->block_cells = b->n[0] * b->n[1] * b->n[2];
-        e->scratch = malloc(sizeof *e->scratch * (size_t)e->block_cells);
-        /* one compile per kernel: rank 0 first (into the kernel cache), then the others load */
-        if (decomp_rank(e->d) == 0) e->impl = e->scratch ? be->create(p, &eo, &na, err, len) : NULL;
-        int failed = decomp_agree(e->d, decomp_rank(e->d) == 0 && !e->impl, err, len);
-        if (!failed && decomp_rank(e->d) != 0) e->impl = e->scratch ? be->create(p, &eo, &na, err, len) : NULL;
-        if (!failed && decomp_agree(e->d, !e->impl, err, len)) failed = 1;
-        if (failed) {
-            if (e->impl) be->destroy(e->impl);
-            free(e->scratch);
-            free(e);
-            return NULL;
-        }
+    if (eo.decomp) { /* a table wrapping be's: a failure there is every process's, plainly */
+        e->ops = &decomp_engine_ops;
+        e->procs = &decomp_engine_procs;
+        e->impl = decomp_engine_create(be, p, &eo, &e->block_sim, err, len);
     } else {
-        e->impl = be->create(p, &eo, &na, err, len);
+        e->impl = e->block_sim = be->create(p, &eo, &na, err, len);
+        /* every back end checks memory with grid_memory_check before it allocates */
+        if (!e->impl && !na && err && !strncmp(err, GRID_NEEDS_PREFIX, strlen(GRID_NEEDS_PREFIX))) na = ENGINE_TOO_LARGE;
     }
     if (!e->impl) {
-        /* every back end checks memory with grid_memory_check before it allocates */
-        if (!na && err && !strncmp(err, GRID_NEEDS_PREFIX, strlen(GRID_NEEDS_PREFIX))) na = ENGINE_TOO_LARGE;
         if (unavailable) *unavailable = na;
         free(e);
         return NULL;
@@ -172,35 +165,28 @@ void engine_destroy(engine *e)
 {
     if (!e) return;
     e->ops->destroy(e->impl);
-    free(e->scratch);
     free(e);
 }
 
 static int field_ok(const engine *e, int f, char *err, size_t len);
 
-int engine_rank(const engine *e) { return e->d ? decomp_rank(e->d) : 0; }
-const grid_block *engine_block(const engine *e) { return e->d ? decomp_block(e->d) : NULL; }
-const grid_block *engine_blocks(const engine *e) { return e->d ? decomp_blocks(e->d) : NULL; }
+int engine_rank(const engine *e) { return e->procs->rank(e->impl); }
+const grid_block *engine_block(const engine *e) { return e->procs->block(e->impl); }
+const grid_block *engine_blocks(const engine *e) { return e->procs->blocks(e->impl); }
 
 int engine_get_block_field(engine *e, int f, double *out, char *err, size_t len)
 {
-    return field_ok(e, f, err, len) < 0 ? -1 : e->ops->get_field(e->impl, f, out, err, len);
+    return field_ok(e, f, err, len) < 0 ? -1 : e->be->get_field(e->block_sim, f, out, err, len);
 }
-int engine_processes(const engine *e) { return e->d ? decomp_size(e->d) : 1; }
+int engine_processes(const engine *e) { return e->procs->processes(e->impl); }
 
-void engine_bcast(engine *e, void *data, size_t n)
-{
-    if (e->d) decomp_bcast(e->d, data, n, 0);
-}
+void engine_bcast(engine *e, void *data, size_t n) { e->procs->bcast(e->impl, data, n); }
 
-int engine_any(engine *e, int flag) { return e->d ? decomp_any(e->d, flag) : flag != 0; }
+int engine_any(engine *e, int flag) { return e->procs->any(e->impl, flag); }
 
-int engine_agree(engine *e, int failed, char *err, size_t len)
-{
-    return e->d ? decomp_agree(e->d, failed, err, len) : failed != 0;
-}
+int engine_agree(engine *e, int failed, char *err, size_t len) { return e->procs->agree(e->impl, failed, err, len); }
 
-const backend_ops *engine_ops(const engine *e) { return e->ops; }
+const backend_ops *engine_ops(const engine *e) { return e->be; }
 const pj_program *engine_program(const engine *e) { return e->p; }
 const kir_launch *engine_geometry(const engine *e) { return &e->geometry; }
 int64_t engine_cells(const engine *e) { return e->p->n[0] * e->p->n[1] * e->p->n[2]; }
@@ -211,34 +197,25 @@ void engine_get_info(engine *e, engine_info *info)
     if (e->ops->info) e->ops->info(e->impl, info);
 }
 
-int engine_init(engine *e, char *err, size_t len)
-{
-    int rc = e->ops->init(e->impl, err, len);
-    return e->d ? -decomp_agree(e->d, rc < 0, err, len) : rc;
-}
+int engine_init(engine *e, char *err, size_t len) { return e->ops->init(e->impl, err, len); }
 
-int engine_step(engine *e, double dt, char *err, size_t len)
-{
-    int rc = e->ops->step(e->impl, dt, err, len);
-    /* a failure on one process ends the step on every one (none waits for it in an exchange) */
-    return e->d ? -decomp_agree(e->d, rc < 0, err, len) : rc;
-}
+int engine_step(engine *e, double dt, char *err, size_t len) { return e->ops->step(e->impl, dt, err, len); }
 int engine_step_n(engine *e, double dt, int64_t n, char *err, size_t len)
 {
-    if (!e->d && e->ops->step_n) return e->ops->step_n(e->impl, dt, n, err, len);
+    if (e->ops->step_n) return e->ops->step_n(e->impl, dt, n, err, len);
     for (int64_t i = 0; i < n; i++)
         if (engine_step(e, dt, err, len) < 0) return -1;
     return 0;
 }
 int64_t engine_block_steps(engine *e, int64_t n)
 {
-    if (e->d || !e->ops->step_n || !e->ops->block_steps || n < 1) return 1;
+    if (!e->ops->step_n || !e->ops->block_steps || n < 1) return 1;
     int64_t k = e->ops->block_steps(e->impl, n);
     return k > 1 ? k : 1;
 }
 int engine_sync(engine *e, char *err, size_t len)
 {
-    return e->ops->caps & ENGINE_CAP_DEVICE ? e->ops->sync(e->impl, err, len) : 0;
+    return e->be->caps & ENGINE_CAP_DEVICE ? e->ops->sync(e->impl, err, len) : 0;
 }
 double engine_time(engine *e) { return e->ops->time(e->impl); }
 int64_t engine_steps(engine *e) { return e->ops->steps(e->impl); }
@@ -255,117 +232,58 @@ static int field_ok(const engine *e, int f, char *err, size_t len)
 
 int engine_get_field(engine *e, int f, double *out, char *err, size_t len)
 {
-    if (field_ok(e, f, err, len) < 0) return -1;
-    if (!e->d) return e->ops->get_field(e->impl, f, out, err, len);
-    int rc = e->ops->get_field(e->impl, f, e->scratch, err, len);
-    if (decomp_agree(e->d, rc < 0, err, len)) return -1;
-    if (decomp_gather(e->d, e->scratch, out) < 0) {
-        diag_set(err, len, "out of memory gathering field %s", e->p->field_names[f]);
-        return -1;
-    }
-    return 0;
+    return field_ok(e, f, err, len) < 0 ? -1 : e->ops->get_field(e->impl, f, out, err, len);
 }
 
 int engine_set_field(engine *e, int f, const double *in, char *err, size_t len)
 {
-    if (field_ok(e, f, err, len) < 0) return -1;
-    if (!e->d) return e->ops->set_field(e->impl, f, in, err, len);
-    if (decomp_scatter(e->d, in, e->scratch) < 0) {
-        diag_set(err, len, "out of memory scattering field %s", e->p->field_names[f]);
-        return -1;
-    }
-    int rc = e->ops->set_field(e->impl, f, e->scratch, err, len);
-    return -decomp_agree(e->d, rc < 0, err, len);
+    return field_ok(e, f, err, len) < 0 ? -1 : e->ops->set_field(e->impl, f, in, err, len);
 }
 
 int engine_take_nonfinite(engine *e, char *err, size_t len)
 {
-    int rc = e->ops->take_nonfinite(e->impl, err, len);
-    if (!e->d) return rc;
-    if (decomp_agree(e->d, rc < 0, err, len)) return -1;
-    return decomp_any(e->d, rc > 0);
+    return e->ops->take_nonfinite(e->impl, err, len);
 }
 
 int engine_check_finite(engine *e, sim_nan_report *r, char *err, size_t len)
 {
-    int rc = e->ops->check_finite(e->impl, r, err, len);
-    if (!e->d) return rc;
-    if (decomp_agree(e->d, rc < 0, err, len)) return -1;
-    /* the first in the whole mesh's order (fields in turn, cells x fastest), as on one process */
-    const int64_t *n = e->p->n;
-    int64_t key = INT64_MAX;
-    if (rc > 0) key = r->field * n[0] * n[1] * n[2] + r->cell[0] + n[0] * (r->cell[1] + n[1] * r->cell[2]);
-    int64_t first = decomp_min64(e->d, key);
-    if (first == INT64_MAX) return 0;
-    int from = decomp_size(e->d);
-    int mine = rc > 0 && key == first ? decomp_rank(e->d) : from;
-    from = (int)decomp_min64(e->d, mine);
-    decomp_bcast(e->d, r, sizeof *r, from);
-    return 1;
+    return e->ops->check_finite(e->impl, r, err, len);
 }
 
 int engine_reduce(engine *e, double *values, char *err, size_t len)
 {
     if (!e->p->n_monitors) return 0;
-    if (!engine_backend_can(e->ops, ENGINE_CAP_MONITORS, err, len)) return -1;
-    int rc = e->ops->reduce(e->impl, values, err, len);
-    if (!e->d) return rc;
-    if (decomp_agree(e->d, rc < 0, err, len)) return -1;
-    /* each process's values over its block, combined: sums add (a mean weighted by the block's
-       cells), extremes take the extreme */
-    const pj_program *p = e->p;
-    double cells = (double)engine_cells(e);
-    for (int i = 0; i < p->n_monitors; i++) {
-        pj_monitor_kind k = p->monitor_kinds[i];
-        double v = k == PJ_MON_MEAN ? values[i] * (double)e->block_cells / cells : values[i];
-        decomp_reduce(e->d, &v, 1, k == PJ_MON_MAXVAL ? 1 : k == PJ_MON_MINVAL ? 2 : 0);
-        values[i] = v;
-    }
-    return 0;
+    if (!engine_backend_can(e->be, ENGINE_CAP_MONITORS, err, len)) return -1;
+    return e->ops->reduce(e->impl, values, err, len);
 }
 
 int engine_view_field(engine *e, int f, engine_view *v)
 {
     memset(v, 0, sizeof *v);
-    if (f < 0 || f >= e->p->n_fields || !e->ops->view || e->d) return -1; /* a block is not the field */
+    if (f < 0 || f >= e->p->n_fields || !e->ops->view) return -1;
     return e->ops->view(e->impl, f, v);
 }
 
-int engine_can_swap(const engine *e) { return (e->ops->caps & ENGINE_CAP_SWAP) != 0; }
+int engine_can_swap(const engine *e) { return (e->be->caps & ENGINE_CAP_SWAP) != 0; }
 
 void *engine_prepare(engine *e, const pj_program *p2, engine_info *info, char *err, size_t len)
 {
     if (info) memset(info, 0, sizeof *info);
-    if (!engine_backend_can(e->ops, ENGINE_CAP_SWAP, err, len) || !engine_supports(e->ops, p2, err, len)) return NULL;
-    if (!e->d) return e->ops->prepare(e->impl, p2, info, err, len);
-    /* collective, as engine_create: rank 0 compiles into the kernel cache, the others load */
-    void *k = NULL;
-    int root = decomp_rank(e->d) == 0;
-    if (root) k = e->ops->prepare(e->impl, p2, info, err, len);
-    int failed = decomp_agree(e->d, root && !k, err, len);
-    if (!failed && !root) k = e->ops->prepare(e->impl, p2, info, err, len);
-    if (!failed && decomp_agree(e->d, !k, err, len)) failed = 1;
-    if (failed) {
-        engine_release(e, k);
-        return NULL;
-    }
-    return k;
+    if (!engine_backend_can(e->be, ENGINE_CAP_SWAP, err, len) || !engine_supports(e->be, p2, err, len)) return NULL;
+    return e->ops->prepare(e->impl, p2, info, err, len);
 }
 
 int engine_swap(engine *e, const pj_program *p2, void *prepared, char *err, size_t len)
 {
-    if (!engine_backend_can(e->ops, ENGINE_CAP_SWAP, err, len)) return -1;
-    /* over MPI every process swaps at the same step (collective); what a running simulation
-       cannot take is refused on all alike (the same programs) */
-    int rc = e->ops->swap(e->impl, p2, prepared, err, len);
-    if (e->d ? decomp_agree(e->d, rc < 0, err, len) : rc < 0) return -1;
+    if (!engine_backend_can(e->be, ENGINE_CAP_SWAP, err, len)) return -1;
+    if (e->ops->swap(e->impl, p2, prepared, err, len) < 0) return -1;
     e->p = p2;
     return 0;
 }
 
 void engine_release(engine *e, void *prepared)
 {
-    if (prepared && (e->ops->caps & ENGINE_CAP_SWAP)) e->ops->release(prepared);
+    if (prepared && (e->be->caps & ENGINE_CAP_SWAP)) e->ops->release(prepared);
 }
 
 int engine_solver_stats(engine *e, implicit_stats *stats)
