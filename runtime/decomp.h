@@ -10,10 +10,11 @@
  * kernels read the same values as on one process, and explicit runs give the same bits whatever
  * the number of processes.
  *
- * The collectives below are what the engine (engine.c) needs to act on the whole mesh: fields
- * gathered on rank 0 and scattered from it, flags, sums and extremes over every process, a
- * failure on one process agreed by all with its message. Without PETSc (PJ_HAVE_PETSC unset),
- * decomp_create says this build cannot run over MPI. Library code: nothing prints or exits. */
+ * The collectives below are what the decomposed engine (decomp_engine.c, a table wrapping a back
+ * end's) needs to act on the whole mesh: fields gathered on rank 0 and scattered from it, flags,
+ * sums and extremes over every process, a failure on one process agreed by all with its message.
+ * Without PETSc (PJ_HAVE_PETSC unset), decomp_create says this build cannot run over MPI. Library
+ * code: nothing prints or exits. */
 #ifndef PJ_DECOMP_H
 #define PJ_DECOMP_H
 #include <stddef.h>

@@ -5,7 +5,8 @@
  * and the CPU JIT in host_engine.c (both over sim.c's host buffers), the GPU in cuda_backend.c.
  * The run loop (driver.c), the command (cli/), hot swap and the public API (api.c) reach a back
  * end only through engine_* below, so adding a back end is filling one more table and naming it
- * in engine_backends (engine.c).
+ * in engine_backends (engine.c). Over MPI the engine's table is the decomposed engine's
+ * (decomp_engine.c), which wraps the back end's.
  *
  *   engine_create      the fields allocated, every kernel compiled or loaded from the cache
  *   engine_init        initial values at t = 0
@@ -33,9 +34,10 @@ typedef struct engine_options {
                               homogeneous fill (grid.h) */
     uint64_t seed;         /* rand() and randn(): the key of their generator (compiler/philox.h) */
     const grid_block *block; /* host back ends: NULL the whole mesh, else the block this process
-                              holds (engine_create sets it from `decomp`) */
+                              holds (the decomposed engine sets it from `decomp`) */
     struct decomp *decomp; /* NULL, or the mesh decomposed over the processes of an MPI run
-                              (runtime/decomp.h): the engine holds this process's block, and the
+                              (runtime/decomp.h): the engine's table wraps the back end's
+                              (decomp_engine.c), which holds this process's block, and the
                               calls below act on the whole mesh (fields gathered on rank 0,
                               flags and monitors reduced over every process) */
 } engine_options;
