@@ -24,7 +24,7 @@ typedef struct decomp_engine {
     decomp *d;             /* the decomposition (the engine does not own it) */
     const pj_program *p;
     int64_t block_cells;
-    double *scratch;       /* a block's field, for gathers and scatters */
+    double *scratch; /* a block's field, for gathers and scatters */
 } decomp_engine;
 
 /* Prepared kernels of a hot swap: the back end's, with the table that releases them. */
@@ -63,7 +63,7 @@ void *decomp_engine_create(const backend_ops *be, const pj_program *p, const eng
     decomp_engine *x = calloc(1, sizeof *x);
     if (!x) {
         diag_set(err, len, "out of memory");
-        decomp_agree(d, 1, err, len); /* the others' two agreements: a failure at the first */
+        decomp_agree(d, 1, err, len); /* the first of the others' agreements below fails */
         return NULL;
     }
     x->be = be;
@@ -220,9 +220,9 @@ static void dec_release(void *prepared)
 static void *dec_prepare(void *impl, const pj_program *p2, engine_info *info, char *err, size_t len)
 {
     decomp_engine *x = impl;
-    decomp_prepared *dp = calloc(1, sizeof *dp);
-    if (dp) dp->be = x->be;
-    else diag_set(err, len, "out of memory");
+    decomp_prepared *dp = malloc(sizeof *dp);
+    if (!dp) diag_set(err, len, "out of memory");
+    if (dp) *dp = (decomp_prepared){x->be, NULL};
     /* collective, as create: rank 0 compiles into the kernel cache, the others load */
     int root = decomp_rank(x->d) == 0;
     if (root && dp) dp->k = x->be->prepare(x->impl, p2, info, err, len);
@@ -259,11 +259,25 @@ static int dec_solver_stats(void *impl, implicit_stats *stats)
 /* No view (a block is not the field) and no step_n: the engine steps one step at a time, each
  * agreed. */
 const backend_ops decomp_engine_ops = {
-    .destroy = dec_destroy, .init = dec_init, .step = dec_step, .sync = dec_sync, .set_param = dec_set_param,
-    .params = dec_params, .get_field = dec_get_field, .set_field = dec_set_field,
-    .take_nonfinite = dec_take_nonfinite, .check_finite = dec_check_finite, .time = dec_time, .steps = dec_steps,
-    .set_clock = dec_set_clock, .reduce = dec_reduce, .info = dec_info, .prepare = dec_prepare, .swap = dec_swap,
-    .release = dec_release, .solver_stats = dec_solver_stats,
+    .destroy = dec_destroy,
+    .init = dec_init,
+    .step = dec_step,
+    .sync = dec_sync,
+    .set_param = dec_set_param,
+    .params = dec_params,
+    .get_field = dec_get_field,
+    .set_field = dec_set_field,
+    .take_nonfinite = dec_take_nonfinite,
+    .check_finite = dec_check_finite,
+    .time = dec_time,
+    .steps = dec_steps,
+    .set_clock = dec_set_clock,
+    .reduce = dec_reduce,
+    .info = dec_info,
+    .prepare = dec_prepare,
+    .swap = dec_swap,
+    .release = dec_release,
+    .solver_stats = dec_solver_stats,
 };
 
 static int dec_rank(const void *impl) { return decomp_rank(((const decomp_engine *)impl)->d); }
@@ -277,4 +291,5 @@ static int dec_agree(void *impl, int failed, char *err, size_t len)
 static void dec_bcast(void *impl, void *data, size_t n) { decomp_bcast(((decomp_engine *)impl)->d, data, n, 0); }
 static int dec_any(void *impl, int flag) { return decomp_any(((decomp_engine *)impl)->d, flag); }
 
-const engine_procs decomp_engine_procs = {dec_rank, dec_processes, dec_block, dec_blocks, dec_agree, dec_bcast, dec_any};
+const engine_procs decomp_engine_procs = {dec_rank,  dec_processes, dec_block, dec_blocks,
+                                          dec_agree, dec_bcast,     dec_any};

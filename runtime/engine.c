@@ -41,12 +41,32 @@ struct engine {
 };
 
 /* One process: the collectives of an engine that is not decomposed. */
-static int one_rank(const void *impl) { (void)impl; return 0; }
-static int one_process(const void *impl) { (void)impl; return 1; }
-static const grid_block *whole_mesh(const void *impl) { (void)impl; return NULL; }
-static int one_agree(void *impl, int failed, char *err, size_t len) { (void)impl, (void)err, (void)len; return failed != 0; }
+static int one_rank(const void *impl)
+{
+    (void)impl;
+    return 0;
+}
+static int one_process(const void *impl)
+{
+    (void)impl;
+    return 1;
+}
+static const grid_block *whole_mesh(const void *impl)
+{
+    (void)impl;
+    return NULL;
+}
+static int one_agree(void *impl, int failed, char *err, size_t len)
+{
+    (void)impl, (void)err, (void)len;
+    return failed != 0;
+}
 static void one_bcast(void *impl, void *data, size_t n) { (void)impl, (void)data, (void)n; }
-static int one_any(void *impl, int flag) { (void)impl; return flag != 0; }
+static int one_any(void *impl, int flag)
+{
+    (void)impl;
+    return flag != 0;
+}
 static const engine_procs one_procs = {one_rank, one_process, whole_mesh, whole_mesh, one_agree, one_bcast, one_any};
 
 /* What each capability lets a back end do, as the refusal says it. */
@@ -143,7 +163,8 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
     } else {
         e->impl = e->block_sim = be->create(p, &eo, &na, err, len);
         /* every back end checks memory with grid_memory_check before it allocates */
-        if (!e->impl && !na && err && !strncmp(err, GRID_NEEDS_PREFIX, strlen(GRID_NEEDS_PREFIX))) na = ENGINE_TOO_LARGE;
+        if (!e->impl && !na && err && !strncmp(err, GRID_NEEDS_PREFIX, strlen(GRID_NEEDS_PREFIX)))
+            na = ENGINE_TOO_LARGE;
     }
     if (!e->impl) {
         if (unavailable) *unavailable = na;
@@ -240,10 +261,7 @@ int engine_set_field(engine *e, int f, const double *in, char *err, size_t len)
     return field_ok(e, f, err, len) < 0 ? -1 : e->ops->set_field(e->impl, f, in, err, len);
 }
 
-int engine_take_nonfinite(engine *e, char *err, size_t len)
-{
-    return e->ops->take_nonfinite(e->impl, err, len);
-}
+int engine_take_nonfinite(engine *e, char *err, size_t len) { return e->ops->take_nonfinite(e->impl, err, len); }
 
 int engine_check_finite(engine *e, sim_nan_report *r, char *err, size_t len)
 {
