@@ -484,6 +484,75 @@ static void emit_second_bc(sbuf *b, int f, int axis, int high, char cv[4][40], i
     sb_printf(b, "        b0_%d[cg] = %sg%s;\n    }\n", f, single ? "(float)(" : "", single ? ")" : "");
 }
 
+/* The fill kernel's head: its signature, one thread per ghost cell (layer m beyond the face, every
+ * cell of the other axes), the boundary cell c, the ghost cell cg, and its mirror image ci and
+ * periodic image cp where a field's kind reads them. */
+static void emit_fill_head(sbuf *b, const char *name, int axis, int high, int n_fields, const cuda_bc_kind *kinds)
+{
+    sb_printf(b, "// One thread per ghost cell: layers m = 1..ghost[%d] beyond the %s face, every cell\n"
+                 "// of the other axes including their ghost layers (x sides first, then y, then z).\n",
+              axis, high ? "high" : "low");
+    sb_printf(b, "extern \"C\" __global__ void %s(const pj_args a)\n{\n", name);
+    sb_printf(b, "    const long long H = a.ghost[%d];\n", axis);
+    for (int ax = 0; ax < 3; ax++)
+        if (ax != axis) sb_printf(b, "    const long long e%d = a.n[%d] + 2 * a.ghost[%d];\n", ax, ax, ax);
+    sb_printf(b, "    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n");
+    sb_printf(b, "    if (t >= H");
+    for (int ax = 0; ax < 3; ax++)
+        if (ax != axis) sb_printf(b, " * e%d", ax);
+    sb_printf(b, ") return;\n");
+    for (int ax = 0; ax < 3; ax++)
+        if (ax != axis)
+            sb_printf(b, "    const long long %c = t %% e%d - a.ghost[%d];\n    t /= e%d;\n", idx_name[ax], ax,
+                      ax, ax);
+    sb_printf(b, "    const long long m = t + 1; // ghost layer\n");
+    sb_printf(b, "    const long long %c = %s; // the boundary cell\n", idx_name[axis],
+              high ? (axis == 0 ? "a.n[0] - 1" : axis == 1 ? "a.n[1] - 1" : "a.n[2] - 1") : "0");
+    sb_printf(b, "    const long long s1 = a.stride[1], s2 = a.stride[2];\n");
+    const char *sa = axis == 0 ? "" : axis == 1 ? " * s1" : " * s2";
+    sb_printf(b, "    const long long c = i + j * s1 + k * s2;\n");
+    sb_printf(b, "    const long long cg = c %s m%s;       // the ghost cell\n", high ? "+" : "-", sa);
+    int any_periodic = 0, any_mirror = 0;
+    for (int f = 0; f < n_fields; f++) {
+        any_periodic |= kinds[f] == CUDA_BC_PERIODIC;
+        any_mirror |= kinds[f] == CUDA_BC_MIRROR || kinds[f] == CUDA_BC_LINEAR || kinds[f] == CUDA_BC_LINEAR0;
+    }
+    if (any_mirror)
+        sb_printf(b, "    const long long ci = c %s (m - 1)%s; // its mirror image inside\n", high ? "-" : "+", sa);
+    if (any_periodic)
+        sb_printf(b, "    const long long cp = cg %s a.n[%d]%s; // its periodic image\n", high ? "-" : "+", axis, sa);
+}
+
+/* The ghost value of field f by its kind: periodic, mirror, or a*u + b*dn(u) = c with the
+ * coefficients' values (coef: node ids, -1 for 0) and a second condition (lap[f]). */
+static void emit_fill_field(sbuf *b, int f, cuda_bc_kind kind, const int *coef, const unsigned char *lap, int axis,
+                            int high, int single)
+{
+    switch (kind) {
+    case CUDA_BC_NONE: break;
+    case CUDA_BC_PERIODIC: sb_printf(b, "    b0_%d[cg] = b0_%d[cp]; // field %d: periodic\n", f, f, f); break;
+    case CUDA_BC_MIRROR: sb_printf(b, "    b0_%d[cg] = b0_%d[ci]; // field %d: zero gradient\n", f, f, f); break;
+    case CUDA_BC_LINEAR:
+    case CUDA_BC_LINEAR0: {
+        char cv[4][40];
+        for (int s4 = 0; s4 < 4; s4++) {
+            int nd = coef[f * 4 + s4];
+            if (nd < 0) snprintf(cv[s4], sizeof cv[s4], "0.0");
+            else snprintf(cv[s4], sizeof cv[s4], "%sv%d", single ? "(double)" : "", nd);
+        }
+        if (!lap[f]) {
+            sb_printf(b, "    { // field %d: a*u + b*dn(u) = c\n", f);
+            sb_printf(b, "        const double u = b0_%d[ci], ha = %s * 0.5, bd = %s / d;\n", f, cv[0], cv[1]);
+            sb_printf(b, "        b0_%d[cg] = %s(%s - u * (ha - bd)) / (ha + bd)%s;\n    }\n", f,
+                      single ? "(float)(" : "", cv[2], single ? ")" : "");
+            break;
+        }
+        emit_second_bc(b, f, axis, high, cv, single);
+        break;
+    }
+    }
+}
+
 char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side,
                            const cuda_bc_kind *kinds, const cuda_options *opt, const char *name,
                            char *err, size_t err_len)
@@ -558,38 +627,7 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
     sbuf b = {0};
     emit_header(&b, name, what, n_linear ? bc : NULL, opt);
     emit_prelude(&b, opt, CUDA_PRELUDE_ARGS | (n_linear ? CUDA_PRELUDE_CLAMP : 0));
-    sb_printf(&b, "// One thread per ghost cell: layers m = 1..ghost[%d] beyond the %s face, every cell\n"
-                  "// of the other axes including their ghost layers (x sides first, then y, then z).\n",
-              axis, high ? "high" : "low");
-    sb_printf(&b, "extern \"C\" __global__ void %s(const pj_args a)\n{\n", name);
-    sb_printf(&b, "    const long long H = a.ghost[%d];\n", axis);
-    for (int ax = 0; ax < 3; ax++)
-        if (ax != axis) sb_printf(&b, "    const long long e%d = a.n[%d] + 2 * a.ghost[%d];\n", ax, ax, ax);
-    sb_printf(&b, "    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n");
-    sb_printf(&b, "    if (t >= H");
-    for (int ax = 0; ax < 3; ax++)
-        if (ax != axis) sb_printf(&b, " * e%d", ax);
-    sb_printf(&b, ") return;\n");
-    for (int ax = 0; ax < 3; ax++)
-        if (ax != axis)
-            sb_printf(&b, "    const long long %c = t %% e%d - a.ghost[%d];\n    t /= e%d;\n", idx_name[ax], ax,
-                      ax, ax);
-    sb_printf(&b, "    const long long m = t + 1; // ghost layer\n");
-    sb_printf(&b, "    const long long %c = %s; // the boundary cell\n", idx_name[axis],
-              high ? (axis == 0 ? "a.n[0] - 1" : axis == 1 ? "a.n[1] - 1" : "a.n[2] - 1") : "0");
-    sb_printf(&b, "    const long long s1 = a.stride[1], s2 = a.stride[2];\n");
-    const char *sa = axis == 0 ? "" : axis == 1 ? " * s1" : " * s2";
-    sb_printf(&b, "    const long long c = i + j * s1 + k * s2;\n");
-    sb_printf(&b, "    const long long cg = c %s m%s;       // the ghost cell\n", high ? "+" : "-", sa);
-    int any_periodic = 0, any_mirror = 0;
-    for (int f = 0; f < n_fields; f++) {
-        any_periodic |= kinds[f] == CUDA_BC_PERIODIC;
-        any_mirror |= kinds[f] == CUDA_BC_MIRROR || kinds[f] == CUDA_BC_LINEAR || kinds[f] == CUDA_BC_LINEAR0;
-    }
-    if (any_mirror)
-        sb_printf(&b, "    const long long ci = c %s (m - 1)%s; // its mirror image inside\n", high ? "-" : "+", sa);
-    if (any_periodic)
-        sb_printf(&b, "    const long long cp = cg %s a.n[%d]%s; // its periodic image\n", high ? "-" : "+", axis, sa);
+    emit_fill_head(&b, name, axis, high, n_fields, kinds);
 
     /* buffers: slot 0 of every filled field, plus whatever the coefficients load */
     int nslots = n_linear && bc->n_slots > 1 ? bc->n_slots : 1;
@@ -613,29 +651,7 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
         sb_printf(&b, "    const double d = (double)(2 * m - 1) * a.h[%d]; // ghost to mirror image\n", axis);
     }
     for (int f = 0; f < n_fields; f++) {
-        switch (kinds[f]) {
-        case CUDA_BC_NONE: break;
-        case CUDA_BC_PERIODIC: sb_printf(&b, "    b0_%d[cg] = b0_%d[cp]; // field %d: periodic\n", f, f, f); break;
-        case CUDA_BC_MIRROR: sb_printf(&b, "    b0_%d[cg] = b0_%d[ci]; // field %d: zero gradient\n", f, f, f); break;
-        case CUDA_BC_LINEAR:
-        case CUDA_BC_LINEAR0: {
-            char cv[4][40];
-            for (int s4 = 0; s4 < 4; s4++) {
-                int nd = coef[f * 4 + s4];
-                if (nd < 0) snprintf(cv[s4], sizeof cv[s4], "0.0");
-                else snprintf(cv[s4], sizeof cv[s4], "%sv%d", opt->single ? "(double)" : "", nd);
-            }
-            if (!lap[f]) {
-                sb_printf(&b, "    { // field %d: a*u + b*dn(u) = c\n", f);
-                sb_printf(&b, "        const double u = b0_%d[ci], ha = %s * 0.5, bd = %s / d;\n", f, cv[0], cv[1]);
-                sb_printf(&b, "        b0_%d[cg] = %s(%s - u * (ha - bd)) / (ha + bd)%s;\n    }\n", f,
-                          opt->single ? "(float)(" : "", cv[2], opt->single ? ")" : "");
-                break;
-            }
-            emit_second_bc(&b, f, axis, high, cv, opt->single);
-            break;
-        }
-        }
+        emit_fill_field(&b, f, kinds[f], coef, lap, axis, high, opt->single);
     }
     sb_printf(&b, "}\n");
     free(coef);

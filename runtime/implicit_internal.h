@@ -1,0 +1,145 @@
+/* implicit_internal.h — what the implicit solver module's files share (PETSc builds only; the
+ * interface is implicit.h). With PJ_IMPLICIT_MODULE they are the module libpdejit-implicit.so
+ * (implicit_module.h) with decomp.c, and every function here is hidden inside it.
+ *
+ *   implicit.c           the solver: the DMDA, TS and SNES set up from the program and the options,
+ *                        pdejit's defaults, the time-stepping callbacks and the preconditioner's
+ *                        choices per step, stepping and steady solves, the module's entry
+ *   implicit_jacobian.c  F and the Jacobian on PETSc's vectors: the state between vectors and the
+ *                        sim's slots, the ghost rule measured (alpha) and folded onto the interior,
+ *                        assembly, reuse and diagonal updates, implicit_check_jacobian
+ *   implicit_mg.c        the cell-centred multigrid hierarchy for PCMG and when it is used */
+#ifndef PJ_IMPLICIT_INTERNAL_H
+#define PJ_IMPLICIT_INTERNAL_H
+#include "implicit.h"
+#include "decomp.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "derive.h"
+#include "diag.h"
+#include "driver.h"
+#include "grid.h"
+
+#include <petscdmda.h>
+#include <petscsnes.h>
+#include <petscts.h>
+#ifdef PJ_IMPLICIT_MODULE
+/* Built as the module libpdejit-implicit.so (implicit_module.h): the library's functions come
+ * from its host table, and the two small helpers of diag.c and driver.c are its own. */
+#include <stdarg.h>
+#include <time.h>
+#include "implicit_module.h"
+#include "pj_build_id.h"
+#define host implicit_module_host
+#define sim_error(s) host->sim_error(s)
+#define sim_eval(s, stage, t, dt) host->sim_eval(s, stage, t, dt)
+#define sim_fill_ghosts(s, slot, t) host->sim_fill_ghosts(s, slot, t)
+#define sim_launch(s) host->sim_launch(s)
+#define sim_layout(s) host->sim_layout(s)
+#define sim_program(s) host->sim_program(s)
+#define sim_set_clock(s, t, steps) host->sim_set_clock(s, t, steps)
+#define sim_steps(s) host->sim_steps(s)
+#define sim_time(s) host->sim_time(s)
+#define program_jacobian(p, err, len) host->program_jacobian(p, err, len)
+#define diag_set module_diag_set
+#define driver_now module_now
+static inline double module_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+#endif
+
+struct implicit_solver {
+    sim *s;
+    const pj_program *p;
+    const pj_jacobian *jac; /* the program's: its kernel (PJ_KERNEL_JACOBIAN) and entries */
+    int nf;                /* fields of the program */
+    int dof;               /* fields with an equation: the unknowns per cell */
+    int *unknown;          /* [field] its place among the unknowns, or -1 */
+    int *field_of;         /* [dof] the field */
+    int64_t n[3];          /* the mesh's cells */
+    int64_t first[3];      /* this block's first cell in the mesh (0 on one process) */
+    decomp *d;             /* NULL on one process */
+    int nblocks, procs[3]; /* the processes (1 without a decomp) and their layout */
+    const grid_block *blocks; /* [rank] every process's block (&own on one process) */
+    grid_block own;
+    int64_t *start[3];     /* per axis, the first cell of each column of processes; [procs] = n */
+    PetscInt *offset;      /* [rank] the global index of its block's first unknown */
+    PetscInt own_offset;   /* this process's */
+    DM da;
+    Vec X, R;
+    Vec D;                 /* scratch: the shift on the diagonal (add_shift) */
+    Mat J;
+    PetscOptions opts;     /* this solver's options (the solver statement, --solver-options) */
+    TS ts;                 /* time steps */
+    SNES snes;             /* steady: F(U) = 0 */
+    double *alpha;         /* [dof][H + 2][elems]: per field, beta (the ghosts' constant part), the
+                              all-ones fill less beta, then alpha_k for k = 0 .. H-1 (measure_alpha) */
+    int alpha_valid, alpha_const;
+    int linear;            /* F is affine in the unknowns (jac->reads): one linear solve a step */
+    int jac_reuse;         /* ... and its Jacobian the same at every time and state: assembled once */
+    Mat Jc;                /* jac_reuse: the assembled Jacobian (J itself is scaled and shifted by TS) */
+    int jc_valid;
+    int diag_update;       /* only the diagonal changes (jac->offdiag_reads): Jc plus the diagonal's change */
+    Vec Djc;               /* diag_update: the diagonal coefficients' sum at Jc's assembly */
+    Vec Voff;              /* cg: per row, the sum of |J_ij| off the diagonal (gershgorin_bound) */
+    int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
+    int mg_auto;           /* cg: the preconditioner follows the step (choose_pc): ICC(1) or multigrid */
+    int mg_on;             /* mg_auto: multigrid now */
+    double gershgorin;     /* cg: max over rows of J_ii + sum |J_ij| (i != j), of the last Jacobian */
+    double dmax;           /* max |J_ii| of the last Jacobian (choose_pc) */
+    Vec Dneg;              /* jac_reuse: -diag(Jc) */
+    int b_shifted;         /* jac_reuse: J holds shift' I - Jc (ts_ijacobian: only its diagonal changes) */
+    int tol_auto;          /* cg, linear, adapt: the linear solve stops at the step's accuracy (step_tolerance) */
+    double ts_atol, ts_rtol; /* tol_auto: the step controller's tolerances */
+    PetscReal ksp_atol;    /* tol_auto: the linear solve's absolute tolerance otherwise (Newton's) */
+    double *jc_params;     /* the params at the last Jacobian (a change makes Jc and alpha stale) */
+    PetscInt *cols;        /* one row's columns (global indices) and values */
+    PetscScalar *vals;
+    implicit_stats st;
+    PetscReal history[64]; /* the last solve's residual norms */
+    double t_fd;           /* the time of implicit_check_jacobian's differences */
+    char error[512];       /* a failure inside a callback */
+};
+
+#define CHECK(call, what)                                                                                          \
+    do {                                                                                                           \
+        PetscErrorCode e_ = (call);                                                                                \
+        if (e_) {                                                                                                  \
+            petsc_message(e_, what, err, len);                                                                     \
+            goto fail;                                                                                             \
+        }                                                                                                          \
+    } while (0)
+
+/* implicit.c */
+/* "WHAT: PETSc error N (its text: the first line of the error's detail)" */
+void petsc_message(PetscErrorCode e, const char *what, char *err, size_t len);
+
+/* implicit_jacobian.c */
+/* PETSc vector <-> slot buffers (interior cells of the fields with an equation). */
+void vec_to_slot(implicit_solver *q, const PetscScalar *x, int slot);
+void slot_to_vec(implicit_solver *q, int slot, PetscScalar *x);
+/* F(U) at time t into F: the rhs kernel `part` (PJ_KERNEL_RHS_IMPLICIT, PJ_KERNEL_RHS_EXPLICIT). */
+PetscErrorCode eval_stage(implicit_solver *q, pj_kernel_id part, double t, Vec U, Vec F);
+PetscErrorCode eval_rhs(implicit_solver *q, double t, Vec U, Vec F);
+/* A param changed since the last Jacobian: the kept Jacobian and the ghost rule are stale. */
+void check_params(implicit_solver *q);
+/* The Jacobian at (t, U) into B: assembled, copied from its first assembly, or its diagonal updated. */
+PetscErrorCode jacobian_into(implicit_solver *q, double t, Vec U, Mat B);
+/* 1 when the ghost rule's dependence on the interior stays the same for the whole run. */
+int ghost_rule_constant(const pj_program *p);
+/* How the Jacobian is used (q->linear, jac_reuse, diag_update) from what it reads. -1 out of memory. */
+int jacobian_plan(implicit_solver *q);
+
+/* implicit_mg.c */
+int mg_count_levels(const implicit_solver *q, PetscInt cap);
+PetscErrorCode mg_setup_pc(implicit_solver *q, PC pc);
+PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes);
+PetscErrorCode mg_defaults(implicit_solver *q, SNES snes);
+void mg_forget_borrowed(SNES snes);
+
+#endif

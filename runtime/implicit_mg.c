@@ -1,0 +1,192 @@
+/* implicit_mg.c — the cell-centred multigrid hierarchy the implicit solver gives PETSc's PCMG on
+ * one process, and when it is used (implicit_internal.h). */
+#include "implicit_internal.h"
+#include <petsc/private/pcmgimpl.h> /* mg_forget_borrowed */
+
+/* Geometric multigrid for cell-centred grids (pc = mg, one process). PETSc's DMDA coarsens a
+ * non-periodic side vertex-centred, (n - 1) / 2, which a grid of 2^k cells is not: its pc = mg was
+ * one level. pdejit gives PCMG its own hierarchy instead: each level halves every axis with more
+ * than one cell while all of them stay even and the coarse one keeps at least MG_MIN_CELLS cells;
+ * the interpolation is cell-centred and bilinear (trilinear) per unknown: a fine cell takes 3/4 of
+ * its coarse parent and 1/4 of the parent's neighbour on its side, per axis (the parent alone at
+ * a non-periodic side, the wrapped neighbour at a periodic one); restriction is its transpose and
+ * the coarse operators are Galerkin's, P^T A P (PC_MG_GALERKIN_BOTH), so nothing but the finest
+ * Jacobian is assembled. -pc_mg_levels caps the levels. */
+#define MG_MIN_CELLS 4
+
+/* The levels the mesh allows (1: none coarser), at most cap (cap <= 0: no cap). */
+int mg_count_levels(const implicit_solver *q, PetscInt cap)
+{
+    int64_t n[3] = {q->n[0], q->n[1], q->n[2]};
+    int levels = 1;
+    for (;;) {
+        int ok = 0, any = 0;
+        for (int a = 0; a < q->p->dim; a++) {
+            if (n[a] == 1) continue;
+            any = 1;
+            ok = 1;
+            if (n[a] % 2 || n[a] / 2 < MG_MIN_CELLS) {
+                ok = 0;
+                break;
+            }
+        }
+        if (!any || !ok || (cap > 0 && levels >= cap)) return levels;
+        for (int a = 0; a < q->p->dim; a++)
+            if (n[a] > 1) n[a] /= 2;
+        levels++;
+    }
+}
+
+/* The interpolation from a coarse grid nc (every axis of nf with more than one cell halved) to
+ * the fine grid nf, dof unknowns interlaced, the natural order (x fastest). */
+static PetscErrorCode mg_interpolation(const implicit_solver *q, const int64_t nf[3], const int64_t nc[3], Mat *P)
+{
+    int dof = q->dof, dim = q->p->dim;
+    PetscInt rows = (PetscInt)(nf[0] * nf[1] * nf[2] * dof), cols = (PetscInt)(nc[0] * nc[1] * nc[2] * dof);
+    PetscCall(MatCreateSeqAIJ(PETSC_COMM_SELF, rows, cols, 1 << dim, NULL, P));
+    for (int64_t k = 0; k < nf[2]; k++)
+        for (int64_t j = 0; j < nf[1]; j++)
+            for (int64_t i = 0; i < nf[0]; i++) {
+                int64_t f[3] = {i, j, k}, idx[3][2];
+                double w[3][2];
+                for (int a = 0; a < 3; a++) {
+                    if (nf[a] == nc[a]) { /* not coarsened */
+                        idx[a][0] = idx[a][1] = f[a];
+                        w[a][0] = 1.0;
+                        w[a][1] = 0.0;
+                        continue;
+                    }
+                    int64_t c = f[a] / 2, nb = f[a] % 2 ? c + 1 : c - 1;
+                    idx[a][0] = c;
+                    w[a][0] = 0.75;
+                    w[a][1] = 0.25;
+                    if (nb < 0 || nb >= nc[a]) {
+                        if (q->p->periodic[a]) nb = (nb + nc[a]) % nc[a];
+                        else {
+                            nb = c;
+                            w[a][0] = 1.0;
+                            w[a][1] = 0.0;
+                        }
+                    }
+                    idx[a][1] = nb;
+                }
+                for (int c = 0; c < dof; c++) {
+                    PetscInt row = (PetscInt)(((k * nf[1] + j) * nf[0] + i) * dof + c), col[8];
+                    PetscScalar val[8];
+                    int m = 0;
+                    for (int cz = 0; cz < 2; cz++)
+                        for (int cy = 0; cy < 2; cy++)
+                            for (int cx = 0; cx < 2; cx++) {
+                                double v = w[0][cx] * w[1][cy] * w[2][cz];
+                                if (v == 0.0) continue;
+                                col[m] = (PetscInt)(((idx[2][cz] * nc[1] + idx[1][cy]) * nc[0] + idx[0][cx]) * dof + c);
+                                val[m++] = v;
+                            }
+                    PetscCall(MatSetValues(*P, 1, &row, m, col, val, ADD_VALUES));
+                }
+            }
+    PetscCall(MatAssemblyBegin(*P, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(*P, MAT_FINAL_ASSEMBLY));
+    return 0;
+}
+
+/* A steady problem with a symmetric Jacobian (jac->symmetric: diffusion with constant
+ * coefficients, a state-dependent diagonal) on one process gets the multigrid above when the mesh
+ * gives it at least three levels and the options name no linear solver and no preconditioner: its
+ * iterations do not grow with the grid, ILU(1)'s do (steady Poisson at 256^2: 6 against 114;
+ * docs/solvers.md, Which preconditioner wins). Time steps choose at each step (choose_pc). */
+PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool set;
+    if (!q->jac->symmetric || mg_count_levels(q, 0) < 3) return 0;
+    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_type", &set));
+    if (set) return 0;
+    PetscCall(PetscOptionsHasName(o, NULL, "-pc_type", &set));
+    if (set) return 0;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCSetType(pc, PCMG));
+    return 0;
+}
+
+/* PCMG's levels, interpolations and smoothers for this mesh (nothing where it has one level only). */
+PetscErrorCode mg_setup_pc(implicit_solver *q, PC pc)
+{
+    PetscOptions o = q->opts;
+    PetscBool set, smoother_set;
+    PetscInt cap = 0;
+    PetscCall(PetscOptionsGetInt(o, NULL, "-pc_mg_levels", &cap, &set));
+    int levels = mg_count_levels(q, set ? cap : 0);
+    if (levels < 2) return 0;
+    PetscCall(DMDASetInterpolationType(q->da, DMDA_Q0));
+    PetscCall(PCMGSetLevels(pc, levels, NULL));
+    PetscCall(PCMGSetGalerkin(pc, PC_MG_GALERKIN_BOTH));
+    int64_t nf[3] = {q->n[0], q->n[1], q->n[2]};
+    for (int l = levels - 1; l > 0; l--) {
+        int64_t nc[3];
+        for (int a = 0; a < 3; a++) nc[a] = nf[a] > 1 ? nf[a] / 2 : 1;
+        Mat P;
+        PetscCall(mg_interpolation(q, nf, nc, &P));
+        PetscCall(PCMGSetInterpolation(pc, l, P));
+        PetscCall(MatDestroy(&P));
+        for (int a = 0; a < 3; a++) nf[a] = nc[a];
+    }
+    for (int l = 0; l < levels; l++) { /* the levels' solvers read this solver's options too */
+        KSP smoother;
+        PC spc;
+        PetscCall(PCMGGetSmoother(pc, l, &smoother));
+        PetscCall(PetscObjectSetOptions((PetscObject)smoother, o));
+        PetscCall(KSPGetPC(smoother, &spc));
+        PetscCall(PetscObjectSetOptions((PetscObject)spc, o));
+    }
+    PetscCall(PCSetFromOptions(pc));
+    /* one symmetric SOR sweep before and after each coarse correction (V(1,1)) rather than PETSc's
+     * two Chebyshev iterations, each a matrix product and a sweep, after eigenvalue estimates: the
+     * same iteration counts within two, 25-38 % less CPU for the whole run (docs/performance.md) */
+    PetscCall(PetscOptionsHasName(o, NULL, "-mg_levels_ksp_type", &smoother_set));
+    if (!smoother_set) {
+        PetscCall(PetscOptionsHasName(o, NULL, "-mg_levels_ksp_max_it", &set));
+        for (int l = 1; l < levels; l++) {
+            KSP smoother;
+            PetscCall(PCMGGetSmoother(pc, l, &smoother));
+            PetscCall(KSPSetType(smoother, KSPRICHARDSON));
+            if (!set) PetscCall(KSPSetTolerances(smoother, PETSC_DEFAULT, PETSC_DEFAULT, PETSC_DEFAULT, 1));
+        }
+    }
+    return 0;
+}
+
+/* When the preconditioner is PCMG on one process (named by the options, or steady_defaults): the
+ * cell-centred hierarchy above. The DMDA is told to coarsen cell-centred too (DMDA_Q0: n / 2),
+ * since PCMG coarsens the solver's DM alongside the levels it is given (it then keeps the
+ * interpolations it was given). */
+PetscErrorCode mg_defaults(implicit_solver *q, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool mg;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCMG, &mg));
+    if (mg) PetscCall(mg_setup_pc(q, pc));
+    return 0;
+}
+
+/* PETSc 3.18's PCMG borrows the vector it is applied to as its finest level's right-hand side
+ * (levels[finest]->b = b, no reference taken) and sets it back to NULL when the cycle returns. A
+ * cycle that fails (a smoother's "Zero diagonal on row 0" on an all-zero Jacobian row) leaves it
+ * set, and PCReset_MG later destroys it as its own: the SNES's function vector lost a reference it
+ * never gave, and implicit_destroy crashed freeing it a second time. After a failed solve the
+ * borrowed pointer is dropped as a successful cycle drops it. */
+void mg_forget_borrowed(SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool mg = PETSC_FALSE;
+    if (SNESGetKSP(snes, &ksp) || KSPGetPC(ksp, &pc) || PetscObjectTypeCompare((PetscObject)pc, PCMG, &mg) || !mg)
+        return;
+    PC_MG *m = (PC_MG *)pc->data;
+    if (m && m->levels && m->nlevels > 0) m->levels[m->nlevels - 1]->b = NULL;
+}
