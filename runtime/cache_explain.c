@@ -68,6 +68,42 @@ static int count_lines(const char *text)
     return n;
 }
 
+/* ", "-separated, each component in which the nearest entry's key text `best` differs from key:
+ * "name (asked vs stored)", a value shortened by out_value, "absent" for a missing one. */
+static void out_differences(outbuf *o, const cache_key *key, const char *best)
+{
+    const char *sep = " ";
+    for (int i = 0; i < key->n; i++) {
+        size_t len, alen = strlen(key->values[i]);
+        const char *v = text_value(best, key->names[i], &len);
+        if (v && len == alen && !memcmp(v, key->values[i], len)) continue;
+        out_add(o, "%s%s (", sep, key->names[i]);
+        out_value(o, key->values[i], alen);
+        out_add(o, " vs ");
+        out_value(o, v, v ? len : 0);
+        out_add(o, ")");
+        sep = ", ";
+    }
+    /* components the stored entry has and the asked key lacks */
+    for (const char *line = best; *line;) {
+        const char *end = strchr(line, '\n'), *eq = strchr(line, '=');
+        if (!end) end = line + strlen(line);
+        if (eq && eq < end) {
+            int found = 0;
+            for (int i = 0; i < key->n && !found; i++)
+                found = strlen(key->names[i]) == (size_t)(eq - line) &&
+                        !strncmp(key->names[i], line, (size_t)(eq - line));
+            if (!found) {
+                out_add(o, "%s%.*s (absent vs ", sep, (int)(eq - line), line);
+                out_value(o, eq + 1, (size_t)(end - eq - 1));
+                out_add(o, ")");
+                sep = ", ";
+            }
+        }
+        line = *end ? end + 1 : end;
+    }
+}
+
 int cache_explain(cache *c, const cache_key *key, char *out, size_t out_len)
 {
     if (!c || !out || out_len == 0) return -1;
@@ -152,36 +188,7 @@ int cache_explain(cache *c, const cache_key *key, char *out, size_t out_len)
     int stored_n = count_lines(best);
     out_add(&o, "miss: nearest entry %.12s (%d of %d components shared) differs in", best_id,
             best_shared, key->n > stored_n ? key->n : stored_n);
-    const char *sep = " ";
-    for (int i = 0; i < key->n; i++) {
-        size_t len, alen = strlen(key->values[i]);
-        const char *v = text_value(best, key->names[i], &len);
-        if (v && len == alen && !memcmp(v, key->values[i], len)) continue;
-        out_add(&o, "%s%s (", sep, key->names[i]);
-        out_value(&o, key->values[i], alen);
-        out_add(&o, " vs ");
-        out_value(&o, v, v ? len : 0);
-        out_add(&o, ")");
-        sep = ", ";
-    }
-    /* components the stored entry has and the asked key lacks */
-    for (const char *line = best; *line;) {
-        const char *end = strchr(line, '\n'), *eq = strchr(line, '=');
-        if (!end) end = line + strlen(line);
-        if (eq && eq < end) {
-            int found = 0;
-            for (int i = 0; i < key->n && !found; i++)
-                found = strlen(key->names[i]) == (size_t)(eq - line) &&
-                        !strncmp(key->names[i], line, (size_t)(eq - line));
-            if (!found) {
-                out_add(&o, "%s%.*s (absent vs ", sep, (int)(eq - line), line);
-                out_value(&o, eq + 1, (size_t)(end - eq - 1));
-                out_add(&o, ")");
-                sep = ", ";
-            }
-        }
-        line = *end ? end + 1 : end;
-    }
+    out_differences(&o, key, best);
     free(best);
     return 0;
 }
