@@ -78,8 +78,6 @@ same rd2d rd2d.pde --seed 7
 same rd2d-single rd2d.pde --precision single
 same rd2d-interp rd2d.pde --backend interp --steps 8
 same bih1d bih1d.pde
-# the full gradient on faces: tangential differences read the exchanged corner ghosts
-same pfhub3 "$src/samples/pfhub3.pde" --until 0.3 --out none
 for f in "$src"/samples/*.pde; do
     b=$(basename "$f" .pde)
     same "sample-$b" "$f" --steps 12 --out "sample-$b.out"
@@ -248,6 +246,8 @@ near imp3d imp3d.pde
 near steady2d steady2d.pde
 near adapt2d adapt2d.pde
 near imex2d imex2d.pde
+# the full gradient on faces (tangential differences read the exchanged corner ghosts) and its
+# angle's Jacobian (samples/pfhub3.pde, explicit, is one of the samples above)
 near pfhub3-bdf2 "$src/samples/implicit/pfhub3.pde" --until 0.5 --out none
 for layout in 1x4 2x2; do
     mpi 4 run nl2d.pde -q --solver-options "$tight" --ranks-layout "$layout" --dump "nl2d-$layout.csv" >/dev/null 2>&1 || fail "nl2d: layout $layout: exit $?"
