@@ -34,6 +34,9 @@
  *     D1(p)       d = p * dA                       (each partial built only when its dA is nonzero)
  *     D2(p, q)    d = p * dA + q * dB
  *     DF          fused multiply-add: d(A*B + C) = B * dA + A * dB + dC
+ * Where the classical derivative is infinite or undefined at a point a Jacobian meets in practice
+ * (abs(0), sqrt(0), atan2(0, 0): a zero gradient), the rule gives 0 there, never Inf or NaN
+ * (contract section 9; a select, so that the other side's Inf is never multiplied in).
  *
  * Semantics are C's, in the kernel's precision (double, or float with --precision single):
  * comparisons are C comparisons (every one false with a NaN operand except NE, which is true),
@@ -77,7 +80,8 @@
     /* math: libm, in the kernel's precision */                                                              \
     X(ABS, "abs", 1, F, L1(fabs, fabsf, INTRINSIC), "abs", /* sign(a), 0 at 0 */                             \
       D1(OP3(SELECT, OP2(GT, A, NUM(0)), NUM(1), OP3(SELECT, OP2(LT, A, NUM(0)), NUM(-1), NUM(0)))))         \
-    X(SQRT, "sqrt", 1, F, L1(sqrt, sqrtf, INTRINSIC), "sqrt", D1(OP2(DIV, NUM(0.5), R)))                     \
+    X(SQRT, "sqrt", 1, F, L1(sqrt, sqrtf, INTRINSIC), "sqrt", /* 0.5 / r, 0 at 0 (never Inf) */             \
+      D1(OP3(SELECT, OP2(GT, R, NUM(0)), OP2(DIV, NUM(0.5), R), NUM(0))))                                    \
     X(FLOOR, "floor", 1, F, L1(floor, floorf, INTRINSIC), "floor", D0)                                       \
     X(CEIL, "ceil", 1, F, L1(ceil, ceilf, INTRINSIC), "ceil", D0)                                            \
     X(EXP, "exp", 1, F, L1(exp, expf, LIBMVEC | BUILTIN), "exp", D1(R))                                      \
@@ -104,9 +108,11 @@
       D1(OP2(MUL, NUM(-1.1283791670955125739), OP1(EXP, OP1(NEG, OP2(MUL, A, A))))))                         \
     X(POW, "pow", 2, F, L2(pow, powf, LIBMVEC | BUILTIN), "pow", /* the log term only where dB is nonzero */ \
       D2(OP2(MUL, B, OP2(POW, A, OP2(SUB, B, NUM(1)))), OP2(MUL, R, OP1(LOG, A))))                           \
-    X(ATAN2, "atan2", 2, F, L2(atan2, atan2f, LIBMVEC), "atan2", /* (B dA - A dB) / (A^2 + B^2) */           \
-      D2(OP2(DIV, B, OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B))),                                              \
-         OP2(DIV, OP1(NEG, A), OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B)))))                                   \
+    X(ATAN2, "atan2", 2, F, L2(atan2, atan2f, LIBMVEC), "atan2", /* (B dA - A dB) / (A^2 + B^2), 0 where */  \
+      D2(OP3(SELECT, OP2(GT, OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B)), NUM(0)), /* A^2 + B^2 is 0 */        \
+             OP2(DIV, B, OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B))), NUM(0)),                                 \
+         OP3(SELECT, OP2(GT, OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B)), NUM(0)),                              \
+             OP2(DIV, OP1(NEG, A), OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B))), NUM(0))))                      \
     /* noise (compiler/philox.h): uniform in [0, 1) from Philox4x32-10 of (seed; cell at off[3],             \
        step, stage, call site `index`), `axis` = which pair of its words (0 or 1) */                         \
     X(RAND, "rand", 0, F, L0, 0, D0)                                                                         \

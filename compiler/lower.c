@@ -4,6 +4,8 @@
  * between the cell at `off` (L) and the next one (R). Operators move between contexts:
  *   cell:  div(F) = sum over axes (F(face +1/2) - F(face -1/2)) / h      lap(u) = div(grad(u))
  *   face:  grad(e) = (e(R) - e(L)) / h    L(e) LL(e) R(e) RR(e)    harm(e) = 2 e(L) e(R) / (e(L) + e(R))
+ *          gradx(e) grady(e) gradz(e): the full gradient at the face (the tangential ones from the
+ *          central differences of the two cells)
  *          upwind(u, v) = v > 0 ? u(L) : u(R)    normal(vx, vy, vz) = the component along the axis
  *          a cell quantity (a field, lap, div, u[..]) = (e(L) + e(R)) / 2
  * Funcs and fluxes are inlined by name: an argument is lowered where the body uses it, in the
@@ -138,6 +140,31 @@ static int face_grad(compiler *C, lctx *face, const void *arg)
     int b = lower_expr(C, &r, arg);
     if (b < 0) return -1;
     return kir_op2(face->k, KIR_MUL, kir_op2(face->k, KIR_SUB, b, a), inverse_spacing(face->k, face->axis, 1));
+}
+
+/* gradx/grady/gradz(e) on a face along `axis`: component b of the gradient at the face. Along the
+ * face's axis it is grad(e); across it the mean of the two cells' central differences along b,
+ * ((e(L+1) - e(L-1)) + (e(R+1) - e(R-1))) / (4 h_b): second order at the face centre, like the
+ * normal one. On a side of the mesh L or R is a ghost cell, and e(ghost +- 1) a corner ghost: the
+ * fill sets both (grid.h: the last axis filled sets the corners), within the halo of 1 the loads'
+ * offsets give. */
+static int face_grad_component(compiler *C, lctx *face, int b, const ast_expr *e)
+{
+    if (b == face->axis) return face_grad(C, face, e);
+    kir_kernel *k = face->k;
+    int sum = -1;
+    for (int side = 0; side < 2; side++) {
+        lctx hi = cell_at(face, face->axis, side), lo = hi;
+        hi.off[b] += 1;
+        lo.off[b] -= 1;
+        int eh = lower_expr(C, &hi, e);
+        if (eh < 0) return -1;
+        int el = lower_expr(C, &lo, e);
+        if (el < 0) return -1;
+        int d = kir_op2(k, KIR_SUB, eh, el);
+        sum = sum < 0 ? d : kir_op2(k, KIR_ADD, sum, d);
+    }
+    return kir_op2(k, KIR_MUL, kir_op2(k, KIR_MUL, kir_const(k, 0.25), sum), inverse_spacing(k, b, 1));
 }
 
 static int load_field(compiler *C, lctx *x, int field, const int extra[3], pj_loc loc)
@@ -392,6 +419,20 @@ static int lower_call(compiler *C, lctx *x, const ast_expr *e)
            cell and its ghost, which the condition's fill sets; elsewhere the face mean */
         if (!need_face(C, x, e)) return -1;
         return averaged(C, x, e->args[0]);
+    }
+    if (sema_grad_axis(n) >= 0) {
+        int b = sema_grad_axis(n);
+        if (!x->face) {
+            /* a cell has no gradient operator of its own: say where these are, and the cell's
+               central difference to write instead */
+            static const char *const diff[3] = {"(u[1] - u[-1])/(2*dx)", "(u[0, 1] - u[0, -1])/(2*dy)",
+                                                "(u[0, 0, 1] - u[0, 0, -1])/(2*dz)"};
+            lower_error(C, e->loc,
+                        "%s() is a component of the gradient at a face: use it inside div(...) or a flux "
+                        "(in a cell, write the central difference %s)", n, diff[b]);
+            return -1;
+        }
+        return face_grad_component(C, x, b, e->args[0]);
     }
     if (is_face_op(n)) {
         if (!need_face(C, x, e)) return -1;

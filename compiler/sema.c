@@ -23,7 +23,7 @@ static const builtin_fn special_fns[] = {
     {"div", 1, 1}, {"grad", 1, 1}, {"lap", 1, 1}, {"L", 1, 1}, {"R", 1, 1}, {"LL", 1, 1},
     {"RR", 1, 1}, {"harm", 1, 1}, {"upwind", 2, 2}, {"normal", 1, 3}, {"dn", 1, 1}, {"dt", 1, 1},
     {"implicit", 1, 1},
-    {"rand", 0, 0}, {"randn", 0, 0}, {"wall", 1, 1},
+    {"rand", 0, 0}, {"randn", 0, 0}, {"wall", 1, 1}, {"gradx", 1, 1}, {"grady", 1, 1}, {"gradz", 1, 1},
 };
 #define N_SPECIAL_FNS ((int)(sizeof special_fns / sizeof *special_fns))
 static const char *const builtin_names[] = {"x", "y", "z", "t", "dx", "dy", "dz", "pi", "e", "boundary"};
@@ -227,6 +227,12 @@ int sema_term_face(const compiler *C, const char *name, int *axis, int *high)
     return 1;
 }
 
+int sema_grad_axis(const char *name)
+{
+    if (strncmp(name, "grad", 4) || !name[4] || name[5] || !strchr("xyz", name[4])) return -1;
+    return name[4] - 'x';
+}
+
 int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def)
 {
     if (!e) return 0;
@@ -296,6 +302,8 @@ int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def)
                                b->max_args, e->n_args);
             } else if (!strcmp(e->name, "dt")) {
                 diag_error(C->d, e->loc, "dt() may only stand on the left of an equation: eq dt(u) = ...");
+            } else if (sema_grad_axis(e->name) >= C->dim) {
+                diag_error(C->d, e->loc, "%s() does not exist in a %s mesh", e->name, dim_text(C->dim));
             }
         }
         break;

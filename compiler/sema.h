@@ -73,6 +73,8 @@ int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def);
 /* 1 when `name` is one of term.c's face calls face_[xyz][01]__ and C->term_faces is set; *axis and
  * *high tell which face of the cell (pj_compile_options.term_faces). */
 int sema_term_face(const compiler *C, const char *name, int *axis, int *high);
+/* The axis (0 x, 1 y, 2 z) of a face-gradient component gradx, grady, gradz, or -1. */
+int sema_grad_axis(const char *name);
 /* The symbols of C->ast (reported: duplicates, built-in names redefined). */
 void sema_collect_symbols(compiler *C);
 /* sema_check_expr on every expression of the problem (C->dim set), then recursion among funcs. */

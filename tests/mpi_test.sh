@@ -246,6 +246,9 @@ near imp3d imp3d.pde
 near steady2d steady2d.pde
 near adapt2d adapt2d.pde
 near imex2d imex2d.pde
+# the full gradient on faces (tangential differences read the exchanged corner ghosts) and its
+# angle's Jacobian (samples/pfhub3.pde, explicit, is one of the samples above)
+near pfhub3-bdf2 "$src/samples/implicit/pfhub3.pde" --until 0.5 --out none
 for layout in 1x4 2x2; do
     mpi 4 run nl2d.pde -q --solver-options "$tight" --ranks-layout "$layout" --dump "nl2d-$layout.csv" >/dev/null 2>&1 || fail "nl2d: layout $layout: exit $?"
     why=$(reldiff nl2d-1.csv "nl2d-$layout.csv") || fail "nl2d with --ranks-layout $layout: $why"

@@ -164,6 +164,22 @@ static const char prob_rk3_coefficient[] =
     "on right: dn(u) = 0\n"
     "time dt = 0.001, until = 1, scheme = rk3\n";
 
+/* 3D, rk2: fluxes of the full face gradient (gradx grady gradz: the tangential parts from the
+ * neighbouring cells, corner and edge ghosts at the walls) and of its angle, periodic z, Dirichlet,
+ * Neumann and Robin walls. */
+static const char prob_face_gradient_3d[] =
+    "mesh grid(nx = 10, ny = 8, nz = 7, Lx = 1, Ly = 0.8, Lz = 0.7)\n"
+    "param D = 0.01, eps = 0.3\n"
+    "field u = sin(3*x)*cos(2*y)*cos(2*pi*z/0.7) + x*y\n"
+    "func a(gx, gy, gz) = 1 + eps*cos(4*atan2(gy, gx)) + eps*gz^2/(1 + gx^2 + gy^2 + gz^2)\n"
+    "flux F(u) = D*a(gradx(u), grady(u), gradz(u))*normal(gradx(u), grady(u), gradz(u))\n"
+    "eq dt(u) = div(F(u)) + 0.01*div(normal(grady(u) - gradz(u), gradz(u) - gradx(u), gradx(u) - grady(u)))\n"
+    "periodic z\n"
+    "on left: u = y\n"
+    "on right: dn(u) = 0\n"
+    "on bottom, top: u + 0.2*dn(u) = x*t\n"
+    "time dt = 0.002, until = 1, scheme = rk2\n";
+
 static int cmp_case(const void *a, const void *b)
 {
     return strcmp(((const test_case *)a)->name, ((const test_case *)b)->name);
@@ -210,6 +226,7 @@ static int cases_table(test_case **cases, int implicit)
         {"euler-3d-halo2", prob_euler3d, "D=0.002"},
         {"rk3-coefficient-field", prob_rk3_coefficient, NULL},
         {"rk2-2d-fourth-order-lap-bc", prob_fourth_order, "D=0.0004"},
+        {"rk2-3d-face-gradient", prob_face_gradient_3d, "eps=0.25"},
     };
     c = realloc(c, sizeof *c * (size_t)(cap = n + (int)(sizeof own / sizeof *own)));
     if (!c) abort();

@@ -12,6 +12,7 @@
  *                                       through a chain factor and with one load in both operands
  *   piecewise_ops_have_no_derivative    comparisons, logic, b2f, floor, ceil: no entries
  *   pow_log_term_only_when_exponent_varies
+ *   zero_arguments_have_derivative_zero abs(0), sqrt(0), atan2(0, 0): 0, never Inf or NaN
  *   heat_stencil_coefficients           lap(u) in 2D: the five-point stencil, exactly
  *   random_expressions_against_finite_differences  the random problem set, every entry
  *   hashes_are_canonical                same kernel twice, renamed and reformatted problems
@@ -381,6 +382,59 @@ static void piecewise_ops_have_no_derivative(void **state)
         tested++;
     }
     assert_true(tested >= 13); /* lt le gt ge eq ne and or not b2f f2b floor ceil */
+}
+
+/* abs, sqrt and atan2 where the classical derivative is infinite or undefined (what a zero
+ * gradient gives: contract section 9): every Jacobian entry finite and exactly 0, for the ops
+ * alone and in the compositions a gradient's magnitude and angle make; beside the zero, the usual
+ * derivative (atan2(0, v): 1/v by the first operand, 0 by the second; sqrt(u) at 4: 1/4). */
+static void zero_arguments_have_derivative_zero(void **state)
+{
+    (void)state;
+    kir_kernel *k = kir_new(KIR_STAGE, 1, 6, 0, 2, "zero");
+    int u = kir_load(k, 0, 0, at_right), v = kir_load(k, 0, 1, at_left), w = kir_load(k, 0, 0, here);
+    int mag = kir_op1(k, KIR_SQRT, kir_op2(k, KIR_ADD, kir_op2(k, KIR_MUL, u, u), kir_op2(k, KIR_MUL, v, v)));
+    int theta = kir_op2(k, KIR_ATAN2, kir_op2(k, KIR_SUB, u, w), kir_op2(k, KIR_SUB, v, w));
+    kir_add_output(k, 1, 0, kir_op1(k, KIR_ABS, u));
+    kir_add_output(k, 1, 1, kir_op1(k, KIR_SQRT, v));
+    kir_add_output(k, 1, 2, kir_op2(k, KIR_ATAN2, u, v));
+    kir_add_output(k, 1, 3, mag);
+    kir_add_output(k, 1, 4, kir_op1(k, KIR_COS, kir_op2(k, KIR_MUL, kir_const(k, 4), theta)));
+    kir_add_output(k, 1, 5, kir_op2(k, KIR_ADD, kir_op2(k, KIR_MUL, theta, mag), kir_op1(k, KIR_ABS, kir_op2(k, KIR_SUB, u, v))));
+    kir_finish(k);
+    derive_entry *ent;
+    int n;
+    const kir_kernel *j = differentiate(k, &ent, &n);
+    assert_true(n >= 10);
+    int halo[3] = {1, 0, 0};
+    cell *c = cell_new(1, halo, k->n_slots * k->n_fields + n, NULL);
+    double *jv = eval_jacobian(c, j); /* every load 0 */
+    for (int e = 0; e < n; e++) {
+        if (!(jv[e] == 0))
+            fail_msg("d out%d / d f%d[%d] at 0: %.17g, expected 0", ent[e].output, ent[e].field, ent[e].off[0], jv[e]);
+    }
+    free(jv);
+    /* u = 0, v = 4: atan2(0, 4) by u is 1/4, by v 0; sqrt(4) by v is 1/4 */
+    *element(c, 1, at_left) = 4;
+    jv = eval_jacobian(c, j);
+    int seen = 0;
+    for (int e = 0; e < n; e++) {
+        assert_true(isfinite(jv[e]));
+        if (ent[e].output == 2) {
+            assert_true(jv[e] == (ent[e].field == 0 ? 0.25 : 0.0));
+            seen++;
+        }
+        if (ent[e].output == 1) {
+            assert_true(jv[e] == 0.25);
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 3);
+    free(jv);
+    cell_free(c);
+    free(ent);
+    kir_free((kir_kernel *)j);
+    kir_free(k);
 }
 
 static int count_op(const kir_kernel *k, kir_op op)
@@ -937,6 +991,7 @@ int main(void)
         cmocka_unit_test(select_against_finite_differences),
         cmocka_unit_test(piecewise_ops_have_no_derivative),
         cmocka_unit_test(pow_log_term_only_when_exponent_varies),
+        cmocka_unit_test(zero_arguments_have_derivative_zero),
         cmocka_unit_test(heat_stencil_coefficients),
         cmocka_unit_test(random_expressions_against_finite_differences),
         cmocka_unit_test(hashes_are_canonical),

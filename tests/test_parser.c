@@ -174,6 +174,27 @@ static void errors_contexts(void **state)
                  "2:13: error: R() is a face quantity: use it inside div(...) or a flux");
     expect_error("mesh grid(nx=10)\nfield u\neq dt(u) = dn(u)\n",
                  "3:12: error: dn() is the normal derivative at a boundary: use it in an `on` condition");
+    /* the face gradient's components: on faces only, and only along the mesh's axes */
+    expect_error("mesh grid(nx=10, ny=10)\nfield u\neq dt(u) = 1 + gradx(u)\n",
+                 "3:16: error: gradx() is a component of the gradient at a face: use it inside div(...) or a flux "
+                 "(in a cell, write the central difference (u[1] - u[-1])/(2*dx))");
+    expect_error("mesh grid(nx=10, ny=10)\nfield u\nmonitor m = integral(grady(u))\n",
+                 "3:22: error: grady() is a component of the gradient at a face: use it inside div(...) or a flux "
+                 "(in a cell, write the central difference (u[0, 1] - u[0, -1])/(2*dy))");
+    expect_error("mesh grid(nx=4, ny=4, nz=4)\nfield u\non left: gradz(u) = 0\n",
+                 "3:10: error: gradz() is a component of the gradient at a face: use it inside div(...) or a flux "
+                 "(in a cell, write the central difference (u[0, 0, 1] - u[0, 0, -1])/(2*dz))");
+    expect_error("mesh grid(nx=10, ny=10)\nfield u\neq dt(u) = div(L(gradx(u)))\n",
+                 "3:18: error: gradx() is a component of the gradient at a face: use it inside div(...) or a flux "
+                 "(in a cell, write the central difference (u[1] - u[-1])/(2*dx))");
+    expect_error("mesh grid(nx=10)\nfield u\neq dt(u) = div(grady(u))\n",
+                 "3:16: error: grady() does not exist in a 1D mesh");
+    expect_error("mesh grid(nx=10, ny=10)\nflux F(u) = gradx(u)*gradz(u)\nfield u\neq dt(u) = div(F(u))\n",
+                 "2:22: error: gradz() does not exist in a 2D mesh");
+    expect_error("mesh grid(nx=10, ny=10)\nfield u\neq dt(u) = div(grady(u, u))\n",
+                 "3:16: error: grady() takes 1 argument, not 2");
+    expect_error("mesh grid(nx=10, ny=10)\nfunc gradx(a) = a\n",
+                 "2:6: error: 'gradx' is a built-in function: a func cannot take its name (a field, param or const can)");
 }
 
 static void errors_equations(void **state)
