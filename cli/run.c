@@ -222,6 +222,16 @@ static void catch_stop_signals(void)
     }
 }
 
+/* A stop signal that came before the run began (while compiling): the exit status 128 + the
+ * signal, and a line saying so; 0 when none came. */
+static int stopped_before_start(void)
+{
+    if (!stop_signal) return 0;
+    fprintf(stderr, "pdejit: %s: stopped before the first step; nothing was written\n",
+            stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    return 128 + stop_signal;
+}
+
 /* What the run loop calls between two steps: a stop signal interrupts the simulation (at this
  * boundary); --watch polls its file. */
 typedef struct run_hook {
@@ -527,8 +537,7 @@ static int run_to_end(run_ctx *c, const watch_baseline *base)
     run_hook hook = {c->sim, c->w, a->verbose, 0};
     ro.between_steps = run_between_steps;
     ro.between_ctx = &hook;
-    catch_stop_signals();
-    if (stop_signal) pj_sim_interrupt(c->sim);
+    if (stop_signal) pj_sim_interrupt(c->sim); /* caught since cmd_run began: the run stops at once */
     pj_run_result res;
     pj_status st = pj_sim_run(c->sim, &ro, &res, c->err, sizeof c->err);
     return report_run(c, st, &res);
@@ -548,6 +557,10 @@ static int cmd_run(int argc, char **argv)
     }
     int status = parse_run_args(argc, argv, &c.a);
     if (status) return status;
+    /* from here on a SIGINT or SIGTERM stops the run cleanly: while the file compiles and the kernels
+       are compiled or loaded (a kill there left a kernel on trial marked as crashed, cache.h), the
+       parts below finish and the run ends before its first step, having written nothing */
+    catch_stop_signals();
     if (pj_backend_by_name(c.a.backend, &c.be) < 0) {
         fprintf(stderr, "pdejit: unknown back end '%s'; back ends are %s\n", c.a.backend, pj_backend_names());
         return 2;
@@ -565,9 +578,12 @@ static int cmd_run(int argc, char **argv)
         pj_problem_free(c.pr);
         return 2;
     }
-    status = start_sim(&c);
+    status = stopped_before_start();
+    if (!status) status = start_sim(&c);
+    if (!status) status = stopped_before_start();
     if (!status) status = set_params(&c);
     if (!status) status = start_state(&c);
+    if (!status) status = stopped_before_start();
     if (!status) status = run_to_end(&c, &base);
     watch_stop(c.w); /* its thread may be handing the simulation a new problem */
     pj_sim_free(c.sim);

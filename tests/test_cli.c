@@ -721,6 +721,47 @@ static void signals_stop_at_a_step_boundary(void **state)
     free(p);
 }
 
+/* SIGTERM while the kernels are being compiled: the handler is in place from the start, so the
+ * compilation finishes, the run ends before its first step with exit 143 and a line saying so,
+ * nothing is written (no output folder), and the kernel that was loaded from the cache and on
+ * trial (its marker ID.run, cache.h) is not taken for one that crashed the process: the next run
+ * loads it without a warning. The handler used to be installed only after the compilation, so the
+ * signal killed the process there and the next run set the healthy entry aside as crashed. The
+ * marker says that the compilation is under way: no clock decides when to signal. */
+static void signal_while_compiling_stops_cleanly(void **state)
+{
+    (void)state;
+    char *w = write_file("warm.pde", "mesh grid(nx = 8)\nfield u = x\neq dt(u) = 0.01*lap(u)\ntime dt = 0.01, steps = 2\n");
+    /* the same stage kernel, and a reduce kernel of 600 monitors: seconds of LLVM */
+    size_t cap = 64 * 1024, k = 0;
+    char *text = malloc(cap);
+    k += (size_t)snprintf(text + k, cap - k, "mesh grid(nx = 8)\nfield u = x\neq dt(u) = 0.01*lap(u)\n"
+                                             "time dt = 0.01, steps = 2\nmonitor every = 0.01");
+    for (int i = 0; i < 600; i++) k += (size_t)snprintf(text + k, cap - k, ", m%d = integral(u*u + %d)", i, i);
+    snprintf(text + k, cap - k, "\n");
+    char *p = write_file("slowcompile.pde", text);
+    free(text);
+    char *out;
+    assert_int_equal(sh(&out, "rm -rf cache && $PJ run warm.pde --out none"), 0);
+    free(out);
+    int rc = sh(&out, "rm -rf sc; $PJ run slowcompile.pde --out sc 2> sc.log & pid=$!; "
+                      "until ls cache/*/*.run >/dev/null 2>&1 || ! kill -0 $pid 2>/dev/null; do sleep 0.01; done; "
+                      "kill -TERM $pid; wait $pid; rc=$?; cat sc.log; ls -d sc 2>&1; exit $rc");
+    if (rc != 143) fprintf(stderr, "%s\n", out);
+    assert_int_equal(rc, 143);
+    assert_string_equal(out, "pdejit: SIGTERM: stopped before the first step; nothing was written\n"
+                             "ls: cannot access 'sc': No such file or directory\n");
+    free(out);
+    assert_int_equal(sh(&out, "ls cache/*/ | grep -c '[.]run$\\|[.]crash$'"), 1); /* grep -c 0: status 1 */
+    assert_string_equal(out, "0\n");
+    free(out);
+    assert_int_equal(sh(&out, "$PJ run warm.pde --out none --verbose 2>&1 | grep -v ' steps to ' | sed 's/ in [0-9.]* ms$//'"), 0);
+    assert_string_equal(out, "pdejit: kernel stage1: loaded from the cache\n");
+    free(out);
+    free(p);
+    free(w);
+}
+
 /* --watch reads only regular files of at most 64 MiB, without blocking: a named pipe, a link to
  * /dev/zero and a 65 MiB file in place of the watched file are each reported once and the run goes
  * on; an edit that keeps the size and the mtime is seen (content hash) and swapped in; and the
@@ -816,6 +857,7 @@ int main(void)
         cmocka_unit_test(step_counts_that_overflow_are_refused),
         cmocka_unit_test(outputs_checked_before_stepping),
         cmocka_unit_test(signals_stop_at_a_step_boundary),
+        cmocka_unit_test(signal_while_compiling_stops_cleanly),
         cmocka_unit_test(watch_reads_only_regular_files),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
