@@ -762,6 +762,45 @@ static void signal_while_compiling_stops_cleanly(void **state)
     free(w);
 }
 
+/* 100 000 monitors or fields in a problem file: a clear refusal or a run, never a crash or a
+ * compile for hours. Monitors: the interpreter takes them (a monitor.csv of 100 002 columns); the
+ * cpu back end, whose reduction kernel compiles in time growing as their square (1000: 10 s,
+ * 2000: 42 s, 100 000: hours with no word), refuses more than 1000 before compiling anything.
+ * Fields: 100 000 compile and check. (100 000 params still take 25 s in the front end, whose param
+ * evaluation is quadratic: left to compiler/kir.c, see issue 25.) */
+static void limits_by_the_hundred_thousand(void **state)
+{
+    (void)state;
+    const int n = 100000;
+    size_t cap = (size_t)n * 40 + 256, k = 0;
+    char *text = malloc(cap);
+    k += (size_t)snprintf(text + k, cap - k, "mesh grid(nx = 8)\nfield u = x\neq dt(u) = 0.01*lap(u)\n"
+                                             "time dt = 0.01, steps = 2\nmonitor every = 0.01");
+    for (int i = 0; i < n; i++) k += (size_t)snprintf(text + k, cap - k, ", m%d = integral(u)", i);
+    snprintf(text + k, cap - k, "\n");
+    char *p = write_file("mons.pde", text);
+    char *out;
+    assert_int_equal(sh(&out, "$PJ run mons.pde --quiet --out mons_cpu 2>&1; rc=$?; ls -d mons_cpu 2>/dev/null; exit $rc"), 2);
+    assert_string_equal(out, "pdejit: mons.pde: 100000 monitors, more than the 1000 the cpu back end compiles (its "
+                             "compile time grows as their square); take fewer, or run them with --backend interp\n");
+    free(out);
+    assert_int_equal(sh(&out, "$PJ run mons.pde --quiet --backend interp --out mons_interp 2>&1 && "
+                              "head -1 mons_interp/monitor.csv | tr ',' '\\n' | wc -l && grep -c . mons_interp/monitor.csv && "
+                              "head -1 mons_interp/monitor.csv | cut -d, -f1-4 && tail -1 mons_interp/monitor.csv | cut -d, -f1-2"), 0);
+    assert_string_equal(out, "100002\n4\nt,step,m0,m1\n0.02,2\n");
+    free(out);
+    free(p);
+    k = (size_t)snprintf(text, cap, "mesh grid(nx = 8)\n");
+    for (int i = 0; i < n; i++) k += (size_t)snprintf(text + k, cap - k, "field u%d = x + %d\n", i, i);
+    snprintf(text + k, cap - k, "eq dt(u0) = 0.01*lap(u0)\ntime dt = 0.01, steps = 2\n");
+    p = write_file("fields.pde", text);
+    assert_int_equal(sh(&out, "$PJ check fields.pde 2>&1"), 0);
+    assert_string_equal(out, "");
+    free(out);
+    free(p);
+    free(text);
+}
+
 /* --watch reads only regular files of at most 64 MiB, without blocking: a named pipe, a link to
  * /dev/zero and a 65 MiB file in place of the watched file are each reported once and the run goes
  * on; an edit that keeps the size and the mtime is seen (content hash) and swapped in; and the
@@ -858,6 +897,7 @@ int main(void)
         cmocka_unit_test(outputs_checked_before_stepping),
         cmocka_unit_test(signals_stop_at_a_step_boundary),
         cmocka_unit_test(signal_while_compiling_stops_cleanly),
+        cmocka_unit_test(limits_by_the_hundred_thousand),
         cmocka_unit_test(watch_reads_only_regular_files),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
