@@ -379,6 +379,12 @@ static void checkpoint_files_and_paths(void **state)
         assert_string_equal(out, "pdejit: cpath.pde: cannot write in the output folder rok: Permission denied\n");
         free(out);
         assert_int_equal(run_cmd("cd '%s' && test -z \"$(ls -A rok)\"", tu_dir), 0);
+        /* a folder that cannot be made (a checkpoint at /nonexistent/dir/x) */
+        out = fails(2, "cd '%s' && PDEJIT_CACHE_DIR=rocache %s %s run cpath.pde --quiet --out /nonexistent-pdejit/dir/x "
+                       "--checkpoint-every 0.05 2>&1", tu_dir, as, PJ_BINARY);
+        assert_string_equal(out, "pdejit: cpath.pde: cannot create the output folder /nonexistent-pdejit/dir/x: /nonexistent-pdejit: "
+                                 "Permission denied\n");
+        free(out);
     } else {
         print_message("(read-only folder: skipped, running as root without setpriv)\n");
     }
