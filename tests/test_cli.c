@@ -801,6 +801,36 @@ static void limits_by_the_hundred_thousand(void **state)
     free(text);
 }
 
+/* pdejit bench refuses, before measuring anything, with a message and exit 2: a plot it cannot
+ * write (it measured for minutes, then said so and exited 0), sizes that are not whole numbers
+ * from 1 (exit 2 without a word), whose cells overflow (UBSan: signed overflow in the size
+ * arithmetic), more than 16 (silently dropped) or none. */
+static void bench_refusals(void **state)
+{
+    (void)state;
+    char *p = write_file("b.pde", "mesh grid(nx = 8, ny = 8)\nfield u = x\neq dt(u) = 0.01*lap(u)\ntime dt = 0.01\n");
+    const char *args[] = {"--plot /nonexistent-pdejit/x.png", "--sizes 0", "--sizes 2.5", "--sizes 4e7",
+                          "--sizes ,", "--sizes 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
+    const char *want[] = {
+        "pdejit bench: cannot write the plot /nonexistent-pdejit/x.png: No such file or directory\n",
+        "pdejit bench: --sizes takes whole numbers of cells per axis from 1 on, at most 1e+15 values (cells times "
+        "fields) per size, not '0'\n",
+        "pdejit bench: --sizes takes whole numbers of cells per axis from 1 on, at most 1e+15 values (cells times "
+        "fields) per size, not '2.5'\n",
+        "pdejit bench: --sizes takes whole numbers of cells per axis from 1 on, at most 1e+15 values (cells times "
+        "fields) per size, not '4e7'\n",
+        "pdejit bench: --sizes names no size\n",
+        "pdejit bench: --sizes takes at most 16 sizes\n",
+    };
+    for (int i = 0; i < 6; i++) {
+        char *out;
+        assert_int_equal(sh(&out, "$PJ bench b.pde %s >/dev/null 2>bench.err; rc=$?; cat bench.err; exit $rc", args[i]), 2);
+        assert_string_equal(out, want[i]);
+        free(out);
+    }
+    free(p);
+}
+
 /* --watch reads only regular files of at most 64 MiB, without blocking: a named pipe, a link to
  * /dev/zero and a 65 MiB file in place of the watched file are each reported once and the run goes
  * on; an edit that keeps the size and the mtime is seen (content hash) and swapped in; and the
@@ -898,6 +928,7 @@ int main(void)
         cmocka_unit_test(signals_stop_at_a_step_boundary),
         cmocka_unit_test(signal_while_compiling_stops_cleanly),
         cmocka_unit_test(limits_by_the_hundred_thousand),
+        cmocka_unit_test(bench_refusals),
         cmocka_unit_test(watch_reads_only_regular_files),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
