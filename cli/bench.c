@@ -15,6 +15,7 @@
 #include "driver.h"
 #include "engine.h"
 #include "options.h"
+#include "writers.h"
 
 #define MAX_BACKENDS 8
 
@@ -164,19 +165,35 @@ static int choose_backends(const char *list, int *use, int n_be)
     return 0;
 }
 
-/* The sizes (cells per axis) of --sizes, else 4 for the problem's dimension; their count, or -1. */
+/* The most cells one size may have (size^dim): far beyond any memory, and within int64_t and the
+ * doubles the table prints, so that no product of sizes overflows (UBSan found size^3 and
+ * cells * fields overflowing for --sizes 1e7 in 3D). */
+#define BENCH_MAX_CELLS 1e15
+
+/* The sizes (cells per axis) of --sizes, else 4 for the problem's dimension; their count, or -1
+ * after saying why. */
 static int choose_sizes(const pj_program *p, const char *text, int64_t sizes[16])
 {
     int n = 0;
     if (text) {
         char buf[256];
         snprintf(buf, sizeof buf, "%s", text);
-        for (char *tok = strtok(buf, ","); tok && n < 16; tok = strtok(NULL, ",")) {
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
             double v;
-            if (cli_parse_double("--sizes", tok, &v) < 0 || v < 1 || v != floor(v)) return -1;
+            if (cli_parse_double("--sizes", tok, &v) < 0) return -1;
+            if (!(v >= 1 && v == floor(v) && pow(v, p->dim) * (p->n_fields > 0 ? p->n_fields : 1) <= BENCH_MAX_CELLS)) {
+                fprintf(stderr, "pdejit bench: --sizes takes whole numbers of cells per axis from 1 on, at most "
+                        "%.0e values (cells times fields) per size, not '%s'\n", BENCH_MAX_CELLS, tok);
+                return -1;
+            }
+            if (n == 16) {
+                fprintf(stderr, "pdejit bench: --sizes takes at most 16 sizes\n");
+                return -1;
+            }
             sizes[n++] = (int64_t)v;
         }
-        return n;
+        if (!n) fprintf(stderr, "pdejit bench: --sizes names no size\n");
+        return n ? n : -1;
     }
     static const int64_t d1[] = {1024, 16384, 262144, 4194304}, d2[] = {64, 256, 1024, 2048},
                          d3[] = {16, 32, 64, 128};
@@ -304,7 +321,7 @@ static int bench_size(bench_state *s, pj_program *p, int64_t size)
 }
 
 /* The line on where the GPU wins, and the plot. */
-static void bench_summary(const bench_state *s, const char *plot_path)
+static int bench_summary(const bench_state *s, const char *plot_path)
 {
     const int oracle = 0;
     int device_used = 0, host_used = 0;
@@ -323,9 +340,13 @@ static void bench_summary(const bench_state *s, const char *plot_path)
         plot_series all[MAX_BACKENDS];
         for (int b = 0; b < s->n_be; b++)
             all[b] = (plot_series){engine_backends[b]->name, s->px[b], s->py[b], s->pn[b]};
-        if (plot_png(plot_path, all, s->n_be, err, sizeof err) < 0) fprintf(stderr, "pdejit bench: plot: %s\n", err);
-        else printf("plot: %s (Mcells/s against cells, log-log; interp grey, cpu blue, cuda green)\n", plot_path);
+        if (plot_png(plot_path, all, s->n_be, err, sizeof err) < 0) {
+            fprintf(stderr, "pdejit bench: plot: %s\n", err);
+            return 1;
+        }
+        printf("plot: %s (Mcells/s against cells, log-log; interp grey, cpu blue, cuda green)\n", plot_path);
     }
+    return 0;
 }
 
 static int cmd_bench(int argc, char **argv)
@@ -341,6 +362,11 @@ static int cmd_bench(int argc, char **argv)
     int use[MAX_BACKENDS] = {0}, n_be = 0;
     while (engine_backends[n_be] && n_be < MAX_BACKENDS) n_be++;
     if (choose_backends(a.backends, use, n_be) < 0) return 2;
+    char why[512];
+    if (a.plot && writers_check_writable(a.plot, why, sizeof why) < 0) { /* before minutes of measuring */
+        fprintf(stderr, "pdejit bench: cannot write the plot %s: %s\n", a.plot, why);
+        return 2;
+    }
     pj_program *p = cli_load_problem(file, NULL);
     if (!p) return 2;
     if (p->dt <= 0) p->dt = 1e-6;
@@ -365,7 +391,7 @@ static int cmd_bench(int argc, char **argv)
            "max rel diff");
     int status = 0;
     for (int si = 0; si < n_sizes; si++) status |= bench_size(&s, p, sizes[si]);
-    bench_summary(&s, a.plot);
+    status |= bench_summary(&s, a.plot);
     program_free(p);
     return status;
 }

@@ -5,6 +5,7 @@
  * Exit status: 0 success; 1 a run that failed (NaN found, device error); 2 bad usage or a
  * bad problem file. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -438,6 +439,10 @@ static int cmd_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* a file that outgrows `ulimit -f` fails its write with EFBIG, reported with the file's name
+       (the previous checkpoint, snapshot or cache entry kept), instead of SIGXFSZ killing the
+       command without a word and leaving its temporary file */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         main_help(stderr);
         return 2;

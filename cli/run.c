@@ -109,6 +109,72 @@ static int set_checkpoint_every(const cli_opt *o, const char *v, void *m)
     return 0;
 }
 
+/* --solver-options as PETSc's options are written: `-NAME [VALUE] -NAME [VALUE] ...`, a NAME of
+ * letters, digits and underscores, a VALUE a word that does not start with '-' and a letter (a
+ * negative number does) or a "double-quoted" text. PETSc's own reader takes anything: a word
+ * without its option ("ksp_type cg"), an unclosed quote, silently dropped. 0, or -1 with why. */
+static int check_solver_options(const char *s, char *why, size_t len)
+{
+    int after_name = 0; /* the last word was an option's name: a value may follow */
+    const char *name = NULL;
+    size_t name_len = 0;
+    for (const char *c = s; *c;) {
+        if (*c == ' ' || *c == '\t' || *c == '\n') {
+            c++;
+            continue;
+        }
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) {
+            snprintf(why, len, "a control character (0x%02x) in the options", (unsigned)(unsigned char)*c);
+            return -1;
+        }
+        const char *w = c;
+        if (*c == '"') { /* a quoted value */
+            const char *q = strchr(c + 1, '"');
+            if (!q) {
+                snprintf(why, len, "the quote opened at '%.20s' is not closed", c);
+                return -1;
+            }
+            c = q + 1;
+        } else {
+            while (*c && *c != ' ' && *c != '\t' && *c != '\n') c++;
+        }
+        size_t n = (size_t)(c - w);
+        int is_name = w[0] == '-' && n > 1 && !((w[1] >= '0' && w[1] <= '9') || w[1] == '.');
+        if (is_name) {
+            for (size_t i = 1; i < n; i++)
+                if (!((w[i] >= 'a' && w[i] <= 'z') || (w[i] >= 'A' && w[i] <= 'Z') || (w[i] >= '0' && w[i] <= '9') ||
+                      w[i] == '_') || (i == 1 && w[i] == '_' && n == 2)) {
+                    snprintf(why, len, "'%.*s' is not an option's name (-NAME: letters, digits and underscores)",
+                             (int)(n > 60 ? 60 : n), w);
+                    return -1;
+                }
+            after_name = 1;
+            name = w;
+            name_len = n;
+        } else if (after_name) {
+            after_name = 0; /* NAME's value */
+        } else {
+            snprintf(why, len, "'%.*s' is not an option (options start with '-')%s%.*s", (int)(n > 60 ? 60 : n), w,
+                     name ? ", and the option before it, " : "", name ? (int)(name_len > 60 ? 60 : name_len) : 0,
+                     name ? name : "");
+            if (name) snprintf(why + strlen(why), len - strlen(why), ", takes one value");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int set_solver_options(const cli_opt *o, const char *v, void *m)
+{
+    char why[256];
+    if (check_solver_options(v, why, sizeof why) < 0) {
+        fprintf(stderr, "pdejit: %s \"%s\": %s\n", o->name, v, why);
+        return -1;
+    }
+    *(const char **)m = v;
+    return 0;
+}
+
 static int add_set(const cli_opt *o, const char *v, void *m)
 {
     (void)o;
@@ -130,7 +196,8 @@ static const cli_opt run_opts[] = {
     {"--scheme", NULL, "S", "time-stepping scheme (overrides the file): {} (from beuler on implicit, through PETSc)",
      pj_scheme_names, cli_set_scheme, RUN(scheme)},
     {"--solver-options", NULL, "\"...\"", "implicit schemes: options passed to PETSc, after the file's solver "
-     "statement (\"-ksp_type cg -pc_type gamg -snes_monitor\")", NULL, cli_set_text, RUN(solver_options)},
+     "statement (\"-ksp_type cg -pc_type gamg -snes_monitor\"; -NAME [VALUE] ..., checked before the run)", NULL,
+     set_solver_options, RUN(solver_options)},
     {"--no-stability-check", NULL, NULL, "run an explicit scheme even when dt exceeds its estimated stability limit "
      "(refused with exit 2 otherwise)", NULL, cli_set_flag, RUN(no_stability_check)},
     {"--out", NULL, "DIR", "snapshot folder (default FILE's name + .out when the file has an output statement; "
@@ -220,6 +287,16 @@ static void catch_stop_signals(void)
         sa.sa_flags = SA_RESTART | SA_RESETHAND;
         sigaction(sigs[i], &sa, NULL);
     }
+}
+
+/* A stop signal that came before the run began (while compiling): the exit status 128 + the
+ * signal, and a line saying so; 0 when none came. */
+static int stopped_before_start(void)
+{
+    if (!stop_signal) return 0;
+    fprintf(stderr, "pdejit: %s: stopped before the first step; nothing was written\n",
+            stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    return 128 + stop_signal;
 }
 
 /* What the run loop calls between two steps: a stop signal interrupts the simulation (at this
@@ -344,6 +421,22 @@ typedef struct run_ctx {
     char err[1024];
 } run_ctx;
 
+/* The most monitors the cpu back end is given: it compiles them into one reduction kernel whose
+ * LLVM compile time grows as the square of their number (1000: about 10 s on a loaded 2-core
+ * machine, 2000: 42 s, 100 000: hours, with no word); the interpreter takes them in linear time
+ * (100 000 in about a second). */
+#define CPU_MAX_MONITORS 1000
+
+/* 0, or 2 with a message when the problem has more monitors than its back end takes. */
+static int monitors_within_limit(const run_ctx *c)
+{
+    int n = pj_problem_monitor_count(c->pr);
+    if (c->be != PJ_BACKEND_CPU || n <= CPU_MAX_MONITORS) return 0;
+    fprintf(stderr, "pdejit: %s: %d monitors, more than the %d the cpu back end compiles (its compile time grows as "
+            "their square); take fewer, or run them with --backend interp\n", c->a.file, n, CPU_MAX_MONITORS);
+    return 2;
+}
+
 static int parse_run_args(int argc, char **argv, run_args *a)
 {
     *a = (run_args){.backend = "cpu", .until = -1, .steps = -1, .check_every = 1};
@@ -383,6 +476,9 @@ static int start_sim(run_ctx *c)
                          .decompose = c->processes > 1 || a->ranks_layout, .ranks_layout = a->ranks_layout};
     pj_status st = pj_sim_create(c->pr, &so, &c->sim, c->err, sizeof c->err);
     if (st != PJ_OK) {
+        /* PETSc refused the options (the solver statement's or --solver-options': implicit.c's
+           messages name --solver-options): the user's input, as the docs say (exit 2) */
+        if (st == PJ_ERR_BACKEND && strstr(c->err, "--solver-options")) st = PJ_ERR_INPUT;
         if (st == PJ_ERR_UNAVAILABLE || st == PJ_ERR_UNSUPPORTED) fprintf(stderr, "pdejit: %s\n", c->err);
         else if (st == PJ_ERR_INPUT || st == PJ_ERR_MEMORY) fprintf(stderr, "pdejit: %s: %s\n", a->file, c->err);
         else fprintf(stderr, "pdejit: %s back end: %s\n", a->backend, c->err);
@@ -394,6 +490,10 @@ static int start_sim(run_ctx *c)
     pj_sim_info info;
     pj_sim_get_info(c->sim, &info);
     if (info.warning) fprintf(stderr, "pdejit: warning: %s\n", info.warning);
+    pj_solver_stats none;
+    if (a->solver_options && pj_sim_solver_stats(c->sim, &none) != PJ_OK) /* an explicit scheme: no solver */
+        fprintf(stderr, "pdejit: warning: %s: --solver-options are not used: the scheme is explicit (no PETSc solver)\n",
+                a->file);
     snprintf(c->cache_warned, sizeof c->cache_warned, "%s", info.warning ? info.warning : "");
     const char *kname;
     int kcached;
@@ -527,8 +627,7 @@ static int run_to_end(run_ctx *c, const watch_baseline *base)
     run_hook hook = {c->sim, c->w, a->verbose, 0};
     ro.between_steps = run_between_steps;
     ro.between_ctx = &hook;
-    catch_stop_signals();
-    if (stop_signal) pj_sim_interrupt(c->sim);
+    if (stop_signal) pj_sim_interrupt(c->sim); /* caught since cmd_run began: the run stops at once */
     pj_run_result res;
     pj_status st = pj_sim_run(c->sim, &ro, &res, c->err, sizeof c->err);
     return report_run(c, st, &res);
@@ -548,6 +647,10 @@ static int cmd_run(int argc, char **argv)
     }
     int status = parse_run_args(argc, argv, &c.a);
     if (status) return status;
+    /* from here on a SIGINT or SIGTERM stops the run cleanly: while the file compiles and the kernels
+       are compiled or loaded (a kill there left a kernel on trial marked as crashed, cache.h), the
+       parts below finish and the run ends before its first step, having written nothing */
+    catch_stop_signals();
     if (pj_backend_by_name(c.a.backend, &c.be) < 0) {
         fprintf(stderr, "pdejit: unknown back end '%s'; back ends are %s\n", c.a.backend, pj_backend_names());
         return 2;
@@ -565,9 +668,13 @@ static int cmd_run(int argc, char **argv)
         pj_problem_free(c.pr);
         return 2;
     }
-    status = start_sim(&c);
+    status = monitors_within_limit(&c);
+    if (!status) status = stopped_before_start();
+    if (!status) status = start_sim(&c);
+    if (!status) status = stopped_before_start();
     if (!status) status = set_params(&c);
     if (!status) status = start_state(&c);
+    if (!status) status = stopped_before_start();
     if (!status) status = run_to_end(&c, &base);
     watch_stop(c.w); /* its thread may be handing the simulation a new problem */
     pj_sim_free(c.sim);

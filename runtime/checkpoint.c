@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -102,6 +103,52 @@ static int write_all(int fd, const void *buf, size_t n)
         p += w;
         n -= (size_t)w;
     }
+    return 0;
+}
+
+/* ".checkpoint.pjc.XXXXXX": a temporary of checkpoint_write (mkstemp's six letters and digits). */
+static int is_checkpoint_temporary(const char *name)
+{
+    static const char prefix[] = "." CHECKPOINT_NAME ".";
+    size_t n = sizeof prefix - 1;
+    if (strncmp(name, prefix, n) || strlen(name) != n + 6) return 0;
+    for (const char *c = name + n; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))) return 0;
+    return 1;
+}
+
+int checkpoint_prepare(const char *dir, int writes, int *removed, char *err, size_t err_len)
+{
+    *removed = 0;
+    char path[4200], tmp[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, CHECKPOINT_NAME);
+    DIR *d = opendir(dir);
+    if (!d) {
+        diag_set(err, err_len, "cannot write the checkpoint %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        struct stat st;
+        if (!is_checkpoint_temporary(ent->d_name)) continue;
+        snprintf(tmp, sizeof tmp, "%s/%s", dir, ent->d_name);
+        if (lstat(tmp, &st) == 0 && S_ISREG(st.st_mode) && unlink(tmp) == 0) ++*removed;
+    }
+    closedir(d);
+    if (!writes) return 0;
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) { /* rename cannot replace a folder */
+        diag_set(err, err_len, "cannot write the checkpoint %s: %s", path, strerror(EISDIR));
+        return -1;
+    }
+    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, CHECKPOINT_NAME);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        diag_set(err, err_len, "cannot write the checkpoint %s: %s", path, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(tmp);
     return 0;
 }
 

@@ -28,6 +28,15 @@
  * periodic axes. Not the grid (checked apart, with its own message). */
 void checkpoint_fingerprint(const pj_program *p, uint8_t out[16]);
 
+/* Before the first step of a run whose output folder dir exists: removes the temporary files a
+ * run killed while writing a checkpoint left there (regular files named .CHECKPOINT_NAME.XXXXXX,
+ * the writer's mkstemp pattern: never taken for a checkpoint, never anything else), then, when
+ * `writes` (the run writes checkpoints), checks that dir/CHECKPOINT_NAME can be written as
+ * checkpoint_write writes it: a temporary file made in dir and removed, and CHECKPOINT_NAME not a
+ * folder. *removed: how many temporaries were removed. 0, or -1 with "cannot write the checkpoint
+ * DIR/checkpoint.pjc: REASON". */
+int checkpoint_prepare(const char *dir, int writes, int *removed, char *err, size_t err_len);
+
 /* Writes e's state to dir/CHECKPOINT_NAME atomically, with the run's dt and params. 0, or -1 with
  * a message. */
 int checkpoint_write(engine *e, const char *dir, uint64_t seed, int single, double dt, char *err, size_t err_len);

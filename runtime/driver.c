@@ -103,6 +103,10 @@ int driver_prepare_outputs(const driver_options *o, int *cleaned, char *err, siz
         diag_set(err, err_len, "cannot write the dump %s: %s", o->dump_path, why);
         return -1;
     }
+    int stale = 0; /* the temporaries of a checkpoint a killed run was writing */
+    if (o->checkpoint_dir && (!o->out_dir || strcmp(o->checkpoint_dir, o->out_dir)) &&
+        checkpoint_prepare(o->checkpoint_dir, 1, &stale, err, err_len) < 0)
+        return -1;
     if (!o->out_dir) return 0;
     if (o->resumed) { /* the series of the run that wrote the checkpoint goes on (driver_run) */
         char probe[4200];
@@ -111,7 +115,7 @@ int driver_prepare_outputs(const driver_options *o, int *cleaned, char *err, siz
             diag_set(err, err_len, "cannot write in the output folder %s: %s", o->out_dir, why);
             return -1;
         }
-        return 0;
+        return checkpoint_prepare(o->out_dir, o->checkpoint_dir && !strcmp(o->checkpoint_dir, o->out_dir), &stale, err, err_len);
     }
     if (writers_mkdirs(o->out_dir, why, sizeof why) < 0) {
         /* why is "FOLDER: reason" for the first folder that could not be made */
@@ -126,7 +130,7 @@ int driver_prepare_outputs(const driver_options *o, int *cleaned, char *err, siz
         return -1;
     }
     *cleaned = removed;
-    return 0;
+    return checkpoint_prepare(o->out_dir, o->checkpoint_dir && !strcmp(o->checkpoint_dir, o->out_dir), &stale, err, err_len);
 }
 
 /* ---- the loop ------------------------------------------------------------------------------ */

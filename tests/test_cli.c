@@ -721,6 +721,116 @@ static void signals_stop_at_a_step_boundary(void **state)
     free(p);
 }
 
+/* SIGTERM while the kernels are being compiled: the handler is in place from the start, so the
+ * compilation finishes, the run ends before its first step with exit 143 and a line saying so,
+ * nothing is written (no output folder), and the kernel that was loaded from the cache and on
+ * trial (its marker ID.run, cache.h) is not taken for one that crashed the process: the next run
+ * loads it without a warning. The handler used to be installed only after the compilation, so the
+ * signal killed the process there and the next run set the healthy entry aside as crashed. The
+ * marker says that the compilation is under way: no clock decides when to signal. */
+static void signal_while_compiling_stops_cleanly(void **state)
+{
+    (void)state;
+    char *w = write_file("warm.pde", "mesh grid(nx = 8)\nfield u = x\neq dt(u) = 0.01*lap(u)\ntime dt = 0.01, steps = 2\n");
+    /* the same stage kernel, and a reduce kernel of 600 monitors: seconds of LLVM */
+    size_t cap = 64 * 1024, k = 0;
+    char *text = malloc(cap);
+    k += (size_t)snprintf(text + k, cap - k, "mesh grid(nx = 8)\nfield u = x\neq dt(u) = 0.01*lap(u)\n"
+                                             "time dt = 0.01, steps = 2\nmonitor every = 0.01");
+    for (int i = 0; i < 600; i++) k += (size_t)snprintf(text + k, cap - k, ", m%d = integral(u*u + %d)", i, i);
+    snprintf(text + k, cap - k, "\n");
+    char *p = write_file("slowcompile.pde", text);
+    free(text);
+    char *out;
+    assert_int_equal(sh(&out, "rm -rf cache && $PJ run warm.pde --out none"), 0);
+    free(out);
+    int rc = sh(&out, "rm -rf sc; $PJ run slowcompile.pde --out sc 2> sc.log & pid=$!; "
+                      "until ls cache/*/*.run >/dev/null 2>&1 || ! kill -0 $pid 2>/dev/null; do sleep 0.01; done; "
+                      "kill -TERM $pid; wait $pid; rc=$?; cat sc.log; ls -d sc 2>&1; exit $rc");
+    if (rc != 143) fprintf(stderr, "%s\n", out);
+    assert_int_equal(rc, 143);
+    assert_string_equal(out, "pdejit: SIGTERM: stopped before the first step; nothing was written\n"
+                             "ls: cannot access 'sc': No such file or directory\n");
+    free(out);
+    assert_int_equal(sh(&out, "ls cache/*/ | grep -c '[.]run$\\|[.]crash$'"), 1); /* grep -c 0: status 1 */
+    assert_string_equal(out, "0\n");
+    free(out);
+    assert_int_equal(sh(&out, "$PJ run warm.pde --out none --verbose 2>&1 | grep -v ' steps to ' | sed 's/ in [0-9.]* ms$//'"), 0);
+    assert_string_equal(out, "pdejit: kernel stage1: loaded from the cache\n");
+    free(out);
+    free(p);
+    free(w);
+}
+
+/* 100 000 monitors or fields in a problem file: a clear refusal or a run, never a crash or a
+ * compile for hours. Monitors: the interpreter takes them (a monitor.csv of 100 002 columns); the
+ * cpu back end, whose reduction kernel compiles in time growing as their square (1000: 10 s,
+ * 2000: 42 s, 100 000: hours with no word), refuses more than 1000 before compiling anything.
+ * Fields: 100 000 compile and check. (100 000 params still take 25 s in the front end, whose param
+ * evaluation is quadratic: left to compiler/kir.c, see issue 25.) */
+static void limits_by_the_hundred_thousand(void **state)
+{
+    (void)state;
+    const int n = 100000;
+    size_t cap = (size_t)n * 40 + 256, k = 0;
+    char *text = malloc(cap);
+    k += (size_t)snprintf(text + k, cap - k, "mesh grid(nx = 8)\nfield u = x\neq dt(u) = 0.01*lap(u)\n"
+                                             "time dt = 0.01, steps = 2\nmonitor every = 0.01");
+    for (int i = 0; i < n; i++) k += (size_t)snprintf(text + k, cap - k, ", m%d = integral(u)", i);
+    snprintf(text + k, cap - k, "\n");
+    char *p = write_file("mons.pde", text);
+    char *out;
+    assert_int_equal(sh(&out, "$PJ run mons.pde --quiet --out mons_cpu 2>&1; rc=$?; ls -d mons_cpu 2>/dev/null; exit $rc"), 2);
+    assert_string_equal(out, "pdejit: mons.pde: 100000 monitors, more than the 1000 the cpu back end compiles (its "
+                             "compile time grows as their square); take fewer, or run them with --backend interp\n");
+    free(out);
+    assert_int_equal(sh(&out, "$PJ run mons.pde --quiet --backend interp --out mons_interp 2>&1 && "
+                              "head -1 mons_interp/monitor.csv | tr ',' '\\n' | wc -l && grep -c . mons_interp/monitor.csv && "
+                              "head -1 mons_interp/monitor.csv | cut -d, -f1-4 && tail -1 mons_interp/monitor.csv | cut -d, -f1-2"), 0);
+    assert_string_equal(out, "100002\n4\nt,step,m0,m1\n0.02,2\n");
+    free(out);
+    free(p);
+    k = (size_t)snprintf(text, cap, "mesh grid(nx = 8)\n");
+    for (int i = 0; i < n; i++) k += (size_t)snprintf(text + k, cap - k, "field u%d = x + %d\n", i, i);
+    snprintf(text + k, cap - k, "eq dt(u0) = 0.01*lap(u0)\ntime dt = 0.01, steps = 2\n");
+    p = write_file("fields.pde", text);
+    assert_int_equal(sh(&out, "$PJ check fields.pde 2>&1"), 0);
+    assert_string_equal(out, "");
+    free(out);
+    free(p);
+    free(text);
+}
+
+/* pdejit bench refuses, before measuring anything, with a message and exit 2: a plot it cannot
+ * write (it measured for minutes, then said so and exited 0), sizes that are not whole numbers
+ * from 1 (exit 2 without a word), whose cells overflow (UBSan: signed overflow in the size
+ * arithmetic), more than 16 (silently dropped) or none. */
+static void bench_refusals(void **state)
+{
+    (void)state;
+    char *p = write_file("b.pde", "mesh grid(nx = 8, ny = 8)\nfield u = x\neq dt(u) = 0.01*lap(u)\ntime dt = 0.01\n");
+    const char *args[] = {"--plot /nonexistent-pdejit/x.png", "--sizes 0", "--sizes 2.5", "--sizes 4e7",
+                          "--sizes ,", "--sizes 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
+    const char *want[] = {
+        "pdejit bench: cannot write the plot /nonexistent-pdejit/x.png: No such file or directory\n",
+        "pdejit bench: --sizes takes whole numbers of cells per axis from 1 on, at most 1e+15 values (cells times "
+        "fields) per size, not '0'\n",
+        "pdejit bench: --sizes takes whole numbers of cells per axis from 1 on, at most 1e+15 values (cells times "
+        "fields) per size, not '2.5'\n",
+        "pdejit bench: --sizes takes whole numbers of cells per axis from 1 on, at most 1e+15 values (cells times "
+        "fields) per size, not '4e7'\n",
+        "pdejit bench: --sizes names no size\n",
+        "pdejit bench: --sizes takes at most 16 sizes\n",
+    };
+    for (int i = 0; i < 6; i++) {
+        char *out;
+        assert_int_equal(sh(&out, "$PJ bench b.pde %s >/dev/null 2>bench.err; rc=$?; cat bench.err; exit $rc", args[i]), 2);
+        assert_string_equal(out, want[i]);
+        free(out);
+    }
+    free(p);
+}
+
 /* --watch reads only regular files of at most 64 MiB, without blocking: a named pipe, a link to
  * /dev/zero and a 65 MiB file in place of the watched file are each reported once and the run goes
  * on; an edit that keeps the size and the mtime is seen (content hash) and swapped in; and the
@@ -816,6 +926,9 @@ int main(void)
         cmocka_unit_test(step_counts_that_overflow_are_refused),
         cmocka_unit_test(outputs_checked_before_stepping),
         cmocka_unit_test(signals_stop_at_a_step_boundary),
+        cmocka_unit_test(signal_while_compiling_stops_cleanly),
+        cmocka_unit_test(limits_by_the_hundred_thousand),
+        cmocka_unit_test(bench_refusals),
         cmocka_unit_test(watch_reads_only_regular_files),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);

@@ -18,7 +18,7 @@ seconds=${2:-60}
 runs=${FUZZ_RUNS:-}
 here=$(cd "$(dirname "$0")" && pwd)
 failed=""
-for target in frontend cache_entry; do
+for target in frontend cache_entry checkpoint init_csv; do
     bin=$build/tests/fuzz/fuzz_$target
     corpus=$build/fuzz/corpus/$target
     budget="-max_total_time=$seconds"
