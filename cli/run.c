@@ -120,7 +120,7 @@ static int add_set(const cli_opt *o, const char *v, void *m)
 
 #define RUN(member) offsetof(run_args, member)
 static const cli_opt run_opts[] = {
-    {"--backend", NULL, "interp|cpu|cuda", "where the kernels run (default cpu: LLVM JIT, all cores)", NULL,
+    {"--backend", NULL, "interp|cpu|cuda", "where the kernels run (default cpu: LLVM JIT, all cores)", pj_backend_names,
      cli_set_text, RUN(backend)},
     {"--set", NULL, "NAME=VALUE", "change a param (repeatable; never recompiles) or a const (the kernels it changes "
      "are compiled again, and the run says so)", NULL, add_set, RUN(sets)},
