@@ -457,7 +457,7 @@ const cli_cmd cli_cache = {
     .name = "cache",
     .operands = "",
     .summary = "the on-disk kernel cache: stats, list, clear, explain FILE",
-    .usage = "stats|list [--verbose]|clear|explain FILE [--backend B] [--precision P] [--fast-math]",
+    .usage = "stats|list [-v]|clear|explain FILE [--backend B] [--precision P] [--fast-math]",
     .about = "The on-disk kernel cache ($PDEJIT_CACHE_DIR, else $XDG_CACHE_HOME/pdejit, else\n"
              "~/.cache/pdejit; size cap $PDEJIT_CACHE_MAX, default 256M).\n",
     .subs = cache_subs,
