@@ -109,3 +109,114 @@ def test_every_run_option_has_its_python_spelling():
             spelled = True
         spelled = spelled or "help(pdejit.Simulation.run)" in python
         assert spelled, "%s: the row names no Python spelling: %s" % (option, python)
+
+
+# docs/tutorial.md: every block runs, in order, in one temporary folder (and one Python namespace):
+#   ```pde NAME    the text is written to the file NAME
+#   ```sh          each "$ COMMAND" line runs (bash, the folder's PATH starting with the tested
+#                  pdejit's folder, the test's kernel cache); the lines after it are its output
+#                  (stdout and stderr), compared line by line with every number read as "#" (times
+#                  and rates vary), "..." within a line standing for any text and a line "..." for
+#                  any lines. A command exits 0, or the status its comment names ("# exit 2").
+#   ```sh-gpu      as sh, where a GPU is (`pdejit run --backend cuda` can start): skipped elsewhere
+#   ```python      run in the namespace, in the folder
+#   ```text        not run: the install commands, and what a reader types in an editor
+TUTORIAL = ROOT / "docs" / "tutorial.md"
+TUTORIAL_TAGS = {"sh", "sh-gpu", "python", "text"}
+NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def tutorial_blocks():
+    lines = TUTORIAL.read_text().split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        m = re.match(r"^```(.*)$", lines[i])
+        if m:
+            tag, start = m.group(1).strip(), i + 1
+            assert tag.split(" ")[0] in TUTORIAL_TAGS | {"pde"}, "%s:%d: fence with tag %r" % (TUTORIAL, start, tag)
+            assert tag.split(" ")[0] != "pde" or len(tag.split(" ")) == 2, "%s:%d: ```pde NAME" % (TUTORIAL, start)
+            i += 1
+            while i < len(lines) and lines[i] != "```":
+                i += 1
+            assert i < len(lines), "%s:%d: unclosed block" % (TUTORIAL, start)
+            out.append((tag, start, lines[start:i]))
+        i += 1
+    return out
+
+
+def output_matches(expected, actual):
+    """expected's lines against actual's, numbers as '#', '...' in a line any text, a line '...'
+    any lines."""
+    def pattern(line):
+        parts = NUMBER.sub("#", line).split("...")
+        return re.compile(".*".join(re.escape(p) for p in parts) + r"\Z")
+
+    def match(e, a):
+        if not e:
+            return not a
+        if e[0] == "...":
+            return any(match(e[1:], a[k:]) for k in range(len(a) + 1))
+        return bool(a) and bool(pattern(e[0]).match(NUMBER.sub("#", a[0]))) and match(e[1:], a[1:])
+    return match(expected, actual)
+
+
+def gpu_here():
+    probe = "mesh grid(nx = 4)\nfield u = 1\neq dt(u) = 0\ntime dt = 1, steps = 1\n"
+    with open("gpu_probe.pde", "w") as f:
+        f.write(probe)
+    return subprocess.run([BINARY, "run", "gpu_probe.pde", "--backend", "cuda", "--out", "none", "--quiet"],
+                          capture_output=True).returncode == 0
+
+
+def run_sh_block(line, lines, env):
+    """Runs the commands of a sh block as one bash script (a command may start a job that a later
+    one waits for); checks each one's status and output."""
+    commands = []  # (line number, command, expected output lines, expected status)
+    for k, text in enumerate(lines):
+        if text.startswith("$ "):
+            m = re.search(r"# exit (\d+)", text)
+            commands.append((line + k, text[2:], [], int(m.group(1)) if m else 0))
+        else:
+            assert commands, "%s:%d: output before any command" % (TUTORIAL, line + k)
+            commands[-1][2].append(text)
+    script = "exec 2>&1\n" + "".join("echo '@@%d@@'\n%s\necho \"@@status $?@@\"\n" % (i, c[1])
+                                    for i, c in enumerate(commands))
+    r = subprocess.run(["bash", "-c", script], stdout=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
+    outs = re.split(r"@@(\d+)@@\n", r.stdout)[1:]
+    assert len(outs) == 2 * len(commands), "%s:%d: the block stopped: %s" % (TUTORIAL, line, r.stdout)
+    for i, (at, command, expected, status) in enumerate(commands):
+        body = outs[2 * i + 1]
+        m = re.search(r"@@status (\d+)@@\n?$", body)
+        assert m, "%s:%d: %s: no status" % (TUTORIAL, at, command)
+        got = int(m.group(1))
+        actual = body[:m.start()].split("\n")
+        if actual[-1] == "":
+            actual.pop()
+        assert got == status, "%s:%d: `%s` exited %d, not %d:\n%s" % (TUTORIAL, at, command, got, status,
+                                                                     "\n".join(actual))
+        assert output_matches(expected, actual), "%s:%d: `%s` printed\n%s\nnot\n%s" % (
+            TUTORIAL, at, command, "\n".join(actual), "\n".join(expected))
+
+
+def test_tutorial_runs(in_tmp, monkeypatch):
+    """docs/tutorial.md, in a fresh folder with a kernel cache of its own (the page shows first
+    compiles, then hits)."""
+    import os
+    monkeypatch.setenv("PDEJIT_CACHE_DIR", str(in_tmp / "cache"))
+    env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(BINARY)) + os.pathsep + os.environ["PATH"],
+               LC_ALL="C")
+    blocks = tutorial_blocks()
+    assert sum(tag == "sh" for tag, _, _ in blocks) >= 6
+    namespace = {"__name__": "docs_tutorial"}
+    gpu = []  # [whether a GPU is here], once asked
+    for tag, line, lines in blocks:
+        kind = tag.split(" ")[0]
+        if kind == "pde":
+            with open(tag.split(" ")[1], "w") as f:
+                f.write("\n".join(lines) + "\n")
+        elif kind == "sh-gpu" and not gpu:
+            gpu.append(gpu_here())
+        if kind == "sh" or (kind == "sh-gpu" and gpu[0]):
+            run_sh_block(line, lines, env)
+        elif kind == "python":
+            exec(compile("\n" * (line - 1) + "\n".join(lines) + "\n", str(TUTORIAL), "exec"), namespace)
