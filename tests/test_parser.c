@@ -294,6 +294,7 @@ static void syntax_error_hints(void **state)
          "a product needs '*': (...)*(...)"},
         {"eq dt(u) = 2u", "4:12: error: malformed number '2u'", "a product needs '*': 2*u"},
         {"eq dt(u) = 0.5kappa", "4:12: error: malformed number '0.5kappa'", "a product needs '*': 0.5*kappa"},
+        {"eq dt(u) = 2eps*lap(u)", "4:12: error: malformed number '2eps'", "a product needs '*': 2*eps"},
         {"eq du/dt = D*lap(u)", "4:6: error: unexpected '/', expecting '('",
          "a time derivative is written dt(u): eq dt(u) = ..."},
         {"eq dt(u) == D*lap(u)", "4:10: error: unexpected ==, expecting '='", "an equation has one '=': eq dt(u) = ..."},
@@ -322,12 +323,19 @@ static void syntax_error_hints(void **state)
         snprintf(src, sizeof src, "%s%s\ntime dt = 0.01, steps = 1\n", head, cases[i].line);
         expect_hint(src, cases[i].error, cases[i].hint);
     }
-    /* no hint where none fits: a hex number, an error that is not a syntax error */
+    /* no hint where none fits: a hex number, a broken exponent, an error that is not a syntax error */
     char *log;
-    pj_program *p = compile("mesh grid(nx=10)\nfield u = 0x10\n", &log);
-    assert_null(p);
-    assert_null(strstr(log, "hint:"));
-    free(log);
+    pj_program *p;
+    const char *no_hint[] = {"0x10", "1e5x", "1e+", "1.2.3"};
+    for (size_t i = 0; i < sizeof no_hint / sizeof *no_hint; i++) {
+        char src[128];
+        snprintf(src, sizeof src, "mesh grid(nx=10)\nfield u = %s\n", no_hint[i]);
+        p = compile(src, &log);
+        assert_null(p);
+        assert_non_null(strstr(log, "malformed number"));
+        assert_null(strstr(log, "hint:"));
+        free(log);
+    }
     p = compile("mesh grid(nx=10)\nfield u = 1\neq dt(u) = lap(v)\n", &log);
     assert_null(p);
     assert_null(strstr(log, "hint:"));
