@@ -531,6 +531,7 @@ static int run_to_end(run_ctx *c, const watch_baseline *base)
     if (stop_signal) pj_sim_interrupt(c->sim);
     pj_run_result res;
     pj_status st = pj_sim_run(c->sim, &ro, &res, c->err, sizeof c->err);
+    watch_finish(c->w); /* an edit swapped in just before the end is said before the end is */
     return report_run(c, st, &res);
 }
 
