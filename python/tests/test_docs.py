@@ -147,11 +147,15 @@ def tutorial_blocks():
     return out
 
 
-def output_matches(expected, actual):
+def output_matches(expected, actual, exact=False):
     """expected's lines against actual's, numbers as '#', '...' in a line any text, a line '...'
-    any lines."""
+    any lines. exact: numbers as '#' only in pdejit's own lines ("pdejit: ...": times, rates), the
+    others (data) digit for digit."""
+    def numbers(line):
+        return NUMBER.sub("#", line) if not exact or line.startswith("pdejit: ") else line
+
     def pattern(line):
-        parts = NUMBER.sub("#", line).split("...")
+        parts = numbers(line).split("...")
         return re.compile(".*".join(re.escape(p) for p in parts) + r"\Z")
 
     def match(e, a):
@@ -159,7 +163,7 @@ def output_matches(expected, actual):
             return not a
         if e[0] == "...":
             return any(match(e[1:], a[k:]) for k in range(len(a) + 1))
-        return bool(a) and bool(pattern(e[0]).match(NUMBER.sub("#", a[0]))) and match(e[1:], a[1:])
+        return bool(a) and bool(pattern(e[0]).match(numbers(a[0]))) and match(e[1:], a[1:])
     return match(expected, actual)
 
 
@@ -171,36 +175,36 @@ def gpu_here():
                           capture_output=True).returncode == 0
 
 
-def run_sh_block(line, lines, env):
-    """Runs the commands of a sh block as one bash script (a command may start a job that a later
-    one waits for); checks each one's status and output."""
+def run_sh_block(line, lines, env, page=TUTORIAL, exact=False):
+    """Runs the commands of a sh block of `page` as one bash script (a command may start a job
+    that a later one waits for); checks each one's status and output (output_matches)."""
     commands = []  # (line number, command, expected output lines, expected status)
     for k, text in enumerate(lines):
         if text.startswith("$ "):
             m = re.search(r"# exit (\d+)", text)
             commands.append((line + k, text[2:], [], int(m.group(1)) if m else 0))
         else:
-            assert commands, "%s:%d: output before any command" % (TUTORIAL, line + k)
+            assert commands, "%s:%d: output before any command" % (page, line + k)
             commands[-1][2].append(text)
     script = "exec 2>&1\n" + "".join("echo '@@%d@@'\n%s\necho \"@@status $?@@\"\n" % (i, c[1])
                                     for i, c in enumerate(commands))
     r = subprocess.run(["bash", "-c", script], stdout=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
     outs = re.split(r"@@(\d+)@@\n", r.stdout)[1:]
-    assert len(outs) == 2 * len(commands), "%s:%d: the block stopped: %s" % (TUTORIAL, line, r.stdout)
+    assert len(outs) == 2 * len(commands), "%s:%d: the block stopped: %s" % (page, line, r.stdout)
     for i, (at, command, expected, status) in enumerate(commands):
         body = outs[2 * i + 1]
         m = re.search(r"@@status (\d+)@@\n?$", body)
-        assert m, "%s:%d: %s: no status" % (TUTORIAL, at, command)
+        assert m, "%s:%d: %s: no status" % (page, at, command)
         got = int(m.group(1))
         actual = body[:m.start()].split("\n")
         if actual[-1] == "":
             actual.pop()
         if not any(TIMED.match(e) for e in expected):  # a loaded machine's runs last longer
             actual = [a for a in actual if not TIMED.match(a)]
-        assert got == status, "%s:%d: `%s` exited %d, not %d:\n%s" % (TUTORIAL, at, command, got, status,
+        assert got == status, "%s:%d: `%s` exited %d, not %d:\n%s" % (page, at, command, got, status,
                                                                      "\n".join(actual))
-        assert output_matches(expected, actual), "%s:%d: `%s` printed\n%s\nnot\n%s" % (
-            TUTORIAL, at, command, "\n".join(actual), "\n".join(expected))
+        assert output_matches(expected, actual, exact), "%s:%d: `%s` printed\n%s\nnot\n%s" % (
+            page, at, command, "\n".join(actual), "\n".join(expected))
 
 
 def test_tutorial_runs(in_tmp, monkeypatch):
@@ -225,3 +229,30 @@ def test_tutorial_runs(in_tmp, monkeypatch):
             run_sh_block(line, lines, env)
         elif kind == "python":
             exec(compile("\n" * (line - 1) + "\n".join(lines) + "\n", str(TUTORIAL), "exec"), namespace)
+
+
+def test_readme_example_prints_what_it_shows(in_tmp, monkeypatch):
+    """README.md's ten-line example: front.pde as shown, the transcript under it run, its data
+    lines digit for digit (pdejit's own lines with any times and rates), and the typo's error as
+    shown."""
+    import os
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    front = re.search(r"`front\.pde`:\n\n```\n(.*?)```", text, re.S)
+    assert front, "README.md: no front.pde block"
+    with open("front.pde", "w") as f:
+        f.write(front.group(1))
+    transcript = re.search(r"```\n(\$ pdejit run front\.pde .*?)```", text, re.S)
+    assert transcript, "README.md: no transcript of front.pde's runs"
+    at = text[:transcript.start()].count("\n") + 2
+    monkeypatch.setenv("PDEJIT_CACHE_DIR", str(in_tmp / "cache"))  # the first run compiles
+    env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(BINARY)) + os.pathsep + os.environ["PATH"],
+               LC_ALL="C")
+    run_sh_block(at, transcript.group(1).rstrip("\n").split("\n"), env, page=readme, exact=True)
+    error = re.search(r"```\n(front\.pde:5:\d+: error: .*?)```", text, re.S)
+    assert error, "README.md: no error of the typo"
+    typo = re.search(r"a typo in line 5 \(`(\w+)` for `(\w+)`\)", text)
+    with open("front.pde", "w") as f:
+        f.write(front.group(1).replace(" %s*u" % typo.group(2), " %s*u" % typo.group(1)))
+    r = subprocess.run([BINARY, "check", "front.pde"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout + r.stderr == error.group(1)
