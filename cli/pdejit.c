@@ -309,6 +309,10 @@ static int explain_file(int argc, char **argv)
     const char *file = NULL;
     explain_args a = {.backend = "cpu"};
     if (cli_parse(&cli_cache, argc - 1, argv + 1, &a, &file, 1) < 0) return 2;
+    if (a.verbose) {
+        fprintf(stderr, "pdejit cache explain: --verbose is an option of cache list\n");
+        return 2;
+    }
     if (!file) {
         cli_help(&cli_cache, stderr);
         return 2;
@@ -415,8 +419,12 @@ static int manage_cache(int argc, char **argv)
     const char *operand = NULL;
     int n = cli_parse(&cli_cache, argc - 1, argv + 1, &a, &operand, 1);
     if (n < 0) return 2;
-    if (n > 0 || (a.verbose && strcmp(what, "list"))) {
+    int explain_only = a.backend || a.eo.single || a.eo.fast_math;
+    if (n > 0 || explain_only || (a.verbose && strcmp(what, "list"))) {
         if (n > 0) fprintf(stderr, "pdejit cache %s: takes no FILE ('%s')\n", what, operand);
+        else if (explain_only)
+            fprintf(stderr, "pdejit cache %s: --backend, --precision and --fast-math are options of cache explain\n",
+                    what);
         else fprintf(stderr, "pdejit cache %s: --verbose is an option of cache list\n", what);
         cli_help(&cli_cache, stderr);
         return 2;

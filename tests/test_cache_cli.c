@@ -561,6 +561,16 @@ static void list_fits_120_columns(void **state)
     assert_int_equal(pj(c, &out, "cache stats --verbose"), 2);
     assert_non_null(strstr(out, "pdejit cache stats: --verbose is an option of cache list\n"));
     free(out);
+    assert_int_equal(pj(c, &out, "cache explain p.pde -v"), 2);
+    assert_non_null(strstr(out, "pdejit cache explain: --verbose is an option of cache list\n"));
+    free(out);
+    assert_int_equal(pj(c, &out, "cache list --precision single"), 2);
+    assert_non_null(strstr(out, "pdejit cache list: --backend, --precision and --fast-math are options of cache "
+                                "explain\n"));
+    free(out);
+    assert_int_equal(pj(c, &out, "cache clear p.pde"), 2);
+    assert_non_null(strstr(out, "pdejit cache clear: takes no FILE ('p.pde')\n"));
+    free(out);
 }
 
 /* `pdejit cache clear` with a prefix sub-folder replaced by a link to a folder elsewhere: the
