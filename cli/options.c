@@ -48,17 +48,22 @@ static int print_left(FILE *out, const char *left)
     return col;
 }
 
+const char *cli_option_help(const cli_opt *o, char *buf, size_t len)
+{
+    const char *hole = o->values ? strstr(o->help, "{}") : NULL;
+    if (!hole) return o->help;
+    snprintf(buf, len, "%.*s%s%s", (int)(hole - o->help), o->help, o->values(), hole + 2);
+    return buf;
+}
+
 static void print_option(FILE *out, const cli_opt *o)
 {
     char left[128];
     snprintf(left, sizeof left, "%s%s%s%s%s", o->alias ? o->alias : "", o->alias ? ", " : "", o->name,
              o->arg ? " " : "", o->arg ? o->arg : "");
     int col = print_left(out, left);
-    const char *hole = o->values ? strstr(o->help, "{}") : NULL;
     char text[1024];
-    if (hole)
-        snprintf(text, sizeof text, "%.*s%s%s", (int)(hole - o->help), o->help, o->values(), hole + 2);
-    print_wrapped(out, hole ? text : o->help, col, HELP_COLUMN);
+    print_wrapped(out, cli_option_help(o, text, sizeof text), col, HELP_COLUMN);
 }
 
 void cli_help(const cli_cmd *cmd, FILE *out)

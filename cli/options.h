@@ -52,6 +52,13 @@ extern const cli_cmd cli_run, cli_check, cli_emit, cli_bench, cli_cache;
 
 /* Prints cmd's help (usage line, about, every subcommand and option of its tables, epilogue). */
 void cli_help(const cli_cmd *cmd, FILE *out);
+/* o's help text with "{}" replaced by o->values() (in buf when replaced). */
+const char *cli_option_help(const cli_opt *o, char *buf, size_t len);
+/* `pdejit help --man`: the manual page pdejit(1) in roff, from the same tables as the help. */
+void cli_print_man(FILE *out);
+/* `pdejit help --bash-completion`: a bash completion script for pdejit, from the same tables:
+ * the commands, subcommands, options, and the values of those whose values are a list. */
+void cli_print_bash_completion(FILE *out);
 /* Parses argv[0..argc) against cmd's options into args (the options' members). The operands (the
  * words not options, "-" among them) go to files[0..max_files); one more is an error. Returns the
  * number of operands, or -1 after saying why on stderr: an unknown option or one without its value

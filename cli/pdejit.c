@@ -288,6 +288,7 @@ const cli_cmd cli_emit = {
 typedef struct explain_args {
     engine_options eo;
     const char *backend;
+    int verbose;
 } explain_args;
 
 static const cli_opt cache_opts[] = {
@@ -297,6 +298,8 @@ static const cli_opt cache_opts[] = {
      cli_set_precision, offsetof(explain_args, eo.single)},
     {"--fast-math", NULL, NULL, "explain: the kernels of --fast-math", NULL, cli_set_flag,
      offsetof(explain_args, eo.fast_math)},
+    {"--verbose", "-v", NULL, "list: each entry's whole key (target CPU and its features, versions), one line each",
+     NULL, cli_set_flag, offsetof(explain_args, verbose)},
     CLI_HELP_OPT,
     {0},
 };
@@ -307,6 +310,10 @@ static int explain_file(int argc, char **argv)
     const char *file = NULL;
     explain_args a = {.backend = "cpu"};
     if (cli_parse(&cli_cache, argc - 1, argv + 1, &a, &file, 1) < 0) return 2;
+    if (a.verbose) {
+        fprintf(stderr, "pdejit cache explain: --verbose is an option of cache list\n");
+        return 2;
+    }
     if (!file) {
         cli_help(&cli_cache, stderr);
         return 2;
@@ -330,11 +337,96 @@ static int explain_file(int argc, char **argv)
     return r < 0 ? 1 : 0;
 }
 
-/* `pdejit cache stats`, `list` or `clear` (argv[0]) */
+enum { LIST_WIDTH = 120 }; /* no line of `cache list` is longer */
+
+/* The value of `name` in a key printed on one line ("backend=cpu codegen=cpu-9 ..."), up to the
+ * next space, or NULL: n its length. */
+static const char *key_value(const char *key, const char *name, int *n)
+{
+    size_t len = strlen(name);
+    for (const char *p = key; (p = strstr(p, name)); p++)
+        if ((p == key || p[-1] == ' ') && p[len] == '=') {
+            *n = (int)strcspn(p + len + 1, " ");
+            return p + len + 1;
+        }
+    return NULL;
+}
+
+/* One line of cache_list ("ID  SIZE  DATE TIME  KEY" or "... (refused: why)") as `cache list`
+ * prints it: the key cut to what tells entries apart to a user (back end, kind, precision,
+ * fast-math, the kernel IR's hash), the whole line at most LIST_WIDTH columns. */
+static void list_line(const char *line, FILE *out)
+{
+    /* ID, size, date and time: four words */
+    const char *rest = line;
+    for (int w = 0; w < 4 && *rest; w++) {
+        rest += strspn(rest, " ");
+        rest += strcspn(rest, " ");
+    }
+    rest += strspn(rest, " ");
+    int head = (int)(rest - line);
+    char summary[LIST_WIDTH + 1] = "";
+    if (*rest == '(') {
+        snprintf(summary, sizeof summary, "%s", rest);
+    } else {
+        static const char *const names[] = {"backend", "kind", "precision", "target", "ir"};
+        size_t at = 0;
+        for (size_t i = 0; i < sizeof names / sizeof *names && at < sizeof summary; i++) {
+            int n;
+            const char *v = key_value(rest, names[i], &n);
+            if (!v) continue;
+            if (!strcmp(names[i], "ir") && n > 12) n = 12;            /* a prefix tells hashes apart */
+            if (!strcmp(names[i], "target") && strncmp(rest, "backend=cuda", 12)) continue; /* sm_XY */
+            at += (size_t)snprintf(summary + at, sizeof summary - at, "%s%s%.*s", at ? " " : "",
+                                   !strcmp(names[i], "ir") ? "ir=" : "", n, v);
+        }
+        int n;
+        const char *fm = key_value(rest, "fast_math", &n);
+        if (fm && n == 1 && *fm == '1' && at < sizeof summary)
+            snprintf(summary + at, sizeof summary - at, " fast-math");
+    }
+    int room = LIST_WIDTH - head;
+    if ((int)strlen(summary) > room) /* cut, and say so */
+        snprintf(summary + (room > 3 ? room - 3 : 0), 4, "...");
+    fprintf(out, "%.*s%s\n", head, line, summary);
+}
+
+/* `pdejit cache list [--verbose]`: cache_list's lines, each cut to LIST_WIDTH columns unless
+ * --verbose. */
+static int list_cache(cache *c, int verbose)
+{
+    if (verbose) return cache_list(c, stdout);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (!mem) { fprintf(stderr, "pdejit: out of memory\n"); return -1; }
+    int r = cache_list(c, mem);
+    fclose(mem);
+    for (char *line = text; line && *line;) {
+        char *end = strchr(line, '\n');
+        if (end) *end = 0;
+        list_line(line, stdout);
+        line = end ? end + 1 : line + strlen(line);
+    }
+    free(text);
+    return r;
+}
+
+/* `pdejit cache stats`, `list [--verbose]` or `clear` (argv[0]) */
 static int manage_cache(int argc, char **argv)
 {
     const char *what = argv[0];
-    if (argc != 1) {
+    explain_args a = {0};
+    const char *operand = NULL;
+    int n = cli_parse(&cli_cache, argc - 1, argv + 1, &a, &operand, 1);
+    if (n < 0) return 2;
+    int explain_only = a.backend || a.eo.single || a.eo.fast_math;
+    if (n > 0 || explain_only || (a.verbose && strcmp(what, "list"))) {
+        if (n > 0) fprintf(stderr, "pdejit cache %s: takes no FILE ('%s')\n", what, operand);
+        else if (explain_only)
+            fprintf(stderr, "pdejit cache %s: --backend, --precision and --fast-math are options of cache explain\n",
+                    what);
+        else fprintf(stderr, "pdejit cache %s: --verbose is an option of cache list\n", what);
         cli_help(&cli_cache, stderr);
         return 2;
     }
@@ -344,7 +436,7 @@ static int manage_cache(int argc, char **argv)
     char *warned = cache_warning(c) ? strdup(cache_warning(c)) : NULL;
     int r;
     if (!strcmp(what, "stats")) r = cache_stats(c, stdout);
-    else if (!strcmp(what, "list")) r = cache_list(c, stdout);
+    else if (!strcmp(what, "list")) r = list_cache(c, a.verbose);
     else {
         r = cache_clear(c);
         if (r >= 0) printf("removed %d entr%s from %s\n", r, r == 1 ? "y" : "ies", cache_dir(c));
@@ -360,7 +452,8 @@ static int manage_cache(int argc, char **argv)
 
 static const cli_sub cache_subs[] = {
     {"stats", "", "folder, entries, size against the cap", manage_cache},
-    {"list", "", "one line per entry, most recently used first", manage_cache},
+    {"list", "", "one line per entry, most recently used first: id, size, last use, back end, kind, precision, "
+     "the kernel IR's hash (the whole key with --verbose)", manage_cache},
     {"clear", "", "removes every entry", manage_cache},
     {"explain", "FILE", "for each kernel of FILE: hit, or miss and which key component differs from the nearest "
      "stored entry", explain_file},
@@ -373,7 +466,7 @@ const cli_cmd cli_cache = {
     .name = "cache",
     .operands = "",
     .summary = "the on-disk kernel cache: stats, list, clear, explain FILE",
-    .usage = "stats|list|clear|explain FILE [--backend B] [--precision P] [--fast-math]",
+    .usage = "stats|list [-v]|clear|explain FILE [--backend B] [--precision P] [--fast-math]",
     .about = "The on-disk kernel cache ($PDEJIT_CACHE_DIR, else $XDG_CACHE_HOME/pdejit, else\n"
              "~/.cache/pdejit; size cap $PDEJIT_CACHE_MAX, default 256M).\n",
     .subs = cache_subs,
@@ -398,6 +491,9 @@ static void main_help(FILE *out)
         fprintf(out, "  %-12s %s\n", left, cli_commands[i]->summary);
     }
     fputs("  help [CMD]   this help, or CMD's (the same as pdejit CMD --help)\n"
+          "  help --man   the manual page pdejit(1), in roff (installed with the command)\n"
+          "  help --bash-completion\n"
+          "               a bash completion script for pdejit (installed with the command)\n"
           "\n"
           "options:\n"
           "  -h, --help   this help\n"
@@ -420,11 +516,19 @@ static int unknown_command(const char *name)
     return 2;
 }
 
-/* `pdejit help [COMMAND]` */
+/* `pdejit help [COMMAND]`, `pdejit help --man`, `pdejit help --bash-completion` */
 static int cmd_help(int argc, char **argv)
 {
     if (argc == 0 || (argc == 1 && !strcmp(argv[0], "help"))) {
         main_help(stdout);
+        return 0;
+    }
+    if (argc == 1 && !strcmp(argv[0], "--man")) {
+        cli_print_man(stdout);
+        return 0;
+    }
+    if (argc == 1 && !strcmp(argv[0], "--bash-completion")) {
+        cli_print_bash_completion(stdout);
         return 0;
     }
     const cli_cmd *cmd = find_command(argv[0]);

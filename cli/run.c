@@ -186,7 +186,7 @@ static int add_set(const cli_opt *o, const char *v, void *m)
 
 #define RUN(member) offsetof(run_args, member)
 static const cli_opt run_opts[] = {
-    {"--backend", NULL, "interp|cpu|cuda", "where the kernels run (default cpu: LLVM JIT, all cores)", NULL,
+    {"--backend", NULL, "interp|cpu|cuda", "where the kernels run (default cpu: LLVM JIT, all cores)", pj_backend_names,
      cli_set_text, RUN(backend)},
     {"--set", NULL, "NAME=VALUE", "change a param (repeatable; never recompiles) or a const (the kernels it changes "
      "are compiled again, and the run says so)", NULL, add_set, RUN(sets)},
@@ -630,6 +630,7 @@ static int run_to_end(run_ctx *c, const watch_baseline *base)
     if (stop_signal) pj_sim_interrupt(c->sim); /* caught since cmd_run began: the run stops at once */
     pj_run_result res;
     pj_status st = pj_sim_run(c->sim, &ro, &res, c->err, sizeof c->err);
+    watch_finish(c->w); /* an edit swapped in just before the end is said before the end is */
     return report_run(c, st, &res);
 }
 

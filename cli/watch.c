@@ -366,6 +366,14 @@ void watch_between_steps(void *ctx)
     w->busy = 1;
 }
 
+void watch_finish(watch *w)
+{
+    if (!w || !w->busy) return;
+    pthread_join(w->thread, NULL);
+    w->busy = 0;
+    report(w);
+}
+
 void watch_stop(watch *w)
 {
     if (!w || !w->busy) return;

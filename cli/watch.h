@@ -21,6 +21,9 @@ watch *watch_create(const char *path, const watch_baseline *base, pj_sim *sim, c
 /* driver_options.between_steps: polls the file, and swaps at this step boundary once a new
  * definition has compiled. Reports to stderr; never stops the run. */
 void watch_between_steps(void *w);
+/* When the run has ended: waits for a compile in flight and says what became of it (a swap the
+ * run ended soon after, before the next step boundary could report it, is said too). */
+void watch_finish(watch *w);
 /* Waits for a compile in flight (before the simulation is freed). */
 void watch_stop(watch *w);
 /* Waits for a compile in flight; frees the problems the watch made (after the simulation that

@@ -6,11 +6,24 @@
  * arena too (lexer.l), so a jump out of it leaks nothing. */
 #include <limits.h>
 #include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include "parse_ctx.h"
 #include "parser.tab.h"
 #define YYSTYPE PJYYSTYPE
 #define YYLTYPE PJYYLTYPE
 #include "lexer.yy.h"
+
+void parse_hint(parse_ctx *c, const char *fmt, ...)
+{
+    if (c->diag->errors > c->diag->max_errors) return; /* its error was not shown */
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    diag_append(c->diag, "    hint: %s\n", text);
+}
 
 static void report_out_of_memory(diag *d)
 {

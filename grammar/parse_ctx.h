@@ -23,6 +23,13 @@ typedef struct parse_ctx {
     int fatal;             /* input cannot be parsed further (nesting limit, a flex fatal error) */
     jmp_buf *on_fatal;     /* where the scanner's YY_FATAL_ERROR jumps (set by parse_program) */
     int lex_errors;
+    size_t pos;            /* the byte offset of the next character */
+    /* for the syntax errors' hints (parser.y, syntax_hint): the last two tokens returned, tok[1]
+       the latest (the one a syntax error is about); the kind of the statement's first token;
+       '?' still waiting for their ':' in the statement; an '=' seen in it; and the line whose
+       leading operator the last hint already explained (its error is not repeated) */
+    struct { int kind, line; size_t pos; char text[24]; } tok[2];
+    int stmt_first, open_cond, seen_assign, explained_line;
     /* parser */
     stmt_vec stmts;
     long n_nodes;          /* expression nodes built */
@@ -30,5 +37,8 @@ typedef struct parse_ctx {
 } parse_ctx;
 
 #define PJ_MAX_PARENS 200
+
+/* Appends "    hint: TEXT" to the diagnostics, after the error just reported (when it was shown). */
+void parse_hint(parse_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -274,10 +274,100 @@ expr
 
 %%
 
+/* The first character of the next line that is not blank or a comment after byte `from`, or 0;
+ * *line its line (`line` counts the line of `from`). */
+static char next_line_start(const parse_ctx *c, size_t from, int line, int *next)
+{
+    int in_comment = 0;
+    for (size_t i = from; i < c->len; i++) {
+        char ch = c->source[i];
+        if (ch == '\n') { line++; in_comment = 0; continue; }
+        if (in_comment || ch == ' ' || ch == '\t' || ch == '\r') continue;
+        if (ch == '#') { in_comment = 1; continue; }
+        *next = line;
+        return ch;
+    }
+    return 0;
+}
+
+static int is_operand_end(int kind) { return kind == NUMBER || kind == NAME || kind == ')' || kind == ']'; }
+
+/* A hint for the syntax error at the token ctx->tok[1] (the one bison did not expect), for the
+ * mistakes a newcomer makes most (a FiPy user especially: Python's **, and, if/else; a product
+ * without '*'; an equation without eq; a line broken before its operator), or NULL. Sets
+ * ctx->explained_line when the next line's leading operator is explained here. */
+static const char *syntax_hint(parse_ctx *c, char *buf, size_t n)
+{
+    static const char *const keywords[] = {"mesh", "param", "const", "field", "func", "flux", "eq", "on",
+                                           "periodic", "time", "output", "steady", "solver", "monitor", "stop"};
+    int kind = c->tok[1].kind, prev = c->tok[0].kind, first = prev == NEWLINE || prev == 0;
+    const char *text = c->tok[1].text, *prev_text = c->tok[0].text;
+    int expression = c->stmt_first == EQ || c->stmt_first == FUNC || c->stmt_first == FLUX || c->stmt_first == ON ||
+                     c->stmt_first == STOP;
+    if (kind == NAME && (!strcmp(text, "and") || !strcmp(text, "or")))
+        return !strcmp(text, "and") ? "'and' is written &&: a > 0 && b > 0" : "'or' is written ||: a > 0 || b > 0";
+    if (kind == NAME && (!strcmp(text, "if") || !strcmp(text, "else")))
+        return "a conditional is written COND ? A : B: x < 5 ? 1 : 0";
+    if (prev == NAME && !strcmp(prev_text, "not")) return "'not' is written !: !(a > 0)";
+    if (kind == '*' && prev == '*') return "a power is written with ^: u^2, not u**2";
+    if (c->stmt_first == EQ && prev == EQ && kind == NUMBER && !strcmp(text, "0"))
+        return "eq 0 = ... (an algebraic equation) is not supported yet: write the unknown as a func "
+               "(func mu(c) = c^3 - c - kappa*lap(c)) and use it (eq dt(c) = M*lap(mu(c)))";
+    if (c->stmt_first == EQ && !c->seen_assign && kind == '/')
+        return "a time derivative is written dt(u): eq dt(u) = ...";
+    if (c->stmt_first == EQ && kind == EQEQ) return "an equation has one '=': eq dt(u) = ...";
+    if (kind == '=' && (c->stmt_first == STOP || (expression && c->tok[0].kind != NAME && c->seen_assign)))
+        return "a comparison is written ==, !=, <, <=, > or >=: stop when m >= 1";
+    if (kind == NAME && first) {
+        if (!strcmp(text, "dt")) return "an equation starts with eq: eq dt(u) = ...";
+        const char *near = diag_closest(text, keywords, (int)(sizeof keywords / sizeof *keywords));
+        if (near) {
+            snprintf(buf, n, "did you mean '%s'?", near);
+            return buf;
+        }
+        return "a statement starts with mesh, param, const, field, func, flux, eq, on, periodic, time, output, steady, "
+               "solver, monitor or stop";
+    }
+    if (kind == NEWLINE && c->tok[1].pos < c->len) {
+        int next = 0;
+        char ch = next_line_start(c, c->tok[1].pos + 1, c->tok[1].line + 1, &next);
+        if (ch && strchr(":?+-*/^<>=!&|", ch)) {
+            c->explained_line = next;
+            if (ch == ':' && c->open_cond > 0)
+                return "a line goes on only after an operator or a comma, or inside ( ): end this line with the "
+                       "':' of its COND ? A : B (x < 5 ? 1 :), or put the conditional in ( )";
+            snprintf(buf, n, "a line goes on only after an operator or a comma, or inside ( ): end this line with "
+                     "the '%c' that starts the next one", ch);
+            return buf;
+        }
+    }
+    if (prev == NEWLINE && kind != NAME && kind != NUMBER && kind != '(' && kind != NEWLINE && kind != END &&
+        text[0] && strchr(":?+-*/^<>=&|", text[0])) {
+        snprintf(buf, n, "a line goes on only after an operator or a comma, or inside ( ): move the '%s' to the end "
+                 "of the line before", text);
+        return buf;
+    }
+    if (is_operand_end(prev) && (kind == NAME || kind == NUMBER || kind == '(') && !(prev == NAME && kind == '(')) {
+        char what[64];
+        snprintf(what, sizeof what, "%s*%s", prev == ')' || prev == ']' ? "(...)" : prev_text,
+                 kind == '(' ? "(...)" : text);
+        if (expression) snprintf(buf, n, "a product needs '*': %s", what);
+        else snprintf(buf, n, "a product needs '*' (%s); settings are separated by ','", what);
+        return buf;
+    }
+    return NULL;
+}
+
 static void pjyyerror(PJYYLTYPE *loc, parse_ctx *ctx, void *scanner, const char *msg)
 {
     (void)scanner;
     if (ctx->fatal) return;
+    /* the leading operator of a line whose break the hint on the line before explained */
+    if (ctx->explained_line && ctx->explained_line == loc->first_line &&
+        (ctx->tok[0].kind == NEWLINE || ctx->tok[0].kind == 0)) {
+        ctx->explained_line = 0;
+        return;
+    }
     if (!strcmp(msg, "memory exhausted")) { /* the parser's stack (YYMAXDEPTH) is full: only nesting fills it */
         diag_error(ctx->diag, L(*loc), "expression is nested too deeply (more than %d levels)", AST_MAX_DEPTH);
         return;
@@ -290,4 +380,7 @@ static void pjyyerror(PJYYLTYPE *loc, parse_ctx *ctx, void *scanner, const char 
         return;
     }
     diag_error(ctx->diag, L(*loc), "%s", m);
+    char buf[512];
+    const char *hint = syntax_hint(ctx, buf, sizeof buf);
+    if (hint) parse_hint(ctx, "%s", hint);
 }

@@ -21,7 +21,7 @@ prefix=$tmp/prefix
 "$cmake" --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install"; }
 for f in bin/pdejit include/pdejit.h lib/libpdejit.so lib/pkgconfig/pdejit.pc \
          lib/cmake/pdejit/pdejitConfig.cmake lib/cmake/pdejit/pdejitConfigVersion.cmake \
-         lib/cmake/pdejit/pdejitTargets.cmake; do
+         lib/cmake/pdejit/pdejitTargets.cmake share/man/man1/pdejit.1 share/bash-completion/completions/pdejit; do
     [ -e "$prefix/$f" ] || fail "the install has no $f"
 done
 ls "$prefix"/lib/libpdejit.so.[0-9]* >/dev/null 2>&1 || fail "the install has no versioned libpdejit.so.N"

@@ -106,6 +106,9 @@ static void second_run_loads_everything(void **state)
     assert_int_equal(pj("c1", &out, "cache stats"), 0);
     free(out);
     assert_int_equal(pj("c1", &out, "cache list"), 0);
+    assert_int_equal(count(out, "  cpu stage double ir="), 4);
+    free(out);
+    assert_int_equal(pj("c1", &out, "cache list --verbose"), 0);
     assert_int_equal(count(out, "backend=cpu"), 4);
     free(out);
     assert_int_equal(pj("c1", &out, "cache clear"), 0);
@@ -521,6 +524,55 @@ static void planted_entries_are_refused(void **state)
     free(out);
 }
 
+/* `pdejit cache list` in a cache folder with a 300-character path: one line per entry, none over
+ * 120 columns (id, size, last use, back end, kind, precision, fast-math, the IR hash's prefix); a
+ * damaged entry says so; --verbose prints each whole key. */
+static void list_fits_120_columns(void **state)
+{
+    (void)state;
+    put("p.pde", problem);
+    char c[400] = "c9", bins[2][1200], cmd[8192], *out;
+    while (strlen(c) < 300) strcat(c, "/a-long-folder-name");
+    snprintf(cmd, sizeof cmd, "mkdir -p %s/%s", tu_dir, c);
+    assert_int_equal(tu_run(cmd, NULL), 0);
+    fill(c, bins);
+    assert_int_equal(pj(c, &out, "run p.pde --out none --precision single --fast-math"), 0);
+    free(out);
+    /* one entry whose header is damaged */
+    snprintf(cmd, sizeof cmd, "printf XXXX | dd of=%s conv=notrunc 2>/dev/null", bins[0]);
+    assert_int_equal(tu_run(cmd, NULL), 0);
+    assert_int_equal(pj(c, &out, "cache list"), 0);
+    int lines = 0;
+    for (char *l = out; *l; l = strchr(l, '\n') + 1, lines++) {
+        assert_non_null(strchr(l, '\n'));
+        if (strchr(l, '\n') - l > 120) fail_msg("a line of %d columns: %.200s", (int)(strchr(l, '\n') - l), l);
+        assert_int_equal(strspn(l, "0123456789abcdef"), 32); /* the id first */
+    }
+    assert_int_equal(lines, 4);
+    assert_int_equal(count(out, "  cpu stage double ir="), 1);
+    assert_int_equal(count(out, "  cpu stage single ir="), 2);
+    assert_int_equal(count(out, " fast-math\n"), 2);
+    assert_int_equal(count(out, "  (damaged)\n"), 1);
+    free(out);
+    assert_int_equal(pj(c, &out, "cache list --verbose"), 0);
+    assert_int_equal(count(out, "backend=cpu codegen="), 3);
+    assert_int_equal(count(out, " target="), 3);
+    free(out);
+    assert_int_equal(pj(c, &out, "cache stats --verbose"), 2);
+    assert_non_null(strstr(out, "pdejit cache stats: --verbose is an option of cache list\n"));
+    free(out);
+    assert_int_equal(pj(c, &out, "cache explain p.pde -v"), 2);
+    assert_non_null(strstr(out, "pdejit cache explain: --verbose is an option of cache list\n"));
+    free(out);
+    assert_int_equal(pj(c, &out, "cache list --precision single"), 2);
+    assert_non_null(strstr(out, "pdejit cache list: --backend, --precision and --fast-math are options of cache "
+                                "explain\n"));
+    free(out);
+    assert_int_equal(pj(c, &out, "cache clear p.pde"), 2);
+    assert_non_null(strstr(out, "pdejit cache clear: takes no FILE ('p.pde')\n"));
+    free(out);
+}
+
 /* `pdejit cache clear` with a prefix sub-folder replaced by a link to a folder elsewhere: the
  * files there stay, and the command says it left something. */
 static void clear_never_follows_a_linked_sub_folder(void **state)
@@ -584,6 +636,7 @@ int main(void)
         cmocka_unit_test(entries_that_crash_are_set_aside),
         cmocka_unit_test(planted_entries_are_refused),
         cmocka_unit_test(clear_never_follows_a_linked_sub_folder),
+        cmocka_unit_test(list_fits_120_columns),
         cmocka_unit_test(write_failure_while_running_is_reported_once),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);

@@ -546,6 +546,30 @@ static void watch_swaps_at_a_step(void **state)
     free(p);
 }
 
+/* --watch: an edit whose new definition ends the run a step after it is swapped in (here at once:
+ * a stop condition on what the new equation makes) is still reported, before the run says why
+ * it stopped (the report used to wait for the next poll, which never came). */
+static void watch_reports_a_swap_the_run_ends_after(void **state)
+{
+    (void)state;
+    char *p = write_file("s.pde", "mesh grid(nx = 10)\nfunc r(s) = 0\nfield u = 0\neq dt(u) = r(u)\n"
+                                  "monitor every = 0.001, m = maxval(u)\nstop when m > 0\n"
+                                  "time dt = 0.001, until = 5000\n");
+    char *out;
+    int rc = tu_pdejit(&out, "run s.pde --watch --out none 2> s.log & pid=$!; cd %s && "
+                      "until grep -q watching s.log || ! kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
+                      "sed -i 's/r(s) = 0/r(s) = 1/' s.pde; wait $pid; rc=$?; cat s.log; exit $rc", tu_dir);
+    assert_int_equal(rc, 0);
+    const char *swapped = strstr(out, ": s.pde changed: swapped in the new definition (");
+    const char *stopped = strstr(out, "pdejit: stopped: m > 0 at t = ");
+    if (!swapped || !stopped || swapped > stopped) fprintf(stderr, "%s\n", out);
+    assert_non_null(swapped);
+    assert_non_null(stopped);
+    assert_true(swapped < stopped);
+    free(out);
+    free(p);
+}
+
 /* ---- refused before the first step (issue 15) ---------------------------------------------- */
 
 static int exists(const char *name)
@@ -922,6 +946,7 @@ int main(void)
         cmocka_unit_test(nan_stops_the_run),
         cmocka_unit_test(huge_finite_values_run_on),
         cmocka_unit_test(watch_swaps_at_a_step),
+        cmocka_unit_test(watch_reports_a_swap_the_run_ends_after),
         cmocka_unit_test(memory_is_checked_before_allocating),
         cmocka_unit_test(step_counts_that_overflow_are_refused),
         cmocka_unit_test(outputs_checked_before_stepping),

@@ -271,6 +271,98 @@ static void errors_time_and_lexing(void **state)
     expect_error("mesh grid(nx=10)\n\tfield u = q\n", "2:19: error: undefined name 'q'");
 }
 
+/* Asserts that src fails with `expected` (as expect_error), its only error, and that the line after
+ * its caret is "    hint: HINT". */
+static void expect_hint(const char *src, const char *expected, const char *hint)
+{
+    expect_error(src, expected);
+    char *log;
+    pj_program *p = compile(src, &log);
+    char want[512], line[700];
+    snprintf(want, sizeof want, "t.pde:%s\n", expected);
+    snprintf(line, sizeof line, "    hint: %s\n", hint);
+    const char *at = strstr(log, want) + strlen(want);
+    at = strchr(strchr(at, '\n') + 1, '\n') + 1; /* past the source line and the caret */
+    int errors = 0;
+    for (const char *e = log; (e = strstr(e, ": error: ")); e++) errors++;
+    if (strncmp(at, line, strlen(line)) || errors != 1) {
+        fprintf(stderr, "source:\n%s\nexpected the one error %swith %swas:\n%s\n", src, want, line, log);
+        fail();
+    }
+    free(log);
+    program_free(p);
+}
+
+/* The syntax errors a newcomer (a FiPy user especially) makes most: each with a hint line after
+ * the caret that says what to write. */
+static void syntax_error_hints(void **state)
+{
+    (void)state;
+    const char *head = "mesh grid(nx=10)\nparam D = 1, kappa = 1\nfield u = 0, mu = 0\n";
+    const struct { const char *line, *error, *hint; } cases[] = {
+        {"eq 0 = mu - u", "4:4: error: unexpected number, expecting name",
+         "eq 0 = ... (an algebraic equation) is not supported yet: write the unknown as a func (func mu(c) = c^3 - c - "
+         "kappa*lap(c)) and use it (eq dt(c) = M*lap(mu(c)))"},
+        {"dt(u) = D*lap(u)", "4:1: error: unexpected name", "an equation starts with eq: eq dt(u) = ..."},
+        {"fields v = 1", "4:1: error: unexpected name", "did you mean 'field'?"},
+        {"u = 1", "4:1: error: unexpected name",
+         "a statement starts with mesh, param, const, field, func, flux, eq, on, periodic, time, output, steady, "
+         "solver, monitor or stop"},
+        {"eq dt(u) = D*lap(u) - u**3", "4:25: error: unexpected '*'", "a power is written with ^: u^2, not u**2"},
+        {"eq dt(u) = 2 u", "4:14: error: unexpected name, expecting end of line", "a product needs '*': 2*u"},
+        {"eq dt(u) = D lap(u)", "4:14: error: unexpected name, expecting end of line", "a product needs '*': D*lap"},
+        {"eq dt(u) = (1 - u) (1 + u)", "4:20: error: unexpected '(', expecting end of line",
+         "a product needs '*': (...)*(...)"},
+        {"eq dt(u) = 2u", "4:12: error: malformed number '2u'", "a product needs '*': 2*u"},
+        {"eq dt(u) = 0.5kappa", "4:12: error: malformed number '0.5kappa'", "a product needs '*': 0.5*kappa"},
+        {"eq dt(u) = 2eps*lap(u)", "4:12: error: malformed number '2eps'", "a product needs '*': 2*eps"},
+        {"eq du/dt = D*lap(u)", "4:6: error: unexpected '/', expecting '('",
+         "a time derivative is written dt(u): eq dt(u) = ..."},
+        {"eq dt(u) == D*lap(u)", "4:10: error: unexpected ==, expecting '='", "an equation has one '=': eq dt(u) = ..."},
+        {"eq dt(u) = D*lap(u)\nmonitor every = 1, m = maxval(u)\nstop when m = 1",
+         "6:13: error: unexpected '=', expecting end of line",
+         "a comparison is written ==, !=, <, <=, > or >=: stop when m >= 1"},
+        {"eq dt(u) = x < 5 ? 1 if", "4:22: error: unexpected name", "a conditional is written COND ? A : B: x < 5 ? 1 : 0"},
+        {"eq dt(u) = D*lap(u) if x > 1 else 0", "4:21: error: unexpected name, expecting end of line",
+         "a conditional is written COND ? A : B: x < 5 ? 1 : 0"},
+        {"eq dt(u) = x > 1 and x < 2 ? 1 : 0", "4:18: error: unexpected name, expecting end of line",
+         "'and' is written &&: a > 0 && b > 0"},
+        {"eq dt(u) = x < 1 or x > 2 ? 1 : 0", "4:18: error: unexpected name, expecting end of line",
+         "'or' is written ||: a > 0 || b > 0"},
+        {"eq dt(u) = not u", "4:16: error: unexpected name, expecting end of line", "'not' is written !: !(a > 0)"},
+        /* a ?: broken before its ':' (a comment and a blank line between): one error, not two */
+        {"eq dt(u) = x < 5 ? 1\n  # the other value\n\n    : 0", "4:21: error: unexpected end of line",
+         "a line goes on only after an operator or a comma, or inside ( ): end this line with the ':' of its COND ? A "
+         ": B (x < 5 ? 1 :), or put the conditional in ( )"},
+        {"eq dt(u) = D*lap(u)\n    - u^3", "5:5: error: unexpected '-'",
+         "a line goes on only after an operator or a comma, or inside ( ): move the '-' to the end of the line before"},
+        {"eq dt(u) = D*lap(u) - u\n    * u", "5:5: error: unexpected '*'",
+         "a line goes on only after an operator or a comma, or inside ( ): move the '*' to the end of the line before"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char src[1024];
+        snprintf(src, sizeof src, "%s%s\ntime dt = 0.01, steps = 1\n", head, cases[i].line);
+        expect_hint(src, cases[i].error, cases[i].hint);
+    }
+    /* no hint where none fits: a hex number, a broken exponent, an error that is not a syntax error */
+    char *log;
+    pj_program *p;
+    const char *no_hint[] = {"0x10", "1e5x", "1e+", "1.2.3"};
+    for (size_t i = 0; i < sizeof no_hint / sizeof *no_hint; i++) {
+        char src[128];
+        snprintf(src, sizeof src, "mesh grid(nx=10)\nfield u = %s\n", no_hint[i]);
+        p = compile(src, &log);
+        assert_null(p);
+        assert_non_null(strstr(log, "malformed number"));
+        assert_null(strstr(log, "hint:"));
+        free(log);
+    }
+    p = compile("mesh grid(nx=10)\nfield u = 1\neq dt(u) = lap(v)\n", &log);
+    assert_null(p);
+    assert_null(strstr(log, "hint:"));
+    free(log);
+}
+
 static void constants_and_limits(void **state)
 {
     (void)state;
@@ -615,6 +707,7 @@ int main(void)
         cmocka_unit_test(errors_boundaries),
         cmocka_unit_test(errors_dimensions),
         cmocka_unit_test(errors_time_and_lexing),
+        cmocka_unit_test(syntax_error_hints),
         cmocka_unit_test(constants_and_limits),
         cmocka_unit_test(long_func_chains),
         cmocka_unit_test(several_errors_in_one_run),

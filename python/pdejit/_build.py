@@ -32,6 +32,9 @@ typedef struct pj_problem pj_problem;
 typedef struct pj_sim pj_sim;
 pj_status pj_problem_compile_scheme(const char *name, const char *text, size_t len, const char *scheme,
                                     pj_problem **problem, char **diagnostics);
+pj_status pj_problem_compile_consts(const char *name, const char *text, size_t len, const char *scheme, int n_consts,
+                                    const char *const *const_names, const double *const_values,
+                                    pj_problem **problem, char **diagnostics);
 void pj_problem_free(pj_problem *problem);
 int pj_problem_dim(const pj_problem *problem);
 int64_t pj_problem_cells(const pj_problem *problem);
@@ -47,13 +50,16 @@ int64_t pj_problem_steps(const pj_problem *problem);
 int pj_problem_has_output(const pj_problem *problem);
 double pj_problem_param(const pj_problem *problem, const char *name);
 
-typedef struct pj_sim_options { pj_backend backend; int single; int threads; int fast_math; ...; } pj_sim_options;
+typedef struct pj_sim_options { pj_backend backend; int single; int threads; int fast_math;
+    const char *solver_options; uint64_t seed; ...; } pj_sim_options;
 pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **sim,
                         char *err, size_t err_len);
 void pj_sim_free(pj_sim *sim);
 pj_status pj_sim_set_param(pj_sim *sim, const char *name, double value);
 double pj_sim_param(const pj_sim *sim, const char *name);
 pj_status pj_sim_advance(pj_sim *sim, double dt, double t_end, char *err, size_t err_len);
+pj_status pj_sim_resume(pj_sim *sim, const char *checkpoint, char *err, size_t err_len);
+pj_status pj_sim_init_from_csv(pj_sim *sim, const char *csv, char *err, size_t err_len);
 void pj_sim_interrupt(pj_sim *sim);
 double pj_sim_time(const pj_sim *sim);
 int64_t pj_sim_steps(const pj_sim *sim);
@@ -61,7 +67,7 @@ pj_status pj_sim_redefine(pj_sim *sim, const char *text, char **diagnostics);
 int pj_sim_can_swap(const pj_sim *sim);
 
 typedef struct pj_run_options { double dt; double until; int64_t steps; const char *out_dir;
-    const char *dump_path; int check_every; ...; } pj_run_options;
+    const char *dump_path; int check_every; int no_stability_check; double checkpoint_every; ...; } pj_run_options;
 typedef struct pj_run_result { int64_t steps; double t; double seconds; int snapshots; ...; } pj_run_result;
 pj_run_options pj_run_options_default(void);
 pj_status pj_sim_run(pj_sim *sim, const pj_run_options *options, pj_run_result *result, char *err, size_t err_len);

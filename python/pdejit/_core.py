@@ -41,11 +41,13 @@ def _number(value, what):
     return float(value)
 
 
-def compile(source, scheme=None, name=None):
+def compile(source, scheme=None, name=None, consts=None):
     """Compiles a problem: `source` is the problem text, or the path of a .pde file (a
     pathlib.Path, or a str of one line naming an existing file). `scheme` overrides the file's
     time scheme: one of the command's (`pdejit run --help`; an unknown name raises ProblemError
-    listing them). Raises ProblemError with the diagnostics."""
+    listing them). `consts` ({name: value}) sets consts instead of the values written, wherever
+    they are used, the mesh included (`pdejit run --set` on a const). Raises ProblemError with
+    the diagnostics."""
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
                                            and (os.path.isfile(source) or source.endswith(".pde"))):
         path = os.fspath(source)
@@ -59,10 +61,19 @@ def compile(source, scheme=None, name=None):
         raise TypeError("compile() takes a problem text or a path, not %s" % type(source).__name__)
     if scheme is not None and not isinstance(scheme, str):
         raise TypeError("scheme must be a str")
+    if consts is not None and not isinstance(consts, collections.abc.Mapping):
+        raise TypeError("consts must be a mapping of const names to numbers")
     out = ffi.new("pj_problem **")
     diags = ffi.new("char **")
-    status = lib.pj_problem_compile_scheme(name.encode(), data, len(data),
-                                           scheme.encode() if scheme else ffi.NULL, out, diags)
+    c_scheme = scheme.encode() if scheme else ffi.NULL
+    if consts:
+        keep = [ffi.new("char[]", str(k).encode()) for k in consts]
+        names = ffi.new("const char *[]", keep)
+        values = ffi.new("double[]", [_number(v, "const %s" % k) for k, v in consts.items()])
+        status = lib.pj_problem_compile_consts(name.encode(), data, len(data), c_scheme, len(keep), names, values,
+                                               out, diags)
+    else:
+        status = lib.pj_problem_compile_scheme(name.encode(), data, len(data), c_scheme, out, diags)
     if status != lib.PJ_OK:
         text = _take_diagnostics(diags, _str(lib.pj_strerror(status)))
         if status == lib.PJ_ERR_MEMORY:
@@ -102,10 +113,13 @@ class Problem:
         """The domain's extent along x, y, z (as many as the dimension)."""
         return tuple(lib.pj_problem_length(self._h, a) for a in range(self.dim))
 
-    def simulate(self, backend="cpu", threads=0, precision="double", fast_math=False):
+    def simulate(self, backend="cpu", threads=0, precision="double", fast_math=False, seed=0,
+                 solver_options=None):
         """A simulation at t = 0 on `backend` ("cpu": LLVM JIT, "interp": the interpreter,
-        "cuda": the GPU). threads: 0 for all cores; precision: "double" or "single"."""
-        return Simulation(self, backend, threads, precision, fast_math)
+        "cuda": the GPU). threads: 0 for all cores; precision: "double" or "single"; seed: the
+        key of rand() and randn() (0 to 2**64 - 1); solver_options: PETSc options for implicit
+        schemes ("-ksp_type cg -pc_type gamg"), after the file's solver statement."""
+        return Simulation(self, backend, threads, precision, fast_math, seed, solver_options)
 
     def __repr__(self):
         return "<pdejit.Problem %s: %dD, %d cells, fields %s, params %s>" % (
@@ -223,7 +237,8 @@ class Simulation:
     meanwhile (the swap then happens between two steps); another advance(), run() or a param
     change waits for the stepping to end."""
 
-    def __init__(self, problem, backend="cpu", threads=0, precision="double", fast_math=False):
+    def __init__(self, problem, backend="cpu", threads=0, precision="double", fast_math=False, seed=0,
+                 solver_options=None):
         if not isinstance(problem, Problem):
             raise TypeError("Simulation needs a Problem (pdejit.compile)")
         if not isinstance(backend, str):
@@ -232,6 +247,10 @@ class Simulation:
             raise InputError("precision must be 'double' or 'single', not %r" % (precision,))
         if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or not 0 <= threads <= 1024:
             raise InputError("threads must be an int from 0 (all cores) to 1024, not %r" % (threads,))
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
+            raise InputError("seed must be an int from 0 to 2**64 - 1, not %r" % (seed,))
+        if solver_options is not None and not isinstance(solver_options, str):
+            raise TypeError("solver_options must be a str")
         be = ffi.new("pj_backend *")
         if lib.pj_backend_by_name(backend.encode(), be) < 0:
             raise InputError("unknown back end %r; back ends are %s" % (backend, _str(lib.pj_backend_names())))
@@ -240,6 +259,9 @@ class Simulation:
         opts.single = precision == "single"
         opts.threads = int(threads)
         opts.fast_math = bool(fast_math)
+        opts.seed = int(seed)
+        keep = ffi.new("char[]", solver_options.encode()) if solver_options else ffi.NULL
+        opts.solver_options = keep
         out = ffi.new("pj_sim **")
         err = ffi.new("char[]", _ERR_LEN)
         status = lib.pj_sim_create(problem._h, opts, out, err, _ERR_LEN)
@@ -248,6 +270,7 @@ class Simulation:
         self.backend = backend
         self.precision = precision
         self._h = ffi.gc(out[0], lib.pj_sim_free)
+        self._solver_options = keep
         self.params = _Params(self)
         self.fields = _Fields(self)
         # the C API lets pj_sim_redefine run beside pj_sim_advance, nothing else: stepping calls
@@ -283,13 +306,22 @@ class Simulation:
             raise KeyboardInterrupt("pdejit: stopped at t = %g after step %d" % (self.t, self.steps))
         _check(status, err)
 
-    def run(self, outputs=True, out_dir=None, dump=None, dt=None, until=None, steps=None, check_every=1):
+    def run(self, outputs=True, out_dir=None, dump=None, dt=None, until=None, steps=None, check_every=1,
+            no_stability_check=False, checkpoint_every=None):
         """A whole run as `pdejit run` makes it: the file's time settings (or dt, until, steps),
         snapshots at the file's output times in out_dir (default NAME.out beside the current
         folder, as the command does) when outputs is true and the file has an output statement,
-        the final state as CSV in `dump`. Returns RunResult(steps, t, seconds, snapshots)."""
+        the final state as CSV in `dump`, a checkpoint (out_dir/checkpoint.pjc) at each multiple
+        of checkpoint_every of simulated time. An explicit scheme whose dt exceeds its stability
+        limit raises InputError unless no_stability_check. Returns RunResult(steps, t, seconds,
+        snapshots)."""
         o = ffi.new("pj_run_options *", lib.pj_run_options_default())
         keep = []
+        o.no_stability_check = bool(no_stability_check)
+        if checkpoint_every is not None:
+            o.checkpoint_every = _number(checkpoint_every, "checkpoint_every")
+            if not o.checkpoint_every > 0:
+                raise InputError("checkpoint_every must be > 0")
         if dt is not None:
             o.dt = _number(dt, "dt")
         if until is not None:
@@ -301,7 +333,7 @@ class Simulation:
         if isinstance(check_every, bool) or not isinstance(check_every, (int, np.integer)) or check_every < 1:
             raise InputError("check_every must be an int >= 1")
         o.check_every = int(check_every)
-        if outputs and self.problem.has_output:
+        if (outputs and self.problem.has_output) or checkpoint_every is not None:
             if out_dir is None:
                 base = os.path.basename(self.problem.name)
                 out_dir = (base[:-4] if base.endswith(".pde") and len(base) > 4 else base) + ".out"
@@ -318,6 +350,24 @@ class Simulation:
             raise KeyboardInterrupt("pdejit: stopped at t = %g after step %d" % (self.t, self.steps))
         _check(status, err)
         return RunResult(result.steps, result.t, result.seconds, result.snapshots)
+
+    def resume(self, checkpoint):
+        """Loads a checkpoint written by run(checkpoint_every=...) (`pdejit run --resume`): the
+        fields, time and step count; the next run() continues that run and ends with the same
+        bits as one never stopped. InputError, nothing changed, when it is not a checkpoint of
+        this problem, grid, precision, seed and params."""
+        err = ffi.new("char[]", _ERR_LEN)
+        with self._step_lock:
+            status = lib.pj_sim_resume(self._h, os.fsencode(checkpoint), err, _ERR_LEN)
+        _check(status, err)
+
+    def init_from_csv(self, path):
+        """Sets the fields named in a CSV of the dump format (run(dump=...), `pdejit run --dump`)
+        of the same grid; the others keep their values (`pdejit run --init`)."""
+        err = ffi.new("char[]", _ERR_LEN)
+        with self._step_lock:
+            status = lib.pj_sim_init_from_csv(self._h, os.fsencode(path), err, _ERR_LEN)
+        _check(status, err)
 
     def redefine(self, text):
         """Hot swap: func, flux, eq, const or boundary statements replace the running ones (the

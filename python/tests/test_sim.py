@@ -305,3 +305,25 @@ def test_a_missing_capability_is_not_a_missing_device():
     with pytest.raises(pdejit.UnsupportedError,
                        match=r"the cuda back end cannot solve implicit schemes or steady problems yet \(beuler\)"):
         p.simulate(backend="cuda")
+
+
+def test_new_run_spellings_refuse_bad_arguments(tmp_path):
+    problem = pdejit.compile(DIFFUSION_1D)
+    for seed in (-1, 2**64, 1.5, True, "3"):
+        with pytest.raises(pdejit.InputError, match="seed must be an int from 0 to 2\\*\\*64 - 1"):
+            problem.simulate(backend="interp", seed=seed)
+    with pytest.raises(TypeError, match="solver_options must be a str"):
+        problem.simulate(backend="interp", solver_options=["-ksp_type", "cg"])
+    with pytest.raises(TypeError, match="consts must be a mapping"):
+        pdejit.compile(DIFFUSION_1D, consts=[("N", 3)])
+    with pytest.raises(pdejit.ProblemError, match="D: not a const"):
+        pdejit.compile(DIFFUSION_1D, consts={"D": 3})          # a param, not a const
+    sim = problem.simulate(backend="interp")
+    with pytest.raises(pdejit.InputError, match="checkpoint_every must be > 0"):
+        sim.run(checkpoint_every=0)
+    with pytest.raises(pdejit.InputError):
+        sim.resume(str(tmp_path / "missing.pjc"))
+    (tmp_path / "bad.csv").write_text("x,w\n0.5,1\n")
+    with pytest.raises(pdejit.InputError):
+        sim.init_from_csv(str(tmp_path / "bad.csv"))
+    assert sim.t == 0 and sim.steps == 0
