@@ -101,9 +101,10 @@ const char *pj_version(void) { return PJ_VERSION; }
 static char scheme_list[256];
 static void list_schemes(void)
 {
-    for (int s = 0; s < PJ_STEADY; s++) {
+    static const pj_scheme order[] = {PJ_EULER, PJ_RK2, PJ_RK3, PJ_RK4, PJ_RK23, PJ_RK45, PJ_BEULER, PJ_CN, PJ_BDF2, PJ_IMEX};
+    for (size_t s = 0; s < sizeof order / sizeof *order; s++) {
         size_t n = strlen(scheme_list);
-        snprintf(scheme_list + n, sizeof scheme_list - n, "%s%s", s ? ", " : "", scheme_name((pj_scheme)s));
+        snprintf(scheme_list + n, sizeof scheme_list - n, "%s%s", s ? ", " : "", scheme_name(order[s]));
     }
 }
 
