@@ -242,6 +242,12 @@ static void run_between_steps(void *ctx)
         fprintf(stderr, "pdejit: step %lld, t = %.9g: %d Newton, %d linear iterations, residual %.3g\n",
                 (long long)pj_sim_steps(h->sim), pj_sim_time(h->sim), st.last_newton, st.last_linear,
                 st.last_residual);
+    int64_t acc, rej;
+    double h_last;
+    if (h->verbose && pj_sim_steps(h->sim) != h->reported &&
+        pj_sim_adaptive_stats(h->sim, &acc, &rej, &h_last, NULL) == PJ_OK && (h->reported = acc) >= 0)
+        fprintf(stderr, "pdejit: step %lld, t = %.9g: last dt %.3g, %lld rejected so far\n", (long long)acc,
+                pj_sim_time(h->sim), h_last, (long long)rej);
 }
 
 static int is_const(const pj_problem *pr, const char *name)
@@ -478,9 +484,17 @@ static int report_run(run_ctx *c, pj_status st, const pj_run_result *res)
         fprintf(stderr, "pdejit: implicit solver: %lld steps (%lld rejected), %lld Newton and %lld linear iterations, "
                 "%lld Jacobians (%.3g s)\n", (long long)sst.steps, (long long)sst.rejected, (long long)sst.newton,
                 (long long)sst.linear, (long long)sst.jacobians, sst.seconds_jacobian);
+    int64_t rejected = 0;
+    double dt_last = 0, dt_next = 0;
+    int adaptive = pj_sim_adaptive_stats(c->sim, NULL, &rejected, &dt_last, &dt_next) == PJ_OK;
+    char rejects[48] = "";
+    if (adaptive) snprintf(rejects, sizeof rejects, " (%lld rejected)", (long long)rejected);
+    if (a->verbose && adaptive)
+        fprintf(stderr, "pdejit: adaptive steps: %lld accepted, %lld rejected; last dt %.3g, next %.3g\n",
+                (long long)res->steps, (long long)rejected, dt_last, dt_next);
     if (a->verbose || (!a->quiet && res->seconds > 3))
-        fprintf(stderr, "pdejit: %lld steps to t = %.9g in %.3g s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res->steps,
-                res->t, res->seconds, res->seconds > 0 ? (double)res->steps * cells * 1e-6 / res->seconds : 0.0,
+        fprintf(stderr, "pdejit: %lld steps%s to t = %.9g in %.3g s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res->steps,
+                rejects, res->t, res->seconds, res->seconds > 0 ? (double)res->steps * cells * 1e-6 / res->seconds : 0.0,
                 a->backend, a->single ? ", single" : "", c->out ? ", output in " : "", c->out ? c->out : "");
     if (a->verbose && pj_sim_processes(c->sim) > 1) {
         int64_t exchanges;

@@ -294,6 +294,12 @@ typedef struct pj_solver_stats {
 /* PJ_OK with the counts, or PJ_ERR_INPUT when the problem steps explicitly. */
 PJ_API pj_status pj_sim_solver_stats(const pj_sim *sim, pj_solver_stats *stats);
 
+/* An explicit embedded pair with adapt (rk23, rk45): steps accepted (pj_sim_steps) and rejected
+ * by its error controller since the start, the last step accepted and the next it will try.
+ * PJ_OK, or PJ_ERR_INPUT when the problem does not step so (any pointer may be NULL). */
+PJ_API pj_status pj_sim_adaptive_stats(const pj_sim *sim, int64_t *accepted, int64_t *rejected, double *dt_last,
+                                       double *dt_next);
+
 typedef struct pj_field_view {
     void *data;
     int64_t shape[3];      /* cells along x, y, z; 1 beyond the problem's dimension */

@@ -1,5 +1,6 @@
 /* engine.c — the back-end registry and the engine's calls (see engine.h). */
 #include "engine.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "decomp.h"
@@ -131,6 +132,12 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
             free(e);
             return NULL;
         }
+        if (p->adapt_order > 0) { /* the error norm is one process's sum (state.c) */
+            diag_set(err, len, "adaptive %s steps run on one process: drop adapt, or run without MPI", scheme_name(p->scheme));
+            if (unavailable) *unavailable = ENGINE_UNSUPPORTED;
+            free(e);
+            return NULL;
+        }
         eo.block = decomp_block(e->d);
         decomp_ghosts(e->d, &eo.ghosts);
         const grid_block *b = eo.block;
@@ -242,6 +249,26 @@ int engine_sync(engine *e, char *err, size_t len)
 }
 double engine_time(engine *e) { return e->ops->time(e->impl); }
 int64_t engine_steps(engine *e) { return e->ops->steps(e->impl); }
+
+void engine_set_max_step(engine *e, double h)
+{
+    sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;
+    if (st) st->h_max = h > 0 && h < INFINITY ? h : 0;
+}
+
+int engine_adaptive_stats(engine *e, int64_t *accepted, int64_t *rejected, double *h_last, double *h_next)
+{
+    sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;
+    if (!st || !(st->p->adapt_order > 0)) return -1;
+    if (accepted) *accepted = st->steps;
+    if (rejected) *rejected = st->rejected;
+    if (h_last) *h_last = st->h_last;
+    if (h_next) {
+        *h_next = st->h_next > 0 ? st->h_next : st->p->dt;
+        if (st->h_max > 0 && *h_next > st->h_max) *h_next = st->h_max;
+    }
+    return 0;
+}
 void engine_set_clock(engine *e, double t, int64_t steps) { e->ops->set_clock(e->impl, t, steps); }
 int engine_set_param(engine *e, const char *name, double value) { return e->ops->set_param(e->impl, name, value); }
 const double *engine_params(engine *e) { return e->ops->params(e->impl); }

@@ -232,8 +232,8 @@ static int adaptive_step(sim_state *st, const stepper_ops *ops, void *x, double 
     double h = st->h_next > 0 ? st->h_next : p->dt > 0 ? p->dt : span;
     int rejections = 0, last_rejected = 0;
     while (st->t < target - eps) {
+        if (st->h_max > 0 && h > st->h_max) h = st->h_max;
         double left = target - st->t, try = h;
-        if (st->h_max > 0 && try > st->h_max) try = st->h_max;
         int lands = 0;
         if (try >= left - eps) {
             try = left;
