@@ -292,6 +292,59 @@ static void backends_agree_to_the_bit(void **state)
     }
 }
 
+/* The GPU back end in its host emulation (tests/gpu_emu/, test_gpu.c) takes the same steps and
+   gives the same bits as the interpreter: its error buffer read back through the stepper's fetch
+   and summed in the same order. Skipped without a C and a C++ compiler. */
+static void emulated_gpu_agrees_to_the_bit(void **state)
+{
+    (void)state;
+    char why[512];
+    char *dir = tu_gpu_emulation_build(why, sizeof why);
+    if (!dir) {
+        print_message("skipped: %s\n", why);
+        skip();
+    }
+    tu_gpu_emulation_use(dir);
+    static const char *const schemes[] = {"rk23", "rk45"};
+    for (int s = 0; s < 2; s++) {
+        int64_t acc[2], rej[2];
+        double u[2][LOG_N];
+        static const char *const be[] = {"interp", "cuda"};
+        for (int b = 0; b < 2; b++) {
+            engine *e = adaptive_run(logistic_src(schemes[s], 1, 1e-7), be[b], 2, 3, &acc[b], &rej[b]);
+            field(e, u[b]);
+            finish(e);
+        }
+        print_message("%s on the emulated GPU: %lld steps, %lld rejected (the interpreter: %lld, %lld)\n", schemes[s],
+                      (long long)acc[1], (long long)rej[1], (long long)acc[0], (long long)rej[0]);
+        assert_true(rej[0] >= 1);
+        assert_int_equal(acc[0], acc[1]);
+        assert_int_equal(rej[0], rej[1]);
+        assert_memory_equal(u[0], u[1], sizeof u[0]);
+    }
+    /* 2D, rows copied back from the device in ranges with ghosts between them */
+    const char *src2 = "mesh grid(nx = 16, ny = 12, Lx = 1, Ly = 1)\nperiodic x\nfield u = sin(2*pi*x)*y\n"
+                       "on bottom, top: u = 0\neq dt(u) = 0.01*lap(u) + u*(1 - u)\n"
+                       "time dt = 0.5, until = 1, scheme = rk45, adapt = 1e-6\n";
+    double v[2][16 * 12];
+    int64_t acc[2], rej[2];
+    for (int b = 0; b < 2; b++) {
+        engine *e = adaptive_run(src2, b ? "cuda" : "interp", 1, 2, &acc[b], &rej[b]);
+        field(e, v[b]);
+        finish(e);
+    }
+    print_message("2D rk45 on the emulated GPU: %lld steps, %lld rejected (the interpreter: %lld, %lld)\n",
+                  (long long)acc[1], (long long)rej[1], (long long)acc[0], (long long)rej[0]);
+    assert_int_equal(acc[0], acc[1]);
+    assert_int_equal(rej[0], rej[1]);
+    assert_memory_equal(v[0], v[1], sizeof v[0]);
+    tu_gpu_emulation_use(NULL);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd, NULL);
+    free(dir);
+}
+
 /* ---- the command ------------------------------------------------------------------------- */
 
 static void write_text(const char *name, const char *text)
@@ -338,6 +391,36 @@ static void adapt_needs_a_pair(void **state)
                "adapt = 1e-4\n");
     assert_int_equal(tu_pdejit(&out, "run rk4.pde --scheme rk23 -q"), 0);
     free(out);
+}
+
+/* Fixed steps of the pairs under temporal blocking (several steps per sweep, backends/host/tblock.c,
+   forced on) give the interpreter's bits. */
+static void fixed_steps_blocked(void **state)
+{
+    (void)state;
+    static const char *const schemes[] = {"rk23", "rk45"};
+    for (int s = 0; s < 2; s++) {
+        char text[512], *out;
+        snprintf(text, sizeof text, "mesh grid(nx = 64, ny = 64, Lx = 1, Ly = 1)\nperiodic x\nfield u = sin(2*pi*x)*y\n"
+                 "on bottom, top: u = 0\neq dt(u) = 0.01*lap(u) + u*(1 - u)\ntime dt = 0.002, steps = 40, scheme = %s\n",
+                 schemes[s]);
+        write_text("tb.pde", text);
+        assert_int_equal(tu_pdejit(&out, "run tb.pde --backend interp --dump i.csv -q"), 0);
+        free(out);
+        assert_int_equal(tu_pdejit(&out, "run tb.pde --backend cpu --threads 2 --dump c.csv -q"), 0);
+        free(out);
+        setenv("PDEJIT_TBLOCK", "on", 1);
+        setenv("PDEJIT_TBLOCK_K", "4", 1);
+        assert_int_equal(tu_pdejit(&out, "run tb.pde --backend cpu --threads 2 --dump b.csv -q"), 0);
+        unsetenv("PDEJIT_TBLOCK");
+        unsetenv("PDEJIT_TBLOCK_K");
+        free(out);
+        char cmd[4200];
+        snprintf(cmd, sizeof cmd, "cd '%s' && cmp i.csv c.csv && cmp i.csv b.csv", tu_dir);
+        int rc = tu_run(cmd, &out);
+        FAIL_IF(rc != 0, "%s: %s", schemes[s], out);
+        free(out);
+    }
 }
 
 /* --verbose and the final line count accepted and rejected steps; monitor and output times are
@@ -401,7 +484,9 @@ int main(void)
         cmocka_unit_test(rejected_tries_leave_the_state),
         cmocka_unit_test(steps_within_the_stability_limit),
         cmocka_unit_test(backends_agree_to_the_bit),
+        cmocka_unit_test(emulated_gpu_agrees_to_the_bit),
         cmocka_unit_test(adapt_needs_a_pair),
+        cmocka_unit_test(fixed_steps_blocked),
         cmocka_unit_test(reports_and_times),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
