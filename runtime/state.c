@@ -163,6 +163,8 @@ void state_nan_report(const sim_state *st, int f, const int64_t idx[3], double v
 #define ADAPT_CLIP_HI 10.0
 #define ADAPT_DT_MIN 1e-20
 #define ADAPT_MAX_REJECT 10
+#define ADAPT_MATCH_GROW 1.01 /* TSAdapt's matchstepfac: a last step may grow 1 % to land; one less
+                                 than 2 steps from the landing is halved */
 
 /* The weighted RMS norm of the error of the try just run: the mean of the error buffer (the sum
    over the fields of each cell's weighted squares, program.h) over cells and fields, summed in
@@ -235,7 +237,7 @@ static int adaptive_step(sim_state *st, const stepper_ops *ops, void *x, double 
         if (st->h_max > 0 && h > st->h_max) h = st->h_max;
         double left = target - st->t, try = h;
         int lands = 0;
-        if (try >= left - eps) {
+        if (try * ADAPT_MATCH_GROW >= left - eps) { /* within 1 % of the landing: land */
             try = left;
             lands = 1;
         } else if (2 * try > left) {

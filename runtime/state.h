@@ -127,8 +127,8 @@ typedef struct stepper_ops {
  * and the fields with an eq; E <= 1 accepts (the swap, t += h, steps += 1), else the state stays
  * as it was (slot 0 untouched: rejected += 1). The next h is PETSc's TSADAPTBASIC's (the implicit
  * schemes' controller): h * clip(safety * E^(-1/order), 0.1, 10), safety 0.9 (halved after a
- * rejection that follows one), never beyond h_max; a step the end would leave a sliver after
- * (less than 2 h left) is the half of what is left (PETSc's matchstep). 11 rejections in a row
+ * rejection that follows one), never beyond h_max; within 1 % of the landing the step lands, and
+ * with less than 2 h left it is the half of what is left (PETSc's matchstep). 11 rejections in a row
  * fail the step (PETSc's -ts_max_reject 10). */
 int stepper_step(sim_state *st, const stepper_ops *ops, void *x, double dt, char *err, size_t len);
 /* n steps of dt, slot 0 bit for bit as n calls of stepper_step leave it. Stops at the first
