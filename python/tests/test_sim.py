@@ -103,6 +103,8 @@ def test_advance_adaptive_rk45(backend):
         assert np.max(np.abs(sim.fields["u"] - exact)) < 1e-6
     # several steps per advance (the file's dt = 1 would cover each in one): 2, 3, 3 here
     assert all(b - a >= 2 for a, b in zip(steps, steps[1:])) and steps[-1] >= 7
+    assert sim.rejected >= 0
+    assert pdejit.compile(DIFFUSION_1D).simulate(backend=backend).rejected is None
 
 
 def test_views_2d_3d_and_single_precision():
