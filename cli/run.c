@@ -242,12 +242,18 @@ static void run_between_steps(void *ctx)
         fprintf(stderr, "pdejit: step %lld, t = %.9g: %d Newton, %d linear iterations, residual %.3g\n",
                 (long long)pj_sim_steps(h->sim), pj_sim_time(h->sim), st.last_newton, st.last_linear,
                 st.last_residual);
-    int64_t acc, rej;
-    double h_last;
-    if (h->verbose && pj_sim_steps(h->sim) != h->reported &&
-        pj_sim_adaptive_stats(h->sim, &acc, &rej, &h_last, NULL) == PJ_OK && (h->reported = acc) >= 0)
-        fprintf(stderr, "pdejit: step %lld, t = %.9g: last dt %.3g, %lld rejected so far\n", (long long)acc,
-                pj_sim_time(h->sim), h_last, (long long)rej);
+}
+
+/* --verbose with an adaptive rk23/rk45: a line per step the controller tried */
+static void adaptive_try(void *ctx, int64_t step, double t, double dt, double error, int accepted)
+{
+    (void)ctx;
+    if (accepted)
+        fprintf(stderr, "pdejit: step %lld, t = %.9g: dt %.3g, error norm %.3g\n", (long long)step + 1, t + dt, dt,
+                error);
+    else
+        fprintf(stderr, "pdejit: step %lld from t = %.9g rejected: dt %.3g, error norm %.3g > 1\n", (long long)step + 1,
+                t, dt, error);
 }
 
 static int is_const(const pj_problem *pr, const char *name)
@@ -539,6 +545,7 @@ static int run_to_end(run_ctx *c, const watch_baseline *base)
         fprintf(stderr, "pdejit: watching %s: edits are swapped in while the run goes on\n", a->file);
     }
     run_hook hook = {c->sim, c->w, a->verbose, 0};
+    if (a->verbose) pj_sim_on_adaptive_step(c->sim, adaptive_try, NULL); /* PJ_ERR_INPUT: not adaptive */
     ro.between_steps = run_between_steps;
     ro.between_ctx = &hook;
     catch_stop_signals();

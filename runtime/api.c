@@ -599,6 +599,15 @@ pj_status pj_sim_adaptive_stats(const pj_sim *ps, int64_t *accepted, int64_t *re
     return PJ_OK;
 }
 
+pj_status pj_sim_on_adaptive_step(pj_sim *ps,
+                                  void (*fn)(void *ctx, int64_t step, double t, double dt, double error, int accepted),
+                                  void *ctx)
+{
+    if (!ps || engine_adaptive_stats(ps->e, NULL, NULL, NULL, NULL) < 0) return PJ_ERR_INPUT;
+    engine_on_adaptive_try(ps->e, fn, ctx);
+    return PJ_OK;
+}
+
 pj_status pj_sim_solver_stats(const pj_sim *ps, pj_solver_stats *stats)
 {
     implicit_stats st;

@@ -256,6 +256,15 @@ void engine_set_max_step(engine *e, double h)
     if (st) st->h_max = h > 0 && h < INFINITY ? h : 0;
 }
 
+void engine_on_adaptive_try(engine *e, void (*fn)(void *ctx, int64_t step, double t, double h, double error, int accepted),
+                            void *ctx)
+{
+    sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;
+    if (!st) return;
+    st->on_try = fn;
+    st->on_try_ctx = ctx;
+}
+
 int engine_adaptive_stats(engine *e, int64_t *accepted, int64_t *rejected, double *h_last, double *h_next)
 {
     sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;

@@ -220,6 +220,9 @@ int engine_view_field(engine *e, int f, engine_view *v);
  * engine_adaptive_stats returns -1 when the program does not step so. */
 void engine_set_max_step(engine *e, double h);
 int engine_adaptive_stats(engine *e, int64_t *accepted, int64_t *rejected, double *h_last, double *h_next);
+/* fn after every try of such a step (state.h's on_try); NULL: none. */
+void engine_on_adaptive_try(engine *e, void (*fn)(void *ctx, int64_t step, double t, double h, double error, int accepted),
+                            void *ctx);
 /* The implicit solver's iteration counts: 0, or -1 when the program steps explicitly. */
 int engine_solver_stats(engine *e, implicit_stats *stats);
 /* The program's monitors now: values[i] for monitor i (n_monitors entries). 0 (nothing done

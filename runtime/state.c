@@ -252,6 +252,7 @@ static int adaptive_step(sim_state *st, const stepper_ops *ops, void *x, double 
         fac = fac < ADAPT_CLIP_LO ? ADAPT_CLIP_LO : fac > ADAPT_CLIP_HI ? ADAPT_CLIP_HI : fac;
         double next = try * fac;
         if (next < ADAPT_DT_MIN) next = ADAPT_DT_MIN;
+        if (st->on_try) st->on_try(st->on_try_ctx, st->steps, st->t, try, enorm, accept);
         if (accept) {
             if (p->swap_after_step) {
                 state_swap_slots(st, NULL);

@@ -68,6 +68,10 @@ typedef struct sim_state {
     double h_max;             /* no step longer (the explicit stability limit); <= 0: none */
     double h_last;            /* the last step accepted */
     int64_t rejected;         /* steps the controller rejected (steps counts those accepted) */
+    /* called after every try (--verbose): its step number, start time, step, error norm, whether
+       accepted; NULL: none */
+    void (*on_try)(void *ctx, int64_t step, double t, double h, double error, int accepted);
+    void *on_try_ctx;
 } sim_state;
 
 /* The clock one stage launch sees. */

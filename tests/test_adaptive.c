@@ -441,6 +441,14 @@ static void reports_and_times(void **state)
     assert_non_null(line);
     assert_int_equal(sscanf(line, "\npdejit: %lld steps (%lld rejected) to t = 1 ", &acc2, &rej2), 2);
     print_message("%s", fin);
+    /* a line per try: the accepted ones numbered 1 .. acc, the rejected ones said so */
+    int lines = 0, rejected_lines = 0;
+    for (const char *l = strstr(out, "pdejit: step "); l; l = strstr(l + 1, "pdejit: step ")) {
+        if (strstr(l, " rejected: dt ") && strstr(l, " rejected: dt ") < strchr(l, '\n')) rejected_lines++;
+        else lines++;
+    }
+    assert_int_equal(lines, acc);
+    assert_int_equal(rejected_lines, rej);
     assert_true(acc > 3 && rej >= 1); /* dt = 1 is far too long a first try */
     assert_true(acc == acc2 && rej == rej2);
     free(out);
