@@ -486,6 +486,9 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         goto done;
     }
     int interrupted = o->interrupt && atomic_load(o->interrupt);
+    /* adaptive rk23/rk45: one engine step covers a span of many steps; an interrupt stops it
+       after the step in progress (over MPI they are refused: engine_create) */
+    if (o->adaptive) engine_set_adaptive_stop(e, o->interrupt);
     double start = driver_now(), last_report = start;
     int64_t since_check = 0, done_steps = 0, progress_at = 64;
     double last_checkpoint = engine_time(e);
@@ -558,6 +561,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         status = 2;
     }
 done:
+    if (o->adaptive) engine_set_adaptive_stop(e, NULL);
     res->steps = engine_steps(e);
     res->t = engine_time(e);
     if (ws) writers_series_close(ws);

@@ -256,6 +256,12 @@ void engine_set_max_step(engine *e, double h)
     if (st) st->h_max = h > 0 && h < INFINITY ? h : 0;
 }
 
+void engine_set_adaptive_stop(engine *e, atomic_int *flag)
+{
+    sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;
+    if (st) st->stop = flag;
+}
+
 void engine_on_adaptive_try(engine *e, void (*fn)(void *ctx, int64_t step, double t, double h, double error, int accepted),
                             void *ctx)
 {

@@ -220,6 +220,9 @@ int engine_view_field(engine *e, int f, engine_view *v);
  * engine_adaptive_stats returns -1 when the program does not step so. */
 void engine_set_max_step(engine *e, double h);
 int engine_adaptive_stats(engine *e, int64_t *accepted, int64_t *rejected, double *h_last, double *h_next);
+/* Such steps stop short of their span after the step in progress once *flag is set (the run
+ * loop's interrupt: state.h's stop); NULL: never. */
+void engine_set_adaptive_stop(engine *e, atomic_int *flag);
 /* fn after every try of such a step (state.h's on_try); NULL: none. */
 void engine_on_adaptive_try(engine *e, void (*fn)(void *ctx, int64_t step, double t, double h, double error, int accepted),
                             void *ctx);

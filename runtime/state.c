@@ -264,6 +264,10 @@ static int adaptive_step(sim_state *st, const stepper_ops *ops, void *x, double 
             rejections = last_rejected = 0;
             /* a step cut short to land keeps the controller's step for the next */
             h = try < h && next >= try ? fmax(next, h) : next;
+            if (!lands && st->stop && atomic_load(st->stop)) { /* interrupted: short of the span */
+                st->h_next = h;
+                return 0;
+            }
         } else {
             st->rejected++;
             last_rejected = 1;

@@ -20,6 +20,7 @@
  * Library code: never prints, never exits. */
 #ifndef PJ_STATE_H
 #define PJ_STATE_H
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "grid.h"
@@ -72,6 +73,9 @@ typedef struct sim_state {
        accepted; NULL: none */
     void (*on_try)(void *ctx, int64_t step, double t, double h, double error, int accepted);
     void *on_try_ctx;
+    /* set (any thread): the adaptive steps stop after the step they are taking, short of the
+       end of their span (the run loop's interrupt); NULL: none */
+    const atomic_int *stop;
 } sim_state;
 
 /* The clock one stage launch sees. */

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "driver.h"
 #include "engine.h"
 #include "solve.h"
 #include "stability.h"
@@ -345,6 +346,51 @@ static void emulated_gpu_agrees_to_the_bit(void **state)
     free(dir);
 }
 
+/* An interrupt stops a span of adaptive steps after the step in progress (the run loop's exit 2
+   at a step boundary short of the output time); the run taken up again from there ends with the
+   uninterrupted run's steps and bits (the controller's next step is kept). */
+typedef struct interrupter { atomic_int *flag; int64_t at; } interrupter;
+static void interrupt_at(void *ctx, int64_t step, double t, double h, double error, int accepted)
+{
+    (void)t, (void)h, (void)error;
+    interrupter *in = ctx;
+    if (accepted && step + 1 == in->at) atomic_store(in->flag, 1);
+}
+
+static void interrupt_stops_a_span(void **state)
+{
+    (void)state;
+    const char *src = logistic_src("rk45", 1e-2, 1e-9);
+    double u[2][LOG_N];
+    int64_t acc[2], rej[2];
+    for (int k = 0; k < 2; k++) {
+        engine *e = start(src, "cpu");
+        atomic_int flag = 0;
+        interrupter in = {&flag, 5};
+        if (k) engine_on_adaptive_try(e, interrupt_at, &in);
+        driver_options o = {.dt = 1e-2, .until = 2, .steps = -1, .check_every = 1, .adaptive = 1, .interrupt = &flag};
+        driver_result r;
+        char err[512];
+        int rc = driver_run(e, &o, &r, err, sizeof err);
+        if (k) {
+            print_message("interrupted: %s\n", err);
+            assert_int_equal(rc, 2);
+            assert_int_equal(engine_steps(e), 5);
+            assert_true(engine_time(e) > 0 && engine_time(e) < 2);
+            engine_on_adaptive_try(e, NULL, NULL);
+            rc = driver_run(e, &o, &r, err, sizeof err);
+        }
+        FAIL_IF(rc != 0, "%s", err);
+        assert_true(engine_time(e) == 2);
+        assert_int_equal(engine_adaptive_stats(e, &acc[k], &rej[k], NULL, NULL), 0);
+        field(e, u[k]);
+        finish(e);
+    }
+    assert_int_equal(acc[0], acc[1]);
+    assert_int_equal(rej[0], rej[1]);
+    assert_memory_equal(u[0], u[1], sizeof u[0]);
+}
+
 /* ---- the command ------------------------------------------------------------------------- */
 
 static void write_text(const char *name, const char *text)
@@ -493,6 +539,7 @@ int main(void)
         cmocka_unit_test(steps_within_the_stability_limit),
         cmocka_unit_test(backends_agree_to_the_bit),
         cmocka_unit_test(emulated_gpu_agrees_to_the_bit),
+        cmocka_unit_test(interrupt_stops_a_span),
         cmocka_unit_test(adapt_needs_a_pair),
         cmocka_unit_test(fixed_steps_blocked),
         cmocka_unit_test(reports_and_times),
