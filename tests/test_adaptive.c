@@ -31,10 +31,12 @@
         if (cond) fail_msg(__VA_ARGS__);   \
     } while (0)
 
+static int g_single; /* engines in single precision */
+
 static engine *start(const char *src, const char *backend)
 {
     pj_program *p = compile_text(src);
-    engine_options o = {.threads = 1};
+    engine_options o = {.threads = 1, .single = g_single};
     char err[512];
     engine *e = engine_create(engine_backend(backend), p, &o, NULL, err, sizeof err);
     FAIL_IF(!e, "%s: %s", backend, err);
@@ -291,6 +293,25 @@ static void backends_agree_to_the_bit(void **state)
         assert_int_equal(rej[0], rej[1]);
         assert_memory_equal(u[0], u[1], sizeof u[0]);
     }
+    /* single precision: the error buffer read as floats */
+    g_single = 1;
+    int64_t acc[2], rej[2];
+    double u[2][LOG_N];
+    static const char *const be[] = {"interp", "cpu"};
+    for (int b = 0; b < 2; b++) {
+        engine *e = adaptive_run(logistic_src("rk23", 1, 1e-4), be[b], 2, 3, &acc[b], &rej[b]);
+        field(e, u[b]);
+        finish(e);
+    }
+    g_single = 0;
+    double err = 0;
+    for (int i = 0; i < LOG_N; i++) err = fmax(err, fabs(u[0][i] - logistic(0.1 + 0.8 * (i + 0.5) / LOG_N, 2)));
+    print_message("rk23 single precision, adapt = 1e-4: %lld steps, %lld rejected, error %.3g\n", (long long)acc[0],
+                  (long long)rej[0], err);
+    assert_int_equal(acc[0], acc[1]);
+    assert_int_equal(rej[0], rej[1]);
+    assert_memory_equal(u[0], u[1], sizeof u[0]);
+    assert_true(err < 10 * 1e-4);
 }
 
 /* The GPU back end in its host emulation (tests/gpu_emu/, test_gpu.c) takes the same steps and
