@@ -87,8 +87,9 @@ static int implicit_lower(pj_program *p)
  * An s-stage pair whose last stage is evaluated at the new solution (FSAL: a_s,j = b_j, b_s = 0):
  * Y_1 = U, k_i = F(t + c_i dt, Y_i), Y_i = U + dt sum_j<i a_ij k_j, the solution y = Y_s and the
  * error estimate e = y - y^ = dt sum_j (b_j - b^_j) k_j. Slots: 0 U; 1 y (the new state: swapped
- * with slot 0 after an accepted step, as Euler's); 2 .. s the k_1 .. k_s-1 (F itself, not dt F);
- * s + 1 and s + 2 the stage values Y_2 .. Y_s-1 in turn; s + 3 the error. Stage i (one kernel)
+ * with slot 0 after an accepted step, as Euler's); from 2 the k_1 .. k_s-1 (F itself, not dt F;
+ * k_s-2 the last with fixed steps); then two for the stage values Y_2 .. Y_s-1 in turn; then the
+ * error (with adapt). Stage i (one kernel)
  * reads Y_i (slot 0 for the first) at offsets, U and the k's at the cell, and writes k_i and
  * Y_i+1. With fixed steps the last stage is left out (its k_s only serves the error): the pair
  * is then its higher-order scheme, in s - 1 stages. With `adapt` the last stage writes, per cell,
@@ -131,9 +132,11 @@ static int embedded_lower(pj_program *p, const tableau *T, int *node_map, int *F
 {
     const kir_kernel *rhs = p->rhs;
     const int s = T->s, adaptive = p->adapt > 0, stages = adaptive ? s : s - 1;
-    const int err_slot = s + 3;
+    /* the k's kept: k_1 .. k_s-1 for the error, k_1 .. k_s-2 with fixed steps (k_s-1 goes straight
+       into y); then the two stage values and the error */
+    const int ya = 2 + (adaptive ? s - 1 : s - 2), err_slot = ya + 2;
     static const int here[3] = {0, 0, 0};
-    p->n_slots = adaptive ? s + 4 : s + 3;
+    p->n_slots = adaptive ? ya + 3 : ya + 2;
     p->n_stages = stages;
     p->swap_after_step = 1;
     p->adapt_order = adaptive ? T->order : 0;
@@ -148,8 +151,8 @@ static int embedded_lower(pj_program *p, const tableau *T, int *node_map, int *F
     for (int i = 0; i < stages; i++) { /* stage i + 1 of the tableau */
         char name[32];
         snprintf(name, sizeof name, "stage%d", i + 1);
-        int read = i == 0 ? 0 : i == s - 1 ? 1 : s + 1 + (i - 1) % 2;
-        int write = i + 1 == s - 1 ? 1 : s + 1 + i % 2; /* where Y_i+2 goes */
+        int read = i == 0 ? 0 : i == s - 1 ? 1 : ya + (i - 1) % 2;
+        int write = i + 1 == s - 1 ? 1 : ya + i % 2; /* where Y_i+2 goes */
         kir_kernel *k = kir_new(KIR_STAGE, p->dim, p->n_fields, p->n_params, p->n_slots, name);
         if (!k) return -1;
         p->stages[i] = (pj_stage){k, read, T->c[i]};
