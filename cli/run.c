@@ -321,6 +321,18 @@ static void run_between_steps(void *ctx)
                 st.last_residual);
 }
 
+/* --verbose with an adaptive rk23/rk45: a line per step the controller tried */
+static void adaptive_try(void *ctx, int64_t step, double t, double dt, double error, int accepted)
+{
+    (void)ctx;
+    if (accepted)
+        fprintf(stderr, "pdejit: step %lld, t = %.9g: dt %.3g, error norm %.3g\n", (long long)step + 1, t + dt, dt,
+                error);
+    else
+        fprintf(stderr, "pdejit: step %lld from t = %.9g rejected: dt %.3g, error norm %.3g > 1\n", (long long)step + 1,
+                t, dt, error);
+}
+
 static int is_const(const pj_problem *pr, const char *name)
 {
     for (int i = 0; i < pj_problem_const_count(pr); i++)
@@ -578,9 +590,17 @@ static int report_run(run_ctx *c, pj_status st, const pj_run_result *res)
         fprintf(stderr, "pdejit: implicit solver: %lld steps (%lld rejected), %lld Newton and %lld linear iterations, "
                 "%lld Jacobians (%.3g s)\n", (long long)sst.steps, (long long)sst.rejected, (long long)sst.newton,
                 (long long)sst.linear, (long long)sst.jacobians, sst.seconds_jacobian);
+    int64_t rejected = 0;
+    double dt_last = 0, dt_next = 0;
+    int adaptive = pj_sim_adaptive_stats(c->sim, NULL, &rejected, &dt_last, &dt_next) == PJ_OK;
+    char rejects[48] = "";
+    if (adaptive) snprintf(rejects, sizeof rejects, " (%lld rejected)", (long long)rejected);
+    if (a->verbose && adaptive)
+        fprintf(stderr, "pdejit: adaptive steps: %lld accepted, %lld rejected; last dt %.3g, next %.3g\n",
+                (long long)res->steps, (long long)rejected, dt_last, dt_next);
     if (a->verbose || (!a->quiet && res->seconds > 3))
-        fprintf(stderr, "pdejit: %lld steps to t = %.9g in %.3g s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res->steps,
-                res->t, res->seconds, res->seconds > 0 ? (double)res->steps * cells * 1e-6 / res->seconds : 0.0,
+        fprintf(stderr, "pdejit: %lld steps%s to t = %.9g in %.3g s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res->steps,
+                rejects, res->t, res->seconds, res->seconds > 0 ? (double)res->steps * cells * 1e-6 / res->seconds : 0.0,
                 a->backend, a->single ? ", single" : "", c->out ? ", output in " : "", c->out ? c->out : "");
     if (a->verbose && pj_sim_processes(c->sim) > 1) {
         int64_t exchanges;
@@ -625,6 +645,7 @@ static int run_to_end(run_ctx *c, const watch_baseline *base)
         fprintf(stderr, "pdejit: watching %s: edits are swapped in while the run goes on\n", a->file);
     }
     run_hook hook = {c->sim, c->w, a->verbose, 0};
+    if (a->verbose) pj_sim_on_adaptive_step(c->sim, adaptive_try, NULL); /* PJ_ERR_INPUT: not adaptive */
     ro.between_steps = run_between_steps;
     ro.between_ctx = &hook;
     if (stop_signal) pj_sim_interrupt(c->sim); /* caught since cmd_run began: the run stops at once */

@@ -219,9 +219,9 @@ static void read_time(compiler *C, pj_program *p, const pj_compile_options *opt)
             int s = kw->value->kind == AST_NAME && !kw->n_words ? scheme_from_name(kw->value->name) : -1;
             if (s < 0 || s == PJ_STEADY) {
                 const char *text = kw->value->kind == AST_NAME ? kw->value->name : "?";
-                static const char *const schemes[] = {"euler", "rk2", "rk3", "rk4", "beuler", "cn", "bdf2", "imex"};
-                const char *near = s == PJ_STEADY ? NULL : diag_closest(text, schemes, 8);
-                diag_error(C->d, kw->value->loc, "unknown scheme '%s'%s%s%s; schemes are euler, rk2, rk3, rk4, beuler, cn, bdf2, imex%s",
+                static const char *const schemes[] = {"euler", "rk2", "rk3", "rk4", "rk23", "rk45", "beuler", "cn", "bdf2", "imex"};
+                const char *near = s == PJ_STEADY ? NULL : diag_closest(text, schemes, 10);
+                diag_error(C->d, kw->value->loc, "unknown scheme '%s'%s%s%s; schemes are euler, rk2, rk3, rk4, rk23, rk45, beuler, cn, bdf2, imex%s",
                            text, near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "",
                            s == PJ_STEADY ? " (steady is a statement of its own, in place of time)" : "");
             } else {
@@ -229,13 +229,28 @@ static void read_time(compiler *C, pj_program *p, const pj_compile_options *opt)
             }
         }
         if ((kw = kwarg_named(st, "adapt")) && const_setting(C, kw, &p->adapt) == 0) {
-            if (!(p->adapt > 0 && p->adapt < 1))
+            if (!(p->adapt > 0 && p->adapt < 1)) {
                 diag_error(C->d, kw->value->loc, "adapt is a relative tolerance between 0 and 1, not %g", p->adapt);
-            else if (!PJ_SCHEME_IMPLICIT(p->scheme))
-                diag_error(C->d, kw->loc, "adapt needs an implicit scheme (beuler, cn, bdf2, imex), not %s", scheme_name(p->scheme));
+                p->adapt = 0;
+            }
         }
     }
     if (opt && opt->scheme_set) p->scheme = opt->scheme;
+    /* adapt takes a scheme with an error estimate: the embedded pairs or an implicit scheme (the
+       scheme given for the run instead of the file's, when there is one) */
+    const ast_kwarg *adapt_kw = time && !steady ? kwarg_named(time, "adapt") : NULL;
+    if (adapt_kw && p->adapt > 0 && !PJ_SCHEME_IMPLICIT(p->scheme) && !PJ_SCHEME_EMBEDDED(p->scheme)) {
+        if (opt && opt->scheme_set) {
+            char tol[32];
+            diag_append(C->d, "%s: error: the scheme %s given for this run has no error estimate for the file's adapt = %s "
+                        "(line %d): adapt needs rk23 or rk45 (or an implicit scheme: beuler, cn, bdf2, imex)\n",
+                        C->d->filename, scheme_name(p->scheme), diag_number(tol, sizeof tol, p->adapt), adapt_kw->loc.line);
+            C->d->errors++;
+        } else {
+            diag_error(C->d, adapt_kw->loc, "adapt needs a scheme with an error estimate: rk23 or rk45 (or an implicit "
+                       "one: beuler, cn, bdf2, imex); %s has none", scheme_name(p->scheme));
+        }
+    }
     if (steady) {
         p->scheme = PJ_STEADY;
         p->dt = 1;     /* one "step": the Newton solve */

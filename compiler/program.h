@@ -20,10 +20,19 @@
 #include "diag.h"
 #include "kir.h"
 
-/* Explicit schemes first; from PJ_BEULER on the schemes are implicit (runtime/implicit.c solves
- * them through PETSc) and PJ_STEADY is the `steady` statement: F(U) = 0 in one Newton solve. */
-typedef enum pj_scheme { PJ_EULER, PJ_RK2, PJ_RK3, PJ_RK4, PJ_BEULER, PJ_CN, PJ_BDF2, PJ_IMEX, PJ_STEADY } pj_scheme;
-#define PJ_SCHEME_IMPLICIT(s) ((s) >= PJ_BEULER)
+/* Explicit schemes first; from PJ_BEULER to PJ_STEADY the schemes are implicit (runtime/implicit.c
+ * solves them through PETSc) and PJ_STEADY is the `steady` statement: F(U) = 0 in one Newton solve.
+ * The embedded explicit pairs rk23 and rk45 come last (the numbers of the others are in checkpoints'
+ * program hashes: runtime/checkpoint.c). */
+typedef enum pj_scheme {
+    PJ_EULER, PJ_RK2, PJ_RK3, PJ_RK4, PJ_BEULER, PJ_CN, PJ_BDF2, PJ_IMEX, PJ_STEADY,
+    PJ_RK23, /* Bogacki-Shampine 3(2) */
+    PJ_RK45, /* Dormand-Prince 5(4) */
+    PJ_N_SCHEMES
+} pj_scheme;
+#define PJ_SCHEME_IMPLICIT(s) ((s) >= PJ_BEULER && (s) <= PJ_STEADY)
+/* An explicit scheme with an embedded error estimate: one that `adapt` may ask for. */
+#define PJ_SCHEME_EMBEDDED(s) ((s) == PJ_RK23 || (s) == PJ_RK45)
 typedef enum pj_bc_kind { PJ_BC_NEUMANN0, PJ_BC_LINEAR, PJ_BC_PERIODIC } pj_bc_kind;
 enum { PJ_FMT_CSV = 1, PJ_FMT_VTK = 2, PJ_FMT_PNG = 4 };
 /* What a monitor reports: the sum of e times the cell volume, the largest e, the smallest, the
@@ -107,6 +116,12 @@ typedef struct pj_program {
     pj_stage *stages;     /* n_stages, composed from rhs by the scheme (compiler/scheme.c) */
     int swap_after_step;  /* Euler: slot 1 holds the new state; swap slots 0 and 1 */
     double adapt;         /* > 0: local error control with this relative tolerance */
+    /* adapt with an embedded pair (rk23, rk45; scheme_lower): the last stage writes, at each cell,
+       the sum over the fields with an eq of (e / (atol + rtol max(|y|, |y^|)))^2 into buffer
+       adapt_error_buf (e = y - y^, the difference of the pair's two solutions); its mean over
+       the cells and fields is the square of the weighted RMS norm the controller takes
+       (runtime/state.c); adapt_order is the exponent's order (3 rk23, 5 rk45). 0 otherwise. */
+    int adapt_order, adapt_error_buf, adapt_eq_fields;
     /* the solver statement (0 / NULL: pdejit's defaults) */
     double solver_rtol, solver_atol;
     int solver_max_it;

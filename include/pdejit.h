@@ -294,6 +294,20 @@ typedef struct pj_solver_stats {
 /* PJ_OK with the counts, or PJ_ERR_INPUT when the problem steps explicitly. */
 PJ_API pj_status pj_sim_solver_stats(const pj_sim *sim, pj_solver_stats *stats);
 
+/* An explicit embedded pair with adapt (rk23, rk45): steps accepted (pj_sim_steps) and rejected
+ * by its error controller since the start, the last step accepted and the next it will try.
+ * PJ_OK, or PJ_ERR_INPUT when the problem does not step so (any pointer may be NULL). */
+PJ_API pj_status pj_sim_adaptive_stats(const pj_sim *sim, int64_t *accepted, int64_t *rejected, double *dt_last,
+                                       double *dt_next);
+/* For such a problem, fn(ctx, ...) after every step its controller tries (accepted or not): the
+ * step's number (accepted steps before it), its start time, its dt and the weighted RMS norm of
+ * its error estimate (accepted when <= 1). fn NULL: none. PJ_ERR_INPUT when the problem does not
+ * step so. fn runs on the stepping thread, inside pj_sim_advance or pj_sim_run. */
+PJ_API pj_status pj_sim_on_adaptive_step(pj_sim *sim,
+                                         void (*fn)(void *ctx, int64_t step, double t, double dt, double error,
+                                                    int accepted),
+                                         void *ctx);
+
 typedef struct pj_field_view {
     void *data;
     int64_t shape[3];      /* cells along x, y, z; 1 beyond the problem's dimension */

@@ -101,9 +101,10 @@ const char *pj_version(void) { return PJ_VERSION; }
 static char scheme_list[256];
 static void list_schemes(void)
 {
-    for (int s = 0; s < PJ_STEADY; s++) {
+    static const pj_scheme order[] = {PJ_EULER, PJ_RK2, PJ_RK3, PJ_RK4, PJ_RK23, PJ_RK45, PJ_BEULER, PJ_CN, PJ_BDF2, PJ_IMEX};
+    for (size_t s = 0; s < sizeof order / sizeof *order; s++) {
         size_t n = strlen(scheme_list);
-        snprintf(scheme_list + n, sizeof scheme_list - n, "%s%s", s ? ", " : "", scheme_name((pj_scheme)s));
+        snprintf(scheme_list + n, sizeof scheme_list - n, "%s%s", s ? ", " : "", scheme_name(order[s]));
     }
 }
 
@@ -437,6 +438,18 @@ pj_status pj_sim_redefine(pj_sim *ps, const char *text, char **diagnostics)
     return st;
 }
 
+/* An embedded pair with adapt (rk23, rk45): its steps bounded by the explicit stability limit
+ * estimated at the current state (stability.h). stability_check's codes: 0, 2 (not estimated:
+ * the note in err), -1. */
+static int adaptive_limit(pj_sim *ps, char *err, size_t err_len)
+{
+    double limit = INFINITY;
+    int r = stability_limit(ps->e, &limit, err, err_len);
+    if (r < 0) return -1;
+    engine_set_max_step(ps->e, r == 0 ? limit : 0);
+    return r == 1 ? 2 : 0;
+}
+
 pj_status pj_sim_advance(pj_sim *ps, double dt, double t_end, char *err, size_t err_len)
 {
     if (!(dt > 0) || !(t_end >= engine_time(ps->e))) {
@@ -449,6 +462,8 @@ pj_status pj_sim_advance(pj_sim *ps, double dt, double t_end, char *err, size_t 
                         .between_ctx = ps, .interrupt = &ps->interrupt, .adaptive = ps->p->adapt > 0,
                         .no_monitors = 1};
     if (driver_check_counts(&o, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
+    if (ps->p->adapt_order > 0 && adaptive_limit(ps, err, err_len) < 0) return PJ_ERR_RUN;
+    if (err && err_len) err[0] = 0;
     driver_result res;
     stepping(ps, 1);
     int rc = driver_run(ps->e, &o, &res, err, err_len);
@@ -545,7 +560,9 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     }
     if (result) *result = (pj_run_result){0, engine_time(ps->e), 0, 0, ""};
     if (driver_check_counts(&dopt, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
-    int stable = o.no_stability_check ? 0 : stability_check(ps->e, dt, err, err_len);
+    /* an adaptive explicit run chooses its steps: the limit bounds them instead of refusing dt */
+    int stable = o.no_stability_check ? 0 : p->adapt_order > 0 ? adaptive_limit(ps, err, err_len)
+                                                                : stability_check(ps->e, dt, err, err_len);
     if (stable == 1) return PJ_ERR_INPUT;
     if (stable == 2 && o.progress && engine_rank(ps->e) == 0) {
         fprintf(o.progress, "pdejit: note: %s\n", err);
@@ -573,6 +590,22 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
         snprintf(result->stopped, sizeof result->stopped, "%s", res.stopped);
     }
     return rc == 0 ? PJ_OK : rc == 2 ? PJ_INTERRUPTED : PJ_ERR_RUN;
+}
+
+pj_status pj_sim_adaptive_stats(const pj_sim *ps, int64_t *accepted, int64_t *rejected, double *dt_last,
+                                double *dt_next)
+{
+    if (!ps || engine_adaptive_stats(ps->e, accepted, rejected, dt_last, dt_next) < 0) return PJ_ERR_INPUT;
+    return PJ_OK;
+}
+
+pj_status pj_sim_on_adaptive_step(pj_sim *ps,
+                                  void (*fn)(void *ctx, int64_t step, double t, double dt, double error, int accepted),
+                                  void *ctx)
+{
+    if (!ps || engine_adaptive_stats(ps->e, NULL, NULL, NULL, NULL) < 0) return PJ_ERR_INPUT;
+    engine_on_adaptive_try(ps->e, fn, ctx);
+    return PJ_OK;
 }
 
 pj_status pj_sim_solver_stats(const pj_sim *ps, pj_solver_stats *stats)

@@ -490,8 +490,11 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         goto done;
     }
     int interrupted = o->interrupt && atomic_load(o->interrupt);
+    /* adaptive rk23/rk45: one engine step covers a span of many steps; an interrupt stops it
+       after the step in progress (over MPI they are refused: engine_create) */
+    if (o->adaptive) engine_set_adaptive_stop(e, o->interrupt);
     double start = driver_now(), last_report = start;
-    int64_t since_check = 0, done_steps = 0, progress_at = 64;
+    int64_t since_check = 0, done_steps = 0, progress_at = 64, steps0 = engine_steps(e);
     double last_checkpoint = engine_time(e);
     while (!interrupted) {
         /* the next stop: an output time, a monitor time or the end (after a resume, the times still
@@ -517,7 +520,8 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
                (temporal blocking); the hook, interrupt and checks then come after the block */
             int64_t m = i < n - 1 && !o->checkpoint_dir ? engine_block_steps(e, n - 1 - i) : 1;
             failed = (m > 1 ? engine_step_n(e, dt, m, err, err_len) : engine_step(e, h, err, err_len)) < 0;
-            done_steps += m;
+            /* adaptive steps: the steps the engine took in the span (one engine step) */
+            done_steps = o->adaptive ? engine_steps(e) - steps0 : done_steps + m;
             i += m;
             if (!failed && o->between_steps) o->between_steps(o->between_ctx);
             if (o->interrupt && atomic_load(o->interrupt)) interrupted = 1;
@@ -562,6 +566,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         status = 2;
     }
 done:
+    if (o->adaptive) engine_set_adaptive_stop(e, NULL);
     res->steps = engine_steps(e);
     res->t = engine_time(e);
     if (ws) writers_series_close(ws);

@@ -2,6 +2,7 @@
  * engine's table, a back end's own or, over MPI, the decomposed engine wrapping it
  * (decomp_engine.c), and the collectives to its processes' table. */
 #include "engine.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "decomp_engine.h"
@@ -148,6 +149,11 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
         if (unavailable) *unavailable = ENGINE_UNSUPPORTED;
         return NULL;
     }
+    if (eo.decomp && p->adapt_order > 0) { /* the error norm is one process's sum (state.c) */
+        diag_set(err, len, "adaptive %s steps run on one process: drop adapt, or run without MPI", scheme_name(p->scheme));
+        if (unavailable) *unavailable = ENGINE_UNSUPPORTED;
+        return NULL;
+    }
     engine *e = calloc(1, sizeof *e);
     if (!e) {
         diag_set(err, len, "out of memory");
@@ -240,6 +246,41 @@ int engine_sync(engine *e, char *err, size_t len)
 }
 double engine_time(engine *e) { return e->ops->time(e->impl); }
 int64_t engine_steps(engine *e) { return e->ops->steps(e->impl); }
+
+void engine_set_max_step(engine *e, double h)
+{
+    sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;
+    if (st) st->h_max = h > 0 && h < INFINITY ? h : 0;
+}
+
+void engine_set_adaptive_stop(engine *e, atomic_int *flag)
+{
+    sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;
+    if (st) st->stop = flag;
+}
+
+void engine_on_adaptive_try(engine *e, void (*fn)(void *ctx, int64_t step, double t, double h, double error, int accepted),
+                            void *ctx)
+{
+    sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;
+    if (!st) return;
+    st->on_try = fn;
+    st->on_try_ctx = ctx;
+}
+
+int engine_adaptive_stats(engine *e, int64_t *accepted, int64_t *rejected, double *h_last, double *h_next)
+{
+    sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;
+    if (!st || !(st->p->adapt_order > 0)) return -1;
+    if (accepted) *accepted = st->steps;
+    if (rejected) *rejected = st->rejected;
+    if (h_last) *h_last = st->h_last;
+    if (h_next) {
+        *h_next = st->h_next > 0 ? st->h_next : st->p->dt;
+        if (st->h_max > 0 && *h_next > st->h_max) *h_next = st->h_max;
+    }
+    return 0;
+}
 void engine_set_clock(engine *e, double t, int64_t steps) { e->ops->set_clock(e->impl, t, steps); }
 int engine_set_param(engine *e, const char *name, double value) { return e->ops->set_param(e->impl, name, value); }
 const double *engine_params(engine *e) { return e->ops->params(e->impl); }

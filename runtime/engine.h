@@ -112,6 +112,7 @@ typedef struct backend_ops {
     double (*time)(void *impl);
     int64_t (*steps)(void *impl);
     void (*set_clock)(void *impl, double t, int64_t steps);             /* a restart: time and step count */
+    sim_state *(*state)(void *impl);  /* the state it steps (state.h): the adaptive controller's */
     int (*view)(void *impl, int f, engine_view *v);
     /* the program's monitors (its KIR_REDUCE kernel) at the current state and time, monitor i
        into values[i] (sim_reduce's meaning); with ENGINE_CAP_MONITORS */
@@ -215,6 +216,18 @@ int engine_set_field(engine *e, int f, const double *in, char *err, size_t len);
 int engine_take_nonfinite(engine *e, char *err, size_t len);
 int engine_check_finite(engine *e, sim_nan_report *r, char *err, size_t len);
 int engine_view_field(engine *e, int f, engine_view *v);
+/* An embedded pair with adapt (rk23, rk45: state.h's adaptive steps): the longest step the
+ * controller may take (the explicit stability limit; <= 0 or infinity: none), and its counts:
+ * accepted steps (engine_steps), rejected ones, the last step accepted and the next it tries.
+ * engine_adaptive_stats returns -1 when the program does not step so. */
+void engine_set_max_step(engine *e, double h);
+int engine_adaptive_stats(engine *e, int64_t *accepted, int64_t *rejected, double *h_last, double *h_next);
+/* Such steps stop short of their span after the step in progress once *flag is set (the run
+ * loop's interrupt: state.h's stop); NULL: never. */
+void engine_set_adaptive_stop(engine *e, atomic_int *flag);
+/* fn after every try of such a step (state.h's on_try); NULL: none. */
+void engine_on_adaptive_try(engine *e, void (*fn)(void *ctx, int64_t step, double t, double h, double error, int accepted),
+                            void *ctx);
 /* The implicit solver's iteration counts: 0, or -1 when the program steps explicitly. */
 int engine_solver_stats(engine *e, implicit_stats *stats);
 /* The program's monitors now: values[i] for monitor i (n_monitors entries). 0 (nothing done

@@ -35,6 +35,10 @@ static double beta_of(pj_scheme s)
     case PJ_RK2: return 2.0;
     case PJ_RK3: return 2.5127453266183286;
     case PJ_RK4: return 2.785293563405282;
+    /* the embedded pairs step with their higher-order solution: rk23's is a 3-stage third-order
+       scheme (rk3's polynomial), rk45's 1 + z + ... + z^5/120 + z^6/600 (tests/test_stability.c) */
+    case PJ_RK23: return 2.5127453266183286;
+    case PJ_RK45: return 3.306567892634946;
     default: return INFINITY;
     }
 }
@@ -411,6 +415,7 @@ static int plan_check(check *c, double budget, int64_t *band_rows)
         if (c->n_groups > 1 && !(c->group_kernel[grp] = kir_subset(c->jac->kernel, c->group_first[grp], n))) return -1;
     }
     c->q.n_slots = 2 + (largest + nf - 1) / nf;
+    if (c->q.n_stages > 1) c->q.n_stages = 1; /* no stage runs here: the first (reading slot 0) for the layout */
     c->row = malloc(sizeof *c->row * (size_t)(longest + 1));
     return c->row ? 0 : -1;
 }

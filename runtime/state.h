@@ -20,6 +20,7 @@
  * Library code: never prints, never exits. */
 #ifndef PJ_STATE_H
 #define PJ_STATE_H
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "grid.h"
@@ -63,6 +64,18 @@ typedef struct sim_state {
     unsigned char *param_set; /* set by the user: kept when the params are evaluated again */
     int failed;               /* a ghost hook failed: `error` says why, and no more steps are taken */
     char error[512];
+    /* adaptive explicit steps (an embedded pair with adapt: stepper_step) */
+    double h_next;            /* the step the controller tries next; 0: the program's dt */
+    double h_max;             /* no step longer (the explicit stability limit); <= 0: none */
+    double h_last;            /* the last step accepted */
+    int64_t rejected;         /* steps the controller rejected (steps counts those accepted) */
+    /* called after every try (--verbose): its step number, start time, step, error norm, whether
+       accepted; NULL: none */
+    void (*on_try)(void *ctx, int64_t step, double t, double h, double error, int accepted);
+    void *on_try_ctx;
+    /* set (any thread): the adaptive steps stop after the step they are taking, short of the
+       end of their span (the run loop's interrupt); NULL: none */
+    const atomic_int *stop;
 } sim_state;
 
 /* The clock one stage launch sees. */
@@ -108,10 +121,23 @@ typedef struct stepper_ops {
     /* several steps in one sweep over the state: how many of n it took (0: none: it does not
        apply or pay now), -1 on a failure; the state's clock advanced by them. NULL: none */
     int64_t (*sweep)(void *x, double dt, int64_t n, char *err, size_t len);
+    /* the interior of buffer b into out (cells, x fastest, as doubles); NULL: the buffers are
+       host memory, read where they are (the adaptive steps' error, stepper_step) */
+    int (*fetch)(void *x, int b, double *out, char *err, size_t len);
 } stepper_ops;
 
 /* One step of dt (see the top). 0, or -1 with a message (a failed fill or launch; st->failed
- * stops every later step). */
+ * stops every later step).
+ *
+ * An embedded pair with adapt (p->adapt_order > 0) instead covers dt with the steps its error
+ * controller chooses, landing on t + dt exactly: each try runs the stages at the step h, reads
+ * the error buffer the last stage wrote (fetch) and takes its weighted RMS norm E over the cells
+ * and the fields with an eq; E <= 1 accepts (the swap, t += h, steps += 1), else the state stays
+ * as it was (slot 0 untouched: rejected += 1). The next h is PETSc's TSADAPTBASIC's (the implicit
+ * schemes' controller): h * clip(safety * E^(-1/order), 0.1, 10), safety 0.9 (halved after a
+ * rejection that follows one), never beyond h_max; within 1 % of the landing the step lands, and
+ * with less than 2 h left it is the half of what is left (PETSc's matchstep). 11 rejections in a row
+ * fail the step (PETSc's -ts_max_reject 10). */
 int stepper_step(sim_state *st, const stepper_ops *ops, void *x, double dt, char *err, size_t len);
 /* n steps of dt, slot 0 bit for bit as n calls of stepper_step leave it. Stops at the first
  * failure (st->steps says how far it got). */

@@ -911,10 +911,10 @@ static void language_errors(void **state)
 {
     (void)state;
     static const struct { const char *text, *message; } cases[] = {
-        {"time dt = 0.1, steps = 1, scheme = bdf3\n", "t.pde:4:36: error: unknown scheme 'bdf3' (did you mean 'bdf2'?); schemes are euler, rk2, rk3, rk4, beuler, cn, bdf2, imex"},
+        {"time dt = 0.1, steps = 1, scheme = bdf3\n", "t.pde:4:36: error: unknown scheme 'bdf3' (did you mean 'bdf2'?); schemes are euler, rk2, rk3, rk4, rk23, rk45, beuler, cn, bdf2, imex"},
         {"time dt = 0.1, steps = 1\nsolver rtol = 1e-8\n", "t.pde:5:1: error: the solver statement needs an implicit scheme (beuler, cn, bdf2, imex) or steady; this problem steps explicitly with euler"},
         {"time dt = 0.1, steps = 1, scheme = cn\nsolver pc = multigrid\n", "t.pde:5:13: error: unknown preconditioner 'multigrid'"},
-        {"time dt = 0.1, steps = 1, scheme = rk4, adapt = 1e-4\n", "error: adapt needs an implicit scheme (beuler, cn, bdf2, imex), not rk4"},
+        {"time dt = 0.1, steps = 1, scheme = rk4, adapt = 1e-4\n", "t.pde:4:41: error: adapt needs a scheme with an error estimate: rk23 or rk45 (or an implicit one: beuler, cn, bdf2, imex); rk4 has none"},
         {"time dt = 0.1, steps = 1\nsteady\n", "t.pde:5:1: error: steady replaces the time statement (at line 4): give one of them"},
         {"steady\nsteady\n", "t.pde:5:1: error: a second steady statement (the first is at line 4)"},
         {"eq dt(v) = 2*implicit(lap(v))\nfield v = 0\nsteady\n", "t.pde:4:14: error: implicit(...) must be a term of an equation's right-hand side"},

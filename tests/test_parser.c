@@ -256,9 +256,9 @@ static void errors_time_and_lexing(void **state)
     expect_error("mesh grid(nx=10)\ntime dt = 0, steps = 1\n", "2:11: error: the time step dt must be positive, not 0");
     expect_error("mesh grid(nx=10)\ntime dt = -1e-3, steps = 1\n", "2:11: error: the time step dt must be positive, not -0.001");
     expect_error("mesh grid(nx=10)\ntime dt = 1, steps = 1, scheme = rk5\n",
-                 "2:34: error: unknown scheme 'rk5' (did you mean 'rk2'?); schemes are euler, rk2, rk3, rk4, beuler, cn, bdf2, imex");
+                 "2:34: error: unknown scheme 'rk5' (did you mean 'rk2'?); schemes are euler, rk2, rk3, rk4, rk23, rk45, beuler, cn, bdf2, imex");
     expect_error("mesh grid(nx=10)\ntime dt = 1, steps = 1, scheme = leapfrog\n",
-                 "2:34: error: unknown scheme 'leapfrog'; schemes are euler, rk2, rk3, rk4, beuler, cn, bdf2, imex");
+                 "2:34: error: unknown scheme 'leapfrog'; schemes are euler, rk2, rk3, rk4, rk23, rk45, beuler, cn, bdf2, imex");
     expect_error("mesh grid(nx=10)\nfield u = 1e+\n", "2:11: error: malformed number '1e+'");
     expect_error("mesh grid(nx=10)\nfield u = 2x\n", "2:11: error: malformed number '2x'");
     expect_error("mesh grid(nx=10)\nfield u = 1.2.3\n", "2:11: error: malformed number '1.2.3'");

@@ -831,7 +831,12 @@ static int run_stage_kernel(void *x, int i, const stage_clock *c, char *err, siz
     return launch(s, s->K.ks.stage[i], s->sgrid, s->sblock, &s->A, sizeof s->A, err, len);
 }
 
-static const stepper_ops cuda_stepper = {.fill = fill_slot, .stage = run_stage_kernel, .swapped = refresh_bufs};
+static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *err, size_t err_len);
+/* buffer b's interior to the host (an adaptive step's error: state.c) */
+static int fetch_buffer(void *x, int b, double *out, char *err, size_t len) { return xfer_field(x, b, out, NULL, err, len); }
+
+static const stepper_ops cuda_stepper = {.fill = fill_slot, .stage = run_stage_kernel, .swapped = refresh_bufs,
+                                         .fetch = fetch_buffer};
 
 int cuda_sim_step_n(cuda_sim *s, double dt, int64_t n, char *err, size_t err_len)
 {
@@ -1129,6 +1134,7 @@ static int ops_set_param(void *o, const char *name, double v) { return cuda_sim_
 static const double *ops_params(void *o) { return cuda_sim_params(o); }
 static int ops_take(void *o, char *err, size_t len) { return cuda_sim_take_nonfinite(o, err, len); }
 static int ops_check(void *o, sim_nan_report *r, char *err, size_t len) { return cuda_sim_check_finite(o, r, err, len); }
+static sim_state *ops_state(void *o) { return &((cuda_sim *)o)->st; }
 static int ops_get(void *o, int f, double *out, char *err, size_t len) { return cuda_sim_get_field(o, f, out, err, len); }
 static int ops_set(void *o, int f, const double *in, char *err, size_t len)
 {
@@ -1353,6 +1359,6 @@ const backend_ops cuda_backend_ops = {
     .emit_flag = "cuda", .prepare = ops_prepare, .swap = ops_swap, .release = ops_release, .create = ops_create, .destroy = ops_destroy, .init = ops_init,
     .step = ops_step, .step_n = ops_step_n, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
     .set_field = ops_set, .take_nonfinite = ops_take, .check_finite = ops_check, .time = ops_time,
-    .steps = ops_steps, .set_clock = ops_set_clock, .view = ops_view, .reduce = ops_reduce, .info = ops_info,
+    .steps = ops_steps, .set_clock = ops_set_clock, .state = ops_state, .view = ops_view, .reduce = ops_reduce, .info = ops_info,
     .emit = ops_emit,
 };

@@ -149,6 +149,8 @@ static int64_t host_block_steps(void *impl, int64_t n)
     return h->imp ? 1 : sim_tblock_steps(h->s, n);
 }
 
+static sim_state *host_state(void *impl) { return sim_state_of(((host_engine *)impl)->s); }
+
 static int host_solver_stats(void *impl, implicit_stats *st)
 {
     host_engine *h = impl;
@@ -320,7 +322,8 @@ static int cpu_explain(const pj_program *p, const engine_options *o, FILE *out, 
     .take_nonfinite = host_take_nonfinite, .check_finite = host_check_finite, .time = host_time,          \
     .steps = host_steps, .set_clock = host_set_clock, .view = host_view, .reduce = host_reduce,           \
     .info = host_info, .prepare = host_prepare, .swap = host_swap, .release = host_release,               \
-    .solver_stats = host_solver_stats, .step_n = host_step_n, .block_steps = host_block_steps
+    .solver_stats = host_solver_stats, .step_n = host_step_n, .block_steps = host_block_steps,      \
+    .state = host_state
 
 #define HOST_CAPS ENGINE_CAP_SWAP | ENGINE_CAP_IMPLICIT | ENGINE_CAP_DECOMPOSE | ENGINE_CAP_SECOND_BC | ENGINE_CAP_MONITORS
 

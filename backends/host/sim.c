@@ -673,6 +673,8 @@ void sim_fill_ghosts(sim *s, int slot, double t)
         s->st.failed = 1;
 }
 
+sim_state *sim_state_of(sim *s) { return &s->st; }
+
 const char *sim_error(const sim *s) { return s->st.failed ? s->st.error : NULL; }
 
 void sim_skip_fill(sim *s, int f, int skip)

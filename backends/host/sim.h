@@ -105,6 +105,8 @@ int64_t sim_cells(const sim *s);
 /* Threads a stage is split over (1 when the sim runs serially). */
 int sim_threads(const sim *s);
 const pj_program *sim_program(const sim *s);
+/* The state it steps (state.h). */
+sim_state *sim_state_of(sim *s);
 /* One evaluation of a kernel over the interior, on the sim's threads, without a step: fills the
  * ghost cells of read_slot at time t (none when read_slot < 0), then runs `stage` of `run` (ctx)
  * over every cell with launch L, its t and dt set (L NULL: the sim's own launch; run NULL: then

@@ -63,6 +63,8 @@ pj_status pj_sim_init_from_csv(pj_sim *sim, const char *csv, char *err, size_t e
 void pj_sim_interrupt(pj_sim *sim);
 double pj_sim_time(const pj_sim *sim);
 int64_t pj_sim_steps(const pj_sim *sim);
+pj_status pj_sim_adaptive_stats(const pj_sim *sim, int64_t *accepted, int64_t *rejected, double *dt_last,
+                                double *dt_next);
 pj_status pj_sim_redefine(pj_sim *sim, const char *text, char **diagnostics);
 int pj_sim_can_swap(const pj_sim *sim);
 

@@ -287,6 +287,15 @@ class Simulation:
         return lib.pj_sim_steps(self._h)
 
     @property
+    def rejected(self):
+        """Steps the error controller rejected (rk23 or rk45 with adapt; `steps` counts those it
+        accepted), or None when the problem does not step so."""
+        n = ffi.new("int64_t *")
+        if lib.pj_sim_adaptive_stats(self._h, ffi.NULL, n, ffi.NULL, ffi.NULL) != lib.PJ_OK:
+            return None
+        return n[0]
+
+    @property
     def shape(self):
         return self.problem.shape
 

@@ -79,6 +79,34 @@ def test_view_writes_through_and_next_step_sees_it(backend):
     assert sim.fields["u"].tolist() == expect.tolist()
 
 
+LOGISTIC_RK45 = """mesh grid(nx = 8, Lx = 1)
+field u = 0.1 + 0.8*x
+eq dt(u) = u*(1 - u)
+time dt = 1, until = 2, scheme = rk45, adapt = 1e-7
+"""
+
+
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_advance_adaptive_rk45(backend):
+    # adapt with rk45: advance() lands on each t_end exactly, sim.steps counts the accepted steps
+    # the controller took (many, not one per advance), and the state is the exact solution's to
+    # within a few TOL
+    sim = pdejit.compile(LOGISTIC_RK45).simulate(backend=backend)
+    x = (np.arange(8) + 0.5) / 8
+    u0 = 0.1 + 0.8 * x
+    steps = [0]
+    for t_end in (0.5, 1.25, 2.0):
+        sim.advance(t_end)
+        assert sim.t == t_end
+        steps.append(sim.steps)
+        exact = u0 * np.exp(t_end) / (1 - u0 + u0 * np.exp(t_end))
+        assert np.max(np.abs(sim.fields["u"] - exact)) < 1e-6
+    # several steps per advance (the file's dt = 1 would cover each in one): 2, 3, 3 here
+    assert all(b - a >= 2 for a, b in zip(steps, steps[1:])) and steps[-1] >= 7
+    assert sim.rejected >= 0
+    assert pdejit.compile(DIFFUSION_1D).simulate(backend=backend).rejected is None
+
+
 def test_views_2d_3d_and_single_precision():
     sim = pdejit.compile("mesh grid(nx = 5, ny = 3, nz = 2)\nfield a = x + 10*y + 100*z\n").simulate(backend="interp")
     a = sim.fields["a"]

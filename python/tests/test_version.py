@@ -21,6 +21,6 @@ def test_version_is_the_projects():
 def test_compile_lists_the_schemes():
     text = "mesh grid(nx = 4)\nfield u = x\neq dt(u) = -u\ntime dt = 0.1, steps = 1\n"
     with pytest.raises(pdejit.ProblemError,
-                       match="unknown scheme 'rk5'; schemes are euler, rk2, rk3, rk4, beuler, cn, bdf2, imex"):
+                       match="unknown scheme 'rk5'; schemes are euler, rk2, rk3, rk4, rk23, rk45, beuler, cn, bdf2, imex"):
         pdejit.compile(text, scheme="rk5")
     assert pdejit.compile(text, scheme="imex") is not None
