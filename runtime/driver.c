@@ -491,7 +491,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
     }
     int interrupted = o->interrupt && atomic_load(o->interrupt);
     double start = driver_now(), last_report = start;
-    int64_t since_check = 0, done_steps = 0, progress_at = 64;
+    int64_t since_check = 0, done_steps = 0, progress_at = 64, steps_start = engine_steps(e);
     double last_checkpoint = engine_time(e);
     while (!interrupted) {
         /* the next stop: an output time, a monitor time or the end (after a resume, the times still
@@ -536,9 +536,11 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
                 driver_now() - last_report > 3.0) {
                 double tnow = driver_now(), t = engine_time(e);
                 last_report = tnow;
+                /* the scheme's steps (an adaptive one takes several per engine step) */
+                int64_t taken = engine_steps(e) - steps_start;
                 fprintf(progress, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end,
-                        100 * t / (end > 0 ? end : 1), (long long)done_steps,
-                        (double)done_steps * (double)cells / (tnow - start) * 1e-6);
+                        100 * t / (end > 0 ? end : 1), (long long)taken,
+                        (double)taken * (double)cells / (tnow - start) * 1e-6);
                 fflush(progress);
             }
         }
