@@ -481,7 +481,7 @@ static void linear_problem_assembles_its_jacobian_once(void **state)
            (long long)a.newton, (long long)a.linear, (long long)b.jacobians, (long long)c.newton, (long long)c.jacobians);
     assert_int_equal(a.steps, 10);
     assert_int_equal(a.jacobians, 1);
-    /* one linear solve per step, and one more in the first: TSBDF starts bdf2 with a step of order 1
+    /* one linear solve per step, and one more in the first: TSBDF starts bdf2 with an extra solve of order 1
        (every solve is counted, TS's own totals: -snes_monitor shows 11 solves for these 10 steps) */
     assert_int_equal(a.newton, 11);
     assert_true(b.jacobians >= b.steps); /* at every linear solve (bdf2's start takes one more) */
