@@ -438,7 +438,7 @@ typedef struct run_ctx {
     char cache_warned[1024]; /* the cache's warning when the run started */
     int64_t steps0;         /* the simulation's steps when the run began (a resume's, else 0), and the
                                solver's counts then: the report counts this run's */
-    int64_t rejected0, newton0, linear0, jacobians0;
+    int64_t solver_steps0, rejected0, newton0, linear0, jacobians0;
     double seconds_jacobian0;
     char err[1024];
 } run_ctx;
@@ -628,7 +628,7 @@ static int report_run(run_ctx *c, pj_status st, const pj_run_result *res)
     }
     if (a->verbose && implicit)
         fprintf(stderr, "pdejit: implicit solver: %lld steps accepted, %lld rejected; %lld Newton iterations, %lld "
-                "linear iterations; Jacobian assembly: %lld in %.3g s\n", (long long)(sst.steps - c->steps0),
+                "linear iterations; Jacobian assembly: %lld in %.3g s\n", (long long)(sst.steps - c->solver_steps0),
                 (long long)(sst.rejected - c->rejected0), (long long)(sst.newton - c->newton0),
                 (long long)(sst.linear - c->linear0), (long long)(sst.jacobians - c->jacobians0),
                 sst.seconds_jacobian - c->seconds_jacobian0);
@@ -689,6 +689,7 @@ static int run_to_end(run_ctx *c, const watch_baseline *base)
     run_hook hook = {c->sim, c->w, a->verbose, {0}};
     c->steps0 = pj_sim_steps(c->sim);
     if (pj_sim_solver_stats(c->sim, &hook.last) == PJ_OK) {
+        c->solver_steps0 = hook.last.steps;
         c->rejected0 = hook.last.rejected;
         c->newton0 = hook.last.newton;
         c->linear0 = hook.last.linear;

@@ -910,6 +910,18 @@ static void run_report(void **state)
     assert_true(st.adaptive && !st.steady && st.last_dt > 0);
     pj_sim_free(sim);
     pj_problem_free(pr);
+    /* a resumed run counts its own steps and iterations, numbered on from the checkpoint's */
+    const char *be = "mesh grid(nx = 50, Lx = 1)\nfield u = sin(pi*x)\neq dt(u) = lap(u)\non all: u = 0\n"
+                     "time dt = 0.01, until = 0.1, scheme = beuler\n";
+    assert_int_equal(run_cli(be, "--out be.out --checkpoint-every 0.05 --until 0.05", &out), 0);
+    free(out);
+    assert_int_equal(run_cli(be, "--out be.out --resume be.out/checkpoint.pjc --verbose", &out), 0);
+    assert_non_null(line_like(out, "pdejit: step 6, t = 0.06, dt = 0.01: 1 Newton, 1 linear iterations, residual #"));
+    assert_null(strstr(out, "pdejit: step 5,"));
+    assert_non_null(line_like(out, "pdejit: implicit solver: 5 steps accepted, 0 rejected; 5 Newton iterations, 5 "
+                                   "linear iterations; Jacobian assembly: 1 in # s"));
+    assert_non_null(line_like(out, "pdejit: 5 steps to t = 0.1 in # s: # Mcells/s (cpu), output in be.out"));
+    free(out);
     /* refused: the message, and no statistics */
     assert_int_equal(run_cli(heat, "--verbose --scheme rk4", &out), 2);
     assert_non_null(strstr(out, "exceeds the explicit stability limit"));
