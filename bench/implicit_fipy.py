@@ -77,9 +77,9 @@ time dt = {dt!r}, until = {T!r}, scheme = {scheme}{a}
 {solver}"""
 
 
-RUN_RE = re.compile(r"pdejit: (\d+) steps to t = \S+ in (\S+) s")
-SOLVER_RE = re.compile(r"implicit solver: (\d+) steps \((\d+) rejected\), (\d+) Newton and (\d+) linear iterations, "
-                       r"(\d+) Jacobians \((\S+) s\)")
+RUN_RE = re.compile(r"pdejit: (\d+) steps?(?: accepted \(\d+ rejected\))? to t = \S+ in (\S+) s")
+SOLVER_RE = re.compile(r"implicit solver: (\d+) steps accepted, (\d+) rejected; (\d+) Newton iterations, (\d+) linear "
+                       r"iterations; Jacobian assembly: (\d+) in (\S+) s")
 
 
 def run_pdejit(args, src, name, options=None):

@@ -24,8 +24,8 @@ eq dt(u) = 1e-4*lap(u) + u - u^3
 time dt = 0.05, steps = 5, scheme = beuler
 EOF
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-step_seconds() { sed -n 's/.* steps to t = .* in \([0-9.e+-]*\) s:.*/\1/p' "$1" | tail -n 1; }
-iterations() { sed -n 's/.*implicit solver: .*, \([0-9]*\) Newton and \([0-9]*\) linear.*/\1 Newton, \2 linear/p' "$1" | tail -n 1; }
+step_seconds() { sed -n 's/^pdejit: [0-9]* step.* to t = .* in \([0-9.e+-]*\) s.*/\1/p' "$1" | tail -n 1; }
+iterations() { sed -n 's/.*implicit solver: .*; \([0-9]*\) Newton iterations, \([0-9]*\) linear.*/\1 Newton, \2 linear/p' "$1" | tail -n 1; }
 "$PDEJIT" run "$work/ac.pde" --threads 1 -q --out none --steps 1 >/dev/null # kernels into the cache
 for p in 1 2; do : > "$work/wall$p"; : > "$work/cpu$p"; : > "$work/step$p"; done
 load0=$(cut -d' ' -f1 /proc/loadavg)

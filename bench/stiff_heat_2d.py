@@ -30,8 +30,9 @@ import sys
 import tempfile
 import time
 
-RUN_RE = re.compile(r"pdejit: (\d+) steps to t = \S+ in (\S+) s")
-SOLVER_RE = re.compile(r"implicit solver: (\d+) steps \((\d+) rejected\), (\d+) Newton and (\d+) linear iterations")
+RUN_RE = re.compile(r"pdejit: (\d+) steps?(?: accepted \(\d+ rejected\))? to t = \S+ in (\S+) s")
+SOLVER_RE = re.compile(r"implicit solver: (\d+) steps accepted, (\d+) rejected; (\d+) Newton iterations, (\d+) linear "
+                       r"iterations")
 LIMIT_RE = re.compile(r"explicit stability limit \(about (\S+)\)")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

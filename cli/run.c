@@ -28,7 +28,7 @@ typedef struct run_sets {
 typedef struct run_args {
     const char *file, *backend, *out, *dump, *resume, *init_csv, *scheme, *solver_options, *ranks_layout;
     run_sets sets;
-    int threads, single, fast_math, verbose, quiet, watching, no_stability_check;
+    int threads, single, fast_math, verbose, quiet, watching, no_stability_check, strict_options;
     uint64_t seed;
     double dt, until, steps, check_every, checkpoint_every; /* until, steps: -1 when not given */
 } run_args;
@@ -198,6 +198,8 @@ static const cli_opt run_opts[] = {
     {"--solver-options", NULL, "\"...\"", "implicit schemes: options passed to PETSc, after the file's solver "
      "statement (\"-ksp_type cg -pc_type gamg -snes_monitor\"; -NAME [VALUE] ..., checked before the run)", NULL,
      set_solver_options, RUN(solver_options)},
+    {"--strict-options", NULL, NULL, "PETSc options (--solver-options, the solver statement) that no solver used "
+     "are an error (exit 2) after the run, not a warning", NULL, cli_set_flag, RUN(strict_options)},
     {"--no-stability-check", NULL, NULL, "run an explicit scheme even when dt exceeds its estimated stability limit "
      "(refused with exit 2 otherwise)", NULL, cli_set_flag, RUN(no_stability_check)},
     {"--out", NULL, "DIR", "snapshot folder (default FILE's name + .out when the file has an output statement; "
@@ -225,8 +227,9 @@ static const cli_opt run_opts[] = {
     {"--watch", NULL, NULL, "hot swap: when FILE changes, recompile it while the run goes on and swap the new "
      "equations, funcs, fluxes and boundary conditions in at a step boundary, the fields keeping their state (a "
      "file that does not compile is reported; the run goes on)", NULL, cli_set_flag, RUN(watching)},
-    {"--verbose", "-v", NULL, "compile/cache times per kernel, Mcells/s; implicit schemes: Newton and linear "
-     "iterations per step", NULL, cli_set_flag, RUN(verbose)},
+    {"--verbose", "-v", NULL, "compile/cache times per kernel, Mcells/s; implicit schemes: t, dt, Newton and "
+     "linear iterations and the residual per step (per span between output times under adapt), and the "
+     "solver's totals", NULL, cli_set_flag, RUN(verbose)},
     {"--quiet", "-q", NULL, "no progress lines", NULL, cli_set_flag, RUN(quiet)},
     CLI_HELP_OPT,
     {0},
@@ -305,20 +308,35 @@ typedef struct run_hook {
     pj_sim *sim;
     watch *w;
     int verbose;
-    int64_t reported;      /* the last step whose iterations --verbose printed */
+    pj_solver_stats last;  /* the solver's totals at the last line --verbose printed */
 } run_hook;
+
+/* --verbose, implicit schemes: a line per accepted step (t, dt, the step's Newton and linear
+ * iterations, the true residual norm at its end); under adapt the run loop hands over once per
+ * span between output times, and the line then covers the steps of the span and says how many. */
+static void report_steps(run_hook *h)
+{
+    pj_solver_stats st;
+    if (pj_sim_solver_stats(h->sim, &st) != PJ_OK || st.steady || st.steps == h->last.steps) return;
+    int64_t n = st.steps - h->last.steps, rej = st.rejected - h->last.rejected;
+    long long newton = (long long)(st.newton - h->last.newton), linear = (long long)(st.linear - h->last.linear);
+    long long last = (long long)pj_sim_steps(h->sim); /* the simulation's count: a resume's goes on */
+    if (n == 1 && !rej)
+        fprintf(stderr, "pdejit: step %lld, t = %.9g, dt = %.3g: %lld Newton, %lld linear iterations, residual %.3g\n",
+                last, pj_sim_time(h->sim), st.last_dt, newton, linear, st.last_residual);
+    else
+        fprintf(stderr, "pdejit: steps %lld-%lld (%lld accepted, %lld rejected), t = %.9g, last dt = %.3g: %lld Newton, "
+                "%lld linear iterations in all, residual %.3g (the last step's)\n", last - (long long)n + 1, last,
+                (long long)n, (long long)rej, pj_sim_time(h->sim), st.last_dt, newton, linear, st.last_residual);
+    h->last = st;
+}
 
 static void run_between_steps(void *ctx)
 {
     run_hook *h = ctx;
     if (stop_signal) pj_sim_interrupt(h->sim);
     if (h->w) watch_between_steps(h->w);
-    pj_solver_stats st;
-    if (h->verbose && pj_sim_steps(h->sim) != h->reported && pj_sim_solver_stats(h->sim, &st) == PJ_OK &&
-        (h->reported = pj_sim_steps(h->sim)) >= 0)
-        fprintf(stderr, "pdejit: step %lld, t = %.9g: %d Newton, %d linear iterations, residual %.3g\n",
-                (long long)pj_sim_steps(h->sim), pj_sim_time(h->sim), st.last_newton, st.last_linear,
-                st.last_residual);
+    if (h->verbose) report_steps(h);
 }
 
 /* --verbose with an adaptive rk23/rk45: a line per step the controller tried */
@@ -430,6 +448,10 @@ typedef struct run_ctx {
     const char *out;        /* the output folder, or NULL */
     char *out_owned;
     char cache_warned[1024]; /* the cache's warning when the run started */
+    int64_t steps0;         /* the simulation's steps when the run began (a resume's, else 0), and the
+                               solver's counts then: the report counts this run's */
+    int64_t solver_steps0, rejected0, newton0, linear0, jacobians0;
+    double seconds_jacobian0;
     char err[1024];
 } run_ctx;
 
@@ -502,10 +524,13 @@ static int start_sim(run_ctx *c)
     pj_sim_info info;
     pj_sim_get_info(c->sim, &info);
     if (info.warning) fprintf(stderr, "pdejit: warning: %s\n", info.warning);
-    pj_solver_stats none;
-    if (a->solver_options && pj_sim_solver_stats(c->sim, &none) != PJ_OK) /* an explicit scheme: no solver */
+    pj_solver_stats sst;
+    if (pj_sim_solver_stats(c->sim, &sst) == PJ_OK) {
+        if (sst.note[0]) fprintf(stderr, "pdejit: note: %s: %s\n", a->file, sst.note);
+    } else if (a->solver_options) { /* an explicit scheme: no solver */
         fprintf(stderr, "pdejit: warning: %s: --solver-options are not used: the scheme is explicit (no PETSc solver)\n",
                 a->file);
+    }
     snprintf(c->cache_warned, sizeof c->cache_warned, "%s", info.warning ? info.warning : "");
     const char *kname;
     int kcached;
@@ -586,22 +611,59 @@ static int report_run(run_ctx *c, pj_status st, const pj_run_result *res)
     else if (res->stopped[0] && !a->quiet) fprintf(stderr, "pdejit: stopped: %s\n", res->stopped);
     double cells = (double)pj_problem_cells(c->pr);
     pj_solver_stats sst;
-    if (a->verbose && pj_sim_solver_stats(c->sim, &sst) == PJ_OK)
-        fprintf(stderr, "pdejit: implicit solver: %lld steps (%lld rejected), %lld Newton and %lld linear iterations, "
-                "%lld Jacobians (%.3g s)\n", (long long)sst.steps, (long long)sst.rejected, (long long)sst.newton,
-                (long long)sst.linear, (long long)sst.jacobians, sst.seconds_jacobian);
-    int64_t rejected = 0;
+    int implicit = pj_sim_solver_stats(c->sim, &sst) == PJ_OK;
+    /* the solver's options that nothing read: after every run, a failed one too (a misspelt option
+       may be why it failed); read only now, since some are read at the first solve */
+    if (implicit && sst.unused_options > 0) {
+        if (a->strict_options) {
+            fprintf(stderr, "pdejit: %s: PETSc option%s that no solver used (--strict-options): %s\n", a->file,
+                    sst.unused_options == 1 ? "" : "s", sst.unused_option_names);
+            if (!status) status = 2;
+        } else {
+            fprintf(stderr, "pdejit: warning: %s: PETSc option%s that no solver used: %s (misspelt, or for a solver "
+                    "this run does not have)\n", a->file, sst.unused_options == 1 ? "" : "s",
+                    sst.unused_option_names);
+        }
+    }
+    if (status) return status; /* refused or failed: no statistics of a success */
+    int summary = a->verbose || (!a->quiet && res->seconds > 3);
+    char where[64 + 4096];
+    snprintf(where, sizeof where, "(%s%s)%s%s", a->backend, a->single ? ", single" : "", c->out ? ", output in " : "",
+             c->out ? c->out : "");
+    if (implicit && sst.steady) {
+        if (summary)
+            fprintf(stderr, "pdejit: steady solve: %lld Newton iterations, %lld linear iterations, final residual norm "
+                    "%.3g; Jacobian assembly: %lld in %.3g s; %.3g s in all %s\n", (long long)sst.newton,
+                    (long long)sst.linear, sst.last_residual, (long long)sst.jacobians, sst.seconds_jacobian,
+                    res->seconds, where);
+        return status;
+    }
+    if (a->verbose && implicit)
+        fprintf(stderr, "pdejit: implicit solver: %lld steps accepted, %lld rejected; %lld Newton iterations, %lld "
+                "linear iterations; Jacobian assembly: %lld in %.3g s\n", (long long)(sst.steps - c->solver_steps0),
+                (long long)(sst.rejected - c->rejected0), (long long)(sst.newton - c->newton0),
+                (long long)(sst.linear - c->linear0), (long long)(sst.jacobians - c->jacobians0),
+                sst.seconds_jacobian - c->seconds_jacobian0);
+    int64_t ex_rejected = 0;
     double dt_last = 0, dt_next = 0;
-    int adaptive = pj_sim_adaptive_stats(c->sim, NULL, &rejected, &dt_last, &dt_next) == PJ_OK;
-    char rejects[48] = "";
-    if (adaptive) snprintf(rejects, sizeof rejects, " (%lld rejected)", (long long)rejected);
-    if (a->verbose && adaptive)
+    int explicit_adaptive = pj_sim_adaptive_stats(c->sim, NULL, &ex_rejected, &dt_last, &dt_next) == PJ_OK;
+    if (a->verbose && explicit_adaptive)
         fprintf(stderr, "pdejit: adaptive steps: %lld accepted, %lld rejected; last dt %.3g, next %.3g\n",
-                (long long)res->steps, (long long)rejected, dt_last, dt_next);
-    if (a->verbose || (!a->quiet && res->seconds > 3))
-        fprintf(stderr, "pdejit: %lld steps%s to t = %.9g in %.3g s: %.1f Mcells/s (%s%s)%s%s\n", (long long)res->steps,
-                rejects, res->t, res->seconds, res->seconds > 0 ? (double)res->steps * cells * 1e-6 / res->seconds : 0.0,
-                a->backend, a->single ? ", single" : "", c->out ? ", output in " : "", c->out ? c->out : "");
+                (long long)(res->steps - c->steps0), (long long)ex_rejected, dt_last, dt_next);
+    if (summary) {
+        /* the steps of this run (a resumed one counts from its checkpoint): the scheme's accepted
+           steps; Mcells/s = cells x accepted steps / wall seconds of the stepping */
+        long long steps = (long long)(res->steps - c->steps0);
+        char rejected[64] = "", rate[64] = "";
+        if (implicit && sst.adaptive)
+            snprintf(rejected, sizeof rejected, " accepted (%lld rejected)", (long long)(sst.rejected - c->rejected0));
+        else if (explicit_adaptive)
+            snprintf(rejected, sizeof rejected, " accepted (%lld rejected)", (long long)ex_rejected);
+        if (res->seconds > 0 && steps > 0)
+            snprintf(rate, sizeof rate, ": %.3g Mcells/s", (double)steps * cells * 1e-6 / res->seconds);
+        fprintf(stderr, "pdejit: %lld step%s%s to t = %.9g in %.3g s%s %s\n", steps, steps == 1 ? "" : "s", rejected,
+                res->t, res->seconds, rate, where);
+    }
     if (a->verbose && pj_sim_processes(c->sim) > 1) {
         int64_t exchanges;
         double xs, xb;
@@ -644,7 +706,16 @@ static int run_to_end(run_ctx *c, const watch_baseline *base)
         }
         fprintf(stderr, "pdejit: watching %s: edits are swapped in while the run goes on\n", a->file);
     }
-    run_hook hook = {c->sim, c->w, a->verbose, 0};
+    run_hook hook = {c->sim, c->w, a->verbose, {0}};
+    c->steps0 = pj_sim_steps(c->sim);
+    if (pj_sim_solver_stats(c->sim, &hook.last) == PJ_OK) {
+        c->solver_steps0 = hook.last.steps;
+        c->rejected0 = hook.last.rejected;
+        c->newton0 = hook.last.newton;
+        c->linear0 = hook.last.linear;
+        c->jacobians0 = hook.last.jacobians;
+        c->seconds_jacobian0 = hook.last.seconds_jacobian;
+    }
     if (a->verbose) pj_sim_on_adaptive_step(c->sim, adaptive_try, NULL); /* PJ_ERR_INPUT: not adaptive */
     ro.between_steps = run_between_steps;
     ro.between_ctx = &hook;

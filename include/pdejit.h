@@ -281,15 +281,29 @@ PJ_API void pj_sim_get_info(const pj_sim *sim, pj_sim_info *info);
  * name, whether it came from the cache, milliseconds. 0, or -1 when there is no kernel i. */
 PJ_API int pj_sim_kernel(const pj_sim *sim, int i, const char **name, int *from_cache, double *ms);
 
-/* The implicit solver's work (implicit schemes and steady problems), counted since the start. */
+/* The implicit solver's work (implicit schemes and steady problems), counted since the start.
+ * The steps are the scheme's own: under error control (adapt) pj_sim_advance and pj_sim_run take
+ * as many as the controller chooses, and pj_sim_steps counts the same accepted steps. */
 typedef struct pj_solver_stats {
     int64_t steps;           /* accepted time steps (1 for a steady solve) */
     int64_t rejected;        /* steps rejected (error control, or a Newton solve that failed) */
-    int64_t newton, linear;  /* Newton and Krylov iterations in all */
-    int last_newton, last_linear; /* in the last step */
-    double last_residual;    /* the nonlinear residual's norm at the end of the last step */
+    int64_t newton, linear;  /* Newton and Krylov iterations in all (a linear problem: 1 "Newton"
+                                iteration per solve, its one linear solve) */
+    int last_newton, last_linear; /* in the last step (its last solve) */
+    double last_residual;    /* the true 2-norm of the residual at the end of the last solve, the
+                                number PETSc's -snes_monitor prints last (a linear solve's too);
+                                NaN when it is not finite */
     int64_t jacobians;       /* Jacobian assemblies */
     double seconds_jacobian; /* spent in them */
+    double last_dt;          /* the size of the last accepted step (0 for a steady solve) */
+    int steady;              /* 1: a steady solve (Newton iterations, no time steps) */
+    int adaptive;            /* 1: time steps chosen by error control */
+    int unused_options;      /* options in the solver's database that no solver used (so far: some
+                                are read only at the first solve; ask after the run) */
+    const char *unused_option_names; /* their names, "-ksp_typo -foo" ("" when none); owned by the
+                                simulation, valid until the next call */
+    const char *note;        /* "" or a note on what the scheme does here that its name does not say
+                                (imex with no implicit(...) term); owned by the simulation */
 } pj_solver_stats;
 /* PJ_OK with the counts, or PJ_ERR_INPUT when the problem steps explicitly. */
 PJ_API pj_status pj_sim_solver_stats(const pj_sim *sim, pj_solver_stats *stats);

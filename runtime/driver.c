@@ -540,9 +540,11 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
                 driver_now() - last_report > 3.0) {
                 double tnow = driver_now(), t = engine_time(e);
                 last_report = tnow;
+                /* the scheme's steps (an adaptive one takes several per engine step) */
+                int64_t taken = engine_steps(e) - steps0;
                 fprintf(progress, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end,
-                        100 * t / (end > 0 ? end : 1), (long long)done_steps,
-                        (double)done_steps * (double)cells / (tnow - start) * 1e-6);
+                        100 * t / (end > 0 ? end : 1), (long long)taken,
+                        (double)taken * (double)cells / (tnow - start) * 1e-6);
                 fflush(progress);
             }
         }

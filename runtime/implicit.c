@@ -119,6 +119,20 @@ int implicit_available(char *why, size_t len)
 
 #define OPTIONS_REFUSED "the solver's options (the solver statement, --solver-options) were refused"
 
+/* A monitor on every SNES of the solver: the norm of F it was last given is the solve's true final
+ * residual norm, the number -snes_monitor prints. Newton computes it at every iteration anyway; a
+ * linear solve (SNESKSPONLY) computes F at its answer only when a monitor asks (one evaluation of F
+ * a step), and SNESGetFunctionNorm then says 0. */
+static PetscErrorCode record_norm(SNES snes, PetscInt it, PetscReal fnorm, void *ctx)
+{
+    (void)snes;
+    (void)it;
+    implicit_solver *q = ctx;
+    q->fnorm = fnorm;
+    q->fnorm_set = 1;
+    return 0;
+}
+
 /* F(t, U, U') = U' - F(U) (imex: F_implicit), its Jacobian shift I - dF/dU; imex: G = F_explicit */
 static PetscErrorCode ts_ifunction(TS ts, PetscReal t, Vec U, Vec Udot, Vec F, void *ctx)
 {
@@ -413,7 +427,8 @@ static PetscErrorCode step_tolerance_defaults(implicit_solver *q, PetscOptions o
 
 /* The solver statement, then the user's options (later ones win), into this solver's own options
  * database: two simulations in one process never see each other's options. */
-static int insert_options(PetscOptions o, const pj_program *p, const char *options, char *err, size_t len)
+static int insert_options(implicit_solver *q, PetscOptions o, const pj_program *p, const char *options, char *err,
+                          size_t len)
 {
     char buf[256];
     if (p->solver_rtol > 0) {
@@ -433,6 +448,8 @@ static int insert_options(PetscOptions o, const pj_program *p, const char *optio
         const char *pc = p->solver_pc;
         if (!strcmp(pc, "hypre")) PetscOptionsSetValue(o, "-pc_hypre_type", "boomeramg");
         if (!strcmp(pc, "mg")) PetscOptionsSetValue(o, "-pc_mg_galerkin", "pmat");
+        q->hide_hypre = !strcmp(pc, "hypre") && !(options && strstr(options, "-pc_hypre_type"));
+        q->hide_mg = !strcmp(pc, "mg") && !(options && strstr(options, "-pc_mg_galerkin"));
         PetscOptionsSetValue(o, "-pc_type", pc);
     }
     if (options && *options) {
@@ -502,6 +519,18 @@ implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t 
     return implicit_create_on(s, NULL, options, err, len);
 }
 
+/* imex's implicit part is 0 in every equation (no implicit(...) term: each output a constant 0). */
+static int imex_all_explicit(const pj_program *p)
+{
+    const kir_kernel *k = p->rhs_implicit;
+    if (!k) return 0;
+    for (int i = 0; i < k->n_outputs; i++) {
+        const kir_node *nd = &k->nodes[k->outputs[i].node];
+        if (nd->op != KIR_CONST || nd->value != 0) return 0;
+    }
+    return 1;
+}
+
 /* The steady solve's SNES on q->da, its options and pdejit's defaults. 0, or -1 with a message. */
 static int create_snes(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, size_t len)
 {
@@ -517,6 +546,7 @@ static int create_snes(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, 
     if (!d) CHECK(steady_defaults(q, q->opts, q->snes), "the solver's defaults");
     if (!d) CHECK(mg_defaults(q, q->snes), "the multigrid levels");
     CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
+    CHECK(SNESMonitorSet(q->snes, record_norm, q, NULL), "SNESMonitorSet");
     return 0;
 fail:
     return -1;
@@ -587,6 +617,7 @@ static int create_ts(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, si
     SNES snes;
     CHECK(TSGetSNES(q->ts, &snes), "TSGetSNES");
     CHECK(SNESSetConvergenceHistory(snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
+    CHECK(SNESMonitorSet(snes, record_norm, q, NULL), "SNESMonitorSet");
     return 0;
 fail:
     return -1;
@@ -683,7 +714,11 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
     CHECK(DMCreateMatrix(q->da, &q->J), "DMCreateMatrix");
     CHECK(MatSetOption(q->J, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE), "MatSetOption");
     CHECK(PetscOptionsCreate(&q->opts), "PetscOptionsCreate");
-    if (insert_options(q->opts, p, options, err, len) < 0) goto fail;
+    if (insert_options(q, q->opts, p, options, err, len) < 0) goto fail;
+    if (p->scheme == PJ_IMEX && imex_all_explicit(p))
+        snprintf(q->note, sizeof q->note, "imex: the problem has no implicit(...) term: every term is taken "
+                 "explicitly (ARKIMEX3's explicit half), with a linear solve of the empty implicit part at each stage; "
+                 "an explicit scheme (rk3) takes the same terms without the solves");
 
     if ((p->scheme == PJ_STEADY ? create_snes(q, d, comm, err, len) : create_ts(q, d, comm, err, len)) < 0) goto fail;
     return q;
@@ -723,10 +758,11 @@ void implicit_destroy(implicit_solver *q)
 static void count_snes(implicit_solver *q, SNES snes)
 {
     PetscInt it = 0, lin = 0;
-    PetscReal norm = 0;
+    PetscReal norm = NAN;
     SNESGetIterationNumber(snes, &it);
     SNESGetLinearSolveIterations(snes, &lin);
-    SNESGetFunctionNorm(snes, &norm);
+    if (q->fnorm_set) norm = q->fnorm; /* record_norm: what -snes_monitor prints last */
+    else SNESGetFunctionNorm(snes, &norm);
     q->st.last_newton = (int)it;
     q->st.last_linear = (int)lin;
     q->st.last_residual = norm;
@@ -739,6 +775,7 @@ static int steady_solve(implicit_solver *q, char *err, size_t len)
     slot_to_vec(q, 0, x);
     CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
     q->error[0] = 0;
+    q->fnorm_set = 0;
     PetscErrorCode e = SNESSolve(q->snes, NULL, q->X);
     if (e) mg_forget_borrowed(q->snes);
     count_snes(q, q->snes);
@@ -779,16 +816,26 @@ int implicit_step(implicit_solver *q, double dt, char *err, size_t len)
     CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
     CHECK(TSSetTime(q->ts, t), "TSSetTime");
     double eps = 1e-12 * fmax(fabs(target), dt);
+    int64_t accepted = 0; /* TS steps taken in this call (several under error control) */
     while (t < target - eps) {
         PetscReal h;
         CHECK(TSGetTimeStep(q->ts, &h), "TSGetTimeStep");
         if (q->p->adapt <= 0 || t + h > target - eps) CHECK(TSSetTimeStep(q->ts, target - t), "TSSetTimeStep");
         q->error[0] = 0;
+        q->fnorm_set = 0;
         PetscErrorCode e = TSStep(q->ts);
         if (e) mg_forget_borrowed(snes);
         count_snes(q, snes);
-        q->st.newton += q->st.last_newton;
-        q->st.linear += q->st.last_linear;
+        int solve_newton = q->st.last_newton; /* the last solve's own, for a failure's message */
+        /* every solve of the step counted (its stages, the attempts the controller rejected): TS's
+           totals, not only the last SNES solve's */
+        PetscInt ts_newton = 0, ts_linear = 0;
+        TSGetSNESIterations(q->ts, &ts_newton);
+        TSGetKSPIterations(q->ts, &ts_linear);
+        q->st.last_newton = (int)(ts_newton - q->st.newton);
+        q->st.last_linear = (int)(ts_linear - q->st.linear);
+        q->st.newton = ts_newton;
+        q->st.linear = ts_linear;
         TSConvergedReason reason = TS_CONVERGED_ITERATING;
         TSGetConvergedReason(q->ts, &reason);
         PetscInt rejects = 0;
@@ -799,27 +846,65 @@ int implicit_step(implicit_solver *q, double dt, char *err, size_t len)
             else if (e) petsc_message(e, "the implicit step failed", err, len);
             else
                 diag_set(err, len, "Newton did not converge in the step from t = %.9g: residual %.3g after %d iterations%s%s",
-                         t, q->st.last_residual, q->st.last_newton, reason < 0 ? " (" : "",
+                         t, q->st.last_residual, solve_newton, reason < 0 ? " (" : "",
                          reason < 0 ? TSConvergedReasons[reason] : "");
             if (!q->error[0] && reason < 0) strncat(err, ")", len - strlen(err) - 1);
             return -1;
         }
         PetscReal tn;
         CHECK(TSGetTime(q->ts, &tn), "TSGetTime");
+        q->st.last_dt = tn - t;
         t = tn;
         q->st.steps++;
+        accepted++;
         if (q->p->adapt <= 0) break;
     }
     CHECK(VecGetArray(q->X, &x), "VecGetArray");
     vec_to_slot(q, x, 0);
     CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
-    sim_set_clock(q->s, target, sim_steps(q->s) + 1);
+    /* the simulation's step count is the scheme's: every accepted step (pj_sim_steps, sim.steps) */
+    sim_set_clock(q->s, target, sim_steps(q->s) + (accepted > 0 ? accepted : 1));
     return 0;
 fail:
     return -1;
 }
 
-void implicit_get_stats(const implicit_solver *q, implicit_stats *stats) { *stats = q->st; }
+/* The options of the solver's database that no solver read (PetscOptionsLeftGet): misspelt, or for an
+ * object this run does not have (-ts_bdf_order on a steady solve), less those pdejit derived from
+ * the solver statement itself (-pc_hypre_type boomeramg for pc = hypre). */
+static void list_unused(implicit_solver *q)
+{
+    PetscInt n = 0;
+    char **names = NULL, **values = NULL;
+    q->unused[0] = 0;
+    q->st.n_unused = 0;
+    if (!q->opts || PetscOptionsLeftGet(q->opts, &n, &names, &values)) return;
+    size_t at = 0;
+    for (PetscInt i = 0; i < n; i++) {
+        const char *name = names[i][0] == '-' ? names[i] + 1 : names[i];
+        if ((q->hide_hypre && !strcmp(name, "pc_hypre_type")) || (q->hide_mg && !strcmp(name, "pc_mg_galerkin")))
+            continue;
+        q->st.n_unused++;
+        int w = snprintf(q->unused + at, sizeof q->unused - at, "%s-%s", at ? " " : "", name);
+        if (w > 0 && (size_t)w < sizeof q->unused - at) at += (size_t)w;
+        else if (at + 4 < sizeof q->unused) { /* the list is cut: say so */
+            snprintf(q->unused + at, sizeof q->unused - at, " ...");
+            at = sizeof q->unused;
+        }
+    }
+    PetscOptionsLeftRestore(q->opts, &n, &names, &values);
+}
+
+void implicit_get_stats(const implicit_solver *q, implicit_stats *stats)
+{
+    implicit_solver *m = (implicit_solver *)q; /* a solver is never const: the lists are refreshed */
+    list_unused(m);
+    m->st.steady = q->snes != NULL;
+    m->st.adaptive = q->p->adapt > 0;
+    m->st.unused = m->unused;
+    m->st.note = m->note;
+    *stats = q->st;
+}
 
 int implicit_residual_history(implicit_solver *q, const double **norms)
 {

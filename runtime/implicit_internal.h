@@ -102,6 +102,14 @@ struct implicit_solver {
     PetscScalar *vals;
     implicit_stats st;
     PetscReal history[64]; /* the last solve's residual norms */
+    PetscReal fnorm;       /* the last norm SNES's monitors were given (record_norm): the true final
+                              residual norm of a solve, a linear one's too (SNESKSPONLY computes it
+                              only for monitors) */
+    int fnorm_set;         /* record_norm was called in the current solve */
+    int hide_hypre, hide_mg; /* -pc_hypre_type, -pc_mg_galerkin came from the solver statement's pc
+                                (not the user's options): not reported unused (implicit_get_stats) */
+    char unused[512];      /* implicit_get_stats: the options no solver used, "-a -b" */
+    char note[256];        /* "" or what the run does that its scheme's name does not say */
     double t_fd;           /* the time of implicit_check_jacobian's differences */
     char error[512];       /* a failure inside a callback */
 };

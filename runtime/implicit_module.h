@@ -19,7 +19,7 @@
 #include "grid.h"
 #include "implicit.h"
 
-#define IMPLICIT_MODULE_ABI 4
+#define IMPLICIT_MODULE_ABI 5
 #define IMPLICIT_MODULE_FILE "libpdejit-implicit.so"
 #define IMPLICIT_MODULE_ENTRY "pj_implicit_module_init"
 

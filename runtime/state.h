@@ -46,6 +46,11 @@ typedef struct implicit_stats {
     double last_residual;      /* the Newton residual norm at the end of the last solve */
     int64_t jacobians;         /* Jacobian assemblies */
     double seconds_jacobian;   /* in assembly (kernel and insertion) */
+    double last_dt;            /* the last accepted step's size (0 for a steady solve) */
+    int steady, adaptive;      /* a steady solve; time steps under error control */
+    int n_unused;              /* options in the solver's database that no solver used */
+    const char *unused;        /* their names, "-ksp_typo -pc_foo" (the solver's; "" when none) */
+    const char *note;          /* "" or a note on what runs ("imex with no implicit(...) term ...") */
 } implicit_stats;
 
 

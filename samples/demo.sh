@@ -59,8 +59,18 @@ awk -F, 'NR > 1 { e = $2 - exp(-3.141592653589793^2 * 0.1) * sin(3.1415926535897
                   if (e > m) m = e } END { printf "max |u - exp(-pi^2 t) sin(pi x)| at t = 0.1: %.3g\n", m }' "$out/stiff_heat.csv"
 echo
 echo "== Implicit: Cahn-Hilliard spinodal decomposition, fourth order, bdf2 with adaptive steps =="
-PDEJIT_CACHE_DIR=$cache "$PDEJIT" run samples/implicit/cahn_hilliard.pde --verbose --out "$out/cahn_hilliard" 2>&1 |
-    grep -v "^pdejit: step "
+ch=$(PDEJIT_CACHE_DIR=$cache "$PDEJIT" run samples/implicit/cahn_hilliard.pde --verbose --out "$out/cahn_hilliard" 2>&1)
+echo "$ch" | grep -v "^pdejit: step "
+# the report's numbers agree: the spans between output times add up to the solver's totals and the last line
+echo "$ch" | awk '
+    /^pdejit: steps [0-9]+-[0-9]+ \(/ { a += substr($4, 2); r += $6; split($0, p, ": "); split(p[3], w, " ");
+                                         n += w[1]; l += w[3] }
+    /^pdejit: implicit solver: / { split($0, p, ": "); split(p[3], w, " "); A = w[1]; R = w[4]; N = w[6]; L = w[9] }
+    /^pdejit: [0-9]+ steps accepted/ { F = $2; FR = substr($5, 2) }
+    END { ok = a == A && r == R + 0 && n == N && l == L && F == A && FR == R + 0
+          printf "the spans add up: %d accepted, %d rejected, %d Newton, %d linear iterations; the totals say %s, %s, %s, %s; " \
+                 "the last line %s accepted, %s rejected: %s\n", a, r, n, l, A, R + 0, N, L, F, FR, ok ? "they agree" : "THEY DISAGREE"
+          exit !ok }'
 echo "snapshots: $(ls "$out/cahn_hilliard" | grep -c png) PNG images in $out/cahn_hilliard/"
 echo
 echo "== CPU throughput, back ends side by side =="

@@ -481,10 +481,12 @@ static void linear_problem_assembles_its_jacobian_once(void **state)
            (long long)a.newton, (long long)a.linear, (long long)b.jacobians, (long long)c.newton, (long long)c.jacobians);
     assert_int_equal(a.steps, 10);
     assert_int_equal(a.jacobians, 1);
-    assert_int_equal(a.newton, 10); /* one linear solve per step */
+    /* one linear solve per step, and one more in the first: TSBDF starts bdf2 with an extra solve of order 1
+       (every solve is counted, TS's own totals: -snes_monitor shows 11 solves for these 10 steps) */
+    assert_int_equal(a.newton, 11);
     assert_true(b.jacobians >= b.steps); /* at every linear solve (bdf2's start takes one more) */
     assert_int_equal(c.jacobians, 1);
-    assert_int_equal(c.newton, 20); /* Newton: the second iteration confirms the first */
+    assert_int_equal(c.newton, 22); /* Newton: the second iteration confirms the first */
     double diff_every = 0, diff_newton = 0, top = 0;
     for (int i = 0; i < N; i++) {
         diff_every = fmax(diff_every, fabs(once[i] - every[i]));
@@ -734,7 +736,7 @@ static void command_line(void **state)
     free(out);
     /* --verbose prints the iterations per step */
     assert_int_equal(run_cli(stiff, "--verbose --steps 2", &out), 0);
-    assert_non_null(strstr(out, "pdejit: step 2, t = 0.002: "));
+    assert_non_null(strstr(out, "pdejit: step 2, t = 0.002, dt = 0.001: "));
     assert_non_null(strstr(out, "Newton, "));
     free(out);
     /* Newton that does not converge: exit 1 naming the step's time and the residual */
@@ -787,6 +789,176 @@ static void command_line(void **state)
     free(out);
     assert_int_equal(run_cli(stiff, "--precision single", &out), 1);
     assert_non_null(strstr(out, "implicit schemes run in double precision"));
+    free(out);
+}
+
+/* The line of `out` that matches `pattern`, where '#' stands for a number (digits, '.', 'e', signs;
+ * or nan, inf), the rest exactly; NULL when none does. */
+static const char *line_like(const char *out, const char *pattern)
+{
+    for (const char *ln = out; ln && *ln; ln = strchr(ln, '\n') ? strchr(ln, '\n') + 1 : NULL) {
+        const char *o = ln, *q = pattern;
+        while (*q && *o && *o != '\n') {
+            if (*q == '#') {
+                const char *from = o;
+                if (!strncmp(o, "nan", 3) || !strncmp(o, "inf", 3)) o += 3;
+                else
+                    while (strchr("0123456789.e+-", *o) && *o) o++;
+                if (o == from) break;
+                q++;
+            } else if (*q == *o) {
+                q++;
+                o++;
+            } else {
+                break;
+            }
+        }
+        if (!*q && (*o == '\n' || !*o)) return ln;
+    }
+    return NULL;
+}
+
+/* The last "N SNES Function norm X" PETSc's -snes_monitor printed, as %.3g. */
+static void last_monitor_norm(const char *out, char *buf, size_t len)
+{
+    const char *at = NULL;
+    for (const char *p = strstr(out, "SNES Function norm "); p; p = strstr(p + 1, "SNES Function norm ")) at = p;
+    assert_non_null(at);
+    snprintf(buf, len, "%.3g", strtod(at + strlen("SNES Function norm "), NULL));
+}
+
+/* The run's report (issue 28): every step the scheme took counted (accepted and rejected apart
+ * under adapt), the residual the one PETSc's own monitor prints, steady solves in iterations,
+ * nothing of a success after a refused or failed run; the options no solver used named. */
+static void run_report(void **state)
+{
+    (void)state;
+    char *out = NULL, norm[32], want[256];
+    /* a linear step (one linear solve, SNESKSPONLY): the residual was 0, PETSc's monitor says 1e-10 */
+    const char *heat = "mesh grid(nx = 200, Lx = 1)\nfield u = sin(pi*x)\neq dt(u) = lap(u)\non all: u = 0\n"
+                       "time dt = 0.001, until = 0.1, scheme = beuler\n";
+    assert_int_equal(run_cli(heat, "--verbose --steps 1 --solver-options -snes_monitor", &out), 0);
+    last_monitor_norm(out, norm, sizeof norm);
+    snprintf(want, sizeof want, "pdejit: step 1, t = 0.001, dt = 0.001: 1 Newton, 1 linear iterations, residual %s",
+             norm);
+    if (!line_like(out, want)) fail_msg("no line '%s' in:\n%s", want, out);
+    assert_true(strtod(norm, NULL) > 0);
+    assert_non_null(line_like(out, "pdejit: implicit solver: 1 steps accepted, 0 rejected; 1 Newton iterations, 1 "
+                                   "linear iterations; Jacobian assembly: 1 in # s"));
+    assert_non_null(line_like(out, "pdejit: 1 step to t = 0.001 in # s: # Mcells/s (cpu)"));
+    free(out);
+    /* a nonlinear step: Newton's last norm */
+    const char *ac = "mesh grid(nx = 64, Lx = 1)\nfield u = 0.3*sin(2*pi*x)\neq dt(u) = 0.01*lap(u) + u - u^3\n"
+                     "periodic x\ntime dt = 0.5, until = 1, scheme = beuler\n";
+    assert_int_equal(run_cli(ac, "--verbose --steps 1 --solver-options -snes_monitor", &out), 0);
+    last_monitor_norm(out, norm, sizeof norm);
+    snprintf(want, sizeof want, "pdejit: step 1, t = 0.5, dt = 0.5: # Newton, # linear iterations, residual %s", norm);
+    if (!line_like(out, want)) fail_msg("no line '%s' in:\n%s", want, out);
+    free(out);
+    /* steady: Newton's iterations and the residual, no steps, no Mcells/s */
+    const char *steady = "mesh grid(nx = 32, ny = 32, Lx = 1, Ly = 1)\nfield u = 0\n"
+                         "eq dt(u) = lap(u) + exp(u) - 2 + 8*pi^2*sin(2*pi*x)*sin(2*pi*y)\non all: u = 0\nsteady\n";
+    assert_int_equal(run_cli(steady, "--verbose --solver-options -snes_monitor", &out), 0);
+    last_monitor_norm(out, norm, sizeof norm);
+    snprintf(want, sizeof want, "pdejit: steady solve: 3 Newton iterations, # linear iterations, final residual norm %s; "
+             "Jacobian assembly: 3 in # s; # s in all (cpu)", norm);
+    if (!line_like(out, want)) fail_msg("no line '%s' in:\n%s", want, out);
+    assert_null(strstr(out, "Mcells/s"));
+    assert_null(strstr(out, "steps"));
+    free(out);
+    /* adaptive: the steps the controller took, more than the run loop's stops (4 outputs) */
+    const char *ad = "mesh grid(nx = 100, Lx = 1)\nfield u = sin(pi*x)\neq dt(u) = lap(u) - u^3\non all: u = 0\n"
+                     "time dt = 1e-4, until = 0.4, scheme = bdf2, adapt = 1e-5\noutput every = 0.1\n";
+    assert_int_equal(run_cli(ad, "--verbose --out none", &out), 0);
+    long long acc = -1, rej = -1, acc2 = -1, rej2 = -1, sum = 0, sum_rej = 0;
+    const char *fin = line_like(out, "pdejit: # steps accepted (# rejected) to t = 0.4 in # s: # Mcells/s (cpu)");
+    const char *tot = line_like(out, "pdejit: implicit solver: # steps accepted, # rejected; # Newton iterations, # "
+                                     "linear iterations; Jacobian assembly: # in # s");
+    if (!fin || !tot) fail_msg("no report in:\n%s", out);
+    assert_int_equal(sscanf(fin, "pdejit: %lld steps accepted (%lld rejected)", &acc, &rej), 2);
+    assert_int_equal(sscanf(tot, "pdejit: implicit solver: %lld steps accepted, %lld rejected", &acc2, &rej2), 2);
+    assert_int_equal(acc, acc2);
+    assert_int_equal(rej, rej2);
+    assert_true(acc > 4);
+    int spans = 0;
+    for (const char *l = strstr(out, "pdejit: steps "); l; l = strstr(l + 1, "pdejit: steps ")) {
+        long long a0, a1, n, r;
+        assert_int_equal(sscanf(l, "pdejit: steps %lld-%lld (%lld accepted, %lld rejected)", &a0, &a1, &n, &r), 4);
+        assert_int_equal(a1 - a0 + 1, n);
+        assert_int_equal(a0, sum + 1);
+        sum += n;
+        sum_rej += r;
+        spans++;
+    }
+    assert_int_equal(spans, 4);
+    assert_int_equal(sum, acc);
+    assert_int_equal(sum_rej, rej);
+    printf("adaptive bdf2 to t = 0.4: %lld steps accepted, %lld rejected, in 4 spans\n", acc, rej);
+    free(out);
+    /* the same counts through the C API: pj_sim_steps is the scheme's accepted steps */
+    pj_problem *pr;
+    char *diags = NULL, err[512];
+    assert_int_equal(pj_problem_compile("ad.pde", ad, strlen(ad), &pr, &diags), PJ_OK);
+    pj_sim *sim;
+    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1};
+    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+    assert_int_equal(pj_sim_advance(sim, 1e-4, 0.4, err, sizeof err), PJ_OK);
+    pj_solver_stats st;
+    assert_int_equal(pj_sim_solver_stats(sim, &st), PJ_OK);
+    assert_int_equal(pj_sim_steps(sim), st.steps);
+    assert_true(st.steps > 4); /* one span, the controller's steps (the run above also landed on its outputs) */
+    assert_true(st.adaptive && !st.steady && st.last_dt > 0);
+    pj_sim_free(sim);
+    pj_problem_free(pr);
+    /* a resumed run counts its own steps and iterations, numbered on from the checkpoint's */
+    const char *be = "mesh grid(nx = 50, Lx = 1)\nfield u = sin(pi*x)\neq dt(u) = lap(u)\non all: u = 0\n"
+                     "time dt = 0.01, until = 0.1, scheme = beuler\n";
+    assert_int_equal(run_cli(be, "--out be.out --checkpoint-every 0.05 --until 0.05", &out), 0);
+    free(out);
+    assert_int_equal(run_cli(be, "--out be.out --resume be.out/checkpoint.pjc --verbose", &out), 0);
+    assert_non_null(line_like(out, "pdejit: step 6, t = 0.06, dt = 0.01: 1 Newton, 1 linear iterations, residual #"));
+    assert_null(strstr(out, "pdejit: step 5,"));
+    assert_non_null(line_like(out, "pdejit: implicit solver: 5 steps accepted, 0 rejected; 5 Newton iterations, 5 "
+                                   "linear iterations; Jacobian assembly: 1 in # s"));
+    assert_non_null(line_like(out, "pdejit: 5 steps to t = 0.1 in # s: # Mcells/s (cpu), output in be.out"));
+    free(out);
+    /* refused: the message, and no statistics */
+    assert_int_equal(run_cli(heat, "--verbose --scheme rk4", &out), 2);
+    assert_non_null(strstr(out, "exceeds the explicit stability limit"));
+    assert_null(strstr(out, "Mcells/s"));
+    assert_null(strstr(out, "steps to t"));
+    free(out);
+    /* failed: the failure, no statistics of a success */
+    const char *hard = "mesh grid(nx = 30)\nfield u = 0\neq dt(u) = div((1 + u^4)*grad(u)) + 50\non all: u = 0\n"
+                       "time dt = 1, steps = 2, scheme = beuler\nsolver rtol = 1e-12, max_it = 2\n";
+    assert_int_equal(run_cli(hard, "--verbose", &out), 1);
+    assert_non_null(strstr(out, "pdejit: run failed: Newton did not converge"));
+    assert_null(strstr(out, "implicit solver:"));
+    assert_null(strstr(out, "steps to t"));
+    free(out);
+    /* options no solver used: named after the run; --strict-options makes them an error */
+    assert_int_equal(run_cli(heat, "--steps 2 --solver-options '-ksp_typo cg'", &out), 0);
+    assert_string_equal(out, "pdejit: warning: p.pde: PETSc option that no solver used: -ksp_typo (misspelt, or for a "
+                             "solver this run does not have)\n");
+    free(out);
+    assert_int_equal(run_cli(heat, "--steps 2 --strict-options --solver-options '-ksp_typo cg -snes_typo'", &out), 2);
+    assert_string_equal(out, "pdejit: p.pde: PETSc options that no solver used (--strict-options): -ksp_typo -snes_typo\n");
+    free(out);
+    /* used ones, those read only at the first solve (the preconditioner's) too: nothing said */
+    assert_int_equal(run_cli(heat, "--steps 2 --strict-options --solver-options '-ksp_type gmres -pc_type ilu "
+                                   "-pc_factor_levels 2 -ts_max_snes_failures 3'", &out), 0);
+    assert_string_equal(out, "");
+    free(out);
+    /* -ts_ options of a steady solve: no TS reads them */
+    assert_int_equal(run_cli(steady, "--solver-options '-ts_bdf_order 3'", &out), 0);
+    assert_string_equal(out, "pdejit: warning: p.pde: PETSc option that no solver used: -ts_bdf_order (misspelt, or "
+                             "for a solver this run does not have)\n");
+    free(out);
+    /* imex with no implicit(...) term: said once */
+    assert_int_equal(run_cli(heat, "--scheme imex --steps 2", &out), 0);
+    assert_string_equal(out, "pdejit: note: p.pde: imex: the problem has no implicit(...) term: every term is taken "
+                             "explicitly (ARKIMEX3's explicit half), with a linear solve of the empty implicit part at "
+                             "each stage; an explicit scheme (rk3) takes the same terms without the solves\n");
     free(out);
 }
 
@@ -1009,6 +1181,7 @@ int main(void)
         cmocka_unit_test(diagonal_update_equals_assembly),
         cmocka_unit_test(options_stay_with_their_simulation),
         cmocka_unit_test(command_line),
+        cmocka_unit_test(run_report),
         cmocka_unit_test(zero_jacobian_row_fails_cleanly),
         cmocka_unit_test(implicit_samples),
         cmocka_unit_test(fipy_fourth_order_1d),

@@ -74,6 +74,11 @@ typedef struct pj_run_result { int64_t steps; double t; double seconds; int snap
 pj_run_options pj_run_options_default(void);
 pj_status pj_sim_run(pj_sim *sim, const pj_run_options *options, pj_run_result *result, char *err, size_t err_len);
 
+typedef struct pj_solver_stats { int64_t steps; int64_t rejected; int64_t newton, linear; int last_newton,
+    last_linear; double last_residual; int64_t jacobians; double seconds_jacobian; double last_dt; int steady;
+    int adaptive; int unused_options; const char *unused_option_names; const char *note; ...; } pj_solver_stats;
+pj_status pj_sim_solver_stats(const pj_sim *sim, pj_solver_stats *stats);
+
 typedef struct pj_sim_info { const char *backend; const char *device; const char *warning;
     int kernels, from_cache; double ms_prepare; double ms_compiler; } pj_sim_info;
 void pj_sim_get_info(const pj_sim *sim, pj_sim_info *info);

@@ -3,6 +3,7 @@ Problem, Simulation, its params and its fields as zero-copy NumPy arrays."""
 import collections
 import os
 import threading
+import warnings
 
 import numpy as np
 
@@ -12,6 +13,14 @@ from ._pdejit_cffi import ffi, lib
 _ERR_LEN = 1024
 
 RunResult = collections.namedtuple("RunResult", "steps t seconds snapshots")
+# The implicit solver's counts since the simulation was made (pj_solver_stats): steps accepted and
+# rejected, Newton and linear iterations, the last step's, the true residual norm of the last solve
+# (as PETSc's -snes_monitor prints it), Jacobian assemblies and their seconds, the last step's dt,
+# whether it is a steady solve or adaptive, the PETSc options no solver used, a note ("" or why the
+# scheme runs otherwise than its name says).
+SolverStats = collections.namedtuple(
+    "SolverStats", "steps rejected newton linear last_newton last_linear last_residual jacobians "
+    "seconds_jacobian last_dt steady adaptive unused_options note")
 
 
 def _str(cdata):
@@ -250,7 +259,7 @@ class Simulation:
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:
             raise InputError("seed must be an int from 0 to 2**64 - 1, not %r" % (seed,))
         if solver_options is not None and not isinstance(solver_options, str):
-            raise TypeError("solver_options must be a str")
+            raise TypeError("solver_options must be a str of PETSc options (\"-ksp_type cg\")")
         be = ffi.new("pj_backend *")
         if lib.pj_backend_by_name(backend.encode(), be) < 0:
             raise InputError("unknown back end %r; back ends are %s" % (backend, _str(lib.pj_backend_names())))
@@ -261,7 +270,7 @@ class Simulation:
         opts.fast_math = bool(fast_math)
         opts.seed = int(seed)
         keep = ffi.new("char[]", solver_options.encode()) if solver_options else ffi.NULL
-        opts.solver_options = keep
+        opts.solver_options = keep  # implicit schemes: PETSc options after the solver statement's
         out = ffi.new("pj_sim **")
         err = ffi.new("char[]", _ERR_LEN)
         status = lib.pj_sim_create(problem._h, opts, out, err, _ERR_LEN)
@@ -315,15 +324,28 @@ class Simulation:
             raise KeyboardInterrupt("pdejit: stopped at t = %g after step %d" % (self.t, self.steps))
         _check(status, err)
 
+    def solver_stats(self):
+        """The implicit solver's counts (SolverStats), or None when the scheme is explicit. `steps`
+        counts accepted steps, as `self.steps` does."""
+        st = ffi.new("pj_solver_stats *")
+        if lib.pj_sim_solver_stats(self._h, st) != lib.PJ_OK:
+            return None
+        names = _str(st.unused_option_names) or ""
+        return SolverStats(st.steps, st.rejected, st.newton, st.linear, st.last_newton, st.last_linear,
+                           st.last_residual, st.jacobians, st.seconds_jacobian, st.last_dt, bool(st.steady),
+                           bool(st.adaptive), tuple(names.split()), _str(st.note) or "")
+
     def run(self, outputs=True, out_dir=None, dump=None, dt=None, until=None, steps=None, check_every=1,
-            no_stability_check=False, checkpoint_every=None):
+            no_stability_check=False, checkpoint_every=None, strict_options=False):
         """A whole run as `pdejit run` makes it: the file's time settings (or dt, until, steps),
         snapshots at the file's output times in out_dir (default NAME.out beside the current
         folder, as the command does) when outputs is true and the file has an output statement,
         the final state as CSV in `dump`, a checkpoint (out_dir/checkpoint.pjc) at each multiple
         of checkpoint_every of simulated time. An explicit scheme whose dt exceeds its stability
         limit raises InputError unless no_stability_check. Returns RunResult(steps, t, seconds,
-        snapshots)."""
+        snapshots). PETSc options (solver_options, the solver statement) that no solver used are
+        named after the run in a warning (UserWarning), or with strict_options=True an InputError
+        (as `pdejit run --strict-options`)."""
         o = ffi.new("pj_run_options *", lib.pj_run_options_default())
         keep = []
         o.no_stability_check = bool(no_stability_check)
@@ -358,6 +380,14 @@ class Simulation:
         if guard.caught and status == lib.PJ_INTERRUPTED:
             raise KeyboardInterrupt("pdejit: stopped at t = %g after step %d" % (self.t, self.steps))
         _check(status, err)
+        stats = self.solver_stats()
+        if stats is not None and stats.unused_options:
+            names = " ".join(stats.unused_options)
+            if strict_options:
+                raise InputError("PETSc option%s that no solver used: %s" % ("" if len(stats.unused_options) == 1
+                                                                             else "s", names))
+            warnings.warn("PETSc option%s that no solver used: %s (misspelt, or for a solver this run does not "
+                          "have)" % ("" if len(stats.unused_options) == 1 else "s", names), stacklevel=2)
         return RunResult(result.steps, result.t, result.seconds, result.snapshots)
 
     def resume(self, checkpoint):

@@ -2,6 +2,8 @@
 # write through, advance() with the GIL released, hot swap, run() with outputs, and errors that
 # raise (never crash).
 import gc
+import re
+import subprocess
 import os
 import threading
 import time
@@ -10,7 +12,7 @@ import numpy as np
 import pytest
 
 import pdejit
-from conftest import SAMPLES, rss_bytes
+from conftest import BINARY, SAMPLES, rss_bytes
 
 DIFFUSION_1D = """mesh grid(nx = 8, Lx = 8)
 param D = 1, twice = 2*D
@@ -355,3 +357,43 @@ def test_new_run_spellings_refuse_bad_arguments(tmp_path):
     with pytest.raises(pdejit.InputError):
         sim.init_from_csv(str(tmp_path / "bad.csv"))
     assert sim.t == 0 and sim.steps == 0
+
+
+ADAPTIVE_1D = """mesh grid(nx = 100, Lx = 1)
+field u = sin(pi*x)
+eq dt(u) = lap(u) - u^3
+on all: u = 0
+time dt = 1e-4, until = 0.4, scheme = bdf2, adapt = 1e-5
+"""
+
+
+def test_adaptive_steps_are_the_schemes(in_tmp):
+    # sim.steps counts the steps the error controller accepted (advance() of an adaptive problem
+    # left it at 1), the counts `pdejit run` reports for the same problem
+    with open("ad.pde", "w") as f:
+        f.write(ADAPTIVE_1D)
+    out = subprocess.run([BINARY, "run", "ad.pde", "--verbose", "--out", "none"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    m = re.search(r"^pdejit: (\d+) steps accepted \((\d+) rejected\) to t = 0\.4 in ", out.stderr, re.M)
+    assert m, out.stderr
+    accepted, rejected = int(m.group(1)), int(m.group(2))
+    sim = pdejit.Simulation(pdejit.compile(ADAPTIVE_1D))
+    sim.advance(0.4)
+    st = sim.solver_stats()
+    assert accepted > 1
+    assert sim.steps == accepted and st.steps == accepted and st.rejected == rejected
+    assert st.adaptive and not st.steady and st.last_dt > 0 and st.unused_options == ()
+    assert pdejit.Simulation(pdejit.compile(DIFFUSION_1D)).solver_stats() is None  # explicit: no solver
+
+
+def test_unused_solver_options_warn_or_raise(in_tmp):
+    heat = ADAPTIVE_1D.replace(", adapt = 1e-5", "").replace("until = 0.4", "steps = 2")
+    sim = pdejit.Simulation(pdejit.compile(heat), solver_options="-ksp_typo cg")
+    with pytest.warns(UserWarning, match=r"^PETSc option that no solver used: -ksp_typo \(misspelt"):
+        sim.run(outputs=False)
+    assert sim.solver_stats().unused_options == ("-ksp_typo",)
+    sim = pdejit.Simulation(pdejit.compile(heat), solver_options="-ksp_typo cg")
+    with pytest.raises(pdejit.InputError, match=r"^PETSc option that no solver used: -ksp_typo$"):
+        sim.run(outputs=False, strict_options=True)
+    sim = pdejit.Simulation(pdejit.compile(heat), solver_options="-ksp_type gmres")
+    sim.run(outputs=False, strict_options=True)  # used: nothing said
