@@ -506,7 +506,7 @@ static void reports_and_times(void **state)
     assert_int_equal(sscanf(fin, "pdejit: adaptive steps: %lld accepted, %lld rejected", &acc, &rej), 2);
     const char *line = strstr(fin, "\npdejit: ");
     assert_non_null(line);
-    assert_int_equal(sscanf(line, "\npdejit: %lld steps (%lld rejected) to t = 1 ", &acc2, &rej2), 2);
+    assert_int_equal(sscanf(line, "\npdejit: %lld steps accepted (%lld rejected) to t = 1 ", &acc2, &rej2), 2);
     print_message("%s", fin);
     /* a line per try: the accepted ones numbered 1 .. acc, the rejected ones said so */
     int lines = 0, rejected_lines = 0;
