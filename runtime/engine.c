@@ -5,6 +5,7 @@
 #include "decomp.h"
 #include "diag.h"
 #include "sim.h"
+#include "simulation.h"
 
 extern const backend_ops interp_backend_ops, cpu_backend_ops, cuda_backend_ops;
 
@@ -31,6 +32,7 @@ const char *engine_backend_names(void)
 struct engine {
     const backend_ops *ops;
     void *impl;
+    simulation sim;        /* the back end's state and executor: the generic calls (simulation.h) */
     const pj_program *p;
     kir_launch geometry;
     decomp *d;             /* a decomposed run: this process's block (the engine does not own it) */
@@ -157,6 +159,8 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
         free(e);
         return NULL;
     }
+    e->sim.ops = be->exec;
+    e->sim.st = be->state(e->impl, &e->sim.x);
     int64_t row = 1;
     for (int a = 0; a < 3; a++) {
         e->geometry.n[a] = p->n[a];
@@ -184,7 +188,7 @@ const grid_block *engine_blocks(const engine *e) { return e->d ? decomp_blocks(e
 
 int engine_get_block_field(engine *e, int f, double *out, char *err, size_t len)
 {
-    return field_ok(e, f, err, len) < 0 ? -1 : e->ops->get_field(e->impl, f, out, err, len);
+    return field_ok(e, f, err, len) < 0 ? -1 : simulation_get_field(&e->sim, f, out, err, len);
 }
 int engine_processes(const engine *e) { return e->d ? decomp_size(e->d) : 1; }
 
@@ -219,32 +223,33 @@ int engine_init(engine *e, char *err, size_t len)
 
 int engine_step(engine *e, double dt, char *err, size_t len)
 {
-    int rc = e->ops->step(e->impl, dt, err, len);
+    int rc = e->ops->step ? e->ops->step(e->impl, dt, err, len) : simulation_step(&e->sim, dt, err, len);
     /* a failure on one process ends the step on every one (none waits for it in an exchange) */
     return e->d ? -decomp_agree(e->d, rc < 0, err, len) : rc;
 }
 int engine_step_n(engine *e, double dt, int64_t n, char *err, size_t len)
 {
-    if (!e->d && e->ops->step_n) return e->ops->step_n(e->impl, dt, n, err, len);
+    if (!e->d) return e->ops->step_n ? e->ops->step_n(e->impl, dt, n, err, len)
+                                     : simulation_step_n(&e->sim, dt, n, err, len);
     for (int64_t i = 0; i < n; i++)
         if (engine_step(e, dt, err, len) < 0) return -1;
     return 0;
 }
 int64_t engine_block_steps(engine *e, int64_t n)
 {
-    if (e->d || !e->ops->step_n || !e->ops->block_steps || n < 1) return 1;
+    if (e->d || !e->ops->block_steps || n < 1) return 1;
     int64_t k = e->ops->block_steps(e->impl, n);
     return k > 1 ? k : 1;
 }
 int engine_sync(engine *e, char *err, size_t len)
 {
-    return e->ops->caps & ENGINE_CAP_DEVICE ? e->ops->sync(e->impl, err, len) : 0;
+    return simulation_sync(&e->sim, err, len);
 }
-double engine_time(engine *e) { return e->ops->time(e->impl); }
-int64_t engine_steps(engine *e) { return e->ops->steps(e->impl); }
-void engine_set_clock(engine *e, double t, int64_t steps) { e->ops->set_clock(e->impl, t, steps); }
-int engine_set_param(engine *e, const char *name, double value) { return e->ops->set_param(e->impl, name, value); }
-const double *engine_params(engine *e) { return e->ops->params(e->impl); }
+double engine_time(engine *e) { return e->sim.st->t; }
+int64_t engine_steps(engine *e) { return e->sim.st->steps; }
+void engine_set_clock(engine *e, double t, int64_t steps) { simulation_set_clock(&e->sim, t, steps); }
+int engine_set_param(engine *e, const char *name, double value) { return simulation_set_param(&e->sim, name, value); }
+const double *engine_params(engine *e) { return e->sim.st->param; }
 
 static int field_ok(const engine *e, int f, char *err, size_t len)
 {
@@ -256,8 +261,8 @@ static int field_ok(const engine *e, int f, char *err, size_t len)
 int engine_get_field(engine *e, int f, double *out, char *err, size_t len)
 {
     if (field_ok(e, f, err, len) < 0) return -1;
-    if (!e->d) return e->ops->get_field(e->impl, f, out, err, len);
-    int rc = e->ops->get_field(e->impl, f, e->scratch, err, len);
+    if (!e->d) return simulation_get_field(&e->sim, f, out, err, len);
+    int rc = simulation_get_field(&e->sim, f, e->scratch, err, len);
     if (decomp_agree(e->d, rc < 0, err, len)) return -1;
     if (decomp_gather(e->d, e->scratch, out) < 0) {
         diag_set(err, len, "out of memory gathering field %s", e->p->field_names[f]);
@@ -269,18 +274,18 @@ int engine_get_field(engine *e, int f, double *out, char *err, size_t len)
 int engine_set_field(engine *e, int f, const double *in, char *err, size_t len)
 {
     if (field_ok(e, f, err, len) < 0) return -1;
-    if (!e->d) return e->ops->set_field(e->impl, f, in, err, len);
+    if (!e->d) return simulation_set_field(&e->sim, f, in, err, len);
     if (decomp_scatter(e->d, in, e->scratch) < 0) {
         diag_set(err, len, "out of memory scattering field %s", e->p->field_names[f]);
         return -1;
     }
-    int rc = e->ops->set_field(e->impl, f, e->scratch, err, len);
+    int rc = simulation_set_field(&e->sim, f, e->scratch, err, len);
     return -decomp_agree(e->d, rc < 0, err, len);
 }
 
 int engine_take_nonfinite(engine *e, char *err, size_t len)
 {
-    int rc = e->ops->take_nonfinite(e->impl, err, len);
+    int rc = simulation_take_nonfinite(&e->sim, err, len);
     if (!e->d) return rc;
     if (decomp_agree(e->d, rc < 0, err, len)) return -1;
     return decomp_any(e->d, rc > 0);
@@ -288,7 +293,7 @@ int engine_take_nonfinite(engine *e, char *err, size_t len)
 
 int engine_check_finite(engine *e, sim_nan_report *r, char *err, size_t len)
 {
-    int rc = e->ops->check_finite(e->impl, r, err, len);
+    int rc = simulation_check_finite(&e->sim, r, err, len);
     if (!e->d) return rc;
     if (decomp_agree(e->d, rc < 0, err, len)) return -1;
     /* the first in the whole mesh's order (fields in turn, cells x fastest), as on one process */
@@ -327,8 +332,8 @@ int engine_reduce(engine *e, double *values, char *err, size_t len)
 int engine_view_field(engine *e, int f, engine_view *v)
 {
     memset(v, 0, sizeof *v);
-    if (f < 0 || f >= e->p->n_fields || !e->ops->view || e->d) return -1; /* a block is not the field */
-    return e->ops->view(e->impl, f, v);
+    if (f < 0 || f >= e->p->n_fields || e->d) return -1; /* a block is not the field */
+    return simulation_view(&e->sim, f, v);
 }
 
 int engine_can_swap(const engine *e) { return (e->ops->caps & ENGINE_CAP_SWAP) != 0; }
@@ -357,7 +362,9 @@ int engine_swap(engine *e, const pj_program *p2, void *prepared, char *err, size
     if (!engine_backend_can(e->ops, ENGINE_CAP_SWAP, err, len)) return -1;
     /* over MPI every process swaps at the same step (collective); what a running simulation
        cannot take is refused on all alike (the same programs) */
-    int rc = e->ops->swap(e->impl, p2, prepared, err, len);
+    int rc = state_check_program(e->sim.st, p2, err, len);
+    if (rc == 0) rc = e->ops->swap(e->impl, p2, prepared, err, len);
+    else engine_release(e, prepared);
     if (e->d ? decomp_agree(e->d, rc < 0, err, len) : rc < 0) return -1;
     e->p = p2;
     return 0;

@@ -87,36 +87,64 @@ typedef enum engine_cap {
                                          (views are device addresses) and steps are asynchronous */
 } engine_cap;
 
+/* ---- executors ---------------------------------------------------------------------------
+ *
+ * What a back end's simulation runs on: the host sim (interp and cpu: backends/host/sim.c) or a
+ * device's (backends/cuda/cuda_backend.c). The state (state.h: program, layout, plan, buffers,
+ * clock, params) is common; an executor supplies only the typed operations below, on its handle
+ * x, and the engine's generic half (runtime/simulation.c) does the rest alike for every back end:
+ * the clock, the params, a field in and out, views, NaN reports and steps. */
+enum { EXEC_CLOCK = 1, EXEC_PARAMS = 2 };
+
+typedef struct exec_ops {
+    int device;            /* 1: the buffers are device addresses and launches are asynchronous */
+    /* the step (state.h): fill a slot's ghosts by the plan, launch a stage over the interior, the
+       slots swapped, a sweep strategy (several steps at once) where the executor has one */
+    stepper_ops step;
+    /* the state's clock (EXEC_CLOCK) or params (EXEC_PARAMS) changed: refresh whatever mirrors
+       them (launch arguments, boundary coefficients) */
+    void (*refresh)(void *x, unsigned what);
+    /* buffer b's (slot * n_fields + field) interior cells, x fastest, to or from doubles on the
+       host. 0, or -1 with a message */
+    int (*copy_out)(void *x, int b, double *out, char *err, size_t len);
+    int (*copy_in)(void *x, int b, const double *in, char *err, size_t len);
+    /* 1 when a stage stored a NaN or an infinity since the last call (the record cleared), 0
+       when not, -1 with a message */
+    int (*take_nonfinite)(void *x, char *err, size_t len);
+    /* the first field of slot 0 holding a non-finite value, in order: its number, with the first
+       such cell's interior index (x fastest) in *cell and its value in *value; -1 when all are
+       finite, -2 with a message */
+    int (*find_nonfinite)(void *x, int64_t *cell, double *value, char *err, size_t len);
+    /* waits for every launch (NULL: launches are synchronous). 0, or -1 with an earlier launch's error */
+    int (*sync)(void *x, char *err, size_t len);
+    /* the cell spacing and origin the kernels see (n, h, origin of a kir_launch) */
+    const kir_launch *(*geometry)(void *x);
+} exec_ops;
+
 typedef struct backend_ops {
     const char *name;            /* "interp", "cpu", "cuda": what --backend takes */
     unsigned caps;               /* engine_cap bits: the members each needs are filled */
     const char *emit_flag;       /* what `pdejit emit --FLAG` prints this back end's code for, or NULL */
+    const exec_ops *exec;        /* the executor its simulations run on (above) */
     /* The fields allocated and every kernel of p ready; p must outlive the simulation.
        *unavailable = 1 when the back end cannot run on this machine (no device). */
     void *(*create)(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len);
     void (*destroy)(void *impl);
+    /* the simulation's state, and in *x the executor's handle for exec's calls (both live as
+       long as impl) */
+    sim_state *(*state)(void *impl, void **x);
     int (*init)(void *impl, char *err, size_t len);
+    /* one step and n steps of dt, where the back end steps otherwise than by its executor's
+       stepper (an implicit solver); NULL: the stepper (state.h) over exec's step operations */
     int (*step)(void *impl, double dt, char *err, size_t len);
-    /* n steps of dt, the state as n calls of step leave it (several per sweep where the back end
-       can: temporal blocking, backends/host/tblock.c); NULL: the engine calls step n times */
     int (*step_n)(void *impl, double dt, int64_t n, char *err, size_t len);
-    int (*sync)(void *impl, char *err, size_t len);                     /* with ENGINE_CAP_DEVICE */
-    int (*set_param)(void *impl, const char *name, double value);       /* -1: no such param */
-    const double *(*params)(void *impl);
-    int (*get_field)(void *impl, int f, double *out, char *err, size_t len);
-    int (*set_field)(void *impl, int f, const double *in, char *err, size_t len);
-    int (*take_nonfinite)(void *impl, char *err, size_t len);           /* 1: a stage stored a NaN/Inf */
-    int (*check_finite)(void *impl, sim_nan_report *r, char *err, size_t len); /* 1: found, r filled */
-    double (*time)(void *impl);
-    int64_t (*steps)(void *impl);
-    void (*set_clock)(void *impl, double t, int64_t steps);             /* a restart: time and step count */
-    int (*view)(void *impl, int f, engine_view *v);
     /* the program's monitors (its KIR_REDUCE kernel) at the current state and time, monitor i
        into values[i] (sim_reduce's meaning); with ENGINE_CAP_MONITORS */
     int (*reduce)(void *impl, double *values, char *err, size_t len);
     void (*info)(void *impl, engine_info *info);
-    /* hot swap, with ENGINE_CAP_SWAP: prepare may run on any thread while the
-       simulation steps; swap runs at a step boundary and, on failure, leaves everything as it was */
+    /* hot swap, with ENGINE_CAP_SWAP: prepare may run on any thread while the simulation steps;
+       swap runs at a step boundary, after the engine checked that p2 fits the state
+       (state_check_program), and on failure leaves everything as it was */
     void *(*prepare)(void *impl, const pj_program *p2, engine_info *info, char *err, size_t len);
     int (*swap)(void *impl, const pj_program *p2, void *prepared, char *err, size_t len);
     void (*release)(void *prepared);

@@ -31,6 +31,7 @@
 #include "cuda_driver.h"
 #include "grid.h"
 #include "knobs.h"
+#include "simulation.h"
 #include "state.h"
 #include "writers.h"
 
@@ -436,6 +437,8 @@ struct cuda_sim {
     unsigned fgrid[6][3], fblock[6][3];
 };
 
+extern const exec_ops cuda_exec_ops; /* the executor (the end of this file) */
+
 /* A device address the state holds (state.h: addresses in the executor's memory space). */
 static cuda_ptr dev_addr(void *a) { return (cuda_ptr)(uintptr_t)a; }
 
@@ -758,14 +761,18 @@ void cuda_sim_destroy(cuda_sim *s)
 
 /* ---- params ------------------------------------------------------------------------------ */
 
-int cuda_sim_set_param(cuda_sim *s, const char *name, double value)
+/* The simulation of the generic half (runtime/simulation.h) over this executor. */
+static simulation self(cuda_sim *s)
 {
-    if (state_set_param(&s->st, name, value) < 0) return -1;
-    for (int j = 0; j < s->st.p->n_params; j++) s->A.param[j] = s->st.param[j]; /* the launch argument */
-    return 0;
+    simulation m = {&cuda_exec_ops, s, &s->st};
+    return m;
 }
 
-const double *cuda_sim_params(const cuda_sim *s) { return s->st.param; }
+int cuda_sim_set_param(cuda_sim *s, const char *name, double value)
+{
+    simulation m = self(s);
+    return simulation_set_param(&m, name, value);
+}
 
 /* ---- stepping ---------------------------------------------------------------------------- */
 
@@ -831,16 +838,17 @@ static int run_stage_kernel(void *x, int i, const stage_clock *c, char *err, siz
     return launch(s, s->K.ks.stage[i], s->sgrid, s->sblock, &s->A, sizeof s->A, err, len);
 }
 
-static const stepper_ops cuda_stepper = {.fill = fill_slot, .stage = run_stage_kernel, .swapped = refresh_bufs};
-
 int cuda_sim_step_n(cuda_sim *s, double dt, int64_t n, char *err, size_t err_len)
 {
-    int rc = stepper_step_n(&s->st, &cuda_stepper, s, dt, n, err, err_len);
-    s->A.t = s->st.t;
-    return rc;
+    simulation m = self(s);
+    return simulation_step_n(&m, dt, n, err, err_len);
 }
 
-int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len) { return cuda_sim_step_n(s, dt, 1, err, err_len); }
+int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len)
+{
+    simulation m = self(s);
+    return simulation_step(&m, dt, err, err_len);
+}
 
 int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double dt, int first_extra,
                         const cuda_ptr *extra, int n_extra, char *err, size_t err_len)
@@ -963,40 +971,46 @@ static int run_checks(cuda_sim *s, int64_t *first, char *err, size_t err_len)
     return cuda_memcpy_dtoh(s->dev, first, s->results, sizeof(int64_t) * (size_t)nf, err, err_len);
 }
 
-int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t err_len)
+/* The executor's search (engine.h): the check kernels, then the first bad field's value. */
+static int find_nonfinite(void *x, int64_t *cell, double *value, char *err, size_t err_len)
 {
+    cuda_sim *s = x;
     const int nf = s->st.p->n_fields;
     int64_t *first = malloc(sizeof *first * (size_t)nf);
     if (!first) {
         diag_set(err, err_len, "cuda: out of memory");
-        return -1;
+        return -2;
     }
-    int rc = run_checks(s, first, err, err_len);
+    int rc = run_checks(s, first, err, err_len) < 0 ? -2 : -1;
     int64_t cells = cuda_sim_cells(s);
-    for (int f = 0; rc == 0 && f < nf; f++) {
+    for (int f = 0; rc == -1 && f < nf; f++) {
         if (first[f] < 0 || first[f] >= cells) continue;
-        rc = 1;
-        if (!report) break;
         int64_t c = first[f];
         int64_t idx[3] = {c % s->st.g.n[0], (c / s->st.g.n[0]) % s->st.g.n[1], c / (s->st.g.n[0] * s->st.g.n[1])};
-        int64_t at = idx[0] + idx[1] * s->A.stride[1] + idx[2] * s->A.stride[2];
+        cuda_ptr at = s->A.buf[f] + (uint64_t)(idx[0] + idx[1] * s->A.stride[1] + idx[2] * s->A.stride[2]) * s->st.esz;
         double v = NAN;
-        if (s->opt.single) {
-            float x = 0;
-            if (cuda_memcpy_dtoh(s->dev, &x, s->A.buf[f] + (uint64_t)at * s->st.esz, sizeof x, err, err_len) < 0) rc = -1;
-            v = x;
-        } else if (cuda_memcpy_dtoh(s->dev, &v, s->A.buf[f] + (uint64_t)at * s->st.esz, sizeof v, err, err_len) < 0) {
-            rc = -1;
+        float x1 = 0;
+        if (cuda_memcpy_dtoh(s->dev, s->opt.single ? (void *)&x1 : (void *)&v, at, s->st.esz, err, err_len) < 0) {
+            rc = -2;
+            break;
         }
-        state_nan_report(&s->st, f, idx, v, s->L.origin, s->L.h, report);
-        break;
+        *value = s->opt.single ? (double)x1 : v;
+        *cell = c;
+        rc = f;
     }
     free(first);
     return rc;
 }
 
-int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len)
+int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t err_len)
 {
+    simulation m = self(s);
+    return simulation_check_finite(&m, report, err, err_len);
+}
+
+static int take_nonfinite(void *x, char *err, size_t err_len)
+{
+    cuda_sim *s = x;
     cuda_ptr at = s->results + sizeof(int64_t) * (uint64_t)s->st.p->n_fields;
     int32_t flag = 0;
     if (cuda_memcpy_dtoh(s->dev, &flag, at, sizeof flag, err, err_len) < 0) return -1;
@@ -1004,9 +1018,11 @@ int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len)
     return cuda_memset8(s->dev, at, 0, sizeof flag, err, err_len) < 0 ? -1 : 1;
 }
 
+int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len) { return take_nonfinite(s, err, err_len); }
+
 /* ---- fields ------------------------------------------------------------------------------ */
 
-/* Copies plane k of a field in chunks of whole rows (each chunk one contiguous device range,
+/* Copies plane k of buffer f in chunks of whole rows (each chunk one contiguous device range,
  * from the first interior cell of its first row to the last of its last row). */
 static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *err, size_t err_len)
 {
@@ -1049,34 +1065,23 @@ static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *e
     return rc ? -1 : 0;
 }
 
+static int copy_out(void *x, int b, double *out, char *err, size_t len) { return xfer_field(x, b, out, NULL, err, len); }
+static int copy_in(void *x, int b, const double *in, char *err, size_t len) { return xfer_field(x, b, NULL, in, err, len); }
+
 int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_len)
 {
-    if (f < 0 || f >= s->st.p->n_fields) {
-        diag_set(err, err_len, "cuda: no field %d", f);
-        return -1;
-    }
-    return xfer_field(s, f, out, NULL, err, err_len);
+    simulation m = self(s);
+    return simulation_get_field(&m, f, out, err, err_len);
 }
 
 int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t err_len)
 {
-    if (f < 0 || f >= s->st.p->n_fields) {
-        diag_set(err, err_len, "cuda: no field %d", f);
-        return -1;
-    }
-    return xfer_field(s, f, NULL, in, err, err_len);
+    simulation m = self(s);
+    return simulation_set_field(&m, f, in, err, err_len);
 }
 
 /* ---- queries ----------------------------------------------------------------------------- */
 
-double cuda_sim_time(const cuda_sim *s) { return s->st.t; }
-int64_t cuda_sim_steps(const cuda_sim *s) { return s->st.steps; }
-void cuda_sim_set_clock(cuda_sim *s, double t, int64_t steps)
-{
-    s->st.t = t;
-    s->A.t = t;
-    s->st.steps = steps;
-}
 int64_t cuda_sim_cells(const cuda_sim *s) { return s->st.g.n[0] * s->st.g.n[1] * s->st.g.n[2]; }
 const pj_program *cuda_sim_program(const cuda_sim *s) { return s->st.p; }
 const kir_launch *cuda_sim_launch(const cuda_sim *s) { return &s->L; }
@@ -1119,35 +1124,12 @@ static void *ops_create(const pj_program *p, const engine_options *o, int *unava
 }
 static void ops_destroy(void *o) { cuda_sim_destroy(o); }
 static int ops_init(void *o, char *err, size_t len) { return cuda_sim_init(o, err, len); }
-static double ops_time(void *o) { return cuda_sim_time(o); }
-static int64_t ops_steps(void *o) { return cuda_sim_steps(o); }
-static void ops_set_clock(void *o, double t, int64_t steps) { cuda_sim_set_clock(o, t, steps); }
-static int ops_step(void *o, double dt, char *err, size_t len) { return cuda_sim_step(o, dt, err, len); }
-static int ops_step_n(void *o, double dt, int64_t n, char *err, size_t len) { return cuda_sim_step_n(o, dt, n, err, len); }
-static int ops_sync(void *o, char *err, size_t len) { return cuda_sim_sync(o, err, len); }
-static int ops_set_param(void *o, const char *name, double v) { return cuda_sim_set_param(o, name, v); }
-static const double *ops_params(void *o) { return cuda_sim_params(o); }
-static int ops_take(void *o, char *err, size_t len) { return cuda_sim_take_nonfinite(o, err, len); }
-static int ops_check(void *o, sim_nan_report *r, char *err, size_t len) { return cuda_sim_check_finite(o, r, err, len); }
-static int ops_get(void *o, int f, double *out, char *err, size_t len) { return cuda_sim_get_field(o, f, out, err, len); }
-static int ops_set(void *o, int f, const double *in, char *err, size_t len)
-{
-    return cuda_sim_set_field(o, f, in, err, len);
-}
 
-static int ops_view(void *o, int f, engine_view *v)
+static sim_state *ops_state(void *o, void **x)
 {
-    cuda_sim *s = o;
-    v->data = (void *)(uintptr_t)s->A.buf[f]; /* slot 0: the state */
-    for (int a = 0; a < 3; a++) {
-        v->shape[a] = s->L.n[a];
-        v->stride[a] = s->L.stride[a];
-    }
-    v->elem_size = (int)s->st.esz;
-    v->on_device = 1;
-    return 0;
+    *x = o;
+    return &((cuda_sim *)o)->st;
 }
-
 /* The monitors now: slot 0's ghosts filled, the lanes of every part, their fold on the device;
  * only the n_outputs results are copied back, then scaled as sim_reduce does. */
 int cuda_sim_reduce(cuda_sim *s, double *values, char *err, size_t err_len)
@@ -1319,8 +1301,7 @@ static int ops_swap(void *o, const pj_program *p2, void *prepared, char *err, si
 {
     cuda_sim *s = o;
     cuda_prepared *cp = prepared;
-    int rc = state_check_program(&s->st, p2, err, len);
-    if (rc == 0) rc = cuda_synchronize(s->dev, err, len);
+    int rc = cuda_synchronize(s->dev, err, len); /* the engine checked that p2 fits (state_check_program) */
     if (rc == 0 && (rc = state_adopt(&s->st, p2)) < 0) diag_set(err, len, "cuda: out of memory");
     if (rc < 0) {
         ops_release(cp);
@@ -1346,13 +1327,46 @@ static int ops_emit(const pj_program *p, const engine_options *o, FILE *out, cha
     return cuda_backend_emit(p, o->single, o->fast_math, out, err, len);
 }
 
+/* ---- the executor (engine.h) ------------------------------------------------------------- */
+
+/* The state's clock or params set from outside: the launch argument's copies. */
+static void refresh(void *x, unsigned what)
+{
+    cuda_sim *s = x;
+    if (what & EXEC_CLOCK) s->A.t = s->st.t;
+    if (what & EXEC_PARAMS)
+        for (int j = 0; j < s->st.p->n_params; j++) s->A.param[j] = s->st.param[j];
+}
+
+static int sync_device(void *x, char *err, size_t len) { return cuda_synchronize(((cuda_sim *)x)->dev, err, len); }
+static const kir_launch *geometry(void *x) { return &((cuda_sim *)x)->L; }
+
+const exec_ops cuda_exec_ops = {
+    .device = 1,
+    .step = {.fill = fill_slot, .stage = run_stage_kernel, .swapped = refresh_bufs},
+    .refresh = refresh,
+    .copy_out = copy_out,
+    .copy_in = copy_in,
+    .take_nonfinite = take_nonfinite,
+    .find_nonfinite = find_nonfinite,
+    .sync = sync_device,
+    .geometry = geometry,
+};
+
 const backend_ops cuda_backend_ops = {
     .name = "cuda",
     .caps = ENGINE_CAP_SWAP | ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_EXPLAIN | ENGINE_CAP_DEVICE | ENGINE_CAP_SECOND_BC,
-    .explain = ops_explain,
-    .emit_flag = "cuda", .prepare = ops_prepare, .swap = ops_swap, .release = ops_release, .create = ops_create, .destroy = ops_destroy, .init = ops_init,
-    .step = ops_step, .step_n = ops_step_n, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
-    .set_field = ops_set, .take_nonfinite = ops_take, .check_finite = ops_check, .time = ops_time,
-    .steps = ops_steps, .set_clock = ops_set_clock, .view = ops_view, .reduce = ops_reduce, .info = ops_info,
+    .emit_flag = "cuda",
+    .exec = &cuda_exec_ops,
+    .create = ops_create,
+    .destroy = ops_destroy,
+    .state = ops_state,
+    .init = ops_init,
+    .reduce = ops_reduce,
+    .info = ops_info,
+    .prepare = ops_prepare,
+    .swap = ops_swap,
+    .release = ops_release,
     .emit = ops_emit,
+    .explain = ops_explain,
 };

@@ -73,9 +73,8 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
 /* Frees every device allocation and module, releases the device. */
 void cuda_sim_destroy(cuda_sim *s);
 
-/* As sim_set_param / sim_params (dependent params are re-evaluated in order). */
+/* As sim_set_param (dependent params are re-evaluated in order): 0, or -1 for no such param. */
 int cuda_sim_set_param(cuda_sim *s, const char *name, double value);
-const double *cuda_sim_params(const cuda_sim *s);
 
 /* Initial values at t = 0; resets t and the step count. 0, or -1 with a message. */
 int cuda_sim_init(cuda_sim *s, char *err, size_t err_len);
@@ -125,15 +124,12 @@ int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len);
  * device (cuda_codegen_reduce, then its fold), n_outputs doubles copied back. 0 or -1. */
 int cuda_sim_reduce(cuda_sim *s, double *values, char *err, size_t err_len);
 
-/* Copies field f's interior values (x fastest) back as doubles. 0, or -1 with a message. */
+/* Copies buffer f's (slot * n_fields + field) interior values (x fastest) back as doubles (the
+ * generic half's copy: runtime/simulation.h). 0, or -1 with a message. */
 int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_len);
-/* Replaces field f's interior values (slot 0) from doubles. 0, or -1. */
+/* Replaces buffer f's interior values from doubles. 0, or -1. */
 int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t err_len);
 
-double cuda_sim_time(const cuda_sim *s);
-int64_t cuda_sim_steps(const cuda_sim *s);
-/* Sets the time and the step count (a restart). */
-void cuda_sim_set_clock(cuda_sim *s, double t, int64_t steps);
 int64_t cuda_sim_cells(const cuda_sim *s);
 const pj_program *cuda_sim_program(const cuda_sim *s);
 /* The launch geometry (n, h, origin; buf is NULL: device addresses are not host pointers). */

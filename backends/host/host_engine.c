@@ -157,59 +157,11 @@ static int host_solver_stats(void *impl, implicit_stats *st)
     return 0;
 }
 
-static int host_set_param(void *impl, const char *name, double value)
-{
-    return sim_set_param(((host_engine *)impl)->s, name, value);
-}
-
-static const double *host_params(void *impl) { return sim_params(((host_engine *)impl)->s); }
-
-static int host_get_field(void *impl, int f, double *out, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    sim_get_field(((host_engine *)impl)->s, f, out);
-    return 0;
-}
-
-static int host_set_field(void *impl, int f, const double *in, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    sim_set_field(((host_engine *)impl)->s, f, in);
-    return 0;
-}
-
-static int host_take_nonfinite(void *impl, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    return sim_take_nonfinite(((host_engine *)impl)->s);
-}
-
-static int host_check_finite(void *impl, sim_nan_report *r, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    return sim_check_finite(((host_engine *)impl)->s, r);
-}
-
-static double host_time(void *impl) { return sim_time(((host_engine *)impl)->s); }
-static int64_t host_steps(void *impl) { return sim_steps(((host_engine *)impl)->s); }
-static void host_set_clock(void *impl, double t, int64_t steps) { sim_set_clock(((host_engine *)impl)->s, t, steps); }
-
-static int host_view(void *impl, int f, engine_view *v)
+static sim_state *host_state(void *impl, void **x)
 {
     host_engine *h = impl;
-    const kir_launch *L = sim_launch(h->s);
-    v->data = L->buf[f]; /* slot 0: the state */
-    for (int a = 0; a < 3; a++) {
-        v->shape[a] = L->n[a];
-        v->stride[a] = L->stride[a];
-    }
-    v->elem_size = h->opt.single ? 4 : 8;
-    v->on_device = 0;
-    return 0;
+    *x = h->s;
+    return sim_get_state(h->s);
 }
 
 static int host_reduce(void *impl, double *values, char *err, size_t len)
@@ -315,12 +267,9 @@ static int cpu_explain(const pj_program *p, const engine_options *o, FILE *out, 
 }
 
 #define HOST_OPS                                                                                         \
-    .destroy = host_destroy, .init = host_init, .step = host_step, .set_param = host_set_param,          \
-    .params = host_params, .get_field = host_get_field, .set_field = host_set_field,                      \
-    .take_nonfinite = host_take_nonfinite, .check_finite = host_check_finite, .time = host_time,          \
-    .steps = host_steps, .set_clock = host_set_clock, .view = host_view, .reduce = host_reduce,           \
-    .info = host_info, .prepare = host_prepare, .swap = host_swap, .release = host_release,               \
-    .solver_stats = host_solver_stats, .step_n = host_step_n, .block_steps = host_block_steps
+    .exec = &sim_exec_ops, .destroy = host_destroy, .state = host_state, .init = host_init, .step = host_step, \
+    .step_n = host_step_n, .reduce = host_reduce, .info = host_info, .prepare = host_prepare, .swap = host_swap, \
+    .release = host_release, .solver_stats = host_solver_stats, .block_steps = host_block_steps
 
 #define HOST_CAPS ENGINE_CAP_SWAP | ENGINE_CAP_IMPLICIT | ENGINE_CAP_DECOMPOSE | ENGINE_CAP_SECOND_BC | ENGINE_CAP_MONITORS
 

@@ -51,6 +51,7 @@
 #include "interp.h"
 #include "knobs.h"
 #include "sim_impl.h"
+#include "simulation.h"
 
 #define SIM_ALIGN 64
 /* y tiles: the share of the second-level cache a tile's planes take, and the smallest piece of
@@ -409,9 +410,8 @@ void sim_destroy(sim *s)
 
 int sim_set_param(sim *s, const char *name, double value)
 {
-    if (state_set_param(&s->st, name, value) < 0) return -1;
-    for (int side = 0; side < 6; side++) s->coef_valid[side] = 0; /* boundary coefficients may use it */
-    return 0;
+    simulation m = {&sim_exec_ops, s, &s->st};
+    return simulation_set_param(&m, name, value);
 }
 
 const double *sim_params(const sim *s) { return s->st.param; }
@@ -812,20 +812,16 @@ static int host_stage(void *x, int i, const stage_clock *c, char *err, size_t le
     return 0;
 }
 
-static const stepper_ops host_stepper = {.fill = host_fill, .stage = host_stage, .sweep = tblock_sweep};
-
 int sim_step(sim *s, double dt)
 {
-    int rc = stepper_step(&s->st, &host_stepper, s, dt, NULL, 0); /* one step: no sweep */
-    s->L.t = s->st.t;
-    return rc;
+    simulation m = {&sim_exec_ops, s, &s->st};
+    return simulation_step(&m, dt, NULL, 0); /* one step: no sweep */
 }
 
 int sim_step_n(sim *s, double dt, int64_t n)
 {
-    int rc = stepper_step_n(&s->st, &host_stepper, s, dt, n, NULL, 0);
-    s->L.t = s->st.t;
-    return rc;
+    simulation m = {&sim_exec_ops, s, &s->st};
+    return simulation_step_n(&m, dt, n, NULL, 0);
 }
 
 int sim_eval(sim *s, pj_kernel_id id, double t, double dt)
@@ -853,10 +849,11 @@ int sim_eval(sim *s, pj_kernel_id id, double t, double dt)
 
 void sim_set_clock(sim *s, double t, int64_t steps)
 {
-    s->st.t = t;
-    s->st.steps = steps;
-    s->L.t = t;
+    simulation m = {&sim_exec_ops, s, &s->st};
+    simulation_set_clock(&m, t, steps);
 }
+
+sim_state *sim_get_state(sim *s) { return &s->st; }
 
 const grid_layout *sim_layout(const sim *s) { return &s->st.g; }
 
@@ -867,24 +864,32 @@ static int64_t cell_at(const sim *s, int64_t i, int64_t j, int64_t k)
     return i + j * s->L.stride[1] + k * s->L.stride[2];
 }
 
-int sim_check_finite(const sim *s, sim_nan_report *report)
+/* The first field of slot 0 with a non-finite value, that cell (x fastest) and value; -1 none. */
+static int find_nonfinite(const sim *s, int64_t *cell, double *value)
 {
     const pj_program *p = s->st.p;
+    const int64_t *n = s->st.g.n;
     for (int f = 0; f < p->n_fields; f++) {
         const void *b = s->st.buf[f];
-        for (int64_t k = 0; k < s->st.g.n[2]; k++)
-            for (int64_t j = 0; j < s->st.g.n[1]; j++) {
+        for (int64_t k = 0; k < n[2]; k++)
+            for (int64_t j = 0; j < n[1]; j++) {
                 int64_t row = cell_at(s, 0, j, k);
-                for (int64_t i = 0; i < s->st.g.n[0]; i++) {
+                for (int64_t i = 0; i < n[0]; i++) {
                     double v = rd(s, b, row + i);
                     if (isfinite(v)) continue;
-                    int64_t idx[3] = {i, j, k};
-                    if (report) state_nan_report(&s->st, f, idx, v, s->L.origin, s->L.h, report);
-                    return 1;
+                    *cell = i + n[0] * (j + n[1] * k);
+                    *value = v;
+                    return f;
                 }
             }
     }
-    return 0;
+    return -1;
+}
+
+int sim_check_finite(const sim *s, sim_nan_report *report)
+{
+    simulation m = {&sim_exec_ops, (sim *)s, (sim_state *)&s->st};
+    return simulation_check_finite(&m, report, NULL, 0);
 }
 
 double sim_time(const sim *s) { return s->st.t; }
@@ -939,6 +944,59 @@ int sim_take_nonfinite(sim *s)
 {
     return __atomic_exchange_n(&s->nonfinite, 0, __ATOMIC_RELAXED) != 0;
 }
+
+/* ---- the host executor (engine.h's exec_ops) ------------------------------------------- */
+
+static void exec_refresh(void *x, unsigned what)
+{
+    sim *s = x;
+    if (what & EXEC_CLOCK) s->L.t = s->st.t;
+    if (what & EXEC_PARAMS)
+        for (int side = 0; side < 6; side++) s->coef_valid[side] = 0; /* boundary coefficients may use them */
+}
+
+static int exec_copy_out(void *x, int b, double *out, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    sim_get_field(x, b, out);
+    return 0;
+}
+
+static int exec_copy_in(void *x, int b, const double *in, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    sim_set_field(x, b, in);
+    return 0;
+}
+
+static int exec_take_nonfinite(void *x, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    return sim_take_nonfinite(x);
+}
+
+static int exec_find_nonfinite(void *x, int64_t *cell, double *value, char *err, size_t len)
+{
+    (void)err;
+    (void)len;
+    return find_nonfinite(x, cell, value);
+}
+
+static const kir_launch *exec_geometry(void *x) { return &((sim *)x)->L; }
+
+const exec_ops sim_exec_ops = {
+    .device = 0,
+    .step = {.fill = host_fill, .stage = host_stage, .sweep = tblock_sweep},
+    .refresh = exec_refresh,
+    .copy_out = exec_copy_out,
+    .copy_in = exec_copy_in,
+    .take_nonfinite = exec_take_nonfinite,
+    .find_nonfinite = exec_find_nonfinite,
+    .geometry = exec_geometry,
+};
 
 int sim_replace_program(sim *s, const pj_program *p2, char *err, size_t err_len)
 {
