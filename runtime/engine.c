@@ -4,7 +4,6 @@
 #include <string.h>
 #include "decomp.h"
 #include "diag.h"
-#include "sim.h"
 #include "simulation.h"
 
 extern const backend_ops interp_backend_ops, cpu_backend_ops, cuda_backend_ops;
@@ -71,11 +70,6 @@ int engine_backend_can(const backend_ops *be, unsigned caps, char *err, size_t l
     unsigned missing = caps & ~be->caps;
     if (!missing) return 1;
     return refuse(be, missing & -missing, NULL, err, len);
-}
-
-int engine_memory_check(const pj_program *p, int single, char *err, size_t len)
-{
-    return sim_memory_check(p, single, err, len);
 }
 
 unsigned engine_needs(const pj_program *p)
@@ -334,6 +328,64 @@ int engine_view_field(engine *e, int f, engine_view *v)
     memset(v, 0, sizeof *v);
     if (f < 0 || f >= e->p->n_fields || e->d) return -1; /* a block is not the field */
     return simulation_view(&e->sim, f, v);
+}
+
+const grid_layout *engine_layout(const engine *e) { return &e->sim.st->g; }
+
+int engine_view_buffer(engine *e, int b, engine_view *v)
+{
+    memset(v, 0, sizeof *v);
+    return simulation_view(&e->sim, b, v);
+}
+
+int engine_fill(engine *e, int slot, double t, char *err, size_t len)
+{
+    if (slot >= 0 && slot < e->p->n_slots) return e->sim.ops->step.fill(e->sim.x, slot, t, err, len);
+    diag_set(err, len, "no slot %d (the program has %d)", slot, e->p->n_slots);
+    return -1;
+}
+
+int engine_run(engine *e, pj_kernel_id id, double t, double dt, char *err, size_t len)
+{
+    return e->sim.ops->run(e->sim.x, id, t, dt, err, len);
+}
+
+/* The executor's optional member `m` present, or -1 with a message. */
+#define EXEC_HAS(e, m, err, len)                                                                            \
+    ((e)->sim.ops->m ? 0 : (diag_set(err, len, "the %s back end has no %s", (e)->ops->name, #m), -1))
+
+void *engine_alloc(engine *e, size_t bytes, char *err, size_t len)
+{
+    return EXEC_HAS(e, alloc, err, len) < 0 ? NULL : e->sim.ops->alloc(e->sim.x, bytes, err, len);
+}
+
+void engine_free(engine *e, void *p)
+{
+    if (p && e->sim.ops->free) e->sim.ops->free(e->sim.x, p);
+}
+
+int engine_zero(engine *e, void *p, size_t bytes, char *err, size_t len)
+{
+    return EXEC_HAS(e, zero, err, len) < 0 ? -1 : e->sim.ops->zero(e->sim.x, p, bytes, err, len);
+}
+
+int engine_copy_rows(engine *e, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                     char *err, size_t len)
+{
+    if (EXEC_HAS(e, copy_rows, err, len) < 0) return -1;
+    return e->sim.ops->copy_rows(e->sim.x, dst, dpitch, src, spitch, width, rows, err, len);
+}
+
+int engine_add_kernel(engine *e, const kir_kernel *k, char *err, size_t len)
+{
+    return EXEC_HAS(e, add_kernel, err, len) < 0 ? -1 : e->sim.ops->add_kernel(e->sim.x, k, err, len);
+}
+
+int engine_launch(engine *e, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra,
+                  char *err, size_t len)
+{
+    if (EXEC_HAS(e, launch, err, len) < 0) return -1;
+    return e->sim.ops->launch(e->sim.x, kernel, t, dt, first_extra, extra, n_extra, err, len);
 }
 
 int engine_can_swap(const engine *e) { return (e->ops->caps & ENGINE_CAP_SWAP) != 0; }

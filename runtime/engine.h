@@ -3,6 +3,9 @@
  *
  * A back end is a table of operations (backend_ops) that its own file fills: the interpreter
  * and the CPU JIT in host_engine.c (both over sim.c's host buffers), the GPU in cuda_backend.c.
+ * Its simulations run on an executor (exec_ops, the second table below: the host sim, or a
+ * device's), whose few typed operations are all the engine's generic half (runtime/simulation.c)
+ * needs for the clock, params, fields, views, NaN reports and steps.
  * The run loop (driver.c), the command (cli/), hot swap and the public API (api.c) reach a back
  * end only through engine_* below, so adding a back end is filling one more table and naming it
  * in engine_backends (engine.c).
@@ -38,6 +41,11 @@ typedef struct engine_options {
                               (runtime/decomp.h): the engine holds this process's block, and the
                               calls below act on the whole mesh (fields gathered on rank 0,
                               flags and monitors reduced over every process) */
+    const pj_kernel_id *kernels; /* the program's kernels to prepare (program.h), n_kernels of them;
+                              NULL: what a run needs (program_run_kernels). Need not outlive create */
+    int n_kernels;
+    const double *spacing; /* NULL: each axis's length / cells; else the cell spacing the kernels see
+                              along each axis below the dimension (pj_term: the caller's exact h) */
 } engine_options;
 
 /* How one kernel was obtained. */
@@ -115,6 +123,29 @@ typedef struct exec_ops {
        such cell's interior index (x fastest) in *cell and its value in *value; -1 when all are
        finite, -2 with a message */
     int (*find_nonfinite)(void *x, int64_t *cell, double *value, char *err, size_t len);
+    /* kernel `id` of the program (program.h: a stage, or a named kernel such as PJ_KERNEL_RHS or
+       PJ_KERNEL_JACOBIAN, prepared by the executor) once over the interior at time t with step
+       dt: its read slot's ghosts filled first (a named kernel's: slot 0); no swap, the clock
+       unchanged. 0, or -1 with a message */
+    int (*run)(void *x, pj_kernel_id id, double t, double dt, char *err, size_t len);
+    /* Memory in the executor's space (a device's memory: with `device` set; NULL members on the
+       host, whose memory is the caller's): `bytes` allocated (NULL with a message), freed, set
+       to zero; `rows` rows of `width` bytes copied from src (spitch bytes apart) to dst (dpitch
+       apart), both in that space. 0, or -1 with a message */
+    void *(*alloc)(void *x, size_t bytes, char *err, size_t len);
+    void (*free)(void *x, void *p);
+    int (*zero)(void *x, void *p, size_t bytes, char *err, size_t len);
+    int (*copy_rows)(void *x, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                     char *err, size_t len);
+    /* one more kernel over the state's buffers (stage-like: interior cells, e.g. a program's
+       Jacobian, whose outputs follow the slots it reads) compiled or loaded: its handle for
+       launch, or -1 with a message; k need not outlive the call (NULL on the host) */
+    int (*add_kernel)(void *x, const kir_kernel *k, char *err, size_t len);
+    /* kernel `kernel` (add_kernel's) once at time t with step dt after the fill of slot 0, buffer
+       first_extra + i at extra[i] (addresses of cell (0,0,0) in the state's layout) for this
+       launch alone. 0, or -1 with a message */
+    int (*launch)(void *x, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra, char *err,
+                  size_t len);
     /* waits for every launch (NULL: launches are synchronous). 0, or -1 with an earlier launch's error */
     int (*sync)(void *x, char *err, size_t len);
     /* the cell spacing and origin the kernels see (n, h, origin of a kir_launch) */
@@ -246,6 +277,26 @@ int engine_solver_stats(engine *e, implicit_stats *stats);
 /* The program's monitors now: values[i] for monitor i (n_monitors entries). 0 (nothing done
  * without monitors), or -1 with a message. */
 int engine_reduce(engine *e, double *values, char *err, size_t len);
+
+/* Beyond a run, for the runtime's own modules (the stability check's scratch simulations): the
+ * buffers' layout (grid.h); buffer b (slot * n_fields + field, any slot) where it lives, as
+ * engine_view_field; the ghosts of `slot` filled by the plan at time t; kernel `id` of the program
+ * run once at time t (exec_ops.run). 0, or -1 with a message (engine_view_buffer: no buffer b).
+ * Not over MPI. */
+const grid_layout *engine_layout(const engine *e);
+int engine_view_buffer(engine *e, int b, engine_view *v);
+int engine_fill(engine *e, int slot, double t, char *err, size_t len);
+int engine_run(engine *e, pj_kernel_id id, double t, double dt, char *err, size_t len);
+/* The executor's memory and kernels (exec_ops: alloc, free, zero, copy_rows, add_kernel, launch)
+ * for terms on a device (runtime/term.c). -1 (NULL) with a message where the executor has none. */
+void *engine_alloc(engine *e, size_t bytes, char *err, size_t len);
+void engine_free(engine *e, void *p);
+int engine_zero(engine *e, void *p, size_t bytes, char *err, size_t len);
+int engine_copy_rows(engine *e, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                     char *err, size_t len);
+int engine_add_kernel(engine *e, const kir_kernel *k, char *err, size_t len);
+int engine_launch(engine *e, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra,
+                  char *err, size_t len);
 
 /* Hot swap (ENGINE_CAP_SWAP). engine_can_swap: the back end has it. engine_prepare compiles p2's kernels
  * (any thread; the engine keeps stepping meanwhile); engine_swap, at a step boundary, checks that

@@ -27,7 +27,8 @@ static cpu_backend *prepare_cpu(const pj_program *p, const engine_options *o, do
     double t0 = driver_now();
     cpu_backend_options bo = {o->single, o->fast_math, o->cache_dir};
     cpu_backend *cpu = cpu_backend_create(&bo, err, len);
-    if (cpu && cpu_backend_prepare(cpu, p, err, len) < 0) {
+    if (cpu && (o->kernels ? cpu_backend_prepare_kernels(cpu, p, o->kernels, o->n_kernels, err, len)
+                           : cpu_backend_prepare(cpu, p, err, len)) < 0) {
         cpu_backend_destroy(cpu);
         cpu = NULL;
     }
@@ -63,6 +64,7 @@ static void *host_create(const pj_program *p, const engine_options *o, int with_
         return NULL;
     }
     if (o->prefetch) sim_set_prefetch(h->s, o->prefetch > 0);
+    if (o->spacing) sim_set_spacing(h->s, o->spacing);
     if (with_cpu) {
         h->cpu = prepare_cpu(p, o, &h->ms_prepare, err, len);
         if (!h->cpu) {
@@ -72,6 +74,8 @@ static void *host_create(const pj_program *p, const engine_options *o, int with_
         }
         cpu_backend_install(h->cpu, h->s);
     }
+    h->opt.kernels = NULL; /* the caller's arrays need not outlive create (a swap prepares a run's) */
+    h->opt.spacing = NULL;
     /* over MPI the solver is made by host_init, on every process at once (its objects are
        collective; engine_create makes rank 0's engine before the others', for the kernel cache) */
     if (PJ_SCHEME_IMPLICIT(p->scheme) && !o->decomp && !(h->imp = implicit_create(h->s, o->solver_options, err, len))) {
@@ -264,6 +268,12 @@ static int cpu_explain(const pj_program *p, const engine_options *o, FILE *out, 
     }
     cpu_backend_destroy(cpu);
     return r;
+}
+
+/* engine.h: the fields in host memory, as the host sim lays them out */
+int engine_memory_check(const pj_program *p, int single, char *err, size_t len)
+{
+    return sim_memory_check(p, single, err, len);
 }
 
 #define HOST_OPS                                                                                         \

@@ -985,6 +985,13 @@ static int exec_find_nonfinite(void *x, int64_t *cell, double *value, char *err,
     return find_nonfinite(x, cell, value);
 }
 
+static int exec_run(void *x, pj_kernel_id id, double t, double dt, char *err, size_t len)
+{
+    if (sim_eval(x, id, t, dt) == 0) return 0;
+    diag_set(err, len, "%s", sim_error(x));
+    return -1;
+}
+
 static const kir_launch *exec_geometry(void *x) { return &((sim *)x)->L; }
 
 const exec_ops sim_exec_ops = {
@@ -995,6 +1002,7 @@ const exec_ops sim_exec_ops = {
     .copy_in = exec_copy_in,
     .take_nonfinite = exec_take_nonfinite,
     .find_nonfinite = exec_find_nonfinite,
+    .run = exec_run,
     .geometry = exec_geometry,
 };
 
