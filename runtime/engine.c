@@ -376,9 +376,24 @@ int engine_copy_rows(engine *e, void *dst, size_t dpitch, const void *src, size_
     return e->sim.ops->copy_rows(e->sim.x, dst, dpitch, src, spitch, width, rows, err, len);
 }
 
-int engine_add_kernel(engine *e, const kir_kernel *k, char *err, size_t len)
+int engine_add_kernel(engine *e, pj_kernel_id id, char *err, size_t len)
 {
-    return EXEC_HAS(e, add_kernel, err, len) < 0 ? -1 : e->sim.ops->add_kernel(e->sim.x, k, err, len);
+    return EXEC_HAS(e, add_kernel, err, len) < 0 ? -1 : e->sim.ops->add_kernel(e->sim.x, id, err, len);
+}
+
+void engine_skip_fill(engine *e, int f, int skip)
+{
+    if (e->sim.ops->skip_fill) e->sim.ops->skip_fill(e->sim.x, f, skip);
+}
+
+int engine_eval(engine *e, pj_kernel_id id, double t, double dt, exec_rows_fn rows, void *ctx, char *err, size_t len)
+{
+    return EXEC_HAS(e, eval, err, len) < 0 ? -1 : e->sim.ops->eval(e->sim.x, id, t, dt, rows, ctx, err, len);
+}
+
+int engine_get_buffer(engine *e, int b, double *out, char *err, size_t len)
+{
+    return simulation_get_field(&e->sim, b, out, err, len);
 }
 
 int engine_launch(engine *e, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra,

@@ -104,6 +104,13 @@ typedef enum engine_cap {
  * the clock, the params, a field in and out, views, NaN reports and steps. */
 enum { EXEC_CLOCK = 1, EXEC_PARAMS = 2 };
 
+/* A kernel run over outer rows [begin, end) of launch L (exec_ops.eval), and a caller's shaping of
+ * it: rows() gets each range the executor's threads take and runs the kernel over launches of its
+ * own making (other buffer bases, a row at a time) through run(run_ctx, ...). */
+typedef void (*exec_kernel_fn)(void *run_ctx, const kir_launch *L, int64_t begin, int64_t end);
+typedef void (*exec_rows_fn)(void *ctx, exec_kernel_fn run, void *run_ctx, const kir_launch *L, int64_t begin,
+                             int64_t end);
+
 typedef struct exec_ops {
     int device;            /* 1: the buffers are device addresses and launches are asynchronous */
     /* the step (state.h): fill a slot's ghosts by the plan, launch a stage over the interior, the
@@ -137,15 +144,22 @@ typedef struct exec_ops {
     int (*zero)(void *x, void *p, size_t bytes, char *err, size_t len);
     int (*copy_rows)(void *x, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
                      char *err, size_t len);
-    /* one more kernel over the state's buffers (stage-like: interior cells, e.g. a program's
-       Jacobian, whose outputs follow the slots it reads) compiled or loaded: its handle for
-       launch, or -1 with a message; k need not outlive the call (NULL on the host) */
-    int (*add_kernel)(void *x, const kir_kernel *k, char *err, size_t len);
+    /* one more kernel of the program over the state's buffers (a named kernel not prepared at
+       create, e.g. PJ_KERNEL_JACOBIAN, whose outputs follow the slots it reads) compiled or
+       loaded: its handle for launch, or -1 with a message */
+    int (*add_kernel)(void *x, pj_kernel_id id, char *err, size_t len);
     /* kernel `kernel` (add_kernel's) once at time t with step dt after the fill of slot 0, buffer
        first_extra + i at extra[i] (addresses of cell (0,0,0) in the state's layout) for this
        launch alone. 0, or -1 with a message */
     int (*launch)(void *x, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra, char *err,
                   size_t len);
+    /* fields (below 64) whose ghosts the fills leave alone (skip 1: a term reads them from the
+       caller's arrays) or fill again (0). NULL: every field is always filled */
+    void (*skip_fill)(void *x, int f, int skip);
+    /* kernel `id` once over the interior at time t with step dt after the fill of slot 0, on the
+       executor's threads, the launch's noise counters as they are; rows NULL: over every outer
+       row, else shaped by rows(ctx, ...) per range (exec_rows_fn). NULL on a device. 0, or -1 */
+    int (*eval)(void *x, pj_kernel_id id, double t, double dt, exec_rows_fn rows, void *ctx, char *err, size_t len);
     /* waits for every launch (NULL: launches are synchronous). 0, or -1 with an earlier launch's error */
     int (*sync)(void *x, char *err, size_t len);
     /* the cell spacing and origin the kernels see (n, h, origin of a kir_launch) */
@@ -294,9 +308,15 @@ void engine_free(engine *e, void *p);
 int engine_zero(engine *e, void *p, size_t bytes, char *err, size_t len);
 int engine_copy_rows(engine *e, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
                      char *err, size_t len);
-int engine_add_kernel(engine *e, const kir_kernel *k, char *err, size_t len);
+int engine_add_kernel(engine *e, pj_kernel_id id, char *err, size_t len);
 int engine_launch(engine *e, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra,
                   char *err, size_t len);
+/* For terms on the host (runtime/term.c): the ghost fill of field f skipped or not
+ * (exec_ops.skip_fill), kernel `id` once shaped by rows (exec_ops.eval), and buffer b (any slot)
+ * out as doubles, x fastest. 0, or -1 with a message. */
+void engine_skip_fill(engine *e, int f, int skip);
+int engine_eval(engine *e, pj_kernel_id id, double t, double dt, exec_rows_fn rows, void *ctx, char *err, size_t len);
+int engine_get_buffer(engine *e, int b, double *out, char *err, size_t len);
 
 /* Hot swap (ENGINE_CAP_SWAP). engine_can_swap: the back end has it. engine_prepare compiles p2's kernels
  * (any thread; the engine keeps stepping meanwhile); engine_swap, at a step boundary, checks that

@@ -2,7 +2,8 @@
  * the linearised right-hand side at the current state?
  *
  * The Jacobian dF/dU is the program's (program_jacobian: the symbolic derivative of its rhs kernel,
- * derive.h), run by the interpreter on a scratch simulation (an interp engine: engine.h, engine_run) holding a copy of the state. Gershgorin's discs bound its
+ * derive.h), run by the interpreter on a scratch simulation (an interp engine: engine.h,
+ * engine_run) holding a copy of the state. Gershgorin's discs bound its
  * eigenvalues: row i's disc has centre J_ii and radius r_i = sum of |J_ij|, j != i (every other
  * entry of the row: other fields, other offsets; a ghost cell's entry moved onto the interior cell
  * its boundary rule reads, times d ghost / d that cell, as the implicit solver's Jacobian does). The leftmost
@@ -229,7 +230,8 @@ static int ghost_alpha(check *c, engine *s, double *alpha, char *err, size_t len
             if (pass)
                 for (int64_t k = 0; k < g->n[2]; k++)
                     for (int64_t j = 0; j < g->n[1]; j++)
-                        for (int64_t i = 0; i < g->n[0]; i++) b[g->origin_off + i + j * g->stride[1] + k * g->stride[2]] = 1;
+                        for (int64_t i = 0; i < g->n[0]; i++)
+                            b[g->origin_off + i + j * g->stride[1] + k * g->stride[2]] = 1;
         }
         if (engine_fill(s, 1, c->t, err, len) < 0) return -1;
         for (int f = 0; f < nf; f++) {

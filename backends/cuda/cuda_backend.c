@@ -455,8 +455,10 @@ int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double
     return launch(s, kernel, s->sgrid, s->sblock, &a, sizeof a, err, err_len);
 }
 
-int cuda_sim_eval(cuda_sim *s, pj_kernel_id id, double t, double dt, char *err, size_t err_len)
+/* exec_ops.run: kernel id of the program once (a named kernel reads slot 0). */
+static int run(void *x, pj_kernel_id id, double t, double dt, char *err, size_t err_len)
 {
+    cuda_sim *s = x;
     const pj_program *p = s->st.p;
     int k = id >= 0 ? (id < p->n_stages ? s->K.ks.stage[id] : -1) : id >= -PJ_KERNEL_NAMED ? s->K.ks.named[-id - 1] : -1;
     if (k < 0) {
@@ -911,11 +913,6 @@ static void refresh(void *x, unsigned what)
         for (int j = 0; j < s->st.p->n_params; j++) s->A.param[j] = s->st.param[j];
 }
 
-static int run(void *x, pj_kernel_id id, double t, double dt, char *err, size_t len)
-{
-    return cuda_sim_eval(x, id, t, dt, err, len);
-}
-
 static void *dev_alloc(void *x, size_t bytes, char *err, size_t len)
 {
     cuda_ptr p = 0;
@@ -940,7 +937,13 @@ static int dev_copy_rows(void *x, void *dst, size_t dpitch, const void *src, siz
                                err, len);
 }
 
-static int add_kernel(void *x, const kir_kernel *k, char *err, size_t len) { return cuda_sim_add_kernel(x, k, err, len); }
+static int add_kernel(void *x, pj_kernel_id id, char *err, size_t len)
+{
+    const kir_kernel *k = program_kernel(((cuda_sim *)x)->st.p, id);
+    if (k) return cuda_sim_add_kernel(x, k, err, len);
+    diag_set(err, len, "cuda: the program has no kernel %d", id);
+    return -1;
+}
 
 static int launch_extra(void *x, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra,
                         char *err, size_t len)
@@ -978,7 +981,8 @@ const exec_ops cuda_exec_ops = {
 
 const backend_ops cuda_backend_ops = {
     .name = "cuda",
-    .caps = ENGINE_CAP_SWAP | ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_EXPLAIN | ENGINE_CAP_DEVICE | ENGINE_CAP_SECOND_BC,
+    .caps = ENGINE_CAP_SWAP | ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_EXPLAIN | ENGINE_CAP_DEVICE |
+            ENGINE_CAP_SECOND_BC,
     .emit_flag = "cuda",
     .exec = &cuda_exec_ops,
     .create = ops_create,

@@ -88,11 +88,6 @@ int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double
 /* Compiles (or loads from the cache) one more kernel over the sim's buffers (stage-like: interior
  * cells; a jacobian kernel of derive.c); k need not outlive the call. Its index, or -1. */
 int cuda_sim_add_kernel(cuda_sim *s, const kir_kernel *k, char *err, size_t err_len);
-/* Kernel `id` of the program (a stage, or a named kernel compiled at create: e.g. PJ_KERNEL_RHS)
- * alone, once, at time t with step dt: the fill of its read slot (a named kernel's: 0), then the
- * kernel (launches only); no swap, the clock unchanged (pj_term_* on the device). 0, or -1 with a
- * message. */
-int cuda_sim_eval(cuda_sim *s, pj_kernel_id id, double t, double dt, char *err, size_t err_len);
 /* Sets the cell spacing of axes below the program's dim (instead of length / n), as sim_set_spacing. */
 void cuda_sim_set_spacing(cuda_sim *s, const double h[3]);
 /* Changes the block shape of the stage and init launches (x, y, z; 1 beyond the dimension);

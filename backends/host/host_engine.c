@@ -11,9 +11,16 @@
 #include "engine.h"
 #include "implicit.h"
 
+/* A kernel added after create (exec_ops.add_kernel): the program's kernel `id`, compiled alone
+ * by its own CPU back end (NULL: the interpreter runs it). */
+typedef struct host_added { pj_kernel_id id; cpu_backend *cpu; } host_added;
+#define HOST_ADDED_MAX 8
+
 typedef struct host_engine {
     sim *s;
     cpu_backend *cpu;      /* NULL: the interpreter runs the stages */
+    host_added added[HOST_ADDED_MAX];
+    int n_added;
     implicit_solver *imp;  /* an implicit program's solver (implicit.h), else NULL */
     engine_options opt;
     double ms_prepare;
@@ -104,6 +111,7 @@ static void host_destroy(void *impl)
     implicit_destroy(h->imp);
     sim_destroy(h->s);
     cpu_backend_destroy(h->cpu);
+    for (int i = 0; i < h->n_added; i++) cpu_backend_destroy(h->added[i].cpu);
     free(h);
 }
 
@@ -164,7 +172,7 @@ static int host_solver_stats(void *impl, implicit_stats *st)
 static sim_state *host_state(void *impl, void **x)
 {
     host_engine *h = impl;
-    *x = h->s;
+    *x = h; /* host_exec_ops: the sim's operations, and kernels added later */
     return sim_get_state(h->s);
 }
 
@@ -270,6 +278,122 @@ static int cpu_explain(const pj_program *p, const engine_options *o, FILE *out, 
     return r;
 }
 
+/* ---- the host executor (engine.h's exec_ops): the sim's operations on its handle, and the
+   kernels a client adds after create (a term's Jacobian) with their launches ---- */
+
+#define SIM_OF(x) (((host_engine *)(x))->s)
+
+static int hx_fill(void *x, int slot, double t, char *err, size_t len)
+{
+    return sim_exec_ops.step.fill(SIM_OF(x), slot, t, err, len);
+}
+static int hx_stage(void *x, int i, const stage_clock *c, char *err, size_t len)
+{
+    return sim_exec_ops.step.stage(SIM_OF(x), i, c, err, len);
+}
+static int64_t hx_sweep(void *x, double dt, int64_t n, char *err, size_t len)
+{
+    return sim_exec_ops.step.sweep(SIM_OF(x), dt, n, err, len);
+}
+static void hx_refresh(void *x, unsigned what) { sim_exec_ops.refresh(SIM_OF(x), what); }
+static int hx_copy_out(void *x, int b, double *out, char *err, size_t len)
+{
+    return sim_exec_ops.copy_out(SIM_OF(x), b, out, err, len);
+}
+static int hx_copy_in(void *x, int b, const double *in, char *err, size_t len)
+{
+    return sim_exec_ops.copy_in(SIM_OF(x), b, in, err, len);
+}
+static int hx_take(void *x, char *err, size_t len) { return sim_exec_ops.take_nonfinite(SIM_OF(x), err, len); }
+static int hx_find(void *x, int64_t *cell, double *value, char *err, size_t len)
+{
+    return sim_exec_ops.find_nonfinite(SIM_OF(x), cell, value, err, len);
+}
+static int hx_run(void *x, pj_kernel_id id, double t, double dt, char *err, size_t len)
+{
+    return sim_exec_ops.run(SIM_OF(x), id, t, dt, err, len);
+}
+static void hx_skip_fill(void *x, int f, int skip) { sim_exec_ops.skip_fill(SIM_OF(x), f, skip); }
+static const kir_launch *hx_geometry(void *x) { return sim_exec_ops.geometry(SIM_OF(x)); }
+
+static int hx_eval(void *x, pj_kernel_id id, double t, double dt, exec_rows_fn rows, void *ctx, char *err, size_t len)
+{
+    host_engine *h = x;
+    int rc = sim_exec_ops.eval(h->s, id, t, dt, rows, ctx, err, len);
+    if (rc == 0 && h->cpu) cpu_backend_ran(h->cpu); /* its kernel ran and returned: none crashed */
+    return rc;
+}
+
+static int hx_add_kernel(void *x, pj_kernel_id id, char *err, size_t len)
+{
+    host_engine *h = x;
+    if (h->n_added == HOST_ADDED_MAX || !program_kernel(sim_program(h->s), id)) {
+        diag_set(err, len, h->n_added == HOST_ADDED_MAX ? "more than %d kernels added" : "the program has no kernel %d",
+                 h->n_added == HOST_ADDED_MAX ? HOST_ADDED_MAX : id);
+        return -1;
+    }
+    host_added *a = &h->added[h->n_added];
+    a->id = id;
+    a->cpu = NULL;
+    if (h->cpu) {
+        engine_options o = h->opt;
+        o.kernels = &id;
+        o.n_kernels = 1;
+        if (!(a->cpu = prepare_cpu(sim_program(h->s), &o, NULL, err, len))) return -1;
+    }
+    return h->n_added++;
+}
+
+/* An added kernel once after the fill of slot 0, with the sim's buffers and extra[i] as buffer
+ * first_extra + i (the sim's launch otherwise; a NaN it stores is not recorded). */
+static int hx_launch(void *x, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra,
+                     char *err, size_t len)
+{
+    host_engine *h = x;
+    if (kernel < 0 || kernel >= h->n_added || first_extra < 0 || n_extra < 0) {
+        diag_set(err, len, "no kernel %d added, or no room for %d more buffers", kernel, n_extra);
+        return -1;
+    }
+    const host_added *a = &h->added[kernel];
+    kir_launch L = *sim_launch(h->s);
+    int nbuf = sim_get_state(h->s)->nbuf, n = first_extra + n_extra > nbuf ? first_extra + n_extra : nbuf;
+    void **buf = malloc(sizeof *buf * (size_t)n);
+    if (!buf) {
+        diag_set(err, len, "out of memory");
+        return -1;
+    }
+    memcpy(buf, L.buf, sizeof *buf * (size_t)nbuf);
+    for (int i = 0; i < n_extra; i++) buf[first_extra + i] = extra[i];
+    int32_t nonfinite = 0;
+    L.buf = buf;
+    L.nonfinite = &nonfinite;
+    const kir_kernel *k = program_kernel(sim_program(h->s), a->id);
+    int rc = sim_run_kernel(h->s, 0, t, dt, a->cpu ? cpu_backend_run : NULL, a->cpu, a->id, k, &L);
+    free(buf);
+    if (rc < 0) {
+        diag_set(err, len, "%s", sim_error(h->s));
+        return -1;
+    }
+    if (a->cpu) cpu_backend_ran(a->cpu);
+    return 0;
+}
+
+static const exec_ops host_exec_ops = {
+    .device = 0,
+    .step = {.fill = hx_fill, .stage = hx_stage, .sweep = hx_sweep},
+    .refresh = hx_refresh,
+    .copy_out = hx_copy_out,
+    .copy_in = hx_copy_in,
+    .take_nonfinite = hx_take,
+    .find_nonfinite = hx_find,
+    .run = hx_run,
+    .add_kernel = hx_add_kernel,
+    .launch = hx_launch,
+    .skip_fill = hx_skip_fill,
+    .eval = hx_eval,
+    .geometry = hx_geometry,
+};
+
 /* engine.h: the fields in host memory, as the host sim lays them out */
 int engine_memory_check(const pj_program *p, int single, char *err, size_t len)
 {
@@ -277,7 +401,7 @@ int engine_memory_check(const pj_program *p, int single, char *err, size_t len)
 }
 
 #define HOST_OPS                                                                                         \
-    .exec = &sim_exec_ops, .destroy = host_destroy, .state = host_state, .init = host_init, .step = host_step, \
+    .exec = &host_exec_ops, .destroy = host_destroy, .state = host_state, .init = host_init, .step = host_step, \
     .step_n = host_step_n, .reduce = host_reduce, .info = host_info, .prepare = host_prepare, .swap = host_swap, \
     .release = host_release, .solver_stats = host_solver_stats, .block_steps = host_block_steps
 

@@ -778,7 +778,7 @@ void sim_init(sim *s)
 
 /* ---- the step (state.h's stepper) ------------------------------------------------------ */
 
-static int host_fill(void *x, int slot, double t, char *err, size_t len)
+int sim_fill_slot(void *x, int slot, double t, char *err, size_t len)
 {
     sim *s = x;
     sim_fill_ghosts(s, slot, t);
@@ -789,7 +789,7 @@ static int host_fill(void *x, int slot, double t, char *err, size_t len)
 
 /* Stage i over the interior on the sim's threads; while the first steps measure (see the
  * header), the step's time runs from its first stage's launch to its last's end. */
-static int host_stage(void *x, int i, const stage_clock *c, char *err, size_t len)
+int sim_stage(void *x, int i, const stage_clock *c, char *err, size_t len)
 {
     (void)err;
     (void)len;
@@ -864,28 +864,6 @@ static int64_t cell_at(const sim *s, int64_t i, int64_t j, int64_t k)
     return i + j * s->L.stride[1] + k * s->L.stride[2];
 }
 
-/* The first field of slot 0 with a non-finite value, that cell (x fastest) and value; -1 none. */
-static int find_nonfinite(const sim *s, int64_t *cell, double *value)
-{
-    const pj_program *p = s->st.p;
-    const int64_t *n = s->st.g.n;
-    for (int f = 0; f < p->n_fields; f++) {
-        const void *b = s->st.buf[f];
-        for (int64_t k = 0; k < n[2]; k++)
-            for (int64_t j = 0; j < n[1]; j++) {
-                int64_t row = cell_at(s, 0, j, k);
-                for (int64_t i = 0; i < n[0]; i++) {
-                    double v = rd(s, b, row + i);
-                    if (isfinite(v)) continue;
-                    *cell = i + n[0] * (j + n[1] * k);
-                    *value = v;
-                    return f;
-                }
-            }
-    }
-    return -1;
-}
-
 int sim_check_finite(const sim *s, sim_nan_report *report)
 {
     simulation m = {&sim_exec_ops, (sim *)s, (sim_state *)&s->st};
@@ -944,67 +922,6 @@ int sim_take_nonfinite(sim *s)
 {
     return __atomic_exchange_n(&s->nonfinite, 0, __ATOMIC_RELAXED) != 0;
 }
-
-/* ---- the host executor (engine.h's exec_ops) ------------------------------------------- */
-
-static void exec_refresh(void *x, unsigned what)
-{
-    sim *s = x;
-    if (what & EXEC_CLOCK) s->L.t = s->st.t;
-    if (what & EXEC_PARAMS)
-        for (int side = 0; side < 6; side++) s->coef_valid[side] = 0; /* boundary coefficients may use them */
-}
-
-static int exec_copy_out(void *x, int b, double *out, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    sim_get_field(x, b, out);
-    return 0;
-}
-
-static int exec_copy_in(void *x, int b, const double *in, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    sim_set_field(x, b, in);
-    return 0;
-}
-
-static int exec_take_nonfinite(void *x, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    return sim_take_nonfinite(x);
-}
-
-static int exec_find_nonfinite(void *x, int64_t *cell, double *value, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    return find_nonfinite(x, cell, value);
-}
-
-static int exec_run(void *x, pj_kernel_id id, double t, double dt, char *err, size_t len)
-{
-    if (sim_eval(x, id, t, dt) == 0) return 0;
-    diag_set(err, len, "%s", sim_error(x));
-    return -1;
-}
-
-static const kir_launch *exec_geometry(void *x) { return &((sim *)x)->L; }
-
-const exec_ops sim_exec_ops = {
-    .device = 0,
-    .step = {.fill = host_fill, .stage = host_stage, .sweep = tblock_sweep},
-    .refresh = exec_refresh,
-    .copy_out = exec_copy_out,
-    .copy_in = exec_copy_in,
-    .take_nonfinite = exec_take_nonfinite,
-    .find_nonfinite = exec_find_nonfinite,
-    .run = exec_run,
-    .geometry = exec_geometry,
-};
 
 int sim_replace_program(sim *s, const pj_program *p2, char *err, size_t err_len)
 {
