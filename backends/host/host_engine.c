@@ -309,9 +309,17 @@ static int hx_find(void *x, int64_t *cell, double *value, char *err, size_t len)
 {
     return sim_exec_ops.find_nonfinite(SIM_OF(x), cell, value, err, len);
 }
+/* Kernel id is one the CPU back end prepared (the interpreter runs any): 0, or -1 with a message. */
+static int hx_prepared(const host_engine *h, pj_kernel_id id, char *err, size_t len)
+{
+    if (!h->cpu || cpu_backend_has(h->cpu, id)) return 0;
+    diag_set(err, len, "the cpu back end did not prepare kernel %d (engine_options.kernels)", id);
+    return -1;
+}
+
 static int hx_run(void *x, pj_kernel_id id, double t, double dt, char *err, size_t len)
 {
-    return sim_exec_ops.run(SIM_OF(x), id, t, dt, err, len);
+    return hx_prepared(x, id, err, len) < 0 ? -1 : sim_exec_ops.run(SIM_OF(x), id, t, dt, err, len);
 }
 static void hx_skip_fill(void *x, int f, int skip) { sim_exec_ops.skip_fill(SIM_OF(x), f, skip); }
 static const kir_launch *hx_geometry(void *x) { return sim_exec_ops.geometry(SIM_OF(x)); }
@@ -319,6 +327,7 @@ static const kir_launch *hx_geometry(void *x) { return sim_exec_ops.geometry(SIM
 static int hx_eval(void *x, pj_kernel_id id, double t, double dt, exec_rows_fn rows, void *ctx, char *err, size_t len)
 {
     host_engine *h = x;
+    if (hx_prepared(h, id, err, len) < 0) return -1;
     int rc = sim_exec_ops.eval(h->s, id, t, dt, rows, ctx, err, len);
     if (rc == 0 && h->cpu) cpu_backend_ran(h->cpu); /* its kernel ran and returned: none crashed */
     return rc;
