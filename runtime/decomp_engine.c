@@ -17,10 +17,12 @@
 #include <string.h>
 #include "decomp.h"
 #include "diag.h"
+#include "simulation.h"
 
 typedef struct decomp_engine {
     const backend_ops *be; /* the wrapped back end */
     void *impl;            /* its simulation of this process's block */
+    simulation sim;        /* that simulation's state and executor: the generic calls (simulation.h) */
     decomp *d;             /* the decomposition (the engine does not own it) */
     const pj_program *p;
     int64_t block_cells;
@@ -53,8 +55,8 @@ static void *create_block(decomp_engine *x, const engine_options *o, char *err, 
     return x->impl = x->be->create(x->p, o, &unavailable, err, len);
 }
 
-void *decomp_engine_create(const backend_ops *be, const pj_program *p, const engine_options *o, void **block_sim,
-                           char *err, size_t len)
+void *decomp_engine_create(const backend_ops *be, const pj_program *p, const engine_options *o, char *err,
+                           size_t len)
 {
     decomp *d = o->decomp;
     engine_options eo = *o;
@@ -81,7 +83,8 @@ void *decomp_engine_create(const backend_ops *be, const pj_program *p, const eng
         dec_destroy(x);
         return NULL;
     }
-    *block_sim = x->impl;
+    x->sim.ops = be->exec;
+    x->sim.st = be->state(x->impl, &x->sim.x);
     return x;
 }
 
@@ -95,33 +98,15 @@ static int dec_init(void *impl, char *err, size_t len)
 static int dec_step(void *impl, double dt, char *err, size_t len)
 {
     decomp_engine *x = impl;
-    int rc = x->be->step(x->impl, dt, err, len);
+    int rc = x->be->step ? x->be->step(x->impl, dt, err, len) : simulation_step(&x->sim, dt, err, len);
     /* a failure on one process ends the step on every one (none waits for it in an exchange) */
     return -decomp_agree(x->d, rc < 0, err, len);
-}
-
-static int dec_sync(void *impl, char *err, size_t len)
-{
-    decomp_engine *x = impl;
-    return x->be->sync(x->impl, err, len);
-}
-
-static int dec_set_param(void *impl, const char *name, double value)
-{
-    decomp_engine *x = impl;
-    return x->be->set_param(x->impl, name, value);
-}
-
-static const double *dec_params(void *impl)
-{
-    decomp_engine *x = impl;
-    return x->be->params(x->impl);
 }
 
 static int dec_get_field(void *impl, int f, double *out, char *err, size_t len)
 {
     decomp_engine *x = impl;
-    int rc = x->be->get_field(x->impl, f, x->scratch, err, len);
+    int rc = simulation_get_field(&x->sim, f, x->scratch, err, len);
     if (decomp_agree(x->d, rc < 0, err, len)) return -1;
     if (decomp_gather(x->d, x->scratch, out) < 0) {
         diag_set(err, len, "out of memory gathering field %s", x->p->field_names[f]);
@@ -137,14 +122,14 @@ static int dec_set_field(void *impl, int f, const double *in, char *err, size_t 
         diag_set(err, len, "out of memory scattering field %s", x->p->field_names[f]);
         return -1;
     }
-    int rc = x->be->set_field(x->impl, f, x->scratch, err, len);
+    int rc = simulation_set_field(&x->sim, f, x->scratch, err, len);
     return -decomp_agree(x->d, rc < 0, err, len);
 }
 
 static int dec_take_nonfinite(void *impl, char *err, size_t len)
 {
     decomp_engine *x = impl;
-    int rc = x->be->take_nonfinite(x->impl, err, len);
+    int rc = simulation_take_nonfinite(&x->sim, err, len);
     if (decomp_agree(x->d, rc < 0, err, len)) return -1;
     return decomp_any(x->d, rc > 0);
 }
@@ -152,7 +137,7 @@ static int dec_take_nonfinite(void *impl, char *err, size_t len)
 static int dec_check_finite(void *impl, sim_nan_report *r, char *err, size_t len)
 {
     decomp_engine *x = impl;
-    int rc = x->be->check_finite(x->impl, r, err, len);
+    int rc = simulation_check_finite(&x->sim, r, err, len);
     if (decomp_agree(x->d, rc < 0, err, len)) return -1;
     /* the first in the whole mesh's order (fields in turn, cells x fastest), as on one process */
     const int64_t *n = x->p->n;
@@ -165,24 +150,6 @@ static int dec_check_finite(void *impl, sim_nan_report *r, char *err, size_t len
     from = (int)decomp_min64(x->d, mine);
     decomp_bcast(x->d, r, sizeof *r, from);
     return 1;
-}
-
-static double dec_time(void *impl)
-{
-    decomp_engine *x = impl;
-    return x->be->time(x->impl);
-}
-
-static int64_t dec_steps(void *impl)
-{
-    decomp_engine *x = impl;
-    return x->be->steps(x->impl);
-}
-
-static void dec_set_clock(void *impl, double t, int64_t steps)
-{
-    decomp_engine *x = impl;
-    x->be->set_clock(x->impl, t, steps);
 }
 
 static int dec_reduce(void *impl, double *values, char *err, size_t len)
@@ -256,22 +223,25 @@ static int dec_solver_stats(void *impl, implicit_stats *stats)
     return x->be->solver_stats ? x->be->solver_stats(x->impl, stats) : -1;
 }
 
-/* No view (a block is not the field) and no step_n: the engine steps one step at a time, each
- * agreed. */
+static sim_state *dec_state(void *impl, void **exec)
+{
+    decomp_engine *x = impl;
+    *exec = x->sim.x;
+    return x->sim.st;
+}
+
+/* No step_n (the engine steps one step at a time, each agreed) and no view (engine_view_field
+ * refuses a wrapped table's: a block is not the field); the clock, params and sync are the
+ * block's, through the generic calls. */
 const backend_ops decomp_engine_ops = {
     .destroy = dec_destroy,
+    .state = dec_state,
     .init = dec_init,
     .step = dec_step,
-    .sync = dec_sync,
-    .set_param = dec_set_param,
-    .params = dec_params,
     .get_field = dec_get_field,
     .set_field = dec_set_field,
     .take_nonfinite = dec_take_nonfinite,
     .check_finite = dec_check_finite,
-    .time = dec_time,
-    .steps = dec_steps,
-    .set_clock = dec_set_clock,
     .reduce = dec_reduce,
     .info = dec_info,
     .prepare = dec_prepare,

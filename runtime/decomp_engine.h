@@ -34,9 +34,8 @@ extern const engine_procs decomp_engine_procs;
 
 /* Back end be's simulation of this process's block of p, in o->decomp (not NULL), behind the
  * wrapper: collective, every process calls it; NULL on every process, with the message of the
- * process that failed, when one fails. *block_sim is the back end's own simulation (for
- * engine_get_block_field); the wrapper owns it. */
-void *decomp_engine_create(const backend_ops *be, const pj_program *p, const engine_options *o, void **block_sim,
-                           char *err, size_t len);
+ * process that failed, when one fails. */
+void *decomp_engine_create(const backend_ops *be, const pj_program *p, const engine_options *o, char *err,
+                           size_t len);
 
 #endif

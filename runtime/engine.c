@@ -7,7 +7,7 @@
 #include <string.h>
 #include "decomp_engine.h"
 #include "diag.h"
-#include "sim.h"
+#include "simulation.h"
 
 extern const backend_ops interp_backend_ops, cpu_backend_ops, cuda_backend_ops;
 
@@ -36,7 +36,8 @@ struct engine {
     const backend_ops *ops;    /* where the calls go: be's table, or the decomposed engine wrapping it */
     const engine_procs *procs; /* the processes: one, or the decomposition's */
     void *impl;                /* ops's simulation */
-    void *block_sim;           /* be's simulation of this process's block (impl on one process) */
+    simulation sim;            /* be's state and executor for this process's block (the whole mesh on
+                                  one process): the generic calls (simulation.h) */
     const pj_program *p;
     kir_launch geometry;
 };
@@ -103,11 +104,6 @@ int engine_backend_can(const backend_ops *be, unsigned caps, char *err, size_t l
     return refuse(be, missing & -missing, NULL, err, len);
 }
 
-int engine_memory_check(const pj_program *p, int single, char *err, size_t len)
-{
-    return sim_memory_check(p, single, err, len);
-}
-
 unsigned engine_needs(const pj_program *p)
 {
     unsigned caps = PJ_SCHEME_IMPLICIT(p->scheme) ? ENGINE_CAP_IMPLICIT : 0;
@@ -165,9 +161,9 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
     if (eo.decomp) { /* a table wrapping be's: a failure there is every process's, plainly */
         e->ops = &decomp_engine_ops;
         e->procs = &decomp_engine_procs;
-        e->impl = decomp_engine_create(be, p, &eo, &e->block_sim, err, len);
+        e->impl = decomp_engine_create(be, p, &eo, err, len);
     } else {
-        e->impl = e->block_sim = be->create(p, &eo, &na, err, len);
+        e->impl = be->create(p, &eo, &na, err, len);
         /* every back end checks memory with grid_memory_check before it allocates */
         if (!e->impl && !na && err && !strncmp(err, GRID_NEEDS_PREFIX, strlen(GRID_NEEDS_PREFIX)))
             na = ENGINE_TOO_LARGE;
@@ -177,6 +173,8 @@ engine *engine_create(const backend_ops *be, const pj_program *p, const engine_o
         free(e);
         return NULL;
     }
+    e->sim.ops = be->exec;
+    e->sim.st = e->ops->state(e->impl, &e->sim.x); /* the wrapper's: its block's */
     int64_t row = 1;
     for (int a = 0; a < 3; a++) {
         e->geometry.n[a] = p->n[a];
@@ -203,7 +201,7 @@ const grid_block *engine_blocks(const engine *e) { return e->procs->blocks(e->im
 
 int engine_get_block_field(engine *e, int f, double *out, char *err, size_t len)
 {
-    return field_ok(e, f, err, len) < 0 ? -1 : e->be->get_field(e->block_sim, f, out, err, len);
+    return field_ok(e, f, err, len) < 0 ? -1 : simulation_get_field(&e->sim, f, out, err, len);
 }
 int engine_processes(const engine *e) { return e->procs->processes(e->impl); }
 
@@ -226,10 +224,14 @@ void engine_get_info(engine *e, engine_info *info)
 
 int engine_init(engine *e, char *err, size_t len) { return e->ops->init(e->impl, err, len); }
 
-int engine_step(engine *e, double dt, char *err, size_t len) { return e->ops->step(e->impl, dt, err, len); }
+int engine_step(engine *e, double dt, char *err, size_t len)
+{
+    return e->ops->step ? e->ops->step(e->impl, dt, err, len) : simulation_step(&e->sim, dt, err, len);
+}
 int engine_step_n(engine *e, double dt, int64_t n, char *err, size_t len)
 {
     if (e->ops->step_n) return e->ops->step_n(e->impl, dt, n, err, len);
+    if (!e->ops->step) return simulation_step_n(&e->sim, dt, n, err, len);
     for (int64_t i = 0; i < n; i++)
         if (engine_step(e, dt, err, len) < 0) return -1;
     return 0;
@@ -242,27 +244,27 @@ int64_t engine_block_steps(engine *e, int64_t n)
 }
 int engine_sync(engine *e, char *err, size_t len)
 {
-    return e->be->caps & ENGINE_CAP_DEVICE ? e->ops->sync(e->impl, err, len) : 0;
+    return simulation_sync(&e->sim, err, len);
 }
-double engine_time(engine *e) { return e->ops->time(e->impl); }
-int64_t engine_steps(engine *e) { return e->ops->steps(e->impl); }
+double engine_time(engine *e) { return e->sim.st->t; }
+int64_t engine_steps(engine *e) { return e->sim.st->steps; }
 
 void engine_set_max_step(engine *e, double h)
 {
-    sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;
+    sim_state *st = e->sim.st;
     if (st) st->h_max = h > 0 && h < INFINITY ? h : 0;
 }
 
 void engine_set_adaptive_stop(engine *e, atomic_int *flag)
 {
-    sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;
+    sim_state *st = e->sim.st;
     if (st) st->stop = flag;
 }
 
 void engine_on_adaptive_try(engine *e, void (*fn)(void *ctx, int64_t step, double t, double h, double error, int accepted),
                             void *ctx)
 {
-    sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;
+    sim_state *st = e->sim.st;
     if (!st) return;
     st->on_try = fn;
     st->on_try_ctx = ctx;
@@ -270,7 +272,7 @@ void engine_on_adaptive_try(engine *e, void (*fn)(void *ctx, int64_t step, doubl
 
 int engine_adaptive_stats(engine *e, int64_t *accepted, int64_t *rejected, double *h_last, double *h_next)
 {
-    sim_state *st = e->ops->state ? e->ops->state(e->impl) : NULL;
+    sim_state *st = e->sim.st;
     if (!st || !(st->p->adapt_order > 0)) return -1;
     if (accepted) *accepted = st->steps;
     if (rejected) *rejected = st->rejected;
@@ -281,9 +283,9 @@ int engine_adaptive_stats(engine *e, int64_t *accepted, int64_t *rejected, doubl
     }
     return 0;
 }
-void engine_set_clock(engine *e, double t, int64_t steps) { e->ops->set_clock(e->impl, t, steps); }
-int engine_set_param(engine *e, const char *name, double value) { return e->ops->set_param(e->impl, name, value); }
-const double *engine_params(engine *e) { return e->ops->params(e->impl); }
+void engine_set_clock(engine *e, double t, int64_t steps) { simulation_set_clock(&e->sim, t, steps); }
+int engine_set_param(engine *e, const char *name, double value) { return simulation_set_param(&e->sim, name, value); }
+const double *engine_params(engine *e) { return e->sim.st->param; }
 
 static int field_ok(const engine *e, int f, char *err, size_t len)
 {
@@ -294,19 +296,28 @@ static int field_ok(const engine *e, int f, char *err, size_t len)
 
 int engine_get_field(engine *e, int f, double *out, char *err, size_t len)
 {
-    return field_ok(e, f, err, len) < 0 ? -1 : e->ops->get_field(e->impl, f, out, err, len);
+    if (field_ok(e, f, err, len) < 0) return -1;
+    return e->ops->get_field ? e->ops->get_field(e->impl, f, out, err, len)
+                             : simulation_get_field(&e->sim, f, out, err, len);
 }
 
 int engine_set_field(engine *e, int f, const double *in, char *err, size_t len)
 {
-    return field_ok(e, f, err, len) < 0 ? -1 : e->ops->set_field(e->impl, f, in, err, len);
+    if (field_ok(e, f, err, len) < 0) return -1;
+    return e->ops->set_field ? e->ops->set_field(e->impl, f, in, err, len)
+                             : simulation_set_field(&e->sim, f, in, err, len);
 }
 
-int engine_take_nonfinite(engine *e, char *err, size_t len) { return e->ops->take_nonfinite(e->impl, err, len); }
+int engine_take_nonfinite(engine *e, char *err, size_t len)
+{
+    return e->ops->take_nonfinite ? e->ops->take_nonfinite(e->impl, err, len)
+                                  : simulation_take_nonfinite(&e->sim, err, len);
+}
 
 int engine_check_finite(engine *e, sim_nan_report *r, char *err, size_t len)
 {
-    return e->ops->check_finite(e->impl, r, err, len);
+    return e->ops->check_finite ? e->ops->check_finite(e->impl, r, err, len)
+                                : simulation_check_finite(&e->sim, r, err, len);
 }
 
 int engine_reduce(engine *e, double *values, char *err, size_t len)
@@ -319,8 +330,81 @@ int engine_reduce(engine *e, double *values, char *err, size_t len)
 int engine_view_field(engine *e, int f, engine_view *v)
 {
     memset(v, 0, sizeof *v);
-    if (f < 0 || f >= e->p->n_fields || !e->ops->view) return -1;
-    return e->ops->view(e->impl, f, v);
+    if (f < 0 || f >= e->p->n_fields || e->ops != e->be) return -1; /* a block is not the field */
+    return simulation_view(&e->sim, f, v);
+}
+
+const grid_layout *engine_layout(const engine *e) { return &e->sim.st->g; }
+
+int engine_view_buffer(engine *e, int b, engine_view *v)
+{
+    memset(v, 0, sizeof *v);
+    return simulation_view(&e->sim, b, v);
+}
+
+int engine_fill(engine *e, int slot, double t, char *err, size_t len)
+{
+    if (slot >= 0 && slot < e->p->n_slots) return e->sim.ops->step.fill(e->sim.x, slot, t, err, len);
+    diag_set(err, len, "no slot %d (the program has %d)", slot, e->p->n_slots);
+    return -1;
+}
+
+int engine_run(engine *e, pj_kernel_id id, double t, double dt, char *err, size_t len)
+{
+    return e->sim.ops->run(e->sim.x, id, t, dt, err, len);
+}
+
+/* The executor's optional member `m` present, or -1 with a message. */
+#define EXEC_HAS(e, m, err, len)                                                                            \
+    ((e)->sim.ops->m ? 0 : (diag_set(err, len, "the %s back end has no %s", (e)->be->name, #m), -1))
+
+void *engine_alloc(engine *e, size_t bytes, char *err, size_t len)
+{
+    return EXEC_HAS(e, alloc, err, len) < 0 ? NULL : e->sim.ops->alloc(e->sim.x, bytes, err, len);
+}
+
+void engine_free(engine *e, void *p)
+{
+    if (p && e->sim.ops->free) e->sim.ops->free(e->sim.x, p);
+}
+
+int engine_zero(engine *e, void *p, size_t bytes, char *err, size_t len)
+{
+    return EXEC_HAS(e, zero, err, len) < 0 ? -1 : e->sim.ops->zero(e->sim.x, p, bytes, err, len);
+}
+
+int engine_copy_rows(engine *e, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                     char *err, size_t len)
+{
+    if (EXEC_HAS(e, copy_rows, err, len) < 0) return -1;
+    return e->sim.ops->copy_rows(e->sim.x, dst, dpitch, src, spitch, width, rows, err, len);
+}
+
+int engine_add_kernel(engine *e, pj_kernel_id id, char *err, size_t len)
+{
+    return EXEC_HAS(e, add_kernel, err, len) < 0 ? -1 : e->sim.ops->add_kernel(e->sim.x, id, err, len);
+}
+
+void engine_skip_fill(engine *e, int f, int skip)
+{
+    if (e->sim.ops->skip_fill) e->sim.ops->skip_fill(e->sim.x, f, skip);
+}
+
+int engine_eval(engine *e, pj_kernel_id id, double t, double dt, exec_rows_fn rows, void *ctx, char *err, size_t len)
+{
+    return EXEC_HAS(e, eval, err, len) < 0 ? -1 : e->sim.ops->eval(e->sim.x, id, t, dt, rows, ctx, err, len);
+}
+
+int engine_get_buffer(engine *e, int b, double *out, char *err, size_t len)
+{
+    return simulation_get_field(&e->sim, b, out, err, len);
+}
+
+int engine_launch(engine *e, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra,
+                  char *err, size_t len)
+{
+    if (EXEC_HAS(e, launch, err, len) < 0) return -1;
+    return e->sim.ops->launch(e->sim.x, kernel, t, dt, first_extra, extra, n_extra, err, len);
 }
 
 int engine_can_swap(const engine *e) { return (e->be->caps & ENGINE_CAP_SWAP) != 0; }
@@ -335,6 +419,12 @@ void *engine_prepare(engine *e, const pj_program *p2, engine_info *info, char *e
 int engine_swap(engine *e, const pj_program *p2, void *prepared, char *err, size_t len)
 {
     if (!engine_backend_can(e->be, ENGINE_CAP_SWAP, err, len)) return -1;
+    /* what a running simulation cannot take is refused before the back end sees it; over MPI
+       every process refuses alike (the same programs), and the wrapper's swap is collective */
+    if (state_check_program(e->sim.st, p2, err, len) < 0) {
+        engine_release(e, prepared);
+        return -1;
+    }
     if (e->ops->swap(e->impl, p2, prepared, err, len) < 0) return -1;
     e->p = p2;
     return 0;

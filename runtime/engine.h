@@ -3,6 +3,9 @@
  *
  * A back end is a table of operations (backend_ops) that its own file fills: the interpreter
  * and the CPU JIT in host_engine.c (both over sim.c's host buffers), the GPU in cuda_backend.c.
+ * Its simulations run on an executor (exec_ops, the second table below: the host sim, or a
+ * device's), whose few typed operations are all the engine's generic half (runtime/simulation.c)
+ * needs for the clock, params, fields, views, NaN reports and steps.
  * The run loop (driver.c), the command (cli/), hot swap and the public API (api.c) reach a back
  * end only through engine_* below, so adding a back end is filling one more table and naming it
  * in engine_backends (engine.c). Over MPI the engine's table is the decomposed engine's
@@ -40,6 +43,11 @@ typedef struct engine_options {
                               (decomp_engine.c), which holds this process's block, and the
                               calls below act on the whole mesh (fields gathered on rank 0,
                               flags and monitors reduced over every process) */
+    const pj_kernel_id *kernels; /* the program's kernels to prepare (program.h), n_kernels of them;
+                              NULL: what a run needs (program_run_kernels). Need not outlive create */
+    int n_kernels;
+    const double *spacing; /* NULL: each axis's length / cells; else the cell spacing the kernels see
+                              along each axis below the dimension (pj_term: the caller's exact h) */
 } engine_options;
 
 /* How one kernel was obtained. */
@@ -89,37 +97,108 @@ typedef enum engine_cap {
                                          (views are device addresses) and steps are asynchronous */
 } engine_cap;
 
+/* ---- executors ---------------------------------------------------------------------------
+ *
+ * What a back end's simulation runs on: the host sim (interp and cpu: backends/host/sim.c) or a
+ * device's (backends/cuda/cuda_backend.c). The state (state.h: program, layout, plan, buffers,
+ * clock, params) is common; an executor supplies only the typed operations below, on its handle
+ * x, and the engine's generic half (runtime/simulation.c) does the rest alike for every back end:
+ * the clock, the params, a field in and out, views, NaN reports and steps. */
+enum { EXEC_CLOCK = 1, EXEC_PARAMS = 2 };
+
+/* A kernel run over outer rows [begin, end) of launch L (exec_ops.eval), and a caller's shaping of
+ * it: rows() gets each range the executor's threads take and runs the kernel over launches of its
+ * own making (other buffer bases, a row at a time) through run(run_ctx, ...). */
+typedef void (*exec_kernel_fn)(void *run_ctx, const kir_launch *L, int64_t begin, int64_t end);
+typedef void (*exec_rows_fn)(void *ctx, exec_kernel_fn run, void *run_ctx, const kir_launch *L, int64_t begin,
+                             int64_t end);
+
+typedef struct exec_ops {
+    int device;            /* 1: the buffers are device addresses and launches are asynchronous */
+    /* the step (state.h): fill a slot's ghosts by the plan, launch a stage over the interior, the
+       slots swapped, a sweep strategy (several steps at once) where the executor has one */
+    stepper_ops step;
+    /* the state's clock (EXEC_CLOCK) or params (EXEC_PARAMS) changed: refresh whatever mirrors
+       them (launch arguments, boundary coefficients) */
+    void (*refresh)(void *x, unsigned what);
+    /* buffer b's (slot * n_fields + field) interior cells, x fastest, to or from doubles on the
+       host. 0, or -1 with a message */
+    int (*copy_out)(void *x, int b, double *out, char *err, size_t len);
+    int (*copy_in)(void *x, int b, const double *in, char *err, size_t len);
+    /* 1 when a stage stored a NaN or an infinity since the last call (the record cleared), 0
+       when not, -1 with a message */
+    int (*take_nonfinite)(void *x, char *err, size_t len);
+    /* the first field of slot 0 holding a non-finite value, in order: its number, with the first
+       such cell's interior index (x fastest) in *cell and its value in *value; -1 when all are
+       finite, -2 with a message */
+    int (*find_nonfinite)(void *x, int64_t *cell, double *value, char *err, size_t len);
+    /* kernel `id` of the program (program.h: a stage, or a named kernel such as PJ_KERNEL_RHS or
+       PJ_KERNEL_JACOBIAN, prepared by the executor) once over the interior at time t with step
+       dt: its read slot's ghosts filled first (a named kernel's: slot 0); no swap, the clock
+       unchanged. 0, or -1 with a message */
+    int (*run)(void *x, pj_kernel_id id, double t, double dt, char *err, size_t len);
+    /* Memory in the executor's space (a device's memory: with `device` set; NULL members on the
+       host, whose memory is the caller's): `bytes` allocated (NULL with a message), freed, set
+       to zero; `rows` rows of `width` bytes copied from src (spitch bytes apart) to dst (dpitch
+       apart), both in that space. 0, or -1 with a message */
+    void *(*alloc)(void *x, size_t bytes, char *err, size_t len);
+    void (*free)(void *x, void *p);
+    int (*zero)(void *x, void *p, size_t bytes, char *err, size_t len);
+    int (*copy_rows)(void *x, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                     char *err, size_t len);
+    /* one more kernel of the program over the state's buffers (a named kernel not prepared at
+       create, e.g. PJ_KERNEL_JACOBIAN, whose outputs follow the slots it reads) compiled or
+       loaded: its handle for launch, or -1 with a message */
+    int (*add_kernel)(void *x, pj_kernel_id id, char *err, size_t len);
+    /* kernel `kernel` (add_kernel's) once at time t with step dt after the fill of slot 0, buffer
+       first_extra + i at extra[i] (addresses of cell (0,0,0) in the state's layout) for this
+       launch alone. 0, or -1 with a message */
+    int (*launch)(void *x, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra, char *err,
+                  size_t len);
+    /* fields (below 64) whose ghosts the fills leave alone (skip 1: a term reads them from the
+       caller's arrays) or fill again (0). NULL: every field is always filled */
+    void (*skip_fill)(void *x, int f, int skip);
+    /* kernel `id` once over the interior at time t with step dt after the fill of slot 0, on the
+       executor's threads, the launch's noise counters as they are; rows NULL: over every outer
+       row, else shaped by rows(ctx, ...) per range (exec_rows_fn). NULL on a device. 0, or -1 */
+    int (*eval)(void *x, pj_kernel_id id, double t, double dt, exec_rows_fn rows, void *ctx, char *err, size_t len);
+    /* waits for every launch (NULL: launches are synchronous). 0, or -1 with an earlier launch's error */
+    int (*sync)(void *x, char *err, size_t len);
+    /* the cell spacing and origin the kernels see (n, h, origin of a kir_launch) */
+    const kir_launch *(*geometry)(void *x);
+} exec_ops;
+
 typedef struct backend_ops {
     const char *name;            /* "interp", "cpu", "cuda": what --backend takes */
     unsigned caps;               /* engine_cap bits: the members each needs are filled */
     const char *emit_flag;       /* what `pdejit emit --FLAG` prints this back end's code for, or NULL */
+    const exec_ops *exec;        /* the executor its simulations run on (above) */
     /* The fields allocated and every kernel of p ready; p must outlive the simulation.
        *unavailable = 1 when the back end cannot run on this machine (no device). */
     void *(*create)(const pj_program *p, const engine_options *o, int *unavailable, char *err, size_t len);
     void (*destroy)(void *impl);
+    /* the simulation's state, and in *x the executor's handle for exec's calls (both live as
+       long as impl) */
+    sim_state *(*state)(void *impl, void **x);
     int (*init)(void *impl, char *err, size_t len);
+    /* one step and n steps of dt, where the back end steps otherwise than by its executor's
+       stepper (an implicit solver); NULL: the stepper (state.h) over exec's step operations */
     int (*step)(void *impl, double dt, char *err, size_t len);
-    /* n steps of dt, the state as n calls of step leave it (several per sweep where the back end
-       can: temporal blocking, backends/host/tblock.c); NULL: the engine calls step n times */
     int (*step_n)(void *impl, double dt, int64_t n, char *err, size_t len);
-    int (*sync)(void *impl, char *err, size_t len);                     /* with ENGINE_CAP_DEVICE */
-    int (*set_param)(void *impl, const char *name, double value);       /* -1: no such param */
-    const double *(*params)(void *impl);
+    /* what the decomposed engine (decomp_engine.c) does in place of the generic calls over the
+       state and executor (runtime/simulation.c): gather and scatter fields through rank 0, agree
+       on flags and NaN reports over every process. NULL in a back end's own table */
     int (*get_field)(void *impl, int f, double *out, char *err, size_t len);
     int (*set_field)(void *impl, int f, const double *in, char *err, size_t len);
     int (*take_nonfinite)(void *impl, char *err, size_t len);           /* 1: a stage stored a NaN/Inf */
     int (*check_finite)(void *impl, sim_nan_report *r, char *err, size_t len); /* 1: found, r filled */
-    double (*time)(void *impl);
-    int64_t (*steps)(void *impl);
-    void (*set_clock)(void *impl, double t, int64_t steps);             /* a restart: time and step count */
-    sim_state *(*state)(void *impl);  /* the state it steps (state.h): the adaptive controller's */
-    int (*view)(void *impl, int f, engine_view *v);
     /* the program's monitors (its KIR_REDUCE kernel) at the current state and time, monitor i
        into values[i] (sim_reduce's meaning); with ENGINE_CAP_MONITORS */
     int (*reduce)(void *impl, double *values, char *err, size_t len);
     void (*info)(void *impl, engine_info *info);
-    /* hot swap, with ENGINE_CAP_SWAP: prepare may run on any thread while the
-       simulation steps; swap runs at a step boundary and, on failure, leaves everything as it was */
+    /* hot swap, with ENGINE_CAP_SWAP: prepare may run on any thread while the simulation steps;
+       swap runs at a step boundary, after the engine checked that p2 fits the state
+       (state_check_program), and on failure leaves everything as it was */
     void *(*prepare)(void *impl, const pj_program *p2, engine_info *info, char *err, size_t len);
     int (*swap)(void *impl, const pj_program *p2, void *prepared, char *err, size_t len);
     void (*release)(void *prepared);
@@ -233,6 +312,32 @@ int engine_solver_stats(engine *e, implicit_stats *stats);
 /* The program's monitors now: values[i] for monitor i (n_monitors entries). 0 (nothing done
  * without monitors), or -1 with a message. */
 int engine_reduce(engine *e, double *values, char *err, size_t len);
+
+/* Beyond a run, for the runtime's own modules (the stability check's scratch simulations): the
+ * buffers' layout (grid.h); buffer b (slot * n_fields + field, any slot) where it lives, as
+ * engine_view_field; the ghosts of `slot` filled by the plan at time t; kernel `id` of the program
+ * run once at time t (exec_ops.run). 0, or -1 with a message (engine_view_buffer: no buffer b).
+ * Not over MPI. */
+const grid_layout *engine_layout(const engine *e);
+int engine_view_buffer(engine *e, int b, engine_view *v);
+int engine_fill(engine *e, int slot, double t, char *err, size_t len);
+int engine_run(engine *e, pj_kernel_id id, double t, double dt, char *err, size_t len);
+/* The executor's memory and kernels (exec_ops: alloc, free, zero, copy_rows, add_kernel, launch)
+ * for terms on a device (runtime/term.c). -1 (NULL) with a message where the executor has none. */
+void *engine_alloc(engine *e, size_t bytes, char *err, size_t len);
+void engine_free(engine *e, void *p);
+int engine_zero(engine *e, void *p, size_t bytes, char *err, size_t len);
+int engine_copy_rows(engine *e, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                     char *err, size_t len);
+int engine_add_kernel(engine *e, pj_kernel_id id, char *err, size_t len);
+int engine_launch(engine *e, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra,
+                  char *err, size_t len);
+/* For terms on the host (runtime/term.c): the ghost fill of field f skipped or not
+ * (exec_ops.skip_fill), kernel `id` once shaped by rows (exec_ops.eval), and buffer b (any slot)
+ * out as doubles, x fastest. 0, or -1 with a message. */
+void engine_skip_fill(engine *e, int f, int skip);
+int engine_eval(engine *e, pj_kernel_id id, double t, double dt, exec_rows_fn rows, void *ctx, char *err, size_t len);
+int engine_get_buffer(engine *e, int b, double *out, char *err, size_t len);
 
 /* Hot swap (ENGINE_CAP_SWAP). engine_can_swap: the back end has it. engine_prepare compiles p2's kernels
  * (any thread; the engine keeps stepping meanwhile); engine_swap, at a step boundary, checks that

@@ -2,7 +2,8 @@
  * the linearised right-hand side at the current state?
  *
  * The Jacobian dF/dU is the program's (program_jacobian: the symbolic derivative of its rhs kernel,
- * derive.h), run by the interpreter on a scratch simulation holding a copy of the state. Gershgorin's discs bound its
+ * derive.h), run by the interpreter on a scratch simulation (an interp engine: engine.h,
+ * engine_run) holding a copy of the state. Gershgorin's discs bound its
  * eigenvalues: row i's disc has centre J_ii and radius r_i = sum of |J_ij|, j != i (every other
  * entry of the row: other fields, other offsets; a ghost cell's entry moved onto the interior cell
  * its boundary rule reads, times d ghost / d that cell, as the implicit solver's Jacobian does). The leftmost
@@ -26,7 +27,6 @@
 #include "derive.h"
 #include "diag.h"
 #include "grid.h"
-#include "sim.h"
 
 static double beta_of(pj_scheme s)
 {
@@ -135,6 +135,8 @@ typedef struct check {
     int *group_first;          /* [n_groups + 1]: group g holds entries [group_first[g], group_first[g + 1]) */
     kir_kernel **group_kernel; /* [n_groups]: its outputs alone (NULL: the whole Jacobian) */
     folded *row;               /* one row's entries */
+    const grid_layout *g;      /* the band's scratch simulation: its layout */
+    void **buf;                /* and its buffers (host addresses: slot * n_fields + field) */
     int merge_always;          /* entries of one row may share a column unmoved (loads of two slots) */
     double rho;
 } check;
@@ -151,19 +153,17 @@ static int by_column(const void *a, const void *b)
 /* Row [r0, r1) of the Jacobian (group entries from `first`) at cell (i, j, k) of the scratch s:
    its disc's leftmost point, negated (radius - centre), with every entry moved onto the mesh's
    cell it stands for (a ghost's through alpha) and the entries on one cell added. */
-static double folded_row(check *c, sim *s, const double *alpha, int first, int r0, int r1, int64_t i, int64_t j,
-                         int64_t k)
+static double folded_row(check *c, const double *alpha, int first, int r0, int r1, int64_t i, int64_t j, int64_t k)
 {
     const pj_program *p = c->p;
-    const grid_layout *g = sim_layout(s);
-    const kir_launch *L = sim_launch(s);
+    const grid_layout *g = c->g;
     int nf = p->n_fields, row_field = c->jac->entries[r0].out_field, n = 0, moved = c->merge_always;
     int64_t cell = i + j * g->stride[1] + k * g->stride[2];
     int64_t here[3] = {i + g->first[0], j + g->first[1], k + g->first[2]}; /* in the mesh */
     for (int e = r0; e < r1; e++) {
         const derive_entry *d = &c->jac->entries[e];
         if (!p->field_has_eq[d->field]) continue; /* a coefficient does not evolve */
-        double v = ((const double *)L->buf[2 * nf + (e - first)])[cell];
+        double v = ((const double *)c->buf[2 * nf + (e - first)])[cell];
         int64_t at[3] = {i + d->off[0], j + d->off[1], k + d->off[2]}; /* in the scratch */
         int ghost = 0;
         for (int a = 0; a < p->dim; a++) ghost |= at[a] < 0 || at[a] >= g->n[a];
@@ -206,14 +206,86 @@ static double folded_row(check *c, sim *s, const double *alpha, int first, int r
 
 /* The entries of group grp (the whole Jacobian when in one group) into buffers 2 * nf + e of the
    scratch s: its program's Jacobian is the group's while it runs. */
-static int eval_group(check *c, sim *s, int grp)
+static int eval_group(check *c, engine *s, int grp, char *err, size_t len)
 {
     pj_jacobian group = *c->jac;
     if (c->group_kernel[grp]) group.kernel = c->group_kernel[grp];
     c->q.jacobian = &group;
-    int rc = sim_eval(s, PJ_KERNEL_JACOBIAN, c->t, c->p->dt);
+    int rc = engine_run(s, PJ_KERNEL_JACOBIAN, c->t, c->p->dt, err, len);
     c->q.jacobian = NULL;
     return rc;
+}
+
+/* A ghost cell is alpha * (its mirror or periodic partner) + beta: alpha from two fills of slot
+   1 of the scratch s (interior 0, then 1), so that a ghost's entry lands on the cell it stands
+   for (a Dirichlet wall's ghost -u0 cancels part of the centre, as it does in the scheme). alpha
+   holds n_fields buffers of the layout's elems. 0, or -1 with a message. */
+static int ghost_alpha(check *c, engine *s, double *alpha, char *err, size_t len)
+{
+    const pj_program *p = c->p;
+    const grid_layout *g = c->g;
+    int nf = p->n_fields;
+    size_t elems = g->elems;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int f = 0; f < nf; f++) {
+            if (!p->field_has_eq[f]) continue;
+            double *b = (double *)c->buf[nf + f] - g->origin_off;
+            for (size_t e = 0; e < elems; e++) b[e] = 0;
+            if (pass)
+                for (int64_t k = 0; k < g->n[2]; k++)
+                    for (int64_t j = 0; j < g->n[1]; j++)
+                        for (int64_t i = 0; i < g->n[0]; i++)
+                            b[g->origin_off + i + j * g->stride[1] + k * g->stride[2]] = 1;
+        }
+        if (engine_fill(s, 1, c->t, err, len) < 0) return -1;
+        for (int f = 0; f < nf; f++) {
+            if (!p->field_has_eq[f]) continue;
+            const double *b = (const double *)c->buf[nf + f] - g->origin_off;
+            double *a = alpha + (size_t)f * elems;
+            for (size_t e = 0; e < elems; e++) a[e] = pass ? b[e] - a[e] : b[e];
+        }
+    }
+    return 0;
+}
+
+/* Rows [r0, r1) of the Jacobian (group entries from `first`) over the cells [blo, bhi) whose
+   entries all lie on cells of the mesh and of the scratch: each entry its own column, summed an
+   entry at a time over contiguous cells into acc (2 elems), the largest disc reach into c->rho. */
+static void sum_box(check *c, double *acc, int first, int r0, int r1, const int64_t blo[3], const int64_t bhi[3])
+{
+    const pj_program *p = c->p;
+    const grid_layout *g = c->g;
+    int nf = p->n_fields, row_field = c->jac->entries[r0].out_field;
+    size_t elems = g->elems;
+    double *radius = acc, *centre = acc + elems;
+    for (int64_t k = blo[2]; k < bhi[2]; k++)
+        for (int64_t j = blo[1]; j < bhi[1]; j++) {
+            size_t at = (size_t)(g->origin_off + j * g->stride[1] + k * g->stride[2]);
+            for (int64_t i = blo[0]; i < bhi[0]; i++) radius[at + (size_t)i] = centre[at + (size_t)i] = 0;
+        }
+    for (int e = r0; e < r1; e++) {
+        const derive_entry *d = &c->jac->entries[e];
+        if (!p->field_has_eq[d->field]) continue; /* a coefficient does not evolve */
+        const double *v = (const double *)c->buf[2 * nf + (e - first)] - g->origin_off;
+        int is_centre = d->field == row_field && !d->off[0] && !d->off[1] && !d->off[2];
+        double *sum = is_centre ? centre : radius;
+        for (int64_t k = blo[2]; k < bhi[2]; k++)
+            for (int64_t j = blo[1]; j < bhi[1]; j++) {
+                size_t at = (size_t)(g->origin_off + j * g->stride[1] + k * g->stride[2]);
+                if (is_centre)
+                    for (int64_t i = blo[0]; i < bhi[0]; i++) sum[at + (size_t)i] += v[at + (size_t)i];
+                else
+                    for (int64_t i = blo[0]; i < bhi[0]; i++) sum[at + (size_t)i] += fabs(v[at + (size_t)i]);
+            }
+    }
+    for (int64_t k = blo[2]; k < bhi[2]; k++)
+        for (int64_t j = blo[1]; j < bhi[1]; j++) {
+            size_t at = (size_t)(g->origin_off + j * g->stride[1] + k * g->stride[2]);
+            for (int64_t i = blo[0]; i < bhi[0]; i++) {
+                double r = radius[at + (size_t)i] - centre[at + (size_t)i];
+                if (r > c->rho) c->rho = r; /* NaN never wins: the check then says nothing */
+            }
+        }
 }
 
 /* Rows [b0, b1) of the last axis: a scratch simulation holds them and the halo's rows on each
@@ -234,11 +306,26 @@ static int check_band(check *c, int64_t b0, int64_t b1, char *err, size_t len)
     block.n[last] = e1 - e0;
     ghosts.exchanged[2 * last] = e0 != 0 || (!whole && p->periodic[last]);     /* no rule: rows held */
     ghosts.exchanged[2 * last + 1] = e1 != N || (!whole && p->periodic[last]);
-    sim_options so = {.single = 0, .threads = 1, .block = whole ? NULL : &block, .ghosts = whole ? NULL : &ghosts};
+    engine_options so = {.threads = 1, .block = whole ? NULL : &block};
+    if (!whole) so.ghosts = ghosts;
     int rc = -1;
     double *cells = NULL, *alpha = NULL, *acc = NULL;
-    sim *s = sim_create(&c->q, &so, err, len);
+    engine *s = engine_create(engine_backend("interp"), &c->q, &so, NULL, err, len);
     if (!s) goto done; /* its buffers are zero, its clock at 0: every field is set below */
+    const grid_layout *g = c->g = engine_layout(s);
+    c->buf = malloc(sizeof *c->buf * (size_t)(c->q.n_slots * nf));
+    if (!c->buf) {
+        diag_set(err, len, "out of memory");
+        goto done;
+    }
+    for (int b = 0; b < c->q.n_slots * nf; b++) {
+        engine_view v;
+        if (engine_view_buffer(s, b, &v) < 0) {
+            diag_set(err, len, "the stability check's scratch simulation has no buffer %d", b);
+            goto done;
+        }
+        c->buf[b] = v.data;
+    }
     int64_t plane = 1; /* cells per row of the last axis */
     for (int a = 0; a < last; a++) plane *= p->n[a];
     cells = malloc(sizeof *cells * (size_t)(plane * (e1 - e0)));
@@ -250,38 +337,17 @@ static int check_band(check *c, int64_t b0, int64_t b1, char *err, size_t len)
         for (int64_t r = e0; r < e1; r++)
             memcpy(cells + (r - e0) * plane, c->state + ((size_t)f * (size_t)N + (size_t)((r % N + N) % N)) * (size_t)plane,
                    sizeof *cells * (size_t)plane);
-        sim_set_field(s, f, cells);
+        if (engine_set_field(s, f, cells, err, len) < 0) goto done;
     }
-    for (int i = 0; c->params && i < p->n_params; i++) sim_set_param(s, p->param_names[i], c->params[i]);
-    const grid_layout *g = sim_layout(s);
-    const kir_launch *L = sim_launch(s);
-    /* A ghost cell is alpha * (its mirror or periodic partner) + beta: alpha from two fills of slot
-       1 (interior 0, then 1), so that a ghost's entry lands on the cell it stands for (a Dirichlet
-       wall's ghost -u0 cancels part of the centre, as it does in the scheme). */
+    for (int i = 0; c->params && i < p->n_params; i++) engine_set_param(s, p->param_names[i], c->params[i]);
+    /* each ghost cell's share of the cell it stands for (ghost_alpha) */
     size_t elems = g->elems;
     alpha = malloc(sizeof *alpha * elems * (size_t)nf);
     if (!alpha) {
         diag_set(err, len, "out of memory");
         goto done;
     }
-    for (int pass = 0; pass < 2; pass++) {
-        for (int f = 0; f < nf; f++) {
-            if (!p->field_has_eq[f]) continue;
-            double *b = (double *)L->buf[nf + f] - g->origin_off;
-            for (size_t e = 0; e < elems; e++) b[e] = 0;
-            if (pass)
-                for (int64_t k = 0; k < g->n[2]; k++)
-                    for (int64_t j = 0; j < g->n[1]; j++)
-                        for (int64_t i = 0; i < g->n[0]; i++) b[g->origin_off + i + j * g->stride[1] + k * g->stride[2]] = 1;
-        }
-        sim_fill_ghosts(s, 1, c->t);
-        for (int f = 0; f < nf; f++) {
-            if (!p->field_has_eq[f]) continue;
-            const double *b = (const double *)L->buf[nf + f] - g->origin_off;
-            double *a = alpha + (size_t)f * elems;
-            for (size_t e = 0; e < elems; e++) a[e] = pass ? b[e] - a[e] : b[e];
-        }
-    }
+    if (ghost_alpha(c, s, alpha, err, len) < 0) goto done;
     int64_t lo[3] = {0, 0, 0}, hi[3] = {g->n[0], g->n[1], g->n[2]};
     lo[last] = b0 - e0;
     hi[last] = b1 - e0;
@@ -292,12 +358,8 @@ static int check_band(check *c, int64_t b0, int64_t b1, char *err, size_t len)
     }
     for (int grp = 0; grp < c->n_groups; grp++) {
         int first = c->group_first[grp], beyond = c->group_first[grp + 1];
-        if (eval_group(c, s, grp) < 0) {
-            diag_set(err, len, "%s", sim_error(s));
-            goto done;
-        }
+        if (eval_group(c, s, grp, err, len) < 0) goto done;
         for (int r0 = first, r1; r0 < beyond; r0 = r1) { /* a row of the Jacobian: entries [r0, r1) */
-            int row_field = c->jac->entries[r0].out_field;
             int64_t reach[3] = {0, 0, 0}, blo[3], bhi[3];
             for (r1 = r0; r1 < beyond && c->jac->entries[r1].output == c->jac->entries[r0].output; r1++)
                 for (int a = 0; a < 3; a++) {
@@ -315,37 +377,7 @@ static int check_band(check *c, int64_t b0, int64_t b1, char *err, size_t len)
                 if (bhi[a] > g->n[a] - reach[a]) bhi[a] = g->n[a] - reach[a];
                 box &= blo[a] < bhi[a];
             }
-            if (box) {
-                double *radius = acc, *centre = acc + elems;
-                for (int64_t k = blo[2]; k < bhi[2]; k++)
-                    for (int64_t j = blo[1]; j < bhi[1]; j++) {
-                        size_t at = (size_t)(g->origin_off + j * g->stride[1] + k * g->stride[2]);
-                        for (int64_t i = blo[0]; i < bhi[0]; i++) radius[at + (size_t)i] = centre[at + (size_t)i] = 0;
-                    }
-                for (int e = r0; e < r1; e++) {
-                    const derive_entry *d = &c->jac->entries[e];
-                    if (!p->field_has_eq[d->field]) continue; /* a coefficient does not evolve */
-                    const double *v = (const double *)L->buf[2 * nf + (e - first)] - g->origin_off;
-                    int is_centre = d->field == row_field && !d->off[0] && !d->off[1] && !d->off[2];
-                    double *sum = is_centre ? centre : radius;
-                    for (int64_t k = blo[2]; k < bhi[2]; k++)
-                        for (int64_t j = blo[1]; j < bhi[1]; j++) {
-                            size_t at = (size_t)(g->origin_off + j * g->stride[1] + k * g->stride[2]);
-                            if (is_centre)
-                                for (int64_t i = blo[0]; i < bhi[0]; i++) sum[at + (size_t)i] += v[at + (size_t)i];
-                            else
-                                for (int64_t i = blo[0]; i < bhi[0]; i++) sum[at + (size_t)i] += fabs(v[at + (size_t)i]);
-                        }
-                }
-                for (int64_t k = blo[2]; k < bhi[2]; k++)
-                    for (int64_t j = blo[1]; j < bhi[1]; j++) {
-                        size_t at = (size_t)(g->origin_off + j * g->stride[1] + k * g->stride[2]);
-                        for (int64_t i = blo[0]; i < bhi[0]; i++) {
-                            double r = radius[at + (size_t)i] - centre[at + (size_t)i];
-                            if (r > c->rho) c->rho = r; /* NaN never wins: the check then says nothing */
-                        }
-                    }
-            }
+            if (box) sum_box(c, acc, first, r0, r1, blo, bhi);
             /* the other cells: entries moved onto the cells they stand for, those on one cell added */
             for (int64_t k = lo[2]; k < hi[2]; k++)
                 for (int64_t j = lo[1]; j < hi[1]; j++)
@@ -354,7 +386,7 @@ static int check_band(check *c, int64_t b0, int64_t b1, char *err, size_t len)
                             i = bhi[0] - 1;
                             continue;
                         }
-                        double r = folded_row(c, s, alpha, first, r0, r1, i, j, k);
+                        double r = folded_row(c, alpha, first, r0, r1, i, j, k);
                         if (r > c->rho) c->rho = r;
                     }
         }
@@ -364,7 +396,9 @@ done:
     free(cells);
     free(alpha);
     free(acc);
-    sim_destroy(s);
+    free(c->buf);
+    c->buf = NULL;
+    engine_destroy(s);
     return rc;
 }
 

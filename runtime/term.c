@@ -3,11 +3,11 @@
  * A term is a generated problem: the inputs are fields without an eq, the expression is the eq of
  * one more field (`term__`), the boundary treatment is `periodic` on the periodic axes and the
  * default zero-flux mirror elsewhere. Evaluating it is that problem's right-hand-side kernel
- * (PJ_KERNEL_RHS: F, the expression) run once on a sim (sim_run_kernel: ghost fill of slot 0, the
- * kernel on the sim's threads, no step) and read from slot 1. The CPU back end compiles that
+ * (PJ_KERNEL_RHS: F, the expression) run once on a cpu engine (engine_eval: ghost fill of slot 0,
+ * the kernel on the engine's threads, no step) and read from slot 1. The CPU back end compiles that
  * kernel alone, through the kernel cache like every kernel. The derivative with respect to an
  * input at the cell is one output of the program's Jacobian (program_jacobian); that kernel is
- * compiled the same way (on first use, one for every input) and run with the sim's buffers and
+ * compiled the same way (on first use, one for every input) and run with the engine's buffers and
  * two scratch buffers (the wanted derivative and one that every other derivative output is
  * written to).
  *
@@ -29,10 +29,10 @@
  * fill does), into a small window that stays in cache, given the base that puts those rows at
  * their y. $PDEJIT_TERM_COPY set at pj_term_compile keeps the copies (for comparisons).
  *
- * On the device (pj_term_options.on_device): the same problem on the cuda back end (a cuda_sim,
- * cuda_backend.h): the inputs, device arrays, are copied device to device into slot 0's ghosted
- * buffers (cuMemcpy2D, a plane at a time), the fill kernels and the rhs kernel run once
- * (cuda_sim_eval: no step, no swap), and slot 1's interior (a face term:
+ * On the device (pj_term_options.on_device): the same problem on a cuda engine (engine.h, its
+ * executor's device memory, copies and kernels): the inputs, device arrays, are copied device
+ * to device into slot 0's ghosted buffers (cuMemcpy2D, a plane at a time), the fill kernels and
+ * the rhs kernel run once (engine_run: no step, no swap), and slot 1's interior (a face term:
  * each axis's low faces, then the high faces past the last cell) is copied device to device into
  * the caller's arrays. Nothing crosses to the host but the launch arguments. */
 #include <math.h>
@@ -40,15 +40,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cpu_backend.h"
-#include "cuda_backend.h"
-#include "cuda_codegen.h"
+#include "engine.h"
 #include "derive.h"
 #include "diag.h"
 #include "pdejit.h"
 #include "program.h"
 #include "knobs.h"
-#include "sim.h"
 
 #define TERM_OUT "term__"
 #define TERM_DIRECT_BUFS 64   /* in place only for kernels with at most this many buffers */
@@ -66,9 +63,8 @@ typedef struct term_jac {
 
 struct pj_term {
     pj_program *p;
-    sim *s;                /* NULL on the device */
-    cuda_sim *gpu;         /* on the device (options.on_device), else NULL */
-    cpu_backend *cpu;
+    engine *host;          /* on the host: a cpu engine (engine.h), else NULL */
+    engine *dev;           /* on the device (options.on_device): a cuda engine, else NULL */
     int n_inputs;          /* fields 0 .. n_inputs - 1; the term is field n_inputs (a face term:
                               fields n_inputs + 2a and + 2a + 1, axis a's low and high faces) */
     int faces;             /* a face term */
@@ -81,11 +77,13 @@ struct pj_term {
     int threads;
     int from_cache;
     term_jac *jac;         /* per input */
-    cpu_backend *jcpu;     /* the program's Jacobian kernel (PJ_KERNEL_JACOBIAN); NULL until first used */
-    int gpu_jac;           /* on the device: 1 + the Jacobian kernel's index in the cuda_sim, 0 until
+    int host_jac;          /* on the host: 1 + the Jacobian kernel's handle (engine_add_kernel), 0 until
                               first used */
+    int dev_jac;           /* on the device: 1 + the Jacobian kernel's handle (engine_add_kernel), 0
+                              until first used */
     double *scratch[2];    /* Jacobian outputs, in the sim's layout (allocated on first use) */
-    cuda_ptr dscratch[2];  /* the same on the device (the cuda_sim frees them) */
+    void *dscratch[2];     /* the same on the device, at cell (0,0,0) */
+    void *dscratch_mem[2]; /* their allocations (engine_alloc) */
     size_t esz;            /* on the device: bytes per value (options.single: float) */
 };
 
@@ -145,7 +143,7 @@ static pj_status fail(char **diagnostics, pj_status st, const char *fmt, ...)
 }
 
 /* A length L along an axis of n cells with L / n as near h as can be (the sim's spacing is then
- * set to h exactly, sim_set_spacing). */
+ * set to h exactly, engine_options.spacing). */
 static double length_for(double h, int64_t n)
 {
     double l = h * (double)n;
@@ -156,14 +154,13 @@ static double length_for(double h, int64_t n)
 void pj_term_free(pj_term *t)
 {
     if (!t) return;
-    cpu_backend_destroy(t->jcpu);
     free(t->jac);
     free(t->direct_in);
     free(t->scratch[0]);
     free(t->scratch[1]);
-    cuda_sim_destroy(t->gpu);
-    sim_destroy(t->s);
-    cpu_backend_destroy(t->cpu);
+    for (int i = 0; t->dev && i < 2; i++) engine_free(t->dev, t->dscratch_mem[i]);
+    engine_destroy(t->dev);
+    engine_destroy(t->host);
     program_free(t->p);
     free(t);
 }
@@ -181,41 +178,42 @@ static int plan_in_place(pj_term *t, const pj_term_options *o)
         int h = p->field_halo[f];
         if (f < 64 && (h == 0 || (o->dim == 2 && h <= p->halo && h <= o->n[0] && h <= o->n[1]))) {
             t->direct_in[f] = h == 0 ? 1 : 2;
-            sim_skip_fill(t->s, f, 1); /* the sim's buffer is not read (pj_term_jacobian fills it) */
+            engine_skip_fill(t->host, f, 1); /* its buffer is not read (pj_term_jacobian fills it) */
         }
     }
     /* the term's own field is not read: filling its ghost cells would touch every page of a buffer
        that is otherwise never used (the first call's cost) */
-    if (t->direct && p->field_halo[t->n_inputs] == 0) sim_skip_fill(t->s, t->n_inputs, 1);
+    if (t->direct && p->field_halo[t->n_inputs] == 0) engine_skip_fill(t->host, t->n_inputs, 1);
     return 0;
 }
 
-/* The term's problem on the cuda back end (see the top). */
+/* The term's problem on the cuda back end (see the top): an engine holding its rhs kernel alone. */
 static pj_status compile_device(pj_term *t, const pj_term_options *o, pj_term **out, char **diagnostics)
 {
     char err[512] = "";
     static const pj_kernel_id rhs = PJ_KERNEL_RHS; /* the term's kernel alone: no stage */
-    cuda_sim_options co = {.single = o->single, .kernels = &rhs, .n_kernels = 1};
+    engine_options eo = {.single = o->single, .kernels = &rhs, .n_kernels = 1, .spacing = o->h};
     t->esz = o->single ? sizeof(float) : sizeof(double);
     if (!(t->jac = calloc((size_t)t->n_inputs, sizeof *t->jac))) {
         pj_term_free(t);
         return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
     }
-    t->gpu = cuda_sim_create(t->p, &co, err, sizeof err);
-    if (!t->gpu) {
+    int na = 0;
+    t->dev = engine_create(engine_backend("cuda"), t->p, &eo, &na, err, sizeof err);
+    if (!t->dev) {
         /* no device, no driver, no NVRTC: the machine cannot run it */
-        int none = !strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE)) || strstr(err, "NVRTC not found");
+        int none = na == ENGINE_UNAVAILABLE || strstr(err, "NVRTC not found");
         pj_term_free(t);
         return fail(diagnostics, none ? PJ_ERR_UNAVAILABLE : PJ_ERR_BACKEND, "%s", err);
     }
-    cuda_sim_set_spacing(t->gpu, o->h);
     /* every buffer zeroed (slot 0's term__ is U = 0), the (empty) initial values */
-    if (cuda_sim_init(t->gpu, err, sizeof err) < 0 || cuda_sim_sync(t->gpu, err, sizeof err) < 0) {
+    if (engine_init(t->dev, err, sizeof err) < 0 || engine_sync(t->dev, err, sizeof err) < 0) {
         pj_term_free(t);
         return fail(diagnostics, PJ_ERR_BACKEND, "%s", err);
     }
-    const cuda_prepare_stats *st = cuda_sim_prepare_stats(t->gpu);
-    t->from_cache = st->kernels > 0 && st->from_cache == st->kernels;
+    engine_info info;
+    engine_get_info(t->dev, &info);
+    t->from_cache = info.n_kernels > 0 && info.from_cache == info.n_kernels;
     *out = t;
     return PJ_OK;
 }
@@ -336,24 +334,25 @@ pj_status pj_term_compile(const char *expr, const pj_term_options *o, pj_term **
         return fail(diagnostics, PJ_ERR_INPUT, "single precision is for terms on the device (on_device) only");
     }
     t->jac = calloc((size_t)o->n_fields, sizeof *t->jac);
-    sim_options so = {.threads = o->threads};
-    if (!t->jac || !(t->s = sim_create(p, &so, err, sizeof err))) {
-        pj_status st = t->jac ? PJ_ERR_INPUT : PJ_ERR_MEMORY;
+    if (!t->jac) {
         pj_term_free(t);
-        return fail(diagnostics, st, "%s", err[0] ? err : "out of memory");
+        return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
     }
-    cpu_backend_options bo = {0, 0, NULL};
+    /* the cpu back end with the rhs kernel alone, at the caller's spacing */
     const pj_kernel_id rhs = PJ_KERNEL_RHS;
-    t->cpu = cpu_backend_create(&bo, err, sizeof err);
-    if (!t->cpu || cpu_backend_prepare_kernels(t->cpu, p, &rhs, 1, err, sizeof err) < 0) {
+    engine_options eo = {.threads = o->threads, .kernels = &rhs, .n_kernels = 1, .spacing = o->h};
+    int na = 0;
+    if (engine_memory_check(p, 0, err, sizeof err) < 0) { /* the grid cannot hold the term's stencil, or is too large */
         pj_term_free(t);
-        return fail(diagnostics, PJ_ERR_BACKEND, "%s", err);
+        return fail(diagnostics, PJ_ERR_INPUT, "%s", err);
     }
-    int nk = 0;
-    const kernel_timing *tm = cpu_backend_timings(t->cpu, &nk);
-    t->from_cache = nk > 0 && tm && tm[0].from_cache;
-    cpu_backend_install(t->cpu, t->s);
-    sim_set_spacing(t->s, o->h);
+    if (!(t->host = engine_create(engine_backend("cpu"), p, &eo, &na, err, sizeof err))) {
+        pj_term_free(t);
+        return fail(diagnostics, na == ENGINE_TOO_LARGE ? PJ_ERR_INPUT : PJ_ERR_BACKEND, "%s", err);
+    }
+    engine_info info;
+    engine_get_info(t->host, &info);
+    t->from_cache = info.n_kernels > 0 && info.kernels && info.kernels[0].from_cache;
     if (plan_in_place(t, o) < 0) {
         pj_term_free(t);
         return fail(diagnostics, PJ_ERR_MEMORY, "out of memory");
@@ -376,7 +375,8 @@ static pj_status load_inputs(pj_term *t, const double *const *inputs, double *ou
             diag_set(err, err_len, "pj_term: input %s is NULL", t->p->field_names[f]);
             return PJ_ERR_INPUT;
         }
-        if (!direct || !t->direct_in[f]) sim_set_field(t->s, f, inputs[f]);
+        if ((!direct || !t->direct_in[f]) && engine_set_field(t->host, f, inputs[f], err, err_len) < 0)
+            return PJ_ERR_RUN;
     }
     return PJ_OK;
 }
@@ -392,7 +392,14 @@ static int overlap(const double *a, const double *b, int64_t n)
 static void skip_fills(pj_term *t, int skip)
 {
     for (int f = 0; t->direct && f < t->n_inputs; f++)
-        if (t->direct_in[f]) sim_skip_fill(t->s, f, skip);
+        if (t->direct_in[f]) engine_skip_fill(t->host, f, skip);
+}
+
+/* The host address of the engine's buffer b at its cell (0,0,0). */
+static const double *host_buffer(pj_term *t, int b)
+{
+    engine_view v;
+    return engine_view_buffer(t->host, b, &v) == 0 ? v.data : NULL;
 }
 
 /* The in-place kernel run (see the top): buffer index[d] is the caller's array base[d]; buffer
@@ -409,7 +416,7 @@ typedef struct term_rows {
 
 /* Rows y0 - h .. y1 - 1 + h of the caller's nx x ny array `a` into window w (row r at
  * w + r·stride), each with h ghost cells either side: zero flux mirrors the cells next to the
- * wall, periodic wraps around, along x and y (what sim_fill_ghosts does for a term). */
+ * wall, periodic wraps around, along x and y (what the engine's ghost fill does for a term). */
 static void fill_window(double *w, int64_t stride, const double *a, int64_t nx, int64_t ny, int h,
                         const int periodic[2], int64_t y0, int64_t y1)
 {
@@ -425,7 +432,7 @@ static void fill_window(double *w, int64_t stride, const double *a, int64_t nx, 
     }
 }
 
-static void run_rows(void *ctx, pj_kernel_id stage, const kir_launch *L, int64_t begin, int64_t end)
+static void run_rows(void *ctx, exec_kernel_fn run, void *run_ctx, const kir_launch *L, int64_t begin, int64_t end)
 {
     const term_rows *r = ctx;
     void *buf[TERM_DIRECT_BUFS];
@@ -434,7 +441,7 @@ static void run_rows(void *ctx, pj_kernel_id stage, const kir_launch *L, int64_t
     l.buf = buf;
     if (r->t->dim == 1) {
         for (int d = 0; d < r->n_direct; d++) buf[r->index[d]] = (void *)r->base[d];
-        cpu_backend_run(r->t->cpu, stage, &l, begin, end);
+        run(run_ctx, &l, begin, end);
         return;
     }
     /* row y at base + y·stride[1] is the caller's row y at array + y·nx: base = array - y·(stride[1] - nx),
@@ -460,7 +467,7 @@ static void run_rows(void *ctx, pj_kernel_id stage, const kir_launch *L, int64_t
         }
         for (int64_t y = y0; y < y1; y++) {
             for (int d = 0; d < r->n_direct; d++) buf[r->index[d]] = (void *)(r->base[d] - (uintptr_t)y * shift);
-            cpu_backend_run(r->t->cpu, stage, &l, y, y + 1);
+            run(run_ctx, &l, y, y + 1);
         }
     }
     free(win);
@@ -468,28 +475,37 @@ static void run_rows(void *ctx, pj_kernel_id stage, const kir_launch *L, int64_t
 
 /* ---- on the device ---------------------------------------------------------------------- */
 
-/* planes x rows of w doubles from src (rows sr, planes sp doubles apart) to dst (dr, dp), device
- * to device. */
-static int dev_copy(pj_term *t, cuda_ptr dst, int64_t dr, int64_t dp, cuda_ptr src, int64_t sr, int64_t sp, int64_t w,
+/* Device address p moved by n values. */
+static void *dev_at(const void *p, int64_t n, size_t esz) { return (void *)((uintptr_t)p + (uintptr_t)n * esz); }
+
+/* planes x rows of w values from src (rows sr, planes sp values apart) to dst (dr, dp), device
+ * to device (the engine's executor copies: engine_copy_rows). */
+static int dev_copy(pj_term *t, void *dst, int64_t dr, int64_t dp, const void *src, int64_t sr, int64_t sp, int64_t w,
                     int64_t rows, int64_t planes, char *err, size_t err_len)
 {
     const size_t e = t->esz;
-    cuda_device *d = cuda_sim_device(t->gpu);
     for (int64_t k = 0; k < planes; k++)
-        if (cuda_memcpy_dtod_2d(d, dst + (uint64_t)(k * dp) * e, (size_t)dr * e, src + (uint64_t)(k * sp) * e,
-                                (size_t)sr * e, (size_t)w * e, (size_t)rows, err, err_len) < 0)
+        if (engine_copy_rows(t->dev, dev_at(dst, k * dp, e), (size_t)dr * e, dev_at(src, k * sp, e), (size_t)sr * e,
+                             (size_t)w * e, (size_t)rows, err, err_len) < 0)
             return -1;
     return 0;
+}
+
+/* The device address of the engine's buffer b at its cell (0,0,0). */
+static void *dev_buffer(pj_term *t, int b)
+{
+    engine_view v;
+    return engine_view_buffer(t->dev, b, &v) == 0 ? v.data : NULL;
 }
 
 /* The caller's device arrays into slot 0's buffers. */
 static int device_inputs(pj_term *t, const double *const *inputs, char *err, size_t err_len)
 {
-    const kir_launch *L = cuda_sim_launch(t->gpu);
+    const grid_layout *g = engine_layout(t->dev);
     const int64_t nx = t->n[0], ny = t->n[1], nz = t->n[2];
     for (int f = 0; f < t->n_inputs; f++)
-        if (dev_copy(t, cuda_sim_buffer(t->gpu, f), L->stride[1], L->stride[2], (cuda_ptr)(uintptr_t)inputs[f], nx,
-                     nx * ny, nx, ny, nz, err, err_len) < 0)
+        if (dev_copy(t, dev_buffer(t, f), g->stride[1], g->stride[2], inputs[f], nx, nx * ny, nx, ny, nz, err,
+                     err_len) < 0)
             return -1;
     return 0;
 }
@@ -499,37 +515,37 @@ static int device_inputs(pj_term *t, const double *const *inputs, char *err, siz
 static pj_status device_eval(pj_term *t, const double *const *inputs, double time, double *const *out, char *err,
                              size_t err_len)
 {
-    const kir_launch *L = cuda_sim_launch(t->gpu);
-    const int64_t nx = t->n[0], ny = t->n[1], nz = t->n[2], S1 = L->stride[1], S2 = L->stride[2];
+    const grid_layout *g = engine_layout(t->dev);
+    const int64_t nx = t->n[0], ny = t->n[1], nz = t->n[2], S1 = g->stride[1], S2 = g->stride[2];
     const int nf = t->p->n_fields;
     char e[512] = "";
     int rc = device_inputs(t, inputs, e, sizeof e);
-    if (!rc) rc = cuda_sim_eval(t->gpu, PJ_KERNEL_RHS, time, 1.0, e, sizeof e);
+    if (!rc) rc = engine_run(t->dev, PJ_KERNEL_RHS, time, 1.0, e, sizeof e);
     for (int a = 0; !rc && a < (t->faces ? t->dim : 1); a++) {
-        cuda_ptr o = (cuda_ptr)(uintptr_t)out[a];
-        cuda_ptr lo = cuda_sim_buffer(t->gpu, nf + t->n_inputs + (t->faces ? 2 * a : 0));
-        cuda_ptr hi = cuda_sim_buffer(t->gpu, nf + t->n_inputs + 2 * a + 1);
-        const uint64_t E = t->esz;
+        void *o = out[a];
+        void *lo = dev_buffer(t, nf + t->n_inputs + (t->faces ? 2 * a : 0));
+        void *hi = dev_buffer(t, nf + t->n_inputs + 2 * a + 1);
+        const size_t E = t->esz;
         if (!t->faces) {
             rc = dev_copy(t, o, nx, nx * ny, lo, S1, S2, nx, ny, nz, e, sizeof e);
         } else if (a == 0) { /* rows of nx + 1: the low faces, then the last cell's high face */
             rc = dev_copy(t, o, nx + 1, (nx + 1) * ny, lo, S1, S2, nx, ny, nz, e, sizeof e);
             if (!rc)
-                rc = dev_copy(t, o + (uint64_t)nx * E, nx + 1, (nx + 1) * ny, hi + (uint64_t)(nx - 1) * E, S1, S2, 1, ny,
-                              nz, e, sizeof e);
+                rc = dev_copy(t, dev_at(o, nx, E), nx + 1, (nx + 1) * ny, dev_at(hi, nx - 1, E), S1, S2, 1, ny, nz, e,
+                              sizeof e);
         } else if (a == 1) { /* planes of ny + 1 rows */
             rc = dev_copy(t, o, nx, nx * (ny + 1), lo, S1, S2, nx, ny, nz, e, sizeof e);
             if (!rc)
-                rc = dev_copy(t, o + (uint64_t)(ny * nx) * E, nx, nx * (ny + 1), hi + (uint64_t)((ny - 1) * S1) * E, S1,
-                              S2, nx, 1, nz, e, sizeof e);
+                rc = dev_copy(t, dev_at(o, ny * nx, E), nx, nx * (ny + 1), dev_at(hi, (ny - 1) * S1, E), S1, S2, nx, 1,
+                              nz, e, sizeof e);
         } else { /* nz + 1 planes */
             rc = dev_copy(t, o, nx, nx * ny, lo, S1, S2, nx, ny, nz, e, sizeof e);
             if (!rc)
-                rc = dev_copy(t, o + (uint64_t)(nz * ny * nx) * E, nx, nx * ny, hi + (uint64_t)((nz - 1) * S2) * E, S1,
-                              S2, nx, ny, 1, e, sizeof e);
+                rc = dev_copy(t, dev_at(o, nz * ny * nx, E), nx, nx * ny, dev_at(hi, (nz - 1) * S2, E), S1, S2, nx, ny,
+                              1, e, sizeof e);
         }
     }
-    if (!rc) rc = cuda_sim_sync(t->gpu, e, sizeof e);
+    if (!rc) rc = engine_sync(t->dev, e, sizeof e);
     if (rc) {
         diag_set(err, err_len, "pj_term on the device: %s", e);
         return PJ_ERR_RUN;
@@ -558,8 +574,26 @@ static const pj_jacobian *cell_jacobian(pj_term *t, int f, char *err, size_t err
     return J;
 }
 
+/* The Jacobian kernel on the device (compiled on first use: engine_add_kernel) and its two scratch
+ * buffers in the engine's layout (dscratch: at cell (0,0,0); dscratch_mem: the allocations). */
+static int device_prepare_jacobian(pj_term *t, char *err, size_t err_len)
+{
+    if (!t->dev_jac) {
+        int idx = engine_add_kernel(t->dev, PJ_KERNEL_JACOBIAN, err, err_len);
+        if (idx < 0) return -1;
+        t->dev_jac = 1 + idx;
+    }
+    const grid_layout *g = engine_layout(t->dev);
+    for (int i = 0; i < 2; i++)
+        if (!t->dscratch_mem[i]) {
+            if (!(t->dscratch_mem[i] = engine_alloc(t->dev, g->elems * t->esz, err, err_len))) return -1;
+            t->dscratch[i] = dev_at(t->dscratch_mem[i], g->origin_off, t->esz);
+        }
+    return 0;
+}
+
 /* d term / d input f at the cell, on the device: the program's Jacobian as one more kernel of the
- * cuda_sim (compiled on first use), its wanted output into dscratch[0], the others into
+ * engine (compiled on first use), its wanted output into dscratch[0], the others into
  * dscratch[1], then dscratch[0]'s interior to out. */
 static pj_status device_jacobian(pj_term *t, int f, const double *const *inputs, double time, double *out, char *err,
                                  size_t err_len)
@@ -567,37 +601,31 @@ static pj_status device_jacobian(pj_term *t, int f, const double *const *inputs,
     char e[512] = "";
     const pj_jacobian *J = cell_jacobian(t, f, e, sizeof e);
     int entry = t->jac[f].entry;
-    if (J && entry >= 0 && !t->gpu_jac) {
-        int idx = cuda_sim_add_kernel(t->gpu, J->kernel, e, sizeof e);
-        if (idx < 0) J = NULL;
-        t->gpu_jac = 1 + idx;
-        for (int i = 0; J && i < 2; i++)
-            if (!t->dscratch[i] && !(t->dscratch[i] = cuda_sim_alloc_buffer(t->gpu, e, sizeof e))) {
-                diag_set(err, err_len, "pj_term_jacobian on the device: %s", e);
-                return PJ_ERR_MEMORY;
-            }
-    }
+    if (J && entry >= 0 && device_prepare_jacobian(t, e, sizeof e) < 0) J = NULL;
     if (!J) {
         diag_set(err, err_len, "pj_term_jacobian on the device: %s", e);
         return PJ_ERR_BACKEND;
     }
     int rc = 0;
-    const kir_launch *L = cuda_sim_launch(t->gpu);
+    const grid_layout *g = engine_layout(t->dev);
     if (entry < 0) {
-        rc = cuda_memset8(cuda_sim_device(t->gpu), (cuda_ptr)(uintptr_t)out, 0, t->esz * (size_t)t->cells, e,
-                          sizeof e);
+        rc = engine_zero(t->dev, out, t->esz * (size_t)t->cells, e, sizeof e);
     } else {
-        cuda_ptr extra[CUDA_MAX_BUFS];
         int first_out = J->kernel->n_slots * J->kernel->n_fields; /* its outputs follow the slots it reads */
-        int n_out = J->n < CUDA_MAX_BUFS - first_out ? J->n : CUDA_MAX_BUFS - first_out;
-        for (int o = 0; o < n_out; o++) extra[o] = t->dscratch[o == entry ? 0 : 1];
+        void **extra = malloc(sizeof *extra * (size_t)(J->n > 0 ? J->n : 1));
+        if (!extra) {
+            diag_set(err, err_len, "pj_term_jacobian on the device: out of memory");
+            return PJ_ERR_MEMORY;
+        }
+        for (int o = 0; o < J->n; o++) extra[o] = t->dscratch[o == entry ? 0 : 1];
         rc = device_inputs(t, inputs, e, sizeof e);
-        if (!rc) rc = cuda_sim_run_kernel(t->gpu, t->gpu_jac - 1, 0, time, 1.0, first_out, extra, n_out, e, sizeof e);
+        if (!rc) rc = engine_launch(t->dev, t->dev_jac - 1, time, 1.0, first_out, extra, J->n, e, sizeof e);
+        free(extra);
         if (!rc)
-            rc = dev_copy(t, (cuda_ptr)(uintptr_t)out, t->n[0], t->n[0] * t->n[1], t->dscratch[0], L->stride[1],
-                          L->stride[2], t->n[0], t->n[1], t->n[2], e, sizeof e);
+            rc = dev_copy(t, out, t->n[0], t->n[0] * t->n[1], t->dscratch[0], g->stride[1], g->stride[2], t->n[0],
+                          t->n[1], t->n[2], e, sizeof e);
     }
-    if (!rc) rc = cuda_sim_sync(t->gpu, e, sizeof e);
+    if (!rc) rc = engine_sync(t->dev, e, sizeof e);
     if (rc) {
         diag_set(err, err_len, "pj_term_jacobian on the device: %s", e);
         return PJ_ERR_RUN;
@@ -633,7 +661,7 @@ pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, dou
         diag_set(err, err_len, "pj_term_eval: a face term gives face values: call pj_term_eval_faces");
         return PJ_ERR_INPUT;
     }
-    if (t && t->gpu) {
+    if (t && t->dev) {
         double *o[1] = {out};
         pj_status st = device_args(t, inputs, (const double *const *)o, 1, err, err_len);
         return st != PJ_OK ? st : device_eval(t, inputs, time, o, err, err_len);
@@ -648,8 +676,8 @@ pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, dou
             rows.base[rows.n_direct++] = (uintptr_t)inputs[f];
         } else if (t->direct_in[f] == 2 && overlap(inputs[f], out, t->cells)) {
             /* out is this input: rows written before a later window reads them; copy it whole */
-            sim_set_field(t->s, f, inputs[f]);
-            sim_skip_fill(t->s, f, 0);
+            if (engine_set_field(t->host, f, inputs[f], err, err_len) < 0) return PJ_ERR_RUN;
+            engine_skip_fill(t->host, f, 0);
         } else if (t->direct_in[f] == 2) {
             rows.win_index[rows.n_win] = f;
             rows.win_h[rows.n_win] = t->p->field_halo[f];
@@ -657,19 +685,16 @@ pj_status pj_term_eval(pj_term *t, const double *const *inputs, double time, dou
         }
     rows.index[rows.n_direct] = nf + t->n_inputs; /* slot 1's term__ */
     rows.base[rows.n_direct++] = (uintptr_t)out;
-    int rc = sim_run_kernel(t->s, 0, time, 1.0, t->direct ? run_rows : NULL, t->direct ? &rows : NULL, PJ_KERNEL_RHS,
-                            t->p->rhs, NULL);
+    int rc = engine_eval(t->host, PJ_KERNEL_RHS, time, 1.0, t->direct ? run_rows : NULL, t->direct ? &rows : NULL, err,
+                         err_len);
     skip_fills(t, 1);
-    if (rc < 0) {
-        diag_set(err, err_len, "%s", sim_error(t->s));
-        return PJ_ERR_RUN;
-    }
+    if (rc < 0) return PJ_ERR_RUN;
     if (__atomic_load_n(&rows.failed, __ATOMIC_RELAXED)) {
         diag_set(err, err_len, "pj_term_eval: out of memory");
         return PJ_ERR_MEMORY;
     }
-    cpu_backend_ran(t->cpu); /* a kernel from the cache ran and returned: its trial ends (cache.h) */
-    if (!t->direct) sim_get_field(t->s, nf + t->n_inputs, out); /* slot 1 */
+    /* slot 1 */
+    if (!t->direct && engine_get_buffer(t->host, nf + t->n_inputs, out, err, err_len) < 0) return PJ_ERR_RUN;
     return PJ_OK;
 }
 
@@ -688,7 +713,7 @@ pj_status pj_term_eval_faces(pj_term *t, const double *const *inputs, double tim
         diag_set(err, err_len, "pj_term_eval_faces: a cell term gives cell values: call pj_term_eval");
         return PJ_ERR_INPUT;
     }
-    if (t && t->gpu) {
+    if (t && t->dev) {
         pj_status st = device_args(t, inputs, (const double *const *)out, t->dim, err, err_len);
         return st != PJ_OK ? st : device_eval(t, inputs, time, out, err, err_len);
     }
@@ -699,18 +724,14 @@ pj_status pj_term_eval_faces(pj_term *t, const double *const *inputs, double tim
             diag_set(err, err_len, "pj_term_eval_faces: the output for axis %c is NULL", "xyz"[a]);
             return PJ_ERR_INPUT;
         }
-    if (sim_run_kernel(t->s, 0, time, 1.0, NULL, NULL, PJ_KERNEL_RHS, t->p->rhs, NULL) < 0) {
-        diag_set(err, err_len, "%s", sim_error(t->s));
-        return PJ_ERR_RUN;
-    }
-    cpu_backend_ran(t->cpu);
+    if (engine_eval(t->host, PJ_KERNEL_RHS, time, 1.0, NULL, NULL, err, err_len) < 0) return PJ_ERR_RUN;
     /* slot 1: face (i, j, k) normal to a is the low face of cell (i, j, k), or past the last cell
        along a the high face of the last cell */
-    const kir_launch *L = sim_launch(t->s);
+    const grid_layout *L = engine_layout(t->host);
     int nf = t->p->n_fields;
     const int64_t *n = t->n;
     for (int a = 0; a < t->dim; a++) {
-        const double *lo = L->buf[nf + t->n_inputs + 2 * a], *hi = L->buf[nf + t->n_inputs + 2 * a + 1];
+        const double *lo = host_buffer(t, nf + t->n_inputs + 2 * a), *hi = host_buffer(t, nf + t->n_inputs + 2 * a + 1);
         double *o = out[a];
         int64_t m[3] = {n[0], n[1], n[2]};
         m[a] += 1;
@@ -731,31 +752,25 @@ pj_status pj_term_eval_faces(pj_term *t, const double *const *inputs, double tim
     return PJ_OK;
 }
 
-/* The program's Jacobian, compiled on first use (one kernel for every input), and the scratch
- * buffers its outputs go to. */
+/* The program's Jacobian, compiled on first use (one kernel for every input: engine_add_kernel),
+ * and the scratch buffers its outputs go to. */
 static const pj_jacobian *prepare_jacobian(pj_term *t, int f, pj_status *st, char *err, size_t err_len)
 {
     *st = PJ_ERR_BACKEND;
     const pj_jacobian *J = cell_jacobian(t, f, err, err_len);
-    if (!J || t->jcpu) return J;
-    const pj_kernel_id jac = PJ_KERNEL_JACOBIAN;
-    cpu_backend_options bo = {0, 0, NULL};
-    cpu_backend *cpu = cpu_backend_create(&bo, err, err_len);
-    if (!cpu || cpu_backend_prepare_kernels(cpu, t->p, &jac, 1, err, err_len) < 0) {
-        cpu_backend_destroy(cpu);
-        return NULL;
-    }
-    const kir_launch *L = sim_launch(t->s);
+    if (!J || t->host_jac) return J;
+    int idx = engine_add_kernel(t->host, PJ_KERNEL_JACOBIAN, err, err_len);
+    if (idx < 0) return NULL;
+    const grid_layout *L = engine_layout(t->host);
     int64_t last = (L->n[0] - 1) + (L->n[1] - 1) * L->stride[1] + (L->n[2] - 1) * L->stride[2] + 1;
     size_t bytes = ((size_t)last * sizeof(double) + 63) / 64 * 64;
     for (int i = 0; i < 2; i++)
         if (!t->scratch[i] && !(t->scratch[i] = aligned_alloc(64, bytes))) {
-            cpu_backend_destroy(cpu);
             diag_set(err, err_len, "out of memory");
             *st = PJ_ERR_MEMORY;
             return NULL;
         }
-    t->jcpu = cpu;
+    t->host_jac = 1 + idx;
     return J;
 }
 
@@ -766,7 +781,7 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
         diag_set(err, err_len, "pj_term_jacobian: a face term has no derivative at the cell");
         return PJ_ERR_INPUT;
     }
-    pj_status st = t && t->gpu ? device_args(t, inputs, (const double *const *)&out, 1, err, err_len)
+    pj_status st = t && t->dev ? device_args(t, inputs, (const double *const *)&out, 1, err, err_len)
                                : load_inputs(t, inputs, out, 0, err, err_len);
     if (st != PJ_OK) return st;
     int f = -1;
@@ -776,7 +791,7 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
         diag_set(err, err_len, "pj_term_jacobian: the term has no input '%s'", field ? field : "(null)");
         return PJ_ERR_INPUT;
     }
-    if (t->gpu) return device_jacobian(t, f, inputs, time, out, err, err_len);
+    if (t->dev) return device_jacobian(t, f, inputs, time, out, err, err_len);
     const pj_jacobian *J = prepare_jacobian(t, f, &st, err, err_len);
     if (!J) return st;
     term_jac *j = &t->jac[f];
@@ -784,64 +799,53 @@ pj_status pj_term_jacobian(pj_term *t, const char *field, const double *const *i
         memset(out, 0, sizeof(double) * (size_t)t->cells);
         return PJ_OK;
     }
-    /* the sim's buffers, then one buffer per derivative output: the wanted one, or scratch */
-    kir_launch L = *sim_launch(t->s);
-    int nbuf = J->kernel->n_slots * J->kernel->n_fields;
-    void **buf = malloc(sizeof(void *) * (size_t)(nbuf + J->kernel->n_outputs));
-    if (!buf) {
+    /* the engine's buffers, then one buffer per derivative output: the wanted one, or scratch */
+    const grid_layout *L = engine_layout(t->host);
+    int nbuf = J->kernel->n_slots * J->kernel->n_fields, n_out = J->kernel->n_outputs;
+    void **extra = malloc(sizeof *extra * (size_t)(n_out > 0 ? n_out : 1));
+    if (!extra) {
         diag_set(err, err_len, "out of memory");
         return PJ_ERR_MEMORY;
     }
-    memcpy(buf, L.buf, sizeof(void *) * (size_t)nbuf);
-    for (int o = 0; o < J->kernel->n_outputs; o++) buf[nbuf + o] = t->scratch[o == j->entry ? 0 : 1];
-    int32_t nonfinite = 0;
-    L.buf = buf;
-    L.nonfinite = &nonfinite;
-    skip_fills(t, 0); /* the Jacobian kernel reads the sim's buffers, ghosts included */
-    int rc = sim_run_kernel(t->s, 0, time, 1.0, cpu_backend_run, t->jcpu, PJ_KERNEL_JACOBIAN, J->kernel, &L);
+    for (int o = 0; o < n_out; o++) extra[o] = t->scratch[o == j->entry ? 0 : 1];
+    skip_fills(t, 0); /* the Jacobian kernel reads the engine's buffers, ghosts included */
+    int rc = engine_launch(t->host, t->host_jac - 1, time, 1.0, nbuf, extra, n_out, err, err_len);
     skip_fills(t, 1);
-    free(buf);
-    if (rc < 0) {
-        diag_set(err, err_len, "%s", sim_error(t->s));
-        return PJ_ERR_RUN;
-    }
-    cpu_backend_ran(t->jcpu);
+    free(extra);
+    if (rc < 0) return PJ_ERR_RUN;
     const double *d = t->scratch[0];
-    for (int64_t k = 0; k < L.n[2]; k++)
-        for (int64_t jj = 0; jj < L.n[1]; jj++) {
-            const double *row = d + jj * L.stride[1] + k * L.stride[2];
-            memcpy(out, row, sizeof(double) * (size_t)L.n[0]);
-            out += L.n[0];
+    for (int64_t k = 0; k < L->n[2]; k++)
+        for (int64_t jj = 0; jj < L->n[1]; jj++) {
+            const double *row = d + jj * L->stride[1] + k * L->stride[2];
+            memcpy(out, row, sizeof(double) * (size_t)L->n[0]);
+            out += L->n[0];
         }
     return PJ_OK;
 }
 
 pj_status pj_term_set_param(pj_term *t, const char *name, double value)
 {
-    if (t && t->gpu) return name && cuda_sim_set_param(t->gpu, name, value) == 0 ? PJ_OK : PJ_ERR_INPUT;
-    return t && name && sim_set_param(t->s, name, value) == 0 ? PJ_OK : PJ_ERR_INPUT;
+    if (t && t->dev) return name && engine_set_param(t->dev, name, value) == 0 ? PJ_OK : PJ_ERR_INPUT;
+    return t && name && engine_set_param(t->host, name, value) == 0 ? PJ_OK : PJ_ERR_INPUT;
 }
 
 pj_status pj_term_device_alloc(pj_term *t, size_t bytes, void **ptr, char *err, size_t err_len)
 {
     if (ptr) *ptr = NULL;
-    if (!t || !ptr || !t->gpu || !bytes) {
+    if (!t || !ptr || !t->dev || !bytes) {
         diag_set(err, err_len, "pj_term_device_alloc: %s", !t || !ptr ? "NULL argument" : !bytes ? "0 bytes" :
                  "the term is not on the device");
         return PJ_ERR_INPUT;
     }
-    cuda_ptr p = 0;
-    if (cuda_mem_alloc(cuda_sim_device(t->gpu), bytes, &p, err, err_len) < 0) return PJ_ERR_MEMORY;
-    *ptr = (void *)(uintptr_t)p;
-    return PJ_OK;
+    *ptr = engine_alloc(t->dev, bytes, err, err_len);
+    return *ptr ? PJ_OK : PJ_ERR_MEMORY;
 }
 
 void pj_term_device_free(pj_term *t, void *ptr)
 {
-    char e[256];
-    if (t && t->gpu && ptr) cuda_mem_free(cuda_sim_device(t->gpu), (cuda_ptr)(uintptr_t)ptr, e, sizeof e);
+    if (t && t->dev && ptr) engine_free(t->dev, ptr);
 }
 
-int pj_term_on_device(const pj_term *t) { return t && t->gpu; }
+int pj_term_on_device(const pj_term *t) { return t && t->dev; }
 
 int pj_term_from_cache(const pj_term *t) { return t ? t->from_cache : 0; }

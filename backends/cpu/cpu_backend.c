@@ -299,6 +299,13 @@ void cpu_backend_run(void *ctx, pj_kernel_id stage, const kir_launch *L, int64_t
     be->fn[stage >= 0 ? stage : be->named[-stage - 1]](L, begin, end);
 }
 
+int cpu_backend_has(const cpu_backend *be, pj_kernel_id id)
+{
+    for (int k = 0; be && k < be->n_kernels; k++)
+        if (be->ids[k] == id) return 1;
+    return 0;
+}
+
 const kernel_timing *cpu_backend_timings(const cpu_backend *be, int *n)
 {
     *n = be->n_kernels;

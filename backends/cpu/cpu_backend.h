@@ -44,6 +44,8 @@ const kernel_timing *cpu_backend_timings(const cpu_backend *be, int *n);
 /* Runs kernel `stage` (a pj_kernel_id) of the last prepare (ctx: the cpu_backend) over outermost
  * indices [begin, end): the sim_stage_runner that cpu_backend_install installs. */
 void cpu_backend_run(void *ctx, pj_kernel_id stage, const kir_launch *L, int64_t begin, int64_t end);
+/* 1 when the last prepare compiled or loaded kernel `id` (cpu_backend_run may run it), else 0. */
+int cpu_backend_has(const cpu_backend *be, pj_kernel_id id);
 /* The compiled reduction kernel of p (its monitors) after prepare, or NULL when p has none. */
 kir_cpu_fn cpu_backend_reduce_fn(const cpu_backend *be, const pj_program *p);
 /* Makes s run the prepared kernels (p must be the program s runs). */

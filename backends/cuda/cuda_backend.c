@@ -4,71 +4,32 @@
  *            NVRTC → modules → device buffers (one allocation per slot and field, the layout of
  *            sim.c: `halo` ghost layers per side, rows padded so that every row's first interior
  *            cell is 128-byte aligned)
- *   step     per stage: fill kernels of the read slot (sides in sim_fill_ghosts' order), stage
- *            kernel; swap by pointer; launches only, on the default stream (in order)
+ *   step     the stepper's (state.h) over this executor's operations (exec_ops, at the end):
+ *            per stage the fill kernels of the read slot (sides in sim_fill_ghosts' order), the
+ *            stage kernel; swap by pointer; launches only, on the default stream (in order)
  *   check    check kernel per field into one int64 per field; one small copy back
  *
- * The NVRTC version in the key: NVRTC is ~100 MB and takes milliseconds to load, so a run whose
- * kernels are all cached must not load it. The library that cuda_nvrtc_open would load is located
- * by the same search (without dlopen); its identity (real path, size, mtime) keys a memo entry in
- * the cache whose payload is the version string. The memo is written whenever NVRTC is loaded and
- * the loaded file (found with dl_iterate_phdr) is the one the search located. No memo: NVRTC is
- * loaded to ask it. */
+ * What is generated and its cache keys: cuda_kset.c; the NVRTC version of the keys without
+ * loading NVRTC: cuda_nvrtc_memo.c. */
 #include "cuda_backend.h"
 #include "diag.h"
-#include <errno.h>
-#include <glob.h>
 #include <limits.h>
-#include <link.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <xxhash.h>
 #include "cuda_codegen.h"
+#include "cuda_kset.h"
+#include "cuda_nvrtc_memo.h"
 #include "cuda_driver.h"
 #include "grid.h"
 #include "knobs.h"
+#include "simulation.h"
 #include "state.h"
-#include "writers.h"
 
 #define ROW_ALIGN_BYTES 128
 /* device memory kept free beyond the buffers: modules, the context, the check kernel's results */
 #define CUDA_MEMORY_MARGIN (64.0 * 1024 * 1024)
 
-
-/* ---- kernels: what is generated ---------------------------------------------------------- */
-
-typedef enum { KK_INIT, KK_STAGE, KK_FILL, KK_CHECK, KK_REDUCE, KK_FOLD } kkind;
-static const char *const kkind_name[] = {"init", "stage", "fill", "check", "reduce", "fold"};
-
-typedef struct kspec {
-    kkind kind;
-    int index;            /* stage number, side */
-    char name[80];        /* the __global__ function */
-    char ir[80];          /* the ir component of the key */
-    char *src;
-} kspec;
-
-typedef struct kset {
-    kspec *k;             /* init, the kernels asked for, fills, check, reduce, fold */
-    int n;
-    int init, *stage, fill[6], check; /* index into k, -1 absent */
-    int named[PJ_KERNEL_NAMED]; /* [-id - 1]: named kernel id (program.h), -1 absent */
-    int reduce, fold;     /* the monitors' reduction: lanes and their fold, -1 absent */
-} kset;
-
-static void kset_free(kset *ks)
-{
-    for (int i = 0; i < ks->n; i++) free(ks->k[i].src);
-    free(ks->k);
-    free(ks->stage);
-    ks->k = NULL;
-    ks->stage = NULL;
-    ks->n = 0;
-}
 
 /* A program's kernels on the device: what is generated, its modules and functions. */
 typedef struct cuda_kernels {
@@ -77,339 +38,6 @@ typedef struct cuda_kernels {
     cuda_function *fn;
     cuda_prepare_stats stats;
 } cuda_kernels;
-
-/* The fill of a field on a side, as the plan says (grid.h). */
-static cuda_bc_kind fill_kind(const ghost_plan *plan, int f, int side)
-{
-    switch (plan->rule[f * 6 + side]) {
-    case GHOST_PERIODIC: return CUDA_BC_PERIODIC;
-    case GHOST_LINEAR: return plan->set.homogeneous ? CUDA_BC_LINEAR0 : CUDA_BC_LINEAR;
-    case GHOST_MIRROR: return CUDA_BC_MIRROR;
-    }
-    return CUDA_BC_MIRROR;
-}
-
-/* The CUDA C of kernel k of the program as the next kspec of ks (kind; index: a stage number, or
- * a named kernel's negative id), its function named pj_PREFIX_HASH_PRECISION. Its place in ks, or
- * -1 with the message in cerr. */
-static int kset_add(kset *ks, kkind kind, int index, const char *prefix, const kir_kernel *k, const cuda_options *co,
-                    char *cerr, size_t cerr_len)
-{
-    char hex[33];
-    kspec *sp = &ks->k[ks->n];
-    kir_hash_hex(k, hex);
-    sp->kind = kind;
-    sp->index = index;
-    snprintf(sp->name, sizeof sp->name, "pj_%s_%s_%c", prefix, hex, co->single ? 's' : 'd');
-    snprintf(sp->ir, sizeof sp->ir, "%s", hex);
-    sp->src = cuda_codegen(k, co, sp->name, cerr, cerr_len);
-    return sp->src ? ks->n++ : -1;
-}
-
-/* Generates the CUDA C of the kernels ids[0 .. n_ids) of p (stages, named kernels, the
- * reduction: program.h), the init kernel, the fills as `plan` says (no fill kernel for a side a
- * hook fills) and the check: whole sources, or with prelude non-NULL the kernels without their
- * shared definitions, whose CUDA_PRELUDE_* bits are ORed into *prelude (cuda_options). 0, or -1
- * with a message. */
-static int kset_build(kset *ks, const pj_program *p, const pj_kernel_id *ids, int n_ids, const ghost_plan *plan,
-                      int single, int fast_math, unsigned *prelude, char *err, size_t err_len)
-{
-    memset(ks, 0, sizeof *ks);
-    ks->init = ks->check = ks->reduce = ks->fold = -1;
-    for (int i = 0; i < 6; i++) ks->fill[i] = -1;
-    for (int i = 0; i < PJ_KERNEL_NAMED; i++) ks->named[i] = -1;
-    ks->k = calloc((size_t)n_ids + 11, sizeof *ks->k); /* init, ids, 6 fills, check, reduce, fold */
-    ks->stage = malloc(sizeof *ks->stage * ((size_t)p->n_stages + 1));
-    if (!ks->k || !ks->stage) {
-        kset_free(ks);
-        diag_set(err, err_len, "cuda: out of memory");
-        return -1;
-    }
-    for (int i = 0; i < p->n_stages; i++) ks->stage[i] = -1;
-    cuda_options co = {single, fast_math, prelude};
-    char hex[33], cerr[512];
-    const char prec = single ? 's' : 'd';
-    if (p->init && (ks->init = kset_add(ks, KK_INIT, 0, "init", p->init, &co, cerr, sizeof cerr)) < 0) goto fail;
-    int reduce = 0;
-    for (int i = 0; i < n_ids; i++) {
-        const kir_kernel *k = program_kernel(p, ids[i]);
-        if (ids[i] == PJ_KERNEL_REDUCE || !k) {
-            reduce |= ids[i] == PJ_KERNEL_REDUCE && k;
-            continue;
-        }
-        int at = kset_add(ks, KK_STAGE, ids[i], ids[i] >= 0 ? "stage" : kir_kind_name(k->kind), k, &co, cerr,
-                          sizeof cerr);
-        if (at < 0) goto fail;
-        if (ids[i] >= 0) ks->stage[ids[i]] = at;
-        else ks->named[-ids[i] - 1] = at;
-    }
-    cuda_bc_kind *kinds = malloc(sizeof *kinds * (size_t)p->n_fields);
-    if (!kinds) {
-        diag_set(err, err_len, "cuda: out of memory");
-        kset_free(ks);
-        return -1;
-    }
-    for (int side = 0; side < 2 * p->dim; side++) {
-        if (plan->set.hook[side]) continue;
-        int linear = 0;
-        for (int f = 0; f < p->n_fields; f++) {
-            kinds[f] = fill_kind(plan, f, side);
-            linear |= kinds[f] == CUDA_BC_LINEAR || kinds[f] == CUDA_BC_LINEAR0;
-        }
-        kspec *k = &ks->k[ks->n];
-        k->kind = KK_FILL;
-        k->index = side;
-        if (linear && p->bc_kernel[side]) kir_hash_hex(p->bc_kernel[side], hex);
-        else snprintf(hex, sizeof hex, "none");
-        snprintf(k->name, sizeof k->name, "pj_fill_%d_%c", side, prec);
-        snprintf(k->ir, sizeof k->ir, "fill%d-%s%s", side, hex, linear && plan->set.homogeneous ? "-homogeneous" : "");
-        k->src = cuda_codegen_bc_fill(linear ? p->bc_kernel[side] : NULL, p->dim, p->n_fields, side, kinds, &co,
-                                      k->name, cerr, sizeof cerr);
-        if (!k->src) {
-            free(kinds);
-            goto fail;
-        }
-        ks->fill[side] = ks->n++;
-    }
-    free(kinds);
-    {
-        kspec *k = &ks->k[ks->n];
-        k->kind = KK_CHECK;
-        snprintf(k->name, sizeof k->name, "pj_check_%dd_%c", p->dim, prec);
-        snprintf(k->ir, sizeof k->ir, "check%dd", p->dim);
-        k->src = cuda_codegen_nan_check(p->dim, single, k->name, cerr, sizeof cerr);
-        if (!k->src) goto fail;
-        ks->check = ks->n++;
-    }
-    if (reduce) {
-        kir_hash_hex(p->reduce, hex);
-        kspec *k = &ks->k[ks->n];
-        k->kind = KK_REDUCE;
-        snprintf(k->name, sizeof k->name, "pj_reduce_%s_%c", hex, prec);
-        snprintf(k->ir, sizeof k->ir, "%s", hex);
-        k->src = cuda_codegen_reduce(p->reduce, &co, k->name, cerr, sizeof cerr);
-        if (!k->src) goto fail;
-        ks->reduce = ks->n++;
-        k = &ks->k[ks->n];
-        k->kind = KK_FOLD;
-        snprintf(k->name, sizeof k->name, "pj_fold_%s", hex);
-        snprintf(k->ir, sizeof k->ir, "fold-%s", hex);
-        k->src = cuda_codegen_reduce_fold(p->reduce, &co, k->name, cerr, sizeof cerr);
-        if (!k->src) goto fail;
-        ks->fold = ks->n++;
-    }
-    return 0;
-fail:
-    diag_set(err, err_len, "%s", cerr);
-    kset_free(ks);
-    return -1;
-}
-
-/* kset_build over the kernels a run of p loads (program_run_kernels). */
-static int kset_build_run(kset *ks, const pj_program *p, const ghost_plan *plan, int single, int fast_math,
-                          unsigned *prelude, char *err, size_t err_len)
-{
-    pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
-    if (!ids) {
-        diag_set(err, err_len, "cuda: out of memory");
-        return -1;
-    }
-    int rc = kset_build(ks, p, ids, program_run_kernels(p, ids), plan, single, fast_math, prelude, err, err_len);
-    free(ids);
-    return rc;
-}
-
-int cuda_backend_emit(const pj_program *p, int single, int fast_math, FILE *out, char *err, size_t err_len)
-{
-    kset ks;
-    ghost_plan plan;
-    if (ghost_plan_make(&plan, p, NULL) < 0) {
-        diag_set(err, err_len, "cuda: out of memory");
-        return -1;
-    }
-    unsigned shared = 0;
-    int rc = kset_build_run(&ks, p, &plan, single, fast_math, &shared, err, err_len);
-    ghost_plan_free(&plan);
-    if (rc < 0) return -1;
-    char *prelude = cuda_codegen_prelude(shared, err, err_len);
-    if (!prelude) {
-        kset_free(&ks);
-        return -1;
-    }
-    fprintf(out, "// pdejit: the CUDA C of the kernels of %s, %s precision, as one translation unit (nvcc -c\n"
-                 "// takes it whole). At run time NVRTC compiles each kernel alone, after the definitions it uses.\n\n%s",
-            p->filename ? p->filename : "the problem", single ? "single" : "double", prelude);
-    free(prelude);
-    for (int i = 0; i < ks.n; i++) {
-        const kspec *k = &ks.k[i];
-        int again = 0; /* two stages of the same IR are one kernel */
-        for (int j = 0; j < i; j++) again |= !strcmp(ks.k[j].name, k->name);
-        fprintf(out, "// ---- kernel %s (%s", k->name, kkind_name[k->kind]);
-        if (k->kind == KK_STAGE && k->index >= 0)
-            fprintf(out, " %d: reads slot %d at t + %g dt", k->index + 1, p->stages[k->index].read_slot,
-                    p->stages[k->index].t_frac);
-        if (k->kind == KK_STAGE && k->index < 0) fprintf(out, ": a named kernel of the program, reads slot 0");
-        if (k->kind == KK_FILL) fprintf(out, " of side %d", k->index);
-        if (again) fprintf(out, "): the kernel above\n\n");
-        else fprintf(out, ")\n%s\n", k->src);
-    }
-    kset_free(&ks);
-    return 0;
-}
-
-/* ---- cache keys -------------------------------------------------------------------------- */
-
-void cuda_backend_key(cuda_key_buf *kb, const char *ir, const char *kind, int cc, const char *nvrtc_version,
-                      int driver_version, int single, int fast_math, const char *source)
-{
-    snprintf(kb->ir, sizeof kb->ir, "%s", ir);
-    snprintf(kb->kind, sizeof kb->kind, "%s", kind);
-    snprintf(kb->target, sizeof kb->target, "sm_%d", cc);
-    snprintf(kb->nvrtc, sizeof kb->nvrtc, "%s", nvrtc_version);
-    snprintf(kb->driver, sizeof kb->driver, "%d", driver_version);
-    XXH128_hash_t h = XXH3_128bits(source ? source : "", source ? strlen(source) : 0);
-    snprintf(kb->src, sizeof kb->src, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
-    memset(&kb->key, 0, sizeof kb->key);
-    cache_key_add(&kb->key, "ir", kb->ir);
-    cache_key_add(&kb->key, "kind", kb->kind);
-    cache_key_add(&kb->key, "backend", "cuda");
-    cache_key_add(&kb->key, "target", kb->target);
-    cache_key_add(&kb->key, "nvrtc", kb->nvrtc);
-    cache_key_add(&kb->key, "driver", kb->driver);
-    cache_key_add(&kb->key, "precision", single ? "single" : "double");
-    cache_key_add(&kb->key, "fast_math", fast_math ? "1" : "0");
-    cache_key_add(&kb->key, "codegen", PJ_CUDA_CODEGEN_VERSION);
-    cache_key_add(&kb->key, "source", kb->src);
-}
-
-/* ---- the NVRTC version without loading NVRTC -------------------------------------------- */
-
-static int file_exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-typedef struct dirlist { char **d; int n, cap; } dirlist;
-
-static void dl_add(dirlist *l, const char *dir, size_t len)
-{
-    if (!len || len >= PATH_MAX) return;
-    for (int i = 0; i < l->n; i++)
-        if (strlen(l->d[i]) == len && !strncmp(l->d[i], dir, len)) return;
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 16;
-        char **d = realloc(l->d, sizeof *d * (size_t)cap);
-        if (!d) return;
-        l->d = d;
-        l->cap = cap;
-    }
-    char *s = strndup(dir, len);
-    if (s) l->d[l->n++] = s;
-}
-
-static void dl_add_path_list(dirlist *l, const char *list)
-{
-    while (list && *list) {
-        const char *e = strchr(list, ':');
-        size_t n = e ? (size_t)(e - list) : strlen(list);
-        dl_add(l, list, n);
-        list = e ? e + 1 : NULL;
-    }
-}
-
-/* /etc/ld.so.conf and its includes (depth-limited): the folders ld.so.cache is built from. */
-static void dl_add_conf(dirlist *l, const char *path, int depth)
-{
-    if (depth > 4) return;
-    FILE *f = fopen(path, "r");
-    if (!f) return;
-    char line[PATH_MAX];
-    while (fgets(line, sizeof line, f)) {
-        char *s = line;
-        while (*s == ' ' || *s == '\t') s++;
-        char *h = strchr(s, '#');
-        if (h) *h = 0;
-        size_t n = strlen(s);
-        while (n && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) s[--n] = 0;
-        if (!n) continue;
-        if (!strncmp(s, "include", 7) && (s[7] == ' ' || s[7] == '\t')) {
-            char *pat = s + 8;
-            while (*pat == ' ' || *pat == '\t') pat++;
-            char full[PATH_MAX];
-            if (pat[0] != '/') snprintf(full, sizeof full, "/etc/%s", pat);
-            else snprintf(full, sizeof full, "%s", pat);
-            glob_t g;
-            if (glob(full, 0, NULL, &g) == 0) {
-                for (size_t i = 0; i < g.gl_pathc; i++) dl_add_conf(l, g.gl_pathv[i], depth + 1);
-                globfree(&g);
-            }
-        } else if (s[0] == '/') {
-            dl_add(l, s, n);
-        }
-    }
-    fclose(f);
-}
-
-/* Where dlopen(name) would find a bare soname: LD_LIBRARY_PATH, the ld.so.conf folders, the
- * default folders. A name with a slash is a path. */
-static int resolve_lib(const char *name, const dirlist *dirs, char *out)
-{
-    if (!name || !*name) return -1;
-    if (strchr(name, '/')) return file_exists(name) && realpath(name, out) ? 0 : -1;
-    for (int i = 0; i < dirs->n; i++) {
-        char p[PATH_MAX * 2];
-        snprintf(p, sizeof p, "%s/%s", dirs->d[i], name);
-        if (file_exists(p) && realpath(p, out)) return 0;
-    }
-    return -1;
-}
-
-/* The real path of the NVRTC library cuda_nvrtc_open would load (same candidate order). */
-static int locate_nvrtc(char *out)
-{
-    dirlist dirs = {0};
-    dl_add_path_list(&dirs, knob(KNOB_LD_LIBRARY_PATH));
-    dl_add_conf(&dirs, "/etc/ld.so.conf", 0);
-    dl_add_path_list(&dirs, "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64:/lib:/usr/lib");
-    cuda_nvrtc_names nn; /* the same list, in the same order, as cuda_nvrtc_open */
-    cuda_nvrtc_names_init(&nn);
-    int rc = -1;
-    for (int i = 0; i < CUDA_NVRTC_CANDIDATES && rc; i++) rc = resolve_lib(nn.name[i], &dirs, out);
-    for (int i = 0; i < dirs.n; i++) free(dirs.d[i]);
-    free(dirs.d);
-    return rc;
-}
-
-static int file_identity(const char *path, char *out, size_t len)
-{
-    struct stat st;
-    if (stat(path, &st) != 0) return -1;
-    snprintf(out, len, "%s:%lld:%lld.%09ld", path, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-             (long)st.st_mtim.tv_nsec);
-    return 0;
-}
-
-static void memo_key(cache_key *k, const char *identity)
-{
-    memset(k, 0, sizeof *k);
-    cache_key_add(k, "kind", "nvrtc-version");
-    cache_key_add(k, "backend", "cuda");
-    cache_key_add(k, "library", identity);
-}
-
-/* Whether the library at `path` (a real path) is loaded in this process. */
-static int is_loaded_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    const char *want = data, *n = info->dlpi_name;
-    if (!n || !*n) return 0;
-    const char *base = strrchr(n, '/');
-    base = base ? base + 1 : n;
-    if (strncmp(base, "libnvrtc", 8)) return 0;
-    char real[PATH_MAX];
-    return realpath(n, real) && !strcmp(real, want);
-}
 
 /* ---- the sim ----------------------------------------------------------------------------- */
 
@@ -425,8 +53,6 @@ struct cuda_sim {
     cuda_ptr results;              /* n_fields int64 of the check kernel */
     cuda_ptr lanes, reduced;       /* monitors: the lanes of every part, per output; the results */
     int64_t parts;                 /* kir_reduce_parts of the grid */
-    cuda_ptr extra[CUDA_SIM_EXTRA]; /* cuda_sim_alloc_buffer's, freed with the sim */
-    int n_extra;
     cuda_kernels K;                /* every kernel, loaded */
     cuda_args A;                   /* stage / init launches: every slot's buffers */
     cuda_args F;                   /* fill launches: the read slot's buffers as slot 0 */
@@ -435,6 +61,8 @@ struct cuda_sim {
     unsigned cgrid[3], cblock[3];  /* check */
     unsigned fgrid[6][3], fblock[6][3];
 };
+
+extern const exec_ops cuda_exec_ops; /* the executor (the end of this file) */
 
 /* A device address the state holds (state.h: addresses in the executor's memory space). */
 static cuda_ptr dev_addr(void *a) { return (cuda_ptr)(uintptr_t)a; }
@@ -458,39 +86,14 @@ static int open_nvrtc(cuda_sim *s, cuda_kernels *K, char *err, size_t err_len)
         return -1;
     }
     K->stats.nvrtc_loaded = 1;
-    /* remember the version of this library file for runs that need no compile */
-    char located[PATH_MAX], id[PATH_MAX + 64];
-    if (s->cache && locate_nvrtc(located) == 0 && dl_iterate_phdr(is_loaded_cb, located) &&
-        file_identity(located, id, sizeof id) == 0) {
-        cache_key k;
-        memo_key(&k, id);
-        const char *v = cuda_nvrtc_version(s->nv);
-        void *old = NULL;
-        size_t len = 0;
-        int have = cache_get(s->cache, &k, &old, &len) == 1 && len == strlen(v) + 1 && !memcmp(old, v, len);
-        free(old);
-        if (!have) cache_put(s->cache, &k, v, strlen(v) + 1, NULL, NULL);
-    }
+    if (s->cache) cuda_nvrtc_memo_put(s->cache, cuda_nvrtc_version(s->nv)); /* for runs that need no compile */
     return 0;
 }
 
 /* The NVRTC version for the keys: from the memo when there is one, else from NVRTC itself. */
 static int nvrtc_version(cuda_sim *s, char *err, size_t err_len)
 {
-    char located[PATH_MAX], id[PATH_MAX + 64];
-    if (s->cache && locate_nvrtc(located) == 0 && file_identity(located, id, sizeof id) == 0) {
-        cache_key k;
-        memo_key(&k, id);
-        void *v = NULL;
-        size_t len = 0;
-        if (cache_get(s->cache, &k, &v, &len) == 1 && len > 1 && len < sizeof s->nvrtc_version &&
-            ((char *)v)[len - 1] == 0) {
-            memcpy(s->nvrtc_version, v, len);
-            free(v);
-            return 0;
-        }
-        free(v);
-    }
+    if (s->cache && cuda_nvrtc_memo_get(s->cache, s->nvrtc_version, sizeof s->nvrtc_version) == 0) return 0;
     if (open_nvrtc(s, &s->K, err, err_len) < 0) return -1;
     snprintf(s->nvrtc_version, sizeof s->nvrtc_version, "%s", cuda_nvrtc_version(s->nv));
     return 0;
@@ -745,7 +348,6 @@ void cuda_sim_destroy(cuda_sim *s)
         cuda_mem_free(s->dev, s->results, e, sizeof e);
         if (s->lanes) cuda_mem_free(s->dev, s->lanes, e, sizeof e);
         if (s->reduced) cuda_mem_free(s->dev, s->reduced, e, sizeof e);
-        for (int i = 0; i < s->n_extra; i++) cuda_mem_free(s->dev, s->extra[i], e, sizeof e);
         kernels_free(&s->K);
         cuda_device_close(s->dev);
     }
@@ -758,14 +360,12 @@ void cuda_sim_destroy(cuda_sim *s)
 
 /* ---- params ------------------------------------------------------------------------------ */
 
-int cuda_sim_set_param(cuda_sim *s, const char *name, double value)
+/* The simulation of the generic half (runtime/simulation.h) over this executor. */
+static simulation self(cuda_sim *s)
 {
-    if (state_set_param(&s->st, name, value) < 0) return -1;
-    for (int j = 0; j < s->st.p->n_params; j++) s->A.param[j] = s->st.param[j]; /* the launch argument */
-    return 0;
+    simulation m = {&cuda_exec_ops, s, &s->st};
+    return m;
 }
-
-const double *cuda_sim_params(const cuda_sim *s) { return s->st.param; }
 
 /* ---- stepping ---------------------------------------------------------------------------- */
 
@@ -835,17 +435,11 @@ static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *e
 /* buffer b's interior to the host (an adaptive step's error: state.c) */
 static int fetch_buffer(void *x, int b, double *out, char *err, size_t len) { return xfer_field(x, b, out, NULL, err, len); }
 
-static const stepper_ops cuda_stepper = {.fill = fill_slot, .stage = run_stage_kernel, .swapped = refresh_bufs,
-                                         .fetch = fetch_buffer};
-
-int cuda_sim_step_n(cuda_sim *s, double dt, int64_t n, char *err, size_t err_len)
+int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len)
 {
-    int rc = stepper_step_n(&s->st, &cuda_stepper, s, dt, n, err, err_len);
-    s->A.t = s->st.t;
-    return rc;
+    simulation m = self(s);
+    return simulation_step(&m, dt, err, err_len);
 }
-
-int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len) { return cuda_sim_step_n(s, dt, 1, err, err_len); }
 
 int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double dt, int first_extra,
                         const cuda_ptr *extra, int n_extra, char *err, size_t err_len)
@@ -865,8 +459,10 @@ int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double
     return launch(s, kernel, s->sgrid, s->sblock, &a, sizeof a, err, err_len);
 }
 
-int cuda_sim_eval(cuda_sim *s, pj_kernel_id id, double t, double dt, char *err, size_t err_len)
+/* exec_ops.run: kernel id of the program once (a named kernel reads slot 0). */
+static int run(void *x, pj_kernel_id id, double t, double dt, char *err, size_t err_len)
 {
+    cuda_sim *s = x;
     const pj_program *p = s->st.p;
     int k = id >= 0 ? (id < p->n_stages ? s->K.ks.stage[id] : -1) : id >= -PJ_KERNEL_NAMED ? s->K.ks.named[-id - 1] : -1;
     if (k < 0) {
@@ -907,24 +503,10 @@ int cuda_sim_add_kernel(cuda_sim *s, const kir_kernel *k, char *err, size_t err_
     return i;
 }
 
-cuda_ptr cuda_sim_alloc_buffer(cuda_sim *s, char *err, size_t err_len)
-{
-    if (s->n_extra >= CUDA_SIM_EXTRA) {
-        diag_set(err, err_len, "cuda: more than %d extra buffers", CUDA_SIM_EXTRA);
-        return 0;
-    }
-    cuda_ptr p = 0;
-    if (cuda_mem_alloc(s->dev, s->bytes, &p, err, err_len) < 0) return 0;
-    s->extra[s->n_extra++] = p;
-    return p + (uint64_t)s->st.g.origin_off * s->st.esz;
-}
-
 void cuda_sim_set_spacing(cuda_sim *s, const double h[3])
 {
     for (int a = 0; a < s->st.p->dim; a++) s->L.h[a] = s->A.h[a] = h[a];
 }
-
-cuda_ptr cuda_sim_buffer(const cuda_sim *s, int b) { return b >= 0 && b < s->st.nbuf ? s->A.buf[b] : 0; }
 
 int cuda_sim_set_block(cuda_sim *s, const unsigned block[3], char *err, size_t err_len)
 {
@@ -968,40 +550,46 @@ static int run_checks(cuda_sim *s, int64_t *first, char *err, size_t err_len)
     return cuda_memcpy_dtoh(s->dev, first, s->results, sizeof(int64_t) * (size_t)nf, err, err_len);
 }
 
-int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t err_len)
+/* The executor's search (engine.h): the check kernels, then the first bad field's value. */
+static int find_nonfinite(void *x, int64_t *cell, double *value, char *err, size_t err_len)
 {
+    cuda_sim *s = x;
     const int nf = s->st.p->n_fields;
     int64_t *first = malloc(sizeof *first * (size_t)nf);
     if (!first) {
         diag_set(err, err_len, "cuda: out of memory");
-        return -1;
+        return -2;
     }
-    int rc = run_checks(s, first, err, err_len);
+    int rc = run_checks(s, first, err, err_len) < 0 ? -2 : -1;
     int64_t cells = cuda_sim_cells(s);
-    for (int f = 0; rc == 0 && f < nf; f++) {
+    for (int f = 0; rc == -1 && f < nf; f++) {
         if (first[f] < 0 || first[f] >= cells) continue;
-        rc = 1;
-        if (!report) break;
         int64_t c = first[f];
         int64_t idx[3] = {c % s->st.g.n[0], (c / s->st.g.n[0]) % s->st.g.n[1], c / (s->st.g.n[0] * s->st.g.n[1])};
-        int64_t at = idx[0] + idx[1] * s->A.stride[1] + idx[2] * s->A.stride[2];
+        cuda_ptr at = s->A.buf[f] + (uint64_t)(idx[0] + idx[1] * s->A.stride[1] + idx[2] * s->A.stride[2]) * s->st.esz;
         double v = NAN;
-        if (s->opt.single) {
-            float x = 0;
-            if (cuda_memcpy_dtoh(s->dev, &x, s->A.buf[f] + (uint64_t)at * s->st.esz, sizeof x, err, err_len) < 0) rc = -1;
-            v = x;
-        } else if (cuda_memcpy_dtoh(s->dev, &v, s->A.buf[f] + (uint64_t)at * s->st.esz, sizeof v, err, err_len) < 0) {
-            rc = -1;
+        float x1 = 0;
+        if (cuda_memcpy_dtoh(s->dev, s->opt.single ? (void *)&x1 : (void *)&v, at, s->st.esz, err, err_len) < 0) {
+            rc = -2;
+            break;
         }
-        state_nan_report(&s->st, f, idx, v, s->L.origin, s->L.h, report);
-        break;
+        *value = s->opt.single ? (double)x1 : v;
+        *cell = c;
+        rc = f;
     }
     free(first);
     return rc;
 }
 
-int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len)
+int cuda_sim_check_finite(cuda_sim *s, sim_nan_report *report, char *err, size_t err_len)
 {
+    simulation m = self(s);
+    return simulation_check_finite(&m, report, err, err_len);
+}
+
+static int take_nonfinite(void *x, char *err, size_t err_len)
+{
+    cuda_sim *s = x;
     cuda_ptr at = s->results + sizeof(int64_t) * (uint64_t)s->st.p->n_fields;
     int32_t flag = 0;
     if (cuda_memcpy_dtoh(s->dev, &flag, at, sizeof flag, err, err_len) < 0) return -1;
@@ -1009,9 +597,11 @@ int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len)
     return cuda_memset8(s->dev, at, 0, sizeof flag, err, err_len) < 0 ? -1 : 1;
 }
 
+int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len) { return take_nonfinite(s, err, err_len); }
+
 /* ---- fields ------------------------------------------------------------------------------ */
 
-/* Copies plane k of a field in chunks of whole rows (each chunk one contiguous device range,
+/* Copies plane k of buffer f in chunks of whole rows (each chunk one contiguous device range,
  * from the first interior cell of its first row to the last of its last row). */
 static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *err, size_t err_len)
 {
@@ -1054,37 +644,25 @@ static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *e
     return rc ? -1 : 0;
 }
 
+static int copy_out(void *x, int b, double *out, char *err, size_t len) { return xfer_field(x, b, out, NULL, err, len); }
+static int copy_in(void *x, int b, const double *in, char *err, size_t len) { return xfer_field(x, b, NULL, in, err, len); }
+
 int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_len)
 {
-    if (f < 0 || f >= s->st.p->n_fields) {
-        diag_set(err, err_len, "cuda: no field %d", f);
-        return -1;
-    }
-    return xfer_field(s, f, out, NULL, err, err_len);
+    simulation m = self(s);
+    return simulation_get_field(&m, f, out, err, err_len);
 }
 
 int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t err_len)
 {
-    if (f < 0 || f >= s->st.p->n_fields) {
-        diag_set(err, err_len, "cuda: no field %d", f);
-        return -1;
-    }
-    return xfer_field(s, f, NULL, in, err, err_len);
+    simulation m = self(s);
+    return simulation_set_field(&m, f, in, err, err_len);
 }
 
 /* ---- queries ----------------------------------------------------------------------------- */
 
-double cuda_sim_time(const cuda_sim *s) { return s->st.t; }
-int64_t cuda_sim_steps(const cuda_sim *s) { return s->st.steps; }
-void cuda_sim_set_clock(cuda_sim *s, double t, int64_t steps)
-{
-    s->st.t = t;
-    s->A.t = t;
-    s->st.steps = steps;
-}
 int64_t cuda_sim_cells(const cuda_sim *s) { return s->st.g.n[0] * s->st.g.n[1] * s->st.g.n[2]; }
 const pj_program *cuda_sim_program(const cuda_sim *s) { return s->st.p; }
-const kir_launch *cuda_sim_launch(const cuda_sim *s) { return &s->L; }
 const cuda_prepare_stats *cuda_sim_prepare_stats(const cuda_sim *s) { return &s->K.stats; }
 const char *cuda_sim_warning(const cuda_sim *s) { return s->cache ? cache_warning(s->cache) : NULL; }
 const char *cuda_sim_device_text(const cuda_sim *s) { return s->text; }
@@ -1117,43 +695,20 @@ static void *ops_create(const pj_program *p, const engine_options *o, int *unava
 {
     /* implicit schemes: refused by engine_create (the caps below) */
     cuda_sim_options co = {.single = o->single, .fast_math = o->fast_math, .cache_dir = o->cache_dir, .ghosts = &o->ghosts,
-                           .seed = o->seed};
+                           .seed = o->seed, .kernels = o->kernels, .n_kernels = o->n_kernels};
     cuda_sim *s = cuda_sim_create(p, &co, err, len);
     if (!s) *unavailable = !strncmp(err, CUDA_BACKEND_NO_DEVICE, strlen(CUDA_BACKEND_NO_DEVICE));
+    if (s && o->spacing) cuda_sim_set_spacing(s, o->spacing);
     return s;
 }
 static void ops_destroy(void *o) { cuda_sim_destroy(o); }
 static int ops_init(void *o, char *err, size_t len) { return cuda_sim_init(o, err, len); }
-static double ops_time(void *o) { return cuda_sim_time(o); }
-static int64_t ops_steps(void *o) { return cuda_sim_steps(o); }
-static void ops_set_clock(void *o, double t, int64_t steps) { cuda_sim_set_clock(o, t, steps); }
-static int ops_step(void *o, double dt, char *err, size_t len) { return cuda_sim_step(o, dt, err, len); }
-static int ops_step_n(void *o, double dt, int64_t n, char *err, size_t len) { return cuda_sim_step_n(o, dt, n, err, len); }
-static int ops_sync(void *o, char *err, size_t len) { return cuda_sim_sync(o, err, len); }
-static int ops_set_param(void *o, const char *name, double v) { return cuda_sim_set_param(o, name, v); }
-static const double *ops_params(void *o) { return cuda_sim_params(o); }
-static int ops_take(void *o, char *err, size_t len) { return cuda_sim_take_nonfinite(o, err, len); }
-static int ops_check(void *o, sim_nan_report *r, char *err, size_t len) { return cuda_sim_check_finite(o, r, err, len); }
-static sim_state *ops_state(void *o) { return &((cuda_sim *)o)->st; }
-static int ops_get(void *o, int f, double *out, char *err, size_t len) { return cuda_sim_get_field(o, f, out, err, len); }
-static int ops_set(void *o, int f, const double *in, char *err, size_t len)
-{
-    return cuda_sim_set_field(o, f, in, err, len);
-}
 
-static int ops_view(void *o, int f, engine_view *v)
+static sim_state *ops_state(void *o, void **x)
 {
-    cuda_sim *s = o;
-    v->data = (void *)(uintptr_t)s->A.buf[f]; /* slot 0: the state */
-    for (int a = 0; a < 3; a++) {
-        v->shape[a] = s->L.n[a];
-        v->stride[a] = s->L.stride[a];
-    }
-    v->elem_size = (int)s->st.esz;
-    v->on_device = 1;
-    return 0;
+    *x = o;
+    return &((cuda_sim *)o)->st;
 }
-
 /* The monitors now: slot 0's ghosts filled, the lanes of every part, their fold on the device;
  * only the n_outputs results are copied back, then scaled as sim_reduce does. */
 int cuda_sim_reduce(cuda_sim *s, double *values, char *err, size_t err_len)
@@ -1325,8 +880,7 @@ static int ops_swap(void *o, const pj_program *p2, void *prepared, char *err, si
 {
     cuda_sim *s = o;
     cuda_prepared *cp = prepared;
-    int rc = state_check_program(&s->st, p2, err, len);
-    if (rc == 0) rc = cuda_synchronize(s->dev, err, len);
+    int rc = cuda_synchronize(s->dev, err, len); /* the engine checked that p2 fits (state_check_program) */
     if (rc == 0 && (rc = state_adopt(&s->st, p2)) < 0) diag_set(err, len, "cuda: out of memory");
     if (rc < 0) {
         ops_release(cp);
@@ -1352,13 +906,98 @@ static int ops_emit(const pj_program *p, const engine_options *o, FILE *out, cha
     return cuda_backend_emit(p, o->single, o->fast_math, out, err, len);
 }
 
+/* ---- the executor (engine.h) ------------------------------------------------------------- */
+
+/* The state's clock or params set from outside: the launch argument's copies. */
+static void refresh(void *x, unsigned what)
+{
+    cuda_sim *s = x;
+    if (what & EXEC_CLOCK) s->A.t = s->st.t;
+    if (what & EXEC_PARAMS)
+        for (int j = 0; j < s->st.p->n_params; j++) s->A.param[j] = s->st.param[j];
+}
+
+static void *dev_alloc(void *x, size_t bytes, char *err, size_t len)
+{
+    cuda_ptr p = 0;
+    return cuda_mem_alloc(((cuda_sim *)x)->dev, bytes, &p, err, len) < 0 ? NULL : (void *)(uintptr_t)p;
+}
+
+static void dev_free(void *x, void *p)
+{
+    char e[256];
+    cuda_mem_free(((cuda_sim *)x)->dev, dev_addr(p), e, sizeof e);
+}
+
+static int dev_zero(void *x, void *p, size_t bytes, char *err, size_t len)
+{
+    return cuda_memset8(((cuda_sim *)x)->dev, dev_addr(p), 0, bytes, err, len);
+}
+
+static int dev_copy_rows(void *x, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                         char *err, size_t len)
+{
+    return cuda_memcpy_dtod_2d(((cuda_sim *)x)->dev, dev_addr(dst), dpitch, dev_addr((void *)src), spitch, width, rows,
+                               err, len);
+}
+
+static int add_kernel(void *x, pj_kernel_id id, char *err, size_t len)
+{
+    const kir_kernel *k = program_kernel(((cuda_sim *)x)->st.p, id);
+    if (k) return cuda_sim_add_kernel(x, k, err, len);
+    diag_set(err, len, "cuda: the program has no kernel %d", id);
+    return -1;
+}
+
+static int launch_extra(void *x, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra,
+                        char *err, size_t len)
+{
+    cuda_ptr bufs[CUDA_MAX_BUFS];
+    /* buffers past the launch argument's CUDA_MAX_BUFS are left out (a Jacobian's outputs beyond
+       it are not stored) */
+    if (first_extra >= 0 && first_extra + n_extra > CUDA_MAX_BUFS) n_extra = CUDA_MAX_BUFS - first_extra;
+    if (n_extra < 0) n_extra = 0;
+    for (int i = 0; i < n_extra; i++) bufs[i] = dev_addr(extra[i]);
+    return cuda_sim_run_kernel(x, kernel, 0, t, dt, first_extra, bufs, n_extra, err, len);
+}
+
+static int sync_device(void *x, char *err, size_t len) { return cuda_synchronize(((cuda_sim *)x)->dev, err, len); }
+static const kir_launch *geometry(void *x) { return &((cuda_sim *)x)->L; }
+
+const exec_ops cuda_exec_ops = {
+    .device = 1,
+    .step = {.fill = fill_slot, .stage = run_stage_kernel, .swapped = refresh_bufs, .fetch = fetch_buffer},
+    .refresh = refresh,
+    .copy_out = copy_out,
+    .copy_in = copy_in,
+    .take_nonfinite = take_nonfinite,
+    .find_nonfinite = find_nonfinite,
+    .run = run,
+    .alloc = dev_alloc,
+    .free = dev_free,
+    .zero = dev_zero,
+    .copy_rows = dev_copy_rows,
+    .add_kernel = add_kernel,
+    .launch = launch_extra,
+    .sync = sync_device,
+    .geometry = geometry,
+};
+
 const backend_ops cuda_backend_ops = {
     .name = "cuda",
-    .caps = ENGINE_CAP_SWAP | ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_EXPLAIN | ENGINE_CAP_DEVICE | ENGINE_CAP_SECOND_BC,
-    .explain = ops_explain,
-    .emit_flag = "cuda", .prepare = ops_prepare, .swap = ops_swap, .release = ops_release, .create = ops_create, .destroy = ops_destroy, .init = ops_init,
-    .step = ops_step, .step_n = ops_step_n, .sync = ops_sync, .set_param = ops_set_param, .params = ops_params, .get_field = ops_get,
-    .set_field = ops_set, .take_nonfinite = ops_take, .check_finite = ops_check, .time = ops_time,
-    .steps = ops_steps, .set_clock = ops_set_clock, .state = ops_state, .view = ops_view, .reduce = ops_reduce, .info = ops_info,
+    .caps = ENGINE_CAP_SWAP | ENGINE_CAP_MONITORS | ENGINE_CAP_EMIT | ENGINE_CAP_EXPLAIN | ENGINE_CAP_DEVICE |
+            ENGINE_CAP_SECOND_BC,
+    .emit_flag = "cuda",
+    .exec = &cuda_exec_ops,
+    .create = ops_create,
+    .destroy = ops_destroy,
+    .state = ops_state,
+    .init = ops_init,
+    .reduce = ops_reduce,
+    .info = ops_info,
+    .prepare = ops_prepare,
+    .swap = ops_swap,
+    .release = ops_release,
     .emit = ops_emit,
+    .explain = ops_explain,
 };

@@ -73,40 +73,23 @@ cuda_sim *cuda_sim_create(const pj_program *p, const cuda_sim_options *opt, char
 /* Frees every device allocation and module, releases the device. */
 void cuda_sim_destroy(cuda_sim *s);
 
-/* As sim_set_param / sim_params (dependent params are re-evaluated in order). */
-int cuda_sim_set_param(cuda_sim *s, const char *name, double value);
-const double *cuda_sim_params(const cuda_sim *s);
 
 /* Initial values at t = 0; resets t and the step count. 0, or -1 with a message. */
 int cuda_sim_init(cuda_sim *s, char *err, size_t err_len);
 /* One step of dt: launches only (asynchronous); a launch error is reported here or by the next
  * call that waits. 0, or -1 with a message. */
 int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len);
-/* n steps of dt (state.h's stepper), as n calls of cuda_sim_step. */
-int cuda_sim_step_n(cuda_sim *s, double dt, int64_t n, char *err, size_t err_len);
 /* Kernel `kernel` (an index cuda_sim_add_kernel returned) once, after the fill of `read_slot` at
  * time t, with buffer first_extra + i at extra[i] for this launch (device addresses of cell (0,0,0)
- * in the sim's layout, e.g. from cuda_sim_alloc_buffer: a jacobian kernel's outputs, which follow
- * the slots it reads). Launches only. 0, or -1 with a message. */
+ * in the sim's layout: a jacobian kernel's outputs, which follow the slots it reads; those past
+ * CUDA_MAX_BUFS are left out in the executor's launch). Launches only. 0, or -1 with a message. */
 int cuda_sim_run_kernel(cuda_sim *s, int kernel, int read_slot, double t, double dt, int first_extra,
                         const cuda_ptr *extra, int n_extra, char *err, size_t err_len);
 /* Compiles (or loads from the cache) one more kernel over the sim's buffers (stage-like: interior
  * cells; a jacobian kernel of derive.c); k need not outlive the call. Its index, or -1. */
 int cuda_sim_add_kernel(cuda_sim *s, const kir_kernel *k, char *err, size_t err_len);
-/* One more device buffer of the sim's layout (ghosts included), freed with the sim: the address of
- * its cell (0,0,0), or 0 with a message. At most CUDA_SIM_EXTRA. */
-#define CUDA_SIM_EXTRA 8
-cuda_ptr cuda_sim_alloc_buffer(cuda_sim *s, char *err, size_t err_len);
-/* Kernel `id` of the program (a stage, or a named kernel compiled at create: e.g. PJ_KERNEL_RHS)
- * alone, once, at time t with step dt: the fill of its read slot (a named kernel's: 0), then the
- * kernel (launches only); no swap, the clock unchanged (pj_term_* on the device). 0, or -1 with a
- * message. */
-int cuda_sim_eval(cuda_sim *s, pj_kernel_id id, double t, double dt, char *err, size_t err_len);
 /* Sets the cell spacing of axes below the program's dim (instead of length / n), as sim_set_spacing. */
 void cuda_sim_set_spacing(cuda_sim *s, const double h[3]);
-/* The device address of buffer b (slot * n_fields + field) at its first interior cell; row j of
- * plane k at + (j*stride[1] + k*stride[2]) elements (cuda_sim_launch's strides). 0 for no buffer b. */
-cuda_ptr cuda_sim_buffer(const cuda_sim *s, int b);
 /* Changes the block shape of the stage and init launches (x, y, z; 1 beyond the dimension);
  * 0, or -1 with a message when the shape is not launchable. For tuning (pdejit's gpu benchmark). */
 int cuda_sim_set_block(cuda_sim *s, const unsigned block[3], char *err, size_t err_len);
@@ -125,19 +108,14 @@ int cuda_sim_take_nonfinite(cuda_sim *s, char *err, size_t err_len);
  * device (cuda_codegen_reduce, then its fold), n_outputs doubles copied back. 0 or -1. */
 int cuda_sim_reduce(cuda_sim *s, double *values, char *err, size_t err_len);
 
-/* Copies field f's interior values (x fastest) back as doubles. 0, or -1 with a message. */
+/* Copies buffer f's (slot * n_fields + field) interior values (x fastest) back as doubles (the
+ * generic half's copy: runtime/simulation.h). 0, or -1 with a message. */
 int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_len);
-/* Replaces field f's interior values (slot 0) from doubles. 0, or -1. */
+/* Replaces buffer f's interior values from doubles. 0, or -1. */
 int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t err_len);
 
-double cuda_sim_time(const cuda_sim *s);
-int64_t cuda_sim_steps(const cuda_sim *s);
-/* Sets the time and the step count (a restart). */
-void cuda_sim_set_clock(cuda_sim *s, double t, int64_t steps);
 int64_t cuda_sim_cells(const cuda_sim *s);
 const pj_program *cuda_sim_program(const cuda_sim *s);
-/* The launch geometry (n, h, origin; buf is NULL: device addresses are not host pointers). */
-const kir_launch *cuda_sim_launch(const cuda_sim *s);
 /* Device bytes this sim holds in buffers, and the number of allocations. */
 size_t cuda_sim_device_bytes(const cuda_sim *s, int *n_allocs);
 /* Bytes one step must move (per stage: each loaded (slot, field) once, each store), per cell. */

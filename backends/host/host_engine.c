@@ -11,9 +11,16 @@
 #include "engine.h"
 #include "implicit.h"
 
+/* A kernel added after create (exec_ops.add_kernel): the program's kernel `id`, compiled alone
+ * by its own CPU back end (NULL: the interpreter runs it). */
+typedef struct host_added { pj_kernel_id id; cpu_backend *cpu; } host_added;
+#define HOST_ADDED_MAX 8
+
 typedef struct host_engine {
     sim *s;
     cpu_backend *cpu;      /* NULL: the interpreter runs the stages */
+    host_added added[HOST_ADDED_MAX];
+    int n_added;
     implicit_solver *imp;  /* an implicit program's solver (implicit.h), else NULL */
     engine_options opt;
     double ms_prepare;
@@ -27,7 +34,8 @@ static cpu_backend *prepare_cpu(const pj_program *p, const engine_options *o, do
     double t0 = driver_now();
     cpu_backend_options bo = {o->single, o->fast_math, o->cache_dir};
     cpu_backend *cpu = cpu_backend_create(&bo, err, len);
-    if (cpu && cpu_backend_prepare(cpu, p, err, len) < 0) {
+    if (cpu && (o->kernels ? cpu_backend_prepare_kernels(cpu, p, o->kernels, o->n_kernels, err, len)
+                           : cpu_backend_prepare(cpu, p, err, len)) < 0) {
         cpu_backend_destroy(cpu);
         cpu = NULL;
     }
@@ -63,6 +71,7 @@ static void *host_create(const pj_program *p, const engine_options *o, int with_
         return NULL;
     }
     if (o->prefetch) sim_set_prefetch(h->s, o->prefetch > 0);
+    if (o->spacing) sim_set_spacing(h->s, o->spacing);
     if (with_cpu) {
         h->cpu = prepare_cpu(p, o, &h->ms_prepare, err, len);
         if (!h->cpu) {
@@ -72,6 +81,8 @@ static void *host_create(const pj_program *p, const engine_options *o, int with_
         }
         cpu_backend_install(h->cpu, h->s);
     }
+    h->opt.kernels = NULL; /* the caller's arrays need not outlive create (a swap prepares a run's) */
+    h->opt.spacing = NULL;
     /* over MPI the solver is made by host_init, on every process at once (its objects are
        collective; engine_create makes rank 0's engine before the others', for the kernel cache) */
     if (PJ_SCHEME_IMPLICIT(p->scheme) && !o->decomp && !(h->imp = implicit_create(h->s, o->solver_options, err, len))) {
@@ -100,6 +111,7 @@ static void host_destroy(void *impl)
     implicit_destroy(h->imp);
     sim_destroy(h->s);
     cpu_backend_destroy(h->cpu);
+    for (int i = 0; i < h->n_added; i++) cpu_backend_destroy(h->added[i].cpu);
     free(h);
 }
 
@@ -149,7 +161,6 @@ static int64_t host_block_steps(void *impl, int64_t n)
     return h->imp ? 1 : sim_tblock_steps(h->s, n);
 }
 
-static sim_state *host_state(void *impl) { return sim_state_of(((host_engine *)impl)->s); }
 
 static int host_solver_stats(void *impl, implicit_stats *st)
 {
@@ -159,59 +170,11 @@ static int host_solver_stats(void *impl, implicit_stats *st)
     return 0;
 }
 
-static int host_set_param(void *impl, const char *name, double value)
-{
-    return sim_set_param(((host_engine *)impl)->s, name, value);
-}
-
-static const double *host_params(void *impl) { return sim_params(((host_engine *)impl)->s); }
-
-static int host_get_field(void *impl, int f, double *out, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    sim_get_field(((host_engine *)impl)->s, f, out);
-    return 0;
-}
-
-static int host_set_field(void *impl, int f, const double *in, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    sim_set_field(((host_engine *)impl)->s, f, in);
-    return 0;
-}
-
-static int host_take_nonfinite(void *impl, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    return sim_take_nonfinite(((host_engine *)impl)->s);
-}
-
-static int host_check_finite(void *impl, sim_nan_report *r, char *err, size_t len)
-{
-    (void)err;
-    (void)len;
-    return sim_check_finite(((host_engine *)impl)->s, r);
-}
-
-static double host_time(void *impl) { return sim_time(((host_engine *)impl)->s); }
-static int64_t host_steps(void *impl) { return sim_steps(((host_engine *)impl)->s); }
-static void host_set_clock(void *impl, double t, int64_t steps) { sim_set_clock(((host_engine *)impl)->s, t, steps); }
-
-static int host_view(void *impl, int f, engine_view *v)
+static sim_state *host_state(void *impl, void **x)
 {
     host_engine *h = impl;
-    const kir_launch *L = sim_launch(h->s);
-    v->data = L->buf[f]; /* slot 0: the state */
-    for (int a = 0; a < 3; a++) {
-        v->shape[a] = L->n[a];
-        v->stride[a] = L->stride[a];
-    }
-    v->elem_size = h->opt.single ? 4 : 8;
-    v->on_device = 0;
-    return 0;
+    *x = h; /* host_exec_ops: the sim's operations, and kernels added later */
+    return sim_get_state(h->s);
 }
 
 static int host_reduce(void *impl, double *values, char *err, size_t len)
@@ -316,14 +279,141 @@ static int cpu_explain(const pj_program *p, const engine_options *o, FILE *out, 
     return r;
 }
 
+/* ---- the host executor (engine.h's exec_ops): the sim's operations on its handle, and the
+   kernels a client adds after create (a term's Jacobian) with their launches ---- */
+
+#define SIM_OF(x) (((host_engine *)(x))->s)
+
+static int hx_fill(void *x, int slot, double t, char *err, size_t len)
+{
+    return sim_exec_ops.step.fill(SIM_OF(x), slot, t, err, len);
+}
+static int hx_stage(void *x, int i, const stage_clock *c, char *err, size_t len)
+{
+    return sim_exec_ops.step.stage(SIM_OF(x), i, c, err, len);
+}
+static int64_t hx_sweep(void *x, double dt, int64_t n, char *err, size_t len)
+{
+    return sim_exec_ops.step.sweep(SIM_OF(x), dt, n, err, len);
+}
+static void hx_refresh(void *x, unsigned what) { sim_exec_ops.refresh(SIM_OF(x), what); }
+static int hx_copy_out(void *x, int b, double *out, char *err, size_t len)
+{
+    return sim_exec_ops.copy_out(SIM_OF(x), b, out, err, len);
+}
+static int hx_copy_in(void *x, int b, const double *in, char *err, size_t len)
+{
+    return sim_exec_ops.copy_in(SIM_OF(x), b, in, err, len);
+}
+static int hx_take(void *x, char *err, size_t len) { return sim_exec_ops.take_nonfinite(SIM_OF(x), err, len); }
+static int hx_find(void *x, int64_t *cell, double *value, char *err, size_t len)
+{
+    return sim_exec_ops.find_nonfinite(SIM_OF(x), cell, value, err, len);
+}
+/* Kernel id is one the CPU back end prepared (the interpreter runs any): 0, or -1 with a message. */
+static int hx_prepared(const host_engine *h, pj_kernel_id id, char *err, size_t len)
+{
+    if (!h->cpu || cpu_backend_has(h->cpu, id)) return 0;
+    diag_set(err, len, "the cpu back end did not prepare kernel %d (engine_options.kernels)", id);
+    return -1;
+}
+
+static int hx_run(void *x, pj_kernel_id id, double t, double dt, char *err, size_t len)
+{
+    return hx_prepared(x, id, err, len) < 0 ? -1 : sim_exec_ops.run(SIM_OF(x), id, t, dt, err, len);
+}
+static void hx_skip_fill(void *x, int f, int skip) { sim_exec_ops.skip_fill(SIM_OF(x), f, skip); }
+static const kir_launch *hx_geometry(void *x) { return sim_exec_ops.geometry(SIM_OF(x)); }
+
+static int hx_eval(void *x, pj_kernel_id id, double t, double dt, exec_rows_fn rows, void *ctx, char *err, size_t len)
+{
+    host_engine *h = x;
+    if (hx_prepared(h, id, err, len) < 0) return -1;
+    int rc = sim_exec_ops.eval(h->s, id, t, dt, rows, ctx, err, len);
+    if (rc == 0 && h->cpu) cpu_backend_ran(h->cpu); /* its kernel ran and returned: none crashed */
+    return rc;
+}
+
+static int hx_add_kernel(void *x, pj_kernel_id id, char *err, size_t len)
+{
+    host_engine *h = x;
+    if (h->n_added == HOST_ADDED_MAX || !program_kernel(sim_program(h->s), id)) {
+        diag_set(err, len, h->n_added == HOST_ADDED_MAX ? "more than %d kernels added" : "the program has no kernel %d",
+                 h->n_added == HOST_ADDED_MAX ? HOST_ADDED_MAX : id);
+        return -1;
+    }
+    host_added *a = &h->added[h->n_added];
+    a->id = id;
+    a->cpu = NULL;
+    if (h->cpu) {
+        engine_options o = h->opt;
+        o.kernels = &id;
+        o.n_kernels = 1;
+        if (!(a->cpu = prepare_cpu(sim_program(h->s), &o, NULL, err, len))) return -1;
+    }
+    return h->n_added++;
+}
+
+/* An added kernel once after the fill of slot 0, with the sim's buffers and extra[i] as buffer
+ * first_extra + i (the sim's launch otherwise; a NaN it stores is not recorded). */
+static int hx_launch(void *x, int kernel, double t, double dt, int first_extra, void *const *extra, int n_extra,
+                     char *err, size_t len)
+{
+    host_engine *h = x;
+    if (kernel < 0 || kernel >= h->n_added || first_extra < 0 || n_extra < 0) {
+        diag_set(err, len, "no kernel %d added, or no room for %d more buffers", kernel, n_extra);
+        return -1;
+    }
+    const host_added *a = &h->added[kernel];
+    kir_launch L = *sim_launch(h->s);
+    int nbuf = sim_get_state(h->s)->nbuf, n = first_extra + n_extra > nbuf ? first_extra + n_extra : nbuf;
+    void **buf = malloc(sizeof *buf * (size_t)n);
+    if (!buf) {
+        diag_set(err, len, "out of memory");
+        return -1;
+    }
+    memcpy(buf, L.buf, sizeof *buf * (size_t)nbuf);
+    for (int i = 0; i < n_extra; i++) buf[first_extra + i] = extra[i];
+    int32_t nonfinite = 0;
+    L.buf = buf;
+    L.nonfinite = &nonfinite;
+    const kir_kernel *k = program_kernel(sim_program(h->s), a->id);
+    int rc = sim_run_kernel(h->s, 0, t, dt, a->cpu ? cpu_backend_run : NULL, a->cpu, a->id, k, &L);
+    free(buf);
+    if (rc < 0) {
+        diag_set(err, len, "%s", sim_error(h->s));
+        return -1;
+    }
+    if (a->cpu) cpu_backend_ran(a->cpu);
+    return 0;
+}
+
+static const exec_ops host_exec_ops = {
+    .device = 0,
+    .step = {.fill = hx_fill, .stage = hx_stage, .sweep = hx_sweep},
+    .refresh = hx_refresh,
+    .copy_out = hx_copy_out,
+    .copy_in = hx_copy_in,
+    .take_nonfinite = hx_take,
+    .find_nonfinite = hx_find,
+    .run = hx_run,
+    .add_kernel = hx_add_kernel,
+    .launch = hx_launch,
+    .skip_fill = hx_skip_fill,
+    .eval = hx_eval,
+    .geometry = hx_geometry,
+};
+
+/* engine.h: the fields in host memory, as the host sim lays them out */
+int engine_memory_check(const pj_program *p, int single, char *err, size_t len)
+{
+    return sim_memory_check(p, single, err, len);
+}
+
 #define HOST_OPS                                                                                         \
-    .destroy = host_destroy, .init = host_init, .step = host_step, .set_param = host_set_param,          \
-    .params = host_params, .get_field = host_get_field, .set_field = host_set_field,                      \
-    .take_nonfinite = host_take_nonfinite, .check_finite = host_check_finite, .time = host_time,          \
-    .steps = host_steps, .set_clock = host_set_clock, .view = host_view, .reduce = host_reduce,           \
-    .info = host_info, .prepare = host_prepare, .swap = host_swap, .release = host_release,               \
-    .solver_stats = host_solver_stats, .step_n = host_step_n, .block_steps = host_block_steps,      \
-    .state = host_state
+    .exec = &host_exec_ops, .destroy = host_destroy, .state = host_state, .init = host_init, .step = host_step, \
+    .step_n = host_step_n, .reduce = host_reduce, .info = host_info, .prepare = host_prepare, .swap = host_swap, \
+    .release = host_release, .solver_stats = host_solver_stats, .block_steps = host_block_steps
 
 #define HOST_CAPS ENGINE_CAP_SWAP | ENGINE_CAP_IMPLICIT | ENGINE_CAP_DECOMPOSE | ENGINE_CAP_SECOND_BC | ENGINE_CAP_MONITORS
 

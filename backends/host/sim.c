@@ -51,6 +51,7 @@
 #include "interp.h"
 #include "knobs.h"
 #include "sim_impl.h"
+#include "simulation.h"
 
 #define SIM_ALIGN 64
 /* y tiles: the share of the second-level cache a tile's planes take, and the smallest piece of
@@ -409,9 +410,8 @@ void sim_destroy(sim *s)
 
 int sim_set_param(sim *s, const char *name, double value)
 {
-    if (state_set_param(&s->st, name, value) < 0) return -1;
-    for (int side = 0; side < 6; side++) s->coef_valid[side] = 0; /* boundary coefficients may use it */
-    return 0;
+    simulation m = {&sim_exec_ops, s, &s->st};
+    return simulation_set_param(&m, name, value);
 }
 
 const double *sim_params(const sim *s) { return s->st.param; }
@@ -780,7 +780,7 @@ void sim_init(sim *s)
 
 /* ---- the step (state.h's stepper) ------------------------------------------------------ */
 
-static int host_fill(void *x, int slot, double t, char *err, size_t len)
+int sim_fill_slot(void *x, int slot, double t, char *err, size_t len)
 {
     sim *s = x;
     sim_fill_ghosts(s, slot, t);
@@ -791,7 +791,7 @@ static int host_fill(void *x, int slot, double t, char *err, size_t len)
 
 /* Stage i over the interior on the sim's threads; while the first steps measure (see the
  * header), the step's time runs from its first stage's launch to its last's end. */
-static int host_stage(void *x, int i, const stage_clock *c, char *err, size_t len)
+int sim_stage(void *x, int i, const stage_clock *c, char *err, size_t len)
 {
     (void)err;
     (void)len;
@@ -814,20 +814,16 @@ static int host_stage(void *x, int i, const stage_clock *c, char *err, size_t le
     return 0;
 }
 
-static const stepper_ops host_stepper = {.fill = host_fill, .stage = host_stage, .sweep = tblock_sweep};
-
 int sim_step(sim *s, double dt)
 {
-    int rc = stepper_step(&s->st, &host_stepper, s, dt, NULL, 0); /* one step: no sweep */
-    s->L.t = s->st.t;
-    return rc;
+    simulation m = {&sim_exec_ops, s, &s->st};
+    return simulation_step(&m, dt, NULL, 0); /* one step: no sweep */
 }
 
 int sim_step_n(sim *s, double dt, int64_t n)
 {
-    int rc = stepper_step_n(&s->st, &host_stepper, s, dt, n, NULL, 0);
-    s->L.t = s->st.t;
-    return rc;
+    simulation m = {&sim_exec_ops, s, &s->st};
+    return simulation_step_n(&m, dt, n, NULL, 0);
 }
 
 int sim_eval(sim *s, pj_kernel_id id, double t, double dt)
@@ -855,10 +851,11 @@ int sim_eval(sim *s, pj_kernel_id id, double t, double dt)
 
 void sim_set_clock(sim *s, double t, int64_t steps)
 {
-    s->st.t = t;
-    s->st.steps = steps;
-    s->L.t = t;
+    simulation m = {&sim_exec_ops, s, &s->st};
+    simulation_set_clock(&m, t, steps);
 }
+
+sim_state *sim_get_state(sim *s) { return &s->st; }
 
 const grid_layout *sim_layout(const sim *s) { return &s->st.g; }
 
@@ -871,22 +868,8 @@ static int64_t cell_at(const sim *s, int64_t i, int64_t j, int64_t k)
 
 int sim_check_finite(const sim *s, sim_nan_report *report)
 {
-    const pj_program *p = s->st.p;
-    for (int f = 0; f < p->n_fields; f++) {
-        const void *b = s->st.buf[f];
-        for (int64_t k = 0; k < s->st.g.n[2]; k++)
-            for (int64_t j = 0; j < s->st.g.n[1]; j++) {
-                int64_t row = cell_at(s, 0, j, k);
-                for (int64_t i = 0; i < s->st.g.n[0]; i++) {
-                    double v = rd(s, b, row + i);
-                    if (isfinite(v)) continue;
-                    int64_t idx[3] = {i, j, k};
-                    if (report) state_nan_report(&s->st, f, idx, v, s->L.origin, s->L.h, report);
-                    return 1;
-                }
-            }
-    }
-    return 0;
+    simulation m = {&sim_exec_ops, (sim *)s, (sim_state *)&s->st};
+    return simulation_check_finite(&m, report, NULL, 0);
 }
 
 double sim_time(const sim *s) { return s->st.t; }

@@ -11,6 +11,11 @@
 
 typedef struct sim sim;
 
+/* The host executor's operations (engine.h): a sim is the handle of every call. */
+extern const struct exec_ops sim_exec_ops;
+/* The sim's state (state.h): the engine's generic half works on it (runtime/simulation.h). */
+sim_state *sim_get_state(sim *s);
+
 typedef struct sim_options {
     int single;           /* --precision single: buffers are float, kernels compute in float */
     int threads;          /* 0: all cores */

@@ -78,6 +78,11 @@ static inline size_t sim_page_offset(int i, int n)
     return n > 1 ? (size_t)((int64_t)i * (SIM_PAGE / 64) / n) * 64 : 0;
 }
 
+/* The step's fill and stage launch (state.h's stepper_ops, sim.c) on a sim x: the executor's
+ * operations (sim_exec.c). */
+int sim_fill_slot(void *x, int slot, double t, char *err, size_t len);
+int sim_stage(void *x, int i, const stage_clock *c, char *err, size_t len);
+
 /* tblock.c */
 void tblock_free(struct tblock *tb);
 /* The stepper's sweep strategy (state.h): K steps in one sweep where temporal blocking applies
