@@ -257,8 +257,8 @@ done
 # MPI) Newton takes the same iterations as on one process, step by step
 direct="-ksp_type preonly -pc_type lu"
 for f in nl2d fourth1d imp3d steady2d; do
-    "$pdejit" run "$f.pde" -q --verbose --solver-options "$direct" 2>&1 | grep -o "step [0-9]*, t = [^:]*: [0-9]* Newton" > "$f-newton-1.txt"
-    mpi 3 run "$f.pde" -q --verbose --solver-options "$direct" 2>&1 | grep -o "step [0-9]*, t = [^:]*: [0-9]* Newton" > "$f-newton-3.txt"
+    "$pdejit" run "$f.pde" -q --verbose --solver-options "$direct" 2>&1 | grep -oE "step [0-9]*, t = [^:]*: [0-9]* Newton|steady solve: [0-9]* Newton" > "$f-newton-1.txt"
+    mpi 3 run "$f.pde" -q --verbose --solver-options "$direct" 2>&1 | grep -oE "step [0-9]*, t = [^:]*: [0-9]* Newton|steady solve: [0-9]* Newton" > "$f-newton-3.txt"
     [ -s "$f-newton-1.txt" ] && cmp -s "$f-newton-1.txt" "$f-newton-3.txt" ||
         fail "$f: Newton iterations on 3 processes ($(tr '\n' ' ' < "$f-newton-3.txt")) are not one process's ($(tr '\n' ' ' < "$f-newton-1.txt"))"
 done
