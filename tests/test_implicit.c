@@ -67,7 +67,8 @@ static jacobian_check jacobian_difference(pj_program *p, int scramble)
 static void jacobian_of_every_sample(void **state)
 {
     (void)state;
-    static const char *const samples[] = {"advection_vanleer", "allen_cahn", "fisher", "gray_scott", "heat1d", "heat3d", "robin"};
+    static const char *const samples[] = {"advection_vanleer", "allen_cahn", "fisher", "gray_scott", "heat1d", "heat3d", "robin",
+                                          "implicit/cahn_hilliard_coupled"}; /* rows of an algebraic equation */
     for (size_t i = 0; i < sizeof samples / sizeof *samples; i++) {
         char path[256];
         snprintf(path, sizeof path, "../samples/%s.pde", samples[i]);
