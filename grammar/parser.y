@@ -148,6 +148,7 @@ static void set_words(ast_stmt *s, word_vec v) { s->words = v.items; s->n_words 
 %token MESH "mesh" PARAM "param" CONST "const" FIELD "field" FUNC "func" FLUX "flux"
 %token EQ "eq" ON "on" PERIODIC "periodic" TIME "time" OUTPUT "output" STEADY "steady" SOLVER "solver"
 %token MONITOR "monitor" STOP "stop"
+%token FOR "for"        /* only after `eq 0 = EXPR` (the lexer's stmt_algebraic): a name elsewhere */
 %token LE "<=" GE ">=" EQEQ "==" NE "!=" AND "&&" OR "||"
 
 %type <expr> expr
@@ -192,14 +193,8 @@ stmt
     | EQ NAME '(' NAME ')' '=' expr
                             { $$ = stmt(ctx, ST_EQ, L(@1)); $$->eq_op = $2; $$->eq_op_loc = L(@2); $$->name = $4; $$->name_loc = L(@4); $$->rhs = $7; }
     | EQ NUMBER '=' expr    { $$ = algebraic(ctx, L(@1), $2, L(@2), $4); }
-    | EQ NUMBER '=' expr NAME NAME
-                            {
-                              $$ = algebraic(ctx, L(@1), $2, L(@2), $4);
-                              if (strcmp($5, "for"))
-                                  diag_error(ctx->diag, L(@5), "unexpected name '%s' after an algebraic equation: "
-                                             "it may end with `for FIELD` (eq 0 = EXPR for mu); a product needs '*'", $5);
-                              $$->name = $6; $$->name_loc = L(@6);
-                            }
+    | EQ NUMBER '=' expr FOR NAME
+                            { $$ = algebraic(ctx, L(@1), $2, L(@2), $4); $$->name = $6; $$->name_loc = L(@6); }
     | ON names ':' expr '=' expr
                             { $$ = stmt(ctx, ST_ON, L(@1)); set_words($$, $2); $$->lhs = $4; $$->rhs = $6; }
     | ON names ':' expr '=' expr ',' expr '=' expr
