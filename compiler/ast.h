@@ -65,10 +65,12 @@ typedef enum ast_stmt_kind {
 typedef struct ast_stmt {
     ast_stmt_kind kind;
     pj_loc loc;            /* the keyword */
-    const char *name;      /* ST_MESH: `grid`; ST_FUNC/ST_FLUX: its name; ST_EQ: the field */
+    const char *name;      /* ST_MESH: `grid`; ST_FUNC/ST_FLUX: its name; ST_EQ: the field (an
+                              algebraic one: the field after `for`, or NULL) */
     pj_loc name_loc;
     const char *eq_op;     /* ST_EQ: the operator written before the field (must be `dt`) */
     pj_loc eq_op_loc;
+    int algebraic;         /* ST_EQ: `eq 0 = EXPR [for FIELD]` (eq_op NULL; eq_op_loc the 0) */
     ast_kwarg *kwargs;     /* ST_MESH, ST_PARAM, ST_CONST, ST_FIELD, ST_TIME, ST_OUTPUT, ST_SOLVER */
     int n_kwargs;
     ast_word *words;       /* ST_FUNC/ST_FLUX: argument names; ST_ON: sides; ST_PERIODIC: axes */

@@ -495,6 +495,7 @@ static void build_fields_and_params(compiler *C, pj_program *p)
     p->n_params = sema_count_kind(C, SYM_PARAM);
     p->field_names = need(C, calloc((size_t)p->n_fields + 1, sizeof *p->field_names));
     p->field_has_eq = need(C, calloc((size_t)p->n_fields + 1, sizeof *p->field_has_eq));
+    p->field_algebraic = need(C, calloc((size_t)p->n_fields + 1, sizeof *p->field_algebraic));
     p->field_halo = need(C, calloc((size_t)p->n_fields + 1, sizeof *p->field_halo));
     p->param_names = need(C, calloc((size_t)p->n_params + 1, sizeof *p->param_names));
     p->param_values = need(C, calloc((size_t)p->n_params + 1, sizeof *p->param_values));
@@ -527,30 +528,156 @@ static void build_fields_and_params(compiler *C, pj_program *p)
     }
 }
 
+/* Marks in `reads` the fields e names, through the funcs and fluxes it calls (each walked once:
+ * `seen` per symbol); def's arguments shadow fields of the same name. Depth is bounded by the
+ * parser and funcs do not recurse (sema). */
+static void fields_named(compiler *C, const ast_expr *e, const ast_stmt *def, char *reads, char *seen)
+{
+    if (!e) return;
+    int is_arg = 0;
+    for (int i = 0; def && e->name && i < def->n_words; i++) is_arg |= !strcmp(def->words[i].text, e->name);
+    if ((e->kind == AST_NAME || e->kind == AST_INDEX) && !is_arg) {
+        symbol *s = sema_lookup(C, e->name);
+        if (s && s->kind == SYM_FIELD) reads[s->index] = 1;
+    }
+    if (e->kind == AST_CALL) {
+        symbol *s = sema_lookup(C, e->name);
+        if (s && (s->kind == SYM_FUNC || s->kind == SYM_FLUX) && !seen[s - C->syms]) {
+            seen[s - C->syms] = 1;
+            fields_named(C, s->stmt->rhs, s->stmt, reads, seen);
+        }
+    }
+    fields_named(C, e->a, def, reads, seen);
+    fields_named(C, e->b, def, reads, seen);
+    fields_named(C, e->c, def, reads, seen);
+    for (int i = 0; i < e->n_args; i++) fields_named(C, e->args[i], def, reads, seen);
+}
+
+/* The field of an `eq ... for NAME` (dt(NAME) too), or -1 after an error at its name. */
+static int equation_field(compiler *C, const ast_stmt *st)
+{
+    symbol *s = sema_lookup(C, st->name);
+    if (!s) {
+        diag_error(C->d, st->name_loc, "eq for '%s', which is not defined (declare it: field %s = ...)", st->name, st->name);
+        return -1;
+    }
+    if (s->kind != SYM_FIELD) {
+        diag_error(C->d, st->name_loc, "eq for '%s', which is a %s, not a field", st->name, sema_kind_text(s->kind));
+        return -1;
+    }
+    return s->index;
+}
+
+/* The equations: `eq dt(u) = F` first, then the algebraic ones. `eq 0 = EXPR for mu` is for mu
+ * (a field without a dt(...) equation); `eq 0 = EXPR` is for the one field without a dt(...)
+ * equation, and not taken by another algebraic equation, that EXPR reads (through its funcs):
+ * these are matched until none is left with exactly one such field; one that reads none is an
+ * error, one that reads several must name its field. A field with no equation at all is a
+ * coefficient, as before. */
 static void read_equations(compiler *C, pj_program *p, const ast_stmt **eqs)
 {
+    int n_unnamed = 0;
     for (int i = 0; i < C->ast->n_stmts; i++) {
         const ast_stmt *st = C->ast->stmts[i];
-        if (st->kind != ST_EQ) continue;
+        if (st->kind != ST_EQ || st->algebraic) continue;
         if (strcmp(st->eq_op, "dt")) {
             diag_error(C->d, st->eq_op_loc, "an equation reads `eq dt(%s) = ...`, not %s(%s)", st->name, st->eq_op, st->name);
             continue;
         }
-        symbol *s = sema_lookup(C, st->name);
-        if (!s) {
-            diag_error(C->d, st->name_loc, "eq for '%s', which is not defined (declare it: field %s = ...)", st->name, st->name);
+        int f = equation_field(C, st);
+        if (f < 0) continue;
+        if (eqs[f]) {
+            diag_error(C->d, st->name_loc, "field '%s' already has an equation at line %d", st->name, eqs[f]->loc.line);
             continue;
         }
-        if (s->kind != SYM_FIELD) {
-            diag_error(C->d, st->name_loc, "eq for '%s', which is a %s, not a field", st->name, sema_kind_text(s->kind));
+        eqs[f] = st;
+        p->field_has_eq[f] = 1;
+    }
+    for (int i = 0; i < C->ast->n_stmts; i++) { /* algebraic, naming their field */
+        const ast_stmt *st = C->ast->stmts[i];
+        if (st->kind != ST_EQ || !st->algebraic) continue;
+        if (!st->name) {
+            n_unnamed++;
             continue;
         }
-        if (eqs[s->index]) {
-            diag_error(C->d, st->name_loc, "field '%s' already has an equation at line %d", st->name, eqs[s->index]->loc.line);
+        int f = equation_field(C, st);
+        if (f < 0) continue;
+        if (eqs[f]) {
+            diag_error(C->d, st->name_loc, "field '%s' already has an equation at line %d: an algebraic equation is "
+                       "for a field with no dt(%s) equation of its own", st->name, eqs[f]->loc.line, st->name);
             continue;
         }
-        eqs[s->index] = st;
-        p->field_has_eq[s->index] = 1;
+        eqs[f] = st;
+        p->field_has_eq[f] = p->field_algebraic[f] = 1;
+        p->n_algebraic++;
+    }
+    if (!n_unnamed) return;
+    const ast_stmt **todo = arena_alloc(C->arena, sizeof *todo * (size_t)n_unnamed);
+    char *reads = arena_alloc(C->arena, (size_t)n_unnamed * ((size_t)p->n_fields + 1));
+    char *seen = arena_alloc(C->arena, (size_t)C->n_syms + 1);
+    int n = 0;
+    for (int i = 0; i < C->ast->n_stmts; i++) {
+        const ast_stmt *st = C->ast->stmts[i];
+        if (st->kind != ST_EQ || !st->algebraic || st->name) continue;
+        memset(seen, 0, (size_t)C->n_syms + 1);
+        fields_named(C, st->rhs, NULL, reads + (size_t)n * ((size_t)p->n_fields + 1), seen);
+        todo[n++] = st;
+    }
+    for (int progress = 1; progress;) {
+        progress = 0;
+        for (int k = 0; k < n; k++) {
+            if (!todo[k]) continue;
+            const char *r = reads + (size_t)k * ((size_t)p->n_fields + 1);
+            int found = -1, count = 0;
+            for (int f = 0; f < p->n_fields; f++)
+                if (r[f] && !eqs[f]) count++, found = found < 0 ? f : found;
+            if (count != 1) continue;
+            eqs[found] = todo[k];
+            p->field_has_eq[found] = p->field_algebraic[found] = 1;
+            p->n_algebraic++;
+            todo[k] = NULL;
+            progress = 1;
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        if (!todo[k]) continue;
+        const char *r = reads + (size_t)k * ((size_t)p->n_fields + 1);
+        int first = -1, second = -1;
+        for (int f = 0; f < p->n_fields; f++)
+            if (r[f] && !eqs[f]) {
+                if (first < 0) first = f;
+                else if (second < 0) second = f;
+            }
+        if (first < 0)
+            diag_error(C->d, todo[k]->eq_op_loc, "this algebraic equation reads no field that is left without an "
+                       "equation: eq 0 = EXPR determines a field with no dt(...) equation of its own (declare one: "
+                       "field mu = 0, and use it in EXPR)");
+        else
+            diag_error(C->d, todo[k]->eq_op_loc, "this algebraic equation reads %s and %s, fields without an equation "
+                       "of their own: say which one it determines (eq 0 = ... for %s)", p->field_names[first],
+                       p->field_names[second], p->field_names[first]);
+    }
+}
+
+/* An algebraic equation needs a scheme that solves it: beuler, bdf2 or steady. */
+static void check_algebraic(compiler *C, pj_program *p, const ast_stmt **eqs)
+{
+    for (int f = 0; f < p->n_fields; f++) {
+        if (!p->field_algebraic[f]) continue;
+        pj_loc at = eqs[f]->eq_op_loc;
+        const char *name = p->field_names[f];
+        if (!PJ_SCHEME_IMPLICIT(p->scheme))
+            diag_error(C->d, at, "explicit schemes cannot evaluate the algebraic equation for %s yet: use --scheme "
+                       "beuler or bdf2 (time ..., scheme = bdf2), or steady", name);
+        else if (p->scheme == PJ_CN)
+            diag_error(C->d, at, "cn cannot solve the algebraic equation for %s: Crank-Nicolson averages it over the "
+                       "step, (EXPR(U_n) + EXPR(U_n+1))/2 = 0, so %s is never made to satisfy it (not L-stable: an "
+                       "error in %s flips sign every step and never decays); use beuler or bdf2", name, name, name);
+        else if (p->scheme == PJ_IMEX)
+            diag_error(C->d, at, "imex cannot solve the algebraic equation for %s: its explicit part has no place for "
+                       "an equation without dt(...); use beuler or bdf2", name);
+        else continue;
+        return; /* once */
     }
 }
 
@@ -800,6 +927,7 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     const ast_stmt **eqs = arena_alloc(C->arena, sizeof *eqs * ((size_t)p->n_fields + 1));
     read_equations(C, p, eqs);
     read_time(C, p, opt);
+    check_algebraic(C, p, eqs);
     read_solver(C, p);
     check_single_values(C);
     read_output(C, p);
@@ -892,6 +1020,7 @@ void program_free(pj_program *p)
     for (int i = 0; i < p->n_params; i++) free(p->param_names ? p->param_names[i] : NULL);
     free(p->field_names);
     free(p->field_has_eq);
+    free(p->field_algebraic);
     free(p->field_halo);
     free(p->param_names);
     for (int i = 0; i < p->n_consts; i++) free(p->const_names[i]);

@@ -91,7 +91,10 @@ typedef struct pj_program {
 
     int n_fields;
     char **field_names;
-    int *field_has_eq;
+    int *field_has_eq;    /* an unknown: a dt(...) equation, or an algebraic one (field_algebraic) */
+    int *field_algebraic; /* its equation is `eq 0 = EXPR` (EXPR is its output of rhs): no mass term,
+                             solved by the implicit schemes beuler, bdf2 and steady only */
+    int n_algebraic;
     int *field_halo;      /* per field, from the composed stage kernels */
     int halo;             /* max of field_halo, at least 1: ghost layers allocated per side */
 

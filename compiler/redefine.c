@@ -93,6 +93,7 @@ int redefine_apply(arena *a, ast_program *ast, int first_line, diag *d)
         if (!st || st->loc.line < first_line) continue;
         switch (st->kind) {
         case ST_FUNC: case ST_FLUX: case ST_EQ:
+            if (!st->name) break; /* an algebraic equation without `for FIELD`: added, not redefined */
             for (int j = 0; j < i; j++) {
                 ast_stmt *old = ast->stmts[j];
                 if (!old || !old->name || strcmp(old->name, st->name)) continue;

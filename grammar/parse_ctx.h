@@ -30,6 +30,8 @@ typedef struct parse_ctx {
        leading operator the last hint already explained (its error is not repeated) */
     struct { int kind, line; size_t pos; char text[24]; } tok[2];
     int stmt_first, open_cond, seen_assign, explained_line;
+    int stmt_tokens, stmt_algebraic; /* tokens of the statement so far; it reads `eq 0 = ...` (then `for`
+                                        after an operand is a keyword: eq 0 = EXPR for FIELD) */
     /* parser */
     stmt_vec stmts;
     long n_nodes;          /* expression nodes built */

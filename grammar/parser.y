@@ -114,6 +114,18 @@ static int kwarg_named(parse_ctx *c, kwarg_vec *list, ast_kwarg *kw)
     prev->more[prev->n_more++] = kw->value;
     return 0;
 }
+/* `eq 0 = EXPR`: an algebraic equation; its left side must be 0. */
+static ast_stmt *algebraic(parse_ctx *c, pj_loc loc, double lhs, pj_loc lhs_loc, ast_expr *rhs)
+{
+    ast_stmt *s = stmt(c, ST_EQ, loc);
+    s->algebraic = 1;
+    s->eq_op_loc = lhs_loc;
+    s->rhs = rhs;
+    if (lhs != 0)
+        diag_error(c->diag, lhs_loc, "an equation reads eq dt(u) = ..., or eq 0 = ... for an algebraic one: "
+                   "move %g to the right (eq 0 = EXPR - %g)", lhs, lhs);
+    return s;
+}
 static void set_kwargs(ast_stmt *s, kwarg_vec v) { s->kwargs = v.items; s->n_kwargs = v.len; }
 static void set_words(ast_stmt *s, word_vec v) { s->words = v.items; s->n_words = v.len; }
 }
@@ -136,6 +148,7 @@ static void set_words(ast_stmt *s, word_vec v) { s->words = v.items; s->n_words 
 %token MESH "mesh" PARAM "param" CONST "const" FIELD "field" FUNC "func" FLUX "flux"
 %token EQ "eq" ON "on" PERIODIC "periodic" TIME "time" OUTPUT "output" STEADY "steady" SOLVER "solver"
 %token MONITOR "monitor" STOP "stop"
+%token FOR "for"        /* only after `eq 0 = EXPR` (the lexer's stmt_algebraic): a name elsewhere */
 %token LE "<=" GE ">=" EQEQ "==" NE "!=" AND "&&" OR "||"
 
 %type <expr> expr
@@ -179,6 +192,9 @@ stmt
                             { $$ = stmt(ctx, ST_FLUX, L(@1)); $$->name = $2; $$->name_loc = L(@2); set_words($$, $4); $$->rhs = $7; }
     | EQ NAME '(' NAME ')' '=' expr
                             { $$ = stmt(ctx, ST_EQ, L(@1)); $$->eq_op = $2; $$->eq_op_loc = L(@2); $$->name = $4; $$->name_loc = L(@4); $$->rhs = $7; }
+    | EQ NUMBER '=' expr    { $$ = algebraic(ctx, L(@1), $2, L(@2), $4); }
+    | EQ NUMBER '=' expr FOR NAME
+                            { $$ = algebraic(ctx, L(@1), $2, L(@2), $4); $$->name = $6; $$->name_loc = L(@6); }
     | ON names ':' expr '=' expr
                             { $$ = stmt(ctx, ST_ON, L(@1)); set_words($$, $2); $$->lhs = $4; $$->rhs = $6; }
     | ON names ':' expr '=' expr ',' expr '=' expr
@@ -310,9 +326,6 @@ static const char *syntax_hint(parse_ctx *c, char *buf, size_t n)
         return "a conditional is written COND ? A : B: x < 5 ? 1 : 0";
     if (prev == NAME && !strcmp(prev_text, "not")) return "'not' is written !: !(a > 0)";
     if (kind == '*' && prev == '*') return "a power is written with ^: u^2, not u**2";
-    if (c->stmt_first == EQ && prev == EQ && kind == NUMBER && !strcmp(text, "0"))
-        return "eq 0 = ... (an algebraic equation) is not supported yet: write the unknown as a func "
-               "(func mu(c) = c^3 - c - kappa*lap(c)) and use it (eq dt(c) = M*lap(mu(c)))";
     if (c->stmt_first == EQ && !c->seen_assign && kind == '/')
         return "a time derivative is written dt(u): eq dt(u) = ...";
     if (c->stmt_first == EQ && kind == EQEQ) return "an equation has one '=': eq dt(u) = ...";

@@ -133,20 +133,40 @@ static PetscErrorCode record_norm(SNES snes, PetscInt it, PetscReal fnorm, void 
     return 0;
 }
 
-/* F(t, U, U') = U' - F(U) (imex: F_implicit), its Jacobian shift I - dF/dU; imex: G = F_explicit */
+/* F(t, U, U') = M U' - F(U) (imex: F_implicit), its Jacobian shift M - dF/dU; imex: G = F_explicit.
+ * M is the identity but on the rows of an algebraic equation (eq 0 = EXPR, F's row EXPR), where it
+ * is 0: a DAE of index 1, whose row -EXPR = 0 beuler and bdf2 impose at the end of every step. */
 static PetscErrorCode ts_ifunction(TS ts, PetscReal t, Vec U, Vec Udot, Vec F, void *ctx)
 {
     (void)ts;
+    implicit_solver *q = ctx;
     PetscCall(eval_stage(ctx, PJ_KERNEL_RHS_IMPLICIT, t, U, F));
-    PetscCall(VecAYPX(F, -1.0, Udot));
+    if (!q->n_alg) {
+        PetscCall(VecAYPX(F, -1.0, Udot));
+        return 0;
+    }
+    PetscScalar *f;
+    const PetscScalar *ud;
+    PetscInt n;
+    PetscCall(VecGetLocalSize(F, &n));
+    PetscCall(VecGetArray(F, &f));
+    PetscCall(VecGetArrayRead(Udot, &ud));
+    for (PetscInt i = 0; i < n; i++) f[i] = q->alg[i % q->dof] ? -f[i] : ud[i] - f[i];
+    PetscCall(VecRestoreArrayRead(Udot, &ud));
+    PetscCall(VecRestoreArray(F, &f));
     return 0;
 }
 
-/* B += shift I in one sweep over the diagonal (MatShift inserts it row by row with MatSetValues
+/* B += shift M in one sweep over the diagonal (MatShift inserts it row by row with MatSetValues
  * and assembles: most of a copied Jacobian's cost) */
 static PetscErrorCode add_shift(implicit_solver *q, Mat B, PetscReal shift)
 {
-    PetscCall(VecSet(q->D, shift));
+    if (q->n_alg) {
+        PetscCall(VecCopy(q->M, q->D));
+        PetscCall(VecScale(q->D, shift));
+    } else {
+        PetscCall(VecSet(q->D, shift));
+    }
     PetscCall(MatDiagonalSet(B, q->D, ADD_VALUES));
     return 0;
 }
@@ -260,7 +280,8 @@ static PetscErrorCode ts_ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscRea
     PetscCall(step_tolerance(q, ts, shift, U));
     if (fast) {
         PetscCall(VecCopy(q->Dneg, q->D));
-        PetscCall(VecShift(q->D, shift));
+        if (q->n_alg) PetscCall(VecAXPY(q->D, shift, q->M));
+        else PetscCall(VecShift(q->D, shift));
         PetscCall(MatDiagonalSet(B, q->D, INSERT_VALUES));
         return 0;
     }
@@ -595,7 +616,25 @@ static int create_ts(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, si
     CHECK(TSGetAdapt(q->ts, &adapt), "TSGetAdapt");
     if (p->adapt > 0) {
         CHECK(TSAdaptSetType(adapt, TSADAPTBASIC), "TSAdaptSetType");
-        CHECK(TSSetTolerances(q->ts, p->adapt * 1e-3, NULL, p->adapt, NULL), "TSSetTolerances");
+        if (q->n_alg) { /* the error estimate is the differential unknowns': an algebraic one has no
+                           local error of its own (it follows them; its initial value need not fit) */
+            Vec va, vr;
+            CHECK(VecDuplicate(q->M, &va), "VecDuplicate");
+            CHECK(VecDuplicate(q->M, &vr), "VecDuplicate");
+            CHECK(VecSet(va, PETSC_MAX_REAL), "VecSet");
+            CHECK(VecPointwiseMin(va, va, q->M), "VecPointwiseMin");   /* 0 or 1 */
+            CHECK(VecShift(va, -1.0), "VecShift");                    /* -1 algebraic, 0 else */
+            CHECK(VecScale(va, -1e300), "VecScale");                  /* 1e300 algebraic, 0 else */
+            CHECK(VecCopy(va, vr), "VecCopy");
+            CHECK(VecShift(va, p->adapt * 1e-3), "VecShift");
+            CHECK(VecShift(vr, p->adapt), "VecShift");
+            PetscErrorCode e_tol = TSSetTolerances(q->ts, p->adapt * 1e-3, va, p->adapt, vr);
+            VecDestroy(&va);
+            VecDestroy(&vr);
+            CHECK(e_tol, "TSSetTolerances");
+        } else {
+            CHECK(TSSetTolerances(q->ts, p->adapt * 1e-3, NULL, p->adapt, NULL), "TSSetTolerances");
+        }
     } else {
         CHECK(TSAdaptSetType(adapt, TSADAPTNONE), "TSAdaptSetType");
     }
@@ -603,8 +642,9 @@ static int create_ts(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, si
     CHECK(apply_defaults(q->opts, ts_snes), "the solver's defaults");
     if (d) CHECK(parallel_defaults(q->opts, ts_snes), "the solver's defaults");
     if (q->linear) CHECK(linear_defaults(q->opts, ts_snes), "the solver's defaults");
-    /* over MPI the matrix is spread: PETSc's ICC factors one process's only */
-    if (q->jac->symmetric && !d) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
+    /* over MPI the matrix is spread: PETSc's ICC factors one process's only; with an algebraic
+       equation shift M - J is not definite (its rows have no shift) */
+    if (q->jac->symmetric && !d && !q->n_alg) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
     if (q->cg && q->linear && p->adapt > 0) CHECK(step_tolerance_defaults(q, q->opts, ts_snes), "the solver's defaults");
     if (!d) CHECK(mg_defaults(q, ts_snes), "the multigrid levels");
     PetscScalar *x;
@@ -645,13 +685,22 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
     q->nf = p->n_fields;
     q->unknown = malloc(sizeof *q->unknown * (size_t)(p->n_fields + 1));
     q->field_of = malloc(sizeof *q->field_of * (size_t)(p->n_fields + 1));
+    q->alg = calloc((size_t)p->n_fields + 1, sizeof *q->alg);
     q->cols = malloc(sizeof *q->cols * (size_t)(q->jac->n + 1) * (size_t)(p->halo + 1));
     q->vals = malloc(sizeof *q->vals * (size_t)(q->jac->n + 1) * (size_t)(p->halo + 1));
     const grid_layout *g = sim_layout(s);
-    if (!q->unknown || !q->field_of || !q->cols || !q->vals) goto oom;
+    if (!q->unknown || !q->field_of || !q->alg || !q->cols || !q->vals) goto oom;
     for (int f = 0; f < p->n_fields; f++) {
         q->unknown[f] = p->field_has_eq[f] ? q->dof : -1;
-        if (p->field_has_eq[f]) q->field_of[q->dof++] = f;
+        if (p->field_has_eq[f]) {
+            q->alg[q->dof] = p->field_algebraic && p->field_algebraic[f];
+            q->n_alg += q->alg[q->dof];
+            q->field_of[q->dof++] = f;
+        }
+    }
+    if (q->n_alg && (p->scheme == PJ_CN || p->scheme == PJ_IMEX)) { /* the front end refuses these */
+        diag_set(err, len, "internal error: cn and imex cannot solve an algebraic equation");
+        goto fail;
     }
     if (!q->dof) {
         diag_set(err, len, "an implicit scheme needs at least one equation");
@@ -711,6 +760,15 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
     CHECK(VecDuplicate(q->X, &q->D), "VecDuplicate");
     CHECK(VecDuplicate(q->X, &q->Djc), "VecDuplicate");
     CHECK(VecDuplicate(q->X, &q->Voff), "VecDuplicate");
+    if (q->n_alg) { /* the mass's diagonal: 1, 0 on the algebraic rows */
+        PetscScalar *m;
+        PetscInt nl;
+        CHECK(VecDuplicate(q->X, &q->M), "VecDuplicate");
+        CHECK(VecGetLocalSize(q->M, &nl), "VecGetLocalSize");
+        CHECK(VecGetArray(q->M, &m), "VecGetArray");
+        for (PetscInt i = 0; i < nl; i++) m[i] = q->alg[i % q->dof] ? 0.0 : 1.0;
+        CHECK(VecRestoreArray(q->M, &m), "VecRestoreArray");
+    }
     CHECK(DMCreateMatrix(q->da, &q->J), "DMCreateMatrix");
     CHECK(MatSetOption(q->J, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE), "MatSetOption");
     CHECK(PetscOptionsCreate(&q->opts), "PetscOptionsCreate");
@@ -742,10 +800,12 @@ void implicit_destroy(implicit_solver *q)
     if (q->Djc) VecDestroy(&q->Djc);
     if (q->Voff) VecDestroy(&q->Voff);
     if (q->Dneg) VecDestroy(&q->Dneg);
+    if (q->M) VecDestroy(&q->M);
     if (q->da) DMDestroy(&q->da);
     if (q->opts) PetscOptionsDestroy(&q->opts);
     free(q->unknown);
     free(q->field_of);
+    free(q->alg);
     free(q->alpha);
     free(q->jc_params);
     free(q->cols);

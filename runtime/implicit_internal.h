@@ -73,6 +73,9 @@ struct implicit_solver {
     DM da;
     Vec X, R;
     Vec D;                 /* scratch: the shift on the diagonal (add_shift) */
+    int n_alg;             /* unknowns with an algebraic equation (eq 0 = EXPR): no mass term */
+    int *alg;              /* [dof] 1 for those */
+    Vec M;                 /* n_alg: the mass's diagonal, 0 on their rows and 1 elsewhere */
     Mat J;
     PetscOptions opts;     /* this solver's options (the solver statement, --solver-options) */
     TS ts;                 /* time steps */

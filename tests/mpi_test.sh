@@ -246,6 +246,18 @@ near imp3d imp3d.pde
 near steady2d steady2d.pde
 near adapt2d adapt2d.pde
 near imex2d imex2d.pde
+# an algebraic equation (eq 0 = ...): FiPy's coupled Cahn-Hilliard (samples/implicit/
+# cahn_hilliard_coupled.pde), c and mu in one system, bdf2 (an absolute tolerance: the residual's
+# rounding floor, about 1e-14, is above $tight's relative 1e-12 in the late steps)
+cat > chc2d.pde <<'EOF'
+mesh grid(nx = 24, ny = 20, Lx = 12, Ly = 10)
+field c = 0.5 + 0.1*randn(), mu = 0
+eq dt(c) = lap(mu)
+eq 0 = mu - (c*(1 - c)*(1 - 2*c) - lap(c))
+time dt = 1, steps = 10, scheme = bdf2
+solver atol = 1e-13
+EOF
+near chc2d chc2d.pde
 # the full gradient on faces (tangential differences read the exchanged corner ghosts) and its
 # angle's Jacobian (samples/pfhub3.pde, explicit, is one of the samples above)
 near pfhub3-bdf2 "$src/samples/implicit/pfhub3.pde" --until 0.5 --out none

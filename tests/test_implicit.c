@@ -67,7 +67,8 @@ static jacobian_check jacobian_difference(pj_program *p, int scramble)
 static void jacobian_of_every_sample(void **state)
 {
     (void)state;
-    static const char *const samples[] = {"advection_vanleer", "allen_cahn", "fisher", "gray_scott", "heat1d", "heat3d", "robin"};
+    static const char *const samples[] = {"advection_vanleer", "allen_cahn", "fisher", "gray_scott", "heat1d", "heat3d", "robin",
+                                          "implicit/cahn_hilliard_coupled"}; /* rows of an algebraic equation */
     for (size_t i = 0; i < sizeof samples / sizeof *samples; i++) {
         char path[256];
         snprintf(path, sizeof path, "../samples/%s.pde", samples[i]);
@@ -1079,6 +1080,119 @@ static void fipy_cahn_hilliard_2d(void **state)
     assert_true(steps > 0 && steps < 730);
 }
 
+/* Runs text `src` (written to NAME.pde in tu_dir) with `options` and dumps its final fields into v
+ * (cols per cell); the number of cells. */
+static int run_dump(const char *name, const char *src, const char *options, double *v, int cols, int max_rows)
+{
+    char path[512], cmd[2048], *out = NULL;
+    snprintf(path, sizeof path, "%s/%s.pde", tu_dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(src, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/cache %s run %s.pde --quiet --out none --dump %s.csv%s%s%s",
+             tu_dir, tu_dir, PJ_BINARY, name, name, options ? " --solver-options '" : "", options ? options : "",
+             options ? "'" : "");
+    int rc = tu_run(cmd, &out);
+    if (rc) fail_msg("%s: exit %d:\n%s", name, rc, out ? out : "");
+    free(out);
+    snprintf(path, sizeof path, "%s/%s.csv", tu_dir, name);
+    return read_csv(path, v, cols, max_rows);
+}
+
+/* s with the first `from` replaced by `to` (malloc'd); a test failure when s has no `from`. */
+static char *replaced(const char *s, const char *from, const char *to)
+{
+    const char *at = strstr(s, from);
+    if (!at) fail_msg("'%s' is not in the text", from);
+    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+    char *r = malloc(n);
+    assert_non_null(r);
+    snprintf(r, n, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    return r;
+}
+
+/* FiPy's coupled Cahn-Hilliard (examples/cahnHilliard/mesh2DCoupled.py) as
+ * samples/implicit/cahn_hilliard_coupled.pde: mu an unknown of its own with the algebraic equation
+ * eq 0 = mu - (f'(c) - eps^2 lap(c)). On 40 x 40 cells of 0.25 (FiPy's doctest has 20 x 20, a
+ * domain too small for the spinodal instability), 120 backward Euler steps of 1, until c has
+ * separated (max > 0.7, min < 0.3, FiPy's doctest's criterion), against the single equation dt(c) = D lap(f'(c) - eps^2 lap(c)) from the same
+ * noise: both are the same discrete problem (the inner lap's ghosts, by the zero-flux mirror, are
+ * those of mu's), so c agrees to Newton's tolerance: with the defaults (relative 1e-8) and with
+ * -snes_rtol 1e-12. And mu at the end is f'(c) - eps^2 lap_h(c) of the final c, computed here from
+ * the five-point Laplacian with mirrored ghosts. */
+static void fipy_cahn_hilliard_coupled(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/samples/implicit/cahn_hilliard_coupled.pde", PJ_SOURCE_DIR);
+    char *src = tu_read_file(path, NULL);
+    assert_non_null(src);
+    char *small = replaced(src, "nx = 100, ny = 100, Lx = 25, Ly = 25", "nx = 40, ny = 40, Lx = 10, Ly = 10");
+    char *coupled = replaced(small, "time dt = exp(-5), until = 1000, scheme = bdf2, adapt = 1e-3",
+                             "time dt = 1, until = 120, scheme = beuler");
+    char *s1 = replaced(coupled, "field c = 0.5 + 0.1*randn(), mu = 0", "field c = 0.5 + 0.1*randn()");
+    char *s2 = replaced(s1, "eq dt(c) = D*lap(mu)\n", "");
+    char *single = replaced(s2, "eq 0 = mu - (a^2*c*(1 - c)*(1 - 2*c) - eps^2*lap(c))",
+                            "eq dt(c) = D*lap(a^2*c*(1 - c)*(1 - 2*c) - eps^2*lap(c))");
+    enum { N = 40, CELLS = N * N };
+    static double vc[4 * CELLS], vs[3 * CELLS];
+    const char *options[2] = {NULL, "-snes_rtol 1e-12"};
+    double bound[2] = {1e-7, 1e-9};
+    for (int o = 0; o < 2; o++) {
+        assert_int_equal(run_dump("chc", coupled, options[o], vc, 4, CELLS), CELLS);
+        assert_int_equal(run_dump("chs", single, options[o], vs, 3, CELLS), CELLS);
+        double diff = 0, lo = 1, hi = 0, mu_err = 0, mu_max = 0, h = 0.25;
+        for (int i = 0; i < CELLS; i++) {
+            diff = fmax(diff, fabs(vc[4 * i + 2] - vs[3 * i + 2]));
+            lo = fmin(lo, vc[4 * i + 2]);
+            hi = fmax(hi, vc[4 * i + 2]);
+            int ix = i % N, iy = i / N;
+            double c = vc[4 * i + 2], sum = 0;
+            int nb[4][2] = {{ix - 1, iy}, {ix + 1, iy}, {ix, iy - 1}, {ix, iy + 1}};
+            for (int k = 0; k < 4; k++) {
+                int jx = nb[k][0] < 0 || nb[k][0] >= N ? ix : nb[k][0], jy = nb[k][1] < 0 || nb[k][1] >= N ? iy : nb[k][1];
+                sum += vc[4 * (jy * N + jx) + 2] - c;
+            }
+            double mu = c * (1 - c) * (1 - 2 * c) - sum / (h * h);
+            mu_err = fmax(mu_err, fabs(vc[4 * i + 3] - mu));
+            mu_max = fmax(mu_max, fabs(mu));
+        }
+        printf("coupled Cahn-Hilliard (40 x 40, 120 beuler steps of 1, %s): c in [%.4f, %.4f], max |c_coupled - "
+               "c_single| = %.3g; max |mu - (f'(c) - lap_h c)| = %.3g (max |mu| %.3g)\n",
+               options[o] ? options[o] : "default tolerances", lo, hi, diff, mu_err, mu_max);
+        assert_true(hi > 0.7 && lo < 0.3); /* separated, as FiPy's doctest says */
+        assert_true(diff < bound[o]);
+        assert_true(mu_err < bound[o] * 100 * fmax(1, mu_max));
+    }
+    free(src);
+    free(small);
+    free(coupled);
+    free(s1);
+    free(s2);
+    free(single);
+}
+
+/* steady with an algebraic unknown: lap(u) + s = 0, 0 = s - 2 on [0, 1], u = 0 at both ends: u = x(1 - x),
+ * which the finite-volume scheme gives to its second order (the boundary ghosts). */
+static void steady_with_algebraic_unknown(void **state)
+{
+    (void)state;
+    static double v[3 * 64];
+    int n = run_dump("sa", "mesh grid(nx = 64)\nfield u = 0, s = 0\neq dt(u) = lap(u) + s\neq 0 = s - 2 - 0*u\n"
+                           "on left, right: u = 0\nsteady\n", NULL, v, 3, 64);
+    assert_int_equal(n, 64);
+    double err = 0, serr = 0;
+    for (int i = 0; i < 64; i++) {
+        double x = v[3 * i];
+        err = fmax(err, fabs(v[3 * i + 1] - x * (1 - x)));
+        serr = fmax(serr, fabs(v[3 * i + 2] - 2));
+    }
+    printf("steady lap(u) + s = 0, 0 = s - 2: max |u - x(1 - x)| = %.3g, max |s - 2| = %.3g\n", err, serr);
+    assert_true(err < 1e-3);
+    assert_true(serr < 1e-10);
+}
+
 static void language_errors(void **state)
 {
     (void)state;
@@ -1113,8 +1227,8 @@ static void implicit_samples(void **state)
 {
     (void)state;
     static const char *const names[] = {"stiff_heat", "cahn_hilliard", "pfhub1", "fourth_order_1d",
-                                        "cahn_hilliard_fipy"};
-    for (int i = 0; i < 5; i++) {
+                                        "cahn_hilliard_fipy", "cahn_hilliard_coupled"};
+    for (int i = 0; i < 6; i++) {
         char path[256];
         snprintf(path, sizeof path, "../samples/implicit/%s.pde", names[i]);
         size_t len;
@@ -1163,6 +1277,8 @@ int main(void)
     isolated_at_start = getenv("OMPI_MCA_ess_singleton_isolated");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(language_errors),
+        cmocka_unit_test(fipy_cahn_hilliard_coupled),
+        cmocka_unit_test(steady_with_algebraic_unknown),
         cmocka_unit_test(jacobian_of_every_sample),
         cmocka_unit_test(jacobian_of_random_problems),
         cmocka_unit_test(newton_converges_quadratically),

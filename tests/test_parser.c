@@ -214,6 +214,89 @@ static void errors_equations(void **state)
     expect_error("mesh grid(nx=10)\nfunc f(a, b, a) = a\n", "2:14: error: duplicate argument 'a' in func 'f'");
 }
 
+/* `eq 0 = EXPR [for FIELD]` (LANGUAGE.md §9): which field each algebraic equation is for, and the
+ * errors at the text. */
+static void algebraic_equations(void **state)
+{
+    (void)state;
+    const char *head = "mesh grid(nx=10)\nfield c = 0.5, mu = 0, nu = 0, D = 1\neq dt(c) = lap(mu)\n";
+    char src[1024];
+    char *log;
+    /* one field left without a dt equation that the equation reads: mu; D and nu are coefficients */
+    snprintf(src, sizeof src, "%seq 0 = mu - c^3\ntime dt = 0.1, steps = 1, scheme = beuler\n", head);
+    pj_program *p = compile(src, &log);
+    if (!p) fail_msg("%s", log);
+    assert_int_equal(p->n_algebraic, 1);
+    assert_true(p->field_has_eq[1] && p->field_algebraic[1]);
+    assert_true(p->field_has_eq[0] && !p->field_algebraic[0]);
+    assert_false(p->field_has_eq[2] || p->field_has_eq[3]);
+    free(log);
+    program_free(p);
+    /* matched until none is left: the second reads mu and nu, the first only mu, in any order */
+    snprintf(src, sizeof src, "%seq 0 = nu - mu*c\neq 0 = mu + lap(c)\ntime dt = 0.1, steps = 1, scheme = bdf2\n",
+             "mesh grid(nx=10)\nfield c = 0.5, mu = 0, nu = 0\nfield D = 1\neq dt(c) = lap(nu)\n");
+    p = compile(src, &log);
+    if (!p) fail_msg("%s", log);
+    assert_int_equal(p->n_algebraic, 2);
+    assert_true(p->field_algebraic[1] && p->field_algebraic[2] && !p->field_has_eq[3]);
+    free(log);
+    program_free(p);
+    /* through a func, and named with `for` */
+    snprintf(src, sizeof src, "%sfunc g(a) = a - c\neq 0 = g(mu)*D for mu\nsteady\n", head);
+    p = compile(src, &log);
+    if (!p) fail_msg("%s", log);
+    assert_true(p->field_algebraic[1] && !p->field_has_eq[3]);
+    free(log);
+    program_free(p);
+    snprintf(src, sizeof src, "%sfunc g(a) = a*mu\neq 0 = g(c) - 1\nsteady\n", head);
+    p = compile(src, &log);
+    if (!p) fail_msg("%s", log);
+    assert_true(p->field_algebraic[1]);
+    free(log);
+    program_free(p);
+
+    snprintf(src, sizeof src, "%seq 0 = mu*D - c\nsteady\n", head);
+    expect_error(src, "4:4: error: this algebraic equation reads mu and D, fields without an equation of their own: "
+                      "say which one it determines (eq 0 = ... for mu)");
+    snprintf(src, sizeof src, "%seq 0 = c - 1\nsteady\n", head);
+    expect_error(src, "4:4: error: this algebraic equation reads no field that is left without an equation: eq 0 = "
+                      "EXPR determines a field with no dt(...) equation of its own (declare one: field mu = 0, and use "
+                      "it in EXPR)");
+    snprintf(src, sizeof src, "%seq 0 = mu - c\neq 0 = mu + c\nsteady\n", head);
+    expect_error(src, "5:4: error: this algebraic equation reads no field that is left without an equation: eq 0 = "
+                      "EXPR determines a field with no dt(...) equation of its own (declare one: field mu = 0, and use "
+                      "it in EXPR)");
+    snprintf(src, sizeof src, "%seq 0 = mu - c for c\nsteady\n", head);
+    expect_error(src, "4:19: error: field 'c' already has an equation at line 3: an algebraic equation is for a field "
+                      "with no dt(c) equation of its own");
+    snprintf(src, sizeof src, "%seq 0 = mu - c for q\nsteady\n", head);
+    expect_error(src, "4:19: error: eq for 'q', which is not defined (declare it: field q = ...)");
+    /* `for` is a keyword there only: a param may have its name */
+    p = compile("mesh grid(nx=10)\nparam for = 2\nfield c = 0.5, mu = 0\neq dt(c) = for*lap(mu)\n"
+                "eq 0 = mu - for*c for mu\nsteady\n", &log);
+    if (!p) fail_msg("%s", log);
+    assert_true(p->field_algebraic[1]);
+    free(log);
+    program_free(p);
+    snprintf(src, sizeof src, "%seq 1 = mu - c\nsteady\n", head);
+    expect_error(src, "4:4: error: an equation reads eq dt(u) = ..., or eq 0 = ... for an algebraic one: move 1 to the "
+                      "right (eq 0 = EXPR - 1)");
+    /* the schemes that cannot solve it, refused at the equation */
+    snprintf(src, sizeof src, "%seq 0 = mu - c\ntime dt = 0.1, steps = 1, scheme = rk4\n", head);
+    expect_error(src, "4:4: error: explicit schemes cannot evaluate the algebraic equation for mu yet: use --scheme "
+                      "beuler or bdf2 (time ..., scheme = bdf2), or steady");
+    snprintf(src, sizeof src, "%seq 0 = mu - c\ntime dt = 0.1, steps = 1\n", head);
+    expect_error(src, "4:4: error: explicit schemes cannot evaluate the algebraic equation for mu yet: use --scheme "
+                      "beuler or bdf2 (time ..., scheme = bdf2), or steady");
+    snprintf(src, sizeof src, "%seq 0 = mu - c\ntime dt = 0.1, steps = 1, scheme = cn\n", head);
+    expect_error(src, "4:4: error: cn cannot solve the algebraic equation for mu: Crank-Nicolson averages it over the "
+                      "step, (EXPR(U_n) + EXPR(U_n+1))/2 = 0, so mu is never made to satisfy it (not L-stable: an "
+                      "error in mu flips sign every step and never decays); use beuler or bdf2");
+    snprintf(src, sizeof src, "%seq 0 = mu - c\ntime dt = 0.1, steps = 1, scheme = imex\n", head);
+    expect_error(src, "4:4: error: imex cannot solve the algebraic equation for mu: its explicit part has no place "
+                      "for an equation without dt(...); use beuler or bdf2");
+}
+
 static void errors_boundaries(void **state)
 {
     (void)state;
@@ -300,10 +383,8 @@ static void syntax_error_hints(void **state)
     (void)state;
     const char *head = "mesh grid(nx=10)\nparam D = 1, kappa = 1\nfield u = 0, mu = 0\n";
     const struct { const char *line, *error, *hint; } cases[] = {
-        {"eq 0 = mu - u", "4:4: error: unexpected number, expecting name",
-         "eq 0 = ... (an algebraic equation) is not supported yet: write the unknown as a func (func mu(c) = c^3 - c - "
-         "kappa*lap(c)) and use it (eq dt(c) = M*lap(mu(c)))"},
         {"dt(u) = D*lap(u)", "4:1: error: unexpected name", "an equation starts with eq: eq dt(u) = ..."},
+        {"eq 0 = mu - 2 u", "4:15: error: unexpected name, expecting end of line", "a product needs '*': 2*u"},
         {"fields v = 1", "4:1: error: unexpected name", "did you mean 'field'?"},
         {"u = 1", "4:1: error: unexpected name",
          "a statement starts with mesh, param, const, field, func, flux, eq, on, periodic, time, output, steady, "
@@ -704,6 +785,7 @@ int main(void)
         cmocka_unit_test(errors_names),
         cmocka_unit_test(errors_contexts),
         cmocka_unit_test(errors_equations),
+        cmocka_unit_test(algebraic_equations),
         cmocka_unit_test(errors_boundaries),
         cmocka_unit_test(errors_dimensions),
         cmocka_unit_test(errors_time_and_lexing),
