@@ -15,6 +15,7 @@
  *
  * The driver sits above sema.c and lower.c: sema never lowers, lower never calls back here. */
 #include "redefine.h"
+#include "energy.h"
 #include "scheme.h"
 #include "philox.h"
 #include "sema.h"
@@ -761,6 +762,7 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     if (!ast || d->errors) return -1;
     C->term_faces = opt && opt->term_faces;
     if (opt && opt->redefine_line > 0 && redefine_apply(C->arena, ast, opt->redefine_line, d) < 0) return -1;
+    if (energy_expand(C->arena, d, ast) < 0) return -1;
     C->ast = ast;
     C->source = source;
     C->source_len = len;
