@@ -1,0 +1,276 @@
+/* test_energy.c — free energies (contract section 9, issue 27 item 1): `energy F = ...`,
+ * delta(F, u) and integral(F).
+ *
+ *   delta_equals_hand_written   delta(F, c) against the chemical potential written by hand, on the
+ *                               interpreter: Allen-Cahn and Cahn-Hilliard, 1D to 3D, param and
+ *                               constant coefficients, a func in the density
+ *   energy_never_rises          implicit (beuler) and small explicit Allen-Cahn and Cahn-Hilliard
+ *                               runs: the monitor integral(F) never rises from one monitor time to
+ *                               the next, and equals the discrete energy computed here from the
+ *                               dumped field (an independent loop over cells and faces)
+ *   errors                      each error at the user's text, message and caret */
+#include "testutil.h"
+#include "solve.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- delta against the hand-written chemical potential ------------------------------------ */
+
+/* src with "@EQ@" replaced by eq (malloc'd). */
+static char *with_eq(const char *src, const char *eq)
+{
+    const char *at = strstr(src, "@EQ@");
+    assert_non_null(at);
+    size_t n = strlen(src) + strlen(eq) + 1;
+    char *s = malloc(n);
+    snprintf(s, n, "%.*s%s%s", (int)(at - src), src, eq, at + 4);
+    return s;
+}
+
+/* Runs both equations of the problem on the interpreter; returns the largest relative difference
+ * of the final fields and counts the values equal to the bit in *equal. */
+static double compare(const char *src, const char *eq_energy, const char *eq_hand, int64_t *cells, int64_t *equal)
+{
+    char *a = with_eq(src, eq_energy), *b = with_eq(src, eq_hand);
+    solved *sa = solve(a, BE_INTERP, 0, 1, NULL), *sb = solve(b, BE_INTERP, 0, 1, NULL);
+    assert_int_equal(sa->status, 0);
+    assert_int_equal(sb->status, 0);
+    assert_true(sa->cells == sb->cells);
+    double d = field_diff(sa->u[0], sb->u[0], sa->cells, NULL);
+    *cells = sa->cells;
+    *equal = 0;
+    for (int64_t i = 0; i < sa->cells; i++) *equal += sa->u[0][i] == sb->u[0][i];
+    /* the run went somewhere: the field moved away from its start by more than round-off */
+    double moved = 0;
+    for (int64_t i = 0; i < sa->cells; i++) moved = fmax(moved, fabs(sa->u[0][i] - sa->u[0][0]));
+    assert_true(moved > 1e-3);
+    solved_free(sa);
+    solved_free(sb);
+    free(a);
+    free(b);
+    return d;
+}
+
+static void delta_equals_hand_written(void **state)
+{
+    (void)state;
+    static const struct { const char *name, *src, *energy, *hand; double tol; } cases[] = {
+        /* the contract's density: W c^2 (1-c)^2 + kappa/2 |grad c|^2, Cahn-Hilliard, periodic 2D */
+        {"ch-2d", "mesh grid(nx = 24, ny = 20, Lx = 24, Ly = 20)\nperiodic x, y\n"
+                  "param W = 1, kappa = 1.5, M = 1\n"
+                  "energy F = W*c^2*(1 - c)^2 + kappa/2*grad2(c)\n"
+                  "field c = 0.5 + 0.1*sin(0.5*x + 0.3)*cos(0.6*y)\n@EQ@\n"
+                  "time dt = 0.01, until = 0.5, scheme = rk2\n",
+         "eq dt(c) = div(M*grad(delta(F, c)))",
+         "eq dt(c) = div(M*grad(2*W*c*(1 - c)*(1 - 2*c) - kappa*lap(c)))", 1e-12},
+        /* Allen-Cahn, zero flux, 1D, a constant coefficient */
+        {"ac-1d", "mesh grid(nx = 64, Lx = 16)\nconst k = 0.8\nparam L = 2\n"
+                  "energy F = (c^2 - 1)^2/4 + k/2*grad2(c)\n"
+                  "field c = tanh(x - 8) + 0.2*cos(x)\n@EQ@\n"
+                  "time dt = 0.01, until = 1, scheme = rk3\n",
+         "eq dt(c) = -L*delta(F, c)", "eq dt(c) = -L*((c^2 - 1)*c - k*lap(c))", 1e-12},
+        /* c^4/4 - c^2/2: every derivative exact in floating point, so the bits agree */
+        {"ac-3d-exact", "mesh grid(nx = 8, ny = 6, nz = 5)\nparam kappa = 0.3\n"
+                        "energy F = c^4/4 - c^2/2 + kappa/2*grad2(c)\n"
+                        "field c = 0.9*sin(x + 2*y + 3*z)\n@EQ@\n"
+                        "time dt = 0.02, until = 0.4, scheme = euler\n",
+         "eq dt(c) = -delta(F, c)", "eq dt(c) = -(c^3 - c - kappa*lap(c))", 0},
+        /* a func and a math function in the density (the log of a regular solution) */
+        {"func-log", "mesh grid(nx = 40, Lx = 10)\nperiodic x\nparam T = 0.6, chi = 2.5, kappa = 1\n"
+                     "func g(c) = T*(c*log(c) + (1 - c)*log(1 - c)) + chi*c*(1 - c)\n"
+                     "energy F = g(c) + kappa/2*grad2(c)\n"
+                     "field c = 0.5 + 0.2*sin(2*pi*x/10)\n@EQ@\n"
+                     "time dt = 0.0002, until = 0.1, scheme = rk2\n",
+         "eq dt(c) = lap(delta(F, c))",
+         "eq dt(c) = lap(T*(log(c) - log(1 - c)) + chi*(1 - 2*c) - kappa*lap(c))", 1e-10},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int64_t cells, equal;
+        double d = compare(cases[i].src, cases[i].energy, cases[i].hand, &cells, &equal);
+        printf("%-12s %lld cells: largest relative difference %.3g, %lld of them equal to the bit\n", cases[i].name,
+               (long long)cells, d, (long long)equal);
+        if (!(d <= cases[i].tol)) fail_msg("%s: delta differs from the hand-written form by %g", cases[i].name, d);
+        if (cases[i].tol == 0) assert_true(equal == cells);
+    }
+}
+
+/* ---- the discrete energy never rises --------------------------------------------------------- */
+
+typedef struct rows { double t[256], e[256]; int n; } rows;
+
+static void read_monitor(const char *dir, rows *r)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s/monitor.csv", tu_dir, dir);
+    char *text = tu_read_file(path, NULL);
+    if (!text) fail_msg("no %s", path);
+    r->n = 0;
+    char *line = strchr(text, '\n');
+    while (line && line[1] && r->n < 256) {
+        long step;
+        assert_int_equal(sscanf(line + 1, "%lf,%ld,%lf", &r->t[r->n], &step, &r->e[r->n]), 3);
+        r->n++;
+        line = strchr(line + 1, '\n');
+    }
+    free(text);
+}
+
+/* The discrete energy of snapshot k of DIR (x,y,c rows, x fastest; nx x ny cells of h x h):
+ * sum_cells h^2 f(c) + sum_faces k2 ((c_j - c_i)/h)^2 h^2, the faces between neighbours (and
+ * across the wrap when periodic), f = W c^2 (1-c)^2, k2 = kappa/2. */
+static double energy_of_snapshot(const char *dir, int k, int nx, int ny, double h, double W, double k2, int periodic)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s/snapshot_%06d.csv", tu_dir, dir, k);
+    char *text = tu_read_file(path, NULL);
+    if (!text) fail_msg("no %s", path);
+    double *c = malloc(sizeof *c * (size_t)(nx * ny));
+    char *line = strchr(text, '\n');
+    for (int i = 0; i < nx * ny; i++) {
+        assert_non_null(line);
+        double xx, yy;
+        assert_int_equal(sscanf(line + 1, "%lf,%lf,%lf", &xx, &yy, &c[i]), 3);
+        line = strchr(line + 1, '\n');
+    }
+    double E = 0, V = h * h;
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            double u = c[j * nx + i];
+            E += V * W * u * u * (1 - u) * (1 - u);
+            if (i + 1 < nx || periodic) {
+                double g = (c[j * nx + (i + 1) % nx] - u) / h;
+                E += k2 * g * g * V;
+            }
+            if (j + 1 < ny || periodic) {
+                double g = (c[((j + 1) % ny) * nx + i] - u) / h;
+                E += k2 * g * g * V;
+            }
+        }
+    free(c);
+    free(text);
+    return E;
+}
+
+static void run_and_check(const char *name, const char *eq, const char *scheme, double dt, double until,
+                          double every, int periodic)
+{
+    const int nx = 24, ny = 16;
+    const double h = 0.5, W = 1, kappa = 0.5;
+    char src[2048], *out;
+    snprintf(src, sizeof src,
+             "mesh grid(nx = %d, ny = %d, Lx = %g, Ly = %g)\n%s"
+             "param W = %g, kappa = %g, M = 1, L = 1\n"
+             "energy F = W*c^2*(1 - c)^2 + kappa/2*grad2(c)\n"
+             "field c = 0.5 + 0.3*sin(1.3*x + 0.4)*cos(0.9*y) + 0.1*cos(3.1*x - 2.3*y)\n"
+             "%s\n"
+             "monitor every = %g, energy = integral(F)\n"
+             "time dt = %g, until = %g, scheme = %s\n"
+             "output every = %g, format = csv\n",
+             nx, ny, nx * h, ny * h, periodic ? "periodic x, y\n" : "", W, kappa, eq, every, dt, until, scheme, every);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s.pde", tu_dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(src, f);
+    fclose(f);
+    if (tu_pdejit(&out, "run %s --out %s --quiet", path, name) != 0) fail_msg("%s: %s", name, out);
+    free(out);
+    rows r;
+    read_monitor(name, &r);
+    assert_true(r.n >= 10);
+    double worst = 0, fall = r.e[0] - r.e[r.n - 1];
+    for (int k = 0; k < r.n; k++) {
+        double mine = energy_of_snapshot(name, k, nx, ny, h, W, kappa / 2, periodic);
+        double d = fabs(mine - r.e[k]) / fabs(mine);
+        worst = fmax(worst, d);
+        if (!(d <= 1e-12)) fail_msg("%s t = %g: monitor %.17g, the dumped field's energy %.17g", name, r.t[k], r.e[k], mine);
+        if (k > 0 && !(r.e[k] <= r.e[k - 1])) fail_msg("%s: the energy rises from %.17g (t = %g) to %.17g (t = %g)",
+                                                         name, r.e[k - 1], r.t[k - 1], r.e[k], r.t[k]);
+    }
+    printf("%-14s %d monitor times: E %.6g -> %.6g, never rising; monitor vs the dumped field: %.2g\n", name, r.n,
+           r.e[0], r.e[r.n - 1], worst);
+    assert_true(fall > 0.01 * r.e[0]); /* a run that moved */
+}
+
+static void energy_never_rises(void **state)
+{
+    (void)state;
+    run_and_check("ac-beuler", "eq dt(c) = -L*delta(F, c)", "beuler", 0.5, 10, 0.5, 0);
+    run_and_check("ac-euler", "eq dt(c) = -L*delta(F, c)", "euler", 0.01, 5, 0.25, 0);
+    run_and_check("ch-beuler", "eq dt(c) = div(M*grad(delta(F, c)))", "beuler", 0.25, 20, 1, 1);
+    run_and_check("ch-beuler-nf", "eq dt(c) = div(M*grad(delta(F, c)))", "beuler", 0.25, 20, 1, 0);
+    run_and_check("ch-euler", "eq dt(c) = div(M*grad(delta(F, c)))", "euler", 0.002, 4, 0.2, 1);
+}
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+static void expect_error(const char *src, const char *expected)
+{
+    diag d;
+    diag_init(&d, "t.pde", src, strlen(src));
+    pj_program *p = compile_problem("t.pde", src, strlen(src), &d, NULL);
+    char want[600];
+    snprintf(want, sizeof want, "t.pde:%s\n", expected);
+    const char *log = d.log ? d.log : "";
+    if (p || !strstr(log, want)) fail_msg("source:\n%s\nexpected: %swas:\n%s", src, want, log);
+    int line, col;
+    assert_int_equal(sscanf(expected, "%d:%d", &line, &col), 2);
+    const char *caret_line = strchr(strstr(log, want) + strlen(want), '\n');
+    assert_non_null(caret_line);
+    caret_line++;
+    const char *caret = strchr(caret_line, '^');
+    assert_non_null(caret);
+    assert_int_equal((int)(caret - caret_line), 4 + col - 1);
+    diag_free(&d);
+}
+
+#define HEAD "mesh grid(nx = 10)\nparam W = 1, kappa = 1\nfield c, m\n"
+
+static void errors(void **state)
+{
+    (void)state;
+    expect_error(HEAD "energy F = W*c^2\neq dt(c) = -delta(F, m)\n",
+                 "5:22: error: delta(F, m): field 'm' has no equation (an energy's variational derivative is taken "
+                 "by a field with eq dt(m) = ...)");
+    expect_error(HEAD "energy F = W*c^2\neq dt(c) = -delta(F, W)\n", "5:22: error: delta(F, W): 'W' is not a field");
+    expect_error(HEAD "energy F = W*c^2 + lap(c)^2\neq dt(c) = -delta(F, c)\n",
+                 "4:20: error: lap() in the density of energy 'F' has no derivative rule: an energy density is made "
+                 "of fields, params, math functions, funcs of these and grad2(u)");
+    expect_error(HEAD "energy F = W*c[1]^2\neq dt(c) = -delta(F, c)\n",
+                 "4:14: error: a neighbour value c[...] in the density of energy 'F' has no variational derivative "
+                 "here: write gradient energies as grad2(c)");
+    expect_error(HEAD "eq dt(c) = lap(c) - grad2(c)\n",
+                 "4:21: error: grad2() may only stand in an energy: energy NAME = ... + kappa/2*grad2(u)");
+    expect_error(HEAD "energy Fa = W*c^2\neq dt(c) = -delta(Fb, c)\n", "5:19: error: unknown energy 'Fb'; did you mean 'Fa'?");
+    expect_error(HEAD "eq dt(c) = -delta(G, c)\n", "4:19: error: unknown energy 'G' (define it: energy G = ...)");
+    expect_error(HEAD "energy F = W*c^2 + delta(F, c)\neq dt(c) = -delta(F, c)\n",
+                 "4:20: error: delta() may not stand in the density of energy 'F' (an energy is used recursively)");
+    expect_error(HEAD "energy F = W*c^2\nenergy G = F + c\neq dt(c) = -delta(G, c)\n",
+                 "5:12: error: energy 'F' may not stand in the density of energy 'G': write its density or add the "
+                 "energies in one");
+    expect_error(HEAD "energy F = W*c^2 + c/2*grad2(c)\neq dt(c) = -delta(F, c)\n",
+                 "4:20: error: the coefficient of grad2(c) in energy 'F' may depend on params and constants only");
+    expect_error(HEAD "energy F = sqrt(1 + grad2(c))\neq dt(c) = -delta(F, c)\n",
+                 "4:21: error: the coefficient of grad2(c) in energy 'F' may depend on params and constants only "
+                 "(the density must be linear in grad2)");
+    expect_error(HEAD "energy F = W*c^2\neq dt(c) = -F\n",
+                 "5:13: error: 'F' is an energy: use delta(F, u) or integral(F)");
+    expect_error(HEAD "energy F = W*c^2\nenergy F = c\neq dt(c) = -delta(F, c)\n",
+                 "5:8: error: energy 'F' is already defined at line 4");
+    expect_error(HEAD "energie F = W*c^2\n", "4:1: error: unexpected name 'energie' at the start of a statement");
+    expect_error(HEAD "energy F = W*c^2\neq dt(c) = -delta(F, c)*integral(F)\n",
+                 "5:25: error: integral() is a reduction over the cells: it may only stand in a monitor "
+                 "(monitor NAME = integral(...))");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(delta_equals_hand_written),
+        cmocka_unit_test(energy_never_rises),
+        cmocka_unit_test(errors),
+    };
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
+}
