@@ -119,8 +119,9 @@ static int kwarg_named(parse_ctx *c, kwarg_vec *list, ast_kwarg *kw)
 static ast_stmt *energy_stmt(parse_ctx *c, const char *word, pj_loc loc, const char *name, pj_loc name_loc,
                              ast_expr *density)
 {
-    if (strcmp(word, "energy")) {
-        diag_error(c->diag, loc, "unexpected name '%s' at the start of a statement", word);
+    if (strcmp(word, "energy") || !name) {
+        diag_error(c->diag, loc, "unexpected name '%s' at the start of a statement%s", word,
+                   name ? "" : " (a statement starts with a keyword: field, param, eq, energy, ...)");
         return NULL;
     }
     ast_stmt *s = stmt(c, ST_ENERGY, loc);
@@ -207,6 +208,7 @@ stmt
     | MONITOR kwargs        { $$ = stmt(ctx, ST_MONITOR, L(@1)); set_kwargs($$, $2); }
     | STOP NAME expr        { $$ = stmt(ctx, ST_STOP, L(@1)); $$->name = $2; $$->name_loc = L(@2); $$->rhs = $3; }
     | NAME NAME '=' expr    { $$ = energy_stmt(ctx, $1, L(@1), $2, L(@2), $4); }
+    | NAME '=' expr         { $$ = energy_stmt(ctx, $1, L(@1), NULL, L(@1), $3); }
     ;
 
 kwargs_opt

@@ -260,6 +260,8 @@ static void errors(void **state)
     expect_error(HEAD "energy F = W*c^2\nenergy F = c\neq dt(c) = -delta(F, c)\n",
                  "5:8: error: energy 'F' is already defined at line 4");
     expect_error(HEAD "energie F = W*c^2\n", "4:1: error: unexpected name 'energie' at the start of a statement");
+    expect_error(HEAD "c = W\n", "4:1: error: unexpected name 'c' at the start of a statement (a statement starts "
+                              "with a keyword: field, param, eq, energy, ...)");
     expect_error(HEAD "energy F = W*c^2\neq dt(c) = -delta(F, c)*integral(F)\n",
                  "5:25: error: integral() is a reduction over the cells: it may only stand in a monitor "
                  "(monitor NAME = integral(...))");
