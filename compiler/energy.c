@@ -34,6 +34,7 @@ typedef struct energy {
     ast_expr *bulk;         /* the density with grad2() = 0, NULL until built */
     const char **g_fields;  /* the fields u of its grad2(u) terms */
     ast_expr **g_coef;      /* and their coefficients */
+    int *g_varies;          /* whether a coefficient reads fields (then funcs are inlined in it) */
     int n_g;
     int state;              /* 0 not built, 1 being built (a cycle), 2 built, -1 failed */
 } energy;
@@ -234,6 +235,8 @@ static int has_equation(ectx *x, const char *field)
     return 0;
 }
 
+static const char *dx_name_of(int a) { return a == 0 ? "dx" : a == 1 ? "dy" : "dz"; }
+
 /* ---- substitution (inlining a func) and differentiation ------------------------------------ */
 
 /* e with the names of def's arguments replaced by args (shares what does not change). */
@@ -381,18 +384,19 @@ static ast_expr *deriv(ectx *x, ast_expr *e, const dvar *v, int depth)
     return fail(x, e, "internal error: unknown node in an energy density");
 }
 
-/* Does e read a field, a coordinate or the time (a coefficient of grad2 may not)? Sets *at. */
-static int reads_variable(ectx *x, const ast_expr *e, const ast_expr **at, int depth)
+/* Does e read what a coefficient of grad2 may not: a coordinate, the time, noise, a neighbour,
+ * grad2 itself (and, unless allow_fields, a field)? Sets *at. */
+static int reads_variable(ectx *x, const ast_expr *e, const ast_expr **at, int allow_fields, int depth)
 {
     if (!e || depth > AST_MAX_DEPTH) return 0;
-    if (e->kind == AST_NAME && (defined_as(x, e->name, ST_FIELD) || !strcmp(e->name, "x") || !strcmp(e->name, "y") ||
-                                !strcmp(e->name, "z") || !strcmp(e->name, "t"))) {
+    if (e->kind == AST_NAME && ((!allow_fields && defined_as(x, e->name, ST_FIELD)) || !strcmp(e->name, "x") ||
+                                !strcmp(e->name, "y") || !strcmp(e->name, "z") || !strcmp(e->name, "t"))) {
         *at = e;
         return 1;
     }
     if (e->kind == AST_CALL || e->kind == AST_INDEX) {
         const ast_stmt *f = e->kind == AST_CALL ? defined_as(x, e->name, ST_FUNC) : NULL;
-        if (f && reads_variable(x, f->rhs, at, depth + 1)) {
+        if (f && reads_variable(x, f->rhs, at, allow_fields, depth + 1)) {
             *at = e;
             return 1;
         }
@@ -401,12 +405,72 @@ static int reads_variable(ectx *x, const ast_expr *e, const ast_expr **at, int d
             return 1;
         }
     }
-    if (reads_variable(x, e->a, at, depth + 1) || reads_variable(x, e->b, at, depth + 1) ||
-        reads_variable(x, e->c, at, depth + 1))
+    if (reads_variable(x, e->a, at, allow_fields, depth + 1) || reads_variable(x, e->b, at, allow_fields, depth + 1) ||
+        reads_variable(x, e->c, at, allow_fields, depth + 1))
         return 1;
     for (int i = 0; i < e->n_args; i++)
-        if (reads_variable(x, e->args[i], at, depth + 1)) return 1;
+        if (reads_variable(x, e->args[i], at, allow_fields, depth + 1)) return 1;
     return 0;
+}
+
+/* e with every call of a user func replaced by its body (arguments substituted), so that the
+ * fields it reads can be moved to a face below. */
+static ast_expr *inline_funcs(ectx *x, ast_expr *e, int depth)
+{
+    if (!e || e->kind == AST_NUM || e->kind == AST_NAME || depth > AST_MAX_DEPTH) return e;
+    ast_expr *c = mk(x, e->kind, e->loc);
+    *c = *e;
+    c->a = inline_funcs(x, e->a, depth + 1);
+    c->b = inline_funcs(x, e->b, depth + 1);
+    c->c = inline_funcs(x, e->c, depth + 1);
+    if (e->n_args) {
+        c->args = arena_alloc(x->a, sizeof *c->args * (size_t)e->n_args);
+        for (int i = 0; i < e->n_args; i++) c->args[i] = inline_funcs(x, e->args[i], depth + 1);
+        c->cap_args = e->n_args;
+    }
+    const ast_stmt *f = e->kind == AST_CALL ? defined_as(x, e->name, ST_FUNC) : NULL;
+    if (f && f->n_words == e->n_args) return inline_funcs(x, subst(x, f->rhs, f, c->args), depth + 1);
+    return c;
+}
+
+/* The neighbour of field `u` at `side` (+1 or -1) along axis a: u[0, .., side]. */
+static ast_expr *neighbour(ectx *x, const char *u, int a, int side, pj_loc loc)
+{
+    ast_expr *nb = mk(x, AST_INDEX, loc);
+    nb->name = u;
+    nb->n_args = a + 1;
+    nb->args = arena_alloc(x->a, sizeof *nb->args * 3);
+    for (int b = 0; b <= a; b++) nb->args[b] = num(x, b == a ? side : 0, loc);
+    return nb;
+}
+
+/* e (funcs inlined) on the face at `side` of the cell along axis a: every field f read as the
+ * mean (f + f[side])/2 of the two cells, as the lowering reads a field on a face. */
+static ast_expr *on_face(ectx *x, ast_expr *e, int a, int side)
+{
+    if (!e || e->kind == AST_NUM) return e;
+    if (e->kind == AST_NAME)
+        return defined_as(x, e->name, ST_FIELD)
+                   ? dvd(x, add(x, e, neighbour(x, e->name, a, side, e->loc)), num(x, 2, e->loc))
+                   : e;
+    ast_expr *c = mk(x, e->kind, e->loc);
+    *c = *e;
+    c->a = on_face(x, e->a, a, side);
+    c->b = on_face(x, e->b, a, side);
+    c->c = on_face(x, e->c, a, side);
+    if (e->n_args) {
+        c->args = arena_alloc(x->a, sizeof *c->args * (size_t)e->n_args);
+        for (int i = 0; i < e->n_args; i++) c->args[i] = on_face(x, e->args[i], a, side);
+        c->cap_args = e->n_args;
+    }
+    return c;
+}
+
+/* ((v[side] - v)/h)^2 along axis a. */
+static ast_expr *face_grad2(ectx *x, const char *v, int a, int side, pj_loc loc)
+{
+    ast_expr *g = dvd(x, sub(x, neighbour(x, v, a, side, loc), name(x, v, loc)), name(x, dx_name_of(a), loc));
+    return bin_raw(x, OP_POW, g, num(x, 2, loc));
 }
 
 /* e with every grad2() replaced by 0. */
@@ -460,18 +524,20 @@ static int build(ectx *x, energy *en)
     if (!deriv(x, f, &all, 0)) return -1;
     find_grad2(x, en, f, 0);
     en->g_coef = arena_alloc(x->a, sizeof *en->g_coef * (size_t)(en->n_g + 1));
+    en->g_varies = arena_alloc(x->a, sizeof *en->g_varies * (size_t)(en->n_g + 1));
     for (int i = 0; i < en->n_g; i++) {
         dvar v = {en->g_fields[i], 1, en};
         ast_expr *k = deriv(x, f, &v, 0);
         if (!k) return -1;
         const ast_expr *at = NULL;
-        if (reads_variable(x, k, &at, 0)) {
-            diag_error(x->d, at->loc, "the coefficient of grad2(%s) in energy '%s' may depend on params and "
+        if (reads_variable(x, k, &at, 1, 0)) {
+            diag_error(x->d, at->loc, "the coefficient of grad2(%s) in energy '%s' may depend on fields, params and "
                        "constants only%s", en->g_fields[i], en->st->name,
                        at->kind == AST_CALL && !strcmp(at->name, "grad2") ? " (the density must be linear in grad2)" : "");
             return -1;
         }
-        en->g_coef[i] = k;
+        en->g_varies[i] = reads_variable(x, k, &at, 0, 0);
+        en->g_coef[i] = en->g_varies[i] ? inline_funcs(x, k, 0) : k;
     }
     en->bulk = zero_grad2(x, f);
     en->state = 2;
@@ -480,7 +546,6 @@ static int build(ectx *x, energy *en)
 
 /* ---- the expansion ------------------------------------------------------------------------- */
 
-static const char *dx_name[3] = {"dx", "dy", "dz"};
 
 /* Rewrites every delta(), integral(ENERGY) and energy name in *pe; grad2 outside an energy is an
  * error. dim: the mesh's dimension (for the face sums), 0 when unknown (then 1..3 by the names the
@@ -533,10 +598,27 @@ static void rewrite(ectx *x, ast_expr **pe, int dim, int in_monitor)
         dvar v = {u, 0, en};
         ast_expr *r = deriv(x, en->bulk, &v, 0);
         if (!r) return;
-        for (int i = 0; i < en->n_g; i++)
-            if (!strcmp(en->g_fields[i], u))
-                r = sub(x, r, mul(x, mul(x, num(x, 2, e->loc), en->g_coef[i]),
-                                  call1(x, "lap", e->loc, name(x, u, e->args[1]->loc), NULL)));
+        pj_loc loc = e->loc;
+        for (int i = 0; i < en->n_g; i++) {
+            const char *g = en->g_fields[i];
+            ast_expr *k = en->g_coef[i];
+            if (en->g_varies[i]) {
+                /* E's faces k(mean of the cells)*((g_j - g_i)/h)^2*V: by u_i, k_u/2*(...)^2 on each
+                   face of the cell, and for g = u, -2*div(k*grad(u)) (k on the face as lowered) */
+                ast_expr *ku = deriv(x, k, &v, 0);
+                if (!ku) return;
+                if (!is_num(ku, 0))
+                    for (int a = 0; a < dim; a++)
+                        for (int side = 1; side >= -1; side -= 2)
+                            r = add(x, r, mul(x, dvd(x, on_face(x, ku, a, side), num(x, 2, loc)),
+                                              face_grad2(x, g, a, side, loc)));
+                if (!strcmp(g, u))
+                    r = sub(x, r, mul(x, num(x, 2, loc),
+                                      call1(x, "div", loc, mul(x, k, call1(x, "grad", loc, name(x, u, loc), NULL)), NULL)));
+            } else if (!strcmp(g, u)) {
+                r = sub(x, r, mul(x, mul(x, num(x, 2, loc), k), call1(x, "lap", loc, name(x, u, e->args[1]->loc), NULL)));
+            }
+        }
         *pe = r;
         return;
     }
@@ -554,16 +636,11 @@ static void rewrite(ectx *x, ast_expr **pe, int dim, int in_monitor)
         for (int i = 0; i < en->n_g; i++) {
             ast_expr *faces = NULL;
             for (int a = 0; a < dim; a++) {
-                ast_expr *nb = mk(x, AST_INDEX, loc);
-                nb->name = en->g_fields[i];
-                nb->n_args = a + 1;
-                nb->args = arena_alloc(x->a, sizeof *nb->args * 3);
-                for (int b = 0; b <= a; b++) nb->args[b] = num(x, b == a ? 1 : 0, loc);
-                ast_expr *g = dvd(x, sub(x, nb, name(x, en->g_fields[i], loc)), name(x, dx_name[a], loc));
-                ast_expr *sq = bin_raw(x, OP_POW, g, num(x, 2, loc));
+                ast_expr *sq = face_grad2(x, en->g_fields[i], a, 1, loc);
+                if (en->g_varies[i]) sq = mul(x, on_face(x, en->g_coef[i], a, 1), sq);
                 faces = faces ? add(x, faces, sq) : sq;
             }
-            if (faces) sum = add(x, sum, mul(x, en->g_coef[i], faces));
+            if (faces) sum = add(x, sum, en->g_varies[i] ? faces : mul(x, en->g_coef[i], faces));
         }
         ast_expr *c = call1(x, "integral", loc, sum, NULL);
         *pe = c;

@@ -85,6 +85,15 @@ static void delta_equals_hand_written(void **state)
                      "time dt = 0.0002, until = 0.1, scheme = rk2\n",
          "eq dt(c) = lap(delta(F, c))",
          "eq dt(c) = lap(T*(log(c) - log(1 - c)) + chi*(1 - 2*c) - kappa*lap(c))", 1e-10},
+        /* a coefficient of the field, k(c) = (1 + c^2)/2 through a func: on each face of the cell
+           k'(mean c)/2*((c_j - c)/h)^2, and -2*div(k*grad(c)) */
+        {"kappa(c)-1d", "mesh grid(nx = 50, Lx = 10)\nfunc k(c) = (1 + c^2)/2\n"
+                        "energy F = (c^2 - 1)^2/4 + k(c)*grad2(c)\n"
+                        "field c = tanh(x - 5) + 0.3*sin(3*x)\n@EQ@\n"
+                        "time dt = 0.005, until = 0.5, scheme = rk2\n",
+         "eq dt(c) = -delta(F, c)",
+         "eq dt(c) = -((c^2 - 1)*c + (c + c[1])/2/2*((c[1] - c)/dx)^2 + (c + c[-1])/2/2*((c[-1] - c)/dx)^2"
+         " - div((1 + c^2)*grad(c)))", 1e-12},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int64_t cells, equal;
@@ -119,8 +128,10 @@ static void read_monitor(const char *dir, rows *r)
 
 /* The discrete energy of snapshot k of DIR (x,y,c rows, x fastest; nx x ny cells of h x h):
  * sum_cells h^2 f(c) + sum_faces k2 ((c_j - c_i)/h)^2 h^2, the faces between neighbours (and
- * across the wrap when periodic), f = W c^2 (1-c)^2, k2 = kappa/2. */
-static double energy_of_snapshot(const char *dir, int k, int nx, int ny, double h, double W, double k2, int periodic)
+ * across the wrap when periodic), f = W c^2 (1-c)^2, k2 = (kappa + kb*m^2)/2 with m the mean of
+ * the face's two cells. */
+static double energy_of_snapshot(const char *dir, int k, int nx, int ny, double h, double W, double kappa, double kb,
+                                 int periodic)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s/%s/snapshot_%06d.csv", tu_dir, dir, k);
@@ -140,12 +151,12 @@ static double energy_of_snapshot(const char *dir, int k, int nx, int ny, double 
             double u = c[j * nx + i];
             E += V * W * u * u * (1 - u) * (1 - u);
             if (i + 1 < nx || periodic) {
-                double g = (c[j * nx + (i + 1) % nx] - u) / h;
-                E += k2 * g * g * V;
+                double n = c[j * nx + (i + 1) % nx], g = (n - u) / h, m = (u + n) / 2;
+                E += (kappa + kb * m * m) / 2 * g * g * V;
             }
             if (j + 1 < ny || periodic) {
-                double g = (c[((j + 1) % ny) * nx + i] - u) / h;
-                E += k2 * g * g * V;
+                double n = c[((j + 1) % ny) * nx + i], g = (n - u) / h, m = (u + n) / 2;
+                E += (kappa + kb * m * m) / 2 * g * g * V;
             }
         }
     free(c);
@@ -154,21 +165,22 @@ static double energy_of_snapshot(const char *dir, int k, int nx, int ny, double 
 }
 
 static void run_and_check(const char *name, const char *eq, const char *scheme, double dt, double until,
-                          double every, int periodic)
+                          double every, int periodic, double kb)
 {
     const int nx = 24, ny = 16;
     const double h = 0.5, W = 1, kappa = 0.5;
     char src[2048], *out;
     snprintf(src, sizeof src,
              "mesh grid(nx = %d, ny = %d, Lx = %g, Ly = %g)\n%s"
-             "param W = %g, kappa = %g, M = 1, L = 1\n"
-             "energy F = W*c^2*(1 - c)^2 + kappa/2*grad2(c)\n"
+             "param W = %g, kappa = %g, M = 1, L = 1, kb = %g\n"
+             "energy F = W*c^2*(1 - c)^2 + %s*grad2(c)\n"
              "field c = 0.5 + 0.3*sin(1.3*x + 0.4)*cos(0.9*y) + 0.1*cos(3.1*x - 2.3*y)\n"
              "%s\n"
              "monitor every = %g, energy = integral(F)\n"
              "time dt = %g, until = %g, scheme = %s\n"
              "output every = %g, format = csv\n",
-             nx, ny, nx * h, ny * h, periodic ? "periodic x, y\n" : "", W, kappa, eq, every, dt, until, scheme, every);
+             nx, ny, nx * h, ny * h, periodic ? "periodic x, y\n" : "", W, kappa, kb,
+             kb ? "(kappa + kb*c^2)/2" : "kappa/2", eq, every, dt, until, scheme, every);
     char path[1200];
     snprintf(path, sizeof path, "%s/%s.pde", tu_dir, name);
     FILE *f = fopen(path, "w");
@@ -182,7 +194,7 @@ static void run_and_check(const char *name, const char *eq, const char *scheme, 
     assert_true(r.n >= 10);
     double worst = 0, fall = r.e[0] - r.e[r.n - 1];
     for (int k = 0; k < r.n; k++) {
-        double mine = energy_of_snapshot(name, k, nx, ny, h, W, kappa / 2, periodic);
+        double mine = energy_of_snapshot(name, k, nx, ny, h, W, kappa, kb, periodic);
         double d = fabs(mine - r.e[k]) / fabs(mine);
         worst = fmax(worst, d);
         if (!(d <= 1e-12)) fail_msg("%s t = %g: monitor %.17g, the dumped field's energy %.17g", name, r.t[k], r.e[k], mine);
@@ -197,11 +209,15 @@ static void run_and_check(const char *name, const char *eq, const char *scheme, 
 static void energy_never_rises(void **state)
 {
     (void)state;
-    run_and_check("ac-beuler", "eq dt(c) = -L*delta(F, c)", "beuler", 0.5, 10, 0.5, 0);
-    run_and_check("ac-euler", "eq dt(c) = -L*delta(F, c)", "euler", 0.01, 5, 0.25, 0);
-    run_and_check("ch-beuler", "eq dt(c) = div(M*grad(delta(F, c)))", "beuler", 0.25, 20, 1, 1);
-    run_and_check("ch-beuler-nf", "eq dt(c) = div(M*grad(delta(F, c)))", "beuler", 0.25, 20, 1, 0);
-    run_and_check("ch-euler", "eq dt(c) = div(M*grad(delta(F, c)))", "euler", 0.002, 4, 0.2, 1);
+    run_and_check("ac-beuler", "eq dt(c) = -L*delta(F, c)", "beuler", 0.5, 10, 0.5, 0, 0);
+    run_and_check("ac-euler", "eq dt(c) = -L*delta(F, c)", "euler", 0.01, 5, 0.25, 0, 0);
+    run_and_check("ch-beuler", "eq dt(c) = div(M*grad(delta(F, c)))", "beuler", 0.25, 20, 1, 1, 0);
+    run_and_check("ch-beuler-nf", "eq dt(c) = div(M*grad(delta(F, c)))", "beuler", 0.25, 20, 1, 0, 0);
+    run_and_check("ch-euler", "eq dt(c) = div(M*grad(delta(F, c)))", "euler", 0.002, 4, 0.2, 1, 0);
+    /* a coefficient of the field: (kappa + kb*c^2)/2, on each face at the mean of its cells */
+    run_and_check("ac-kc-beuler", "eq dt(c) = -L*delta(F, c)", "beuler", 0.5, 10, 0.5, 0, 1.5);
+    run_and_check("ch-kc-beuler", "eq dt(c) = div(M*grad(delta(F, c)))", "beuler", 0.25, 20, 1, 1, 1.5);
+    run_and_check("ch-kc-euler", "eq dt(c) = div(M*grad(delta(F, c)))", "euler", 0.001, 4, 0.2, 0, 1.5);
 }
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -250,11 +266,11 @@ static void errors(void **state)
     expect_error(HEAD "energy F = W*c^2\nenergy G = F + c\neq dt(c) = -delta(G, c)\n",
                  "5:12: error: energy 'F' may not stand in the density of energy 'G': write its density or add the "
                  "energies in one");
-    expect_error(HEAD "energy F = W*c^2 + c/2*grad2(c)\neq dt(c) = -delta(F, c)\n",
-                 "4:20: error: the coefficient of grad2(c) in energy 'F' may depend on params and constants only");
+    expect_error(HEAD "energy F = W*c^2 + x/2*grad2(c)\neq dt(c) = -delta(F, c)\n",
+                 "4:20: error: the coefficient of grad2(c) in energy 'F' may depend on fields, params and constants only");
     expect_error(HEAD "energy F = sqrt(1 + grad2(c))\neq dt(c) = -delta(F, c)\n",
-                 "4:21: error: the coefficient of grad2(c) in energy 'F' may depend on params and constants only "
-                 "(the density must be linear in grad2)");
+                 "4:21: error: the coefficient of grad2(c) in energy 'F' may depend on fields, params and constants "
+                 "only (the density must be linear in grad2)");
     expect_error(HEAD "energy F = W*c^2\neq dt(c) = -F\n",
                  "5:13: error: 'F' is an energy: use delta(F, u) or integral(F)");
     expect_error(HEAD "energy F = W*c^2\nenergy F = c\neq dt(c) = -delta(F, c)\n",
