@@ -8,6 +8,8 @@
  *                               runs: the monitor integral(F) never rises from one monitor time to
  *                               the next, and equals the discrete energy computed here from the
  *                               dumped field (an independent loop over cells and faces)
+ *   delta_is_energy_gradient    delta(F, c) written into a field, cell by cell against central
+ *                               differences of the discrete energy computed here: dE/du_i / V
  *   errors                      each error at the user's text, message and caret */
 #include "testutil.h"
 #include "solve.h"
@@ -130,21 +132,11 @@ static void read_monitor(const char *dir, rows *r)
  * sum_cells h^2 f(c) + sum_faces k2 ((c_j - c_i)/h)^2 h^2, the faces between neighbours (and
  * across the wrap when periodic), f = W c^2 (1-c)^2, k2 = (kappa + kb*m^2)/2 with m the mean of
  * the face's two cells. */
-static double energy_of_snapshot(const char *dir, int k, int nx, int ny, double h, double W, double kappa, double kb,
-                                 int periodic)
+/* The discrete energy of c (nx x ny cells of h x h, x fastest): sum_cells h^2 f(c) + sum_faces k2
+ * ((c_j - c_i)/h)^2 h^2, the faces between neighbours (and across the wrap when periodic),
+ * f = W c^2 (1-c)^2, k2 = (kappa + kb*m^2)/2 with m the mean of the face's two cells. */
+static double energy_of(const double *c, int nx, int ny, double h, double W, double kappa, double kb, int periodic)
 {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/%s/snapshot_%06d.csv", tu_dir, dir, k);
-    char *text = tu_read_file(path, NULL);
-    if (!text) fail_msg("no %s", path);
-    double *c = malloc(sizeof *c * (size_t)(nx * ny));
-    char *line = strchr(text, '\n');
-    for (int i = 0; i < nx * ny; i++) {
-        assert_non_null(line);
-        double xx, yy;
-        assert_int_equal(sscanf(line + 1, "%lf,%lf,%lf", &xx, &yy, &c[i]), 3);
-        line = strchr(line + 1, '\n');
-    }
     double E = 0, V = h * h;
     for (int j = 0; j < ny; j++)
         for (int i = 0; i < nx; i++) {
@@ -159,9 +151,93 @@ static double energy_of_snapshot(const char *dir, int k, int nx, int ny, double 
                 E += (kappa + kb * m * m) / 2 * g * g * V;
             }
         }
-    free(c);
-    free(text);
     return E;
+}
+
+/* Column `col` (0-based, after x and y) of snapshot k of DIR, nx*ny values (malloc'd). */
+static double *read_snapshot(const char *dir, int k, int col, int n)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s/snapshot_%06d.csv", tu_dir, dir, k);
+    char *text = tu_read_file(path, NULL);
+    if (!text) fail_msg("no %s", path);
+    double *c = malloc(sizeof *c * (size_t)n);
+    char *line = strchr(text, '\n');
+    for (int i = 0; i < n; i++) {
+        assert_non_null(line);
+        double v[4];
+        assert_true(sscanf(line + 1, "%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3]) >= 3 + col);
+        c[i] = v[2 + col];
+        line = strchr(line + 1, '\n');
+    }
+    free(text);
+    return c;
+}
+
+static double energy_of_snapshot(const char *dir, int k, int nx, int ny, double h, double W, double kappa, double kb,
+                                 int periodic)
+{
+    double *c = read_snapshot(dir, k, 0, nx * ny);
+    double E = energy_of(c, nx, ny, h, W, kappa, kb, periodic);
+    free(c);
+    return E;
+}
+
+/* Writes src to DIR.pde in tu_dir and runs it into DIR. */
+static void run_text(const char *name, const char *src)
+{
+    char path[1200], *out;
+    snprintf(path, sizeof path, "%s/%s.pde", tu_dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(src, f);
+    fclose(f);
+    if (tu_pdejit(&out, "run %s --out %s --quiet", path, name) != 0) fail_msg("%s: %s", name, out);
+    free(out);
+}
+
+/* delta(F, c) is exactly the gradient of the discrete energy over the cell volume: one euler step
+ * of dt = 2^-10 from d = 0 writes dt*delta into d (exactly: a power of two); each cell's value against the central difference
+ * (E(c + eps e_i) - E(c - eps e_i)) / (2 eps V) of the energy computed here. */
+static void delta_is_energy_gradient(void **state)
+{
+    (void)state;
+    const int nx = 12, ny = 10;
+    const double h = 0.5, W = 1, kappa = 0.7;
+    for (int variant = 0; variant < 4; variant++) {
+        int periodic = variant & 1;
+        double kb = variant & 2 ? 1.3 : 0;
+        char src[2048], name[32];
+        snprintf(name, sizeof name, "grad%d", variant);
+        snprintf(src, sizeof src,
+                 "mesh grid(nx = %d, ny = %d, Lx = %g, Ly = %g)\n%s"
+                 "param W = %g, kappa = %g, kb = %g\n"
+                 "energy F = W*c^2*(1 - c)^2 + (kappa + kb*c^2)/2*grad2(c)\n"
+                 "field c = 0.5 + 0.3*sin(1.3*x + 0.4)*cos(0.9*y) + 0.1*cos(3.1*x - 2.3*y), d = 0\n"
+                 "eq dt(c) = 0\neq dt(d) = delta(F, c)\n"
+                 "time dt = 0.0009765625, steps = 1, scheme = euler\noutput every = 0.0009765625, format = csv\n",
+                 nx, ny, nx * h, ny * h, periodic ? "periodic x, y\n" : "", W, kappa, kb);
+        run_text(name, src);
+        double *c = read_snapshot(name, 1, 0, nx * ny), *d = read_snapshot(name, 1, 1, nx * ny);
+        double worst = 0, scale = 0, eps = 1e-5, V = h * h;
+        for (int i = 0; i < nx * ny; i++) d[i] *= 1024; /* dt = 2^-10: d = dt*delta exactly */
+        for (int i = 0; i < nx * ny; i++) scale = fmax(scale, fabs(d[i]));
+        for (int i = 0; i < nx * ny; i++) {
+            double c0 = c[i];
+            c[i] = c0 + eps;
+            double ep = energy_of(c, nx, ny, h, W, kappa, kb, periodic);
+            c[i] = c0 - eps;
+            double em = energy_of(c, nx, ny, h, W, kappa, kb, periodic);
+            c[i] = c0;
+            double fd = (ep - em) / (2 * eps * V), diff = fabs(fd - d[i]) / scale;
+            worst = fmax(worst, diff);
+            if (!(diff <= 1e-7)) fail_msg("%s cell %d: delta %.17g, dE/du/V %.17g", name, i, d[i], fd);
+        }
+        printf("%s (%s, k = (%g + %g c^2)/2): delta vs dE/du_i/V by central differences, %d cells: %.2g of max|delta| %.3g\n",
+               name, periodic ? "periodic" : "zero flux", kappa, kb, nx * ny, worst, scale);
+        free(c);
+        free(d);
+    }
 }
 
 static void run_and_check(const char *name, const char *eq, const char *scheme, double dt, double until,
@@ -169,7 +245,7 @@ static void run_and_check(const char *name, const char *eq, const char *scheme, 
 {
     const int nx = 24, ny = 16;
     const double h = 0.5, W = 1, kappa = 0.5;
-    char src[2048], *out;
+    char src[2048];
     snprintf(src, sizeof src,
              "mesh grid(nx = %d, ny = %d, Lx = %g, Ly = %g)\n%s"
              "param W = %g, kappa = %g, M = 1, L = 1, kb = %g\n"
@@ -181,14 +257,7 @@ static void run_and_check(const char *name, const char *eq, const char *scheme, 
              "output every = %g, format = csv\n",
              nx, ny, nx * h, ny * h, periodic ? "periodic x, y\n" : "", W, kappa, kb,
              kb ? "(kappa + kb*c^2)/2" : "kappa/2", eq, every, dt, until, scheme, every);
-    char path[1200];
-    snprintf(path, sizeof path, "%s/%s.pde", tu_dir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(src, f);
-    fclose(f);
-    if (tu_pdejit(&out, "run %s --out %s --quiet", path, name) != 0) fail_msg("%s: %s", name, out);
-    free(out);
+    run_text(name, src);
     rows r;
     read_monitor(name, &r);
     assert_true(r.n >= 10);
@@ -288,6 +357,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(delta_equals_hand_written),
         cmocka_unit_test(energy_never_rises),
+        cmocka_unit_test(delta_is_energy_gradient),
         cmocka_unit_test(errors),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
