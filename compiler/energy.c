@@ -20,9 +20,13 @@
  * through the ghost cell above the last one: zero for zero flux (the ghost is the cell itself), the
  * wrapped neighbour when periodic.
  *
- * Supported: k_u a constant or any expression of params, consts and numbers (not of fields, x, y, z
- * or t: its derivative would add terms this expansion does not build). The density is linear in each
- * grad2(u). Everything else is reported at the user's text. */
+ * A k_u that reads fields (k(c)*grad2(c)) is taken on each face at the mean of the face's two cells,
+ * as the lowering reads a field on a face: E's face term is k(mean)*((u_j - u_i)/h)^2*V, and delta
+ * gains -2*div(k*grad(u)) (instead of -2*k*lap(u)) and, by each field w that k reads,
+ * dk/dw(mean)/2*((u_j - u_i)/h)^2 on each face of the cell.
+ *
+ * Supported: k_u of fields, params, consts and numbers (not of x, y, z, t, noise or neighbours).
+ * The density is linear in each grad2(u). Everything else is reported at the user's text. */
 #include "energy.h"
 #include "kir.h"
 #include <math.h>
