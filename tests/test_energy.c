@@ -165,8 +165,8 @@ static double *read_snapshot(const char *dir, int k, int col, int n)
     char *line = strchr(text, '\n');
     for (int i = 0; i < n; i++) {
         assert_non_null(line);
-        double v[4];
-        assert_true(sscanf(line + 1, "%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3]) >= 3 + col);
+        double v[6];
+        assert_true(sscanf(line + 1, "%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) >= 3 + col);
         c[i] = v[2 + col];
         line = strchr(line + 1, '\n');
     }
@@ -194,6 +194,74 @@ static void run_text(const char *name, const char *src)
     fclose(f);
     if (tu_pdejit(&out, "run %s --out %s --quiet", path, name) != 0) fail_msg("%s: %s", name, out);
     free(out);
+}
+
+/* Two fields: f = c^2(1-c)^2 + e^2(1-e)^2 + g c e^2 and the faces (kappa + kb*mean(e)^2)/2 ((c_j -
+ * c_i)/h)^2 + ke/2 ((e_j - e_i)/h)^2, each times V; zero flux. ce holds c then e (n each). */
+static double energy_of2(const double *ce, int nx, int ny, double h, double g, double kappa, double kb, double ke)
+{
+    const double *c = ce, *e = ce + nx * ny;
+    double E = 0, V = h * h;
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            int at = j * nx + i;
+            double u = c[at], w = e[at];
+            E += V * (u * u * (1 - u) * (1 - u) + w * w * (1 - w) * (1 - w) + g * u * w * w);
+            for (int a = 0; a < 2; a++) {
+                if (a == 0 ? i + 1 >= nx : j + 1 >= ny) continue;
+                int nb = a == 0 ? at + 1 : at + nx;
+                double gc = (c[nb] - u) / h, ge = (e[nb] - w) / h, m = (w + e[nb]) / 2;
+                E += V * ((kappa + kb * m * m) / 2 * gc * gc + ke / 2 * ge * ge);
+            }
+        }
+    return E;
+}
+
+/* The same for two coupled fields, whose gradient coefficient of c reads e: delta(F, e) has the
+ * coefficient's derivative on each face, delta(F, c) -2*div(k*grad(c)). */
+static void delta_is_energy_gradient_two_fields(void **state)
+{
+    (void)state;
+    const int nx = 10, ny = 9, n = nx * ny;
+    const double h = 0.5, g = 0.8, kappa = 0.6, kb = 1.1, ke = 0.9;
+    char src[2048];
+    snprintf(src, sizeof src,
+             "mesh grid(nx = %d, ny = %d, Lx = %g, Ly = %g)\n"
+             "param g = %g, kappa = %g, kb = %g, ke = %g\n"
+             "func well(u) = u^2*(1 - u)^2\n"
+             "energy F = well(c) + well(eta) + g*c*eta^2 + (kappa + kb*eta^2)/2*grad2(c) + ke/2*grad2(eta)\n"
+             "field c = 0.5 + 0.3*sin(1.3*x + 0.4)*cos(0.9*y), eta = 0.4 + 0.3*cos(0.7*x - 1.1*y), dc = 0, de = 0\n"
+             "eq dt(c) = 0\neq dt(eta) = 0\neq dt(dc) = delta(F, c)\neq dt(de) = delta(F, eta)\n"
+             "time dt = 0.0009765625, steps = 1, scheme = euler\noutput every = 0.0009765625, format = csv\n",
+             nx, ny, nx * h, ny * h, g, kappa, kb, ke);
+    run_text("two", src);
+    double *ce = malloc(sizeof *ce * (size_t)(2 * n)), *d = malloc(sizeof *d * (size_t)(2 * n));
+    for (int f = 0; f < 2; f++) {
+        double *a = read_snapshot("two", 1, f, n), *b = read_snapshot("two", 1, 2 + f, n);
+        for (int i = 0; i < n; i++) {
+            ce[f * n + i] = a[i];
+            d[f * n + i] = b[i] * 1024;
+        }
+        free(a);
+        free(b);
+    }
+    double worst = 0, scale = 0, eps = 1e-5, V = h * h;
+    for (int i = 0; i < 2 * n; i++) scale = fmax(scale, fabs(d[i]));
+    for (int i = 0; i < 2 * n; i++) {
+        double v0 = ce[i];
+        ce[i] = v0 + eps;
+        double ep = energy_of2(ce, nx, ny, h, g, kappa, kb, ke);
+        ce[i] = v0 - eps;
+        double em = energy_of2(ce, nx, ny, h, g, kappa, kb, ke);
+        ce[i] = v0;
+        double fd = (ep - em) / (2 * eps * V), diff = fabs(fd - d[i]) / scale;
+        worst = fmax(worst, diff);
+        if (!(diff <= 1e-7)) fail_msg("%s cell %d: delta %.17g, dE/du/V %.17g", i < n ? "c" : "eta", i % n, d[i], fd);
+    }
+    printf("two fields, k of c reading eta: delta(F, c) and delta(F, eta) vs dE/du_i/V, %d cells each: %.2g of %.3g\n", n,
+           worst, scale);
+    free(ce);
+    free(d);
 }
 
 /* delta(F, c) is exactly the gradient of the discrete energy over the cell volume: one euler step
@@ -358,6 +426,7 @@ int main(void)
         cmocka_unit_test(delta_equals_hand_written),
         cmocka_unit_test(energy_never_rises),
         cmocka_unit_test(delta_is_energy_gradient),
+        cmocka_unit_test(delta_is_energy_gradient_two_fields),
         cmocka_unit_test(errors),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
