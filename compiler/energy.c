@@ -44,6 +44,7 @@ typedef struct energy {
 } energy;
 
 typedef struct ectx {
+    compiler *C;
     arena *a;
     diag *d;
     ast_program *P;
@@ -656,47 +657,43 @@ static void rewrite(ectx *x, ast_expr **pe, int dim, int in_monitor)
     for (int i = 0; i < e->n_args; i++) rewrite(x, &e->args[i], dim, in_monitor);
 }
 
-/* The mesh's dimension from `mesh grid(nx = .., ny = .., nz = ..)` (as frontend.c's read_mesh). */
-static int mesh_dim(const ast_program *P)
+int energy_expand(compiler *C, ast_program *P)
 {
-    int dim = 1;
-    for (int i = 0; i < P->n_stmts; i++) {
-        const ast_stmt *st = P->stmts[i];
-        if (st->kind != ST_MESH) continue;
-        for (int j = 0; j < st->n_kwargs; j++) {
-            const char *n = st->kwargs[j].name;
-            if (!n) continue;
-            if (!strcmp(n, "ny") && dim < 2) dim = 2;
-            if (!strcmp(n, "nz")) dim = 3;
-        }
-    }
-    return dim;
-}
-
-int energy_expand(arena *a, diag *d, ast_program *P)
-{
-    ectx x = {.a = a, .d = d, .P = P, .errors_at_start = d->errors};
+    diag *d = C->d;
+    ectx x = {.C = C, .a = C->arena, .d = d, .P = P, .errors_at_start = d->errors};
     int n = 0;
     for (int i = 0; i < P->n_stmts; i++) n += P->stmts[i]->kind == ST_ENERGY;
-    x.en = arena_alloc(a, sizeof *x.en * (size_t)(n + 1));
+    x.en = arena_alloc(x.a, sizeof *x.en * (size_t)(n + 1));
     for (int i = 0; i < P->n_stmts; i++) {
         const ast_stmt *st = P->stmts[i];
         if (st->kind != ST_ENERGY) continue;
         energy *old = find_energy(&x, st->name);
+        symbol *s = sema_lookup(C, st->name);
         if (old) {
             diag_error(d, st->name_loc, "energy '%s' is already defined at line %d", st->name, old->st->loc.line);
             continue;
         }
+        if (s) {
+            diag_error(d, st->name_loc, "'%s' is already defined as a %s at line %d", st->name, sema_kind_text(s->kind),
+                       s->loc.line);
+            continue;
+        }
         x.en[x.n_en++] = (energy){.st = st};
     }
-    int dim = mesh_dim(P);
-    /* every energy is built, used or not, so that its errors are reported */
-    for (int i = 0; i < x.n_en; i++) build(&x, &x.en[i]);
+    int dim = C->dim;
+    /* every energy is built, used or not, so that its errors are reported; then its density (grad2
+       set to 0) has its names checked as any expression */
+    for (int i = 0; i < x.n_en; i++)
+        if (build(&x, &x.en[i]) == 0) sema_check_expr(C, zero_grad2(&x, x.en[i].st->rhs), NULL);
     for (int i = 0; i < P->n_stmts; i++) {
         ast_stmt *st = P->stmts[i];
         if (st->kind == ST_ENERGY) continue;
         for (int j = 0; j < st->n_kwargs; j++) {
+            ast_expr *before = st->kwargs[j].value;
             rewrite(&x, &st->kwargs[j].value, dim, st->kind == ST_MONITOR);
+            if (st->kwargs[j].value != before) /* the symbols hold the value written (sema.c) */
+                for (int y = 0; y < C->n_syms; y++)
+                    if (C->syms[y].value == before) C->syms[y].value = st->kwargs[j].value;
             for (int m = 0; m < st->kwargs[j].n_more; m++) rewrite(&x, &st->kwargs[j].more[m], dim, 0);
         }
         rewrite(&x, &st->lhs, dim, 0);

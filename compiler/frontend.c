@@ -762,7 +762,6 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     if (!ast || d->errors) return -1;
     C->term_faces = opt && opt->term_faces;
     if (opt && opt->redefine_line > 0 && redefine_apply(C->arena, ast, opt->redefine_line, d) < 0) return -1;
-    if (energy_expand(C->arena, d, ast) < 0) return -1;
     C->ast = ast;
     C->source = source;
     C->source_len = len;
@@ -770,6 +769,7 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     sema_collect_symbols(C);
     if (set_consts(C, opt, 1) < 0) return -1;
     if (read_mesh(C, p) < 0) return -1;
+    if (energy_expand(C, ast) < 0) return -1;
     sema_check_program(C);
     if (d->errors) return -1;
     set_consts(C, opt, 0); /* again: the recursion check reused the symbols' states */

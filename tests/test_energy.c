@@ -412,6 +412,8 @@ static void errors(void **state)
                  "5:13: error: 'F' is an energy: use delta(F, u) or integral(F)");
     expect_error(HEAD "energy F = W*c^2\nenergy F = c\neq dt(c) = -delta(F, c)\n",
                  "5:8: error: energy 'F' is already defined at line 4");
+    expect_error(HEAD "energy F = W*c^2 + zzz\neq dt(c) = -delta(F, c)\n", "4:20: error: undefined name 'zzz'");
+    expect_error(HEAD "energy c = W\n", "4:8: error: 'c' is already defined as a field at line 3");
     expect_error(HEAD "energie F = W*c^2\n", "4:1: error: unexpected name 'energie' at the start of a statement");
     expect_error(HEAD "c = W\n", "4:1: error: unexpected name 'c' at the start of a statement (a statement starts "
                               "with a keyword: field, param, eq, energy, ...)");
