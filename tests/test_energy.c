@@ -357,6 +357,47 @@ static void energy_never_rises(void **state)
     run_and_check("ch-kc-euler", "eq dt(c) = div(M*grad(delta(F, c)))", "euler", 0.001, 4, 0.2, 0, 1.5);
 }
 
+/* A running simulation's redefinition (redefine.c) may replace an energy: every delta() and
+ * integral() of it follows, as if the problem had been written with the new one. */
+static void energy_redefined(void **state)
+{
+    (void)state;
+    const char *base = "mesh grid(nx = 16, ny = 12)\nperiodic x, y\nparam W = 1, kappa = 0.5\n"
+                       "energy F = W*c^2*(1 - c)^2 + kappa/2*grad2(c)\nfield c = 0.5 + 0.1*sin(6*x)\n"
+                       "eq dt(c) = lap(delta(F, c))\nmonitor every = 1, energy = integral(F)\n"
+                       "time dt = 0.001, until = 1, scheme = rk2\n";
+    const char *line = "energy F = 3*W*c^2*(1 - c)^2 + kappa*grad2(c)\n";
+    char both[2048], direct[2048];
+    snprintf(both, sizeof both, "%s%s", base, line);
+    snprintf(direct, sizeof direct, "%s", base);
+    char *at = strstr(direct, "energy F = ");
+    size_t old_len = strcspn(at, "\n") + 1;
+    memmove(at + strlen(line), at + old_len, strlen(at + old_len) + 1);
+    memcpy(at, line, strlen(line));
+    pj_compile_options o = {.redefine_line = 9};
+    diag d1, d2;
+    diag_init(&d1, "t.pde", both, strlen(both));
+    diag_init(&d2, "t.pde", direct, strlen(direct));
+    pj_program *p1 = compile_problem("t.pde", both, strlen(both), &d1, &o);
+    pj_program *p2 = compile_problem("t.pde", direct, strlen(direct), &d2, NULL);
+    if (!p1 || !p2) fail_msg("%s%s", d1.log ? d1.log : "", d2.log ? d2.log : "");
+    char h1[33], h2[33], r1[33], r2[33], h0[33];
+    kir_hash_hex(p1->rhs, h1);
+    kir_hash_hex(p2->rhs, h2);
+    kir_hash_hex(p1->reduce, r1);
+    kir_hash_hex(p2->reduce, r2);
+    assert_string_equal(h1, h2);
+    assert_string_equal(r1, r2);
+    pj_program *p0 = compile_text(base); /* and the old energy's kernel is another */
+    kir_hash_hex(p0->rhs, h0);
+    assert_string_not_equal(h0, h1);
+    program_free(p0);
+    program_free(p1);
+    program_free(p2);
+    diag_free(&d1);
+    diag_free(&d2);
+}
+
 /* ---- errors ------------------------------------------------------------------------------- */
 
 static void expect_error(const char *src, const char *expected)
@@ -429,6 +470,7 @@ int main(void)
         cmocka_unit_test(energy_never_rises),
         cmocka_unit_test(delta_is_energy_gradient),
         cmocka_unit_test(delta_is_energy_gradient_two_fields),
+        cmocka_unit_test(energy_redefined),
         cmocka_unit_test(errors),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
