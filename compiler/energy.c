@@ -2,8 +2,9 @@
  *
  *   energy F = f(fields, params) + kappa/2*grad2(c)
  *
- * is expanded on the syntax tree, before sema sees it, so that every later pass (names, lowering,
- * Jacobians, every back end) meets ordinary expressions only:
+ * is expanded on the syntax tree once the symbols are collected and the mesh is read, before sema
+ * checks the expressions, so that every later pass (names, lowering, Jacobians, every back end)
+ * meets ordinary expressions only:
  *
  *   delta(F, u)   -> df/du - 2*k_u*lap(u)
  *   integral(F)   -> integral(f + sum over u of k_u * sum over axes ((u[+1] - u)/h)^2)
@@ -553,8 +554,8 @@ static int build(ectx *x, energy *en)
 
 
 /* Rewrites every delta(), integral(ENERGY) and energy name in *pe; grad2 outside an energy is an
- * error. dim: the mesh's dimension (for the face sums), 0 when unknown (then 1..3 by the names the
- * mesh defines, see energy_expand). */
+ * error. dim: the mesh's dimension (the axes of the face sums); in_monitor: *pe is a monitor's value
+ * (the one place integral() may stand). */
 static void rewrite(ectx *x, ast_expr **pe, int dim, int in_monitor)
 {
     ast_expr *e = *pe;
