@@ -60,6 +60,7 @@ typedef enum ast_stmt_kind {
     ST_ON, ST_PERIODIC, ST_TIME, ST_OUTPUT, ST_STEADY, ST_SOLVER,
     ST_MONITOR,            /* monitor every = T, NAME = integral(e), ...: kwargs */
     ST_STOP,               /* stop when COND: name = the word after stop, rhs = COND */
+    ST_ENERGY,             /* energy NAME = DENSITY: name, rhs (expanded away by energy.c) */
 } ast_stmt_kind;
 
 typedef struct ast_stmt {

@@ -15,6 +15,7 @@
  *
  * The driver sits above sema.c and lower.c: sema never lowers, lower never calls back here. */
 #include "redefine.h"
+#include "energy.h"
 #include "scheme.h"
 #include "philox.h"
 #include "sema.h"
@@ -910,6 +911,7 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     sema_collect_symbols(C);
     if (set_consts(C, opt, 1) < 0) return -1;
     if (read_mesh(C, p) < 0) return -1;
+    if (energy_expand(C, ast) < 0) return -1;
     sema_check_program(C);
     if (d->errors) return -1;
     set_consts(C, opt, 0); /* again: the recursion check reused the symbols' states */

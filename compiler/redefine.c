@@ -6,6 +6,7 @@
  *
  *     func / flux NAME     the earlier func or flux called NAME
  *     eq dt(F)             the earlier eq of field F
+ *     energy NAME          the earlier energy called NAME (every delta() and integral() of it)
  *     const A = ...        A in an earlier const statement (the other consts there stay)
  *     on SIDES: BC of F    the conditions of field F on those sides (`all`: every side that is
  *                          not periodic; an earlier `all` keeps the sides not given again)
@@ -92,12 +93,13 @@ int redefine_apply(arena *a, ast_program *ast, int first_line, diag *d)
         ast_stmt *st = ast->stmts[i];
         if (!st || st->loc.line < first_line) continue;
         switch (st->kind) {
-        case ST_FUNC: case ST_FLUX: case ST_EQ:
+        case ST_FUNC: case ST_FLUX: case ST_EQ: case ST_ENERGY:
             if (!st->name) break; /* an algebraic equation without `for FIELD`: added, not redefined */
             for (int j = 0; j < i; j++) {
                 ast_stmt *old = ast->stmts[j];
                 if (!old || !old->name || strcmp(old->name, st->name)) continue;
-                int same = st->kind == ST_EQ ? old->kind == ST_EQ : old->kind == ST_FUNC || old->kind == ST_FLUX;
+                int same = st->kind == ST_EQ || st->kind == ST_ENERGY ? old->kind == st->kind
+                                                                      : old->kind == ST_FUNC || old->kind == ST_FLUX;
                 if (same) ast->stmts[j] = NULL;
             }
             break;
@@ -143,8 +145,8 @@ int redefine_apply(arena *a, ast_program *ast, int first_line, diag *d)
             break;
         }
         default:
-            diag_error(d, st->loc, "a running simulation can take new func, flux, eq, const and boundary conditions "
-                       "only: this statement would change what it holds (restart it for that)");
+            diag_error(d, st->loc, "a running simulation can take new func, flux, eq, energy, const and boundary "
+                       "conditions only: this statement would change what it holds (restart it for that)");
         }
     }
     int kept = 0;

@@ -126,6 +126,22 @@ static ast_stmt *algebraic(parse_ctx *c, pj_loc loc, double lhs, pj_loc lhs_loc,
                    "move %g to the right (eq 0 = EXPR - %g)", lhs, lhs);
     return s;
 }
+/* `energy NAME = DENSITY` (contract section 9). `energy` is no keyword (a monitor or a param may be
+ * called energy): a statement that starts with two names is one, and any other first name an error. */
+static ast_stmt *energy_stmt(parse_ctx *c, const char *word, pj_loc loc, const char *name, pj_loc name_loc,
+                             ast_expr *density)
+{
+    if (strcmp(word, "energy") || !name) {
+        diag_error(c->diag, loc, "unexpected name '%s' at the start of a statement%s", word,
+                   name ? "" : " (a statement starts with a keyword: field, param, eq, energy, ...)");
+        return NULL;
+    }
+    ast_stmt *s = stmt(c, ST_ENERGY, loc);
+    s->name = name;
+    s->name_loc = name_loc;
+    s->rhs = density;
+    return s;
+}
 static void set_kwargs(ast_stmt *s, kwarg_vec v) { s->kwargs = v.items; s->n_kwargs = v.len; }
 static void set_words(ast_stmt *s, word_vec v) { s->words = v.items; s->n_words = v.len; }
 }
@@ -207,6 +223,8 @@ stmt
     | SOLVER kwargs         { $$ = stmt(ctx, ST_SOLVER, L(@1)); set_kwargs($$, $2); }
     | MONITOR kwargs        { $$ = stmt(ctx, ST_MONITOR, L(@1)); set_kwargs($$, $2); }
     | STOP NAME expr        { $$ = stmt(ctx, ST_STOP, L(@1)); $$->name = $2; $$->name_loc = L(@2); $$->rhs = $3; }
+    | NAME NAME '=' expr    { $$ = energy_stmt(ctx, $1, L(@1), $2, L(@2), $4); }
+    | NAME '=' expr         { $$ = energy_stmt(ctx, $1, L(@1), NULL, L(@1), $3); }
     ;
 
 kwargs_opt

@@ -180,6 +180,19 @@ static const char prob_face_gradient_3d[] =
     "on bottom, top: u + 0.2*dn(u) = x*t\n"
     "time dt = 0.002, until = 1, scheme = rk2\n";
 
+/* An energy (contract section 9) with a func, exp, tanh and a param coefficient: delta() and the
+ * face sum of integral(F), which reads the neighbour above each cell, on every back end. */
+static const char prob_energy[] =
+    "mesh grid(nx = 20, ny = 14, Lx = 5, Ly = 3.5)\n"
+    "param kappa = 0.4, a = 0.7\n"
+    "func g(u) = u^4/4 - a*u^2/2 + 0.1*exp(-u^2)\n"
+    "energy F = g(u) + 0.25*tanh(u) + kappa/2*grad2(u)\n"
+    "field u = sin(2*x)*cos(3*y)\n"
+    "on left: u = 0.5\n"
+    "eq dt(u) = -delta(F, u)\n"
+    "monitor every = 0.01, energy = integral(F)\n"
+    "time dt = 0.002, until = 0.1, scheme = rk2\n";
+
 static int cmp_case(const void *a, const void *b)
 {
     return strcmp(((const test_case *)a)->name, ((const test_case *)b)->name);
@@ -227,6 +240,7 @@ static int cases_table(test_case **cases, int implicit)
         {"rk3-coefficient-field", prob_rk3_coefficient, NULL},
         {"rk2-2d-fourth-order-lap-bc", prob_fourth_order, "D=0.0004"},
         {"rk2-3d-face-gradient", prob_face_gradient_3d, "eps=0.25"},
+        {"rk2-2d-energy-delta", prob_energy, "kappa=0.35"},
     };
     c = realloc(c, sizeof *c * (size_t)(cap = n + (int)(sizeof own / sizeof *own)));
     if (!c) abort();
