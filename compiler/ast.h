@@ -53,6 +53,8 @@ typedef struct ast_kwarg {
     int n_words;
     ast_expr **more;      /* `at = 0, 1, 5`: the values after the first (1 and 5) */
     int n_more;
+    ast_expr *array;      /* `field eta[N] = ...`: the AST_INDEX eta[N] (its size), else NULL
+                             (compiler/arrays.c expands it into the members eta1 ... etaN) */
 } ast_kwarg;
 
 typedef enum ast_stmt_kind {
@@ -75,6 +77,7 @@ typedef struct ast_stmt {
     int n_words;
     ast_expr *lhs, *rhs;   /* ST_ON: lhs = rhs; ST_FUNC/ST_FLUX/ST_EQ: rhs */
     ast_expr *lhs2, *rhs2; /* ST_ON: a second condition, lap(u) = value (fourth-order operators), or NULL */
+    ast_expr *member;      /* ST_EQ: `eq dt(eta[i]) = ...`: the AST_INDEX eta[i] (name is eta), else NULL */
 } ast_stmt;
 
 typedef struct ast_program {

@@ -179,6 +179,10 @@ stmt
                             { $$ = stmt(ctx, ST_FLUX, L(@1)); $$->name = $2; $$->name_loc = L(@2); set_words($$, $4); $$->rhs = $7; }
     | EQ NAME '(' NAME ')' '=' expr
                             { $$ = stmt(ctx, ST_EQ, L(@1)); $$->eq_op = $2; $$->eq_op_loc = L(@2); $$->name = $4; $$->name_loc = L(@4); $$->rhs = $7; }
+    | EQ NAME '(' NAME '[' args ']' ')' '=' expr
+                            { /* eq dt(eta[i]) = ...: one equation per member (compiler/arrays.c) */
+                              $$ = stmt(ctx, ST_EQ, L(@1)); $$->eq_op = $2; $$->eq_op_loc = L(@2); $$->name = $4; $$->name_loc = L(@4);
+                              $$->member = call(ctx, AST_INDEX, $4, L(@4), $6); $$->rhs = $10; }
     | ON names ':' expr '=' expr
                             { $$ = stmt(ctx, ST_ON, L(@1)); set_words($$, $2); $$->lhs = $4; $$->rhs = $6; }
     | ON names ':' expr '=' expr ',' expr '=' expr
@@ -207,6 +211,7 @@ kwarg
     : expr                  {
                               $$ = (ast_kwarg){0};
                               if ($1->kind == AST_NAME) { $$.name = $1->name; $$.loc = $1->loc; }
+                              else if ($1->kind == AST_INDEX) { $$.name = $1->name; $$.loc = $1->loc; $$.array = $1; } /* field eta[N] */
                               else { $$.value = $1; $$.loc = $1->loc; } /* a value without a name */
                             }
     | kwarg_value
@@ -214,6 +219,10 @@ kwarg
 
 kwarg_value
     : NAME '=' expr         { $$ = (ast_kwarg){0}; $$.name = $1; $$.loc = L(@1); $$.value = $3; }
+    | NAME '[' args ']' '=' expr
+                            { /* field eta[N] = init: an array of fields (compiler/arrays.c) */
+                              $$ = (ast_kwarg){0}; $$.name = $1; $$.loc = L(@1); $$.value = $6;
+                              $$.array = call(ctx, AST_INDEX, $1, L(@1), $3); }
     | kwarg_value NAME      {
                               $$ = $1;
                               word_vec w = {$$.words, $$.n_words, $$.n_words};
