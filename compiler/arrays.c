@@ -2,6 +2,7 @@
  *
  *   field eta[N] = 0.1*i            the fields eta1 ... etaN; in the value, i is the member number
  *   eta[k]                          the field etak: k an index bound here or a whole constant
+ *   eta[k][1, 0]                    a neighbour of member k: etak[1, 0]
  *   eq dt(eta[i]) = e(i)            one equation per member, i bound to its number
  *   on left: eta[i] = g(i)          one condition per member (the condition's one unbound index)
  *   sum(j, e(j)), prod(j, e(j))     e(1) + ... + e(N), e(1) * ... * e(N): N is the size of the
@@ -205,9 +206,40 @@ static int member_number(xp *X, const array_def *a, const ast_expr *ix, const bi
     return (int)v;
 }
 
+/* The member index of an array's AST_INDEX: eta[k] or eta[k][offsets]; NULL when it has none. */
+static const ast_expr *member_index(const ast_expr *e)
+{
+    return e->a ? e->a : e->n_args == 1 ? e->args[0] : NULL;
+}
+
+/* eta[k][offsets] -> the field etak at those offsets, etak[offsets]. */
+static ast_expr *copy_member_neighbour(xp *X, const array_def *a, const ast_expr *e, const binding *b)
+{
+    if (!a) {
+        diag_error(X->C->d, e->loc, "%s[k][...] is a neighbour of member k of a field array, and '%s' is not one", e->name,
+                   e->name);
+        return NULL;
+    }
+    int k = member_number(X, a, e->a, b);
+    if (k < 0) return NULL;
+    ast_expr *m = new_node(X, e);
+    if (!m) return NULL;
+    m->name = member_name(X, a->name, k);
+    m->a = NULL;
+    m->args = arena_alloc(X->C->arena, sizeof *m->args * (size_t)(e->n_args + 1));
+    m->cap_args = e->n_args;
+    m->depth = 1;
+    for (int i = 0; i < e->n_args; i++) {
+        if (!(m->args[i] = copy(X, e->args[i], b))) return NULL;
+        if (m->args[i]->depth + 1 > m->depth) m->depth = m->args[i]->depth + 1;
+    }
+    return m;
+}
+
 /* eta[k] -> the field etak. */
 static ast_expr *copy_member(xp *X, const array_def *a, const ast_expr *e, const binding *b)
 {
+    if (e->a) return copy_member_neighbour(X, a, e, b);
     if (e->n_args != 1) {
         diag_error(X->C->d, e->loc, "'%s' is an array: %s[k] names its member k (one index, not %d)", a->name, a->name,
                    e->n_args);
@@ -253,7 +285,7 @@ static int scan_range(xp *X, const ast_expr *e, const char *j, const array_def *
 {
     if (!e) return 0;
     const array_def *a = e->kind == AST_INDEX ? array_named(X, e->name) : NULL;
-    if (a && e->n_args == 1 && mentions(e->args[0], j)) {
+    if (a && member_index(e) && mentions(member_index(e), j)) {
         if (!*first) {
             *first = a;
             *first_at = e->loc;
@@ -344,7 +376,7 @@ static ast_expr *copy(xp *X, const ast_expr *e, const binding *b)
         }
         return c;
     }
-    if (a) return copy_member(X, a, e, b);
+    if (a || (e->kind == AST_INDEX && e->a)) return copy_member(X, a, e, b);
     if (is_reduction_call(X, e)) return copy_reduction(X, e, b);
     ast_expr *c = new_node(X, e);
     if (!c) return NULL;
@@ -566,8 +598,8 @@ static int expand_eq(xp *X, const ast_stmt *st, stmt_list *out)
 static void unbound_indices(xp *X, const ast_expr *e, const binding *b, const char **found, pj_loc *at, int *n)
 {
     if (!e) return;
-    if (e->kind == AST_INDEX && array_named(X, e->name) && e->n_args == 1) {
-        const ast_expr *ix = e->args[0];
+    if (e->kind == AST_INDEX && array_named(X, e->name) && member_index(e)) {
+        const ast_expr *ix = member_index(e);
         if (ix->kind == AST_NAME && free_name(X, ix->name, b) && *n < 2 && !(*n == 1 && !strcmp(found[0], ix->name))) {
             at[*n] = ix->loc;
             found[(*n)++] = ix->name;
@@ -670,6 +702,7 @@ static int uses_reduction(const ast_expr *e)
 {
     if (!e) return 0;
     if (e->kind == AST_CALL && (!strcmp(e->name, "sum") || !strcmp(e->name, "prod"))) return 1;
+    if (e->kind == AST_INDEX && e->a) return 1; /* eta[k][offsets] */
     if (uses_reduction(e->a) || uses_reduction(e->b) || uses_reduction(e->c)) return 1;
     for (int i = 0; i < e->n_args; i++)
         if (uses_reduction(e->args[i])) return 1;

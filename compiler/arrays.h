@@ -9,7 +9,7 @@
 
 /* Rewrites C->ast so that it names ordinary fields only: `field eta[N] = e(i)` becomes the fields
  * eta1 ... etaN, `eq dt(eta[i]) = ...` and `on ...: eta[i] = ...` one statement per member,
- * `eta[k]` the field etak, `sum(j, e)` and `prod(j, e)` the chains e(1) + ... + e(N) and
+ * `eta[k]` the field etak (`eta[k][1, 0]` its neighbour), `sum(j, e)` and `prod(j, e)` the chains e(1) + ... + e(N) and
  * e(1) * ... * e(N), `output fields = eta` the members. Needs the symbols of the unexpanded tree
  * (sema_collect_symbols) for its constants; the caller collects them again afterwards.
  * Returns 1 when the tree was rewritten, 0 when it has no array, sum or prod (left as it is),

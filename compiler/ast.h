@@ -33,7 +33,8 @@ struct ast_expr {
     int depth;         /* nesting of this subtree (a chain is one level), bounded by the parser */
     double value;      /* AST_NUM */
     const char *name;  /* AST_NAME, AST_CALL, AST_INDEX */
-    ast_expr *a, *b, *c;   /* AST_UNARY: a; AST_COND: a ? b : c */
+    ast_expr *a, *b, *c;   /* AST_UNARY: a; AST_COND: a ? b : c; AST_INDEX: eta[a][args], the member
+                              of an array whose neighbour args names (NULL in u[args]) */
     ast_expr **args;   /* AST_CALL, AST_INDEX: the arguments; AST_BINARY: the terms */
     int n_args;
     int *ops;          /* AST_BINARY: ops[i] combines the value of args[0..i-1] with args[i] */

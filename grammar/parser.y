@@ -257,6 +257,13 @@ expr
     | NAME                  { $$ = node(ctx, AST_NAME, L(@1)); $$->name = $1; }
     | NAME '(' args_opt ')' { $$ = call(ctx, AST_CALL, $1, L(@1), $3); }
     | NAME '[' args ']'     { $$ = call(ctx, AST_INDEX, $1, L(@1), $3); }
+    | NAME '[' args ']' '[' args ']'
+                            { /* eta[k][1, 0]: a neighbour of an array's member (compiler/arrays.c) */
+                              $$ = call(ctx, AST_INDEX, $1, L(@1), $6);
+                              $$->a = $3.items[0];
+                              deepen(ctx, $$, $$->a);
+                              if ($3.len != 1)
+                                  diag_error(ctx->diag, L(@1), "%s[k][...]: one member k, not %d indices", $1, $3.len); }
     | '(' expr ')'          { $$ = $2; }
     | '-' expr %prec UNARY  { $$ = unary(ctx, '-', L(@1), $2); }
     | '+' expr %prec UNARY  { $$ = unary(ctx, '+', L(@1), $2); }

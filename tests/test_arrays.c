@@ -10,6 +10,7 @@
  *                            array case of the table of cases, tests/solve.c, and pfhub2)
  *   sum_prod_values          one Euler step of sum, prod, a nested sum over j != k and i as a
  *                            value, against the same sums computed here from the initial values
+ *   member_neighbours        eta[j][1, 0] (a member's neighbour) against eta1[1, 0] ... by hand
  *   members_by_constants     eta[N], eta[2*1 + 1], eq dt(eta[2]) for one member, --set N
  *   errors_at_the_text       each misuse: the exact message, at its line and column, once
  *   names_outside            `pdejit run`: the members eta1 ... etaN in --dump, in snapshots
@@ -150,6 +151,31 @@ static void sum_prod_values(void **state)
     solved_free(s);
 }
 
+/* Neighbours of members, eta[j][1, 0], are those of the fields: the same bits as eta1[1, 0] ... */
+static void member_neighbours(void **state)
+{
+    (void)state;
+    const char *array =
+        "mesh grid(nx = 9, ny = 7)\n"
+        "field eta[2] = sin(3*i*x) + y*y*i\n"
+        "field u = 0\n"
+        "eq dt(u) = sum(j, (eta[j][1, 0] - eta[j][-1, 0])^2 + (eta[j][0, 1] - eta[j][0, -1])^2) + eta[2][1, 1]\n"
+        "time dt = 0.5, steps = 2\n";
+    const char *by_hand =
+        "mesh grid(nx = 9, ny = 7)\n"
+        "field eta1 = sin(3*1*x) + y*y*1, eta2 = sin(3*2*x) + y*y*2\n"
+        "field u = 0\n"
+        "eq dt(u) = ((eta1[1, 0] - eta1[-1, 0])^2 + (eta1[0, 1] - eta1[0, -1])^2) +\n"
+        "           ((eta2[1, 0] - eta2[-1, 0])^2 + (eta2[0, 1] - eta2[0, -1])^2) + eta2[1, 1]\n"
+        "time dt = 0.5, steps = 2\n";
+    solved *a = solve(array, BE_INTERP, 0, 1, NULL), *b = solve(by_hand, BE_INTERP, 0, 1, NULL);
+    assert_int_equal(a->p->n_fields, 3);
+    for (int f = 0; f < 3; f++) assert_memory_equal(a->u[f], b->u[f], sizeof(double) * (size_t)a->cells);
+    assert_true(field_sum(a, 2) > 1);
+    solved_free(a);
+    solved_free(b);
+}
+
 /* Members named by constants: eta[N], eta[2*1 + 1]; an equation for one member; --set N. */
 static void members_by_constants(void **state)
 {
@@ -258,6 +284,11 @@ static void errors_at_the_text(void **state)
         {"field eta[N]\nfunc f(k) = eta[k]\neq dt(eta[i]) = f(i)",
          "t.pde:5:17: error: the member of 'eta' must be known when the problem is compiled: 'k' is an argument of func "
          "'f'"},
+        {"field u\neq dt(u) = u[1][0]",
+         "t.pde:5:12: error: u[k][...] is a neighbour of member k of a field array, and 'u' is not one"},
+        {"field eta[N], u\neq dt(u) = eta[4][1]",
+         "t.pde:5:16: error: member 4 of 'eta' is out of range: 'eta' has members 1 to 3"},
+        {"field eta[N], u\neq dt(u) = eta[1, 2][1]", "t.pde:5:12: error: eta[k][...]: one member k, not 2 indices"},
         /* an error inside a template: once, not once per member */
         {"field eta[N]\neq dt(eta[i]) = eta[i] + lap(eta[i], 2)", "t.pde:5:26: error: lap() takes 1 argument, not 2"},
         {"field eta[N]\neq dt(eta[i]) = eta[i] + foo", "t.pde:5:26: error: undefined name 'foo'"},
@@ -405,6 +436,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(same_as_field_by_field),
         cmocka_unit_test(sum_prod_values),
+        cmocka_unit_test(member_neighbours),
         cmocka_unit_test(members_by_constants),
         cmocka_unit_test(errors_at_the_text),
         cmocka_unit_test(names_outside),
