@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_EXPANDED_NODES 20000000L /* nodes the expansion may make in one problem */
+#define MAX_EXPANDED_NODES 2000000L /* nodes the expansion may make in one problem (about 250 MB) */
 
 typedef struct array_def {
     const char *name;
