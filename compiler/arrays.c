@@ -726,15 +726,14 @@ static int arrays_used(const ast_program *P)
     return 0;
 }
 
-/* The member a statement's equation is for (from its copies: st->name), and who gave it first:
- * a second equation for a member is reported once, at the statement that repeats it. */
+/* A field with two equations where an array's template gives one of them: reported once, at the
+ * statement that repeats it (the equations' reader would report it once per member). */
 static int check_equations(xp *X, ast_stmt **stmts, int n)
 {
     for (int i = 0; i < n; i++) {
         if (stmts[i]->kind != ST_EQ) continue;
         for (int j = 0; j < i; j++) {
             if (stmts[j]->kind != ST_EQ || stmts[j] == stmts[i] || strcmp(stmts[j]->name, stmts[i]->name)) continue;
-            if (stmts[j]->loc.line == stmts[i]->loc.line && stmts[j]->loc.col == stmts[i]->loc.col) continue;
             diag_error(X->C->d, stmts[i]->name_loc, "field '%s' already has an equation at line %d", stmts[i]->name,
                        stmts[j]->loc.line);
             return -1;
