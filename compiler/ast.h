@@ -33,7 +33,8 @@ struct ast_expr {
     int depth;         /* nesting of this subtree (a chain is one level), bounded by the parser */
     double value;      /* AST_NUM */
     const char *name;  /* AST_NAME, AST_CALL, AST_INDEX */
-    ast_expr *a, *b, *c;   /* AST_UNARY: a; AST_COND: a ? b : c */
+    ast_expr *a, *b, *c;   /* AST_UNARY: a; AST_COND: a ? b : c; AST_INDEX: eta[a][args], the member
+                              of an array whose neighbour args names (NULL in u[args]) */
     ast_expr **args;   /* AST_CALL, AST_INDEX: the arguments; AST_BINARY: the terms */
     int n_args;
     int *ops;          /* AST_BINARY: ops[i] combines the value of args[0..i-1] with args[i] */
@@ -53,6 +54,8 @@ typedef struct ast_kwarg {
     int n_words;
     ast_expr **more;      /* `at = 0, 1, 5`: the values after the first (1 and 5) */
     int n_more;
+    ast_expr *array;      /* `field eta[N] = ...`: the AST_INDEX eta[N] (its size), else NULL
+                             (compiler/arrays.c expands it into the members eta1 ... etaN) */
 } ast_kwarg;
 
 typedef enum ast_stmt_kind {
@@ -78,6 +81,7 @@ typedef struct ast_stmt {
     int n_words;
     ast_expr *lhs, *rhs;   /* ST_ON: lhs = rhs; ST_FUNC/ST_FLUX/ST_EQ: rhs */
     ast_expr *lhs2, *rhs2; /* ST_ON: a second condition, lap(u) = value (fourth-order operators), or NULL */
+    ast_expr *member;      /* ST_EQ: `eq dt(eta[i]) = ...`: the AST_INDEX eta[i] (name is eta), else NULL */
 } ast_stmt;
 
 typedef struct ast_program {

@@ -122,8 +122,30 @@ static void report(diag *d, const char *kind, pj_loc loc, const char *fmt, va_li
     show_line(d, loc);
 }
 
+/* 1 when this error (place and message) was reported before; else remembers it. */
+static int seen_before(diag *d, pj_loc loc, const char *fmt, va_list ap)
+{
+    if (loc.line <= 0) return 0;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    unsigned long long h = 1469598103934665603ull ^ ((unsigned long long)loc.line << 32 ^ (unsigned)loc.col);
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) h = (h ^ *p) * 1099511628211ull;
+    int n = d->n_seen < 64 ? d->n_seen : 64;
+    for (int i = 0; i < n; i++)
+        if (d->seen[i] == h) return 1;
+    int slot = d->n_seen % 64;
+    d->seen[slot] = h;
+    d->n_seen = d->n_seen >= 64 ? 64 + (slot + 1) % 64 : d->n_seen + 1; /* once full: 64 + the next slot */
+    return 0;
+}
+
 void diag_error(diag *d, pj_loc loc, const char *fmt, ...)
 {
+    va_list ap0;
+    va_start(ap0, fmt);
+    int again = seen_before(d, loc, fmt, ap0);
+    va_end(ap0);
+    if (again) return;
     d->errors++;
     if (d->errors > d->max_errors) {
         if (d->errors == d->max_errors + 1)

@@ -26,6 +26,11 @@ typedef struct diag {
     const char *part_name; /* lines from part_line on are reported as part_name's, from 1 */
     int part_line;
     size_t log_len, log_cap;
+    /* errors already reported (a hash of position and message): the same error at the same place
+       is reported once, however often a pass meets it (an eq template expanded per member,
+       compiler/arrays.c, checks one text several times) */
+    unsigned long long seen[64];
+    int n_seen;
 } diag;
 
 void diag_init(diag *d, const char *filename, const char *source, size_t len);

@@ -14,6 +14,7 @@
  * Out of memory anywhere here ends in compile_problem's handler (see there).
  *
  * The driver sits above sema.c and lower.c: sema never lowers, lower never calls back here. */
+#include "arrays.h"
 #include "redefine.h"
 #include "energy.h"
 #include "scheme.h"
@@ -910,6 +911,15 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
 
     sema_collect_symbols(C);
     if (set_consts(C, opt, 1) < 0) return -1;
+    int expanded = arrays_expand(C); /* field arrays, sum, prod: ordinary fields from here on */
+    if (expanded < 0) return -1;
+    if (expanded) { /* the symbols again, of the expanded tree (errors already met are not repeated) */
+        C->n_syms = 0;
+        memset(C->n_kind, 0, sizeof C->n_kind);
+        if (C->sym_index) memset(C->sym_index, 0, sizeof *C->sym_index * (size_t)C->sym_index_cap);
+        sema_collect_symbols(C);
+        set_consts(C, opt, 0);
+    }
     if (read_mesh(C, p) < 0) return -1;
     if (energy_expand(C, ast) < 0) return -1;
     sema_check_program(C);

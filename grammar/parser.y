@@ -211,6 +211,10 @@ stmt
     | EQ NUMBER '=' expr    { $$ = algebraic(ctx, L(@1), $2, L(@2), $4); }
     | EQ NUMBER '=' expr FOR NAME
                             { $$ = algebraic(ctx, L(@1), $2, L(@2), $4); $$->name = $6; $$->name_loc = L(@6); }
+    | EQ NAME '(' NAME '[' args ']' ')' '=' expr
+                            { /* eq dt(eta[i]) = ...: one equation per member (compiler/arrays.c) */
+                              $$ = stmt(ctx, ST_EQ, L(@1)); $$->eq_op = $2; $$->eq_op_loc = L(@2); $$->name = $4; $$->name_loc = L(@4);
+                              $$->member = call(ctx, AST_INDEX, $4, L(@4), $6); $$->rhs = $10; }
     | ON names ':' expr '=' expr
                             { $$ = stmt(ctx, ST_ON, L(@1)); set_words($$, $2); $$->lhs = $4; $$->rhs = $6; }
     | ON names ':' expr '=' expr ',' expr '=' expr
@@ -241,6 +245,7 @@ kwarg
     : expr                  {
                               $$ = (ast_kwarg){0};
                               if ($1->kind == AST_NAME) { $$.name = $1->name; $$.loc = $1->loc; }
+                              else if ($1->kind == AST_INDEX) { $$.name = $1->name; $$.loc = $1->loc; $$.array = $1; } /* field eta[N] */
                               else { $$.value = $1; $$.loc = $1->loc; } /* a value without a name */
                             }
     | kwarg_value
@@ -248,6 +253,10 @@ kwarg
 
 kwarg_value
     : NAME '=' expr         { $$ = (ast_kwarg){0}; $$.name = $1; $$.loc = L(@1); $$.value = $3; }
+    | NAME '[' args ']' '=' expr
+                            { /* field eta[N] = init: an array of fields (compiler/arrays.c) */
+                              $$ = (ast_kwarg){0}; $$.name = $1; $$.loc = L(@1); $$.value = $6;
+                              $$.array = call(ctx, AST_INDEX, $1, L(@1), $3); }
     | kwarg_value NAME      {
                               $$ = $1;
                               word_vec w = {$$.words, $$.n_words, $$.n_words};
@@ -282,6 +291,13 @@ expr
     | NAME                  { $$ = node(ctx, AST_NAME, L(@1)); $$->name = $1; }
     | NAME '(' args_opt ')' { $$ = call(ctx, AST_CALL, $1, L(@1), $3); }
     | NAME '[' args ']'     { $$ = call(ctx, AST_INDEX, $1, L(@1), $3); }
+    | NAME '[' args ']' '[' args ']'
+                            { /* eta[k][1, 0]: a neighbour of an array's member (compiler/arrays.c) */
+                              $$ = call(ctx, AST_INDEX, $1, L(@1), $6);
+                              $$->a = $3.items[0];
+                              deepen(ctx, $$, $$->a);
+                              if ($3.len != 1)
+                                  diag_error(ctx->diag, L(@1), "%s[k][...]: one member k, not %d indices", $1, $3.len); }
     | '(' expr ')'          { $$ = $2; }
     | '-' expr %prec UNARY  { $$ = unary(ctx, '-', L(@1), $2); }
     | '+' expr %prec UNARY  { $$ = unary(ctx, '+', L(@1), $2); }

@@ -193,6 +193,22 @@ static const char prob_energy[] =
     "monitor every = 0.01, energy = integral(F)\n"
     "time dt = 0.002, until = 0.1, scheme = rk2\n";
 
+/* 2D, rk3: an order-parameter array (docs/language.md "Order-parameter arrays"): an eq template
+ * with sum and prod over the members, i as a value, condition templates (Dirichlet in i, Robin). */
+static const char prob_array_templates[] =
+    "mesh grid(nx = 18, ny = 11, Lx = 1.8, Ly = 1.1)\n"
+    "param L = 1, kappa = 0.01, alpha = 2\n"
+    "const N = 3\n"
+    "field c = 0.5 + 0.1*sin(3*x)*cos(2*y)\n"
+    "field eta[N] = 0.2*i*(1 + cos(i*x + y)) + 0.05*y\n"
+    "eq dt(c) = 0.02*lap(c) - 0.1*sum(j, eta[j]^2)*c\n"
+    "eq dt(eta[i]) = -L*(eta[i]^3 - eta[i] + alpha*eta[i]*(sum(j, eta[j]^2) - eta[i]^2) - kappa*lap(eta[i])) +\n"
+    "                0.01*prod(k, 1 + eta[k]) + 0.001*i*c\n"
+    "on left: eta[i] = 0.1*i + 0.05*sin(t)\n"
+    "on right: eta[i] + 0.3*dn(eta[i]) = 0.2*y\n"
+    "on bottom, top: dn(eta[i]) = 0\n"
+    "time dt = 0.002, until = 1, scheme = rk3\n";
+
 static int cmp_case(const void *a, const void *b)
 {
     return strcmp(((const test_case *)a)->name, ((const test_case *)b)->name);
@@ -241,6 +257,7 @@ static int cases_table(test_case **cases, int implicit)
         {"rk2-2d-fourth-order-lap-bc", prob_fourth_order, "D=0.0004"},
         {"rk2-3d-face-gradient", prob_face_gradient_3d, "eps=0.25"},
         {"rk2-2d-energy-delta", prob_energy, "kappa=0.35"},
+        {"rk3-2d-array-templates", prob_array_templates, "alpha=2.5"},
     };
     c = realloc(c, sizeof *c * (size_t)(cap = n + (int)(sizeof own / sizeof *own)));
     if (!c) abort();

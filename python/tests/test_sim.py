@@ -397,3 +397,31 @@ def test_unused_solver_options_warn_or_raise(in_tmp):
         sim.run(outputs=False, strict_options=True)
     sim = pdejit.Simulation(pdejit.compile(heat), solver_options="-ksp_type gmres")
     sim.run(outputs=False, strict_options=True)  # used: nothing said
+
+
+def test_array_members_by_name():
+    # field eta[N]: the members are the fields eta1 ... etaN (docs/language.md, Order-parameter arrays),
+    # the same values as the problem written field by field
+    array = pdejit.compile("""mesh grid(nx = 6, ny = 2)
+const N = 3
+field eta[N] = 0.1*i + 0.01*x
+eq dt(eta[i]) = -eta[i]*sum(j, eta[j]) + 0.1*lap(eta[i])
+time dt = 0.01, until = 0.1
+""")
+    by_hand = pdejit.compile("""mesh grid(nx = 6, ny = 2)
+field eta1 = 0.1*1 + 0.01*x, eta2 = 0.1*2 + 0.01*x, eta3 = 0.1*3 + 0.01*x
+eq dt(eta1) = -eta1*(eta1 + eta2 + eta3) + 0.1*lap(eta1)
+eq dt(eta2) = -eta2*(eta1 + eta2 + eta3) + 0.1*lap(eta2)
+eq dt(eta3) = -eta3*(eta1 + eta2 + eta3) + 0.1*lap(eta3)
+time dt = 0.01, until = 0.1
+""")
+    assert array.fields == ("eta1", "eta2", "eta3")
+    a, b = array.simulate(), by_hand.simulate()
+    assert list(a.fields) == ["eta1", "eta2", "eta3"]
+    a.advance(0.1)
+    b.advance(0.1)
+    for name in array.fields:
+        assert np.array_equal(a.fields[name], b.fields[name])
+    assert a.fields["eta2"].shape == (2, 6) and 0.15 < a.fields["eta2"].min() < 0.2
+    with pytest.raises(KeyError):
+        a.fields["eta"]
