@@ -236,8 +236,12 @@ static const ast_stmt *defined_as(ectx *x, const char *n, ast_stmt_kind kind)
 
 static int has_equation(ectx *x, const char *field)
 {
-    for (int i = 0; i < x->P->n_stmts; i++)
-        if (x->P->stmts[i]->kind == ST_EQ && !strcmp(x->P->stmts[i]->name, field)) return 1;
+    for (int i = 0; i < x->P->n_stmts; i++) {
+        const ast_stmt *st = x->P->stmts[i];
+        /* an algebraic equation without `for FIELD` is matched to its field later (sema): it may
+           be this field's */
+        if (st->kind == ST_EQ && (!st->name || !strcmp(st->name, field))) return 1;
+    }
     return 0;
 }
 
