@@ -422,9 +422,9 @@ typedef struct run_ctx {
 } run_ctx;
 
 /* The most monitors the cpu back end is given: it compiles them into one reduction kernel, as
- * functions of LLVM_REDUCE_GROUP monitors each, in time linear in their number (about 3 s a
- * thousand on a loaded 2-core machine: 10 000 in about 30 s; 100 000 would take minutes with no
- * word); the interpreter takes them in linear time (100 000 in about a second). */
+ * functions of LLVM_REDUCE_GROUP monitors each, in time linear in their number (about 3 s of CPU
+ * a thousand: 10 000 in 29 s of CPU, a minute on a loaded 2-core machine; 100 000 would take
+ * about 5 minutes with no word); the interpreter takes them in linear time (100 000 in about a second). */
 #define CPU_MAX_MONITORS 10000
 
 /* 0, or 2 with a message when the problem has more monitors than its back end takes. */
