@@ -10,6 +10,7 @@
  * derive_reads: what a Jacobian's outputs depend on (a linear problem's is independent of the state)
  */
 #include "derive.h"
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,17 +147,24 @@ static int load_order(const kir_node *x, const kir_node *y)
     return 0;
 }
 
-static void sort_loads(const kir_kernel *k, int *ids, int n)
+static void sort_loads(const kir_kernel *k, int *ids, int n, int *tmp)
 {
-    /* insertion sort: a kernel has tens of loads (qsort would need the kernel in a global) */
-    for (int i = 1; i < n; i++) {
-        int v = ids[i], p = i;
-        while (p > 0 && load_order(&k->nodes[ids[p - 1]], &k->nodes[v]) > 0) {
-            ids[p] = ids[p - 1];
-            p--;
+    /* bottom-up merge sort (insertion sort was quadratic in the loads: thousands of fields) */
+    for (int w = 1; w < n; w *= 2) {
+        for (int lo = 0; lo < n; lo += 2 * w) {
+            int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n, a = lo, b = mid, t = lo;
+            while (a < mid && b < hi) tmp[t++] = load_order(&k->nodes[ids[b]], &k->nodes[ids[a]]) < 0 ? ids[b++] : ids[a++];
+            while (a < mid) tmp[t++] = ids[a++];
+            while (b < hi) tmp[t++] = ids[b++];
         }
-        ids[p] = v;
+        memcpy(ids, tmp, sizeof *ids * (size_t)n);
     }
+}
+
+static int int_less(const void *x, const void *y)
+{
+    int a = *(const int *)x, b = *(const int *)y;
+    return (a > b) - (a < b);
 }
 
 /* ---- the pass ----------------------------------------------------------------------------- */
@@ -165,7 +173,9 @@ kir_kernel *derive_jacobian(const kir_kernel *k, derive_entry **entries, int *n_
                             size_t err_len)
 {
     kir_kernel *j = NULL;
-    int *map = NULL, *d = NULL, *loads = NULL, *dout = NULL;
+    int *map = NULL, *d = NULL, *loads = NULL, *trip = NULL;
+    int *ustart = NULL, *users = NULL, *ostart = NULL, *outs = NULL, *reach = NULL;
+    char *mark = NULL;
     derive_entry *ent = NULL;
     if (entries) *entries = NULL;
     if (n_entries) *n_entries = 0;
@@ -183,13 +193,30 @@ kir_kernel *derive_jacobian(const kir_kernel *k, derive_entry **entries, int *n_
     map = malloc(sizeof *map * nn);
     d = malloc(sizeof *d * nn);
     loads = malloc(sizeof *loads * nn);
-    if (!map || !d || !loads) FAIL("derive: out of memory");
+    /* Each column visits only the nodes that depend on its load (users, in node order), not every
+       node after it: the pass was quadratic in the fields (every load times every node). */
+    ustart = calloc(nn + 1, sizeof *ustart);
+    users = malloc(sizeof *users * (3 * nn));
+    ostart = calloc(nn + 1, sizeof *ostart);
+    outs = malloc(sizeof *outs * ((size_t)k->n_outputs + 1));
+    reach = malloc(sizeof *reach * nn);
+    mark = calloc(nn, 1);
+    if (!map || !d || !loads || !ustart || !users || !ostart || !outs || !reach || !mark) FAIL("derive: out of memory");
+    for (int id = 0; id < k->n_nodes; id++)
+        for (int a = 0; a < kir_ops[k->nodes[id].op].arity; a++) ustart[k->nodes[id].arg[a] + 1]++;
+    for (int id = 0; id < k->n_nodes; id++) ustart[id + 1] += ustart[id];
+    for (int id = 0; id < k->n_nodes; id++) map[id] = ustart[id]; /* map: the fill point, set again below */
+    for (int id = 0; id < k->n_nodes; id++)
+        for (int a = 0; a < kir_ops[k->nodes[id].op].arity; a++) users[map[k->nodes[id].arg[a]]++] = id;
+    for (int o = 0; o < k->n_outputs; o++) ostart[k->outputs[o].node + 1]++;
+    for (int id = 0; id < k->n_nodes; id++) ostart[id + 1] += ostart[id];
+    for (int id = 0; id < k->n_nodes; id++) map[id] = ostart[id];
+    for (int o = 0; o < k->n_outputs; o++) outs[map[k->outputs[o].node]++] = o;
+
     int n_loads = 0;
     for (int id = 0; id < k->n_nodes; id++)
         if (k->nodes[id].op == KIR_LOAD) loads[n_loads++] = id; /* hash-consed: each one distinct */
-    sort_loads(k, loads, n_loads);
-    dout = malloc(sizeof *dout * ((size_t)k->n_outputs * (size_t)n_loads + 1));
-    if (!dout) FAIL("derive: out of memory");
+    sort_loads(k, loads, n_loads, reach);
 
     char name[32];
     snprintf(name, sizeof name, "%.27s.jac", k->name);
@@ -197,10 +224,25 @@ kir_kernel *derive_jacobian(const kir_kernel *k, derive_entry **entries, int *n_
     for (int id = 0; id < k->n_nodes; id++) map[id] = copy_node(j, &k->nodes[id], map);
     int one = kir_const(j, 1.0);
 
+    for (int id = 0; id < k->n_nodes; id++) d[id] = ZERO;
+    size_t n_trip = 0, cap_trip = 0;
     for (int c = 0; c < n_loads; c++) {
         int v = loads[c];
-        for (int id = 0; id < v; id++) d[id] = ZERO; /* topological order: nothing before v uses it */
-        for (int id = v; id < k->n_nodes; id++) {
+        /* the nodes that depend on v, in node order (topological: operands before users) */
+        int n_reach = 0, top = 0;
+        reach[n_reach++] = v;
+        mark[v] = 1;
+        while (top < n_reach) {
+            int x = reach[top++];
+            for (int u = ustart[x]; u < ustart[x + 1]; u++)
+                if (!mark[users[u]]) {
+                    mark[users[u]] = 1;
+                    reach[n_reach++] = users[u];
+                }
+        }
+        qsort(reach, (size_t)n_reach, sizeof *reach, int_less);
+        for (int r = 0; r < n_reach; r++) {
+            int id = reach[r];
             const kir_node *n = &k->nodes[id];
             int arity = kir_ops[n->op].arity;
             if (arity == 0) {
@@ -230,33 +272,69 @@ kir_kernel *derive_jacobian(const kir_kernel *k, derive_entry **entries, int *n_
             }
             d[id] = nonzero(j, d[id]);
         }
-        for (int o = 0; o < k->n_outputs; o++) dout[(size_t)o * (size_t)n_loads + (size_t)c] = d[k->outputs[o].node];
+        for (int r = 0; r < n_reach; r++) {
+            int id = reach[r];
+            for (int q = ostart[id]; q < ostart[id + 1] && d[id] != ZERO; q++) {
+                if (n_trip == cap_trip) {
+                    cap_trip = cap_trip ? 2 * cap_trip : 64;
+                    int *t = realloc(trip, sizeof *trip * 3 * cap_trip);
+                    if (!t) FAIL("derive: out of memory");
+                    trip = t;
+                }
+                trip[3 * n_trip] = outs[q];
+                trip[3 * n_trip + 1] = c;
+                trip[3 * n_trip + 2] = d[id];
+                n_trip++;
+            }
+        }
+        for (int r = 0; r < n_reach; r++) {
+            d[reach[r]] = ZERO;
+            mark[reach[r]] = 0;
+        }
     }
 
-    int n_out = 0;
-    for (size_t i = 0; i < (size_t)k->n_outputs * (size_t)n_loads; i++) n_out += dout[i] != ZERO;
+    /* the entries by output, then by column (the triples are by column: a stable counting sort) */
+    int n_out = (int)n_trip;
+    if (n_trip > (size_t)INT_MAX / 2) FAIL("derive: too many derivatives");
+    int *by_out = calloc((size_t)k->n_outputs + 1, sizeof *by_out), *order = malloc(sizeof *order * (n_trip + 1));
+    if (!by_out || !order) {
+        free(by_out);
+        free(order);
+        FAIL("derive: out of memory");
+    }
+    for (size_t t = 0; t < n_trip; t++) by_out[trip[3 * t] + 1]++;
+    for (int o = 0; o < k->n_outputs; o++) by_out[o + 1] += by_out[o];
+    for (size_t t = 0; t < n_trip; t++) order[by_out[trip[3 * t]]++] = (int)t;
+    free(by_out);
     if (n_out) {
         ent = malloc(sizeof *ent * (size_t)n_out);
-        if (!ent) FAIL("derive: out of memory");
-    }
-    int e = 0;
-    for (int o = 0; o < k->n_outputs; o++)
-        for (int c = 0; c < n_loads; c++) {
-            int node = dout[(size_t)o * (size_t)n_loads + (size_t)c];
-            if (node == ZERO) continue;
-            const kir_node *ld = &k->nodes[loads[c]];
-            ent[e] = (derive_entry){o, k->outputs[o].slot, k->outputs[o].field, ld->slot, ld->index,
-                                    {ld->off[0], ld->off[1], ld->off[2]}};
-            int buf = k->n_slots * k->n_fields + e;
-            kir_add_output(j, buf / k->n_fields, buf % k->n_fields, node);
-            e++;
+        if (!ent) {
+            free(order);
+            FAIL("derive: out of memory");
         }
+    }
+    for (int e = 0; e < n_out; e++) {
+        const int *t = &trip[3 * (size_t)order[e]];
+        int o = t[0], node = t[2];
+        const kir_node *ld = &k->nodes[loads[t[1]]];
+        ent[e] = (derive_entry){o, k->outputs[o].slot, k->outputs[o].field, ld->slot, ld->index,
+                                {ld->off[0], ld->off[1], ld->off[2]}};
+        int buf = k->n_slots * k->n_fields + e;
+        kir_add_output(j, buf / k->n_fields, buf % k->n_fields, node);
+    }
+    free(order);
     kir_finish(j);
     if (kir_verify(j, verr, sizeof verr)) FAIL("derive: internal error: %s does not verify: %s", j->name, verr);
     free(map);
     free(d);
     free(loads);
-    free(dout);
+    free(trip);
+    free(ustart);
+    free(users);
+    free(ostart);
+    free(outs);
+    free(reach);
+    free(mark);
     *entries = ent;
     *n_entries = n_out;
     return j;
@@ -265,7 +343,13 @@ fail:
     free(map);
     free(d);
     free(loads);
-    free(dout);
+    free(trip);
+    free(ustart);
+    free(users);
+    free(ostart);
+    free(outs);
+    free(reach);
+    free(mark);
     free(ent);
     return NULL;
 }

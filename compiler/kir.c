@@ -1,5 +1,6 @@
 /* kir.c — building, folding, hashing, checking and printing the kernel IR (see kir.h). */
 #include "kir.h"
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -635,14 +636,24 @@ void kir_halo(const kir_kernel *k, int *halo)
 int kir_values_per_cell(const kir_kernel *k)
 {
     int n = k->n_outputs;
+    /* one mark per (slot, field): linear (the scan of the nodes before each load was quadratic in the fields) */
+    size_t slots = k->n_slots > 0 ? (size_t)k->n_slots : 0, fields = k->n_fields > 0 ? (size_t)k->n_fields : 0;
+    unsigned char *seen = calloc(slots * fields + 1, 1);
     for (int id = 0; id < k->n_nodes; id++) {
         const kir_node *a = &k->nodes[id];
         if (a->op != KIR_LOAD) continue;
-        int first = 1; /* the first load of its (slot, field) */
+        if (seen && a->slot >= 0 && (size_t)a->slot < slots && a->index >= 0 && (size_t)a->index < fields) {
+            size_t i = (size_t)a->slot * fields + (size_t)a->index;
+            n += !seen[i];
+            seen[i] = 1;
+            continue;
+        }
+        int first = 1; /* the first load of its (slot, field); a kernel kir_verify would refuse, or no memory */
         for (int j = 0; j < id && first; j++)
             first = !(k->nodes[j].op == KIR_LOAD && k->nodes[j].slot == a->slot && k->nodes[j].index == a->index);
         n += first;
     }
+    free(seen);
     return n;
 }
 
@@ -814,10 +825,76 @@ double kir_eval_uniform(const kir_kernel *k, int node, const double *params, dou
     return r;
 }
 
+/* The params in one pass over the nodes (linear; evaluating each output's nodes from the first was quadratic in the
+   count: 10^5 params took 25 s). The values are those of evaluating the outputs one after another, each with the
+   params the outputs before it wrote, bit for bit, whenever each read of a written param (a PARAM node) comes after
+   the node of the one output that writes it and before the node of every output after that one in order: the front
+   end's kernels do (a param's expression reads params declared before it only). A kernel where that does not hold
+   is evaluated output after output, as before. */
+static int params_in_one_pass(const kir_kernel *k, const unsigned char *fixed, int *writer, int *sufmin)
+{
+    int n = k->n_nodes;
+    for (int f = 0; f < k->n_params; f++) writer[f] = -1;
+    for (int id = 0; id <= n; id++) sufmin[id] = INT_MAX;
+    for (int o = 0; o < k->n_outputs; o++) {
+        int f = k->outputs[o].field, node = k->outputs[o].node;
+        if (f < 0 || f >= k->n_params || node < 0 || node >= n) return 0;
+        if (fixed && fixed[f]) continue;
+        if (writer[f] >= 0) return 0; /* written twice */
+        writer[f] = o;
+        if (o < sufmin[node]) sufmin[node] = o;
+    }
+    for (int id = n - 1; id >= 0; id--)
+        if (sufmin[id + 1] < sufmin[id]) sufmin[id] = sufmin[id + 1];
+    for (int id = 0; id < n; id++) {
+        const kir_node *p = &k->nodes[id];
+        if (p->op != KIR_PARAM) continue;
+        if (p->index < 0 || p->index >= k->n_params) return 0;
+        int w = writer[p->index];
+        if (w < 0) continue; /* never written: the value given */
+        if (k->outputs[w].node >= id || sufmin[id] <= w) return 0;
+    }
+    return 1;
+}
+
 void kir_eval_params(const kir_kernel *k, double *param, const unsigned char *fixed)
 {
-    for (int o = 0; o < k->n_outputs; o++)
-        if (!fixed || !fixed[k->outputs[o].field]) param[k->outputs[o].field] = kir_eval_uniform(k, k->outputs[o].node, param, 0);
+    int n = k->n_nodes;
+    int *writer = malloc(sizeof *writer * ((size_t)k->n_params + 1)), *sufmin = malloc(sizeof *sufmin * ((size_t)n + 1));
+    /* at[id]: the first output (in order) whose node is id, then[o]: the next output at the same node */
+    int *at = malloc(sizeof *at * ((size_t)n + 1)), *then = malloc(sizeof *then * ((size_t)k->n_outputs + 1));
+    double *v = malloc(sizeof *v * ((size_t)n + 1));
+    if (!writer || !sufmin || !at || !then || !v || !params_in_one_pass(k, fixed, writer, sufmin)) {
+        for (int o = 0; o < k->n_outputs; o++)
+            if (!fixed || !fixed[k->outputs[o].field])
+                param[k->outputs[o].field] = kir_eval_uniform(k, k->outputs[o].node, param, 0);
+        goto done;
+    }
+    for (int id = 0; id < n; id++) at[id] = -1;
+    for (int o = k->n_outputs - 1; o >= 0; o--) {
+        if (fixed && fixed[k->outputs[o].field]) continue;
+        then[o] = at[k->outputs[o].node];
+        at[k->outputs[o].node] = o;
+    }
+    for (int id = 0; id < n; id++) {
+        const kir_node *nd = &k->nodes[id];
+        double a = nd->arg[0] >= 0 ? v[nd->arg[0]] : 0, b = nd->arg[1] >= 0 ? v[nd->arg[1]] : 0,
+               c = nd->arg[2] >= 0 ? v[nd->arg[2]] : 0;
+        switch (nd->op) { /* as kir_eval_uniform at t = 0 */
+        case KIR_CONST: v[id] = nd->value; break;
+        case KIR_PARAM: v[id] = param[nd->index]; break;
+        case KIR_TIME: v[id] = 0; break;
+        case KIR_DT: case KIR_SPACING: case KIR_COORD: case KIR_LOAD: case KIR_RAND: case KIR_EDGE: v[id] = NAN; break;
+        default: v[id] = kir_eval_scalar((kir_op)nd->op, a, b, c, 0);
+        }
+        for (int o = at[id]; o >= 0; o = then[o]) param[k->outputs[o].field] = v[id];
+    }
+done:
+    free(writer);
+    free(sufmin);
+    free(at);
+    free(then);
+    free(v);
 }
 
 int kir_depends_on_place_or_time(const kir_kernel *k, int node)

@@ -78,9 +78,60 @@ static void fused_multiply_add(void **state)
     kir_free(k);
 }
 
+/* kir_eval_params, one pass over the nodes, gives the values of evaluating the outputs one after
+ * another (kir_eval_uniform, each with the params written before it), bit for bit: a chain of
+ * 4000 params, some user-set; and a kernel whose order the one pass cannot follow (a param read
+ * before the output that writes it) still reads the value given. kir_values_per_cell counts the
+ * outputs and the distinct (slot, field) loaded. */
+static void params_in_one_pass(void **state)
+{
+    (void)state;
+    enum { N = 4000 };
+    kir_kernel *k = kir_new(KIR_PARAMS, 1, 0, N, 0, "params");
+    kir_add_output(k, 0, 0, kir_const(k, 0.3));
+    for (int i = 1; i < N; i++) {
+        int prev = kir_param(k, i - 1), a = kir_op1(k, KIR_SIN, prev);
+        if (i > 7) a = kir_op2(k, KIR_ADD, a, kir_op2(k, KIR_MUL, kir_param(k, i - 7), kir_const(k, 0.5 + i % 3)));
+        kir_add_output(k, 0, i, i % 1000 == 5 ? kir_const(k, i) : kir_op2(k, KIR_DIV, a, kir_const(k, 1.5)));
+    }
+    kir_finish(k);
+    static double p[N], q[N];
+    static unsigned char fixed[N];
+    for (int i = 0; i < N; i++) {
+        fixed[i] = i % 777 == 3;
+        p[i] = q[i] = fixed[i] ? 0.25 * i : -1;
+    }
+    kir_eval_params(k, p, fixed);
+    for (int o = 0; o < k->n_outputs; o++)
+        if (!fixed[k->outputs[o].field]) q[k->outputs[o].field] = kir_eval_uniform(k, k->outputs[o].node, q, 0);
+    assert_memory_equal(p, q, sizeof p);
+    assert_true(isfinite(p[N - 1]) && p[N - 1] != p[N - 2]);
+    kir_free(k);
+
+    k = kir_new(KIR_PARAMS, 1, 0, 2, 0, "params");
+    kir_add_output(k, 0, 1, kir_op2(k, KIR_ADD, kir_param(k, 0), kir_const(k, 1)));
+    kir_add_output(k, 0, 0, kir_const(k, 7));
+    kir_finish(k);
+    double r[2] = {2, 0};
+    kir_eval_params(k, r, NULL);
+    assert_true(r[0] == 7 && r[1] == 3);
+    kir_free(k);
+
+    k = kir_new(KIR_STAGE, 1, 3, 0, 2, "t");
+    int o0[3] = {0, 0, 0}, o1[3] = {1, 0, 0};
+    int s = kir_op2(k, KIR_ADD, kir_load(k, 0, 2, o0), kir_load(k, 0, 2, o1));
+    s = kir_op2(k, KIR_MUL, s, kir_load(k, 1, 2, o1));
+    s = kir_op2(k, KIR_SUB, s, kir_load(k, 0, 0, o1));
+    kir_add_output(k, 1, 0, s);
+    kir_add_output(k, 1, 1, kir_load(k, 0, 2, o0));
+    kir_finish(k);
+    assert_int_equal(kir_values_per_cell(k), 2 + 3); /* (0, 2), (1, 2), (0, 0) */
+    kir_free(k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(cse_and_fold), cmocka_unit_test(clone_is_independent),
-                                       cmocka_unit_test(fused_multiply_add)};
+                                       cmocka_unit_test(fused_multiply_add), cmocka_unit_test(params_in_one_pass)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

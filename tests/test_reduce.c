@@ -2,7 +2,8 @@
  * end: an analytic case (the midpoint rule integrates a bilinear function exactly), the table of
  * samples and a set of random expressions (tests/randexpr.c) with the CPU JIT against the
  * interpreter (1e-12 relative; the order of kir.h makes them equal to the bit in double), and
- * the result independent of the number of threads (1, 2, 3: bit for bit). */
+ * the result independent of the number of threads (1, 2, 3: bit for bit); 1500 monitors, which
+ * the CPU compiles as several functions, against the interpreter. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "testutil.h"
 #include <math.h>
@@ -158,12 +159,53 @@ static void random_agree(void **state)
     assert_true(compared >= 96);
 }
 
+/* 1500 monitors: the cpu back end compiles them as functions of LLVM_REDUCE_GROUP monitors each
+ * (backends/cpu/llvm_ir_reduce.c; one function's compile grew with the square of its monitors).
+ * Each monitor's sums keep their order: every value is the interpreter's (1e-12, and equal to the
+ * bit in the count printed), the same on 1 and 3 threads, the four kinds of reduction mixed. */
+static void many_monitors_split(void **state)
+{
+    (void)state;
+    const int n = 1500;
+    size_t cap = (size_t)n * 80 + 512, k = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    k += (size_t)snprintf(text, cap, "mesh grid(nx = 37, ny = 9, Lx = 2, Ly = 1)\nfield u = x*y + 0.1*x\n"
+                                     "eq dt(u) = 0.01*lap(u)\ntime dt = 0.001, steps = 2\nmonitor every = 0.001");
+    const char *kind[] = {"integral", "maxval", "minval", "mean"};
+    for (int i = 0; i < n; i++)
+        k += (size_t)snprintf(text + k, cap - k, ", m%d = %s(u*u*%d + u[1, 0]*%d.25 - x)", i, kind[i % 4], i % 97 + 1, i % 13);
+    snprintf(text + k, cap - k, "\n");
+    pj_program *p = compile_text(text);
+    assert_int_equal(p->n_monitors, n);
+    double *a = malloc(sizeof *a * (size_t)n), *b1 = malloc(sizeof *b1 * (size_t)n), *b3 = malloc(sizeof *b3 * (size_t)n);
+    assert_true(a && b1 && b3);
+    monitors_after(p, "interp", 2, 0, NULL, 2, a);
+    monitors_after(p, "cpu", 1, 0, NULL, 2, b1);
+    monitors_after(p, "cpu", 3, 0, NULL, 2, b3);
+    int bitwise = 0;
+    for (int m = 0; m < n; m++) {
+        if (!agree(a[m], b1[m], 1e-12)) fprintf(stderr, "monitor %d: interp %.17g cpu %.17g\n", m, a[m], b1[m]);
+        assert_true(isfinite(a[m]));
+        assert_true(agree(a[m], b1[m], 1e-12));
+        assert_memory_equal(&b1[m], &b3[m], sizeof b1[m]);
+        bitwise += !memcmp(&a[m], &b1[m], sizeof a[m]);
+    }
+    print_message("%d monitors, %d equal to the bit\n", n, bitwise);
+    free(a);
+    free(b1);
+    free(b3);
+    free(text);
+    program_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(analytic),
         cmocka_unit_test(samples_agree),
         cmocka_unit_test(random_agree),
+        cmocka_unit_test(many_monitors_split),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,6 +77,7 @@ typedef struct gen {
     int *mark;           /* node id -> the last segment it was imported into (walk_segment) */
     char *remat;         /* node id -> 1: computed again where a later segment uses it */
     int seg_chunk;       /* cells per call of a segment: the length of a scratch row */
+    int n_red;           /* a reduce kernel's functions (groups of its outputs); 1: one function */
 } gen;
 
 /* llvm_ir.c: the exact constant in LLVM's hexadecimal form (a float constant is written as the double it
@@ -85,8 +86,13 @@ void llvm_const_text(char *out, size_t len, double v, int single);
 /* One node in the x loop body (non-leaf, COORD or LOAD). */
 void llvm_emit_node(gen *g, int id);
 
-/* llvm_ir_reduce.c: the loop nest of a KIR_REDUCE kernel, after its entry block. */
-void llvm_emit_reduce(gen *g, int n_state_bufs);
+/* llvm_ir_reduce.c: the loop nest of a KIR_REDUCE kernel, after its entry block: its outputs
+ * [j0, j1) and the nodes they use, the x loop's metadata !loop_md; -1 when out of memory. A kernel
+ * of more than LLVM_REDUCE_GROUP outputs is emitted as one function per group of that many
+ * (llvm_gen_ir): LLVM's time on one function grows with the square of its monitors (its
+ * scheduler and alias analysis over one long block: 1000 monitors took 10 s, 2000 42 s). */
+#define LLVM_REDUCE_GROUP 128
+int llvm_emit_reduce(gen *g, int n_state_bufs, int j0, int j1, int loop_md);
 
 /* llvm_ir_split.c (see its top): whether and how a large kernel is split, its segment functions,
  * the operations of a kernel's loop body and the count above which it is large. */

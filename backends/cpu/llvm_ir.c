@@ -461,15 +461,15 @@ static void emit_header(gen *g, const launch_use *u, const char *triple, const c
 
 /* The kernel function's entry block: the launch fields it uses, loaded once; a split kernel's
  * scratch rows. */
-static void emit_entry(gen *g, const launch_use *u, const char *symbol)
+static void emit_entry(gen *g, const launch_use *u, const char *symbol, int internal)
 {
     const kir_kernel *k = g->k;
     const llvm_options *opt = g->opt;
     sbuf *b = g->b;
     const int dim = k->dim, split = g->n_seg > 1;
     const char *T = g->T;
-    sb_printf(b, "\ndefine void @\"%s\"(%%pj.launch* nocapture readonly %%L, i64 %%begin, i64 %%end) #0 {\nentry:\n",
-              symbol);
+    sb_printf(b, "\ndefine %svoid @\"%s\"(%%pj.launch* nocapture readonly %%L, i64 %%begin, i64 %%end) #%d {\nentry:\n",
+              internal ? "internal " : "", symbol, internal ? 7 : 0);
 #define FIELD(name, type, f, i)                                                                     \
     do {                                                                                         \
         sb_printf(b, "  %s.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d", \
@@ -760,7 +760,7 @@ static void emit_attributes(gen *g, const launch_use *u, const char *cpu, const 
               cpu, features, prefer);
     sb_printf(b, "attributes #1 = { nounwind readnone willreturn }\n");
     if (u->rand) sb_printf(b, "attributes #6 = { alwaysinline nounwind readnone willreturn }\n");
-    if (split)
+    if (split || g->n_red > 1)
         sb_printf(b, "attributes #7 = { noinline nounwind \"target-cpu\"=\"%s\" \"target-features\"=\"%s\"%s }\n",
                   cpu, features, prefer);
     if (dim > 1) sb_printf(b, "declare void @llvm.prefetch.p0i8(i8* nocapture readonly, i32 immarg, i32 immarg, i32 immarg)\n");
@@ -809,6 +809,8 @@ static void emit_attributes(gen *g, const launch_use *u, const char *cpu, const 
                  "!4 = !{!\"llvm.loop.interleave.count\", i32 1}\n"
                  "!5 = distinct !{!5, !6}\n!6 = !{!\"llvm.loop.unroll.disable\"}\n");
     for (int t = 0; t < g->n_seg && split; t++) sb_printf(b, "!%d = distinct !{!%d, !2, !3, !4}\n", 10 + t, 10 + t);
+    for (int t = 0; t < g->n_red && g->n_red > 1; t++) /* each group function's x loop */
+        sb_printf(b, "!%d = distinct !{!%d, !2, !3, !4}\n", 10 + t, 10 + t);
     /* a split kernel's prefetch loop (a prefetch per leading row, thousands for a thousand
        fields): the vectoriser's time on it grows with the square of its length, for nothing */
     if (split) sb_printf(b, "!7 = distinct !{!7, !6, !8}\n!8 = !{!\"llvm.loop.vectorize.enable\", i1 false}\n");
@@ -845,10 +847,41 @@ int llvm_gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol
         goto done;
     }
     emit_header(&g, &u, triple, datalayout);
-    emit_entry(&g, &u, symbol);
-    if (reduce) {
-        llvm_emit_reduce(&g, u.n_bufs);
+    if (reduce) { /* see LLVM_REDUCE_GROUP */
+        g.n_red = (k->n_outputs + LLVM_REDUCE_GROUP - 1) / LLVM_REDUCE_GROUP;
+        if (g.n_red < 1) g.n_red = 1;
+    }
+    if (reduce && g.n_red > 1) {
+        size_t len = strlen(symbol) + 32;
+        char *fn = malloc(len);
+        if (!fn) {
+            diag_set(err, err_len, "out of memory");
+            goto done;
+        }
+        for (int t = 0; t < g.n_red; t++) {
+            int j0 = t * LLVM_REDUCE_GROUP, j1 = j0 + LLVM_REDUCE_GROUP < k->n_outputs ? j0 + LLVM_REDUCE_GROUP : k->n_outputs;
+            snprintf(fn, len, "%s.r%d", symbol, t);
+            emit_entry(&g, &u, fn, 1);
+            if (llvm_emit_reduce(&g, u.n_bufs, j0, j1, 10 + t) < 0) {
+                free(fn);
+                diag_set(err, err_len, "out of memory");
+                goto done;
+            }
+        }
+        sb_printf(b, "\ndefine void @\"%s\"(%%pj.launch* nocapture readonly %%L, i64 %%begin, i64 %%end) #0 {\nentry:\n",
+                  symbol);
+        for (int t = 0; t < g.n_red; t++)
+            sb_printf(b, "  call void @\"%s.r%d\"(%%pj.launch* %%L, i64 %%begin, i64 %%end)\n", symbol, t);
+        sb_printf(b, "  ret void\n}\n\n");
+        free(fn);
+    } else if (reduce) {
+        emit_entry(&g, &u, symbol, 0);
+        if (llvm_emit_reduce(&g, u.n_bufs, 0, k->n_outputs, 1) < 0) {
+            diag_set(err, err_len, "out of memory");
+            goto done;
+        }
     } else {
+        emit_entry(&g, &u, symbol, 0);
         emit_loop_heads(&g);
         if (g.n_seg > 1) emit_segment_calls(&g, symbol);
         else emit_x_loop(&g);

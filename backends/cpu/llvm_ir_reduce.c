@@ -3,6 +3,7 @@
 #include "llvm_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Cells a reduction computes into its scratch rows before folding them into the lanes: a
  * multiple of KIR_REDUCE_LANES, small enough that the scratch stays in L1. */
@@ -26,15 +27,38 @@ static void emit_combine(sbuf *b, int op, const char *ty, const char *cty, const
  * scratch row per output, then folded into the output's 8 lanes (an [8 x double] accumulator)
  * with <8 x double> operations, the tail lane by lane; at the end of the part the lanes are
  * folded in order and stored at partial[j][q]. Leaves and rows are set up by llvm_gen_ir. */
-void llvm_emit_reduce(gen *g, int n_state_bufs)
+int llvm_emit_reduce(gen *g, int n_state_bufs, int j0, int j1, int loop_md)
 {
     const kir_kernel *k = g->k;
     sbuf *b = g->b;
     const char *T = g->T;
-    int dim = k->dim, no = k->n_outputs, L = KIR_REDUCE_LANES, CH = REDUCE_CHUNK;
+    int dim = k->dim, L = KIR_REDUCE_LANES, CH = REDUCE_CHUNK;
+    /* the nodes outputs [j0, j1) use (a walk from them: the group's own, not every node) */
+    char *use = calloc((size_t)k->n_nodes + 1, 1);
+    int *todo = malloc(sizeof *todo * ((size_t)k->n_nodes + 1));
+    if (!use || !todo) {
+        free(use);
+        free(todo);
+        return -1;
+    }
+    int n_todo = 0;
+    for (int j = j0; j < j1; j++)
+        if (!use[k->outputs[j].node]) {
+            use[k->outputs[j].node] = 1;
+            todo[n_todo++] = k->outputs[j].node;
+        }
+    while (n_todo > 0) {
+        const kir_node *n = &k->nodes[todo[--n_todo]];
+        for (int a = 0; a < 3; a++)
+            if (n->arg[a] >= 0 && !use[n->arg[a]]) {
+                use[n->arg[a]] = 1;
+                todo[n_todo++] = n->arg[a];
+            }
+    }
+    free(todo);
     if (dim == 1) sb_printf(b, "  %%n0.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d, i64 0\n"
                                "  %%n0 = load i64, i64* %%n0.p, align 8\n", LF_N);
-    for (int j = 0; j < no; j++) {
+    for (int j = j0; j < j1; j++) {
         sb_printf(b, "  %%pp%d.p = getelementptr inbounds i8*, i8** %%bufs, i64 %d\n  %%pp%d.r = load i8*, i8** %%pp%d.p, align 8\n"
                      "  %%pp%d = bitcast i8* %%pp%d.r to double*\n", j, n_state_bufs + j, j, j, j, j);
         sb_printf(b, "  %%acc%d = alloca [%d x double], align 64\n  %%accv%d = bitcast [%d x double]* %%acc%d to <%d x double>*\n",
@@ -43,7 +67,7 @@ void llvm_emit_reduce(gen *g, int n_state_bufs)
     }
     sb_printf(b, "  %%g = icmp slt i64 %%begin, %%end\n  br i1 %%g, label %%part, label %%exit\n");
     sb_printf(b, "part:\n  %%q = phi i64 [ %%begin, %%entry ], [ %%q.next, %%fold ]\n");
-    for (int j = 0; j < no; j++) {
+    for (int j = j0; j < j1; j++) {
         char id[40];
         llvm_const_text(id, sizeof id, kir_reduce_identity(k->outputs[j].slot), 0);
         sb_printf(b, "  store <%d x double> <", L);
@@ -77,16 +101,16 @@ void llvm_emit_reduce(gen *g, int n_state_bufs)
     sb_printf(b, "xl:\n  %%x0 = phi i64 [ %%ck0, %%ck ], [ %%x0.next, %%xl ]\n");
     for (int id = 0; id < k->n_nodes; id++) {
         kir_op op = (kir_op)k->nodes[id].op;
-        if (op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING) continue;
+        if (!use[id] || op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING) continue;
         llvm_emit_node(g, id);
     }
     sb_printf(b, "  %%si = sub nsw i64 %%x0, %%ck0\n");
-    for (int j = 0; j < no; j++)
+    for (int j = j0; j < j1; j++)
         sb_printf(b, "  %%sp%d = getelementptr inbounds [%d x %s], [%d x %s]* %%scr%d, i64 0, i64 %%si\n"
                      "  store %s %s, %s* %%sp%d, align %d, !llvm.access.group !0\n",
                   j, CH, T, CH, T, j, T, g->name[k->outputs[j].node], T, j, g->align);
     sb_printf(b, "  %%x0.next = add nsw i64 %%x0, 1\n  %%x0.more = icmp slt i64 %%x0.next, %%ck1\n"
-                 "  br i1 %%x0.more, label %%xl, label %%red, !llvm.loop !1\n");
+                 "  br i1 %%x0.more, label %%xl, label %%red, !llvm.loop !%d\n", loop_md);
     /* fold the chunk into the lanes: whole vectors, then the tail lane by lane */
     char vt[32], vd[32], vb[32];
     snprintf(vt, sizeof vt, "<%d x %s>", L, T);
@@ -95,7 +119,7 @@ void llvm_emit_reduce(gen *g, int n_state_bufs)
     sb_printf(b, "red:\n  %%len = sub nsw i64 %%ck1, %%ck0\n  %%len8 = and i64 %%len, %d\n  %%rv.g = icmp sgt i64 %%len8, 0\n"
                  "  br i1 %%rv.g, label %%rv, label %%rt.pre\nrv:\n  %%i = phi i64 [ 0, %%red ], [ %%i.next, %%rv ]\n",
               -L);
-    for (int j = 0; j < no; j++) {
+    for (int j = j0; j < j1; j++) {
         char r[24], a[24], v[24];
         sb_printf(b, "  %%vp%d = getelementptr inbounds [%d x %s], [%d x %s]* %%scr%d, i64 0, i64 %%i\n"
                      "  %%vq%d = bitcast %s* %%vp%d to %s*\n  %%vv%d = load %s, %s* %%vq%d, align %d\n",
@@ -113,7 +137,7 @@ void llvm_emit_reduce(gen *g, int n_state_bufs)
                  "rt.pre:\n  %%tg = icmp slt i64 %%len8, %%len\n  br i1 %%tg, label %%rt, label %%red.done\n"
                  "rt:\n  %%kk = phi i64 [ %%len8, %%rt.pre ], [ %%kk.next, %%rt ]\n  %%lane = sub nsw i64 %%kk, %%len8\n",
               L);
-    for (int j = 0; j < no; j++) {
+    for (int j = j0; j < j1; j++) {
         char r[24], a[24], v[24];
         sb_printf(b, "  %%tp%d = getelementptr inbounds [%d x %s], [%d x %s]* %%scr%d, i64 0, i64 %%kk\n"
                      "  %%tv%d = load %s, %s* %%tp%d, align %d\n",
@@ -139,7 +163,7 @@ void llvm_emit_reduce(gen *g, int n_state_bufs)
         sb_printf(b, "  br label %%fold\n");
     /* the part's result: lane 0, combined with lanes 1, 2, ... in order */
     sb_printf(b, "fold:\n");
-    for (int j = 0; j < no; j++) {
+    for (int j = j0; j < j1; j++) {
         for (int l = 0; l < L; l++)
             sb_printf(b, "  %%fp%d.%d = getelementptr inbounds [%d x double], [%d x double]* %%acc%d, i64 0, i64 %d\n"
                          "  %%fl%d.%d = load double, double* %%fp%d.%d, align 8\n",
@@ -157,4 +181,6 @@ void llvm_emit_reduce(gen *g, int n_state_bufs)
     }
     sb_printf(b, "  %%q.next = add nsw i64 %%q, 1\n  %%q.more = icmp slt i64 %%q.next, %%end\n"
                  "  br i1 %%q.more, label %%part, label %%exit\nexit:\n  ret void\n}\n\n");
+    free(use);
+    return 0;
 }
