@@ -169,6 +169,34 @@ static int int_less(const void *x, const void *y)
 
 /* ---- the pass ----------------------------------------------------------------------------- */
 
+/* Node id's derivative by load v, in j, from its operands' (d, by k's node; ZERO: none) and their
+ * copies in j (map); one is j's constant 1. */
+static int derive_node(kir_kernel *j, const kir_kernel *k, int id, int v, const int *d, const int *map, int one)
+{
+    const kir_node *n = &k->nodes[id];
+    int arity = kir_ops[n->op].arity;
+    if (arity == 0) return id == v ? one : ZERO;
+    int da[3] = {ZERO, ZERO, ZERO}, any = 0;
+    for (int a = 0; a < arity; a++) any |= (da[a] = d[n->arg[a]]) != ZERO;
+    if (!any) return ZERO;
+    int pa = ZERO, pb = ZERO, r;
+    int a0 = map[n->arg[0]], a1 = arity > 1 ? map[n->arg[1]] : -1;
+    switch (op_rule(j, (kir_op)n->op, a0, a1, map[id], da[0] != ZERO, da[1] != ZERO, &pa, &pb)) {
+    case DERIVE_SELECT: {
+        /* the condition is piecewise constant; each branch keeps its own derivative */
+        int zero = kir_const(j, 0.0);
+        r = da[1] == ZERO && da[2] == ZERO
+                ? ZERO
+                : kir_op3(j, KIR_SELECT, a0, da[1] == ZERO ? zero : da[1], da[2] == ZERO ? zero : da[2]);
+        break;
+    }
+    case DERIVE_CHAIN: r = sum(j, scale(j, pa, da[0]), scale(j, pb, da[1])); break;
+    case DERIVE_FMA: r = sum(j, sum(j, scale(j, a1, da[0]), scale(j, a0, da[1])), da[2]); break;
+    default: r = ZERO; break; /* DERIVE_ZERO (NONE was refused above, VAR is a leaf) */
+    }
+    return nonzero(j, r);
+}
+
 kir_kernel *derive_jacobian(const kir_kernel *k, derive_entry **entries, int *n_entries, char *err,
                             size_t err_len)
 {
@@ -243,34 +271,7 @@ kir_kernel *derive_jacobian(const kir_kernel *k, derive_entry **entries, int *n_
         qsort(reach, (size_t)n_reach, sizeof *reach, int_less);
         for (int r = 0; r < n_reach; r++) {
             int id = reach[r];
-            const kir_node *n = &k->nodes[id];
-            int arity = kir_ops[n->op].arity;
-            if (arity == 0) {
-                d[id] = id == v ? one : ZERO;
-                continue;
-            }
-            int da[3] = {ZERO, ZERO, ZERO}, any = 0;
-            for (int a = 0; a < arity; a++) any |= (da[a] = d[n->arg[a]]) != ZERO;
-            if (!any) {
-                d[id] = ZERO;
-                continue;
-            }
-            int pa = ZERO, pb = ZERO;
-            int a0 = map[n->arg[0]], a1 = arity > 1 ? map[n->arg[1]] : -1;
-            switch (op_rule(j, (kir_op)n->op, a0, a1, map[id], da[0] != ZERO, da[1] != ZERO, &pa, &pb)) {
-            case DERIVE_SELECT: {
-                /* the condition is piecewise constant; each branch keeps its own derivative */
-                int zero = kir_const(j, 0.0);
-                d[id] = da[1] == ZERO && da[2] == ZERO
-                            ? ZERO
-                            : kir_op3(j, KIR_SELECT, a0, da[1] == ZERO ? zero : da[1], da[2] == ZERO ? zero : da[2]);
-                break;
-            }
-            case DERIVE_CHAIN: d[id] = sum(j, scale(j, pa, da[0]), scale(j, pb, da[1])); break;
-            case DERIVE_FMA: d[id] = sum(j, sum(j, scale(j, a1, da[0]), scale(j, a0, da[1])), da[2]); break;
-            default: d[id] = ZERO; break; /* DERIVE_ZERO (NONE was refused above, VAR is a leaf) */
-            }
-            d[id] = nonzero(j, d[id]);
+            d[id] = derive_node(j, k, id, v, d, map, one);
         }
         for (int r = 0; r < n_reach; r++) {
             int id = reach[r];
@@ -325,21 +326,14 @@ kir_kernel *derive_jacobian(const kir_kernel *k, derive_entry **entries, int *n_
     free(order);
     kir_finish(j);
     if (kir_verify(j, verr, sizeof verr)) FAIL("derive: internal error: %s does not verify: %s", j->name, verr);
-    free(map);
-    free(d);
-    free(loads);
-    free(trip);
-    free(ustart);
-    free(users);
-    free(ostart);
-    free(outs);
-    free(reach);
-    free(mark);
     *entries = ent;
     *n_entries = n_out;
-    return j;
+    ent = NULL; /* the caller's now */
+    goto done;
 fail:
     kir_free(j);
+    j = NULL;
+done:
     free(map);
     free(d);
     free(loads);
@@ -351,7 +345,7 @@ fail:
     free(reach);
     free(mark);
     free(ent);
-    return NULL;
+    return j;
 }
 
 /* The nodes of k that its outputs depend on (live[id] = 1), or only those output o with

@@ -126,14 +126,28 @@ static ast_stmt *algebraic(parse_ctx *c, pj_loc loc, double lhs, pj_loc lhs_loc,
                    "move %g to the right (eq 0 = EXPR - %g)", lhs, lhs);
     return s;
 }
+/* The hint for a statement that starts with `word`, no keyword: an equation without eq, a
+ * misspelt keyword, or the list of keywords. */
+static const char *statement_word_hint(const char *word, char *buf, size_t n)
+{
+    static const char *const keywords[] = {"mesh",     "param", "const",  "field",  "func",   "flux",    "eq",  "on",
+                                           "periodic", "time",  "output", "steady", "solver", "monitor", "stop", "energy"};
+    if (!strcmp(word, "dt")) return "an equation starts with eq: eq dt(u) = ...";
+    const char *near = diag_closest(word, keywords, (int)(sizeof keywords / sizeof *keywords));
+    if (!near) return "a statement starts with mesh, param, const, field, func, flux, eq, on, periodic, time, output, "
+                      "steady, solver, monitor, stop or energy";
+    snprintf(buf, n, "did you mean '%s'?", near);
+    return buf;
+}
 /* `energy NAME = DENSITY` (contract section 9). `energy` is no keyword (a monitor or a param may be
  * called energy): a statement that starts with two names is one, and any other first name an error. */
 static ast_stmt *energy_stmt(parse_ctx *c, const char *word, pj_loc loc, const char *name, pj_loc name_loc,
                              ast_expr *density)
 {
     if (strcmp(word, "energy") || !name) {
-        diag_error(c->diag, loc, "unexpected name '%s' at the start of a statement%s", word,
-                   name ? "" : " (a statement starts with a keyword: field, param, eq, energy, ...)");
+        char buf[128];
+        diag_error(c->diag, loc, "unexpected name '%s' at the start of a statement", word);
+        parse_hint(c, "%s", statement_word_hint(word, buf, sizeof buf));
         return NULL;
     }
     ast_stmt *s = stmt(c, ST_ENERGY, loc);
@@ -348,8 +362,6 @@ static int is_operand_end(int kind) { return kind == NUMBER || kind == NAME || k
  * ctx->explained_line when the next line's leading operator is explained here. */
 static const char *syntax_hint(parse_ctx *c, char *buf, size_t n)
 {
-    static const char *const keywords[] = {"mesh", "param", "const", "field", "func", "flux", "eq", "on",
-                                           "periodic", "time", "output", "steady", "solver", "monitor", "stop"};
     int kind = c->tok[1].kind, prev = c->tok[0].kind, first = prev == NEWLINE || prev == 0;
     const char *text = c->tok[1].text, *prev_text = c->tok[0].text;
     int expression = c->stmt_first == EQ || c->stmt_first == FUNC || c->stmt_first == FLUX || c->stmt_first == ON ||
@@ -365,16 +377,9 @@ static const char *syntax_hint(parse_ctx *c, char *buf, size_t n)
     if (c->stmt_first == EQ && kind == EQEQ) return "an equation has one '=': eq dt(u) = ...";
     if (kind == '=' && (c->stmt_first == STOP || (expression && c->tok[0].kind != NAME && c->seen_assign)))
         return "a comparison is written ==, !=, <, <=, > or >=: stop when m >= 1";
-    if (kind == NAME && first) {
-        if (!strcmp(text, "dt")) return "an equation starts with eq: eq dt(u) = ...";
-        const char *near = diag_closest(text, keywords, (int)(sizeof keywords / sizeof *keywords));
-        if (near) {
-            snprintf(buf, n, "did you mean '%s'?", near);
-            return buf;
-        }
-        return "a statement starts with mesh, param, const, field, func, flux, eq, on, periodic, time, output, steady, "
-               "solver, monitor or stop";
-    }
+    if (kind == NAME && first) return statement_word_hint(text, buf, n);
+    /* a statement that starts with a name (an energy's form: NAME NAME = ...) broken at its second token */
+    if (c->stmt_first == NAME && c->stmt_tokens == 2 && prev == NAME) return statement_word_hint(prev_text, buf, n);
     if (kind == NEWLINE && c->tok[1].pos < c->len) {
         int next = 0;
         char ch = next_line_start(c, c->tok[1].pos + 1, c->tok[1].line + 1, &next);

@@ -285,6 +285,7 @@ int engine_adaptive_stats(engine *e, int64_t *accepted, int64_t *rejected, doubl
 }
 void engine_set_clock(engine *e, double t, int64_t steps) { simulation_set_clock(&e->sim, t, steps); }
 int engine_set_param(engine *e, const char *name, double value) { return simulation_set_param(&e->sim, name, value); }
+void engine_set_param_values(engine *e, const double *values) { simulation_set_params(&e->sim, values); }
 const double *engine_params(engine *e) { return e->sim.st->param; }
 
 static int field_ok(const engine *e, int f, char *err, size_t len)

@@ -289,6 +289,9 @@ int64_t engine_steps(engine *e);
 /* Sets the time and the step count (a restart: runtime/checkpoint.h); the fields are set apart. */
 void engine_set_clock(engine *e, double t, int64_t steps);
 int engine_set_param(engine *e, const char *name, double value);
+/* Every param at once (n_params values, as engine_params gives them), as engine_set_param of each
+ * in turn leaves them, evaluated once. */
+void engine_set_param_values(engine *e, const double *values);
 const double *engine_params(engine *e);
 int engine_get_field(engine *e, int f, double *out, char *err, size_t len);
 int engine_set_field(engine *e, int f, const double *in, char *err, size_t len);

@@ -23,6 +23,12 @@ void simulation_set_clock(const simulation *m, double t, int64_t steps)
     m->ops->refresh(m->x, EXEC_CLOCK);
 }
 
+void simulation_set_params(const simulation *m, const double *values)
+{
+    state_set_params(m->st, values);
+    m->ops->refresh(m->x, EXEC_PARAMS);
+}
+
 int simulation_set_param(const simulation *m, const char *name, double value)
 {
     if (state_set_param(m->st, name, value) < 0) return -1;

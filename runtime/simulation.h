@@ -30,6 +30,7 @@ int simulation_step_n(const simulation *m, double dt, int64_t n, char *err, size
 void simulation_set_clock(const simulation *m, double t, int64_t steps);
 /* Param `name` set (state_set_param): 0, or -1 when the program has none of that name. */
 int simulation_set_param(const simulation *m, const char *name, double value);
+void simulation_set_params(const simulation *m, const double *values);
 /* Buffer b's (slot * n_fields + field) interior values (x fastest) out as doubles, or in from
  * doubles. 0, or -1 with a message (no such buffer, or the executor's copy failed). */
 int simulation_get_field(const simulation *m, int b, double *out, char *err, size_t len);

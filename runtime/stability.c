@@ -339,7 +339,7 @@ static int check_band(check *c, int64_t b0, int64_t b1, char *err, size_t len)
                    sizeof *cells * (size_t)plane);
         if (engine_set_field(s, f, cells, err, len) < 0) goto done;
     }
-    for (int i = 0; c->params && i < p->n_params; i++) engine_set_param(s, p->param_names[i], c->params[i]);
+    if (c->params) engine_set_param_values(s, c->params); /* one evaluation, not one a param */
     /* each ghost cell's share of the cell it stands for (ghost_alpha) */
     size_t elems = g->elems;
     alpha = malloc(sizeof *alpha * elems * (size_t)nf);

@@ -61,6 +61,16 @@ int state_set_param(sim_state *st, const char *name, double value)
     return -1;
 }
 
+void state_set_params(sim_state *st, const double *values)
+{
+    const pj_program *p = st->p;
+    for (int i = 0; i < p->n_params; i++) {
+        st->param[i] = values[i];
+        st->param_set[i] = 1;
+    }
+    if (p->params_kernel) kir_eval_params(p->params_kernel, st->param, st->param_set);
+}
+
 int state_check_program(const sim_state *st, const pj_program *p2, char *err, size_t len)
 {
     const pj_program *p = st->p;

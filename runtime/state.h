@@ -101,6 +101,9 @@ void state_free(sim_state *st);
 /* Param `name` set by the user (kept from then on), the params that depend on it evaluated
  * again: its number, or -1 when p has none of that name. */
 int state_set_param(sim_state *st, const char *name, double value);
+/* Every param at once (n_params values), all as set by the user: what state_set_param of each in
+ * turn leaves, with one evaluation instead of one a param. */
+void state_set_params(sim_state *st, const double *values);
 
 /* Hot swap: 0 when p2 fits the running state (mesh, fields, params, scheme slots, a stencil
  * within the ghost layers), else -1 with the reason (nothing changes). state_adopt then makes

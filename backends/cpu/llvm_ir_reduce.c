@@ -22,24 +22,16 @@ static void emit_combine(sbuf *b, int op, const char *ty, const char *cty, const
               r, op == KIR_RED_MAX ? "ogt" : "olt", ty, v, a, r, ty, v, v, r, cty, r, r, r, cty, r, ty, v, ty, a);
 }
 
-/* The loop nest of a KIR_REDUCE kernel (kir.h, "Reductions"): per part q in [begin, end), its
- * rows in chunks of REDUCE_CHUNK cells; each chunk is computed by the vectorisable x loop into a
- * scratch row per output, then folded into the output's 8 lanes (an [8 x double] accumulator)
- * with <8 x double> operations, the tail lane by lane; at the end of the part the lanes are
- * folded in order and stored at partial[j][q]. Leaves and rows are set up by llvm_gen_ir. */
-int llvm_emit_reduce(gen *g, int n_state_bufs, int j0, int j1, int loop_md)
+/* The nodes outputs [j0, j1) of k use (use[id] = 1: a walk from them, the group's own, not every
+ * node), or NULL out of memory. */
+static char *group_nodes(const kir_kernel *k, int j0, int j1)
 {
-    const kir_kernel *k = g->k;
-    sbuf *b = g->b;
-    const char *T = g->T;
-    int dim = k->dim, L = KIR_REDUCE_LANES, CH = REDUCE_CHUNK;
-    /* the nodes outputs [j0, j1) use (a walk from them: the group's own, not every node) */
     char *use = calloc((size_t)k->n_nodes + 1, 1);
     int *todo = malloc(sizeof *todo * ((size_t)k->n_nodes + 1));
     if (!use || !todo) {
         free(use);
         free(todo);
-        return -1;
+        return NULL;
     }
     int n_todo = 0;
     for (int j = j0; j < j1; j++)
@@ -56,6 +48,22 @@ int llvm_emit_reduce(gen *g, int n_state_bufs, int j0, int j1, int loop_md)
             }
     }
     free(todo);
+    return use;
+}
+
+/* The loop nest of a KIR_REDUCE kernel (kir.h, "Reductions"): per part q in [begin, end), its
+ * rows in chunks of REDUCE_CHUNK cells; each chunk is computed by the vectorisable x loop into a
+ * scratch row per output, then folded into the output's 8 lanes (an [8 x double] accumulator)
+ * with <8 x double> operations, the tail lane by lane; at the end of the part the lanes are
+ * folded in order and stored at partial[j][q]. Leaves and rows are set up by llvm_gen_ir. */
+int llvm_emit_reduce(gen *g, int n_state_bufs, int j0, int j1, int loop_md)
+{
+    const kir_kernel *k = g->k;
+    sbuf *b = g->b;
+    const char *T = g->T;
+    int dim = k->dim, L = KIR_REDUCE_LANES, CH = REDUCE_CHUNK;
+    char *use = group_nodes(k, j0, j1);
+    if (!use) return -1;
     if (dim == 1) sb_printf(b, "  %%n0.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d, i64 0\n"
                                "  %%n0 = load i64, i64* %%n0.p, align 8\n", LF_N);
     for (int j = j0; j < j1; j++) {

@@ -431,9 +431,6 @@ static int run_stage_kernel(void *x, int i, const stage_clock *c, char *err, siz
     return launch(s, s->K.ks.stage[i], s->sgrid, s->sblock, &s->A, sizeof s->A, err, len);
 }
 
-static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *err, size_t err_len);
-/* buffer b's interior to the host (an adaptive step's error: state.c) */
-static int fetch_buffer(void *x, int b, double *out, char *err, size_t len) { return xfer_field(x, b, out, NULL, err, len); }
 
 int cuda_sim_step(cuda_sim *s, double dt, char *err, size_t err_len)
 {
@@ -646,6 +643,8 @@ static int xfer_field(cuda_sim *s, int f, double *out, const double *in, char *e
 
 static int copy_out(void *x, int b, double *out, char *err, size_t len) { return xfer_field(x, b, out, NULL, err, len); }
 static int copy_in(void *x, int b, const double *in, char *err, size_t len) { return xfer_field(x, b, NULL, in, err, len); }
+/* buffer b's interior to the host (an adaptive step's error: state.c) */
+static int fetch_buffer(void *x, int b, double *out, char *err, size_t len) { return xfer_field(x, b, out, NULL, err, len); }
 
 int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_len)
 {
@@ -662,9 +661,7 @@ int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t e
 /* ---- queries ----------------------------------------------------------------------------- */
 
 int64_t cuda_sim_cells(const cuda_sim *s) { return s->st.g.n[0] * s->st.g.n[1] * s->st.g.n[2]; }
-const pj_program *cuda_sim_program(const cuda_sim *s) { return s->st.p; }
 const cuda_prepare_stats *cuda_sim_prepare_stats(const cuda_sim *s) { return &s->K.stats; }
-const char *cuda_sim_warning(const cuda_sim *s) { return s->cache ? cache_warning(s->cache) : NULL; }
 const char *cuda_sim_device_text(const cuda_sim *s) { return s->text; }
 cuda_device *cuda_sim_device(cuda_sim *s) { return s->dev; }
 
@@ -762,7 +759,7 @@ static void ops_info(void *o, engine_info *info)
 {
     cuda_sim *s = o;
     info->device = cuda_sim_device_text(s);
-    info->warning = cuda_sim_warning(s);
+    info->warning = s->cache ? cache_warning(s->cache) : NULL;
     info->n_kernels = s->K.stats.kernels;
     info->from_cache = s->K.stats.from_cache;
     info->ms_prepare = s->K.stats.ms_total;

@@ -34,7 +34,6 @@
 #include "cuda_driver.h"
 #include "driver.h"
 #include "program.h"
-#include "sim.h"
 
 /* Bump when the generated CUDA C or the launch protocol changes for the same IR. */
 #define PJ_CUDA_CODEGEN_VERSION "cuda-3"
@@ -115,14 +114,11 @@ int cuda_sim_get_field(cuda_sim *s, int f, double *out, char *err, size_t err_le
 int cuda_sim_set_field(cuda_sim *s, int f, const double *in, char *err, size_t err_len);
 
 int64_t cuda_sim_cells(const cuda_sim *s);
-const pj_program *cuda_sim_program(const cuda_sim *s);
 /* Device bytes this sim holds in buffers, and the number of allocations. */
 size_t cuda_sim_device_bytes(const cuda_sim *s, int *n_allocs);
 /* Bytes one step must move (per stage: each loaded (slot, field) once, each store), per cell. */
 double cuda_sim_bytes_per_cell(const cuda_sim *s);
 const cuda_prepare_stats *cuda_sim_prepare_stats(const cuda_sim *s);
-/* The cache's one warning, or NULL. */
-const char *cuda_sim_warning(const cuda_sim *s);
 /* "NVIDIA H200 (sm_90, driver 13000, NVRTC 13.0)" */
 const char *cuda_sim_device_text(const cuda_sim *s);
 cuda_device *cuda_sim_device(cuda_sim *s);
