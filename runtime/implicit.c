@@ -1,8 +1,8 @@
 /* implicit.c — implicit time steps and steady solves through PETSc (see implicit.h).
  *
- * Unknowns: the fields with an equation (coefficient fields stay in the sim's slot 0), in a
+ * Unknowns: the fields with an equation (coefficient fields stay in the state's slot 0), in a
  * DMDA with dof = their number, interlaced; the DMDA's stencil is the program's halo, a box
- * when the Jacobian couples diagonal neighbours, else a star. The sim's buffers stay the home
+ * when the Jacobian couples diagonal neighbours, else a star. The state's buffers stay the home
  * of the kernels' data: PETSc's vectors are copied into slot 0 before F or the Jacobian runs
  * and F is copied out of slot 1 (the copies cost one sweep each, the solves many).
  *
@@ -10,10 +10,10 @@
  * inserted by global index (PETSc's order: the blocks of the processes one after another, each
  * x fastest, the unknowns of a cell interlaced; on one process the natural order), which costs
  * less than MatSetValuesStencil's mapping per row.
- * Over MPI (a decomp: the sim holds one block of the mesh) the DMDA, the vectors, the matrix and
- * the solvers are on PETSC_COMM_WORLD with the blocks of the decomposition (so the explicit and
- * implicit parts agree); F and the Jacobian kernel run on the block, whose ghost cells the sim's
- * fill gives (the conditions on the mesh's sides, the neighbours' values by decomp's exchange);
+ * Over MPI (a decomp: the simulation holds one block of the mesh) the DMDA, the vectors, the
+ * matrix and the solvers are on PETSC_COMM_WORLD with the blocks of the decomposition (so the
+ * explicit and implicit parts agree); F and the Jacobian kernel run on the block, whose ghost
+ * cells the executor's fill gives (the conditions on the mesh's sides, the neighbours' values by decomp's exchange);
  * positions below are in the whole mesh, a column in another process's block is inserted there
  * by its global index.
  * A column off the grid is a ghost cell, and a ghost's value is affine in one interior cell (the
@@ -47,14 +47,14 @@ int implicit_available(char *why, size_t len)
     return 0;
 }
 
-implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t len)
+implicit_solver *implicit_create(const simulation *m, const char *options, char *err, size_t len)
 {
-    return implicit_create_on(s, NULL, options, err, len);
+    return implicit_create_on(m, NULL, options, err, len);
 }
 
-implicit_solver *implicit_create_on(sim *s, struct decomp *d, const char *options, char *err, size_t len)
+implicit_solver *implicit_create_on(const simulation *m, struct decomp *d, const char *options, char *err, size_t len)
 {
-    (void)s;
+    (void)m;
     (void)d;
     (void)options;
     implicit_available(err, len);
@@ -305,7 +305,7 @@ static PetscErrorCode snes_rhs(SNES snes, Vec U, Vec F, void *ctx)
 {
     (void)snes;
     implicit_solver *q = ctx;
-    return eval_rhs(q, sim_time(q->s), U, F);
+    return eval_rhs(q, q->m.st->t, U, F);
 }
 
 static PetscErrorCode snes_jacobian(SNES snes, Vec U, Mat A, Mat B, void *ctx)
@@ -313,7 +313,7 @@ static PetscErrorCode snes_jacobian(SNES snes, Vec U, Mat A, Mat B, void *ctx)
     (void)snes;
     (void)A;
     implicit_solver *q = ctx;
-    return jacobian_into(q, sim_time(q->s), U, B);
+    return jacobian_into(q, q->m.st->t, U, B);
 }
 
 /* pdejit's defaults where PETSc's differ, set on the objects after the options were read, and
@@ -535,9 +535,9 @@ static int set_blocks(implicit_solver *q, decomp *d)
     return 0;
 }
 
-implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t len)
+implicit_solver *implicit_create(const simulation *m, const char *options, char *err, size_t len)
 {
-    return implicit_create_on(s, NULL, options, err, len);
+    return implicit_create_on(m, NULL, options, err, len);
 }
 
 /* imex's implicit part is 0 in every equation (no implicit(...) term: each output a constant 0). */
@@ -574,11 +574,10 @@ fail:
 }
 
 /* A time-stepping scheme's TS on q->da (its SNES, adaptivity and pdejit's defaults), starting from
- * slot 0 of the sim at its time. 0, or -1 with a message. */
+ * slot 0 of the simulation at its time. 0, or -1 with a message. */
 static int create_ts(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, size_t len)
 {
     const pj_program *p = q->p;
-    sim *s = q->s;
     CHECK(TSCreate(comm, &q->ts), "TSCreate");
     CHECK(PetscObjectSetOptions((PetscObject)q->ts, q->opts), "PetscObjectSetOptions");
     SNES ts_snes;
@@ -652,7 +651,7 @@ static int create_ts(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, si
     slot_to_vec(q, 0, x);
     CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
     CHECK(TSSetSolution(q->ts, q->X), "TSSetSolution");
-    CHECK(TSSetTime(q->ts, sim_time(s)), "TSSetTime");
+    CHECK(TSSetTime(q->ts, q->m.st->t), "TSSetTime");
     CHECK(TSSetUp(q->ts), "TSSetUp");
     SNES snes;
     CHECK(TSGetSNES(q->ts, &snes), "TSGetSNES");
@@ -663,11 +662,16 @@ fail:
     return -1;
 }
 
-implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char *err, size_t len)
+implicit_solver *implicit_create_on(const simulation *m, decomp *d, const char *options, char *err, size_t len)
 {
-    const pj_program *p = sim_program(s);
+    const pj_program *p = m->st->p;
     if (!PJ_SCHEME_IMPLICIT(p->scheme)) {
         diag_set(err, len, "internal error: implicit_create on an explicit program");
+        return NULL;
+    }
+    if (m->ops->device || m->st->esz != sizeof(double) || !m->ops->run || !m->ops->step.fill || !m->ops->refresh) {
+        diag_set(err, len, "internal error: the implicit solver needs double buffers in host memory and an "
+                           "executor that runs kernels and fills ghosts");
         return NULL;
     }
     if (decomp_petsc_start(err, len) < 0) return NULL;
@@ -676,7 +680,7 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
         diag_set(err, len, "out of memory");
         return NULL;
     }
-    q->s = s;
+    q->m = *m;
     q->p = p;
     if (!(q->jac = program_jacobian(p, err, len))) {
         free(q);
@@ -688,7 +692,7 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
     q->alg = calloc((size_t)p->n_fields + 1, sizeof *q->alg);
     q->cols = malloc(sizeof *q->cols * (size_t)(q->jac->n + 1) * (size_t)(p->halo + 1));
     q->vals = malloc(sizeof *q->vals * (size_t)(q->jac->n + 1) * (size_t)(p->halo + 1));
-    const grid_layout *g = sim_layout(s);
+    const grid_layout *g = &m->st->g;
     if (!q->unknown || !q->field_of || !q->alg || !q->cols || !q->vals) goto oom;
     for (int f = 0; f < p->n_fields; f++) {
         q->unknown[f] = p->field_has_eq[f] ? q->dof : -1;
@@ -743,7 +747,7 @@ implicit_solver *implicit_create_on(sim *s, decomp *d, const char *options, char
     for (int a = 0; a < 3; a++) free(lx[a]);
     CHECK(e_da, "DMDACreate");
     CHECK(DMSetUp(q->da), "DMSetUp");
-    if (d) { /* the DMDA's block must be the sim's */
+    if (d) { /* the DMDA's block must be the simulation's */
         PetscInt xs[3] = {0, 0, 0}, xm[3] = {1, 1, 1};
         CHECK(DMDAGetCorners(q->da, &xs[0], &xs[1], &xs[2], &xm[0], &xm[1], &xm[2]), "DMDAGetCorners");
         for (int a = 0; a < p->dim; a++)
@@ -857,7 +861,7 @@ static int steady_solve(implicit_solver *q, char *err, size_t len)
         return -1;
     }
     q->st.steps++;
-    sim_set_clock(q->s, sim_time(q->s), sim_steps(q->s) + 1);
+    solver_set_clock(q, q->m.st->t, q->m.st->steps + 1);
     return 0;
 fail:
     return -1;
@@ -866,7 +870,7 @@ fail:
 int implicit_step(implicit_solver *q, double dt, char *err, size_t len)
 {
     if (q->snes) return steady_solve(q, err, len);
-    double t = sim_time(q->s), target = t + dt;
+    double t = q->m.st->t, target = t + dt;
     SNES snes;
     CHECK(TSGetSNES(q->ts, &snes), "TSGetSNES");
     /* the state may have been changed from outside between steps (set_field, a view) */
@@ -923,7 +927,7 @@ int implicit_step(implicit_solver *q, double dt, char *err, size_t len)
     vec_to_slot(q, x, 0);
     CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
     /* the simulation's step count is the scheme's: every accepted step (pj_sim_steps, sim.steps) */
-    sim_set_clock(q->s, target, sim_steps(q->s) + (accepted > 0 ? accepted : 1));
+    solver_set_clock(q, target, q->m.st->steps + (accepted > 0 ? accepted : 1));
     return 0;
 fail:
     return -1;

@@ -2,8 +2,10 @@
  *
  * An implicit program (PJ_SCHEME_IMPLICIT: beuler, cn, bdf2, imex, steady) has two stage kernels
  * (scheme.c): F(U), the right-hand side, and its Jacobian, the stencil coefficients dF/dU per
- * (field, offset) from the symbolic derivative of F (derive.h). Both run through the
- * simulation's back end (interpreter or CPU JIT) on its own buffers and ghost fill; this module
+ * (field, offset) from the symbolic derivative of F (derive.h). Both run on a simulation
+ * (simulation.h: a state and an executor's operations, engine.h's exec_ops): its executor runs
+ * the kernels (exec_ops.run) and fills the ghosts (exec_ops.step.fill) on the state's buffers,
+ * which must be host memory (an executor without `device`); this module
  * owns the PETSc side: a DMDA over the fields that have an equation (dof = their number), the
  * state vector, the Jacobian matrix (the coefficients inserted with MatSetValuesStencil, a ghost
  * cell's coefficient moved onto the interior cell its boundary rule reads, scaled by the rule's
@@ -18,7 +20,7 @@
 #define PJ_IMPLICIT_H
 #include <stddef.h>
 #include <stdint.h>
-#include "sim.h"
+#include "simulation.h"
 #include "state.h"
 
 typedef struct implicit_solver implicit_solver;
@@ -27,19 +29,21 @@ typedef struct implicit_solver implicit_solver;
 /* 1 when this build has the implicit solver; else 0 with the reason in why. */
 int implicit_available(char *why, size_t len);
 
-/* The solver of s's program (implicit; double precision), on s's buffers: the state starts from
- * s's slot 0 at the first step. `options` is passed to PETSc's options database ("-ksp_type cg
- * -pc_type gamg"), may be NULL. NULL with a message on failure. */
-implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t len);
-/* The same for a sim that holds one block of a mesh decomposed over MPI (d, decomp.h; NULL: as
- * implicit_create): the solver's objects are then on every process of d (collective: every
- * process calls it, and every step), the unknowns in d's blocks. */
+/* The solver of m's program (implicit; double precision), on m's buffers (host memory): the state
+ * starts from slot 0 at the first step. m is copied (its executor's handle and state must outlive
+ * the solver). `options` is passed to PETSc's options database ("-ksp_type cg -pc_type gamg"), may
+ * be NULL. NULL with a message on failure. */
+implicit_solver *implicit_create(const simulation *m, const char *options, char *err, size_t len);
+/* The same for a simulation that holds one block of a mesh decomposed over MPI (d, decomp.h;
+ * NULL: as implicit_create): the solver's objects are then on every process of d (collective:
+ * every process calls it, and every step), the unknowns in d's blocks. */
 struct decomp;
-implicit_solver *implicit_create_on(sim *s, struct decomp *d, const char *options, char *err, size_t len);
+implicit_solver *implicit_create_on(const simulation *m, struct decomp *d, const char *options, char *err,
+                                    size_t len);
 void implicit_destroy(implicit_solver *solver);
 
-/* Advances s by dt (or, for steady, solves F(U) = 0 and leaves the time as it was): the state
- * in slot 0 is updated, with sim_time and sim_steps. Under adaptive error control the solver takes
+/* Advances the simulation by dt (or, for steady, solves F(U) = 0 and leaves the time as it was):
+ * the state in slot 0 is updated, with its clock (t, steps; the executor refreshed). Under adaptive error control the solver takes
  * as many steps as it needs to land on t + dt. 0, or -1 with a message naming the time and the
  * residual when Newton did not converge (the state is then the last accepted one). */
 int implicit_step(implicit_solver *solver, double dt, char *err, size_t len);

@@ -6,7 +6,7 @@
  *                        pdejit's defaults, the time-stepping callbacks and the preconditioner's
  *                        choices per step, stepping and steady solves, the module's entry
  *   implicit_jacobian.c  F and the Jacobian on PETSc's vectors: the state between vectors and the
- *                        sim's slots, the ghost rule measured (alpha) and folded onto the interior,
+ *                        state's slots, the ghost rule measured (alpha) and folded onto the interior,
  *                        assembly, reuse and diagonal updates, implicit_check_jacobian
  *   implicit_mg.c        the cell-centred multigrid hierarchy for PCMG and when it is used */
 #ifndef PJ_IMPLICIT_INTERNAL_H
@@ -33,15 +33,6 @@
 #include "implicit_module.h"
 #include "pj_build_id.h"
 #define host implicit_module_host
-#define sim_error(s) host->sim_error(s)
-#define sim_eval(s, stage, t, dt) host->sim_eval(s, stage, t, dt)
-#define sim_fill_ghosts(s, slot, t) host->sim_fill_ghosts(s, slot, t)
-#define sim_launch(s) host->sim_launch(s)
-#define sim_layout(s) host->sim_layout(s)
-#define sim_program(s) host->sim_program(s)
-#define sim_set_clock(s, t, steps) host->sim_set_clock(s, t, steps)
-#define sim_steps(s) host->sim_steps(s)
-#define sim_time(s) host->sim_time(s)
 #define program_jacobian(p, err, len) host->program_jacobian(p, err, len)
 #define diag_set module_diag_set
 #define driver_now module_now
@@ -54,7 +45,8 @@ static inline double module_now(void)
 #endif
 
 struct implicit_solver {
-    sim *s;
+    simulation m;          /* the simulation solved: its state (program, layout, buffers in host
+                              memory, clock, params) and its executor (kernel runs, ghost fills) */
     const pj_program *p;
     const pj_jacobian *jac; /* the program's: its kernel (PJ_KERNEL_JACOBIAN) and entries */
     int nf;                /* fields of the program */
@@ -116,6 +108,16 @@ struct implicit_solver {
     double t_fd;           /* the time of implicit_check_jacobian's differences */
     char error[512];       /* a failure inside a callback */
 };
+
+/* The simulation's layout (its state's), and its clock set after a step: the executor refreshed
+ * (what simulation_set_clock does, which is the library's). */
+static inline const grid_layout *solver_layout(const implicit_solver *q) { return &q->m.st->g; }
+static inline void solver_set_clock(implicit_solver *q, double t, int64_t steps)
+{
+    q->m.st->t = t;
+    q->m.st->steps = steps;
+    q->m.ops->refresh(q->m.x, EXEC_CLOCK);
+}
 
 #define CHECK(call, what)                                                                                          \
     do {                                                                                                           \

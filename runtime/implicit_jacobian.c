@@ -1,13 +1,13 @@
 /* implicit_jacobian.c — F and the Jacobian of an implicit program on PETSc's vectors
  * (implicit_internal.h; the method is in implicit.c's header): the state copied between the
- * vectors and the sim's slots, the rhs and Jacobian kernels run there, the ghost rule measured
+ * vectors and the simulation's slots, the rhs and Jacobian kernels run there, the ghost rule measured
  * (alpha) and folded onto the interior, the Jacobian assembled by global index, kept when it
  * cannot change or updated on its diagonal only, and implicit_check_jacobian. */
 #include "implicit_internal.h"
 
 static double *buffer(implicit_solver *q, int slot, int field)
 {
-    return (double *)sim_launch(q->s)->buf[slot * q->nf + field];
+    return (double *)q->m.st->buf[slot * q->nf + field];
 }
 
 static int64_t at(const grid_layout *g, int64_t i, int64_t j, int64_t k)
@@ -18,7 +18,7 @@ static int64_t at(const grid_layout *g, int64_t i, int64_t j, int64_t k)
 /* PETSc vector <-> slot buffers (interior cells of the fields with an equation). */
 void vec_to_slot(implicit_solver *q, const PetscScalar *x, int slot)
 {
-    const grid_layout *g = sim_layout(q->s);
+    const grid_layout *g = solver_layout(q);
     for (int c = 0; c < q->dof; c++) {
         double *b = buffer(q, slot, q->field_of[c]);
         int64_t idx = c;
@@ -32,7 +32,7 @@ void vec_to_slot(implicit_solver *q, const PetscScalar *x, int slot)
 
 void slot_to_vec(implicit_solver *q, int slot, PetscScalar *x)
 {
-    const grid_layout *g = sim_layout(q->s);
+    const grid_layout *g = solver_layout(q);
     for (int c = 0; c < q->dof; c++) {
         const double *b = buffer(q, slot, q->field_of[c]);
         int64_t idx = c;
@@ -54,11 +54,10 @@ static PetscErrorCode run_kernel(implicit_solver *q, pj_kernel_id kernel, double
     PetscCall(VecGetArrayRead(U, &u));
     vec_to_slot(q, u, 0);
     PetscCall(VecRestoreArrayRead(U, &u));
-    if (sim_eval(q->s, kernel, t, 0) < 0 ||
-        (with_alpha && (!q->alpha_valid || !q->alpha_const) && measure_alpha(q, t) < 0)) {
-        snprintf(q->error, sizeof q->error, "%s", sim_error(q->s));
+    /* a failed run or fill leaves its message in q->error */
+    if (q->m.ops->run(q->m.x, kernel, t, 0, q->error, sizeof q->error) < 0 ||
+        (with_alpha && (!q->alpha_valid || !q->alpha_const) && measure_alpha(q, t) < 0))
         SETERRQ(PETSC_COMM_SELF, PETSC_ERR_USER, "ghost fill failed");
-    }
     return 0;
 }
 
@@ -86,7 +85,7 @@ PetscErrorCode eval_stage(implicit_solver *q, pj_kernel_id part, double t, Vec U
  * along `axis`, or (axis = -2) 1 at every interior cell; ghosts filled at time t. */
 static int fill_slot1(implicit_solver *q, double t, int axis, int k_ind)
 {
-    const grid_layout *g = sim_layout(q->s);
+    const grid_layout *g = solver_layout(q);
     for (int c = 0; c < q->dof; c++) {
         double *b = buffer(q, 1, q->field_of[c]) - g->origin_off;
         for (size_t e = 0; e < g->elems; e++) b[e] = 0;
@@ -99,15 +98,14 @@ static int fill_slot1(implicit_solver *q, double t, int axis, int k_ind)
                         b[g->origin_off + at(g, i, j, kk)] = 1;
                 }
     }
-    sim_fill_ghosts(q->s, 1, t);
-    return sim_error(q->s) ? -1 : 0;
+    return q->m.ops->step.fill(q->m.x, 1, t, q->error, sizeof q->error);
 }
 
 /* The ghost cells (allocated, out of the grid along `axis` only, or along two or more axes for
  * axis = -2) of every unknown field: dst[e] = slot 1's value - base[e] (base NULL: 0). */
 static void take_ghosts(implicit_solver *q, int axis, double *const *dst, double *const *base)
 {
-    const grid_layout *g = sim_layout(q->s);
+    const grid_layout *g = solver_layout(q);
     for (int c = 0; c < q->dof; c++) {
         const double *b = buffer(q, 1, q->field_of[c]);
         for (int64_t kk = g->lo[2]; kk < g->lo[2] + g->ext[2]; kk++)
@@ -129,7 +127,7 @@ static void take_ghosts(implicit_solver *q, int axis, double *const *dst, double
 
 static int measure_alpha(implicit_solver *q, double t)
 {
-    const grid_layout *g = sim_layout(q->s);
+    const grid_layout *g = solver_layout(q);
     int H = g->H, S = H + 2;
     double *beta[q->dof > 0 ? q->dof : 1], *slot[q->dof > 0 ? q->dof : 1];
     for (int c = 0; c < q->dof; c++) beta[c] = q->alpha + (size_t)c * g->elems * (size_t)S;
@@ -196,12 +194,12 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
 {
     double t0 = driver_now();
     PetscCall(run_kernel(q, PJ_KERNEL_JACOBIAN, t, U, 1));
-    const grid_layout *g = sim_layout(q->s);
+    const grid_layout *g = solver_layout(q);
     const pj_program *p = q->p;
     PetscCall(MatZeroEntries(A));
     const double **jb = malloc(sizeof *jb * (size_t)(q->jac->n + 1));
     if (!jb) SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "out of memory");
-    for (int e = 0; e < q->jac->n; e++) jb[e] = (const double *)sim_launch(q->s)->buf[2 * q->nf + e];
+    for (int e = 0; e < q->jac->n; e++) jb[e] = (const double *)q->m.st->buf[2 * q->nf + e];
     for (int64_t k = 0; k < g->n[2]; k++)
         for (int64_t j = 0; j < g->n[1]; j++)
             for (int64_t i = 0; i < g->n[0]; i++) {
@@ -297,7 +295,7 @@ static PetscErrorCode gershgorin_bound(implicit_solver *q, Mat J, int offsums)
  * never fold through a ghost) per row, from its last evaluation, into d. */
 static PetscErrorCode diagonal_sum(implicit_solver *q, Vec d)
 {
-    const grid_layout *g = sim_layout(q->s);
+    const grid_layout *g = solver_layout(q);
     PetscScalar *v;
     PetscCall(VecSet(d, 0));
     PetscCall(VecGetArray(d, &v));
@@ -305,7 +303,7 @@ static PetscErrorCode diagonal_sum(implicit_solver *q, Vec d)
         const derive_entry *de = &q->jac->entries[e];
         int c = q->unknown[de->out_field];
         if (de->off[0] || de->off[1] || de->off[2] || de->field != de->out_field || c < 0) continue;
-        const double *jb = (const double *)sim_launch(q->s)->buf[2 * q->nf + e];
+        const double *jb = (const double *)q->m.st->buf[2 * q->nf + e];
         for (int64_t k = 0; k < g->n[2]; k++)
             for (int64_t j = 0; j < g->n[1]; j++)
                 for (int64_t i = 0; i < g->n[0]; i++) /* this process's rows: its block, from own_offset */
@@ -342,7 +340,7 @@ static PetscErrorCode update_diagonal(implicit_solver *q, double t, Vec U, Mat B
  * and inserts every row. */
 void check_params(implicit_solver *q)
 {
-    const double *param = sim_launch(q->s)->param;
+    const double *param = q->m.st->param;
     size_t np = sizeof *param * (size_t)q->p->n_params;
     if (np && memcmp(q->jc_params, param, np)) {
         memcpy(q->jc_params, param, np);
@@ -420,7 +418,7 @@ int jacobian_plan(implicit_solver *q)
                        (DERIVE_READS_UNKNOWN | DERIVE_READS_FIELD | DERIVE_READS_TIME | DERIVE_READS_RAND));
     q->jc_params = malloc(sizeof *q->jc_params * (size_t)(q->p->n_params + 1));
     if (!q->jc_params) return -1;
-    if (q->p->n_params) memcpy(q->jc_params, sim_launch(q->s)->param, sizeof *q->jc_params * (size_t)q->p->n_params);
+    if (q->p->n_params) memcpy(q->jc_params, q->m.st->param, sizeof *q->jc_params * (size_t)q->p->n_params);
     return 0;
 }
 

@@ -23,9 +23,7 @@
 #include "knobs.h"
 #include "pj_build_id.h"
 
-static const implicit_host host = {IMPLICIT_MODULE_ABI, PJ_BUILD_ID, sim_error, sim_eval, sim_fill_ghosts,
-                                   sim_launch, sim_layout, sim_program, sim_set_clock, sim_steps, sim_time,
-                                   grid_layout_block, program_jacobian};
+static const implicit_host host = {IMPLICIT_MODULE_ABI, PJ_BUILD_ID, grid_layout_block, program_jacobian};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int tried;
@@ -118,15 +116,15 @@ int implicit_available(char *why, size_t len)
     return o && o->available(why, len);
 }
 
-implicit_solver *implicit_create(sim *s, const char *options, char *err, size_t len)
+implicit_solver *implicit_create(const simulation *m, const char *options, char *err, size_t len)
 {
-    return implicit_create_on(s, NULL, options, err, len);
+    return implicit_create_on(m, NULL, options, err, len);
 }
 
-implicit_solver *implicit_create_on(sim *s, struct decomp *d, const char *options, char *err, size_t len)
+implicit_solver *implicit_create_on(const simulation *m, struct decomp *d, const char *options, char *err, size_t len)
 {
     const implicit_ops *o = implicit_module_ops(err, len);
-    return o ? o->create(s, d, options, err, len) : NULL;
+    return o ? o->create(m, d, options, err, len) : NULL;
 }
 
 /* A solver exists only once the module was loaded: ops is set (and never changes) by then. */

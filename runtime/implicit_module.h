@@ -7,10 +7,13 @@
  * program needs it. A program with an explicit scheme, a pj_term and `import pdejit` never load
  * PETSc.
  *
- * The module calls back into the library only through implicit_host (the library exports the
- * public API alone), and the library calls the module only through implicit_ops. Both sides read
- * pj_program and the sim's layout directly, so a module is used only with the library of its own
- * build: IMPLICIT_MODULE_ABI and PJ_BUILD_ID (a configure stamp, pj_build_id.h) must match. */
+ * The module reaches the simulation it solves only through engine.h's tables (simulation.h: the
+ * state, and the executor's exec_ops for kernel runs, ghost fills and its geometry), calls back
+ * into the library only through implicit_host (the library exports the public API alone) for
+ * what those tables do not hold, and the library calls the module only through implicit_ops.
+ * Both sides read pj_program and sim_state directly, so a module is used only with the library
+ * of its own build: IMPLICIT_MODULE_ABI and PJ_BUILD_ID (a configure stamp, pj_build_id.h) must
+ * match. */
 #ifndef PJ_IMPLICIT_MODULE_H
 #define PJ_IMPLICIT_MODULE_H
 #include <stdarg.h>
@@ -19,23 +22,15 @@
 #include "grid.h"
 #include "implicit.h"
 
-#define IMPLICIT_MODULE_ABI 5
+#define IMPLICIT_MODULE_ABI 6
 #define IMPLICIT_MODULE_FILE "libpdejit-implicit.so"
 #define IMPLICIT_MODULE_ENTRY "pj_implicit_module_init"
 
-/* What the module uses of the library. */
+/* What the module uses of the library beyond the simulation's tables: a block's layout (decomp.c's
+ * halo exchange) and the program's Jacobian (derived on demand, owned by the program). */
 typedef struct implicit_host {
     int abi;
     const char *build_id;
-    const char *(*sim_error)(const sim *s);
-    int (*sim_eval)(sim *s, pj_kernel_id id, double t, double dt);
-    void (*sim_fill_ghosts)(sim *s, int slot, double t);
-    const kir_launch *(*sim_launch)(sim *s);
-    const struct grid_layout *(*sim_layout)(const sim *s);
-    const pj_program *(*sim_program)(const sim *s);
-    void (*sim_set_clock)(sim *s, double t, int64_t steps);
-    int64_t (*sim_steps)(const sim *s);
-    double (*sim_time)(const sim *s);
     int (*grid_layout_block)(grid_layout *g, const pj_program *p, const grid_block *block, size_t esz,
                              int row_align, const char *who, char *err, size_t err_len);
     const pj_jacobian *(*program_jacobian)(const pj_program *p, char *err, size_t err_len);
@@ -68,7 +63,7 @@ typedef struct implicit_ops {
     int abi;
     const char *build_id;
     int (*available)(char *why, size_t len);
-    implicit_solver *(*create)(sim *s, decomp *d, const char *options, char *err, size_t len);
+    implicit_solver *(*create)(const simulation *m, decomp *d, const char *options, char *err, size_t len);
     void (*destroy)(implicit_solver *solver);
     int (*step)(implicit_solver *solver, double dt, char *err, size_t len);
     void (*get_stats)(const implicit_solver *solver, implicit_stats *stats);

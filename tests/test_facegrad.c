@@ -29,6 +29,13 @@
 #include "sim.h"
 #include "solve.h"
 
+/* The implicit solver of a test's host sim (implicit.h takes a simulation: a state and its executor). */
+static implicit_solver *implicit_on_sim(sim *s, const char *options, char *err, size_t len)
+{
+    simulation m = {&sim_exec_ops, s, sim_get_state(s)};
+    return implicit_create(&m, options, err, len);
+}
+
 /* ---- face terms -------------------------------------------------------------------------- */
 
 static pj_term *face_term(const char *expr, int dim, const int64_t n[3], const double h[3], const pj_term_boundary b[3])
@@ -326,7 +333,7 @@ static jacobian_check dendrite_jacobian(const char *init, int n, const char *ext
     sim *s = sim_create(p, &so, err, sizeof err);
     assert_non_null(s);
     sim_init(s);
-    implicit_solver *q = implicit_create(s, NULL, err, sizeof err);
+    implicit_solver *q = implicit_on_sim(s, NULL, err, sizeof err);
     if (!q) fail_msg("%s", err);
     jacobian_check r;
     if (implicit_check_jacobian(q, 0, 1e-5, &r, err, sizeof err)) fail_msg("%s", err);

@@ -26,6 +26,8 @@ typedef struct host_engine {
     double ms_prepare;
 } host_engine;
 
+static implicit_solver *host_solver(host_engine *h, struct decomp *d, char *err, size_t len);
+
 /* The kernels of a program about to be swapped in: a prepared CPU back end, or none. */
 typedef struct host_prepared { cpu_backend *cpu; } host_prepared;
 
@@ -85,7 +87,7 @@ static void *host_create(const pj_program *p, const engine_options *o, int with_
     h->opt.spacing = NULL;
     /* over MPI the solver is made by host_init, on every process at once (its objects are
        collective; engine_create makes rank 0's engine before the others', for the kernel cache) */
-    if (PJ_SCHEME_IMPLICIT(p->scheme) && !o->decomp && !(h->imp = implicit_create(h->s, o->solver_options, err, len))) {
+    if (PJ_SCHEME_IMPLICIT(p->scheme) && !o->decomp && !(h->imp = host_solver(h, NULL, err, len))) {
         cpu_backend_destroy(h->cpu);
         sim_destroy(h->s);
         free(h);
@@ -119,7 +121,7 @@ static int host_init(void *impl, char *err, size_t len)
 {
     host_engine *h = impl;
     if (h->opt.decomp && !h->imp && PJ_SCHEME_IMPLICIT(sim_program(h->s)->scheme) &&
-        !(h->imp = implicit_create_on(h->s, h->opt.decomp, h->opt.solver_options, err, len)))
+        !(h->imp = host_solver(h, h->opt.decomp, err, len)))
         return -1;
     sim_init(h->s);
     return 0;
@@ -403,6 +405,14 @@ static const exec_ops host_exec_ops = {
     .eval = hx_eval,
     .geometry = hx_geometry,
 };
+
+/* An implicit program's solver on this engine's simulation: its state and executor (implicit.h),
+ * over the whole mesh (d NULL) or this process's block of d. */
+static implicit_solver *host_solver(host_engine *h, struct decomp *d, char *err, size_t len)
+{
+    simulation m = {&host_exec_ops, h, sim_get_state(h->s)};
+    return implicit_create_on(&m, d, h->opt.solver_options, err, len);
+}
 
 /* engine.h: the fields in host memory, as the host sim lays them out */
 int engine_memory_check(const pj_program *p, int single, char *err, size_t len)
