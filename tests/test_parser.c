@@ -383,10 +383,10 @@ static void syntax_error_hints(void **state)
     (void)state;
     const char *head = "mesh grid(nx=10)\nparam D = 1, kappa = 1\nfield u = 0, mu = 0\n";
     const struct { const char *line, *error, *hint; } cases[] = {
-        {"dt(u) = D*lap(u)", "4:3: error: unexpected '('", "an equation starts with eq: eq dt(u) = ..."},
+        {"dt(u) = D*lap(u)", "4:3: error: unexpected '(', expecting name or '='", "an equation starts with eq: eq dt(u) = ..."},
         {"eq 0 = mu - 2 u", "4:15: error: unexpected name, expecting end of line", "a product needs '*': 2*u"},
-        {"fields v = 1", "4:1: error: unexpected name", "did you mean 'field'?"},
-        {"u = 1", "4:1: error: unexpected name",
+        {"fields v = 1", "4:1: error: unexpected name 'fields' at the start of a statement", "did you mean 'field'?"},
+        {"u = 1", "4:1: error: unexpected name 'u' at the start of a statement",
          "a statement starts with mesh, param, const, field, func, flux, eq, on, periodic, time, output, steady, "
          "solver, monitor, stop or energy"},
         {"eq dt(u) = D*lap(u) - u**3", "4:25: error: unexpected '*'", "a power is written with ^: u^2, not u**2"},
