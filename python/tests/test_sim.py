@@ -446,6 +446,8 @@ def test_reprs_are_informative_one_liners():
     term = pdejit.Term("lap(u)", grid=(4, 3), spacing=(1, 1))
     assert repr(term) == "<pdejit.Term 'lap(u)' on 4x3 cells, inputs u>"
     assert repr(term.jacobian("u")) == "<pdejit.Derivative d/du of 'lap(u)' on 4x3 cells>"
+    # a GPU field's wrapper (made here over no memory: its repr reads nothing)
+    assert repr(pdejit.DeviceArray(sim, 0, (3, 5), (40, 8), np.float32)) == "<pdejit.DeviceArray (3, 5) float32 on the GPU>"
     for r in (repr(p), repr(sim), repr(sim.fields), repr(p.mesh), repr(term)):
         assert "\n" not in r and " at 0x" not in r
 
