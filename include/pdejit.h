@@ -84,10 +84,12 @@ PJ_API int pj_problem_kernels_changed(const pj_problem *a, const pj_problem *b, 
 PJ_API void pj_problem_free(pj_problem *problem);
 PJ_API int pj_problem_dim(const pj_problem *problem);
 PJ_API int64_t pj_problem_cells(const pj_problem *problem);
-/* The mesh along axis 0 (x), 1 (y) or 2 (z): cells (1 beyond the problem's dimension) and length
- * (the domain's extent; 0 beyond the dimension). 0 for another axis. */
+/* The mesh along axis 0 (x), 1 (y) or 2 (z): cells (1 beyond the problem's dimension), length
+ * (the domain's extent; 0 beyond the dimension) and origin (the lower corner, `x0 =`; 0 beyond the
+ * dimension): cell i's centre is origin + (i + 1/2) * length / n. 0 for another axis. */
 PJ_API int64_t pj_problem_n(const pj_problem *problem, int axis);
 PJ_API double pj_problem_length(const pj_problem *problem, int axis);
+PJ_API double pj_problem_origin(const pj_problem *problem, int axis);
 PJ_API int pj_problem_field_count(const pj_problem *problem);
 PJ_API const char *pj_problem_field_name(const pj_problem *problem, int field);
 PJ_API int pj_problem_param_count(const pj_problem *problem);

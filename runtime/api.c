@@ -201,6 +201,10 @@ double pj_problem_length(const pj_problem *pr, int axis)
 {
     return axis >= 0 && axis < pr->p->dim ? pr->p->length[axis] : 0;
 }
+double pj_problem_origin(const pj_problem *pr, int axis)
+{
+    return axis >= 0 && axis < pr->p->dim ? pr->p->origin[axis] : 0;
+}
 int pj_problem_field_count(const pj_problem *pr) { return pr->p->n_fields; }
 const char *pj_problem_field_name(const pj_problem *pr, int f) { return f >= 0 && f < pr->p->n_fields ? pr->p->field_names[f] : NULL; }
 int pj_problem_param_count(const pj_problem *pr) { return pr->p->n_params; }

@@ -22,6 +22,13 @@ static void run_both_backends(void **state)
     assert_int_equal(pj_problem_dim(pr), 1);
     assert_int_equal(pj_problem_cells(pr), 16);
     assert_string_equal(pj_problem_field_name(pr, 0), "u");
+    assert_true(pj_problem_length(pr, 0) == 1 && pj_problem_origin(pr, 0) == 0 && pj_problem_origin(pr, 1) == 0);
+    const char *box = "mesh grid(nx = 4, ny = 2, Lx = 2, Ly = 3, x0 = -1, y0 = 0.5)\nfield u\n";
+    pj_problem *pb;
+    assert_int_equal(pj_problem_compile("box.pde", box, strlen(box), &pb, NULL), PJ_OK);
+    assert_true(pj_problem_origin(pb, 0) == -1 && pj_problem_origin(pb, 1) == 0.5 && pj_problem_origin(pb, 2) == 0);
+    assert_true(pj_problem_origin(pb, -1) == 0 && pj_problem_origin(pb, 3) == 0 && pj_problem_length(pb, 1) == 3);
+    pj_problem_free(pb);
     assert_string_equal(pj_problem_param_name(pr, 0), "k");
     double out[2][16];
     for (int be = 0; be < 2; be++) {

@@ -40,6 +40,7 @@ int pj_problem_dim(const pj_problem *problem);
 int64_t pj_problem_cells(const pj_problem *problem);
 int64_t pj_problem_n(const pj_problem *problem, int axis);
 double pj_problem_length(const pj_problem *problem, int axis);
+double pj_problem_origin(const pj_problem *problem, int axis);
 int pj_problem_field_count(const pj_problem *problem);
 const char *pj_problem_field_name(const pj_problem *problem, int field);
 int pj_problem_param_count(const pj_problem *problem);
@@ -49,6 +50,8 @@ double pj_problem_until(const pj_problem *problem);
 int64_t pj_problem_steps(const pj_problem *problem);
 int pj_problem_has_output(const pj_problem *problem);
 double pj_problem_param(const pj_problem *problem, const char *name);
+int pj_problem_monitor_count(const pj_problem *problem);
+const char *pj_problem_monitor_name(const pj_problem *problem, int monitor);
 
 typedef struct pj_sim_options { pj_backend backend; int single; int threads; int fast_math;
     const char *solver_options; uint64_t seed; ...; } pj_sim_options;
@@ -63,6 +66,7 @@ pj_status pj_sim_init_from_csv(pj_sim *sim, const char *csv, char *err, size_t e
 void pj_sim_interrupt(pj_sim *sim);
 double pj_sim_time(const pj_sim *sim);
 int64_t pj_sim_steps(const pj_sim *sim);
+pj_status pj_sim_monitor(pj_sim *sim, const char *name, double *value, char *err, size_t err_len);
 pj_status pj_sim_adaptive_stats(const pj_sim *sim, int64_t *accepted, int64_t *rejected, double *dt_last,
                                 double *dt_next);
 pj_status pj_sim_redefine(pj_sim *sim, const char *text, char **diagnostics);

@@ -27,6 +27,12 @@ def _str(cdata):
     return ffi.string(cdata).decode("utf-8", "replace") if cdata != ffi.NULL else None
 
 
+def _num(value):
+    """A float as a repr shows it: the shortest text that reads back as it, without a trailing .0."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
 def _take_diagnostics(pp, fallback):
     """The malloc'd diagnostics of a failed compile as a str (freed here)."""
     if pp[0] == ffi.NULL:
@@ -92,9 +98,45 @@ def compile(source, scheme=None, name=None, consts=None):
     return Problem(ffi.gc(out[0], lib.pj_problem_free), name, data)
 
 
+class Mesh:
+    """problem.mesh and sim.mesh: the problem's grid. `shape` is NumPy's order, a field's
+    ((nz, ny, nx), (ny, nx) or (nx,)); `n`, `length`, `origin` and `h` (the spacing, length / n) are
+    per axis x, y, z (as many as the dimension); `x`, `y`, `z` are the cell centres,
+    origin + (i + 1/2) * h, as read-only float64 arrays shaped like a field (broadcast views: no
+    memory of their own; np.array(mesh.x) copies). A mesh without an axis has no attribute of it
+    (`mesh.z` in 2D raises AttributeError)."""
+
+    def __init__(self, problem):
+        h = problem._h
+        self.dim = problem.dim
+        self.n = tuple(int(lib.pj_problem_n(h, a)) for a in range(self.dim))
+        self.length = tuple(lib.pj_problem_length(h, a) for a in range(self.dim))
+        self.origin = tuple(lib.pj_problem_origin(h, a) for a in range(self.dim))
+        self.h = tuple(L / n for L, n in zip(self.length, self.n))
+        self.shape = tuple(reversed(self.n))
+        self.cells = int(np.prod(self.n))
+
+    def _centres(self, axis):
+        if axis >= self.dim:
+            raise AttributeError("a %dD mesh has no %s axis" % (self.dim, "xyz"[axis]))
+        line = self.origin[axis] + (np.arange(self.n[axis]) + 0.5) * self.h[axis]
+        along = [1] * self.dim
+        along[self.dim - 1 - axis] = self.n[axis]  # the field's axes are (z, y, x): x varies fastest
+        return np.broadcast_to(line.reshape(along), self.shape)
+
+    x = property(lambda self: self._centres(0), doc="The cells' x centres, shaped like a field.")
+    y = property(lambda self: self._centres(1), doc="The cells' y centres, shaped like a field (2D, 3D).")
+    z = property(lambda self: self._centres(2), doc="The cells' z centres, shaped like a field (3D).")
+
+    def __repr__(self):
+        return "<pdejit.Mesh grid(%s)>" % ", ".join(
+            ["n%s=%d" % (c, n) for c, n in zip("xyz", self.n)] + ["L%s=%s" % (c, _num(L)) for c, L in zip("xyz", self.length)]
+            + ["%s0=%s" % (c, _num(o)) for c, o in zip("xyz", self.origin)])
+
+
 class Problem:
-    """A compiled problem: its fields, params, mesh and time settings. simulate() makes
-    simulations of it (each keeps the problem alive)."""
+    """A compiled problem: its fields, params, mesh (a Mesh), monitors (their names) and time
+    settings. simulate() makes simulations of it (each keeps the problem alive)."""
 
     def __init__(self, handle, name, text):
         self._h = handle
@@ -111,6 +153,8 @@ class Problem:
         self.until = until if until >= 0 else None
         self.steps = steps if steps >= 0 else None
         self.has_output = bool(lib.pj_problem_has_output(h))
+        self.monitors = tuple(_str(lib.pj_problem_monitor_name(h, i)) for i in range(lib.pj_problem_monitor_count(h)))
+        self.mesh = Mesh(self)
 
     @property
     def shape(self):
@@ -131,8 +175,8 @@ class Problem:
         return Simulation(self, backend, threads, precision, fast_math, seed, solver_options)
 
     def __repr__(self):
-        return "<pdejit.Problem %s: %dD, %d cells, fields %s, params %s>" % (
-            self.name, self.dim, self.cells, ", ".join(self.fields), ", ".join(self.params) or "none")
+        return "<pdejit.Problem %s: %dD mesh %s, fields %s, params %s>" % (
+            self.name, self.dim, self.shape, ", ".join(self.fields) or "none", ", ".join(self.params) or "none")
 
 
 class _Params(collections.abc.MutableMapping):
@@ -163,6 +207,8 @@ class _Params(collections.abc.MutableMapping):
         return len(self._sim.problem.params)
 
     def __repr__(self):
+        if self._sim.closed:
+            return "<pdejit params of a closed Simulation>"
         return repr(dict(self))
 
 
@@ -171,18 +217,21 @@ class DeviceArray:
     Numba wrap it (cupy.asarray(sim.fields["u"])). Keeps its simulation alive."""
 
     def __init__(self, sim, ptr, shape, strides, dtype):
-        self._sim = sim
+        self._keep = sim._alive()  # the C simulation stays until this goes (Simulation.close)
         self.shape, self.strides, self.dtype = shape, strides, np.dtype(dtype)
         self.__cuda_array_interface__ = {"shape": shape, "strides": strides, "typestr": self.dtype.str,
                                          "data": (ptr, False), "version": 3, "stream": None}
 
+    def __repr__(self):
+        return "<pdejit.DeviceArray %s %s on the GPU>" % (self.shape, self.dtype.name)
+
 
 class _HostArrayOwner:
-    """The base object of a field's NumPy array: describes the memory and keeps the simulation
-    (and so the buffers) alive while any array on it exists."""
+    """The base object of a field's NumPy array: describes the memory and keeps the C simulation
+    (and so the buffers) alive while any array on it exists, Simulation.close() or not."""
 
     def __init__(self, sim, ptr, shape, strides, dtype):
-        self._sim = sim
+        self._keep = sim._alive()
         self.__array_interface__ = {"shape": shape, "strides": strides, "typestr": np.dtype(dtype).str,
                                     "data": (ptr, False), "version": 3}
 
@@ -215,6 +264,13 @@ class _Fields(collections.abc.Mapping):
 
     def __len__(self):
         return len(self._sim.problem.fields)
+
+    def __repr__(self):
+        sim = self._sim
+        return "<pdejit fields %s of %s: %s %s%s>" % (
+            ", ".join(sim.problem.fields) or "none", sim.problem.name, sim.problem.shape,
+            "float64" if sim.precision == "double" else "float32",
+            ", closed" if sim.closed else " on %s" % sim.backend)
 
 
 class _Interruptible:
@@ -278,14 +334,65 @@ class Simulation:
         self.problem = problem
         self.backend = backend
         self.precision = precision
-        self._h = ffi.gc(out[0], lib.pj_sim_free)
-        self._solver_options = keep
+        self._handle = ffi.gc(out[0], lib.pj_sim_free)
+        # what the C simulation needs alive: itself, its problem, the options string it may read
+        self._keep = (self._handle, problem, keep)
         self.params = _Params(self)
         self.fields = _Fields(self)
         # the C API lets pj_sim_redefine run beside pj_sim_advance, nothing else: stepping calls
         # (and param changes) take one lock, redefinitions another
         self._step_lock = threading.Lock()
         self._redefine_lock = threading.Lock()
+
+    @property
+    def _h(self):
+        h = self._handle
+        if h is None:
+            raise InputError("this Simulation of %s is closed (close() or the end of its with block)" %
+                             self.problem.name)
+        return h
+
+    @property
+    def closed(self):
+        return self._handle is None
+
+    def close(self):
+        """Frees the C simulation: its fields, kernels and solver (a field array taken before keeps
+        its buffer until it goes). Waits for a stepping call on another thread to end; closing twice
+        does nothing. Using the simulation afterwards raises InputError ("... is closed")."""
+        with self._step_lock, self._redefine_lock:
+            self._handle = self._keep = None
+
+    def _alive(self):
+        self._h  # raises when closed
+        return self._keep
+
+    def __enter__(self):
+        self._h  # a closed simulation cannot be entered
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    @property
+    def mesh(self):
+        """The problem's Mesh: shape, h, cell centres x, y, z."""
+        return self.problem.mesh
+
+    def monitors(self):
+        """The file's monitors (`monitor NAME = integral(e) ...`) evaluated at the current state:
+        {name: value} in the order written, the numbers `pdejit run` writes to monitor.csv at this
+        time ({} when the file has none)."""
+        h = self._h
+        value = ffi.new("double *")
+        err = ffi.new("char[]", _ERR_LEN)
+        out = {}
+        with self._step_lock:
+            for name in self.problem.monitors:
+                _check(lib.pj_sim_monitor(h, name.encode(), value, err, _ERR_LEN), err, what="monitor %s" % name)
+                out[name] = value[0]
+        return out
 
     @property
     def t(self):
@@ -442,8 +549,10 @@ class Simulation:
                 "ms_compiler": i.ms_compiler}
 
     def __repr__(self):
-        return "<pdejit.Simulation of %s on %s at t=%g after %d steps>" % (self.problem.name, self.backend, self.t,
-                                                                           self.steps)
+        p = self.problem
+        where = "closed" if self.closed else "t=%s after %d steps" % (_num(self.t), self.steps)
+        return "<pdejit.Simulation of %s on %s (%s): mesh %s, fields %s, %s>" % (
+            p.name, self.backend, self.precision, p.shape, ", ".join(p.fields) or "none", where)
 
 
-__all__ = ["compile", "Problem", "Simulation", "RunResult", "DeviceArray", "Error"]
+__all__ = ["compile", "Problem", "Mesh", "Simulation", "RunResult", "DeviceArray", "Error"]

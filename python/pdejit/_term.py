@@ -65,6 +65,9 @@ class DeviceBuffer:
         self.__cuda_array_interface__ = {"shape": self.shape, "strides": None, "typestr": typestr,
                                          "data": (self._ptr, False), "version": 3, "stream": None}
 
+    def __repr__(self):
+        return "<pdejit.DeviceBuffer %s %s on the GPU>" % (self.shape, self.dtype.name)
+
     def __del__(self):
         if getattr(self, "_ptr", 0):
             lib.pj_term_device_free(self._h, ffi.cast("void *", self._ptr))
@@ -452,6 +455,9 @@ class Derivative:
 
     def _device_handle(self, typestr="<f8"):
         return self.term._device_handle(typestr)
+
+    def __repr__(self):
+        return "<pdejit.Derivative d/d%s of %r on %s cells>" % (self.field, self.term.expr, "x".join(map(str, self.term.grid)))
 
     def __call__(self, out=None, t=0.0, **inputs):
         term = self.term

@@ -425,3 +425,179 @@ time dt = 0.01, until = 0.1
     assert a.fields["eta2"].shape == (2, 6) and 0.15 < a.fields["eta2"].min() < 0.2
     with pytest.raises(KeyError):
         a.fields["eta"]
+
+
+# issue 26 item 1: reprs, close() and with, cell coordinates, monitors
+
+def test_reprs_are_informative_one_liners():
+    p = pdejit.compile(DIFFUSION_1D, name="diff.pde")
+    assert repr(p) == "<pdejit.Problem diff.pde: 1D mesh (8,), fields u, params D, twice>"
+    assert repr(p.mesh) == "<pdejit.Mesh grid(nx=8, Lx=8, x0=0)>"
+    sim = p.simulate(backend="interp")
+    assert repr(sim) == ("<pdejit.Simulation of diff.pde on interp (double): mesh (8,), fields u, "
+                         "t=0 after 0 steps>")
+    sim.advance(0.5)
+    assert repr(sim).endswith("t=0.5 after 2 steps>")
+    assert repr(sim.fields) == "<pdejit fields u of diff.pde: (8,) float64 on interp>"
+    assert repr(sim.params) == "{'D': 1.0, 'twice': 2.0}"
+    q = pdejit.compile("mesh grid(nx = 5, ny = 3, Ly = 0.5, y0 = -1)\nfield a, b\n", name="q.pde")
+    assert repr(q.mesh) == "<pdejit.Mesh grid(nx=5, ny=3, Lx=1, Ly=0.5, x0=0, y0=-1)>"
+    assert repr(q.simulate(precision="single").fields) == "<pdejit fields a, b of q.pde: (3, 5) float32 on cpu>"
+    term = pdejit.Term("lap(u)", grid=(4, 3), spacing=(1, 1))
+    assert repr(term) == "<pdejit.Term 'lap(u)' on 4x3 cells, inputs u>"
+    assert repr(term.jacobian("u")) == "<pdejit.Derivative d/du of 'lap(u)' on 4x3 cells>"
+    # a GPU field's wrapper (made here over no memory: its repr reads nothing)
+    assert repr(pdejit.DeviceArray(sim, 0, (3, 5), (40, 8), np.float32)) == "<pdejit.DeviceArray (3, 5) float32 on the GPU>"
+    for r in (repr(p), repr(sim), repr(sim.fields), repr(p.mesh), repr(term)):
+        assert "\n" not in r and " at 0x" not in r
+
+
+def test_run_result_repr_names_its_numbers():
+    sim = pdejit.compile(DIFFUSION_1D, name="diff.pde").simulate(backend="interp")
+    r = sim.run(outputs=False)
+    assert repr(r) == "RunResult(steps=4, t=1.0, seconds=%r, snapshots=0)" % r.seconds
+
+
+def test_close_frees_and_a_closed_simulation_raises():
+    sim = pdejit.compile(DIFFUSION_1D, name="diff.pde").simulate()
+    assert not sim.closed
+    sim.close()
+    assert sim.closed
+    sim.close()  # twice: nothing
+    message = "this Simulation of diff.pde is closed (close() or the end of its with block)"
+    for use in (lambda: sim.t, lambda: sim.steps, lambda: sim.advance(1.0), lambda: sim.run(),
+                lambda: sim.fields["u"], lambda: sim.params["D"], lambda: sim.params.__setitem__("D", 2),
+                lambda: sim.redefine("func f(s) = s"), lambda: sim.monitors(), lambda: sim.solver_stats(),
+                lambda: sim.info, lambda: sim.interrupt(), lambda: sim.resume("x.pjc"), lambda: sim.__enter__()):
+        with pytest.raises(pdejit.InputError) as e:
+            use()
+        assert str(e.value) == message
+    assert repr(sim) == "<pdejit.Simulation of diff.pde on cpu (double): mesh (8,), fields u, closed>"
+    assert repr(sim.fields) == "<pdejit fields u of diff.pde: (8,) float64, closed>"
+    assert repr(sim.params) == "<pdejit params of a closed Simulation>"
+    assert sim.mesh.shape == (8,)  # the problem's: still there
+
+
+def test_with_closes_and_arrays_taken_before_stay_valid():
+    problem = pdejit.compile(DIFFUSION_1D.replace("field u = 0", "field u = x"))
+    with problem.simulate() as sim:
+        sim.advance(0.5)
+        u = sim.fields["u"]
+        expected = u.copy()
+    assert sim.closed
+    gc.collect()
+    assert np.array_equal(u, expected)  # the array keeps its buffer until it goes
+    u[0] = 7.0
+    assert u[0] == 7.0
+    with pytest.raises(RuntimeError):
+        with problem.simulate() as other:
+            raise RuntimeError("inside")
+    assert other.closed
+
+
+def malloc_in_use():
+    """Bytes malloc has handed out and not had back (glibc's mallinfo2: all arenas, mmap'd blocks
+    included), whatever it returns to the system: RSS cannot tell once MPI (loaded with PETSc for
+    an implicit scheme) has told malloc never to trim or mmap."""
+    import ctypes
+
+    class Info(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in
+                    "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+    libc = ctypes.CDLL(None)
+    if not hasattr(libc, "mallinfo2"):
+        pytest.skip("no mallinfo2 (glibc < 2.33)")
+    libc.mallinfo2.restype = Info
+    info = libc.mallinfo2()
+    return info.uordblks + info.hblkhd
+
+
+def test_close_gives_the_memory_back():
+    problem = pdejit.compile("mesh grid(nx = 1000, ny = 1000)\nfield u = 1\n")
+    sims = [problem.simulate(backend="interp") for _ in range(4)]  # 4 fields of 8 MB
+    gc.collect()
+    before = malloc_in_use()
+    for s in sims:
+        s.close()
+    gc.collect()
+    freed = before - malloc_in_use()
+    assert freed > 30 << 20, "close() freed %d bytes of 32 MB" % freed
+    with problem.simulate(backend="interp") as sim:
+        u = sim.fields["u"]
+    gc.collect()
+    before = malloc_in_use()
+    del u  # the last array on the closed simulation: its buffers go with it
+    gc.collect()
+    assert before - malloc_in_use() > 7 << 20
+
+
+def test_cell_centres_follow_the_mesh_formula():
+    text = "mesh grid(nx = 5, ny = 3, nz = 2, Lx = 2, Ly = 0.6, Lz = 4, x0 = -1, z0 = 10)\nfield u = x, v = y, w = z\n"
+    sim = pdejit.compile(text).simulate(backend="interp")
+    m = sim.mesh
+    assert m is sim.problem.mesh
+    assert m.shape == (2, 3, 5) == sim.fields["u"].shape and m.n == (5, 3, 2) and m.dim == 3
+    assert m.length == (2, 0.6, 4) and m.origin == (-1, 0, 10) and m.h == (2 / 5, 0.6 / 3, 4 / 2)
+    for k in range(2):
+        for j in range(3):
+            for i in range(5):
+                assert m.x[k, j, i] == -1 + (i + 0.5) * (2 / 5)
+                assert m.y[k, j, i] == 0 + (j + 0.5) * (0.6 / 3)
+                assert m.z[k, j, i] == 10 + (k + 0.5) * (4 / 2)
+    # the same centres as the kernels evaluate for `x`, `y`, `z`
+    for name, c in (("u", m.x), ("v", m.y), ("w", m.z)):
+        assert c.shape == sim.fields[name].shape and c.dtype == np.float64
+        np.testing.assert_allclose(sim.fields[name], c, rtol=0, atol=1e-15)
+    assert not m.x.flags.writeable
+    with pytest.raises(ValueError):
+        m.x[0, 0, 0] = 1
+
+
+def test_cell_centres_in_1d_and_2d_and_missing_axes():
+    m1 = pdejit.compile("mesh grid(nx = 4, Lx = 2)\nfield u\n").simulate().mesh
+    assert np.array_equal(m1.x, [0.25, 0.75, 1.25, 1.75]) and m1.h == (0.5,)
+    with pytest.raises(AttributeError) as e:
+        m1.y
+    assert str(e.value) == "a 1D mesh has no y axis"
+    p2 = pdejit.compile("mesh grid(nx = 4, ny = 2, y0 = 1)\nfield u = x + 10*y\n")
+    sim = p2.simulate(backend="interp")
+    m2 = sim.mesh
+    assert m2.x.shape == m2.y.shape == (2, 4)
+    assert np.array_equal(m2.x[0], [0.125, 0.375, 0.625, 0.875]) and np.array_equal(m2.x[1], m2.x[0])
+    assert np.array_equal(m2.y[:, 0], [1.25, 1.75]) and np.array_equal(m2.y[:, 3], m2.y[:, 0])
+    np.testing.assert_allclose(sim.fields["u"], m2.x + 10 * m2.y, rtol=1e-15)
+    assert not hasattr(m2, "z")
+
+
+MONITORED = """mesh grid(nx = 10, Lx = 2)
+field u = x
+eq dt(u) = -u
+time dt = 0.1, until = 0.5
+monitor every = 0.1, total = integral(u), top = maxval(u), low = minval(u), avg = mean(u)
+"""
+
+
+def test_monitors_now_and_as_the_run_writes_them(in_tmp):
+    p = pdejit.compile(MONITORED, name="mon.pde")
+    assert p.monitors == ("total", "top", "low", "avg")
+    sim = p.simulate(backend="interp")
+    x = sim.mesh.x
+    got = sim.monitors()
+    assert list(got) == ["total", "top", "low", "avg"]
+    assert got["total"] == pytest.approx(np.sum(x) * 0.2, rel=1e-14)   # integral: the sum times the cell volume
+    assert got["top"] == x.max() and got["low"] == x.min()
+    assert got["avg"] == pytest.approx(np.mean(x), rel=1e-14)
+    sim.advance(0.3)
+    u = sim.fields["u"]
+    assert sim.monitors()["top"] == u.max() and sim.monitors()["total"] == pytest.approx(u.sum() * 0.2, rel=1e-14)
+    # the numbers `pdejit run` writes to monitor.csv at the same time
+    with open("mon.pde", "w") as f:
+        f.write(MONITORED)
+    subprocess.run([BINARY, "run", "mon.pde", "--quiet", "--out", "mon.out"], check=True)
+    rows = [line.split(",") for line in open("mon.out/monitor.csv").read().split("\n")[1:] if line]
+    at = [r for r in rows if abs(float(r[0]) - 0.3) < 1e-9]
+    assert at, rows
+    mine = sim.monitors()
+    for name, text in zip(("total", "top", "low", "avg"), at[0][-4:]):
+        assert mine[name] == pytest.approx(float(text), rel=1e-12)
+    assert pdejit.compile(DIFFUSION_1D).simulate().monitors() == {}
