@@ -35,6 +35,10 @@ typedef enum pj_scheme {
 #define PJ_SCHEME_EMBEDDED(s) ((s) == PJ_RK23 || (s) == PJ_RK45)
 typedef enum pj_bc_kind { PJ_BC_NEUMANN0, PJ_BC_LINEAR, PJ_BC_PERIODIC } pj_bc_kind;
 enum { PJ_FMT_CSV = 1, PJ_FMT_VTK = 2, PJ_FMT_PNG = 4 };
+/* `output ..., colormap = NAME`: the PNG frames' colour map (runtime/picture.h); the names in
+ * PJ_CMAP_NAMES's order */
+typedef enum pj_colormap { PJ_CMAP_VIRIDIS, PJ_CMAP_MAGMA, PJ_CMAP_GRAY, PJ_CMAP_COOLWARM, PJ_N_CMAPS } pj_colormap;
+#define PJ_CMAP_NAMES {"viridis", "magma", "gray", "coolwarm"}
 /* What a monitor reports: the sum of e times the cell volume, the largest e, the smallest, the
  * mean (the sum over the number of cells). */
 typedef enum pj_monitor_kind { PJ_MON_INTEGRAL, PJ_MON_MAXVAL, PJ_MON_MINVAL, PJ_MON_MEAN } pj_monitor_kind;
@@ -145,6 +149,10 @@ typedef struct pj_program {
     double *output_at;    /* `output at = T1, T2, ...`: n_output_at increasing times (then
                              output_every is 0), else NULL */
     int n_output_at;
+    int output_colormap;  /* pj_colormap of the PNG frames; viridis when not given */
+    int has_output_range; /* `range = LO, HI`: every PNG frame on output_range[0]..[1] (LO < HI);
+                             else each frame on its own min..max */
+    double output_range[2];
 
     /* monitors: named reductions over the cells (`monitor every = , NAME = integral(e) ...`) */
     int has_monitor;      /* the file has a monitor statement: monitor.csv is written */

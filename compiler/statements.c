@@ -296,6 +296,42 @@ void read_solver(compiler *C, pj_program *p)
                    "this problem steps explicitly with %s", scheme_name(p->scheme));
 }
 
+/* `range = LO, HI` and `colormap = NAME` of an output statement: the PNG frames' scale. */
+static void read_output_picture(compiler *C, const ast_stmt *st, pj_program *p)
+{
+    const ast_kwarg *kw;
+    if ((kw = stmt_kwarg_named(st, "range"))) {
+        double v[2];
+        if (kw->n_more != 1)
+            diag_error(C->d, kw->n_more ? kw->more[1]->loc : kw->value->loc, "output range takes two values: range = LO, HI");
+        else if (stmt_const_setting(C, kw, &v[0]) == 0 && sema_check_expr(C, kw->more[0], NULL) == 0 &&
+                 lower_const_value(C, kw->more[0], &v[1]) == 0) {
+            char a[32], b[32];
+            if (!isfinite(v[0]) || !isfinite(v[1]) || !(v[0] < v[1]))
+                diag_error(C->d, kw->value->loc, "output range: LO must be below HI (both finite), not %s, %s",
+                           diag_number(a, sizeof a, v[0]), diag_number(b, sizeof b, v[1]));
+            else {
+                p->has_output_range = 1;
+                p->output_range[0] = v[0];
+                p->output_range[1] = v[1];
+            }
+        }
+    }
+    if ((kw = stmt_kwarg_named(st, "colormap"))) {
+        static const char *const names[] = PJ_CMAP_NAMES;
+        const char *v = kw->value && kw->value->kind == AST_NAME ? kw->value->name : NULL;
+        int found = -1;
+        for (int q = 0; v && q < PJ_N_CMAPS; q++)
+            if (!strcmp(v, names[q])) found = q;
+        if (found >= 0) p->output_colormap = found;
+        else {
+            const char *near = v ? diag_closest(v, names, PJ_N_CMAPS) : NULL;
+            diag_error(C->d, kw->value ? kw->value->loc : kw->loc, "unknown colormap '%s'%s%s%s; colormaps are viridis, "
+                       "magma, gray, coolwarm", v ? v : "?", near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+        }
+    }
+}
+
 void read_output(compiler *C, pj_program *p)
 {
     p->output_every = 0;
@@ -304,8 +340,8 @@ void read_output(compiler *C, pj_program *p)
         const ast_stmt *st = C->ast->stmts[i];
         if (st->kind != ST_OUTPUT) continue;
         p->has_output = 1;
-        static const char *const keys[] = {"every", "at", "format", "fields"};
-        if (stmt_check_kwargs(C, st, "output", keys, 4)) continue;
+        static const char *const keys[] = {"every", "at", "format", "fields", "range", "colormap"};
+        if (stmt_check_kwargs(C, st, "output", keys, 6)) continue;
         const ast_kwarg *kw;
         if ((kw = stmt_kwarg_named(st, "at"))) {
             if (stmt_kwarg_named(st, "every")) {
@@ -363,6 +399,7 @@ void read_output(compiler *C, pj_program *p)
                 else diag_error(C->d, loc, "unknown output format%s%s; formats are csv, vtk, png", name ? " " : "", name ? name : "");
             }
         }
+        read_output_picture(C, st, p);
         if ((kw = stmt_kwarg_named(st, "fields"))) {
             free(p->output_fields); /* a second output statement's list replaces the first */
             p->output_fields = statements_need(C, malloc(sizeof(int) * (size_t)(kw->n_words + 1)));

@@ -415,6 +415,7 @@ static double next_time(double every, const double *at, int n_at, double after, 
 static writers_series *open_series(engine *e, const driver_options *o, char *err, size_t err_len)
 {
     writers_series *ws = writers_series_open(o->out_dir, o->formats, err, err_len);
+    if (ws) writers_series_set_png(ws, &o->png);
     if (ws && engine_processes(e) > 1) {
         int np = engine_processes(e);
         const grid_block *bl = engine_blocks(e);

@@ -19,6 +19,7 @@ typedef struct driver_options {
     const char *out_dir;    /* NULL: no snapshots, no monitor.csv */
     int no_snapshots;       /* out_dir takes monitor.csv only */
     int formats;            /* PJ_FMT_* */
+    writers_png_style png;  /* the PNG frames' colour map and scale */
     const int *fields;      /* fields written in snapshots */
     int n_fields;
     const char *dump_path;  /* NULL: no final dump */

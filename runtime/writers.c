@@ -4,6 +4,7 @@
  * rename over the target; any failure unlinks the temporary file and reports path: strerror. */
 #include "writers.h"
 #include "diag.h"
+#include "picture.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -396,24 +397,6 @@ int writers_pvd(const char *path, int n, const double *times, const char *const 
 
 /* ---- PNG ------------------------------------------------------------------------------- */
 
-/* viridis at 10 evenly spaced stops (matplotlib), interpolated linearly */
-static const unsigned char viridis[10][3] = {
-    {0x44, 0x01, 0x54}, {0x48, 0x28, 0x78}, {0x3e, 0x49, 0x89}, {0x31, 0x68, 0x8e}, {0x26, 0x82, 0x8e},
-    {0x1f, 0x9e, 0x89}, {0x35, 0xb7, 0x79}, {0x6e, 0xce, 0x58}, {0xb5, 0xde, 0x2b}, {0xfd, 0xe7, 0x25},
-};
-
-static void colour(double s, unsigned char rgb[3])
-{
-    if (!(s >= 0)) s = 0;
-    if (s > 1) s = 1;
-    double x = s * 9;
-    int i = (int)x;
-    if (i > 8) i = 8;
-    double w = x - i;
-    for (int c = 0; c < 3; c++)
-        rgb[c] = (unsigned char)lround(viridis[i][c] * (1 - w) + viridis[i + 1][c] * w);
-}
-
 typedef struct png_err { jmp_buf jb; char msg[200]; } png_err;
 
 static void png_on_error(png_structp png, png_const_charp msg)
@@ -429,46 +412,107 @@ static void png_on_warning(png_structp png, png_const_charp msg)
     (void)msg;
 }
 
-int writers_png(const char *path, const writers_frame *fr, int f, char *err, size_t err_len)
+/* The picture of a frame's field (writers.h): white, the field's cells at the top left, the colour
+ * bar to their right, the header and the bar's labels in black. */
+typedef struct png_layout {
+    int64_t nx, ny, scale;    /* cells drawn across and up, pixels a cell side */
+    int64_t pw, ph;           /* the field's pixels */
+    int64_t w, h;             /* the image */
+    double lo, hi;
+    char head[96], top[32], bottom[32];
+} png_layout;
+
+enum { PNG_MARGIN = 8, PNG_BAR = 24, PNG_FONT = 2, PNG_HEAD = 2 * PNG_MARGIN + 7 * PNG_FONT };
+
+static void png_plan(png_layout *L, const writers_frame *fr, int f, const double *d, const writers_png_style *st)
+{
+    L->nx = fr->n[0];
+    L->ny = fr->dim >= 2 ? fr->n[1] : 1;
+    int64_t longest = L->nx > L->ny ? L->nx : L->ny;
+    L->scale = longest >= 512 ? 1 : (512 + longest - 1) / longest;
+    L->pw = L->nx * L->scale;
+    L->ph = L->ny * L->scale;
+    if (fr->dim == 1) { /* a 1D field: a band, its cells as columns, of at most 2^24 pixels from 2^17 cells on */
+        int64_t band = L->pw / 6 < 128 ? L->pw / 6 : 128, most = (int64_t)1 << 24;
+        if (band * L->pw > most) band = most / L->pw > 8 ? most / L->pw : 8;
+        if (band > L->ph) L->ph = band;
+    }
+    if (st && st->fixed) {
+        L->lo = st->lo;
+        L->hi = st->hi;
+    } else {
+        L->lo = INFINITY;
+        L->hi = -INFINITY;
+        for (int64_t c = 0; c < L->nx * L->ny; c++)
+            if (isfinite(d[c])) {
+                if (d[c] < L->lo) L->lo = d[c];
+                if (d[c] > L->hi) L->hi = d[c];
+            }
+        if (!(L->lo <= L->hi)) L->lo = L->hi = 0; /* no finite value */
+    }
+    char a[32];
+    snprintf(L->head, sizeof L->head, "%.40s  t = %s", fr->names[f], diag_number(a, sizeof a, fr->t));
+    snprintf(L->top, sizeof L->top, "%.4g", L->hi); /* the labels: 4 digits */
+    snprintf(L->bottom, sizeof L->bottom, "%.4g", L->lo);
+    int tw = picture_text_width(L->top, PNG_FONT), bw = picture_text_width(L->bottom, PNG_FONT);
+    int64_t label = 4 + (tw > bw ? tw : bw);
+    L->w = PNG_MARGIN + L->pw + PNG_MARGIN + PNG_BAR + label + PNG_MARGIN;
+    int64_t hw = 2 * PNG_MARGIN + picture_text_width(L->head, PNG_FONT);
+    if (L->w < hw) L->w = hw;
+    L->h = PNG_HEAD + L->ph + PNG_MARGIN;
+}
+
+static void png_draw(unsigned char *pix, const png_layout *L, const double *d, const writers_png_style *st)
+{
+    int cmap = st ? st->colormap : PJ_CMAP_VIRIDIS;
+    static const unsigned char black[3] = {0, 0, 0};
+    memset(pix, 255, (size_t)(L->w * L->h * 3));
+    for (int64_t r = 0; r < L->ph; r++) {
+        int64_t j = L->ny - 1 - (L->ny > 1 ? r / L->scale : 0); /* y up */
+        unsigned char *row = pix + ((PNG_HEAD + r) * L->w + PNG_MARGIN) * 3;
+        for (int64_t i = 0; i < L->nx; i++) {
+            double v = d[i + j * L->nx];
+            unsigned char px[3] = {128, 128, 128};
+            if (isfinite(v)) picture_colour(cmap, L->hi > L->lo ? (v - L->lo) / (L->hi - L->lo) : 0.5, px);
+            for (int64_t q = 0; q < L->scale; q++) memcpy(row + (i * L->scale + q) * 3, px, 3);
+        }
+    }
+    int64_t bx = PNG_MARGIN + L->pw + PNG_MARGIN;
+    for (int64_t r = 0; r < L->ph; r++) { /* the bar: hi at the top row, lo at the bottom one */
+        unsigned char px[3];
+        picture_colour(cmap, L->ph > 1 ? 1 - (double)r / (double)(L->ph - 1) : 1, px);
+        for (int64_t q = 0; q < PNG_BAR; q++) memcpy(pix + ((PNG_HEAD + r) * L->w + bx + q) * 3, px, 3);
+    }
+    int W = (int)L->w, H = (int)L->h, lx = (int)(bx + PNG_BAR + 4);
+    picture_text(pix, W, H, PNG_MARGIN, PNG_MARGIN, L->head, PNG_FONT, black);
+    picture_text(pix, W, H, lx, PNG_HEAD, L->top, PNG_FONT, black);
+    picture_text(pix, W, H, lx, (int)(PNG_HEAD + L->ph - 7 * PNG_FONT), L->bottom, PNG_FONT, black);
+}
+
+int writers_png(const char *path, const writers_frame *fr, int f, const writers_png_style *st, char *err, size_t err_len)
 {
     if (f < 0 || f >= fr->n_fields) {
         diag_set(err, err_len, "%s: no field %d to draw", path, f);
         return -1;
     }
-    int64_t w = fr->n[0], h = fr->dim >= 2 ? fr->n[1] : 1;
-    if (w > 1000000 || h > 1000000) {
+    if (fr->n[0] > 1000000 || (fr->dim >= 2 && fr->n[1] > 1000000)) {
         diag_set(err, err_len, "%s: image too large", path);
         return -1;
     }
     int64_t kslice = fr->dim == 3 ? fr->n[2] / 2 : 0;
     const double *d = fr->data[f] + kslice * fr->n[0] * fr->n[1];
-    double lo = INFINITY, hi = -INFINITY;
-    for (int64_t c = 0; c < w * h; c++)
-        if (isfinite(d[c])) {
-            if (d[c] < lo) lo = d[c];
-            if (d[c] > hi) hi = d[c];
-        }
-    unsigned char *pix = malloc((size_t)(w * h * 3));
-    png_bytep *rows = malloc(sizeof *rows * (size_t)h);
+    png_layout L;
+    png_plan(&L, fr, f, d, st);
+    unsigned char *pix = malloc((size_t)(L.w * L.h * 3));
+    png_bytep *rows = malloc(sizeof *rows * (size_t)L.h);
     if (!pix || !rows) {
         free(pix);
         free(rows);
         diag_set(err, err_len, "%s: %s", path, strerror(ENOMEM));
         return -1;
     }
-    for (int64_t r = 0; r < h; r++) {
-        int64_t j = h - 1 - r; /* y up */
-        rows[r] = pix + r * w * 3;
-        for (int64_t i = 0; i < w; i++) {
-            double v = d[i + j * w];
-            unsigned char *px = rows[r] + i * 3;
-            if (!isfinite(v)) {
-                px[0] = px[1] = px[2] = 128;
-                continue;
-            }
-            colour(hi > lo ? (v - lo) / (hi - lo) : 0.5, px);
-        }
-    }
+    png_draw(pix, &L, d, st);
+    for (int64_t r = 0; r < L.h; r++) rows[r] = pix + r * L.w * 3;
     afile a;
     if (af_open(&a, path, err, err_len)) {
         free(pix);
@@ -496,8 +540,19 @@ int writers_png(const char *path, const writers_frame *fr, int f, char *err, siz
         return -1;
     }
     png_init_io(png, a.f);
-    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+    png_set_IHDR(png, info, (png_uint_32)L.w, (png_uint_32)L.h, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    static const char *const cmaps[] = PJ_CMAP_NAMES;
+    char t[32], range[80], lo[32], hi[32];
+    snprintf(range, sizeof range, "%s,%s", diag_number(lo, sizeof lo, L.lo), diag_number(hi, sizeof hi, L.hi));
+    png_text text[4] = {
+        {.compression = PNG_TEXT_COMPRESSION_NONE, .key = "field", .text = (char *)fr->names[f]},
+        {.compression = PNG_TEXT_COMPRESSION_NONE, .key = "t", .text = (char *)diag_number(t, sizeof t, fr->t)},
+        {.compression = PNG_TEXT_COMPRESSION_NONE, .key = "range", .text = range},
+        {.compression = PNG_TEXT_COMPRESSION_NONE, .key = "colormap",
+         .text = (char *)cmaps[st && st->colormap >= 0 && st->colormap < PJ_N_CMAPS ? st->colormap : 0]},
+    };
+    png_set_text(png, info, text, 4);
     png_write_info(png, info);
     png_write_image(png, rows);
     png_write_end(png, NULL);
@@ -636,7 +691,10 @@ struct writers_series {
     double *times;
     int n_pieces;          /* 0: whole-mesh .vti snapshots; else .pvti of these blocks */
     int64_t (*piece_first)[3], (*piece_n)[3];
+    writers_png_style png; /* zero: viridis, each frame on its own min..max */
 };
+
+void writers_series_set_png(writers_series *ws, const writers_png_style *st) { ws->png = *st; }
 
 int writers_series_set_pieces(writers_series *ws, int n_pieces, const int64_t (*first)[3], const int64_t (*n)[3])
 {
@@ -778,7 +836,7 @@ int writers_series_write(writers_series *ws, const writers_frame *fr, char *err,
     }
     for (int v = 0; !rc && (ws->formats & PJ_FMT_PNG) && v < fr->n_fields; v++) {
         snprintf(path, plen, "%s/%s_%06d.png", ws->dir, fr->names[v], n);
-        rc = writers_png(path, fr, v, err, err_len);
+        rc = writers_png(path, fr, v, &ws->png, err, err_len);
     }
     if (!rc && ws->count == ws->cap) {
         int nc = ws->cap ? 2 * ws->cap : 16;

@@ -61,10 +61,23 @@ void writers_piece_name(char *out, size_t len, int index, int rank);
 int writers_pvd(const char *path, int n, const double *times, const char *const *files, char *err,
                 size_t err_len);
 
-/* A colour-mapped (viridis, min..max of the field's finite values) 8-bit RGB PNG of field f:
- * one pixel per cell, y up (row 0 of the image is the top row of cells). 1D: one row of
- * pixels; 3D: the slice k = n[2]/2. Non-finite values are drawn grey. */
-int writers_png(const char *path, const writers_frame *fr, int f, char *err, size_t err_len);
+/* How the PNG frames are drawn: a colour map (pj_colormap, runtime/picture.h) and a fixed scale
+ * lo < hi (fixed), else each frame's min..max of the field's finite values. */
+typedef struct writers_png_style { int colormap; int fixed; double lo, hi; } writers_png_style;
+
+/* An 8-bit RGB PNG of field f of fr (style NULL: viridis, the frame's min..max). Layout, on white:
+ *   - a header line at the top left: the field's name and `t = T` (5x7 font, 2 pixels a dot);
+ *   - below it the field, nearest-neighbour scaled by the integer factor that makes the longer
+ *     side at least 512 pixels (1 from 512 cells on), y up (the top row is the top row of cells);
+ *     1D: the cells as columns of a band 1/6 as high as long (at most 128 pixels, and at most
+ *     2^24 pixels in all but 8 rows); 3D: the slice k = n[2]/2;
+ *     non-finite values grey (128, 128, 128), values outside the scale the map's ends;
+ *   - 8 pixels to its right the colour bar, 24 pixels wide and as high as the field, the map's
+ *     top (hi) in its top row and its bottom (lo) in its bottom row, with hi and lo written beside
+ *     its two ends.
+ * tEXt chunks: field, t, range (`LO,HI`), colormap. */
+int writers_png(const char *path, const writers_frame *fr, int f, const writers_png_style *style, char *err,
+                size_t err_len);
 
 /* Opens the regular file at path for reading ("r"): the open does not block (O_NONBLOCK: a FIFO
  * or a device named in its place is not waited for) and anything but a regular file is refused.
@@ -91,6 +104,8 @@ writers_series *writers_series_open(const char *dir, int formats, char *err, siz
  * snapshot_N_pR.vti (one per block, written by whoever holds it: writers_piece_name) instead of
  * snapshot_N.vti, and the .pvd lists the .pvti files. first and n: n_pieces blocks (copied). */
 int writers_series_set_pieces(writers_series *ws, int n_pieces, const int64_t (*first)[3], const int64_t (*n)[3]);
+/* The PNG frames' style (default: zero, viridis on each frame's own min..max); copied. */
+void writers_series_set_png(writers_series *ws, const writers_png_style *style);
 /* Writes snapshot number writers_series_count() of fr and updates the index files. */
 int writers_series_write(writers_series *ws, const writers_frame *fr, char *err, size_t err_len);
 int writers_series_count(const writers_series *ws);

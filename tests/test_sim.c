@@ -710,23 +710,28 @@ static void png_roundtrip(void **state)
     writers_frame fr = {2, {8, 5, 1}, {1, 1, 1}, {0, 0, 0}, 0, 1, names, data, {0, 0, 0}};
     char *dir = tu_tempdir("png"), path[300], err[300];
     snprintf(path, sizeof path, "%s/u.png", dir);
-    assert_int_equal(writers_png(path, &fr, 0, err, sizeof err), 0);
+    assert_int_equal(writers_png(path, &fr, 0, NULL, err, sizeof err), 0);
     png_image img;
     memset(&img, 0, sizeof img);
     img.version = PNG_IMAGE_VERSION;
     assert_true(png_image_begin_read_from_file(&img, path));
-    assert_int_equal(img.width, 8);
-    assert_int_equal(img.height, 5);
+    /* 8 x 5 cells at 64 pixels a cell (512 across) below a 30-pixel header, 8 from the left */
+    assert_true(img.width > 512 + 8 + 8 + 24);
+    assert_int_equal(img.height, 30 + 5 * 64 + 8);
     img.format = PNG_FORMAT_RGB;
     unsigned char *pix = malloc(PNG_IMAGE_SIZE(img));
     assert_true(png_image_finish_read(&img, NULL, pix, 0, NULL));
+    size_t W = img.width;
+#define PX(x, y) (pix + ((size_t)(y) * W + (size_t)(x)) * 3)
     /* top row: j = 4, near the maximum (yellow); bottom left: the minimum (dark purple) */
-    unsigned char *tl = pix, *bl = pix + 4 * 8 * 3, *nan_px = pix + 4 * 8 * 3 + 7 * 3;
+    unsigned char *tl = PX(8, 30), *bl = PX(8 + 63, 30 + 319), *nan_px = PX(8 + 7 * 64 + 5, 30 + 300);
     assert_true(tl[0] > 0xe0 && tl[1] > 0xd0 && tl[2] < 0x40);
     assert_int_equal(bl[0], 0x44);
     assert_int_equal(bl[1], 0x01);
     assert_int_equal(bl[2], 0x54);
     assert_int_equal(nan_px[0], 128);
+    assert_memory_equal(PX(8 + 63, 30 + 63), tl, 3);
+#undef PX
     free(pix);
     snprintf(path, sizeof path, "rm -rf %s", dir);
     assert_int_equal(tu_run(path, NULL), 0);

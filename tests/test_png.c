@@ -1,0 +1,209 @@
+/* test_png.c — the PNG frames of `pdejit run` (runtime/writers.c, docs/language.md "Pictures"):
+ * their size (at least 512 pixels on the long side), the colour bar's ends, a series on one fixed
+ * `range`, `colormap`, the text chunks, and the errors at the output statement's text. */
+#include "testutil.h"
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "picture.h"
+#include "program.h"
+
+static char *write_file(const char *name, const char *text)
+{
+    char *path = malloc(strlen(tu_dir) + strlen(name) + 2);
+    sprintf(path, "%s/%s", tu_dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+typedef struct picture { unsigned w, h; unsigned char *pix; char *bytes; size_t n_bytes; } picture;
+
+static picture read_png(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tu_dir, name);
+    picture p = {0};
+    png_image img;
+    memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    assert_true(png_image_begin_read_from_file(&img, path));
+    img.format = PNG_FORMAT_RGB;
+    p.w = img.width;
+    p.h = img.height;
+    p.pix = malloc(PNG_IMAGE_SIZE(img));
+    assert_true(png_image_finish_read(&img, NULL, p.pix, 0, NULL));
+    p.bytes = tu_read_file(path, &p.n_bytes);
+    assert_non_null(p.bytes);
+    return p;
+}
+
+static const unsigned char *px(const picture *p, unsigned x, unsigned y)
+{
+    assert_true(x < p->w && y < p->h);
+    return p->pix + ((size_t)y * p->w + x) * 3;
+}
+
+/* The text of tEXt chunk KEY (uncompressed: KEY, a zero byte, the text up to the CRC). */
+static int has_text(const picture *p, const char *key, const char *text)
+{
+    size_t kl = strlen(key), tl = strlen(text);
+    for (size_t i = 8; i + 4 + kl + 1 + tl <= p->n_bytes; i++)
+        if (!memcmp(p->bytes + i, "tEXt", 4) && !memcmp(p->bytes + i + 4, key, kl) && p->bytes[i + 4 + kl] == 0 &&
+            !memcmp(p->bytes + i + 5 + kl, text, tl)) {
+            unsigned len = (unsigned char)p->bytes[i - 1] | (unsigned)(unsigned char)p->bytes[i - 2] << 8;
+            return len == kl + 1 + tl;
+        }
+    return 0;
+}
+
+static void free_picture(picture *p)
+{
+    free(p->pix);
+    free(p->bytes);
+}
+
+static void rgb_is(const unsigned char *got, const unsigned char want[3])
+{
+    assert_int_equal(got[0], want[0]);
+    assert_int_equal(got[1], want[1]);
+    assert_int_equal(got[2], want[2]);
+}
+
+/* 48 x 32 cells: 11 pixels a cell (528 x 352) under the 30-pixel header, the bar 8 pixels to
+ * the right (x from 544), its top row the map's top, its bottom row the map's bottom. */
+static void size_and_colour_bar(void **state)
+{
+    (void)state;
+    char *p = write_file("a.pde", "mesh grid(nx = 48, ny = 32)\nfield u = x\neq dt(u) = 0\ntime dt = 0.5, until = 0.5\n"
+                                  "output every = 0.5, format = png\n");
+    char *out;
+    assert_int_equal(tu_pdejit(&out, "run a.pde --out a"), 0);
+    free(out);
+    picture a = read_png("a/u_000000.png");
+    assert_true(a.w >= 512 && a.w >= a.h);
+    assert_true(a.w > 8 + 528 + 8 + 24);
+    assert_int_equal(a.h, 30 + 352 + 8);
+    static const unsigned char top[3] = {0xfd, 0xe7, 0x25}, bottom[3] = {0x44, 0x01, 0x54}, white[3] = {255, 255, 255};
+    for (unsigned x = 544; x < 544 + 24; x++) {
+        rgb_is(px(&a, x, 30), top);
+        rgb_is(px(&a, x, 30 + 351), bottom);
+    }
+    rgb_is(px(&a, 543, 100), white); /* the gap between the field and the bar */
+    rgb_is(px(&a, 8, 30 + 351), bottom); /* x = 1/96, the frame's minimum: the map's bottom */
+    rgb_is(px(&a, 8 + 527, 30), top);
+    /* a cell is an 11 x 11 block: cell (1, 0) starts at x = 8 + 11 */
+    assert_memory_equal(px(&a, 8 + 11, 30 + 341), px(&a, 8 + 21, 30 + 351), 3);
+    assert_memory_not_equal(px(&a, 8 + 10, 30 + 351), px(&a, 8 + 11, 30 + 351), 3);
+    /* the header and the labels are drawn in black */
+    int black = 0;
+    for (unsigned y = 0; y < 30; y++)
+        for (unsigned x = 0; x < 120; x++) black += px(&a, x, y)[0] == 0 && px(&a, x, y)[1] == 0;
+    assert_true(black > 40);
+    assert_true(has_text(&a, "field", "u") && has_text(&a, "t", "0") && has_text(&a, "colormap", "viridis"));
+    assert_true(has_text(&a, "range", "0.010416666666666666,0.9895833333333333")); /* 1/96, 95/96 */
+    free_picture(&a);
+    /* 1D: a band 1/6 as high as long; 600 cells: one pixel a cell */
+    char *q = write_file("b.pde", "mesh grid(nx = 600)\nfield u = x\neq dt(u) = 0\ntime dt = 0.5, until = 0.5\n"
+                                  "output every = 0.5, format = png, colormap = magma\n");
+    assert_int_equal(tu_pdejit(&out, "run b.pde --out b"), 0);
+    free(out);
+    picture b = read_png("b/u_000001.png");
+    assert_int_equal(b.h, 30 + 100 + 8);
+    unsigned char mtop[3], mbottom[3];
+    picture_colour(PJ_CMAP_MAGMA, 1, mtop);
+    picture_colour(PJ_CMAP_MAGMA, 0, mbottom);
+    rgb_is(px(&b, 8 + 600 + 8, 30), mtop);
+    rgb_is(px(&b, 8 + 600 + 8, 30 + 99), mbottom);
+    rgb_is(px(&b, 8, 30 + 50), mbottom);
+    assert_true(has_text(&b, "colormap", "magma") && has_text(&b, "t", "0.5"));
+    free_picture(&b);
+    free(p);
+    free(q);
+}
+
+/* u is 1 on the left and t on the right: on its own min..max the left cells are the top of the
+ * map at t = 0 and the bottom at t = 2; with `range = 0, 4` they are 1/4 of the way up in both. */
+static void a_series_shares_its_range(void **state)
+{
+    (void)state;
+    const char *src = "mesh grid(nx = 8, ny = 8)\nfield u = x < 0.5 ? 1 : 0\neq dt(u) = x < 0.5 ? 0 : 1\n"
+                      "time dt = 0.5, until = 2\noutput at = 0, 2, format = png%s\n";
+    char text[512], *out;
+    snprintf(text, sizeof text, src, ", range = 0, 4");
+    char *p = write_file("r.pde", text);
+    assert_int_equal(tu_pdejit(&out, "run r.pde --out r"), 0);
+    free(out);
+    snprintf(text, sizeof text, src, "");
+    char *q = write_file("s.pde", text);
+    assert_int_equal(tu_pdejit(&out, "run s.pde --out s"), 0);
+    free(out);
+    unsigned char quarter[3], top[3], bottom[3];
+    picture_colour(PJ_CMAP_VIRIDIS, 0.25, quarter);
+    picture_colour(PJ_CMAP_VIRIDIS, 1, top);
+    picture_colour(PJ_CMAP_VIRIDIS, 0, bottom);
+    picture r0 = read_png("r/u_000000.png"), r1 = read_png("r/u_000001.png");
+    picture s0 = read_png("s/u_000000.png"), s1 = read_png("s/u_000001.png");
+    rgb_is(px(&r0, 8, 100), quarter);
+    rgb_is(px(&r1, 8, 100), quarter);
+    rgb_is(px(&s0, 8, 100), top);
+    rgb_is(px(&s1, 8, 100), bottom);
+    assert_true(has_text(&r0, "range", "0,4") && has_text(&r1, "range", "0,4"));
+    assert_true(has_text(&s0, "range", "0,1") && has_text(&s1, "range", "1,2"));
+    /* the right cells: 0 and 2 of 0..4, the map's bottom and middle */
+    unsigned char half[3];
+    picture_colour(PJ_CMAP_VIRIDIS, 0.5, half);
+    rgb_is(px(&r0, 8 + 511, 100), bottom);
+    rgb_is(px(&r1, 8 + 511, 100), half);
+    free_picture(&r0);
+    free_picture(&r1);
+    free_picture(&s0);
+    free_picture(&s1);
+    free(p);
+    free(q);
+}
+
+static void bad_range_and_colormap(void **state)
+{
+    (void)state;
+    static const struct { const char *out, *msg; } cases[] = {
+        {"range = 2, 1", "e.pde:2:27: error: output range: LO must be below HI (both finite), not 2, 1\n"
+                         "    output every = 1, range = 2, 1\n                              ^\n1 error\n"},
+        {"range = 1, 1", "e.pde:2:27: error: output range: LO must be below HI (both finite), not 1, 1\n"
+                         "    output every = 1, range = 1, 1\n                              ^\n1 error\n"},
+        {"range = 0, 1/0", "e.pde:2:27: error: output range: LO must be below HI (both finite), not 0, inf\n"
+                           "    output every = 1, range = 0, 1/0\n                              ^\n1 error\n"},
+        {"range = 1", "e.pde:2:27: error: output range takes two values: range = LO, HI\n"
+                      "    output every = 1, range = 1\n                              ^\n1 error\n"},
+        {"range = 0, 1, 2", "e.pde:2:33: error: output range takes two values: range = LO, HI\n"
+                            "    output every = 1, range = 0, 1, 2\n                                    ^\n1 error\n"},
+        {"colormap = virdis", "e.pde:2:30: error: unknown colormap 'virdis' (did you mean 'viridis'?); colormaps are "
+                              "viridis, magma, gray, coolwarm\n"
+                              "    output every = 1, colormap = virdis\n                                 ^\n1 error\n"},
+        {"colormap = jet", "e.pde:2:30: error: unknown colormap 'jet'; colormaps are viridis, magma, gray, coolwarm\n"
+                           "    output every = 1, colormap = jet\n                                 ^\n1 error\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[256], *out;
+        snprintf(text, sizeof text, "mesh grid(nx = 4)\noutput every = 1, %s\nfield u = x\neq dt(u) = 1\n"
+                                    "time dt = 0.1, until = 1\n", cases[i].out);
+        char *p = write_file("e.pde", text);
+        assert_int_equal(tu_pdejit(&out, "check e.pde"), 2);
+        assert_string_equal(out, cases[i].msg);
+        free(out);
+        free(p);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(size_and_colour_bar),
+        cmocka_unit_test(a_series_shares_its_range),
+        cmocka_unit_test(bad_range_and_colormap),
+    };
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
+}
