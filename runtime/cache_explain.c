@@ -69,14 +69,19 @@ static int count_lines(const char *text)
 }
 
 /* ", "-separated, each component in which the nearest entry's key text `best` differs from key:
- * "name (asked vs stored)", a value shortened by out_value, "absent" for a missing one. */
-static void out_differences(outbuf *o, const cache_key *key, const char *best)
+ * "name (asked vs stored)", a value shortened by out_value, "absent" for a missing one. Returns
+ * how many differ; *build: whether `build` (the code generator's build, cpu_backend.c) is one. */
+static int out_differences(outbuf *o, const cache_key *key, const char *best, int *build)
 {
     const char *sep = " ";
+    int n = 0;
+    *build = 0;
     for (int i = 0; i < key->n; i++) {
         size_t len, alen = strlen(key->values[i]);
         const char *v = text_value(best, key->names[i], &len);
         if (v && len == alen && !memcmp(v, key->values[i], len)) continue;
+        n++;
+        *build |= !strcmp(key->names[i], "build");
         out_add(o, "%s%s (", sep, key->names[i]);
         out_value(o, key->values[i], alen);
         out_add(o, " vs ");
@@ -94,6 +99,8 @@ static void out_differences(outbuf *o, const cache_key *key, const char *best)
                 found = strlen(key->names[i]) == (size_t)(eq - line) &&
                         !strncmp(key->names[i], line, (size_t)(eq - line));
             if (!found) {
+                n++;
+                *build |= eq - line == 5 && !strncmp(line, "build", 5);
                 out_add(o, "%s%.*s (absent vs ", sep, (int)(eq - line), line);
                 out_value(o, eq + 1, (size_t)(end - eq - 1));
                 out_add(o, ")");
@@ -102,6 +109,7 @@ static void out_differences(outbuf *o, const cache_key *key, const char *best)
         }
         line = *end ? end + 1 : end;
     }
+    return n;
 }
 
 int cache_explain(cache *c, const cache_key *key, char *out, size_t out_len)
@@ -188,7 +196,9 @@ int cache_explain(cache *c, const cache_key *key, char *out, size_t out_len)
     int stored_n = count_lines(best);
     out_add(&o, "miss: nearest entry %.12s (%d of %d components shared) differs in", best_id,
             best_shared, key->n > stored_n ? key->n : stored_n);
-    out_differences(&o, key, best);
+    int build;
+    if (out_differences(&o, key, best, &build) == 1 && build)
+        out_add(&o, ": it was compiled by another build of pdejit, and is never loaded by this one");
     free(best);
     return 0;
 }

@@ -247,6 +247,29 @@ static void one_component_differs(void **state)
     assert_int_equal(cache_explain(c, &k2, msg, sizeof msg), 0);
     assert_non_null(strstr(msg, "differs in format (absent vs 1)"));
 
+    /* only the build of pdejit differs: a miss, and explain says the entry is another build's */
+    cache_key kb;
+    make_key(&kb, IR2, "double");
+    cache_key_add(&kb, "build", "aaaa");
+    assert_int_equal(cache_put(c, &kb, "old", 3, NULL, NULL), 0);
+    make_key(&k2, IR2, "double");
+    cache_key_add(&k2, "build", "bbbb");
+    expect_miss(c, &k2);
+    assert_int_equal(cache_explain(c, &k2, msg, sizeof msg), 0);
+    assert_non_null(strstr(msg, "(7 of 8 components shared) differs in build (bbbb vs aaaa): it was compiled by "
+                                "another build of pdejit, and is never loaded by this one"));
+    make_key(&k2, IR2, "single"); /* more than the build differs: no such sentence */
+    cache_key_add(&k2, "build", "bbbb");
+    assert_int_equal(cache_explain(c, &k2, msg, sizeof msg), 0);
+    assert_non_null(strstr(msg, "differs in precision (single vs double), build (bbbb vs aaaa)"));
+    assert_null(strstr(msg, "another build"));
+    make_key(&k2, IR2, "double");
+    expect_hit(c, &kb, "old", 3);
+    k2.n--;                                              /* no format, ... */
+    cache_key_add(&k2, "build", "aaaa");                 /* ... the same build */
+    assert_int_equal(cache_explain(c, &k2, msg, sizeof msg), 0);
+    assert_null(strstr(msg, "another build"));
+
     /* a tiny buffer is still terminated */
     char small[10];
     assert_int_equal(cache_explain(c, &k2, small, sizeof small), 0);

@@ -1,11 +1,12 @@
 /* test_cache_cli.c — the kernel cache as `pdejit run` uses it: a second run loads every kernel
  * from disk; renaming and reformatting hit; a changed formula misses; damaged entries are
- * misses that get replaced with correct results; 8 processes on an empty cache; a read-only
- * cache folder serves hits with one warning; `pdejit cache` stats/list/explain/clear; the trust
- * model through the command: named pipes never block, entries that do not load or that crash
- * the run are set aside,
- * planted entries are refused, clear never follows a linked sub-folder. */
+ * misses that get replaced with correct results; another build's kernels are never loaded; 8
+ * processes on an empty cache; a read-only cache folder serves hits with one warning; `pdejit
+ * cache` stats/list/explain/clear; the trust model through the command: named pipes never block,
+ * entries that do not load or that crash the run are set aside, planted entries are refused,
+ * clear never follows a linked sub-folder. */
 #include "testutil.h"
+#include "cache.h"
 #include <dirent.h>
 #include <elf.h>
 #include <stdio.h>
@@ -183,6 +184,82 @@ static void damaged_entries_are_replaced(void **state)
         free(out);
     }
     free(ref);
+}
+
+/* Key text ("name=value\n" lines, modified in place) as a cache_key pointing into it. */
+static void parse_key(char *text, cache_key *k)
+{
+    memset(k, 0, sizeof *k);
+    for (char *line = text; *line;) {
+        char *end = strchr(line, '\n'), *eq = strchr(line, '=');
+        assert_non_null(end);
+        assert_true(eq && eq < end);
+        *eq = *end = 0;
+        assert_int_equal(cache_key_add(k, line, eq + 1), 0);
+        line = end + 1;
+    }
+}
+
+/* Kernels compiled by another build of pdejit (here: this build's entries rewritten under a key
+ * whose `build` component differs, as another build would have stored them) are never loaded:
+ * the run compiles its own, and `cache explain` names build as the one difference. */
+static void another_build_is_never_loaded(void **state)
+{
+    (void)state;
+    put("p.pde", problem);
+    char *out;
+    assert_int_equal(pj("cb", &out, "run p.pde --verbose --dump ref.csv"), 0);
+    assert_int_equal(count(out, "compiled in"), 2);
+    free(out);
+    char paths[8][1200], top[600];
+    int n = entries("cb", paths, 8);
+    assert_int_equal(n, 2);
+    snprintf(top, sizeof top, "%s/cb", tu_dir);
+    cache *c = cache_open(top, 0);
+    assert_non_null(c);
+    for (int i = 0; i < n; i++) {
+        char keyp[1200];
+        snprintf(keyp, sizeof keyp, "%.*s.key", (int)strlen(paths[i]) - 4, paths[i]);
+        char *text = tu_read_file(keyp, NULL);
+        assert_non_null(text);
+        const char *b = strstr(text, "\nbuild=");
+        assert_non_null(b); /* this build's identity: 32 hex digits */
+        assert_int_equal(strspn(b + 7, "0123456789abcdef"), 32);
+        assert_int_equal(b[39], '\n');
+        cache_key k, forged;
+        parse_key(text, &k);
+        void *obj = NULL;
+        size_t len = 0;
+        assert_int_equal(cache_get(c, &k, &obj, &len), 1); /* the key as the back end builds it */
+        forged = k;
+        for (int j = 0; j < k.n; j++)
+            if (!strcmp(k.names[j], "build")) forged.values[j] = "0123456789abcdef0123456789abcdef";
+        assert_int_equal(cache_put(c, &forged, obj, len, NULL, NULL), 0);
+        free(obj);
+        free(text);
+        assert_int_equal(unlink(paths[i]), 0); /* this build's entry gone: only the other's left */
+        assert_int_equal(unlink(keyp), 0);
+    }
+    cache_close(c);
+    assert_int_equal(entries("cb", paths, 8), 2);
+    assert_int_equal(pj("cb", &out, "cache explain p.pde"), 0);
+    assert_int_equal(count(out, "miss"), 2);
+    assert_int_equal(count(out, "differs in build ("), 2);
+    assert_int_equal(count(out, "0123456789ab"), 2); /* the stored value, shortened */
+    assert_int_equal(count(out, "compiled by another build of pdejit"), 2);
+    free(out);
+    assert_int_equal(pj("cb", &out, "run p.pde --verbose --dump other.csv"), 0);
+    assert_int_equal(count(out, "compiled in"), 2);
+    assert_int_equal(count(out, "loaded from the cache"), 0);
+    free(out);
+    char *ref = slurp("ref.csv"), *other = slurp("other.csv");
+    assert_string_equal(ref, other);
+    free(ref);
+    free(other);
+    assert_int_equal(entries("cb", paths, 8), 4); /* both builds' entries, side by side */
+    assert_int_equal(pj("cb", &out, "run p.pde --verbose"), 0);
+    assert_int_equal(count(out, "loaded from the cache in"), 2);
+    free(out);
 }
 
 static void eight_processes_on_an_empty_cache(void **state)
@@ -555,7 +632,8 @@ static void list_fits_120_columns(void **state)
     assert_int_equal(count(out, "  (damaged)\n"), 1);
     free(out);
     assert_int_equal(pj(c, &out, "cache list --verbose"), 0);
-    assert_int_equal(count(out, "backend=cpu codegen="), 3);
+    assert_int_equal(count(out, "backend=cpu build="), 3);
+    assert_int_equal(count(out, " codegen="), 3);
     assert_int_equal(count(out, " target="), 3);
     free(out);
     assert_int_equal(pj(c, &out, "cache stats --verbose"), 2);
@@ -628,6 +706,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(second_run_loads_everything),
         cmocka_unit_test(damaged_entries_are_replaced),
+        cmocka_unit_test(another_build_is_never_loaded),
         cmocka_unit_test(eight_processes_on_an_empty_cache),
         cmocka_unit_test(unwritable_cache_folder),
         cmocka_unit_test(read_only_cache_folder),

@@ -26,6 +26,7 @@
  * same cache folder loads every kernel without loading NVRTC. */
 #include "testutil.h"
 #include "solve.h"
+#include "pj_codegen_hash.h"
 #include <limits.h>
 #include <dirent.h>
 #include <math.h>
@@ -275,9 +276,9 @@ static void key_composition(void **state)
     cuda_key_buf a, b;
     cuda_backend_key(&a, "0123456789abcdef0123456789abcdef", "stage", 90, "13.0", 13000, 0, 0, "src");
     static const char *const want[] = {"ir", "kind", "backend", "target", "nvrtc", "driver", "precision",
-                                       "fast_math", "codegen", "source"};
-    assert_int_equal(a.key.n, 10);
-    for (int i = 0; i < 10; i++) {
+                                       "fast_math", "codegen", "build", "source"};
+    assert_int_equal(a.key.n, 11);
+    for (int i = 0; i < 11; i++) {
         int found = 0;
         for (int j = 0; j < a.key.n; j++) found |= !strcmp(a.key.names[j], want[i]);
         assert_true(found);
@@ -287,6 +288,7 @@ static void key_composition(void **state)
         if (!strcmp(a.key.names[j], "backend")) assert_string_equal(a.key.values[j], "cuda");
         if (!strcmp(a.key.names[j], "driver")) assert_string_equal(a.key.values[j], "13000");
         if (!strcmp(a.key.names[j], "codegen")) assert_string_equal(a.key.values[j], PJ_CUDA_CODEGEN_VERSION);
+        if (!strcmp(a.key.names[j], "build")) assert_string_equal(a.key.values[j], PJ_BUILD_HASH);
     }
     char *dir = tu_tempdir("gpu-key");
     cache *c = cache_open(dir, 0);
@@ -300,6 +302,16 @@ static void key_composition(void **state)
         assert_int_equal(cache_explain(c, &b.key, why, sizeof why), 0);
         assert_non_null(strstr(why, diffs[i].what));
     }
+    /* another build of pdejit compiled it: never loaded, and explain says so */
+    b = a;
+    for (int j = 0; j < b.key.n; j++)
+        if (!strcmp(b.key.names[j], "build")) b.key.values[j] = "another";
+    void *img = NULL;
+    size_t img_len = 0;
+    assert_int_equal(cache_get(c, &b.key, &img, &img_len), 0);
+    assert_int_equal(cache_explain(c, &b.key, why, sizeof why), 0);
+    assert_non_null(strstr(why, "(10 of 11 components shared) differs in build (another vs "));
+    assert_non_null(strstr(why, "compiled by another build of pdejit"));
     /* the CUDA C is kept beside the entry */
     char cmd[700], *out = NULL;
     snprintf(cmd, sizeof cmd, "ls '%s'/*/*.cu", dir);

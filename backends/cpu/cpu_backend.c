@@ -7,6 +7,7 @@
 #include "cache.h"
 #include "driver.h"
 #include "llvm_backend.h"
+#include "pj_codegen_hash.h" /* PJ_BUILD_HASH, generated at build time (CMakeLists.txt) */
 
 struct cpu_backend {
     cpu_backend_options opt;
@@ -90,6 +91,7 @@ static void make_key(cpu_backend *be, const kir_kernel *k, kernel_key *kk)
     cache_key_add(&kk->key, "fast_math", be->opt.fast_math ? "1" : "0");
     if (be->opt.fast_math) cache_key_add(&kk->key, "vecmath", llvm_jit_vecmath(be->jit));
     cache_key_add(&kk->key, "codegen", PJ_CODEGEN_VERSION);
+    cache_key_add(&kk->key, "build", PJ_BUILD_HASH);
 }
 
 /* The ELF machine of the objects this build emits for its own CPU (0: not checked). */

@@ -3,7 +3,8 @@
  * installed as the sim's stage runner.
  *
  * Per kernel: key = (canonical IR hash, kind, back end, target, LLVM version, precision,
- * fast-math, codegen version). Memory first (the JIT keeps loaded code), then the disk cache,
+ * fast-math, codegen version, build: PJ_BUILD_HASH, a hash of the code generator's sources made
+ * at build time, CMakeLists.txt). Memory first (the JIT keeps loaded code), then the disk cache,
  * else compile once: emit the object, store it with its LLVM IR beside it, load that object. */
 #ifndef PJ_CPU_BACKEND_H
 #define PJ_CPU_BACKEND_H

@@ -18,8 +18,9 @@
  * capability (a cubin; PTX when this NVRTC has no cubin target for it) and kept in the kernel
  * cache (runtime/cache.h) with its CUDA C beside it (".cu"). Key: ir (the canonical hash of the
  * kernel IR, or of the bc kernel and fill shape), kind, backend=cuda, target=sm_XY, nvrtc
- * version, driver version, precision, fast_math, codegen version and a hash of the CUDA C
- * (so that a change in the printer can never load a stale image). A run whose kernels are all in
+ * version, driver version, precision, fast_math, codegen version, build (PJ_BUILD_HASH, as the
+ * CPU back end's) and a hash of the CUDA C (so that a change in the printer can never load a
+ * stale image). A run whose kernels are all in
  * the cache never loads NVRTC: the NVRTC version of the key comes from a memo in the cache keyed
  * by the library file's identity (path, size, mtime), written the first time NVRTC is loaded.
  *

@@ -8,6 +8,7 @@
 #include <xxhash.h>
 #include "cuda_backend.h"
 #include "diag.h"
+#include "pj_codegen_hash.h" /* PJ_BUILD_HASH, generated at build time (CMakeLists.txt) */
 
 const char *const kkind_name[] = {"init", "stage", "fill", "check", "reduce", "fold"};
 
@@ -223,6 +224,7 @@ void cuda_backend_key(cuda_key_buf *kb, const char *ir, const char *kind, int cc
     cache_key_add(&kb->key, "precision", single ? "single" : "double");
     cache_key_add(&kb->key, "fast_math", fast_math ? "1" : "0");
     cache_key_add(&kb->key, "codegen", PJ_CUDA_CODEGEN_VERSION);
+    cache_key_add(&kb->key, "build", PJ_BUILD_HASH);
     cache_key_add(&kb->key, "source", kb->src);
 }
 
