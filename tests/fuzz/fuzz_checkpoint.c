@@ -19,28 +19,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static restart_fixture fixture;
-static int fixture_ready;
-
-static void close_fixture(void) { restart_fixture_close(&fixture); }
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[1024];
-    if (!fixture_ready) {
-        if (restart_fixture_open(&fixture, err, sizeof err) < 0) {
-            fprintf(stderr, "fuzz_checkpoint: %s\n", err);
-            abort();
-        }
-        fixture_ready = 1;
-        atexit(close_fixture);
-    }
-    if (restart_fixture_write(&fixture, data, size) < 0) {
-        fprintf(stderr, "fuzz_checkpoint: cannot write %s\n", fixture.input);
-        abort();
-    }
+    restart_fixture *fixture = restart_fixture_with_input("fuzz_checkpoint", data, size);
     double dt = 0;
-    if (checkpoint_read(fixture.e, fixture.input, 0, 0, &dt, err, sizeof err) < 0) {
+    if (checkpoint_read(fixture->e, fixture->input, 0, 0, &dt, err, sizeof err) < 0) {
         if (!err[0]) {
             fprintf(stderr, "fuzz_checkpoint: a checkpoint refused without a message\n");
             abort();
@@ -53,13 +37,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         XXH128_canonicalFromHash(&sum, XXH3_128bits(data, size - 16));
         sound = !memcmp(sum.digest, data + size - 16, 16);
     }
-    if (!sound || !isfinite(engine_time(fixture.e)) || engine_steps(fixture.e) < 0) {
+    if (!sound || !isfinite(engine_time(fixture->e)) || engine_steps(fixture->e) < 0) {
         fprintf(stderr, "fuzz_checkpoint: checkpoint_read took a %zu-byte file that fails its checks\n", size);
         abort();
     }
     /* the fields it set are read back whole */
-    double *vals = malloc(sizeof *vals * (size_t)engine_cells(fixture.e));
-    for (int f = 0; vals && f < fixture.p->n_fields; f++) (void)engine_get_field(fixture.e, f, vals, err, sizeof err);
+    double *vals = malloc(sizeof *vals * (size_t)engine_cells(fixture->e));
+    for (int f = 0; vals && f < fixture->p->n_fields; f++) (void)engine_get_field(fixture->e, f, vals, err, sizeof err);
     free(vals);
     return 0;
 }

@@ -13,28 +13,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static restart_fixture fixture;
-static int fixture_ready;
-
-static void close_fixture(void) { restart_fixture_close(&fixture); }
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[1024];
-    if (!fixture_ready) {
-        if (restart_fixture_open(&fixture, err, sizeof err) < 0) {
-            fprintf(stderr, "fuzz_init_csv: %s\n", err);
-            abort();
-        }
-        fixture_ready = 1;
-        atexit(close_fixture);
-    }
-    if (restart_fixture_write(&fixture, data, size) < 0) {
-        fprintf(stderr, "fuzz_init_csv: cannot write %s\n", fixture.input);
-        abort();
-    }
+    restart_fixture *fixture = restart_fixture_with_input("fuzz_init_csv", data, size);
     err[0] = 0;
-    if (checkpoint_init_from_csv(fixture.e, fixture.input, err, sizeof err) < 0 && !err[0]) {
+    if (checkpoint_init_from_csv(fixture->e, fixture->input, err, sizeof err) < 0 && !err[0]) {
         fprintf(stderr, "fuzz_init_csv: a CSV refused without a message\n");
         abort();
     }

@@ -69,3 +69,26 @@ int restart_fixture_write(const restart_fixture *f, const void *bytes, size_t le
     int bad = len && fwrite(bytes, 1, len, out) != len;
     return fclose(out) != 0 || bad ? -1 : 0;
 }
+
+static restart_fixture shared_fixture;
+static int shared_fixture_open;
+
+static void close_shared_fixture(void) { restart_fixture_close(&shared_fixture); }
+
+restart_fixture *restart_fixture_with_input(const char *target, const void *bytes, size_t len)
+{
+    if (!shared_fixture_open) {
+        char err[1024];
+        if (restart_fixture_open(&shared_fixture, err, sizeof err) < 0) {
+            fprintf(stderr, "%s: %s\n", target, err);
+            abort();
+        }
+        shared_fixture_open = 1;
+        atexit(close_shared_fixture);
+    }
+    if (restart_fixture_write(&shared_fixture, bytes, len) < 0) {
+        fprintf(stderr, "%s: cannot write %s\n", target, shared_fixture.input);
+        abort();
+    }
+    return &shared_fixture;
+}

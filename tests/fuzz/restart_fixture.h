@@ -22,5 +22,8 @@ int restart_fixture_open(restart_fixture *f, char *err, size_t err_len);
 void restart_fixture_close(restart_fixture *f);
 /* Writes bytes as f->input. 0 or -1. */
 int restart_fixture_write(const restart_fixture *f, const void *bytes, size_t len);
+/* For a fuzz target: the one fixture of the process (opened on the first call, closed at exit)
+ * with the input's bytes written as its f->input. Aborts, naming `target`, where either fails. */
+restart_fixture *restart_fixture_with_input(const char *target, const void *bytes, size_t len);
 
 #endif
