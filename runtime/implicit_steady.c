@@ -90,10 +90,12 @@ static PetscErrorCode pseudo_solve(implicit_solver *q, int *ran, TSConvergedReas
 {
     *ran = !q->pseudo_off;
     if (q->pseudo_off) return 0;
-    if (!q->pts) PetscCall(pseudo_create(q));
+    if (q->pts) { /* a solve before: a fresh continuation (TSPSEUDO keeps its first norm and step) */
+        PetscCall(TSDestroy(&q->pts));
+        PetscCall(DMDestroy(&q->pda));
+    }
+    PetscCall(pseudo_create(q));
     PetscCall(VecCopy(q->X0, q->X));
-    PetscCall(TSSetStepNumber(q->pts, 0));
-    PetscCall(TSSetTime(q->pts, 0));
     PetscCall(TSSolve(q->pts, q->X));
     PetscInt steps, newton, linear;
     PetscCall(TSGetStepNumber(q->pts, &steps));
