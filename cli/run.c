@@ -631,10 +631,16 @@ static int report_run(run_ctx *c, pj_status st, const pj_run_result *res)
     snprintf(where, sizeof where, "(%s%s)%s%s", a->backend, a->single ? ", single" : "", c->out ? ", output in " : "",
              c->out ? c->out : "");
     if (implicit && sst.steady) {
+        char pseudo[256] = ""; /* the continuation, where Newton alone failed (docs/solvers.md) */
+        if (sst.pseudo_steps)
+            snprintf(pseudo, sizeof pseudo, " (Newton from the initial fields failed after %lld; pseudo-transient "
+                     "continuation: %lld pseudo-time steps, %lld Newton iterations)",
+                     (long long)(sst.newton - sst.pseudo_newton), (long long)sst.pseudo_steps,
+                     (long long)sst.pseudo_newton);
         if (summary)
             fprintf(stderr, "pdejit: steady solve: %lld Newton iterations, %lld linear iterations, final residual norm "
-                    "%.3g; Jacobian assembly: %lld in %.3g s; %.3g s in all %s\n", (long long)sst.newton,
-                    (long long)sst.linear, sst.last_residual, (long long)sst.jacobians, sst.seconds_jacobian,
+                    "%.3g%s; Jacobian assembly: %lld in %.3g s; %.3g s in all %s\n", (long long)sst.newton,
+                    (long long)sst.linear, sst.last_residual, pseudo, (long long)sst.jacobians, sst.seconds_jacobian,
                     res->seconds, where);
         return status;
     }

@@ -306,6 +306,10 @@ typedef struct pj_solver_stats {
                                 simulation, valid until the next call */
     const char *note;        /* "" or a note on what the scheme does here that its name does not say
                                 (imex with no implicit(...) term); owned by the simulation */
+    int64_t pseudo_steps;    /* steady: pseudo-time steps of the continuation that took over where
+                                Newton from the initial fields failed (0: Newton alone converged) */
+    int64_t pseudo_newton;   /* steady: the Newton iterations within them (part of newton; the
+                                rest are the failed first attempt's) */
 } pj_solver_stats;
 /* PJ_OK with the counts, or PJ_ERR_INPUT when the problem steps explicitly. */
 PJ_API pj_status pj_sim_solver_stats(const pj_sim *sim, pj_solver_stats *stats);

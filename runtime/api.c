@@ -620,7 +620,8 @@ pj_status pj_sim_solver_stats(const pj_sim *ps, pj_solver_stats *stats)
     if (!ps || !stats || engine_solver_stats(ps->e, &st) < 0) return PJ_ERR_INPUT;
     *stats = (pj_solver_stats){st.steps, st.rejected, st.newton, st.linear, st.last_newton, st.last_linear,
                                st.last_residual, st.jacobians, st.seconds_jacobian, st.last_dt, st.steady,
-                               st.adaptive, st.n_unused, st.unused ? st.unused : "", st.note ? st.note : ""};
+                               st.adaptive, st.n_unused, st.unused ? st.unused : "", st.note ? st.note : "",
+                               st.pseudo_steps, st.pseudo_newton};
     return PJ_OK;
 }
 

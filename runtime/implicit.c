@@ -123,7 +123,7 @@ int implicit_available(char *why, size_t len)
  * residual norm, the number -snes_monitor prints. Newton computes it at every iteration anyway; a
  * linear solve (SNESKSPONLY) computes F at its answer only when a monitor asks (one evaluation of F
  * a step), and SNESGetFunctionNorm then says 0. */
-static PetscErrorCode record_norm(SNES snes, PetscInt it, PetscReal fnorm, void *ctx)
+PetscErrorCode record_norm(SNES snes, PetscInt it, PetscReal fnorm, void *ctx)
 {
     (void)snes;
     (void)it;
@@ -136,7 +136,7 @@ static PetscErrorCode record_norm(SNES snes, PetscInt it, PetscReal fnorm, void 
 /* F(t, U, U') = M U' - F(U) (imex: F_implicit), its Jacobian shift M - dF/dU; imex: G = F_explicit.
  * M is the identity but on the rows of an algebraic equation (eq 0 = EXPR, F's row EXPR), where it
  * is 0: a DAE of index 1, whose row -EXPR = 0 beuler and bdf2 impose at the end of every step. */
-static PetscErrorCode ts_ifunction(TS ts, PetscReal t, Vec U, Vec Udot, Vec F, void *ctx)
+PetscErrorCode ts_ifunction(TS ts, PetscReal t, Vec U, Vec Udot, Vec F, void *ctx)
 {
     (void)ts;
     implicit_solver *q = ctx;
@@ -267,12 +267,13 @@ static PetscErrorCode step_tolerance(implicit_solver *q, TS ts, PetscReal shift,
 /* shift I - J into B. A Jacobian assembled once (jac_reuse) is shifted where B held it already,
  * shifted for an earlier step: only the diagonal is written, -Jc_ii + shift, the same values as
  * copying, negating and shifting the whole matrix (a sweep over it, twice). */
-static PetscErrorCode ts_ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscReal shift, Mat A, Mat B, void *ctx)
+PetscErrorCode ts_ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscReal shift, Mat A, Mat B, void *ctx)
 {
     (void)Udot;
     (void)A;
     implicit_solver *q = ctx;
     check_params(q);
+    q->shift = shift;
     int fast = q->jac_reuse && q->jc_valid && q->b_shifted;
     if (!fast) PetscCall(jacobian_into(q, t, U, B));
     PetscCall(choose_pc(q, ts, shift, fast ? NULL : B));
@@ -313,6 +314,7 @@ static PetscErrorCode snes_jacobian(SNES snes, Vec U, Mat A, Mat B, void *ctx)
     (void)snes;
     (void)A;
     implicit_solver *q = ctx;
+    q->b_shifted = 0; /* J is dF/dU now, not a pseudo-time step's shift M - dF/dU */
     return jacobian_into(q, q->m.st->t, U, B);
 }
 
@@ -323,7 +325,7 @@ static PetscErrorCode snes_jacobian(SNES snes, Vec U, Mat A, Mat B, void *ctx)
  * the preconditioner rebuilt at every 10th Jacobian, across steps, rather than at each: Newton
  * still applies the exact Jacobian of every iteration as the operator; only the preconditioner
  * lags. Measured in docs/performance.md ("Implicit solves against FiPy"). */
-static PetscErrorCode apply_defaults(PetscOptions o, SNES snes)
+PetscErrorCode apply_defaults(PetscOptions o, SNES snes)
 {
     KSP ksp;
     PC pc;
@@ -484,7 +486,7 @@ static int insert_options(implicit_solver *q, PetscOptions o, const pj_program *
 }
 
 /* Every object that reads options takes them from the solver's own database. */
-static PetscErrorCode use_options(implicit_solver *q, SNES snes)
+PetscErrorCode use_options(implicit_solver *q, SNES snes)
 {
     KSP ksp;
     PC pc;
@@ -566,6 +568,7 @@ static int create_snes(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, 
     if (q->linear) CHECK(linear_defaults(q->opts, q->snes), "the solver's defaults");
     if (!d) CHECK(steady_defaults(q, q->opts, q->snes), "the solver's defaults");
     if (!d) CHECK(mg_defaults(q, q->snes), "the multigrid levels");
+    CHECK(steady_setup(q), OPTIONS_REFUSED);
     CHECK(SNESSetConvergenceHistory(q->snes, q->history, NULL, 64, PETSC_TRUE), "SNESSetConvergenceHistory");
     CHECK(SNESMonitorSet(q->snes, record_norm, q, NULL), "SNESMonitorSet");
     return 0;
@@ -646,6 +649,7 @@ static int create_ts(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, si
     if (q->jac->symmetric && !d && !q->n_alg) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
     if (q->cg && q->linear && p->adapt > 0) CHECK(step_tolerance_defaults(q, q->opts, ts_snes), "the solver's defaults");
     if (!d) CHECK(mg_defaults(q, ts_snes), "the multigrid levels");
+    CHECK(conserve_setup(q, ts_snes), "the conservation check");
     PetscScalar *x;
     CHECK(VecGetArray(q->X, &x), "VecGetArray");
     slot_to_vec(q, 0, x);
@@ -795,6 +799,9 @@ void implicit_destroy(implicit_solver *q)
 {
     if (!q) return;
     if (q->ts) TSDestroy(&q->ts);
+    if (q->pts) TSDestroy(&q->pts);
+    if (q->pda) DMDestroy(&q->pda);
+    if (q->X0) VecDestroy(&q->X0);
     if (q->snes) SNESDestroy(&q->snes);
     if (q->J) MatDestroy(&q->J);
     if (q->Jc) MatDestroy(&q->Jc);
@@ -812,6 +819,9 @@ void implicit_destroy(implicit_solver *q)
     free(q->alg);
     free(q->alpha);
     free(q->jc_params);
+    free(q->conserved);
+    free(q->cons_add);
+    free(q->cons_abs);
     free(q->cols);
     free(q->vals);
     for (int a = 0; a < 3; a++) free(q->start[a]);
@@ -819,7 +829,7 @@ void implicit_destroy(implicit_solver *q)
     free(q);
 }
 
-static void count_snes(implicit_solver *q, SNES snes)
+void count_snes(implicit_solver *q, SNES snes)
 {
     PetscInt it = 0, lin = 0;
     PetscReal norm = NAN;
@@ -830,41 +840,6 @@ static void count_snes(implicit_solver *q, SNES snes)
     q->st.last_newton = (int)it;
     q->st.last_linear = (int)lin;
     q->st.last_residual = norm;
-}
-
-static int steady_solve(implicit_solver *q, char *err, size_t len)
-{
-    PetscScalar *x;
-    CHECK(VecGetArray(q->X, &x), "VecGetArray");
-    slot_to_vec(q, 0, x);
-    CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
-    q->error[0] = 0;
-    q->fnorm_set = 0;
-    PetscErrorCode e = SNESSolve(q->snes, NULL, q->X);
-    if (e) mg_forget_borrowed(q->snes);
-    count_snes(q, q->snes);
-    q->st.newton += q->st.last_newton;
-    q->st.linear += q->st.last_linear;
-    if (e) {
-        if (q->error[0]) diag_set(err, len, "%s", q->error);
-        else petsc_message(e, "the steady solve failed", err, len);
-        return -1;
-    }
-    SNESConvergedReason reason;
-    SNESGetConvergedReason(q->snes, &reason);
-    CHECK(VecGetArray(q->X, &x), "VecGetArray");
-    vec_to_slot(q, x, 0);
-    CHECK(VecRestoreArray(q->X, &x), "VecRestoreArray");
-    if (reason < 0) {
-        diag_set(err, len, "the steady solve did not converge: Newton stopped after %d iterations with residual %.3g (%s)",
-                 q->st.last_newton, q->st.last_residual, SNESConvergedReasons[reason]);
-        return -1;
-    }
-    q->st.steps++;
-    solver_set_clock(q, q->m.st->t, q->m.st->steps + 1);
-    return 0;
-fail:
-    return -1;
 }
 
 int implicit_step(implicit_solver *q, double dt, char *err, size_t len)

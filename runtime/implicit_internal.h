@@ -8,7 +8,9 @@
  *   implicit_jacobian.c  F and the Jacobian on PETSc's vectors: the state between vectors and the
  *                        state's slots, the ghost rule measured (alpha) and folded onto the interior,
  *                        assembly, reuse and diagonal updates, implicit_check_jacobian
- *   implicit_mg.c        the cell-centred multigrid hierarchy for PCMG and when it is used */
+ *   implicit_mg.c        the cell-centred multigrid hierarchy for PCMG and when it is used
+ *   implicit_steady.c    steady solves: Newton, and pseudo-transient continuation where it fails
+ *   implicit_conserve.c  which fields keep their sum, and the linear solves' projection that keeps it */
 #ifndef PJ_IMPLICIT_INTERNAL_H
 #define PJ_IMPLICIT_INTERNAL_H
 #include "implicit.h"
@@ -72,6 +74,10 @@ struct implicit_solver {
     PetscOptions opts;     /* this solver's options (the solver statement, --solver-options) */
     TS ts;                 /* time steps */
     SNES snes;             /* steady: F(U) = 0 */
+    TS pts;                /* steady: pseudo-transient continuation where Newton alone fails (TSPSEUDO) */
+    DM pda;                /* pts's DM: a clone of da (its own DMTS and DMSNES, da's are snes's) */
+    Vec X0;                /* steady: the initial fields, where continuation starts from */
+    int pseudo_off;        /* steady: -pj_pseudo false: Newton alone */
     double *alpha;         /* [dof][H + 2][elems]: per field, beta (the ghosts' constant part), the
                               all-ones fill less beta, then alpha_k for k = 0 .. H-1 (measure_alpha) */
     int alpha_valid, alpha_const;
@@ -92,6 +98,11 @@ struct implicit_solver {
     int tol_auto;          /* cg, linear, adapt: the linear solve stops at the step's accuracy (step_tolerance) */
     double ts_atol, ts_rtol; /* tol_auto: the step controller's tolerances */
     PetscReal ksp_atol;    /* tol_auto: the linear solve's absolute tolerance otherwise (Newton's) */
+    PetscReal shift;       /* the shift of the last time-step Jacobian, shift M - dF/dU (ts_ijacobian) */
+    int n_conserved;       /* unknowns whose sum over the mesh the steps keep (implicit_conserve.c) */
+    int *conserved;        /* [dof] 1 for those */
+    PetscScalar *cons_add; /* [dof] scratch of the projection */
+    PetscReal *cons_abs;   /* [dof] scratch of the detection */
     double *jc_params;     /* the params at the last Jacobian (a change makes Jc and alpha stale) */
     PetscInt *cols;        /* one row's columns (global indices) and values */
     PetscScalar *vals;
@@ -131,6 +142,28 @@ static inline void solver_set_clock(implicit_solver *q, double t, int64_t steps)
 /* implicit.c */
 /* "WHAT: PETSc error N (its text: the first line of the error's detail)" */
 void petsc_message(PetscErrorCode e, const char *what, char *err, size_t len);
+
+/* implicit.c: the callbacks and defaults that implicit_steady.c's pseudo-time steps share */
+PetscErrorCode ts_ifunction(TS ts, PetscReal t, Vec U, Vec Udot, Vec F, void *ctx);
+PetscErrorCode ts_ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscReal shift, Mat A, Mat B, void *ctx);
+PetscErrorCode apply_defaults(PetscOptions o, SNES snes);
+PetscErrorCode use_options(implicit_solver *q, SNES snes);
+PetscErrorCode record_norm(SNES snes, PetscInt it, PetscReal fnorm, void *ctx);
+/* The last solve's iterations and true final residual norm into q->st.last_* */
+void count_snes(implicit_solver *q, SNES snes);
+
+/* implicit_steady.c */
+/* A steady solve: Newton from the initial fields, then, where it fails, pseudo-transient
+ * continuation from them. 0, or -1 with a message. */
+int steady_solve(implicit_solver *q, char *err, size_t len);
+/* The steady solve's own options (read when the solver is made, so that none goes unused). */
+PetscErrorCode steady_setup(implicit_solver *q);
+
+/* implicit_conserve.c */
+/* The fields whose equations keep their sum (divergence form, no-flux or periodic sides) found,
+ * and the projection that keeps it in every linear solve of a time step set on snes's KSP, unless
+ * the options say -pj_conserve false. */
+PetscErrorCode conserve_setup(implicit_solver *q, SNES snes);
 
 /* implicit_jacobian.c */
 /* PETSc vector <-> slot buffers (interior cells of the fields with an equation). */

@@ -51,6 +51,8 @@ typedef struct implicit_stats {
     int n_unused;              /* options in the solver's database that no solver used */
     const char *unused;        /* their names, "-ksp_typo -pc_foo" (the solver's; "" when none) */
     const char *note;          /* "" or a note on what runs ("imex with no implicit(...) term ...") */
+    int64_t pseudo_steps;      /* steady: pseudo-time steps of the continuation (0: Newton alone converged) */
+    int64_t pseudo_newton;     /* steady: Newton iterations within them (of newton) */
 } implicit_stats;
 
 
