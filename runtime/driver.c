@@ -381,6 +381,10 @@ static int monitors_take(monitors *m, engine *e, const driver_options *o, driver
         fprintf(o->monitor_out, "\n");
         fflush(o->monitor_out);
     }
+    if (o->on_monitor && engine_rank(e) == 0 &&
+        o->on_monitor(o->monitor_ctx, t, (int64_t)step, p->n_monitors, (const char *const *)p->monitor_names, mv) &&
+        o->interrupt)
+        atomic_store(o->interrupt, 1); /* the caller asked to stop: as pj_sim_interrupt */
     if (!p->stop || !p->stop->n_outputs) return 0;
     const double *params = engine_params(e);
     for (int i = 0; i < p->n_params; i++) m->values[i] = params[i];
@@ -390,6 +394,15 @@ static int monitors_take(monitors *m, engine *e, const driver_options *o, driver
         return 1;
     }
     return 0;
+}
+
+/* The progress callback (rank 0): the time, the end and the steps of this run; a nonzero return
+ * stops the run as o->interrupt does. */
+static void progress_call(engine *e, const driver_options *o, double end, int64_t steps0)
+{
+    if (o->on_progress && engine_rank(e) == 0 &&
+        o->on_progress(o->progress_ctx, engine_time(e), end, engine_steps(e) - steps0) && o->interrupt)
+        atomic_store(o->interrupt, 1);
 }
 
 /* The next time after `after` (beyond a tolerance) in a sequence: k*every, or the list. */
@@ -490,12 +503,15 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         status = 0;
         goto done;
     }
+    const int64_t steps0 = engine_steps(e);
+    progress_call(e, o, end, steps0);
     int interrupted = o->interrupt && atomic_load(o->interrupt);
     /* adaptive rk23/rk45: one engine step covers a span of many steps; an interrupt stops it
        after the step in progress (over MPI they are refused: engine_create) */
     if (o->adaptive) engine_set_adaptive_stop(e, o->interrupt);
     double start = driver_now(), last_report = start;
-    int64_t since_check = 0, done_steps = 0, progress_at = 64, steps0 = engine_steps(e);
+    double last_callback = start;
+    int64_t since_check = 0, done_steps = 0, progress_at = 64;
     double last_checkpoint = engine_time(e);
     while (!interrupted) {
         /* the next stop: an output time, a monitor time or the end (after a resume, the times still
@@ -525,6 +541,10 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
             done_steps = o->adaptive ? engine_steps(e) - steps0 : done_steps + m;
             i += m;
             if (!failed && o->between_steps) o->between_steps(o->between_ctx);
+            if (!failed && o->on_progress && driver_now() - last_callback >= o->progress_seconds) {
+                progress_call(e, o, end, steps0);
+                last_callback = driver_now();
+            }
             if (o->interrupt && atomic_load(o->interrupt)) interrupted = 1;
             if (engine_processes(e) > 1) interrupted = engine_any(e, interrupted); /* every process stops */
             if (!failed && (since_check += m) >= every) {
@@ -561,7 +581,10 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         if (take && (stopped = monitors_take(&mon, e, o, res, err, err_len)) < 0) goto done;
         if ((snap || (stopped && !at)) && snapshot(e, o, ws, res, err, err_len) < 0) goto done;
         if (stopped || at_end) break;
+        if (o->interrupt && atomic_load(o->interrupt)) interrupted = 1; /* a callback asked to stop */
     }
+    if (!interrupted) progress_call(e, o, end, steps0);
+    if (!interrupted && o->interrupt && atomic_load(o->interrupt)) interrupted = 1; /* asked at the end */
     status = 0;
     if (interrupted) {
         atomic_store(o->interrupt, 0);
