@@ -1,10 +1,10 @@
 # setup.py — the cffi extension (the metadata is in pyproject.toml): pdejit/_build.py compiles
 # pdejit._pdejit_cffi against include/pdejit.h and libpdejit.so, found as its comment says. When
-# no pdejit is given or installed (a fresh clone: `pip install ./python`, `python -m build`),
-# build_ext first builds the library from the source tree with CMake (python/build/cmake:
-# Release, without -Werror; PDEJIT_CMAKE_ARGS adds options, e.g. "-DPJ_WITH_PETSC=OFF") and puts
-# libpdejit.so.N and the implicit solver's module into the package beside the extension, whose
-# run path is $ORIGIN: the wheel runs wherever it is installed. The extension is always rebuilt
+# no pdejit is given or installed, build_ext takes the library of the source tree's build/, or
+# (a fresh clone: `pip install ./python`, `python -m build --wheel`) first builds it with CMake
+# (python/build/cmake: Release, without -Werror; PDEJIT_CMAKE_ARGS adds options, e.g.
+# "-DPJ_WITH_PETSC=OFF"), and puts libpdejit.so.N and the implicit solver's module into the
+# package beside the extension, whose run path is $ORIGIN: the wheel runs wherever it is installed. The extension is always rebuilt
 # (never one of an earlier build, linked with another library or run path).
 import glob
 import importlib.util
@@ -54,8 +54,9 @@ class BuildExt(build_ext):
             for path in glob.glob(os.path.join(dest, pattern)):
                 os.remove(path)
         if _b.BUNDLED:
-            build_dir = _b.cmake_build_dir()
-            cmake_build(_b.source_tree(), build_dir)
+            build_dir = _b._lib
+            if _b.BUNDLED == "cmake":
+                cmake_build(_b.source_tree(), build_dir)
             os.makedirs(dest, exist_ok=True)
             # the file of the soname (libpdejit.so.0), which the extension names
             for path in glob.glob(os.path.join(build_dir, "libpdejit.so.*")):

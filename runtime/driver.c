@@ -405,6 +405,17 @@ static void progress_call(engine *e, const driver_options *o, double end, int64_
         atomic_store(o->interrupt, 1);
 }
 
+/* The progress line on long runs; returns the time it was written. */
+static double progress_line(FILE *f, engine *e, double end, int64_t steps0, int64_t cells, double start)
+{
+    double tnow = driver_now(), t = engine_time(e);
+    int64_t taken = engine_steps(e) - steps0; /* the scheme's steps (an adaptive one takes several per engine step) */
+    fprintf(f, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end, 100 * t / (end > 0 ? end : 1),
+            (long long)taken, (double)taken * (double)cells / (tnow - start) * 1e-6);
+    fflush(f);
+    return tnow;
+}
+
 /* The next time after `after` (beyond a tolerance) in a sequence: k*every, or the list. */
 static double next_time(double every, const double *at, int n_at, double after, double tol)
 {
@@ -558,16 +569,8 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
                 since_check = 0;
             }
             if (progress && done_steps >= progress_at && (progress_at = done_steps + 64) &&
-                driver_now() - last_report > 3.0) {
-                double tnow = driver_now(), t = engine_time(e);
-                last_report = tnow;
-                /* the scheme's steps (an adaptive one takes several per engine step) */
-                int64_t taken = engine_steps(e) - steps0;
-                fprintf(progress, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end,
-                        100 * t / (end > 0 ? end : 1), (long long)taken,
-                        (double)taken * (double)cells / (tnow - start) * 1e-6);
-                fflush(progress);
-            }
+                driver_now() - last_report > 3.0)
+                last_report = progress_line(progress, e, end, steps0, cells, start);
         }
         if (!failed) failed = engine_sync(e, err, err_len) < 0;
         res->seconds += driver_now() - t0;

@@ -7,14 +7,17 @@ order:
 2. PDEJIT_BUILD_DIR: a CMake build folder of the pdejit sources (its CMakeCache.txt names the
    source tree, whose include/ holds the header);
 3. pkg-config pdejit (an installed pdejit; PKG_CONFIG_PATH=PREFIX/lib/pkgconfig);
-4. else the source tree this package sits in (../CMakeLists.txt) is built with CMake by setup.py
-   (its build_ext, into python/build/cmake) and the library goes into the package, beside the
-   extension: a wheel that needs no pdejit installed.
+4. the build folder of the source tree this package sits in (../build, as `make build` makes
+   it), when it holds the library: setup.py copies the library into the package;
+5. else that source tree (../CMakeLists.txt) is built with CMake by setup.py (its build_ext, into
+   python/build/cmake) and the library goes into the package.
 
-In 1-3 the library's folder is recorded as the extension's run path, in 4 the extension's own
-folder ($ORIGIN), so no LD_LIBRARY_PATH is needed. The declarations below are the subset of
+In 1-3 the library's folder is recorded as the extension's run path; in 4 and 5 the library lies
+beside the extension in the package and the run path is the extension's own folder ($ORIGIN): a
+wheel that needs no pdejit installed and no source tree. No LD_LIBRARY_PATH is needed. The declarations below are the subset of
 pdejit.h the package calls; in API mode the C compiler checks them against the real header (a
 mismatch does not compile)."""
+import glob
 import os
 import re
 import shlex
@@ -202,18 +205,25 @@ def cmake_build_dir():
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "cmake")
 
 
+def _has_library(build_dir, src):
+    made_from = _cmake_source_dir(build_dir)
+    return bool(made_from and os.path.realpath(made_from) == os.path.realpath(src) and
+                glob.glob(os.path.join(build_dir, "libpdejit.so.*")))
+
+
 def locate():
     """(include folder, library folder, bundled) of pdejit, by the rules of this module's comment;
-    bundled is True when setup.py is to build the library (rule 4) into the library folder."""
+    bundled is None (rules 1-3), "copy" (rule 4: setup.py copies the library into the package) or
+    "cmake" (rule 5: setup.py first builds it into the library folder)."""
     inc, lib = os.environ.get("PDEJIT_INCLUDE_DIR"), os.environ.get("PDEJIT_LIB_DIR")
     if inc and lib:
-        return inc, lib, False
+        return inc, lib, None
     build = os.environ.get("PDEJIT_BUILD_DIR")
     if build:
         src = _cmake_source_dir(build)
         if not src:
             raise RuntimeError("PDEJIT_BUILD_DIR=%s is not a CMake build of pdejit" % build)
-        return os.path.join(src, "include"), os.path.abspath(build), False
+        return os.path.join(src, "include"), os.path.abspath(build), None
     try:
         cflags = subprocess.run(["pkg-config", "--cflags-only-I", "pdejit"], capture_output=True, text=True,
                                 check=True).stdout
@@ -222,12 +232,14 @@ def locate():
         incs = [a[2:] for a in shlex.split(cflags) if a.startswith("-I")]
         libdirs = [a[2:] for a in shlex.split(libs) if a.startswith("-L")]
         if incs and libdirs:
-            return os.path.normpath(incs[0]), os.path.normpath(libdirs[0]), False
+            return os.path.normpath(incs[0]), os.path.normpath(libdirs[0]), None
     except (OSError, subprocess.CalledProcessError):
         pass
     root = source_tree()
+    if root and _has_library(os.path.join(root, "build"), root):
+        return os.path.join(root, "include"), os.path.join(root, "build"), "copy"
     if root:
-        return os.path.join(root, "include"), cmake_build_dir(), True
+        return os.path.join(root, "include"), cmake_build_dir(), "cmake"
     raise RuntimeError("pdejit not found: set PDEJIT_BUILD_DIR (a build folder of pdejit), "
                        "PDEJIT_INCLUDE_DIR and PDEJIT_LIB_DIR, install it where pkg-config finds it, "
                        "or build from the pdejit source tree (python/ inside it)")
