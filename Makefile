@@ -32,7 +32,7 @@ deps:
 	fi
 
 $(BUILD)/Makefile: CMakeLists.txt | deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPJ_WERROR=ON >/dev/null
 
 build: deps $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j $(JOBS) -- --no-print-directory
@@ -59,7 +59,7 @@ python-test: build $(PYENV)/.ready
 	  $(PYENV_ABS)/bin/pytest -q
 
 test: test-fast python-test
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPJ_SANITIZE=ON -DPJ_STATIC_LLVM=OFF >/dev/null
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPJ_SANITIZE=ON -DPJ_STATIC_LLVM=OFF -DPJ_WERROR=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS) -- --no-print-directory
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)

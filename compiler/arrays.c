@@ -756,6 +756,13 @@ int arrays_expand(compiler *C)
         if (r < 0) return -1;
     }
     if (X.n_arrays && check_equations(&X, out.items, out.len) < 0) return -1;
+    C->n_arrays = X.n_arrays; /* for the program (pj_program's arrays: the APIs name them) */
+    C->array_names = arena_alloc(C->arena, sizeof *C->array_names * (size_t)(X.n_arrays + 1));
+    C->array_sizes = arena_alloc(C->arena, sizeof *C->array_sizes * (size_t)(X.n_arrays + 1));
+    for (int i = 0; i < X.n_arrays; i++) {
+        C->array_names[i] = X.arrays[i].name;
+        C->array_sizes[i] = X.arrays[i].n;
+    }
     P->stmts = out.items;
     P->n_stmts = out.len;
     P->n_nodes += X.nodes;

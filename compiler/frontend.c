@@ -565,6 +565,15 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     if (d->errors) return -1;
 
     build_fields_and_params(C, p);
+    if (C->n_arrays) {
+        p->array_names = need(C, calloc((size_t)C->n_arrays, sizeof *p->array_names));
+        p->array_sizes = need(C, calloc((size_t)C->n_arrays, sizeof *p->array_sizes));
+        p->n_arrays = C->n_arrays;
+        for (int i = 0; i < C->n_arrays; i++) {
+            p->array_names[i] = need(C, strdup(C->array_names[i]));
+            p->array_sizes[i] = C->array_sizes[i];
+        }
+    }
     const ast_stmt **eqs = arena_alloc(C->arena, sizeof *eqs * ((size_t)p->n_fields + 1));
     read_equations(C, p, eqs);
     read_time(C, p, opt);
@@ -681,6 +690,9 @@ void program_free(pj_program *p)
     for (int i = 0; i < p->n_monitors; i++) free(p->monitor_names ? p->monitor_names[i] : NULL);
     free(p->monitor_names);
     free(p->monitor_kinds);
+    for (int i = 0; i < p->n_arrays; i++) free(p->array_names ? p->array_names[i] : NULL);
+    free(p->array_names);
+    free(p->array_sizes);
     kir_free(p->reduce);
     kir_free(p->stop);
     free(p->stop_text);

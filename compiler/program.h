@@ -95,6 +95,9 @@ typedef struct pj_program {
 
     int n_fields;
     char **field_names;
+    int n_arrays;         /* `field eta[N]` arrays: their names and sizes (members are the fields */
+    char **array_names;   /* eta1 ... etaN); 0 and NULL without arrays */
+    int *array_sizes;
     int *field_has_eq;    /* an unknown: a dt(...) equation, or an algebraic one (field_algebraic) */
     int *field_algebraic; /* its equation is `eq 0 = EXPR` (EXPR is its output of rhs): no mass term,
                              solved by the implicit schemes beuler, bdf2 and steady only */

@@ -62,6 +62,9 @@ typedef struct compiler {
     pj_loc reported[64];  /* error positions already reported by lowering (inlined twice) */
     int n_reported;
     int term_faces;       /* pj_compile_options.term_faces: face_[xyz][01]__(e) exist */
+    int n_arrays;         /* the field arrays arrays_expand expanded (`field eta[N]`), in the order */
+    const char **array_names; /* declared; their sizes (arena memory) */
+    int *array_sizes;
 } compiler;
 
 symbol *sema_lookup(compiler *C, const char *name);

@@ -55,7 +55,8 @@ PJ_API int pj_backend_by_name(const char *name, pj_backend *backend);
 /* "interp, cpu, cuda" (static) */
 PJ_API const char *pj_backend_names(void);
 /* The time schemes pj_problem_compile_scheme and a file's `scheme =` take, from the compiler's
- * table: "euler, rk2, rk3, rk4, beuler, cn, bdf2, imex" (static). */
+ * table, as `pdejit help run` lists them: "euler, rk2, rk3, rk4, rk23, rk45, beuler, cn, bdf2, imex"
+ * (static). */
 PJ_API const char *pj_scheme_names(void);
 
 typedef struct pj_problem pj_problem;
@@ -105,6 +106,12 @@ PJ_API int pj_problem_has_output(const pj_problem *problem);  /* 1 when the file
 PJ_API int pj_problem_has_monitor(const pj_problem *problem); /* 1 when the file has a monitor statement */
 PJ_API int pj_problem_monitor_count(const pj_problem *problem);
 PJ_API const char *pj_problem_monitor_name(const pj_problem *problem, int monitor);
+/* The order-parameter arrays (`field eta[N]`), in the order declared: how many, the name of array
+ * i (NULL out of range; owned by the problem) and its size N (0 out of range). Its members are
+ * the fields NAME1 ... NAMEN (pj_problem_field_name). */
+PJ_API int pj_problem_array_count(const pj_problem *problem);
+PJ_API const char *pj_problem_array_name(const pj_problem *problem, int array);
+PJ_API int pj_problem_array_size(const pj_problem *problem, int array);
 /* The value of a param as the file sets it (after evaluating params that depend on others); NaN
  * when there is no such param. */
 PJ_API double pj_problem_param(const pj_problem *problem, const char *name);
@@ -245,6 +252,18 @@ typedef struct pj_run_options {
                                  boundary at or after each multiple of this simulated time, written
                                  atomically (temporary name, fsync, rename); the steps taken are the
                                  same with or without it */
+    /* NULL, or called on the stepping thread at each monitor time, after monitor.csv's row: the
+     * time, the step, and the n monitors' names and values in the order written (valid during the
+     * call). A nonzero return stops the run there as pj_sim_interrupt does (PJ_INTERRUPTED). */
+    int (*on_monitor)(void *ctx, double t, int64_t step, int n, const char *const *names, const double *values);
+    void *monitor_ctx;
+    /* NULL, or called on the stepping thread before the first step, at a step boundary whenever
+     * progress_seconds of wall time (0.1 when <= 0) have passed since the last call, and when the
+     * end is reached: the time, the run's end time and the steps this run took. A nonzero return
+     * stops the run as pj_sim_interrupt does. */
+    int (*on_progress)(void *ctx, double t, double t_end, int64_t steps);
+    void *progress_ctx;
+    double progress_seconds;
 } pj_run_options;
 typedef struct pj_run_result {
     int64_t steps;          /* steps taken in all */

@@ -219,6 +219,12 @@ const char *pj_problem_monitor_name(const pj_problem *pr, int i)
 {
     return i >= 0 && i < pr->p->n_monitors ? pr->p->monitor_names[i] : NULL;
 }
+int pj_problem_array_count(const pj_problem *pr) { return pr->p->n_arrays; }
+const char *pj_problem_array_name(const pj_problem *pr, int i)
+{
+    return i >= 0 && i < pr->p->n_arrays ? pr->p->array_names[i] : NULL;
+}
+int pj_problem_array_size(const pj_problem *pr, int i) { return i >= 0 && i < pr->p->n_arrays ? pr->p->array_sizes[i] : 0; }
 double pj_problem_param(const pj_problem *pr, const char *name)
 {
     for (int i = 0; name && i < pr->p->n_params; i++)
@@ -550,6 +556,8 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
         .between_steps = between_steps, .between_ctx = ps, .interrupt = &ps->interrupt, .adaptive = p->adapt > 0,
         .checkpoint_every = o.checkpoint_every, .checkpoint_dir = o.checkpoint_every > 0 ? o.out_dir : NULL,
         .seed = ps->seed, .single = ps->single, .resumed = ps->resumed,
+        .on_monitor = o.on_monitor, .monitor_ctx = o.monitor_ctx, .on_progress = o.on_progress,
+        .progress_ctx = o.progress_ctx, .progress_seconds = o.progress_seconds > 0 ? o.progress_seconds : 0.1,
     };
     if (o.checkpoint_every > 0 && restart_refused(p, err, err_len)) return PJ_ERR_INPUT;
     /* a resumed run takes the steps of the run that wrote the checkpoint: with its dt */

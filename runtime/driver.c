@@ -381,6 +381,10 @@ static int monitors_take(monitors *m, engine *e, const driver_options *o, driver
         fprintf(o->monitor_out, "\n");
         fflush(o->monitor_out);
     }
+    if (o->on_monitor && engine_rank(e) == 0 &&
+        o->on_monitor(o->monitor_ctx, t, (int64_t)step, p->n_monitors, (const char *const *)p->monitor_names, mv) &&
+        o->interrupt)
+        atomic_store(o->interrupt, 1); /* the caller asked to stop: as pj_sim_interrupt */
     if (!p->stop || !p->stop->n_outputs) return 0;
     const double *params = engine_params(e);
     for (int i = 0; i < p->n_params; i++) m->values[i] = params[i];
@@ -390,6 +394,26 @@ static int monitors_take(monitors *m, engine *e, const driver_options *o, driver
         return 1;
     }
     return 0;
+}
+
+/* The progress callback (rank 0): the time, the end and the steps of this run; a nonzero return
+ * stops the run as o->interrupt does. */
+static void progress_call(engine *e, const driver_options *o, double end, int64_t steps0)
+{
+    if (o->on_progress && engine_rank(e) == 0 &&
+        o->on_progress(o->progress_ctx, engine_time(e), end, engine_steps(e) - steps0) && o->interrupt)
+        atomic_store(o->interrupt, 1);
+}
+
+/* The progress line on long runs; returns the time it was written. */
+static double progress_line(FILE *f, engine *e, double end, int64_t steps0, int64_t cells, double start)
+{
+    double tnow = driver_now(), t = engine_time(e);
+    int64_t taken = engine_steps(e) - steps0; /* the scheme's steps (an adaptive one takes several per engine step) */
+    fprintf(f, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end, 100 * t / (end > 0 ? end : 1),
+            (long long)taken, (double)taken * (double)cells / (tnow - start) * 1e-6);
+    fflush(f);
+    return tnow;
 }
 
 /* The next time after `after` (beyond a tolerance) in a sequence: k*every, or the list. */
@@ -490,12 +514,15 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         status = 0;
         goto done;
     }
+    const int64_t steps0 = engine_steps(e);
+    progress_call(e, o, end, steps0);
     int interrupted = o->interrupt && atomic_load(o->interrupt);
     /* adaptive rk23/rk45: one engine step covers a span of many steps; an interrupt stops it
        after the step in progress (over MPI they are refused: engine_create) */
     if (o->adaptive) engine_set_adaptive_stop(e, o->interrupt);
     double start = driver_now(), last_report = start;
-    int64_t since_check = 0, done_steps = 0, progress_at = 64, steps0 = engine_steps(e);
+    double last_callback = start;
+    int64_t since_check = 0, done_steps = 0, progress_at = 64;
     double last_checkpoint = engine_time(e);
     while (!interrupted) {
         /* the next stop: an output time, a monitor time or the end (after a resume, the times still
@@ -525,6 +552,10 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
             done_steps = o->adaptive ? engine_steps(e) - steps0 : done_steps + m;
             i += m;
             if (!failed && o->between_steps) o->between_steps(o->between_ctx);
+            if (!failed && o->on_progress && driver_now() - last_callback >= o->progress_seconds) {
+                progress_call(e, o, end, steps0);
+                last_callback = driver_now();
+            }
             if (o->interrupt && atomic_load(o->interrupt)) interrupted = 1;
             if (engine_processes(e) > 1) interrupted = engine_any(e, interrupted); /* every process stops */
             if (!failed && (since_check += m) >= every) {
@@ -538,16 +569,8 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
                 since_check = 0;
             }
             if (progress && done_steps >= progress_at && (progress_at = done_steps + 64) &&
-                driver_now() - last_report > 3.0) {
-                double tnow = driver_now(), t = engine_time(e);
-                last_report = tnow;
-                /* the scheme's steps (an adaptive one takes several per engine step) */
-                int64_t taken = engine_steps(e) - steps0;
-                fprintf(progress, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end,
-                        100 * t / (end > 0 ? end : 1), (long long)taken,
-                        (double)taken * (double)cells / (tnow - start) * 1e-6);
-                fflush(progress);
-            }
+                driver_now() - last_report > 3.0)
+                last_report = progress_line(progress, e, end, steps0, cells, start);
         }
         if (!failed) failed = engine_sync(e, err, err_len) < 0;
         res->seconds += driver_now() - t0;
@@ -561,7 +584,10 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         if (take && (stopped = monitors_take(&mon, e, o, res, err, err_len)) < 0) goto done;
         if ((snap || (stopped && !at)) && snapshot(e, o, ws, res, err, err_len) < 0) goto done;
         if (stopped || at_end) break;
+        if (o->interrupt && atomic_load(o->interrupt)) interrupted = 1; /* a callback asked to stop */
     }
+    if (!interrupted) progress_call(e, o, end, steps0);
+    if (!interrupted && o->interrupt && atomic_load(o->interrupt)) interrupted = 1; /* asked at the end */
     status = 0;
     if (interrupted) {
         atomic_store(o->interrupt, 0);

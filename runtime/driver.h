@@ -32,6 +32,14 @@ typedef struct driver_options {
     atomic_int *interrupt;  /* NULL, or a flag that, once set (any thread, a signal handler), stops
                                the run at the next step boundary; the run clears it */
     FILE *monitor_out;      /* NULL, or each monitor row printed here (--verbose) */
+    /* NULL, or called with each monitor row (rank 0); nonzero: stop as o->interrupt does */
+    int (*on_monitor)(void *ctx, double t, int64_t step, int n, const char *const *names, const double *values);
+    void *monitor_ctx;
+    /* NULL, or called (rank 0) before the first step, every progress_seconds of wall time at a step
+       boundary, and at the end; nonzero: stop as o->interrupt does */
+    int (*on_progress)(void *ctx, double t, double t_end, int64_t steps);
+    void *progress_ctx;
+    double progress_seconds;
     int no_monitors;        /* the program's monitors are not taken (pj_sim_advance) */
     double monitor_every;   /* the program's, for driver_check_counts (driver_run reads the program) */
     /* restarts (checkpoint.h) */

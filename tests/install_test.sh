@@ -36,11 +36,15 @@ mkdir "$tmp/with-make" || fail "mkdir"
 PKG_CONFIG_PATH=$prefix/lib/pkgconfig make -s -C "$tmp/with-make" -f "$src/samples/embed/Makefile" CC="$cc" \
     CFLAGS="-O2 -Wall -Wextra -Werror $flags" LDFLAGS="$flags" >"$tmp/make.log" 2>&1 || { cat "$tmp/make.log"; fail "the make build of samples/embed"; }
 
+# the make build (pkg-config's flags: an rpath in pdejit.pc's Libs) runs without LD_LIBRARY_PATH
 for exe in "$tmp/with-cmake/embed" "$tmp/with-make/embed"; do
     [ -x "$exe" ] || fail "$exe was not built"
-    lib=$(LD_LIBRARY_PATH=$prefix/lib ldd "$exe" | awk '$1 ~ /^libpdejit\.so/ {print $3}')
-    case $lib in "$prefix"/lib/libpdejit.so.*) ;; *) fail "$exe loads libpdejit from '$lib', not from the install";; esac
-    out=$(LD_LIBRARY_PATH=$prefix/lib PDEJIT_CACHE_DIR=$tmp/cache "$exe" 2>&1)
+    ld=$prefix/lib
+    [ "$exe" = "$tmp/with-make/embed" ] && ld=
+    lib=$(LD_LIBRARY_PATH=$ld ldd "$exe" | awk '$1 ~ /^libpdejit\.so/ {print $3}')
+    lib=$(readlink -f "$lib" 2>/dev/null || echo "$lib")
+    case $lib in "$(readlink -f "$prefix")"/lib/libpdejit.so.*) ;; *) fail "$exe loads libpdejit from '$lib', not from the install";; esac
+    out=$(LD_LIBRARY_PATH=$ld PDEJIT_CACHE_DIR=$tmp/cache "$exe" 2>&1)
     status=$?
     echo "$out"
     [ $status -eq 0 ] || fail "$exe exited with $status"

@@ -384,7 +384,16 @@ static void names_outside(void **state)
     assert_int_equal(pj_sim_get_field(a.sim, "eta2", v), PJ_OK);
     for (int c = 0; c < 64; c++) assert_true(v[c] >= 0.2 && v[c] < 0.4);
     assert_int_not_equal(pj_sim_get_field(a.sim, "eta", v), PJ_OK);
+    /* the arrays by name and size (the Python package stacks their members) */
+    assert_int_equal(pj_problem_array_count(a.problem), 1);
+    assert_string_equal(pj_problem_array_name(a.problem, 0), "eta");
+    assert_int_equal(pj_problem_array_size(a.problem, 0), 3);
+    assert_null(pj_problem_array_name(a.problem, 1));
+    assert_int_equal(pj_problem_array_size(a.problem, -1), 0);
     api_sim_end(&a, NULL, NULL);
+    api_sim plain = api_sim_start("p.pde", "mesh grid(nx = 4)\nfield eta1 = 1\neq dt(eta1) = 0\n", NULL);
+    assert_int_equal(pj_problem_array_count(plain.problem), 0); /* a name like a member is no array */
+    api_sim_end(&plain, NULL, NULL);
 }
 
 /* samples/pfhub2.pde (PFHub 2a, written with an array): its free energy falls at every monitor time and

@@ -308,7 +308,7 @@ static void symlinked_entry_is_not_followed(void **state)
 /* Files outside the cache, named like entries, behind a prefix sub-folder replaced by a link. */
 static int count_files(const char *dir)
 {
-    char cmd[700], *out = NULL;
+    char cmd[800], *out = NULL; /* a path of up to 700 bytes, quoted, and the pipe */
     snprintf(cmd, sizeof cmd, "find '%s' -type f | wc -l", dir);
     assert_int_equal(tu_run(cmd, &out), 0);
     int n = atoi(out);

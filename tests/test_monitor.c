@@ -1,8 +1,9 @@
 /* test_monitor.c — monitors, stop conditions and output times as `pdejit run` gives them:
  * monitor.csv's columns and rows at exactly the monitor times (between output times, with a dt
  * that divides neither), the values against the exact solution, --verbose lines, `stop when`
- * ending a run with exit 0 and its reason, `output at`, the public API's pj_sim_monitor, and the
- * errors of bad monitors at the user's text. */
+ * ending a run with exit 0 and its reason, `output at`, the public API's pj_sim_monitor and
+ * pj_run_options' on_monitor and on_progress callbacks, and the errors of bad monitors at the
+ * user's text. */
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>
@@ -186,6 +187,83 @@ static void api_reads_monitors(void **state)
     pj_problem_free(pr);
 }
 
+/* pj_run_options' callbacks: on_monitor at each monitor time with the row monitor.csv gets (the
+ * values against Euler's (1 - dt)^n exactly), on_progress from the start to the end; a nonzero
+ * return stops the run there (PJ_INTERRUPTED), and the next run goes on from there. */
+typedef struct seen {
+    int n_mon, n_prog, stop_at;
+    double t[8], v[8];
+    int64_t step[8];
+    double first_t, last_t, t_end;
+    int64_t last_steps;
+} seen;
+
+static int on_monitor(void *ctx, double t, int64_t step, int n, const char *const *names, const double *values)
+{
+    seen *s = ctx;
+    assert_int_equal(n, 1);
+    assert_string_equal(names[0], "total");
+    if (s->n_mon < 8) {
+        s->t[s->n_mon] = t;
+        s->step[s->n_mon] = step;
+        s->v[s->n_mon] = values[0];
+    }
+    return ++s->n_mon == s->stop_at;
+}
+
+static int on_progress(void *ctx, double t, double t_end, int64_t steps)
+{
+    seen *s = ctx;
+    if (!s->n_prog++) s->first_t = t;
+    s->last_t = t;
+    s->t_end = t_end;
+    s->last_steps = steps;
+    return 0;
+}
+
+static void api_run_callbacks(void **state)
+{
+    (void)state;
+    const char *text = "mesh grid(nx = 4, Lx = 2)\nfield u = 1\neq dt(u) = -u\ntime dt = 0.125, until = 1\n"
+                       "monitor every = 0.25, total = integral(u)\n";
+    pj_problem *pr = NULL;
+    char *diag = NULL, err[512];
+    assert_int_equal(pj_problem_compile("cb.pde", text, strlen(text), &pr, &diag), PJ_OK);
+    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = 1};
+    pj_sim *sim = NULL;
+    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+    seen s = {0};
+    pj_run_options o = pj_run_options_default();
+    o.on_monitor = on_monitor;
+    o.monitor_ctx = &s;
+    o.on_progress = on_progress;
+    o.progress_ctx = &s;
+    pj_run_result res;
+    assert_int_equal(pj_sim_run(sim, &o, &res, err, sizeof err), PJ_OK);
+    assert_int_equal(s.n_mon, 5);
+    for (int i = 0; i < 5; i++) {
+        assert_true(s.t[i] == 0.25 * i);
+        assert_int_equal(s.step[i], 2 * i);
+        assert_true(s.v[i] == 2 * pow(0.875, 2 * i)); /* integral over Lx = 2 */
+    }
+    assert_true(s.n_prog >= 2 && s.first_t == 0 && s.last_t == 1 && s.t_end == 1);
+    assert_int_equal(s.last_steps, 8);
+    pj_sim_free(sim);
+
+    assert_int_equal(pj_sim_create(pr, &so, &sim, err, sizeof err), PJ_OK);
+    seen stop = {.stop_at = 3}; /* the third row: t = 0.5 */
+    o.monitor_ctx = &stop;
+    o.on_progress = NULL;
+    assert_int_equal(pj_sim_run(sim, &o, &res, err, sizeof err), PJ_INTERRUPTED);
+    assert_true(pj_sim_time(sim) == 0.5);
+    assert_int_equal(pj_sim_steps(sim), 4);
+    o.on_monitor = NULL;
+    assert_int_equal(pj_sim_run(sim, &o, &res, err, sizeof err), PJ_OK); /* the flag was cleared */
+    assert_true(pj_sim_time(sim) == 1);
+    pj_sim_free(sim);
+    pj_problem_free(pr);
+}
+
 /* Errors at the user's text: the whole report once, then each message at its line and column. */
 static void bad_monitors_point_at_the_text(void **state)
 {
@@ -288,6 +366,7 @@ int main(void)
         cmocka_unit_test(stop_when_ends_the_run),
         cmocka_unit_test(output_at_listed_times),
         cmocka_unit_test(api_reads_monitors),
+        cmocka_unit_test(api_run_callbacks),
         cmocka_unit_test(bad_monitors_point_at_the_text),
         cmocka_unit_test(pfhub1_energy_decreases),
     };

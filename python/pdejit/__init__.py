@@ -3,11 +3,11 @@ the GPU) by the pdejit library, simulated with zero-copy NumPy views of their fi
 text-defined terms evaluated on NumPy arrays (and on CuPy arrays, on the GPU). See docs/python.md."""
 from ._errors import (BackendError, Error, InputError, Interrupted, ProblemError, RunError,
                       UnavailableError, UnsupportedError)
-from ._core import DeviceArray, Mesh, Problem, RunResult, Simulation, SolverStats, compile
+from ._core import DeviceArray, Mesh, Problem, RunResult, Simulation, SolverStats, compile, schemes
 from ._term import DeviceBuffer, Derivative, Term, fipy_faces
 
 from ._pdejit_cffi import ffi as _ffi, lib as _lib
 
 __version__ = _ffi.string(_lib.pj_version()).decode()  # the library's: CMakeLists.txt's project version
-__all__ = ["compile", "Problem", "Mesh", "Simulation", "RunResult", "SolverStats", "DeviceArray", "Term", "Derivative", "DeviceBuffer", "fipy_faces", "Error",
+__all__ = ["compile", "schemes", "Problem", "Mesh", "Simulation", "RunResult", "SolverStats", "DeviceArray", "Term", "Derivative", "DeviceBuffer", "fipy_faces", "Error",
            "InputError", "ProblemError", "RunError", "BackendError", "UnavailableError", "UnsupportedError", "Interrupted"]

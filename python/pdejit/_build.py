@@ -7,11 +7,17 @@ order:
 2. PDEJIT_BUILD_DIR: a CMake build folder of the pdejit sources (its CMakeCache.txt names the
    source tree, whose include/ holds the header);
 3. pkg-config pdejit (an installed pdejit; PKG_CONFIG_PATH=PREFIX/lib/pkgconfig);
-4. the source tree this package sits in: ../include and ../build.
+4. the build folder of the source tree this package sits in (../build, as `make build` makes
+   it), when it holds the library: setup.py copies the library into the package;
+5. else that source tree (../CMakeLists.txt) is built with CMake by setup.py (its build_ext, into
+   python/build/cmake) and the library goes into the package.
 
-The library's folder is recorded as the extension's run path, so no LD_LIBRARY_PATH is needed.
-The declarations below are the subset of pdejit.h the package calls; in API mode the C compiler
-checks them against the real header (a mismatch does not compile)."""
+In 1-3 the library's folder is recorded as the extension's run path; in 4 and 5 the library lies
+beside the extension in the package and the run path is the extension's own folder ($ORIGIN): a
+wheel that needs no pdejit installed and no source tree. No LD_LIBRARY_PATH is needed. The declarations below are the subset of
+pdejit.h the package calls; in API mode the C compiler checks them against the real header (a
+mismatch does not compile)."""
+import glob
 import os
 import re
 import shlex
@@ -27,6 +33,7 @@ const char *pj_version(void);
 typedef enum pj_backend { PJ_BACKEND_INTERP = 0, PJ_BACKEND_CPU = 1, PJ_BACKEND_CUDA = 2 } pj_backend;
 int pj_backend_by_name(const char *name, pj_backend *backend);
 const char *pj_backend_names(void);
+const char *pj_scheme_names(void);
 
 typedef struct pj_problem pj_problem;
 typedef struct pj_sim pj_sim;
@@ -50,8 +57,12 @@ double pj_problem_until(const pj_problem *problem);
 int64_t pj_problem_steps(const pj_problem *problem);
 int pj_problem_has_output(const pj_problem *problem);
 double pj_problem_param(const pj_problem *problem, const char *name);
+int pj_problem_has_monitor(const pj_problem *problem);
 int pj_problem_monitor_count(const pj_problem *problem);
 const char *pj_problem_monitor_name(const pj_problem *problem, int monitor);
+int pj_problem_array_count(const pj_problem *problem);
+const char *pj_problem_array_name(const pj_problem *problem, int array);
+int pj_problem_array_size(const pj_problem *problem, int array);
 
 typedef struct pj_sim_options { pj_backend backend; int single; int threads; int fast_math;
     const char *solver_options; uint64_t seed; ...; } pj_sim_options;
@@ -73,7 +84,10 @@ pj_status pj_sim_redefine(pj_sim *sim, const char *text, char **diagnostics);
 int pj_sim_can_swap(const pj_sim *sim);
 
 typedef struct pj_run_options { double dt; double until; int64_t steps; const char *out_dir;
-    const char *dump_path; int check_every; int no_stability_check; double checkpoint_every; ...; } pj_run_options;
+    const char *dump_path; int check_every; int no_stability_check; double checkpoint_every;
+    int (*on_monitor)(void *ctx, double t, int64_t step, int n, const char *const *names, const double *values);
+    void *monitor_ctx; int (*on_progress)(void *ctx, double t, double t_end, int64_t steps); void *progress_ctx;
+    double progress_seconds; ...; } pj_run_options;
 typedef struct pj_run_result { int64_t steps; double t; double seconds; int snapshots; ...; } pj_run_result;
 pj_run_options pj_run_options_default(void);
 pj_status pj_sim_run(pj_sim *sim, const pj_run_options *options, pj_run_result *result, char *err, size_t err_len);
@@ -112,6 +126,10 @@ pj_status pj_term_device_alloc(pj_term *term, size_t bytes, void **ptr, char *er
 void pj_term_device_free(pj_term *term, void *ptr);
 
 void free(void *);
+
+/* run()'s callbacks (pdejit/_run.py) */
+extern "Python" int pdejit_py_on_monitor(void *, double, int64_t, int, const char *const *, const double *);
+extern "Python" int pdejit_py_on_progress(void *, double, double, int64_t);
 
 /* the extension's own: SIGINT stops a stepping call at a step boundary (see _core.py) */
 int pdejit_py_sigint_begin(pj_sim *sim);
@@ -175,17 +193,37 @@ def _cmake_source_dir(build_dir):
         return None
 
 
+def source_tree():
+    """The pdejit source tree this package sits in (python/..), or None."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return root if os.path.isfile(os.path.join(root, "CMakeLists.txt")) and \
+        os.path.isfile(os.path.join(root, "include", "pdejit.h")) else None
+
+
+def cmake_build_dir():
+    """Where setup.py builds the library from the source tree (rule 4)."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "cmake")
+
+
+def _has_library(build_dir, src):
+    made_from = _cmake_source_dir(build_dir)
+    return bool(made_from and os.path.realpath(made_from) == os.path.realpath(src) and
+                glob.glob(os.path.join(build_dir, "libpdejit.so.*")))
+
+
 def locate():
-    """(include folder, library folder) of pdejit, by the rules of this module's comment."""
+    """(include folder, library folder, bundled) of pdejit, by the rules of this module's comment;
+    bundled is None (rules 1-3), "copy" (rule 4: setup.py copies the library into the package) or
+    "cmake" (rule 5: setup.py first builds it into the library folder)."""
     inc, lib = os.environ.get("PDEJIT_INCLUDE_DIR"), os.environ.get("PDEJIT_LIB_DIR")
     if inc and lib:
-        return inc, lib
+        return inc, lib, None
     build = os.environ.get("PDEJIT_BUILD_DIR")
     if build:
         src = _cmake_source_dir(build)
         if not src:
             raise RuntimeError("PDEJIT_BUILD_DIR=%s is not a CMake build of pdejit" % build)
-        return os.path.join(src, "include"), os.path.abspath(build)
+        return os.path.join(src, "include"), os.path.abspath(build), None
     try:
         cflags = subprocess.run(["pkg-config", "--cflags-only-I", "pdejit"], capture_output=True, text=True,
                                 check=True).stdout
@@ -194,26 +232,29 @@ def locate():
         incs = [a[2:] for a in shlex.split(cflags) if a.startswith("-I")]
         libdirs = [a[2:] for a in shlex.split(libs) if a.startswith("-L")]
         if incs and libdirs:
-            return incs[0], libdirs[0]
+            return os.path.normpath(incs[0]), os.path.normpath(libdirs[0]), None
     except (OSError, subprocess.CalledProcessError):
         pass
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    if os.path.isfile(os.path.join(root, "include", "pdejit.h")):
-        return os.path.join(root, "include"), os.path.join(root, "build")
+    root = source_tree()
+    if root and _has_library(os.path.join(root, "build"), root):
+        return os.path.join(root, "include"), os.path.join(root, "build"), "copy"
+    if root:
+        return os.path.join(root, "include"), cmake_build_dir(), "cmake"
     raise RuntimeError("pdejit not found: set PDEJIT_BUILD_DIR (a build folder of pdejit), "
-                       "PDEJIT_INCLUDE_DIR and PDEJIT_LIB_DIR, or install it where pkg-config finds it")
+                       "PDEJIT_INCLUDE_DIR and PDEJIT_LIB_DIR, install it where pkg-config finds it, "
+                       "or build from the pdejit source tree (python/ inside it)")
 
 
 ffibuilder = FFI()
 ffibuilder.cdef(CDEF)
-_inc, _lib = locate()
+_inc, _lib, BUNDLED = locate()
 ffibuilder.set_source(
     "pdejit._pdejit_cffi",
     SIGINT_C,
     include_dirs=[_inc],
     library_dirs=[_lib],
     libraries=["pdejit"],
-    extra_link_args=["-Wl,-rpath," + _lib],
+    extra_link_args=["-Wl,-rpath," + ("$ORIGIN" if BUNDLED else _lib)],
 )
 
 if __name__ == "__main__":

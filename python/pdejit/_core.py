@@ -1,6 +1,8 @@
 """_core.py — problems and simulations over the C API (pj_problem_*, pj_sim_*): compile(),
-Problem, Simulation, its params and its fields as zero-copy NumPy arrays."""
+schemes(), Problem, Simulation, its params and its fields as zero-copy NumPy arrays (a run's
+callbacks and monitor rows: _run.py)."""
 import collections
+import contextlib
 import os
 import threading
 import warnings
@@ -9,6 +11,7 @@ import numpy as np
 
 from ._errors import Error, InputError, ProblemError, raise_status
 from ._pdejit_cffi import ffi, lib
+from ._run import MonitorHistory, RunCallbacks
 
 _ERR_LEN = 1024
 
@@ -56,11 +59,16 @@ def _number(value, what):
     return float(value)
 
 
+def schemes():
+    """The time schemes compile(scheme=...) and a file's `scheme =` take: the library's table
+    (pj_scheme_names), the list `pdejit help run` prints."""
+    return tuple(_str(lib.pj_scheme_names()).split(", "))
+
+
 def compile(source, scheme=None, name=None, consts=None):
     """Compiles a problem: `source` is the problem text, or the path of a .pde file (a
     pathlib.Path, or a str of one line naming an existing file). `scheme` overrides the file's
-    time scheme: one of the command's (`pdejit run --help`; an unknown name raises ProblemError
-    listing them). `consts` ({name: value}) sets consts instead of the values written, wherever
+    time scheme: one of schemes() (an unknown name raises ProblemError listing them). `consts` ({name: value}) sets consts instead of the values written, wherever
     they are used, the mesh included (`pdejit run --set` on a const). Raises ProblemError with
     the diagnostics."""
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
@@ -135,8 +143,9 @@ class Mesh:
 
 
 class Problem:
-    """A compiled problem: its fields, params, mesh (a Mesh), monitors (their names) and time
-    settings. simulate() makes simulations of it (each keeps the problem alive)."""
+    """A compiled problem: its fields, params, mesh (a Mesh), monitors (their names), arrays
+({name: N} of `field eta[N]`, whose members are the fields eta1 ... etaN) and time settings.
+    simulate() makes simulations of it (each keeps the problem alive)."""
 
     def __init__(self, handle, name, text):
         self._h = handle
@@ -153,7 +162,10 @@ class Problem:
         self.until = until if until >= 0 else None
         self.steps = steps if steps >= 0 else None
         self.has_output = bool(lib.pj_problem_has_output(h))
+        self.has_monitor = bool(lib.pj_problem_has_monitor(h))  # run() writes monitor.csv in its out_dir
         self.monitors = tuple(_str(lib.pj_problem_monitor_name(h, i)) for i in range(lib.pj_problem_monitor_count(h)))
+        self.arrays = {_str(lib.pj_problem_array_name(h, i)): int(lib.pj_problem_array_size(h, i))
+                       for i in range(lib.pj_problem_array_count(h))}
         self.mesh = Mesh(self)
 
     @property
@@ -194,7 +206,7 @@ class _Params(collections.abc.MutableMapping):
         if not isinstance(name, str) or name not in self._sim.problem.params:
             raise KeyError(name)
         value = _number(value, "param %s" % name)
-        with self._sim._step_lock:
+        with self._sim._lock_unless_callback():
             _check(lib.pj_sim_set_param(self._sim._h, name.encode(), value), what="param %s" % name)
 
     def __delitem__(self, name):
@@ -240,12 +252,29 @@ class _Fields(collections.abc.Mapping):
     """sim.fields: each field's current values where they live, without a copy (a NumPy array
     of the interior cells, shape (nz, ny, nx) / (ny, nx) / (nx,); on the GPU a DeviceArray).
     Writes go through to the simulation. The schemes swap buffers while stepping: take the
-    array again after advance(), run() or redefine()."""
+    array again after advance(), run() or redefine(). An array's name (`field eta[N]`) gives its
+    members stacked on a leading axis, shape (N, ...): a read-only copy (members(name) gives the
+    members' own arrays, which take writes). Iterating names the fields (the members)."""
 
     def __init__(self, sim):
         self._sim = sim
 
+    def members(self, name):
+        """The members of the array `name` (`field name[N]`), name1 ... nameN, as a list of the
+        fields' own arrays (views: writes go through)."""
+        n = self._sim.problem.arrays.get(name) if isinstance(name, str) else None
+        if n is None:
+            raise KeyError(name)
+        return [self[name + str(k)] for k in range(1, n + 1)]
+
     def __getitem__(self, name):
+        if isinstance(name, str) and name in self._sim.problem.arrays:
+            members = self.members(name)
+            if isinstance(members[0], DeviceArray):
+                return tuple(members)  # no stacking on the GPU without a copy there: one per member
+            stacked = np.stack(members)
+            stacked.flags.writeable = False
+            return stacked
         if not isinstance(name, str) or name not in self._sim.problem.fields:
             raise KeyError(name)
         view = ffi.new("pj_field_view *")
@@ -264,6 +293,9 @@ class _Fields(collections.abc.Mapping):
 
     def __len__(self):
         return len(self._sim.problem.fields)
+
+    def __contains__(self, name):
+        return name in self._sim.problem.fields or name in self._sim.problem.arrays
 
     def __repr__(self):
         sim = self._sim
@@ -343,6 +375,23 @@ class Simulation:
         # (and param changes) take one lock, redefinitions another
         self._step_lock = threading.Lock()
         self._redefine_lock = threading.Lock()
+        self._history = MonitorHistory()  # the monitor rows of every run() (monitor_history)
+        self._callback_thread = None      # the thread inside a callback of run(), while it is
+
+    def _stepping(self, what):
+        """The step lock, for a call that steps or replaces the state; from inside a callback of
+        run() (whose thread holds it) an InputError instead of a deadlock."""
+        if self._callback_thread == threading.get_ident():
+            raise InputError("%s inside a callback of run(): the run is stepping (raise an exception in the "
+                             "callback to stop it)" % what)
+        return self._step_lock
+
+    def _lock_unless_callback(self):
+        """The step lock, or nothing inside a callback of run(): between two steps, on the stepping
+        thread, reading monitors and setting params is safe."""
+        if self._callback_thread == threading.get_ident():
+            return contextlib.nullcontext()
+        return self._step_lock
 
     @property
     def _h(self):
@@ -360,7 +409,7 @@ class Simulation:
         """Frees the C simulation: its fields, kernels and solver (a field array taken before keeps
         its buffer until it goes). Waits for a stepping call on another thread to end; closing twice
         does nothing. Using the simulation afterwards raises InputError ("... is closed")."""
-        with self._step_lock, self._redefine_lock:
+        with self._stepping("close()"), self._redefine_lock:
             self._handle = self._keep = None
 
     def _alive(self):
@@ -388,11 +437,17 @@ class Simulation:
         value = ffi.new("double *")
         err = ffi.new("char[]", _ERR_LEN)
         out = {}
-        with self._step_lock:
+        with self._lock_unless_callback():
             for name in self.problem.monitors:
                 _check(lib.pj_sim_monitor(h, name.encode(), value, err, _ERR_LEN), err, what="monitor %s" % name)
                 out[name] = value[0]
         return out
+
+    def monitor_history(self):
+        """The monitor rows every run() of this simulation took, as monitor.csv has them: {"t": ...,
+        "step": ..., NAME: ...} of NumPy arrays (float64; step int64), one entry per monitor time,
+        in the order taken. advance() takes none."""
+        return self._history.arrays()
 
     @property
     def t(self):
@@ -425,7 +480,7 @@ class Simulation:
                 raise InputError("advance: no dt given and the problem has no `time dt =`")
         dt = _number(dt, "dt")
         err = ffi.new("char[]", _ERR_LEN)
-        with self._step_lock, _Interruptible(self) as guard:
+        with self._stepping("advance()"), _Interruptible(self) as guard:
             status = lib.pj_sim_advance(self._h, dt, t_end, err, _ERR_LEN)
         if guard.caught and status == lib.PJ_INTERRUPTED:
             raise KeyboardInterrupt("pdejit: stopped at t = %g after step %d" % (self.t, self.steps))
@@ -443,16 +498,25 @@ class Simulation:
                            bool(st.adaptive), tuple(names.split()), _str(st.note) or "")
 
     def run(self, outputs=True, out_dir=None, dump=None, dt=None, until=None, steps=None, check_every=1,
-            no_stability_check=False, checkpoint_every=None, strict_options=False):
+            no_stability_check=False, checkpoint_every=None, strict_options=False, on_monitor=None,
+            on_progress=None, progress=False):
         """A whole run as `pdejit run` makes it: the file's time settings (or dt, until, steps),
-        snapshots at the file's output times in out_dir (default NAME.out beside the current
-        folder, as the command does) when outputs is true and the file has an output statement,
+        snapshots at the file's output times and monitor.csv in out_dir (default NAME.out in the
+        current folder, as the command does) when outputs is true and the file has an output or
+        monitor statement,
         the final state as CSV in `dump`, a checkpoint (out_dir/checkpoint.pjc) at each multiple
         of checkpoint_every of simulated time. An explicit scheme whose dt exceeds its stability
         limit raises InputError unless no_stability_check. Returns RunResult(steps, t, seconds,
         snapshots). PETSc options (solver_options, the solver statement) that no solver used are
         named after the run in a warning (UserWarning), or with strict_options=True an InputError
-        (as `pdejit run --strict-options`)."""
+        (as `pdejit run --strict-options`).
+
+        While it runs, on the stepping thread between two steps: on_monitor(t, {name: value}) at
+        each monitor time (the row monitor_history() keeps); on_progress(t, t_end) before the
+        first step, about every 0.1 s of wall time and at the end; progress=True shows a tqdm bar
+        when tqdm is installed, else a line on stderr. A callback may read sim.t, sim.steps,
+        sim.fields, sim.monitors() and set params; an exception it raises stops the run at that
+        step and run() raises it."""
         o = ffi.new("pj_run_options *", lib.pj_run_options_default())
         keep = []
         o.no_stability_check = bool(no_stability_check)
@@ -471,7 +535,7 @@ class Simulation:
         if isinstance(check_every, bool) or not isinstance(check_every, (int, np.integer)) or check_every < 1:
             raise InputError("check_every must be an int >= 1")
         o.check_every = int(check_every)
-        if (outputs and self.problem.has_output) or checkpoint_every is not None:
+        if (outputs and (self.problem.has_output or self.problem.has_monitor)) or checkpoint_every is not None:
             if out_dir is None:
                 base = os.path.basename(self.problem.name)
                 out_dir = (base[:-4] if base.endswith(".pde") and len(base) > 4 else base) + ".out"
@@ -482,8 +546,17 @@ class Simulation:
             o.dump_path = keep[-1]
         result = ffi.new("pj_run_result *")
         err = ffi.new("char[]", _ERR_LEN)
-        with self._step_lock, _Interruptible(self) as guard:
-            status = lib.pj_sim_run(self._h, o, result, err, _ERR_LEN)
+        callbacks = RunCallbacks(self, on_monitor, on_progress, progress)
+        callbacks.install(o)
+        with self._stepping("run()"), _Interruptible(self) as guard:
+            self._callback_thread = threading.get_ident()
+            try:
+                status = lib.pj_sim_run(self._h, o, result, err, _ERR_LEN)
+            finally:
+                self._callback_thread = None
+                callbacks.close()
+        if callbacks.error is not None:
+            raise callbacks.error
         if guard.caught and status == lib.PJ_INTERRUPTED:
             raise KeyboardInterrupt("pdejit: stopped at t = %g after step %d" % (self.t, self.steps))
         _check(status, err)
@@ -503,7 +576,7 @@ class Simulation:
         bits as one never stopped. InputError, nothing changed, when it is not a checkpoint of
         this problem, grid, precision, seed and params."""
         err = ffi.new("char[]", _ERR_LEN)
-        with self._step_lock:
+        with self._stepping("resume()"):
             status = lib.pj_sim_resume(self._h, os.fsencode(checkpoint), err, _ERR_LEN)
         _check(status, err)
 
@@ -511,7 +584,7 @@ class Simulation:
         """Sets the fields named in a CSV of the dump format (run(dump=...), `pdejit run --dump`)
         of the same grid; the others keep their values (`pdejit run --init`)."""
         err = ffi.new("char[]", _ERR_LEN)
-        with self._step_lock:
+        with self._stepping("init_from_csv()"):
             status = lib.pj_sim_init_from_csv(self._h, os.fsencode(path), err, _ERR_LEN)
         _check(status, err)
 
@@ -522,6 +595,8 @@ class Simulation:
         if not isinstance(text, str):
             raise TypeError("redefine() takes the text of statements")
         diags = ffi.new("char **")
+        if self._callback_thread == threading.get_ident():
+            raise InputError("redefine() inside a callback of run(): call it from another thread while the run goes")
         with self._redefine_lock:
             status = lib.pj_sim_redefine(self._h, text.encode("utf-8"), diags)
         if status != lib.PJ_OK:
@@ -555,4 +630,4 @@ class Simulation:
             p.name, self.backend, self.precision, p.shape, ", ".join(p.fields) or "none", where)
 
 
-__all__ = ["compile", "Problem", "Mesh", "Simulation", "RunResult", "DeviceArray", "Error"]
+__all__ = ["compile", "schemes", "Problem", "Mesh", "Simulation", "RunResult", "DeviceArray", "Error"]

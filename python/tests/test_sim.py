@@ -423,8 +423,10 @@ time dt = 0.01, until = 0.1
     for name in array.fields:
         assert np.array_equal(a.fields[name], b.fields[name])
     assert a.fields["eta2"].shape == (2, 6) and 0.15 < a.fields["eta2"].min() < 0.2
+    assert np.array_equal(a.fields["eta"], np.stack([b.fields[name] for name in by_hand.fields]))  # (N, ny, nx)
+    assert array.arrays == {"eta": 3} and by_hand.arrays == {}
     with pytest.raises(KeyError):
-        a.fields["eta"]
+        b.fields["eta"]                                                   # no array there
 
 
 # issue 26 item 1: reprs, close() and with, cell coordinates, monitors
