@@ -94,7 +94,8 @@ pj_status pj_sim_run(pj_sim *sim, const pj_run_options *options, pj_run_result *
 
 typedef struct pj_solver_stats { int64_t steps; int64_t rejected; int64_t newton, linear; int last_newton,
     last_linear; double last_residual; int64_t jacobians; double seconds_jacobian; double last_dt; int steady;
-    int adaptive; int unused_options; const char *unused_option_names; const char *note; ...; } pj_solver_stats;
+    int adaptive; int unused_options; const char *unused_option_names; const char *note;
+    int64_t pseudo_steps; int64_t pseudo_newton; ...; } pj_solver_stats;
 pj_status pj_sim_solver_stats(const pj_sim *sim, pj_solver_stats *stats);
 
 typedef struct pj_sim_info { const char *backend; const char *device; const char *warning;

@@ -20,10 +20,12 @@ RunResult = collections.namedtuple("RunResult", "steps t seconds snapshots")
 # rejected, Newton and linear iterations, the last step's, the true residual norm of the last solve
 # (as PETSc's -snes_monitor prints it), Jacobian assemblies and their seconds, the last step's dt,
 # whether it is a steady solve or adaptive, the PETSc options no solver used, a note ("" or why the
-# scheme runs otherwise than its name says).
+# scheme runs otherwise than its name says), and for a steady solve that Newton from the initial
+# fields could not finish, the pseudo-time steps of the continuation that did and their Newton
+# iterations (0 and 0 where Newton alone converged).
 SolverStats = collections.namedtuple(
     "SolverStats", "steps rejected newton linear last_newton last_linear last_residual jacobians "
-    "seconds_jacobian last_dt steady adaptive unused_options note")
+    "seconds_jacobian last_dt steady adaptive unused_options note pseudo_steps pseudo_newton")
 
 
 def _str(cdata):
@@ -495,7 +497,8 @@ class Simulation:
         names = _str(st.unused_option_names) or ""
         return SolverStats(st.steps, st.rejected, st.newton, st.linear, st.last_newton, st.last_linear,
                            st.last_residual, st.jacobians, st.seconds_jacobian, st.last_dt, bool(st.steady),
-                           bool(st.adaptive), tuple(names.split()), _str(st.note) or "")
+                           bool(st.adaptive), tuple(names.split()), _str(st.note) or "", st.pseudo_steps,
+                           st.pseudo_newton)
 
     def run(self, outputs=True, out_dir=None, dump=None, dt=None, until=None, steps=None, check_every=1,
             no_stability_check=False, checkpoint_every=None, strict_options=False, on_monitor=None,

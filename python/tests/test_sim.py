@@ -386,6 +386,37 @@ def test_adaptive_steps_are_the_schemes(in_tmp):
     assert pdejit.Simulation(pdejit.compile(DIFFUSION_1D)).solver_stats() is None  # explicit: no solver
 
 
+STEADY_FRONT = """mesh grid(nx = 200, Lx = 1)
+param eps = 0.02
+field u = 0
+eq dt(u) = eps^2*lap(u) + u - u^3
+on left: u = -1
+on right: u = 1
+steady
+solver rtol = 1e-12
+"""
+
+
+def test_steady_continuation_counts_are_the_commands(in_tmp):
+    # Newton from u = 0 fails on this front; pseudo-transient continuation finishes it. The counts
+    # Python gives are the ones the command's steady line prints.
+    with open("front.pde", "w") as f:
+        f.write(STEADY_FRONT)
+    out = subprocess.run([BINARY, "run", "front.pde", "--verbose", "--out", "none"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    m = re.search(r"^pdejit: steady solve: (\d+) Newton iterations, (\d+) linear iterations, final residual "
+                  r"norm \S+ \(Newton from the initial fields failed after (\d+); pseudo-transient continuation: "
+                  r"(\d+) pseudo-time steps, (\d+) Newton iterations\)", out.stderr, re.M)
+    assert m, out.stderr
+    newton, linear, failed, pseudo_steps, pseudo_newton = (int(g) for g in m.groups())
+    sim = pdejit.Simulation(pdejit.compile(STEADY_FRONT))
+    sim.run(outputs=False)
+    st = sim.solver_stats()
+    assert st.steady and st.steps == 1
+    assert (st.newton, st.linear, st.pseudo_steps, st.pseudo_newton) == (newton, linear, pseudo_steps, pseudo_newton)
+    assert pseudo_steps > 0 and failed + pseudo_newton == newton
+
+
 def test_unused_solver_options_warn_or_raise(in_tmp):
     heat = ADAPTIVE_1D.replace(", adapt = 1e-5", "").replace("until = 0.4", "steps = 2")
     sim = pdejit.Simulation(pdejit.compile(heat), solver_options="-ksp_typo cg")
