@@ -1,4 +1,5 @@
-/* test_noise.c — rand() and randn(): Philox4x32-10 against its published known answers, the same
+/* test_noise.c — rand() and randn(): the generator against SplitMix64's reference words and libm's
+ * Box-Muller, the same
  * bits on the interpreter and the CPU JIT (any thread count, both precisions), the statistics of
  * the numbers (mean, variance, the normal's shape, no correlation between neighbouring cells,
  * steps or stages), seeds, and where noise is refused. The emulated and the real GPU are in
@@ -8,40 +9,50 @@
 #include <stdlib.h>
 #include <string.h>
 #include "engine.h"
-#include "philox.h"
+#include "noise.h"
 #include "program.h"
 #include "testutil.h"
 
 /* ---- the generator ------------------------------------------------------------------------ */
 
-/* Random123 (D. E. Shaw Research), tests/kat_vectors, the three `philox4x32 10` lines: counter,
- * key, expected output. */
-static void philox_known_answers(void **state)
+/* mix() is SplitMix64's output function: the reference sequence from state 0 (Vigna's
+ * splitmix64.c, state += 0x9E3779B97F4A7C15 before each output) starts with these three words.
+ * The key and word of a call are noise.h's formulas; rand() is (w >> 11) 2^-53 (single: (w >> 40)
+ * 2^-24). */
+static void generator_reference(void **state)
 {
     (void)state;
-    static const struct { uint32_t ctr[4], key[2], out[4]; } kat[] = {
-        {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
-        {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff},
-         {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
-        {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0},
-         {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
-    };
-    for (size_t i = 0; i < sizeof kat / sizeof *kat; i++) {
-        uint32_t out[4];
-        pj_philox4x32_10(kat[i].ctr, kat[i].key, out);
-        for (int w = 0; w < 4; w++) assert_int_equal(out[w], kat[i].out[w]);
+    static const uint64_t splitmix[] = {0xE220A8397B1DCDAFull, 0x6E789E6AA1B965F4ull, 0x06C45D188009454Full};
+    for (int i = 0; i < 3; i++) assert_true(pj_noise_mix((uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull) == splitmix[i]);
+    uint64_t c = (0xab00000007ull << 24) | (3u << 16) | 0x2a; /* the step's low 40 bits */
+    uint64_t key = pj_noise_mix(pj_noise_mix(0x5eed) + (c + 1) * 0x9E3779B97F4A7C15ull);
+    assert_true(pj_noise_key(0x5eed, 0x12ab00000007ll, 3, 0x2a) == key);
+    uint64_t w = pj_noise_mix(key ^ (0x123456789ull * 0x9E3779B97F4A7C15ull));
+    assert_true(pj_noise_word(key, 0x123456789ll) == w);
+    assert_true(pj_noise_value(0x5eed, 0x123456789ll, 0x12ab00000007ll, 3, 0x2a, 0, 0) == (double)(w >> 11) * 0x1p-53);
+    assert_true(pj_noise_value(0x5eed, 0x123456789ll, 0x12ab00000007ll, 3, 0x2a, 0, 1) ==
+                (double)(float)((double)(w >> 40) * 0x1p-24));
+}
+
+/* randn() against the exact Box-Muller transform of its bits through libm (noise.h):
+ * +-sqrt(-2 ln u0) sin(pi/2 v), u0 = (a + 1/2) 2^-32, v = (b mod 2^31) 2^-31, the sign bit 31 of
+ * b; within 1e-9 relative, over a million words and the extreme ones. */
+static void normal_transform_accuracy(void **state)
+{
+    (void)state;
+    double worst = 0;
+    for (int64_t i = -8; i < 1000000; i++) {
+        uint64_t w = i >= 0 ? pj_noise_word(0x1234, i)
+                            : (uint64_t[]){0, ~0ull, 0xffffffff00000000ull, 0xffffffffull, 0x80000000ull,
+                                           0x7fffffffull, 0xffffffff7fffffffull, 0x00000001ffffffffull}[i + 8];
+        double u0 = ((double)(w >> 32) + 0.5) * 0x1p-32, v = (double)(w & 0x7fffffffu) * 0x1p-31;
+        double exact = sqrt(-2 * log(u0)) * sin(M_PI / 2 * v) * ((w >> 31) & 1 ? -1 : 1);
+        double z = pj_noise_normal(w), err = fabs(z - exact) / fmax(fabs(exact), 1e-3);
+        if (err > worst) worst = err;
+        assert_true(fabs(z) <= 6.765); /* sqrt(66 ln 2) */
     }
-    /* the counter of a call and the conversion to [0, 1) (philox.h): cell 0, step 0, initial
-       values, site 0, seed 0 is the all-zero block, so u = ((w0 << 32 | w1) >> 11) * 2^-53 */
-    uint32_t ctr[4];
-    pj_rand_counter(0x123456789ll, 0xab00000007ll, 3, 0x2a, ctr);
-    assert_int_equal(ctr[0], 0x23456789u);
-    assert_int_equal(ctr[1], 0x1u);
-    assert_int_equal(ctr[2], 0x7u);
-    assert_int_equal(ctr[3], 0xab03002au);
-    double u = pj_rand_uniform(0, 0, 0, 0, 0, 0, 0);
-    assert_true(u == (double)((((uint64_t)0x6627e8d5 << 32) | 0xe169c58d) >> 11) * 0x1p-53);
-    assert_true(pj_rand_uniform(0, 0, 0, 0, 0, 1, 1) == (double)(0xbc57ac4cu >> 8) * 0x1p-24);
+    print_message("randn: largest relative difference from libm's transform %.3g\n", worst);
+    assert_true(worst < 1e-9);
 }
 
 /* ---- running problems --------------------------------------------------------------------- */
@@ -278,7 +289,7 @@ static void seeds(void **state)
 }
 
 /* The numbers are a function of the global cell: the cell (i, j) of a 2D run holds
- * pj_rand_uniform(seed, i + nx*j, 0, 0, site, 0) exactly. */
+ * pj_noise_value(seed, i + nx*j, 0, 0, site, 0) exactly. */
 static void counter_is_the_cell(void **state)
 {
     (void)state;
@@ -288,8 +299,8 @@ static void counter_is_the_cell(void **state)
     for (int single = 0; single <= 1; single++) {
         run(p, single ? "interp" : "cpu", 9, single, 1, 0, f);
         for (int64_t c = 0; c < cells(p); c++) {
-            assert_true(f[1][c] == pj_rand_uniform(9, c, 0, 0, 0, 0, single));
-            assert_true(f[2][c] == pj_rand_uniform(9, c, 0, 0, 1, 0, single));
+            assert_true(f[1][c] == pj_noise_value(9, c, 0, 0, 0, 0, single));
+            assert_true(f[2][c] == pj_noise_value(9, c, 0, 0, 1, 0, single));
         }
         free_fields(f, 3);
     }
@@ -343,7 +354,8 @@ static void command_line_seed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(philox_known_answers),
+        cmocka_unit_test(generator_reference),
+        cmocka_unit_test(normal_transform_accuracy),
         cmocka_unit_test(interp_and_cpu_agree_bitwise),
         cmocka_unit_test(statistics),
         cmocka_unit_test(stages_differ),
