@@ -21,8 +21,8 @@
  *   and sin(pi/2 v) = v * S(v^2), S of degree 5: Chebyshev interpolants, relative error of
  *   ln(1 + f) <= 1.2e-10 and absolute error of S <= 2.7e-11, so randn() is within 1e-9 relative
  *   of the exact transform of its bits (tests/test_noise.c checks it against libm).
- * Only integer operations and IEEE +, -, *, sqrt and fma (the polynomials by pj_noise_poly's
- * Estrin scheme), in this order, in double (single precision rounds the result once): the interpreter calls these
+ * Only integer operations and IEEE +, -, *, sqrt and fma (Horner: p = fma(p, x, c)), in this
+ * order, in double (single precision rounds the result once): the interpreter calls these
  * functions, llvm_ir.c emits the same operations as LLVM IR (vectorised: no calls, no state) and
  * cuda_codegen.c prints PJ_NOISE_CUDA_SOURCE; the tests compare them bit for bit. */
 #ifndef PJ_NOISE_H
@@ -74,25 +74,6 @@ static inline double pj_noise_uniform(uint64_t w, int single)
     return (double)(w >> 11) * 0x1p-53;
 }
 
-/* A polynomial of n <= 16 coefficients c (constant term first) at x, by Estrin's scheme, the order
- * every back end follows: while more than one term is left, pair the terms (t0 + t1 X, t2 + t3 X,
- * ...; an odd last term carried as it is) with fma, X the power of x of this level (x, x^2, x^4 ...,
- * each the square of the one before). Shorter dependence chains than Horner's: the vectorised
- * kernel is 12 % faster with them. */
-static inline double pj_noise_poly(const double *c, int n, double x)
-{
-    double t[16];
-    for (int i = 0; i < n; i++) t[i] = c[i];
-    while (n > 1) {
-        int m = 0;
-        for (int i = 0; i + 1 < n; i += 2) t[m++] = fma(t[i + 1], x, t[i]);
-        if (n & 1) t[m++] = t[n - 1];
-        n = m;
-        if (n > 1) x = x * x;
-    }
-    return t[0];
-}
-
 /* The normal number of a word, in double. */
 static inline double pj_noise_normal(uint64_t w)
 {
@@ -107,12 +88,14 @@ static inline double pj_noise_normal(uint64_t w)
     }
     memcpy(&m, &mb, 8);
     double f = m - 1.0;
-    p = pj_noise_poly(pj_noise_log_poly, PJ_NOISE_LOG_DEGREE + 1, f);
+    p = pj_noise_log_poly[PJ_NOISE_LOG_DEGREE];
+    for (int i = PJ_NOISE_LOG_DEGREE - 1; i >= 0; i--) p = fma(p, f, pj_noise_log_poly[i]);
     double ln = fma((double)e, PJ_NOISE_LN2, f * p);
     double r = sqrt(-2.0 * ln);
     x = (double)v * 0x1p-31;
     double y = x * x;
-    q = pj_noise_poly(pj_noise_sin_poly, PJ_NOISE_SIN_DEGREE + 1, y);
+    q = pj_noise_sin_poly[PJ_NOISE_SIN_DEGREE];
+    for (int i = PJ_NOISE_SIN_DEGREE - 1; i >= 0; i--) q = fma(q, y, pj_noise_sin_poly[i]);
     double z = r * (x * q);
     return neg ? -z : z;
 }

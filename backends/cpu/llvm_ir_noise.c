@@ -8,8 +8,6 @@
 #include "noise.h"
 
 #include <inttypes.h>
-#include <stdio.h>
-#include <string.h>
 
 /* SplitMix64's finaliser, %o = mix(%i), temporaries named after o. */
 static void emit_mix(sbuf *b, const char *o, const char *i)
@@ -20,28 +18,16 @@ static void emit_mix(sbuf *b, const char *o, const char *i)
               o, i, o, i, o, o, o, (uint64_t)PJ_NOISE_M1, o, o, o, o, o, o, o, (uint64_t)PJ_NOISE_M2, o, o, o, o, o);
 }
 
-/* pj_noise_poly's Estrin scheme: the polynomial of n <= 16 coefficients c at x, its value's
- * text in out (a register of temporaries named after name). */
-static void emit_poly(sbuf *b, const char *name, const char *x, const double *c, int n, char *out, size_t len)
+/* Horner with fma: %NAME0 = poly(x) of degree n >= 1, coefficients c (constant term first). */
+static void emit_horner(sbuf *b, const char *name, const char *x, const double *c, int n)
 {
-    char t[16][32], X[32];
-    for (int i = 0; i < n; i++) llvm_const_text(t[i], sizeof t[i], c[i], 0);
-    snprintf(X, sizeof X, "%s", x);
-    for (int level = 0; n > 1; level++) {
-        int m = 0;
-        for (int i = 0; i + 1 < n; i += 2, m++) {
-            sb_printf(b, "  %%%s.%d.%d = call double @llvm.fma.f64(double %s, double %s, double %s)\n", name, level, m,
-                      t[i + 1], X, t[i]);
-            snprintf(t[m], sizeof t[m], "%%%s.%d.%d", name, level, m);
-        }
-        if (n & 1) memmove(t[m++], t[n - 1], sizeof t[0]);
-        n = m;
-        if (n > 1) {
-            sb_printf(b, "  %%%s.x%d = fmul double %s, %s\n", name, level, X, X);
-            snprintf(X, sizeof X, "%%%s.x%d", name, level);
-        }
+    char k[24], p[24];
+    llvm_const_text(p, sizeof p, c[n], 0);
+    for (int i = n - 1; i >= 0; i--) {
+        llvm_const_text(k, sizeof k, c[i], 0);
+        sb_printf(b, "  %%%s%d = call double @llvm.fma.f64(double %s, double %s, double %s)\n", name, i, p, x, k);
+        snprintf(p, sizeof p, "%%%s%d", name, i);
     }
-    snprintf(out, len, "%s", t[0]);
 }
 
 /* The normal number of %w (pj_noise_normal), in double: %z. */
@@ -59,18 +45,16 @@ static void emit_normal(sbuf *b)
                  "  %%ne = select i1 %%nbig, i64 %%ne1, i64 %%ne0\n  %%nm = bitcast i64 %%nmb to double\n"
                  "  %%nf = fsub double %%nm, 1.0\n",
               sq2);
-    char p[32], q[32];
-    emit_poly(b, "np", "%nf", pj_noise_log_poly, PJ_NOISE_LOG_DEGREE + 1, p, sizeof p);
-    sb_printf(b, "  %%ned = sitofp i64 %%ne to double\n  %%nfp = fmul double %%nf, %s\n"
+    emit_horner(b, "np", "%nf", pj_noise_log_poly, PJ_NOISE_LOG_DEGREE);
+    sb_printf(b, "  %%ned = sitofp i64 %%ne to double\n  %%nfp = fmul double %%nf, %%np0\n"
                  "  %%nln = call double @llvm.fma.f64(double %%ned, double %s, double %%nfp)\n"
                  "  %%nm2 = fmul double -2.0, %%nln\n  %%nr = call double @llvm.sqrt.f64(double %%nm2)\n"
                  "  %%nvd = uitofp i64 %%nv to double\n  %%nx = fmul double %%nvd, 0x3E00000000000000\n"
                  "  %%ny = fmul double %%nx, %%nx\n",
-              p, ln2);
-    emit_poly(b, "nq", "%ny", pj_noise_sin_poly, PJ_NOISE_SIN_DEGREE + 1, q, sizeof q);
-    sb_printf(b, "  %%nxq = fmul double %%nx, %s\n  %%nz = fmul double %%nr, %%nxq\n  %%nzn = fneg double %%nz\n"
-                 "  %%nneg = icmp ne i64 %%ns, 0\n  %%z = select i1 %%nneg, double %%nzn, double %%nz\n",
-              q);
+              ln2);
+    emit_horner(b, "nq", "%ny", pj_noise_sin_poly, PJ_NOISE_SIN_DEGREE);
+    sb_printf(b, "  %%nxq = fmul double %%nx, %%nq0\n  %%nz = fmul double %%nr, %%nxq\n  %%nzn = fneg double %%nz\n"
+                 "  %%nneg = icmp ne i64 %%ns, 0\n  %%z = select i1 %%nneg, double %%nzn, double %%nz\n");
 }
 
 void llvm_emit_noise(gen *g)

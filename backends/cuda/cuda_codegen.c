@@ -97,29 +97,6 @@ static void emit_args_struct(sbuf *b)
               CUDA_MAX_BUFS, CUDA_MAX_PARAMS, sizeof(cuda_args));
 }
 
-/* pj_noise_poly's Estrin scheme as CUDA C statements: the polynomial of n <= 16 coefficients c at
- * x, its value's name in out (variables named after name). */
-static void emit_noise_poly(sbuf *b, const char *name, const char *x, const double *c, int n, char *out, size_t len)
-{
-    char t[16][32], X[32];
-    for (int i = 0; i < n; i++) snprintf(t[i], sizeof t[i], "%.17g", c[i]);
-    snprintf(X, sizeof X, "%s", x);
-    for (int level = 0; n > 1; level++) {
-        int m = 0;
-        for (int i = 0; i + 1 < n; i += 2, m++) {
-            sb_printf(b, "    double %s_%d_%d = fma(%s, %s, %s);\n", name, level, m, t[i + 1], X, t[i]);
-            snprintf(t[m], sizeof t[m], "%s_%d_%d", name, level, m);
-        }
-        if (n & 1) memmove(t[m++], t[n - 1], sizeof t[0]);
-        n = m;
-        if (n > 1) {
-            sb_printf(b, "    double %s_x%d = %s * %s;\n", name, level, X, X);
-            snprintf(X, sizeof X, "%s_x%d", name, level);
-        }
-    }
-    snprintf(out, len, "%s", t[0]);
-}
-
 /* rand() and randn() as CUDA C: compiler/noise.h's operations in its order, its polynomials
  * printed with 17 digits (exact), so the bits are the interpreter's. */
 static void emit_noise(sbuf *b)
@@ -142,15 +119,15 @@ static void emit_noise(sbuf *b)
                  "    long long e = (long long)(bits >> 52) - 1023 - 33;\n"
                  "    unsigned long long mb = (bits & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull;\n"
                  "    if (mb > 0x%llXull) { mb -= 1ull << 52; e += 1; }\n"
-                 "    double f = __longlong_as_double((long long)mb) - 1.0;\n",
-              (u64)PJ_NOISE_SQRT2_BITS);
-    char p[32], q[32];
-    emit_noise_poly(b, "p", "f", pj_noise_log_poly, PJ_NOISE_LOG_DEGREE + 1, p, sizeof p);
-    sb_printf(b, "    double ln = fma((double)e, %.17g, f * %s);\n    double r = sqrt(-2.0 * ln);\n"
-                 "    double x = (double)v * 4.656612873077392578125e-10; // 2^-31\n    double y = x * x;\n",
-              PJ_NOISE_LN2, p);
-    emit_noise_poly(b, "q", "y", pj_noise_sin_poly, PJ_NOISE_SIN_DEGREE + 1, q, sizeof q);
-    sb_printf(b, "    double z = r * (x * %s);\n    return neg ? -z : z;\n}\n", q);
+                 "    double f = __longlong_as_double((long long)mb) - 1.0;\n    double p = %.17g;\n",
+              (u64)PJ_NOISE_SQRT2_BITS, pj_noise_log_poly[PJ_NOISE_LOG_DEGREE]);
+    for (int i = PJ_NOISE_LOG_DEGREE - 1; i >= 0; i--) sb_printf(b, "    p = fma(p, f, %.17g);\n", pj_noise_log_poly[i]);
+    sb_printf(b, "    double ln = fma((double)e, %.17g, f * p);\n    double r = sqrt(-2.0 * ln);\n"
+                 "    double x = (double)v * 4.656612873077392578125e-10; // 2^-31\n    double y = x * x;\n"
+                 "    double q = %.17g;\n",
+              PJ_NOISE_LN2, pj_noise_sin_poly[PJ_NOISE_SIN_DEGREE]);
+    for (int i = PJ_NOISE_SIN_DEGREE - 1; i >= 0; i--) sb_printf(b, "    q = fma(q, y, %.17g);\n", pj_noise_sin_poly[i]);
+    sb_printf(b, "    double z = r * (x * q);\n    return neg ? -z : z;\n}\n");
     sb_printf(b, "static __device__ __forceinline__ double pj_rand(unsigned long long cell, unsigned long long step,\n"
                  "    unsigned stage, unsigned site, unsigned part, unsigned long long seed)\n{\n"
                  "    unsigned long long w = pj_noise_word(cell, step, stage, site, seed);\n"
