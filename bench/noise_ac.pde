@@ -1,5 +1,5 @@
-# Allen-Cahn with noise in the equation, 128² periodic (bench of issue 30 item 4; noise_ac_plain.pde
-# is the same equation without randn()): pdejit run bench/noise_ac.pde prints Mcells/s.
+# Allen-Cahn with normal noise in the equation, 128² periodic (bench of issue 30 item 4, run by
+# bench/ab_noise.sh with noise_ac_rand.pde: rand(), and noise_ac_plain.pde: no noise).
 mesh grid(nx = 128, ny = 128, Lx = 1, Ly = 1)
 param D = 1e-4, amp = 0.01
 field u = 0.1*(rand() - 0.5)

@@ -1,5 +1,5 @@
-# Allen-Cahn without noise in the equation, 128² periodic (bench of issue 30 item 4; noise_ac.pde
-# is the same equation with randn()): pdejit run bench/noise_ac.pde prints Mcells/s.
+# Allen-Cahn without noise, 128² periodic (bench of issue 30 item 4, run by bench/ab_noise.sh
+# with noise_ac.pde: the same equation with randn(), and noise_ac_rand.pde: with rand()).
 mesh grid(nx = 128, ny = 128, Lx = 1, Ly = 1)
 param D = 1e-4, amp = 0.01
 field u = 0.1*(rand() - 0.5)
