@@ -40,7 +40,7 @@ struct ast_expr {
     int *ops;          /* AST_BINARY: ops[i] combines the value of args[0..i-1] with args[i] */
     int cap_args;      /* AST_BINARY: room in args and ops (the parser extends a chain) */
     int site;          /* AST_CALL of rand() or randn(): its call site, numbered in the order of the
-                          text by the front end (the counter of its numbers, compiler/philox.h) */
+                          text by the front end (the counter of its numbers, compiler/noise.h) */
 };
 
 /* `name = value` in a statement's argument list. For `format = vtk png csv` the value is the

@@ -18,7 +18,7 @@
 #include "redefine.h"
 #include "energy.h"
 #include "scheme.h"
-#include "philox.h"
+#include "noise.h"
 #include "sema.h"
 #include "statements.h"
 #include <math.h>
@@ -482,7 +482,7 @@ static int finish(compiler *C, kir_kernel *k)
 /* ---- noise ------------------------------------------------------------------------------- */
 
 /* Numbers every rand() and randn() call in the order of the text: the call site of its counter
- * (compiler/philox.h). Depth is bounded by the parser. */
+ * (compiler/noise.h). Depth is bounded by the parser. */
 static void number_sites(compiler *C, ast_expr *e, int *next)
 {
     if (!e) return;

@@ -305,7 +305,7 @@ int kir_rand(kir_kernel *k, int site, int part, const int off[3])
 {
     kir_node n = blank(KIR_RAND);
     n.index = site;
-    n.axis = (uint8_t)(part & 1);
+    n.axis = (uint8_t)(part == 2 ? 2 : 0); /* 0 rand(), 2 randn() (compiler/noise.h) */
     for (int i = 0; i < 3; i++) n.off[i] = (int8_t)off[i];
     return intern(k, n);
 }
@@ -593,7 +593,7 @@ int kir_verify(const kir_kernel *k, char *err, size_t err_len)
             for (int a = k->dim; a < 3; a++)
                 if (n->off[a]) FAIL("node %d: rand offset along axis %d in a %dD kernel", id, a, k->dim);
             if (k->kind == KIR_BC || k->kind == KIR_PARAMS) FAIL("node %d: rand in a %s kernel", id, k->name);
-            if (n->index < 0 || n->index >= 65536 || n->axis > 1) FAIL("node %d: rand site %d part %d", id, n->index, n->axis);
+            if (n->index < 0 || n->index >= 65536 || (n->axis != 0 && n->axis != 2)) FAIL("node %d: rand site %d part %d", id, n->index, n->axis);
         }
         if ((n->op == KIR_COORD || n->op == KIR_SPACING || n->op == KIR_EDGE) && n->axis >= k->dim)
             FAIL("node %d: axis %d in a %dD kernel", id, n->axis, k->dim);

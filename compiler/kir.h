@@ -53,7 +53,7 @@ extern const kir_op_info kir_ops[KIR_N_OPS];
 
 typedef struct kir_node {
     uint8_t op, type;
-    uint8_t axis;        /* SPACING, COORD; RAND: which pair of words (0, 1) */
+    uint8_t axis;        /* SPACING, COORD; RAND: 0 rand(), 2 randn() */
     int8_t half;         /* COORD: offset in half cells from the cell centre */
     int8_t off[3];       /* LOAD, RAND: cell offset along x, y, z */
     int16_t slot;        /* LOAD: which buffer set (see kir_launch.buf) */
@@ -142,8 +142,8 @@ int kir_leaf(kir_kernel *k, kir_op op);                 /* TIME, DT */
 int kir_spacing(kir_kernel *k, int axis);
 int kir_coord(kir_kernel *k, int axis, int half);
 int kir_load(kir_kernel *k, int slot, int field, const int off[3]);
-/* rand() of call site `site` at the cell at offset off: uniform in [0, 1), words `part` (0, 1) of
- * the Philox block (compiler/philox.h). Stage, init and rhs kernels only. */
+/* rand() (part 0: uniform in [0, 1)) or randn() (part 2: standard normal) of call site `site` at
+ * the cell at offset off (compiler/noise.h). Stage, init and rhs kernels only. */
 int kir_rand(kir_kernel *k, int site, int part, const int off[3]);
 /* 1 when the face between the cells at offsets off and off + 1 along axis is a side of the mesh
  * (`boundary` in face context), else 0. */
@@ -201,7 +201,7 @@ typedef struct kir_launch {
                             NULL: then nothing is recorded); never cleared by kernels */
     int32_t prefetch;    /* nonzero: the state is larger than the last-level cache, so CPU
                             kernels prefetch the rows the next row will read (sim.c decides) */
-    /* the counter and key of rand() (compiler/philox.h) */
+    /* the key of rand() and randn() (compiler/noise.h) */
     int32_t stage;       /* stage code: 0 initial values, s + 1 stage s of a step */
     uint64_t seed;       /* the key */
     int64_t step;        /* steps taken before this one */

@@ -113,8 +113,8 @@
              OP2(DIV, B, OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B))), NUM(0)),                                 \
          OP3(SELECT, OP2(GT, OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B)), NUM(0)),                              \
              OP2(DIV, OP1(NEG, A), OP2(ADD, OP2(MUL, A, A), OP2(MUL, B, B))), NUM(0))))                      \
-    /* noise (compiler/philox.h): uniform in [0, 1) from Philox4x32-10 of (seed; cell at off[3],             \
-       step, stage, call site `index`), `axis` = which pair of its words (0 or 1) */                         \
+    /* noise (compiler/noise.h): of (seed; cell at off[3], step, stage, call site `index`), `axis` 0:         \
+       rand(), uniform in [0, 1); 2: randn(), standard normal (Box-Muller inside the op) */                  \
     X(RAND, "rand", 0, F, L0, 0, D0)                                                                         \
     /* `boundary` on a face: 1 when the face between the cells at off[axis] and off[axis] + 1 along          \
        `axis` is a side of the mesh (the cell index i + off is -1 or n - 1), else 0 */                       \

@@ -470,13 +470,8 @@ static int lower_call(compiler *C, lctx *x, const ast_expr *e)
             return -1;
         }
         FACE_MEAN_OR(C, x, e); /* on a face: the mean of the two cells' numbers */
-        int u0 = kir_rand(k, e->site, 0, x->off);
-        if (n[4] != 'n') return u0;
-        /* Box-Muller (compiler/philox.h): sqrt(-2 log(1 - u0)) cos(2 pi u1), 1 - u0 in (0, 1] */
-        int u1 = kir_rand(k, e->site, 1, x->off);
-        int r = kir_op1(k, KIR_SQRT, kir_op2(k, KIR_MUL, kir_const(k, -2),
-                                            kir_op1(k, KIR_LOG, kir_op2(k, KIR_SUB, kir_const(k, 1), u0))));
-        return kir_op2(k, KIR_MUL, r, kir_op1(k, KIR_COS, kir_op2(k, KIR_MUL, kir_const(k, 2 * M_PI), u1)));
+        /* randn(): Box-Muller inside the op, the same bits on every back end (compiler/noise.h) */
+        return kir_rand(k, e->site, n[4] == 'n' ? 2 : 0, x->off);
     }
     int a[3];
     for (int i = 0; i < e->n_args && i < 3; i++) {

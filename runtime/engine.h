@@ -35,7 +35,7 @@ typedef struct engine_options {
     const char *solver_options; /* implicit schemes: options for the solver library (PETSc), or NULL */
     ghost_settings ghosts; /* zeroed: the program's conditions on every side; else hooks and the
                               homogeneous fill (grid.h) */
-    uint64_t seed;         /* rand() and randn(): the key of their generator (compiler/philox.h) */
+    uint64_t seed;         /* rand() and randn(): the key of their generator (compiler/noise.h) */
     const grid_block *block; /* host back ends: NULL the whole mesh, else the block this process
                               holds (the decomposed engine sets it from `decomp`) */
     struct decomp *decomp; /* NULL, or the mesh decomposed over the processes of an MPI run

@@ -22,7 +22,7 @@
 #include "gpu_emu/cuda_on_host.h"
 #include "cuda_codegen.h"
 #include "cuda_driver.h"
-#include "philox.h"
+#include "noise.h"
 #include "kir.h"
 #include <dlfcn.h>
 #include <math.h>
@@ -414,7 +414,7 @@ static void mesh_free(mesh *m)
     free(m);
 }
 
-/* rand()'s key and counter in these launches (compiler/philox.h): the step's high bits used */
+/* rand()'s key and counter in these launches (compiler/noise.h): the step's high bits used */
 #define RAND_SEED 0x5eed0000beefull
 #define RAND_STEP 0x1234567890ll
 #define RAND_STAGE 2
@@ -446,7 +446,7 @@ static void ref_eval(const kir_kernel *k, const mesh *m, const int64_t idx[3], i
         case KIR_RAND: {
             int64_t c[3];
             for (int a = 0; a < 3; a++) c[a] = idx[a] + n->off[a];
-            v = pj_rand_uniform(RAND_SEED, c[0] + L->n[0] * (c[1] + L->n[1] * c[2]), RAND_STEP, RAND_STAGE, n->index,
+            v = pj_noise_value(RAND_SEED, c[0] + L->n[0] * (c[1] + L->n[1] * c[2]), RAND_STEP, RAND_STAGE, n->index,
                                 n->axis, single);
             break;
         }

@@ -1,47 +1,58 @@
-/* test_noise.c — rand() and randn(): Philox4x32-10 against its published known answers, the same
- * bits on the interpreter and the CPU JIT (any thread count, both precisions), the statistics of
- * the numbers (mean, variance, the normal's shape, no correlation between neighbouring cells,
- * steps or stages), seeds, and where noise is refused. The emulated and the real GPU are in
+/* test_noise.c — rand() and randn(): the generator against SplitMix64's reference words and
+ * libm's Box-Muller, the same bits on the interpreter and the CPU JIT (any thread count, both
+ * precisions), the statistics of the numbers (mean, variance, histogram, the normal's shape, no
+ * correlation between neighbouring cells, steps, stages or call sites) and broken generators that
+ * they catch, seeds, and where noise is refused. The emulated and the real GPU are in
  * test_gpu.c (noise_bits). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine.h"
-#include "philox.h"
+#include "noise.h"
 #include "program.h"
 #include "testutil.h"
 
 /* ---- the generator ------------------------------------------------------------------------ */
 
-/* Random123 (D. E. Shaw Research), tests/kat_vectors, the three `philox4x32 10` lines: counter,
- * key, expected output. */
-static void philox_known_answers(void **state)
+/* mix() is SplitMix64's output function: the reference sequence from state 0 (Vigna's
+ * splitmix64.c, state += 0x9E3779B97F4A7C15 before each output) starts with these three words.
+ * The key and word of a call are noise.h's formulas; rand() is (w >> 11) 2^-53 (single: (w >> 40)
+ * 2^-24). */
+static void generator_reference(void **state)
 {
     (void)state;
-    static const struct { uint32_t ctr[4], key[2], out[4]; } kat[] = {
-        {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
-        {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff},
-         {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
-        {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0},
-         {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
-    };
-    for (size_t i = 0; i < sizeof kat / sizeof *kat; i++) {
-        uint32_t out[4];
-        pj_philox4x32_10(kat[i].ctr, kat[i].key, out);
-        for (int w = 0; w < 4; w++) assert_int_equal(out[w], kat[i].out[w]);
+    static const uint64_t splitmix[] = {0xE220A8397B1DCDAFull, 0x6E789E6AA1B965F4ull, 0x06C45D188009454Full};
+    for (int i = 0; i < 3; i++) assert_true(pj_noise_mix((uint64_t)(i + 1) * 0x9E3779B97F4A7C15ull) == splitmix[i]);
+    uint64_t c = (0xab00000007ull << 24) | (3u << 16) | 0x2a; /* the step's low 40 bits */
+    uint64_t key = pj_noise_mix(pj_noise_mix(0x5eed) + (c + 1) * 0x9E3779B97F4A7C15ull);
+    assert_true(pj_noise_key(0x5eed, 0x12ab00000007ll, 3, 0x2a) == key);
+    uint64_t w = pj_noise_mix(key ^ (0x123456789ull * 0x9E3779B97F4A7C15ull));
+    assert_true(pj_noise_word(key, 0x123456789ll) == w);
+    assert_true(pj_noise_value(0x5eed, 0x123456789ll, 0x12ab00000007ll, 3, 0x2a, 0, 0) == (double)(w >> 11) * 0x1p-53);
+    assert_true(pj_noise_value(0x5eed, 0x123456789ll, 0x12ab00000007ll, 3, 0x2a, 0, 1) ==
+                (double)(float)((double)(w >> 40) * 0x1p-24));
+}
+
+/* randn() against the exact Box-Muller transform of its bits through libm (noise.h):
+ * +-sqrt(-2 ln u0) sin(pi/2 v), u0 = (a + 1/2) 2^-32, v = (b mod 2^31) 2^-31, the sign bit 31 of
+ * b; within 1e-9 relative, over a million words and the extreme ones. */
+static void normal_transform_accuracy(void **state)
+{
+    (void)state;
+    double worst = 0;
+    for (int64_t i = -8; i < 1000000; i++) {
+        uint64_t w = i >= 0 ? pj_noise_word(0x1234, i)
+                            : (uint64_t[]){0, ~0ull, 0xffffffff00000000ull, 0xffffffffull, 0x80000000ull,
+                                           0x7fffffffull, 0xffffffff7fffffffull, 0x00000001ffffffffull}[i + 8];
+        double u0 = ((double)(w >> 32) + 0.5) * 0x1p-32, v = (double)(w & 0x7fffffffu) * 0x1p-31;
+        double exact = sqrt(-2 * log(u0)) * sin(M_PI / 2 * v) * ((w >> 31) & 1 ? -1 : 1);
+        double z = pj_noise_normal(w), err = fabs(z - exact) / fmax(fabs(exact), 1e-3);
+        if (err > worst) worst = err;
+        assert_true(fabs(z) <= 6.765); /* sqrt(66 ln 2) */
     }
-    /* the counter of a call and the conversion to [0, 1) (philox.h): cell 0, step 0, initial
-       values, site 0, seed 0 is the all-zero block, so u = ((w0 << 32 | w1) >> 11) * 2^-53 */
-    uint32_t ctr[4];
-    pj_rand_counter(0x123456789ll, 0xab00000007ll, 3, 0x2a, ctr);
-    assert_int_equal(ctr[0], 0x23456789u);
-    assert_int_equal(ctr[1], 0x1u);
-    assert_int_equal(ctr[2], 0x7u);
-    assert_int_equal(ctr[3], 0xab03002au);
-    double u = pj_rand_uniform(0, 0, 0, 0, 0, 0, 0);
-    assert_true(u == (double)((((uint64_t)0x6627e8d5 << 32) | 0xe169c58d) >> 11) * 0x1p-53);
-    assert_true(pj_rand_uniform(0, 0, 0, 0, 0, 1, 1) == (double)(0xbc57ac4cu >> 8) * 0x1p-24);
+    print_message("randn: largest relative difference from libm's transform %.3g\n", worst);
+    assert_true(worst < 1e-9);
 }
 
 /* ---- running problems --------------------------------------------------------------------- */
@@ -172,9 +183,76 @@ static double neighbour_corr(const double *a, int64_t nx, int64_t ny, int axis)
     return c;
 }
 
+/* The numbers of one stream under test: u = rand() and g = randn() at every cell of an nx x ny
+ * grid, r1 and r2 randn() of two consecutive steps, a and b rand() of two call sites. */
+typedef struct stream {
+    const double *u, *g, *r1, *r2, *a, *b;
+    int64_t nx, ny;
+} stream;
+
 /* Every bound is 5 standard errors of its statistic for independent numbers of the stated
  * distribution: a correct generator fails one with probability < 1e-6 (and these are fixed
- * seeds: they either pass or fail, always). */
+ * seeds: they either pass or fail, always). Returns the number of failed checks. */
+static int stream_failures(const stream *s)
+{
+    const int64_t n = s->nx * s->ny, nx = s->nx, ny = s->ny;
+    const double se = 1 / sqrt((double)n), *u = s->u, *g = s->g;
+    int bad = 0;
+#define CHECK(cond, ...)                                                                          \
+    do {                                                                                          \
+        int ok_ = (cond);                                                                         \
+        bad += !ok_;                                                                              \
+        print_message("%s ", ok_ ? "ok  " : "FAIL");                                             \
+        print_message(__VA_ARGS__);                                                               \
+    } while (0)
+    /* uniform: [0, 1), mean 1/2, variance 1/12 (standard error of the variance: sqrt(1/180/n)),
+       a flat histogram of 64 bins (chi-square of 63 degrees of freedom: 63 +- sqrt(126)) */
+    int64_t outside = 0, hist[64] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        outside += !(u[i] >= 0 && u[i] < 1);
+        if (u[i] >= 0 && u[i] < 1) hist[(int)(u[i] * 64)]++;
+    }
+    double chi2 = 0, expect = (double)n / 64;
+    for (int i = 0; i < 64; i++) chi2 += ((double)hist[i] - expect) * ((double)hist[i] - expect) / expect;
+    double mu = mean_of(u, n), vu = var_of(u, n);
+    CHECK(outside == 0, "rand: %lld outside [0, 1)\n", (long long)outside);
+    CHECK(fabs(mu - 0.5) < 5 * sqrt(1 / 12.0) * se, "rand: mean %.5f (0.5)\n", mu);
+    CHECK(fabs(vu - 1 / 12.0) < 5 * sqrt(1 / 180.0) * se, "rand: variance %.5f (%.5f)\n", vu, 1 / 12.0);
+    CHECK(fabs(chi2 - 63) < 5 * sqrt(126.0), "rand: chi-square of 64 bins %.1f (63 +- %.1f)\n", chi2, 5 * sqrt(126.0));
+    /* normal: mean 0, variance 1 (se sqrt(2/n)), skewness 0 (se sqrt(6/n)), excess kurtosis 0
+       (se sqrt(24/n)), 68.27 % within one sigma, 95.45 % within two */
+    double mg = mean_of(g, n), vg = var_of(g, n), m3 = 0, m4 = 0;
+    int64_t in1 = 0, in2 = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = g[i] - mg;
+        m3 += d * d * d;
+        m4 += d * d * d * d;
+        in1 += fabs(g[i]) < 1;
+        in2 += fabs(g[i]) < 2;
+    }
+    double skew = m3 / (double)n / pow(vg, 1.5), kurt = m4 / (double)n / (vg * vg) - 3;
+    double f1 = (double)in1 / (double)n, f2 = (double)in2 / (double)n;
+    const double p1 = 0.682689492137086, p2 = 0.954499736103642;
+    CHECK(fabs(mg) < 5 * se, "randn: mean %.5f (0)\n", mg);
+    CHECK(fabs(vg - 1) < 5 * sqrt(2.0) * se, "randn: variance %.5f (1)\n", vg);
+    CHECK(fabs(skew) < 5 * sqrt(6.0) * se, "randn: skewness %.5f (0)\n", skew);
+    CHECK(fabs(kurt) < 5 * sqrt(24.0) * se, "randn: excess kurtosis %.5f (0)\n", kurt);
+    CHECK(fabs(f1 - p1) < 5 * sqrt(p1 * (1 - p1)) * se, "randn: within 1 sigma %.4f (%.4f)\n", f1, p1);
+    CHECK(fabs(f2 - p2) < 5 * sqrt(p2 * (1 - p2)) * se, "randn: within 2 sigma %.4f (%.4f)\n", f2, p2);
+    /* no correlation: neighbouring cells along x and y, rand() with randn() at the same cell,
+       one step with the next, two call sites of one step */
+    double c[] = {neighbour_corr(u, nx, ny, 0), neighbour_corr(u, nx, ny, 1), neighbour_corr(g, nx, ny, 0),
+                  neighbour_corr(g, nx, ny, 1), corr(u, g, n), corr(s->r1, s->r2, n), corr(s->a, s->b, n),
+                  neighbour_corr(s->r1, nx, ny, 0)};
+    const char *what[] = {"rand x-neighbours", "rand y-neighbours", "randn x-neighbours", "randn y-neighbours",
+                          "rand/randn same cell", "step 1/step 2", "two call sites", "step noise x-neighbours"};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) /* 1.01: a neighbour pair count slightly below n */
+        CHECK(fabs(c[i]) < 5 * se * 1.01, "correlation %-24s %+.5f (bound %.5f)\n", what[i], c[i], 5 * se * 1.01);
+    CHECK(var_of(s->r2, n) > 0.9, "the second step draws new numbers\n");
+#undef CHECK
+    return bad;
+}
+
 static void statistics(void **state)
 {
     (void)state;
@@ -186,51 +264,66 @@ static void statistics(void **state)
         "eq dt(w) = randn()\neq dt(a) = rand()\neq dt(b) = rand()\n"
         "time dt = 1, steps = 2, scheme = euler\n";
     pj_program *p = compile_ok(text);
-    const int64_t n = cells(p), nx = 256, ny = 256;
-    const double se = 1 / sqrt((double)n);
+    const int64_t n = cells(p);
     double *s1[5], *s2[5];
     run(p, "cpu", 0, 0, 2, 1, s1);
     run(p, "cpu", 0, 0, 2, 2, s2);
-    const double *u = s1[0], *g = s1[1];
-    /* uniform: [0, 1), mean 1/2, variance 1/12 (standard error of the variance: sqrt(1/180/n)) */
-    for (int64_t i = 0; i < n; i++) assert_true(u[i] >= 0 && u[i] < 1);
-    double mu = mean_of(u, n), vu = var_of(u, n);
-    print_message("rand:  mean %.5f (0.5), variance %.5f (%.5f)\n", mu, vu, 1 / 12.0);
-    assert_true(fabs(mu - 0.5) < 5 * sqrt(1 / 12.0) * se);
-    assert_true(fabs(vu - 1 / 12.0) < 5 * sqrt(1 / 180.0) * se);
-    /* normal: mean 0, variance 1 (se sqrt(2/n)), 68.27 % within one sigma, 95.45 % within two */
-    double mg = mean_of(g, n), vg = var_of(g, n);
-    int64_t in1 = 0, in2 = 0;
-    for (int64_t i = 0; i < n; i++) {
-        in1 += fabs(g[i]) < 1;
-        in2 += fabs(g[i]) < 2;
-    }
-    double f1 = (double)in1 / (double)n, f2 = (double)in2 / (double)n;
-    const double p1 = 0.682689492137086, p2 = 0.954499736103642;
-    print_message("randn: mean %.5f, variance %.5f, within 1 sigma %.4f (%.4f), within 2 %.4f (%.4f)\n", mg, vg, f1,
-                  p1, f2, p2);
-    assert_true(fabs(mg) < 5 * se);
-    assert_true(fabs(vg - 1) < 5 * sqrt(2.0) * se);
-    assert_true(fabs(f1 - p1) < 5 * sqrt(p1 * (1 - p1)) * se);
-    assert_true(fabs(f2 - p2) < 5 * sqrt(p2 * (1 - p2)) * se);
-    /* no correlation: neighbouring cells along x and y, rand() with randn() at the same cell,
-       one step with the next, two call sites of one step */
-    double *r1 = s1[2], *r2 = malloc(sizeof *r2 * (size_t)n);
+    double *r2 = malloc(sizeof *r2 * (size_t)n);
     for (int64_t i = 0; i < n; i++) r2[i] = s2[2][i] - s1[2][i];
-    double c[] = {neighbour_corr(u, nx, ny, 0), neighbour_corr(u, nx, ny, 1), neighbour_corr(g, nx, ny, 0),
-                  neighbour_corr(g, nx, ny, 1), corr(u, g, n), corr(r1, r2, n), corr(s1[3], s1[4], n),
-                  neighbour_corr(r1, nx, ny, 0)};
-    const char *what[] = {"rand x-neighbours", "rand y-neighbours", "randn x-neighbours", "randn y-neighbours",
-                          "rand/randn same cell", "step 1/step 2", "two call sites", "step noise x-neighbours"};
-    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
-        print_message("correlation %-24s %+.5f (bound %.5f)\n", what[i], c[i], 5 * se * 1.01);
-        assert_true(fabs(c[i]) < 5 * se * 1.01); /* 1.01: a neighbour pair count slightly below n */
-    }
-    assert_true(var_of(r2, n) > 0.9); /* the second step draws new numbers */
+    stream st = {s1[0], s1[1], s1[2], r2, s1[3], s1[4], 256, 256};
+    assert_int_equal(stream_failures(&st), 0);
     free(r2);
     free_fields(s1, 5);
     free_fields(s2, 5);
     program_free(p);
+}
+
+/* The checks above catch broken generators (each is compiler/noise.h with one thing wrong):
+ * 0: no finaliser (w = key ^ cell G), 1: the key without the step (every step the same
+ * numbers), 2: one multiply of the finaliser left out, 3: the radius sqrt(-ln u0) (variance 1/2),
+ * 4: the angle's sign bit taken from the radius's bits. */
+static uint64_t broken_word(int how, uint64_t key, int64_t cell)
+{
+    uint64_t x = key ^ ((uint64_t)cell * PJ_NOISE_G);
+    if (how == 0) return x;
+    if (how == 2) return (x ^ (x >> 30)) ^ ((x ^ (x >> 30)) >> 31);
+    return pj_noise_mix(x);
+}
+
+static void broken_generators_fail(void **state)
+{
+    (void)state;
+    enum { NX = 256, NY = 256, N = NX * NY };
+    double *v = malloc(sizeof *v * 6 * N);
+    for (int how = 0; how < 5; how++) {
+        /* (step, site) of u, g, r1, r2, a, b as the statistics problem draws them */
+        static const int step[6] = {0, 0, 0, 1, 0, 0}, stage[6] = {0, 0, 1, 1, 1, 1}, site[6] = {0, 1, 2, 2, 3, 4};
+        for (int k = 0; k < 6; k++) {
+            uint64_t key = pj_noise_key(7, how == 1 ? 0 : step[k], stage[k], site[k]);
+            int normal = k == 1 || k == 2 || k == 3;
+            for (int64_t c = 0; c < N; c++) {
+                uint64_t w = broken_word(how, key, c);
+                double z = normal ? pj_noise_normal(w) : pj_noise_uniform(w, 0);
+                if (normal && how == 3) z /= sqrt(2.0);
+                if (normal && how == 4) z = fabs(z) * ((w >> 63) ? -1 : 1);
+                v[k * N + c] = z;
+            }
+        }
+        stream st = {v, v + N, v + 2 * N, v + 3 * N, v + 4 * N, v + 5 * N, NX, NY};
+        print_message("broken generator %d:\n", how);
+        int bad = stream_failures(&st);
+        assert_true(bad > 0);
+        /* the same numbers from the right generator pass */
+        if (how == 0) {
+            for (int k = 0; k < 6; k++)
+                for (int64_t c = 0; c < N; c++) {
+                    uint64_t w = pj_noise_word(pj_noise_key(7, step[k], stage[k], site[k]), c);
+                    v[k * N + c] = k >= 1 && k <= 3 ? pj_noise_normal(w) : pj_noise_uniform(w, 0);
+                }
+            assert_int_equal(stream_failures(&st), 0);
+        }
+    }
+    free(v);
 }
 
 /* The stages of one step draw different numbers: rk2's two stages of `dt(w) = randn()` from
@@ -278,7 +371,7 @@ static void seeds(void **state)
 }
 
 /* The numbers are a function of the global cell: the cell (i, j) of a 2D run holds
- * pj_rand_uniform(seed, i + nx*j, 0, 0, site, 0) exactly. */
+ * pj_noise_value(seed, i + nx*j, 0, 0, site, 0) exactly. */
 static void counter_is_the_cell(void **state)
 {
     (void)state;
@@ -288,8 +381,8 @@ static void counter_is_the_cell(void **state)
     for (int single = 0; single <= 1; single++) {
         run(p, single ? "interp" : "cpu", 9, single, 1, 0, f);
         for (int64_t c = 0; c < cells(p); c++) {
-            assert_true(f[1][c] == pj_rand_uniform(9, c, 0, 0, 0, 0, single));
-            assert_true(f[2][c] == pj_rand_uniform(9, c, 0, 0, 1, 0, single));
+            assert_true(f[1][c] == pj_noise_value(9, c, 0, 0, 0, 0, single));
+            assert_true(f[2][c] == pj_noise_value(9, c, 0, 0, 1, 0, single));
         }
         free_fields(f, 3);
     }
@@ -343,9 +436,11 @@ static void command_line_seed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(philox_known_answers),
+        cmocka_unit_test(generator_reference),
+        cmocka_unit_test(normal_transform_accuracy),
         cmocka_unit_test(interp_and_cpu_agree_bitwise),
         cmocka_unit_test(statistics),
+        cmocka_unit_test(broken_generators_fail),
         cmocka_unit_test(stages_differ),
         cmocka_unit_test(seeds),
         cmocka_unit_test(counter_is_the_cell),

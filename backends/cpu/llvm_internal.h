@@ -85,6 +85,8 @@ typedef struct gen {
 void llvm_const_text(char *out, size_t len, double v, int single);
 /* One node in the x loop body (non-leaf, COORD or LOAD). */
 void llvm_emit_node(gen *g, int id);
+/* @pj.rand, rand() and randn() of compiler/noise.h (llvm_ir_noise.c) */
+void llvm_emit_noise(gen *g);
 
 /* llvm_ir_reduce.c: the loop nest of a KIR_REDUCE kernel, after its entry block: its outputs
  * [j0, j1) and the nodes they use, the x loop's metadata !loop_md; -1 when out of memory. A kernel

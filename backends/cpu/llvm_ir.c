@@ -239,47 +239,6 @@ static void emit_decls(gen *g, const char *used_ops)
     }
 }
 
-/* rand(): @pj.rand(cell, step, stage, site, part, seed), Philox4x32-10 and the conversion to a
- * uniform number of compiler/philox.h in integer IR, always inlined (site and part are constants
- * at each call, so the selection folds and the loop still vectorises). */
-static void emit_philox(gen *g)
-{
-    sbuf *b = g->b;
-    const char *T = g->T;
-    sb_printf(b, "define internal %s @pj.rand(i64 %%cell, i64 %%step, i32 %%stage, i32 %%site, i32 %%part, i64 %%seed) #6 {\n", T);
-    sb_printf(b, "  %%c0.0 = trunc i64 %%cell to i32\n  %%ch = lshr i64 %%cell, 32\n  %%c1.0 = trunc i64 %%ch to i32\n"
-                 "  %%c2.0 = trunc i64 %%step to i32\n  %%sh = lshr i64 %%step, 32\n  %%sh32 = trunc i64 %%sh to i32\n"
-                 "  %%sh8 = and i32 %%sh32, 255\n  %%shs = shl i32 %%sh8, 24\n  %%st8 = and i32 %%stage, 255\n"
-                 "  %%sts = shl i32 %%st8, 16\n  %%si = and i32 %%site, 65535\n  %%c3.a = or i32 %%shs, %%sts\n"
-                 "  %%c3.0 = or i32 %%c3.a, %%si\n  %%k0.0 = trunc i64 %%seed to i32\n  %%sd = lshr i64 %%seed, 32\n"
-                 "  %%k1.0 = trunc i64 %%sd to i32\n");
-    for (int r = 0; r < 10; r++) {
-        if (r)
-            sb_printf(b, "  %%k0.%d = add i32 %%k0.%d, %u\n  %%k1.%d = add i32 %%k1.%d, %u\n", r, r - 1, 0x9E3779B9u, r,
-                      r - 1, 0xBB67AE85u);
-        sb_printf(b, "  %%a%d = zext i32 %%c0.%d to i64\n  %%p0.%d = mul i64 %%a%d, %u\n"
-                     "  %%b%d = zext i32 %%c2.%d to i64\n  %%p1.%d = mul i64 %%b%d, %u\n",
-                  r, r, r, r, 0xD2511F53u, r, r, r, r, 0xCD9E8D57u);
-        sb_printf(b, "  %%h0.%d = lshr i64 %%p0.%d, 32\n  %%hi0.%d = trunc i64 %%h0.%d to i32\n"
-                     "  %%c3.%d = trunc i64 %%p0.%d to i32\n"
-                     "  %%h1.%d = lshr i64 %%p1.%d, 32\n  %%hi1.%d = trunc i64 %%h1.%d to i32\n"
-                     "  %%c1.%d = trunc i64 %%p1.%d to i32\n",
-                  r, r, r, r, r + 1, r, r, r, r, r, r + 1, r);
-        sb_printf(b, "  %%x%d = xor i32 %%hi1.%d, %%c1.%d\n  %%c0.%d = xor i32 %%x%d, %%k0.%d\n"
-                     "  %%y%d = xor i32 %%hi0.%d, %%c3.%d\n  %%c2.%d = xor i32 %%y%d, %%k1.%d\n",
-                  r, r, r, r + 1, r, r, r, r, r, r + 1, r, r);
-    }
-    sb_printf(b, "  %%sel = icmp eq i32 %%part, 0\n  %%wa = select i1 %%sel, i32 %%c0.10, i32 %%c2.10\n"
-                 "  %%wb = select i1 %%sel, i32 %%c1.10, i32 %%c3.10\n");
-    if (g->opt->single)
-        sb_printf(b, "  %%w8 = lshr i32 %%wa, 8\n  %%f = uitofp i32 %%w8 to float\n"
-                     "  %%u = fmul float %%f, 0x3E70000000000000\n  ret float %%u\n}\n");
-    else
-        sb_printf(b, "  %%wa64 = zext i32 %%wa to i64\n  %%wah = shl i64 %%wa64, 32\n  %%wb64 = zext i32 %%wb to i64\n"
-                     "  %%w = or i64 %%wah, %%wb64\n  %%w11 = lshr i64 %%w, 11\n  %%f = uitofp i64 %%w11 to double\n"
-                     "  %%u = fmul double %%f, 0x3CA0000000000000\n  ret double %%u\n}\n");
-}
-
 /* One node in the x loop body (non-leaf, COORD or LOAD). */
 void llvm_emit_node(gen *g, int id)
 {
@@ -419,6 +378,7 @@ static void scan_nodes(gen *g, launch_use *u)
             break;
         case KIR_RAND:
             u->rand = 1;
+            if (!opt->single) u->ops[KIR_SQRT] = u->ops[KIR_FMA] = 1; /* declared once: randn() uses them */
             snprintf(g->name[id], sizeof g->name[id], "%%v%d", id);
             break;
         case KIR_EDGE:
@@ -456,7 +416,7 @@ static void emit_header(gen *g, const launch_use *u, const char *triple, const c
               datalayout, triple);
     sb_printf(b, "%s\n", LAUNCH_TYPE);
     emit_decls(g, u->ops);
-    if (u->rand) emit_philox(g);
+    if (u->rand) llvm_emit_noise(g);
 }
 
 /* The kernel function's entry block: the launch fields it uses, loaded once; a split kernel's

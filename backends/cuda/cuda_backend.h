@@ -37,7 +37,7 @@
 #include "program.h"
 
 /* Bump when the generated CUDA C or the launch protocol changes for the same IR. */
-#define PJ_CUDA_CODEGEN_VERSION "cuda-3"
+#define PJ_CUDA_CODEGEN_VERSION "cuda-4" /* 4: noise stream 2 (compiler/noise.h) */
 #define CUDA_BACKEND_NO_DEVICE "no CUDA device: "
 
 typedef struct cuda_sim cuda_sim;
@@ -49,7 +49,7 @@ typedef struct cuda_sim_options {
     int device;            /* ordinal, 0 by default */
     unsigned block[3];     /* stage block shape; zeros: cuda_stage_dims' (or $PDEJIT_CUDA_BLOCK "x,y,z") */
     const struct ghost_settings *ghosts; /* NULL: the program's conditions on every side (grid.h) */
-    uint64_t seed;         /* rand() and randn(): the key of their generator (compiler/philox.h) */
+    uint64_t seed;         /* rand() and randn(): the key of their generator (compiler/noise.h) */
     const pj_kernel_id *kernels; /* the program's kernels to compile (program.h), n_kernels of them,
                               besides init, fills and check; NULL: what a run needs
                               (program_run_kernels: the stages, the monitors' reduction) */

@@ -13,7 +13,7 @@
  * All nodes are computed before the first store, so a kernel that writes the buffer it reads
  * at offset 0 (in place) sees the old value, as the interpreter does. */
 #include "cuda_codegen.h"
-#include "philox.h"
+#include "noise.h"
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -97,6 +97,48 @@ static void emit_args_struct(sbuf *b)
               CUDA_MAX_BUFS, CUDA_MAX_PARAMS, sizeof(cuda_args));
 }
 
+/* rand() and randn() as CUDA C: compiler/noise.h's operations in its order, its polynomials
+ * printed with 17 digits (exact), so the bits are the interpreter's. */
+static void emit_noise(sbuf *b)
+{
+    typedef unsigned long long u64;
+    sb_printf(b, "// rand(), randn(): the generator of compiler/noise.h\n"
+                 "static __device__ __forceinline__ unsigned long long pj_noise_mix(unsigned long long z)\n{\n"
+                 "    z = (z ^ (z >> 30)) * 0x%llXull;\n    z = (z ^ (z >> 27)) * 0x%llXull;\n    return z ^ (z >> 31);\n}\n",
+              (u64)PJ_NOISE_M1, (u64)PJ_NOISE_M2);
+    sb_printf(b, "static __device__ __forceinline__ unsigned long long pj_noise_word(unsigned long long cell,\n"
+                 "    unsigned long long step, unsigned stage, unsigned site, unsigned long long seed)\n{\n"
+                 "    unsigned long long c = ((step & 0xFFFFFFFFFFull) << 24) | ((unsigned long long)(stage & 0xffu) << 16) |\n"
+                 "                           (site & 0xffffu);\n"
+                 "    unsigned long long key = pj_noise_mix(pj_noise_mix(seed) + (c + 1) * 0x%llXull);\n"
+                 "    return pj_noise_mix(key ^ (cell * 0x%llXull));\n}\n",
+              (u64)PJ_NOISE_G, (u64)PJ_NOISE_G);
+    sb_printf(b, "static __device__ __forceinline__ double pj_noise_normal(unsigned long long w)\n{\n"
+                 "    unsigned long long a = w >> 32, v = w & 0x7fffffffu, neg = (w >> 31) & 1u;\n"
+                 "    unsigned long long bits = (unsigned long long)__double_as_longlong((double)(2 * a + 1));\n"
+                 "    long long e = (long long)(bits >> 52) - 1023 - 33;\n"
+                 "    unsigned long long mb = (bits & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull;\n"
+                 "    if (mb > 0x%llXull) { mb -= 1ull << 52; e += 1; }\n"
+                 "    double f = __longlong_as_double((long long)mb) - 1.0;\n    double p = %.17g;\n",
+              (u64)PJ_NOISE_SQRT2_BITS, pj_noise_log_poly[PJ_NOISE_LOG_DEGREE]);
+    for (int i = PJ_NOISE_LOG_DEGREE - 1; i >= 0; i--) sb_printf(b, "    p = fma(p, f, %.17g);\n", pj_noise_log_poly[i]);
+    sb_printf(b, "    double ln = fma((double)e, %.17g, f * p);\n    double r = sqrt(-2.0 * ln);\n"
+                 "    double x = (double)v * 4.656612873077392578125e-10; // 2^-31\n    double y = x * x;\n"
+                 "    double q = %.17g;\n",
+              PJ_NOISE_LN2, pj_noise_sin_poly[PJ_NOISE_SIN_DEGREE]);
+    for (int i = PJ_NOISE_SIN_DEGREE - 1; i >= 0; i--) sb_printf(b, "    q = fma(q, y, %.17g);\n", pj_noise_sin_poly[i]);
+    sb_printf(b, "    double z = r * (x * q);\n    return neg ? -z : z;\n}\n");
+    sb_printf(b, "static __device__ __forceinline__ double pj_rand(unsigned long long cell, unsigned long long step,\n"
+                 "    unsigned stage, unsigned site, unsigned part, unsigned long long seed)\n{\n"
+                 "    unsigned long long w = pj_noise_word(cell, step, stage, site, seed);\n"
+                 "    return part == %d ? pj_noise_normal(w) : (double)(w >> 11) * 1.1102230246251565e-16; // 2^-53\n}\n"
+                 "static __device__ __forceinline__ float pj_randf(unsigned long long cell, unsigned long long step,\n"
+                 "    unsigned stage, unsigned site, unsigned part, unsigned long long seed)\n{\n"
+                 "    unsigned long long w = pj_noise_word(cell, step, stage, site, seed);\n"
+                 "    return part == %d ? (float)pj_noise_normal(w) : (float)(w >> 40) * 5.9604644775390625e-08f; // 2^-24\n}\n",
+              PJ_NOISE_PART_NORMAL, PJ_NOISE_PART_NORMAL);
+}
+
 /* The prelude `what` (CUDA_PRELUDE_* bits) names, in a fixed order. */
 static void emit_prelude_text(sbuf *b, unsigned what)
 {
@@ -104,7 +146,7 @@ static void emit_prelude_text(sbuf *b, unsigned what)
     if (what & CUDA_PRELUDE_CLAMP)
         sb_printf(b, "static __device__ __forceinline__ long long pj_clamp(long long x, long long lo, long long hi)\n"
                      "{\n    return x < lo ? lo : x > hi ? hi : x;\n}\n\n");
-    if (what & CUDA_PRELUDE_RAND) sb_printf(b, "%s\n", PJ_PHILOX_CUDA_SOURCE);
+    if (what & CUDA_PRELUDE_RAND) emit_noise(b);
 }
 
 /* A kernel's prelude: printed here for a whole source, else left to cuda_codegen_prelude. */
@@ -218,15 +260,15 @@ static void emit_node(sbuf *b, const kir_kernel *k, int id, int single, const le
         return;
     }
     case KIR_RAND: {
-        /* the global index of the cell at the node's offset, x fastest (compiler/philox.h) */
+        /* the global index of the cell at the node's offset, x fastest (compiler/noise.h) */
         sb_printf(b, "pj_rand%s((unsigned long long)(", suffix);
         for (int a = 0; a < k->dim; a++) {
             sb_printf(b, "(%s + %d)", lc->idx[a], n->off[a]);
             if (a + 1 < k->dim) sb_printf(b, " + a.n[%d] * (", a);
         }
         for (int a = 1; a < k->dim; a++) sb_printf(b, ")");
-        sb_printf(b, "), (unsigned long long)a.step, (unsigned)a.stage, %du, %du, a.seed); // rand site %d part %d\n",
-                  n->index, n->axis, n->index, n->axis);
+        sb_printf(b, "), (unsigned long long)a.step, (unsigned)a.stage, %du, %du, a.seed); // %s site %d\n",
+                  n->index, n->axis, n->axis == PJ_NOISE_PART_NORMAL ? "randn" : "rand", n->index);
         return;
     }
     case KIR_EDGE: /* the face between the cells at off and off + 1 is a side of the mesh */

@@ -68,7 +68,7 @@ typedef struct cuda_check_args {
 enum {
     CUDA_PRELUDE_ARGS = 1,   /* struct pj_args, the launch argument of every kernel but the check */
     CUDA_PRELUDE_CLAMP = 2,  /* pj_clamp, for the fills of linear conditions */
-    CUDA_PRELUDE_RAND = 4,   /* pj_philox, pj_rand, pj_randf: rand() (compiler/philox.h) */
+    CUDA_PRELUDE_RAND = 4,   /* pj_noise_*: rand(), randn() (compiler/noise.h) */
 };
 
 typedef struct cuda_options {

@@ -20,7 +20,7 @@ typedef struct sim_options {
     int single;           /* --precision single: buffers are float, kernels compute in float */
     int threads;          /* 0: all cores */
     const struct ghost_settings *ghosts; /* NULL: the program's conditions on every side (grid.h) */
-    uint64_t seed;        /* rand() and randn(): the key of their generator (compiler/philox.h) */
+    uint64_t seed;        /* rand() and randn(): the key of their generator (compiler/noise.h) */
     const struct grid_block *block; /* NULL: the whole mesh; else the block of it this sim holds
                                        (a decomposed run: runtime/decomp.h) */
 } sim_options;

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "philox.h"
+#include "noise.h"
 #include "program.h"
 
 typedef struct ev {
@@ -184,7 +184,7 @@ static void ev_block(ev *e, const int64_t idx[3], int va, int len)
             break;
         }
         case KIR_RAND: {
-            /* the global cell index of the cell at the node's offset, x fastest (philox.h) */
+            /* the global cell index of the cell at the node's offset, x fastest (noise.h) */
             int64_t cell[3], mesh_n[3];
             for (int a = 0; a < 3; a++) {
                 cell[a] = idx[a] + n->off[a] + L->first[a];
@@ -193,7 +193,7 @@ static void ev_block(ev *e, const int64_t idx[3], int va, int len)
             for (int c = 0; c < len; c++) {
                 int64_t g = cell[0] + (va == 0 ? c : 0) +
                             mesh_n[0] * (cell[1] + (va == 1 ? c : 0) + mesh_n[1] * (cell[2] + (va == 2 ? c : 0)));
-                R[c] = pj_rand_uniform(L->seed, g, L->step, L->stage, n->index, n->axis, single);
+                R[c] = pj_noise_value(L->seed, g, L->step, L->stage, n->index, n->axis, single);
             }
             break;
         }
