@@ -314,6 +314,48 @@ static void bad_slice(void **state)
     }
 }
 
+/* pdejit bench writes a plot only when --plot names it: a run without it leaves no PNG; with it,
+ * an 800 x 520 image with a title (black, centred in the top 30 rows), a legend right of the plot
+ * naming each measured back end beside its line's colour (cpu blue #1f77b4; one row for one back
+ * end, the second row white), and axis labels under and left of the frame. */
+static int count_in(const picture *p, unsigned x0, unsigned y0, unsigned x1, unsigned y1, const unsigned char rgb[3])
+{
+    int n = 0;
+    for (unsigned y = y0; y < y1; y++)
+        for (unsigned x = x0; x < x1; x++) n += !memcmp(px(p, x, y), rgb, 3);
+    return n;
+}
+
+static void bench_plot_only_when_asked(void **state)
+{
+    (void)state;
+    char *p = write_file("q.pde", "mesh grid(nx = 8, ny = 8)\nfield u = x\neq dt(u) = 0.01*lap(u)\ntime dt = 0.01\n");
+    char *out;
+    assert_int_equal(tu_pdejit(&out, "bench q.pde --backends interp,cpu --sizes 8 --steps 2 >/dev/null; "
+                                     "echo $(ls -1 | grep -c 'png$')"), 0);
+    assert_string_equal(out, "0\n");
+    free(out);
+    assert_int_equal(tu_pdejit(&out, "bench q.pde --backends interp,cpu --sizes 8,16 --steps 2 --plot two.png"), 0);
+    free(out);
+    assert_int_equal(tu_pdejit(&out, "bench q.pde --backends cpu --sizes 8,16 --steps 2 --plot one.png"), 0);
+    free(out);
+    static const unsigned char black[3] = {0, 0, 0}, white[3] = {255, 255, 255}, blue[3] = {31, 119, 180};
+    picture two = read_png("two.png"), one = read_png("one.png");
+    assert_int_equal(two.w, 800);
+    assert_int_equal(two.h, 520);
+    assert_true(count_in(&two, 200, 0, 600, 30, black) > 100);        /* the title */
+    assert_true(count_in(&two, 0, 26, 200, 44, black) > 50);          /* the y axis's label */
+    assert_true(count_in(&two, 200, 520 - 26, 600, 520, black) > 50); /* the x axis's label */
+    /* the legend: interp's row then cpu's, each a line and a name */
+    assert_true(count_in(&two, 650, 66, 800, 80, black) > 30);
+    assert_true(count_in(&two, 650, 90, 800, 104, blue) > 20 && count_in(&two, 650, 90, 800, 104, black) > 20);
+    assert_true(count_in(&one, 650, 66, 800, 80, blue) > 20);
+    assert_int_equal(count_in(&one, 660, 90, 800, 104, white), 140 * 14); /* right of the frame */
+    free_picture(&two);
+    free_picture(&one);
+    free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,6 +365,7 @@ int main(void)
         cmocka_unit_test(slices_of_3d),
         cmocka_unit_test(axes_caption),
         cmocka_unit_test(bad_slice),
+        cmocka_unit_test(bench_plot_only_when_asked),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
