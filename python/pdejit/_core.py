@@ -548,6 +548,11 @@ class Simulation:
                 "kernels": i.kernels, "from_cache": i.from_cache, "ms_prepare": i.ms_prepare,
                 "ms_compiler": i.ms_compiler}
 
+    def _repr_png_(self):
+        """The picture a notebook shows: the first field (pdejit.plot.png)."""
+        from .plot import png
+        return png(self) if self.problem.fields and not self.closed else None
+
     def __repr__(self):
         p = self.problem
         where = "closed" if self.closed else "t=%s after %d steps" % (_num(self.t), self.steps)
