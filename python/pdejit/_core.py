@@ -549,9 +549,13 @@ class Simulation:
                 "ms_compiler": i.ms_compiler}
 
     def _repr_png_(self):
-        """The picture a notebook shows: the first field (pdejit.plot.png)."""
+        """The picture a notebook shows: the first field (pdejit.plot.png); None when there is none
+        to show (no field, closed, a GPU field without CuPy: the notebook then shows the repr)."""
         from .plot import png
-        return png(self) if self.problem.fields and not self.closed else None
+        try:
+            return png(self) if self.problem.fields and not self.closed else None
+        except TypeError:
+            return None
 
     def __repr__(self):
         p = self.problem
