@@ -141,8 +141,8 @@ static const cli_opt bench_opts[] = {
     {"--threads", NULL, "N", "CPU threads (default: all cores)", NULL, set_at_least_1, BENCH(threads)},
     {"--precision", NULL, "double|single", "floating point of the kernels (default double)", NULL,
      cli_set_precision, BENCH(single)},
-    {"--plot", NULL, "FILE.png", "Mcells/s against cells per back end, log-log (default bench.png; `--plot none` "
-     "for none): interp grey, cpu blue, cuda green", NULL, set_plot, BENCH(plot)},
+    {"--plot", NULL, "FILE.png", "also write FILE.png: Mcells/s against cells per back end, log-log, with a title, "
+     "axis labels and a legend (interp grey, cpu blue, cuda green); none without it", NULL, set_plot, BENCH(plot)},
     CLI_HELP_OPT,
     {0},
 };
@@ -321,7 +321,7 @@ static int bench_size(bench_state *s, pj_program *p, int64_t size)
 }
 
 /* The line on where the GPU wins, and the plot. */
-static int bench_summary(const bench_state *s, const char *plot_path)
+static int bench_summary(const bench_state *s, const char *plot_path, const char *title)
 {
     const int oracle = 0;
     int device_used = 0, host_used = 0;
@@ -340,7 +340,8 @@ static int bench_summary(const bench_state *s, const char *plot_path)
         plot_series all[MAX_BACKENDS];
         for (int b = 0; b < s->n_be; b++)
             all[b] = (plot_series){engine_backends[b]->name, s->px[b], s->py[b], s->pn[b]};
-        if (plot_png(plot_path, all, s->n_be, err, sizeof err) < 0) {
+        if (plot_png(plot_path, title, "cells (log scale)", "Mcells/s (million cell updates a second)", all, s->n_be,
+                     err, sizeof err) < 0) {
             fprintf(stderr, "pdejit bench: plot: %s\n", err);
             return 1;
         }
@@ -351,7 +352,7 @@ static int bench_summary(const bench_state *s, const char *plot_path)
 
 static int cmd_bench(int argc, char **argv)
 {
-    bench_args a = {.backends = "interp,cpu,cuda", .plot = "bench.png"};
+    bench_args a = {.backends = "interp,cpu,cuda"}; /* no plot unless --plot names one */
     const char *file = NULL;
     if (cli_parse(&cli_bench, argc, argv, &a, &file, 1) < 0) return 2;
     if (!file) {
@@ -391,7 +392,11 @@ static int cmd_bench(int argc, char **argv)
            "max rel diff");
     int status = 0;
     for (int si = 0; si < n_sizes; si++) status |= bench_size(&s, p, sizes[si]);
-    status |= bench_summary(&s, a.plot);
+    char title[96];
+    const char *base = strrchr(file, '/');
+    snprintf(title, sizeof title, "pdejit bench %.40s: %dD, %s precision", base ? base + 1 : file, p->dim,
+             a.single ? "single" : "double");
+    status |= bench_summary(&s, a.plot, title);
     program_free(p);
     return status;
 }

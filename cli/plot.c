@@ -1,19 +1,22 @@
-/* plot.c — a small log-log line plot as PNG (libpng), for `pdejit bench`: throughput against
- * grid size, one coloured line per back end. Axis ticks at powers of ten, labelled 1e3, 1e6...
- * with a built-in 3x5 digit font; the colours are named in the table `pdejit bench` prints. */
+/* plot.c — a small log-log line plot as PNG (libpng), for `pdejit bench --plot`: throughput
+ * against grid size, one coloured line per back end. A title at the top, the y axis's name and
+ * unit above it, the x axis's under it, ticks at powers of ten labelled 1e3, 1e6..., and a legend
+ * (each series' colour and name) right of the plot; text in the frames' 5x7 font (picture.h). */
 #include "plot.h"
+#include "picture.h"
 #include <math.h>
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define W 720
-#define H 480
-#define ML 70
-#define MR 20
-#define MT 20
-#define MB 50
+#define W PLOT_W
+#define H PLOT_H
+#define ML 80
+#define MR PLOT_LEGEND_W
+#define MT PLOT_TOP
+#define MB 56
+#define FONT 2
 
 typedef struct canvas { unsigned char px[H][W][3]; } canvas;
 
@@ -35,33 +38,16 @@ static void line(canvas *c, int x0, int y0, int x1, int y1, const unsigned char 
     }
 }
 
-/* 3x5 glyphs: digits, 'e', '-' */
-static const char *glyph(char ch)
-{
-    static const char *digits[] = {"111101101101111", "010110010010111", "111001111100111", "111001111001111",
-                                   "101101111001001", "111100111001111", "111100111101111", "111001001001001",
-                                   "111101111101111", "111101111001111"};
-    if (ch >= '0' && ch <= '9') return digits[ch - '0'];
-    if (ch == 'e') return "000111111100111";
-    if (ch == '-') return "000000111000000";
-    return "000000000000000";
-}
-
+/* Text in the frames' 5x7 font (runtime/picture.h), 2 pixels a dot. */
 static void text(canvas *c, int x, int y, const char *s, const unsigned char rgb[3])
 {
-    for (; *s; s++, x += 8) {
-        const char *g = glyph(*s);
-        for (int r = 0; r < 5; r++)
-            for (int q = 0; q < 3; q++)
-                if (g[r * 3 + q] == '1')
-                    for (int a = 0; a < 2; a++)
-                        for (int b = 0; b < 2; b++) dot(c, x + 2 * q + a, y + 2 * r + b, rgb);
-    }
+    picture_text(&c->px[0][0][0], W, H, x, y, s, FONT, rgb);
 }
 
 const unsigned char plot_colours[PLOT_MAX_SERIES][3] = {{120, 120, 120}, {31, 119, 180}, {44, 160, 44}, {214, 39, 40}};
 
-int plot_png(const char *path, const plot_series *series, int n_series, char *err, size_t err_len)
+int plot_png(const char *path, const char *title, const char *xlabel, const char *ylabel, const plot_series *series,
+             int n_series, char *err, size_t err_len)
 {
     double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
     for (int s = 0; s < n_series; s++)
@@ -92,12 +78,23 @@ int plot_png(const char *path, const plot_series *series, int n_series, char *er
     for (double d = lx0; d <= lx1; d++) {
         line(c, PX(d), MT, PX(d), H - MB, grid, 1);
         snprintf(label, sizeof label, "1e%d", (int)d);
-        text(c, PX(d) - 10, H - MB + 10, label, ink);
+        text(c, PX(d) - picture_text_width(label, FONT) / 2, H - MB + 8, label, ink);
     }
     for (double d = ly0; d <= ly1; d++) {
         line(c, ML, PY(d), W - MR, PY(d), grid, 1);
         snprintf(label, sizeof label, "1e%d", (int)d);
-        text(c, 8, PY(d) - 5, label, ink);
+        text(c, ML - 8 - picture_text_width(label, FONT), PY(d) - 7, label, ink);
+    }
+    text(c, (W - picture_text_width(title, FONT)) / 2, 8, title, ink);
+    text(c, 8, MT - 26, ylabel, ink);
+    text(c, ML + (W - ML - MR - picture_text_width(xlabel, FONT)) / 2, H - MB + 32, xlabel, ink);
+    for (int s = 0, row = 0; s < n_series; s++) { /* the legend: the series that have points */
+        int any = 0;
+        for (int i = 0; i < series[s].n; i++) any |= series[s].x[i] > 0 && series[s].y[i] > 0;
+        if (!any) continue;
+        int y = MT + 10 + 24 * row++;
+        line(c, W - MR + 16, y + 7, W - MR + 40, y + 7, plot_colours[s % PLOT_MAX_SERIES], 3);
+        text(c, W - MR + 48, y, series[s].name, ink);
     }
     line(c, ML, MT, ML, H - MB, ink, 1);
     line(c, ML, H - MB, W - MR, H - MB, ink, 1);

@@ -35,14 +35,15 @@ static void *need(compiler *C, void *block)
     return block;
 }
 
-/* Settings take one value: more (`nx = 10, 20`) is an error, except after `output at` and `range`. */
+/* Settings take one value: more (`nx = 10, 20`) is an error, except after `output at`, `range` and `slice`. */
 static void check_single_values(compiler *C)
 {
     for (int i = 0; i < C->ast->n_stmts; i++) {
         const ast_stmt *st = C->ast->stmts[i];
         for (int j = 0; j < st->n_kwargs; j++) {
             const ast_kwarg *kw = &st->kwargs[j];
-            if (kw->n_more && !(st->kind == ST_OUTPUT && (!strcmp(kw->name, "at") || !strcmp(kw->name, "range"))))
+            if (kw->n_more && !(st->kind == ST_OUTPUT && (!strcmp(kw->name, "at") || !strcmp(kw->name, "range") ||
+                                                        !strcmp(kw->name, "slice"))))
                 diag_error(C->d, kw->more[0]->loc, "'%s' takes one value; settings read NAME = VALUE", kw->name);
         }
     }

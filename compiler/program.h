@@ -156,6 +156,10 @@ typedef struct pj_program {
     int has_output_range; /* `range = LO, HI`: every PNG frame on output_range[0]..[1] (LO < HI);
                              else each frame on its own min..max */
     double output_range[2];
+    int output_slice;     /* `slice = AXIS[, AT]` (3D only): 1 + the axis (x 0, y 1, z 2) the PNG frames
+                             cut across, at cell output_slice_index along it; 0: the default, the
+                             middle plane across z (k = n[2]/2) */
+    int64_t output_slice_index;
 
     /* monitors: named reductions over the cells (`monitor every = , NAME = integral(e) ...`) */
     int has_monitor;      /* the file has a monitor statement: monitor.csv is written */

@@ -296,10 +296,52 @@ void read_solver(compiler *C, pj_program *p)
                    "this problem steps explicitly with %s", scheme_name(p->scheme));
 }
 
-/* `range = LO, HI` and `colormap = NAME` of an output statement: the PNG frames' scale. */
+/* `slice = AXIS[, AT]` of an output statement: the plane of a 3D field its PNG frames show. */
+static void read_output_slice(compiler *C, const ast_kwarg *kw, pj_program *p)
+{
+    static const char *const axes[] = {"x", "y", "z"};
+    const char *v = kw->value && kw->value->kind == AST_NAME ? kw->value->name : NULL;
+    int axis = -1;
+    for (int a = 0; v && a < 3; a++)
+        if (!strcmp(v, axes[a])) axis = a;
+    if (axis < 0) {
+        if (v) diag_error(C->d, kw->value->loc, "output slice: the axis is x, y or z, not '%s'", v);
+        else diag_error(C->d, kw->value ? kw->value->loc : kw->loc, "output slice: the axis is x, y or z (slice = z, "
+                        "or slice = z, 0.5 for the plane through z = 0.5)");
+        return;
+    }
+    if (kw->n_more > 1) {
+        diag_error(C->d, kw->more[1]->loc, "output slice takes an axis and at most one position: slice = %s, AT", v);
+        return;
+    }
+    if (p->dim != 3) {
+        diag_error(C->d, kw->loc, "output slice needs a 3D mesh; this one is %dD, and its pictures show every cell", p->dim);
+        return;
+    }
+    int64_t index = p->n[axis] / 2;
+    double at;
+    if (kw->n_more == 1) {
+        if (sema_check_expr(C, kw->more[0], NULL) || lower_const_value(C, kw->more[0], &at) < 0) return;
+        double lo = p->origin[axis], hi = lo + p->length[axis];
+        char a[32], b[32], c[32];
+        if (!(at >= lo && at <= hi)) {
+            diag_error(C->d, kw->more[0]->loc, "output slice: %s = %s is outside the mesh, which spans %s to %s along %s",
+                       v, diag_number(a, sizeof a, at), diag_number(b, sizeof b, lo), diag_number(c, sizeof c, hi), v);
+            return;
+        }
+        index = (int64_t)floor((at - lo) / p->length[axis] * (double)p->n[axis]);
+        if (index >= p->n[axis]) index = p->n[axis] - 1; /* at the far end: the last plane */
+    }
+    p->output_slice = axis + 1;
+    p->output_slice_index = index;
+}
+
+/* `range = LO, HI`, `colormap = NAME` and `slice = AXIS[, AT]` of an output statement: the PNG
+ * frames' scale and plane. */
 static void read_output_picture(compiler *C, const ast_stmt *st, pj_program *p)
 {
     const ast_kwarg *kw;
+    if ((kw = stmt_kwarg_named(st, "slice"))) read_output_slice(C, kw, p);
     if ((kw = stmt_kwarg_named(st, "range"))) {
         double v[2];
         if (kw->n_more != 1)
@@ -340,8 +382,8 @@ void read_output(compiler *C, pj_program *p)
         const ast_stmt *st = C->ast->stmts[i];
         if (st->kind != ST_OUTPUT) continue;
         p->has_output = 1;
-        static const char *const keys[] = {"every", "at", "format", "fields", "range", "colormap"};
-        if (stmt_check_kwargs(C, st, "output", keys, 6)) continue;
+        static const char *const keys[] = {"every", "at", "format", "fields", "range", "colormap", "slice"};
+        if (stmt_check_kwargs(C, st, "output", keys, 7)) continue;
         const ast_kwarg *kw;
         if ((kw = stmt_kwarg_named(st, "at"))) {
             if (stmt_kwarg_named(st, "every")) {

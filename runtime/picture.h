@@ -14,7 +14,7 @@
 /* The colour of s in [0, 1] (clamped; NaN is 0) in map cmap (PJ_CMAP_*). */
 void picture_colour(int cmap, double s, unsigned char rgb[3]);
 
-/* Text in a 5x7 font (digits, letters, `. - + = _ :` and space; anything else as a space), each
+/* Text in a 5x7 font (digits, letters, `. , - + = _ : > ^ ( ) /` and space; `^` an arrow up; anything else as a space), each
  * glyph scale x scale pixels a dot, 6*scale pixels apart. */
 int picture_text_width(const char *s, int scale);
 /* Draws s into an RGB image of w x h pixels (rows top down), its top left corner at (x, y);

@@ -413,21 +413,65 @@ static void png_on_warning(png_structp png, png_const_charp msg)
 }
 
 /* The picture of a frame's field (writers.h): white, the field's cells at the top left, the colour
- * bar to their right, the header and the bar's labels in black. */
+ * bar to their right, the header, the axes' caption under the cells and the bar's labels in black. */
 typedef struct png_layout {
     int64_t nx, ny, scale;    /* cells drawn across and up, pixels a cell side */
     int64_t pw, ph;           /* the field's pixels */
     int64_t w, h;             /* the image */
     double lo, hi;
-    char head[96], top[32], bottom[32];
+    char head[128], top[32], bottom[32], axes[96];
 } png_layout;
 
-enum { PNG_MARGIN = 8, PNG_BAR = 24, PNG_FONT = 2, PNG_HEAD = 2 * PNG_MARGIN + 7 * PNG_FONT };
+enum { PNG_MARGIN = 8, PNG_BAR = 24, PNG_FONT = 2, PNG_HEAD = 2 * PNG_MARGIN + 7 * PNG_FONT,
+       PNG_FOOT = 2 * PNG_MARGIN + 7 * PNG_FONT };
 
-static void png_plan(png_layout *L, const writers_frame *fr, int f, const double *d, const writers_png_style *st)
+/* The plane of field f a picture shows (d, nx across by ny up, x fastest): a 1D or 2D field
+ * whole, a 3D one across the style's axis (`slice`), copied into *own unless it is a z plane;
+ * across, up: the axes drawn (0 x, 1 y, 2 z); where: the plane's place ("" for 1D and 2D). */
+typedef struct png_plane {
+    const double *d;
+    double *own;
+    int64_t nx, ny;
+    int across, up;
+    char where[64];
+} png_plane;
+
+static int png_plane_of(png_plane *pl, const writers_frame *fr, int f, const writers_png_style *st)
 {
-    L->nx = fr->n[0];
-    L->ny = fr->dim >= 2 ? fr->n[1] : 1;
+    memset(pl, 0, sizeof *pl);
+    pl->nx = fr->n[0];
+    pl->ny = fr->dim >= 2 ? fr->n[1] : 1;
+    pl->d = fr->data[f];
+    pl->up = 1;
+    if (fr->dim < 3) return 0;
+    int axis = st && st->slice ? st->slice - 1 : 2;
+    int64_t k = st && st->slice ? st->slice_index : fr->n[2] / 2;
+    if (k < 0) k = 0;
+    if (k >= fr->n[axis]) k = fr->n[axis] - 1;
+    int64_t stride[3] = {1, fr->n[0], fr->n[0] * fr->n[1]};
+    pl->across = axis == 0 ? 1 : 0;
+    pl->up = axis == 2 ? 1 : 2;
+    pl->nx = fr->n[pl->across];
+    pl->ny = fr->n[pl->up];
+    snprintf(pl->where, sizeof pl->where, "  %c = %.4g (%c = %lld)", "xyz"[axis],
+             fr->origin[axis] + ((double)k + 0.5) * fr->h[axis], "ijk"[axis], (long long)k);
+    if (axis == 2) {
+        pl->d = fr->data[f] + k * stride[2];
+        return 0;
+    }
+    if (!(pl->own = malloc(sizeof *pl->own * (size_t)(pl->nx * pl->ny)))) return -1;
+    for (int64_t j = 0; j < pl->ny; j++)
+        for (int64_t i = 0; i < pl->nx; i++)
+            pl->own[i + j * pl->nx] = fr->data[f][i * stride[pl->across] + j * stride[pl->up] + k * stride[axis]];
+    pl->d = pl->own;
+    return 0;
+}
+
+static void png_plan(png_layout *L, const writers_frame *fr, int f, const png_plane *pl, const writers_png_style *st)
+{
+    const double *d = pl->d;
+    L->nx = pl->nx;
+    L->ny = pl->ny;
     int64_t longest = L->nx > L->ny ? L->nx : L->ny;
     L->scale = longest >= 512 ? 1 : (512 + longest - 1) / longest;
     L->pw = L->nx * L->scale;
@@ -451,15 +495,20 @@ static void png_plan(png_layout *L, const writers_frame *fr, int f, const double
         if (!(L->lo <= L->hi)) L->lo = L->hi = 0; /* no finite value */
     }
     char a[32];
-    snprintf(L->head, sizeof L->head, "%.40s  t = %s", fr->names[f], diag_number(a, sizeof a, fr->t));
+    snprintf(L->head, sizeof L->head, "%.40s  t = %s%s", fr->names[f], diag_number(a, sizeof a, fr->t), pl->where);
+    if (fr->dim == 1) snprintf(L->axes, sizeof L->axes, "x -> %lld cells", (long long)L->nx);
+    else snprintf(L->axes, sizeof L->axes, "%c -> %lld cells   %c ^ %lld cells", "xyz"[pl->across], (long long)L->nx,
+                  "xyz"[pl->up], (long long)L->ny);
     snprintf(L->top, sizeof L->top, "%.4g", L->hi); /* the labels: 4 digits */
     snprintf(L->bottom, sizeof L->bottom, "%.4g", L->lo);
     int tw = picture_text_width(L->top, PNG_FONT), bw = picture_text_width(L->bottom, PNG_FONT);
     int64_t label = 4 + (tw > bw ? tw : bw);
     L->w = PNG_MARGIN + L->pw + PNG_MARGIN + PNG_BAR + label + PNG_MARGIN;
     int64_t hw = 2 * PNG_MARGIN + picture_text_width(L->head, PNG_FONT);
+    int64_t aw = 2 * PNG_MARGIN + picture_text_width(L->axes, PNG_FONT);
     if (L->w < hw) L->w = hw;
-    L->h = PNG_HEAD + L->ph + PNG_MARGIN;
+    if (L->w < aw) L->w = aw;
+    L->h = PNG_HEAD + L->ph + PNG_FOOT;
 }
 
 static void png_draw(unsigned char *pix, const png_layout *L, const double *d, const writers_png_style *st)
@@ -485,6 +534,7 @@ static void png_draw(unsigned char *pix, const png_layout *L, const double *d, c
     }
     int W = (int)L->w, H = (int)L->h, lx = (int)(bx + PNG_BAR + 4);
     picture_text(pix, W, H, PNG_MARGIN, PNG_MARGIN, L->head, PNG_FONT, black);
+    picture_text(pix, W, H, PNG_MARGIN, (int)(PNG_HEAD + L->ph + PNG_MARGIN), L->axes, PNG_FONT, black);
     picture_text(pix, W, H, lx, PNG_HEAD, L->top, PNG_FONT, black);
     picture_text(pix, W, H, lx, (int)(PNG_HEAD + L->ph - 7 * PNG_FONT), L->bottom, PNG_FONT, black);
 }
@@ -499,19 +549,24 @@ int writers_png(const char *path, const writers_frame *fr, int f, const writers_
         diag_set(err, err_len, "%s: image too large", path);
         return -1;
     }
-    int64_t kslice = fr->dim == 3 ? fr->n[2] / 2 : 0;
-    const double *d = fr->data[f] + kslice * fr->n[0] * fr->n[1];
+    png_plane pl;
     png_layout L;
-    png_plan(&L, fr, f, d, st);
-    unsigned char *pix = malloc((size_t)(L.w * L.h * 3));
-    png_bytep *rows = malloc(sizeof *rows * (size_t)L.h);
+    unsigned char *pix = NULL;
+    png_bytep *rows = NULL;
+    if (png_plane_of(&pl, fr, f, st) == 0) {
+        png_plan(&L, fr, f, &pl, st);
+        pix = malloc((size_t)(L.w * L.h * 3));
+        rows = malloc(sizeof *rows * (size_t)L.h);
+    }
     if (!pix || !rows) {
+        free(pl.own);
         free(pix);
         free(rows);
         diag_set(err, err_len, "%s: %s", path, strerror(ENOMEM));
         return -1;
     }
-    png_draw(pix, &L, d, st);
+    png_draw(pix, &L, pl.d, st);
+    free(pl.own);
     for (int64_t r = 0; r < L.h; r++) rows[r] = pix + r * L.w * 3;
     afile a;
     if (af_open(&a, path, err, err_len)) {

@@ -62,19 +62,29 @@ int writers_pvd(const char *path, int n, const double *times, const char *const 
                 size_t err_len);
 
 /* How the PNG frames are drawn: a colour map (pj_colormap, runtime/picture.h) and a fixed scale
- * lo < hi (fixed), else each frame's min..max of the field's finite values. */
-typedef struct writers_png_style { int colormap; int fixed; double lo, hi; } writers_png_style;
+ * lo < hi (fixed), else each frame's min..max of the field's finite values; a 3D field's plane:
+ * slice 1 + the axis it cuts across (x 0, y 1, z 2) at cell slice_index along it, 0 the middle
+ * plane across z. */
+typedef struct writers_png_style {
+    int colormap;
+    int fixed;
+    double lo, hi;
+    int slice;
+    int64_t slice_index;
+} writers_png_style;
 
 /* An 8-bit RGB PNG of field f of fr (style NULL: viridis, the frame's min..max). Layout, on white:
  *   - a header line at the top left: the field's name and `t = T` (5x7 font, 2 pixels a dot);
  *   - below it the field, nearest-neighbour scaled by the integer factor that makes the longer
  *     side at least 512 pixels (1 from 512 cells on), y up (the top row is the top row of cells);
  *     1D: the cells as columns of a band 1/6 as high as long (at most 128 pixels, and at most
- *     2^24 pixels in all but 8 rows); 3D: the slice k = n[2]/2;
+ *     2^24 pixels in all but 8 rows); 3D: the plane the style's slice says, across z (x across,
+ *     y up), y (x, z) or x (y, z), its place ("z = 0.5 (k = 8)", the cell centre) in the header;
  *     non-finite values grey (128, 128, 128), values outside the scale the map's ends;
  *   - 8 pixels to its right the colour bar, 24 pixels wide and as high as the field, the map's
  *     top (hi) in its top row and its bottom (lo) in its bottom row, with hi and lo written beside
- *     its two ends.
+ *     its two ends;
+ *   - under the field, the axes drawn and their cells ("x -> 48 cells   y ^ 32 cells").
  * tEXt chunks: field, t, range (`LO,HI`), colormap. */
 int writers_png(const char *path, const writers_frame *fr, int f, const writers_png_style *style, char *err,
                 size_t err_len);

@@ -86,7 +86,7 @@ static void size_and_colour_bar(void **state)
     picture a = read_png("a/u_000000.png");
     assert_true(a.w >= 512 && a.w >= a.h);
     assert_true(a.w > 8 + 528 + 8 + 24);
-    assert_int_equal(a.h, 30 + 352 + 8);
+    assert_int_equal(a.h, 30 + 352 + 30); /* the axes' caption: 30 pixels */
     static const unsigned char top[3] = {0xfd, 0xe7, 0x25}, bottom[3] = {0x44, 0x01, 0x54}, white[3] = {255, 255, 255};
     for (unsigned x = 544; x < 544 + 24; x++) {
         rgb_is(px(&a, x, 30), top);
@@ -112,7 +112,7 @@ static void size_and_colour_bar(void **state)
     assert_int_equal(tu_pdejit(&out, "run b.pde --out b"), 0);
     free(out);
     picture b = read_png("b/u_000001.png");
-    assert_int_equal(b.h, 30 + 100 + 8);
+    assert_int_equal(b.h, 30 + 100 + 30);
     unsigned char mtop[3], mbottom[3];
     picture_colour(PJ_CMAP_MAGMA, 1, mtop);
     picture_colour(PJ_CMAP_MAGMA, 0, mbottom);
@@ -198,12 +198,174 @@ static void bad_range_and_colormap(void **state)
     }
 }
 
+/* The colour of cell value v on lo..hi, each channel within 1 of the picture's (the field's
+ * values computed here and by the run may differ in their last bits). */
+static void colour_near(const unsigned char *got, double v, double lo, double hi)
+{
+    unsigned char want[3];
+    picture_colour(PJ_CMAP_VIRIDIS, (v - lo) / (hi - lo), want);
+    for (int c = 0; c < 3; c++) assert_true(abs((int)got[c] - (int)want[c]) <= 1);
+}
+
+/* u = x + 10 y + 100 z on 24 x 16 x 12 cells over 2 x 1 x 1: the plane of `slice = x, 0.5`
+ * (cells i = 6, x = 6.5/12) is y across (16 cells, 32 pixels a cell), z up (12 cells); the
+ * default, the middle z plane (k = 6), x across (22 pixels a cell) and y up; `slice = y` the
+ * middle y plane (j = 8), x across and z up. Each cell's pixels are its value through the map. */
+static double u3(double x, double y, double z) { return x + 10 * y + 100 * z; }
+
+static void slices_of_3d(void **state)
+{
+    (void)state;
+    const char *src = "mesh grid(nx = 24, ny = 16, nz = 12, Lx = 2)\nfield u = x + 10*y + 100*z\neq dt(u) = 0\n"
+                      "time dt = 0.5, until = 0.5\noutput every = 0.5, format = png%s\n";
+    const char *opt[] = {", slice = x, 0.5", "", ", slice = y"};
+    const char *dirs[] = {"sx", "sz", "sy"};
+    for (int c = 0; c < 3; c++) {
+        char text[512], cmd[64], *out;
+        snprintf(text, sizeof text, src, opt[c]);
+        char *p = write_file("c.pde", text);
+        snprintf(cmd, sizeof cmd, "run c.pde --out %s", dirs[c]);
+        assert_int_equal(tu_pdejit(&out, cmd), 0);
+        free(out);
+        free(p);
+        snprintf(cmd, sizeof cmd, "%s/u_000001.png", dirs[c]);
+        picture a = read_png(cmd);
+        const double dx = 2.0 / 24, dy = 1.0 / 16, dz = 1.0 / 12;
+        int nx = c == 0 ? 16 : 24, ny = c == 2 ? 12 : c == 1 ? 16 : 12, s = (512 + nx - 1) / nx;
+        assert_int_equal(a.h, 30 + ny * s + 30);
+        assert_true(a.w > 8 + (unsigned)(nx * s) + 8 + 24);
+        double lo = c == 0 ? u3(6.5 * dx, 0.5 * dy, 0.5 * dz) : c == 1 ? u3(0.5 * dx, 0.5 * dy, 6.5 * dz)
+                                                                      : u3(0.5 * dx, 8.5 * dy, 0.5 * dz);
+        double hi = c == 0 ? u3(6.5 * dx, 15.5 * dy, 11.5 * dz) : c == 1 ? u3(23.5 * dx, 15.5 * dy, 6.5 * dz)
+                                                                        : u3(23.5 * dx, 8.5 * dy, 11.5 * dz);
+        for (int j = 0; j < ny; j++)
+            for (int i = 0; i < nx; i++) {
+                double v = c == 0 ? u3(6.5 * dx, (i + 0.5) * dy, (j + 0.5) * dz)
+                         : c == 1 ? u3((i + 0.5) * dx, (j + 0.5) * dy, 6.5 * dz)
+                                  : u3((i + 0.5) * dx, 8.5 * dy, (j + 0.5) * dz);
+                colour_near(px(&a, (unsigned)(8 + i * s + s / 2), (unsigned)(30 + (ny - 1 - j) * s + s / 2)), v, lo, hi);
+            }
+        free_picture(&a);
+    }
+}
+
+/* Under the field, the axes' caption: black dots in the 30-pixel strip below the cells, none
+ * in the same strip of a picture of the field alone would have; the strip is white right of it. */
+static void axes_caption(void **state)
+{
+    (void)state;
+    char *p = write_file("x.pde", "mesh grid(nx = 64, ny = 32)\nfield u = x\neq dt(u) = 0\ntime dt = 0.5, until = 0.5\n"
+                                  "output every = 0.5, format = png\n");
+    char *out;
+    assert_int_equal(tu_pdejit(&out, "run x.pde --out x"), 0);
+    free(out);
+    picture a = read_png("x/u_000000.png");
+    assert_int_equal(a.h, 30 + 256 + 30);
+    int black = 0, other = 0;
+    for (unsigned y = 30 + 256; y < a.h; y++)
+        for (unsigned x = 0; x < a.w; x++) {
+            const unsigned char *q = px(&a, x, y);
+            if (!q[0] && !q[1] && !q[2]) black++;
+            else if (q[0] != 255 || q[1] != 255 || q[2] != 255) other++;
+        }
+    assert_true(black > 100); /* "x -> 64 cells   y ^ 32 cells": 2 x 2 pixels a dot */
+    assert_int_equal(other, 0);
+    /* the caption's text ends within its width: 29 characters, 6 dots apart, from x = 8 */
+    for (unsigned y = 30 + 256; y < a.h; y++) rgb_is(px(&a, 8 + 29 * 12, y), (const unsigned char[3]){255, 255, 255});
+    free_picture(&a);
+    free(p);
+}
+
+static void bad_slice(void **state)
+{
+    (void)state;
+    static const struct { const char *mesh, *out, *msg; } cases[] = {
+        {"nx = 4, ny = 4, nz = 4", "slice = w", "e.pde:2:27: error: output slice: the axis is x, y or z, not 'w'\n"
+                                               "    output every = 1, slice = w\n                              ^\n1 error\n"},
+        {"nx = 4, ny = 4, nz = 4", "slice = z, 2",
+         "e.pde:2:30: error: output slice: z = 2 is outside the mesh, which spans 0 to 1 along z\n"
+         "    output every = 1, slice = z, 2\n                                 ^\n1 error\n"},
+        {"nx = 4, ny = 4, nz = 4, x0 = -1", "slice = x, 0.5, 1",
+         "e.pde:2:35: error: output slice takes an axis and at most one position: slice = x, AT\n"
+         "    output every = 1, slice = x, 0.5, 1\n                                      ^\n1 error\n"},
+        {"nx = 4, ny = 4, nz = 4, x0 = -1", "slice = x, -0.5", NULL},
+        {"nx = 4, ny = 4, nz = 4, x0 = -1", "slice = x, -1.5",
+         "e.pde:2:30: error: output slice: x = -1.5 is outside the mesh, which spans -1 to 0 along x\n"
+         "    output every = 1, slice = x, -1.5\n                                 ^\n1 error\n"},
+        {"nx = 4, ny = 4, nz = 4", "slice = 1",
+         "e.pde:2:27: error: output slice: the axis is x, y or z (slice = z, or slice = z, 0.5 for the plane "
+         "through z = 0.5)\n    output every = 1, slice = 1\n                              ^\n1 error\n"},
+        {"nx = 4, ny = 4", "slice = z",
+         "e.pde:2:19: error: output slice needs a 3D mesh; this one is 2D, and its pictures show every cell\n"
+         "    output every = 1, slice = z\n                      ^\n1 error\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[256], *out;
+        snprintf(text, sizeof text, "mesh grid(%s)\noutput every = 1, %s\nfield u = x\neq dt(u) = 1\n"
+                                    "time dt = 0.1, until = 1\n", cases[i].mesh, cases[i].out);
+        char *p = write_file("e.pde", text);
+        int rc = tu_pdejit(&out, "check e.pde");
+        if (cases[i].msg) {
+            assert_int_equal(rc, 2);
+            assert_string_equal(out, cases[i].msg);
+        } else assert_int_equal(rc, 0);
+        free(out);
+        free(p);
+    }
+}
+
+/* pdejit bench writes a plot only when --plot names it: a run without it leaves no PNG; with it,
+ * an 800 x 520 image with a title (black, centred in the top 30 rows), a legend right of the plot
+ * naming each measured back end beside its line's colour (cpu blue #1f77b4; one row for one back
+ * end, the second row white), and axis labels under and left of the frame. */
+static int count_in(const picture *p, unsigned x0, unsigned y0, unsigned x1, unsigned y1, const unsigned char rgb[3])
+{
+    int n = 0;
+    for (unsigned y = y0; y < y1; y++)
+        for (unsigned x = x0; x < x1; x++) n += !memcmp(px(p, x, y), rgb, 3);
+    return n;
+}
+
+static void bench_plot_only_when_asked(void **state)
+{
+    (void)state;
+    char *p = write_file("q.pde", "mesh grid(nx = 8, ny = 8)\nfield u = x\neq dt(u) = 0.01*lap(u)\ntime dt = 0.01\n");
+    char *out;
+    assert_int_equal(tu_pdejit(&out, "bench q.pde --backends interp,cpu --sizes 8 --steps 2 >/dev/null; "
+                                     "echo $(ls -1 | grep -c 'png$')"), 0);
+    assert_string_equal(out, "0\n");
+    free(out);
+    assert_int_equal(tu_pdejit(&out, "bench q.pde --backends interp,cpu --sizes 8,16 --steps 2 --plot two.png"), 0);
+    free(out);
+    assert_int_equal(tu_pdejit(&out, "bench q.pde --backends cpu --sizes 8,16 --steps 2 --plot one.png"), 0);
+    free(out);
+    static const unsigned char black[3] = {0, 0, 0}, white[3] = {255, 255, 255}, blue[3] = {31, 119, 180};
+    picture two = read_png("two.png"), one = read_png("one.png");
+    assert_int_equal(two.w, 800);
+    assert_int_equal(two.h, 520);
+    assert_true(count_in(&two, 200, 0, 600, 30, black) > 100);        /* the title */
+    assert_true(count_in(&two, 0, 26, 200, 44, black) > 50);          /* the y axis's label */
+    assert_true(count_in(&two, 200, 520 - 26, 600, 520, black) > 50); /* the x axis's label */
+    /* the legend: interp's row then cpu's, each a line and a name */
+    assert_true(count_in(&two, 650, 66, 800, 80, black) > 30);
+    assert_true(count_in(&two, 650, 90, 800, 104, blue) > 20 && count_in(&two, 650, 90, 800, 104, black) > 20);
+    assert_true(count_in(&one, 650, 66, 800, 80, blue) > 20);
+    assert_int_equal(count_in(&one, 660, 90, 800, 104, white), 140 * 14); /* right of the frame */
+    free_picture(&two);
+    free_picture(&one);
+    free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(size_and_colour_bar),
         cmocka_unit_test(a_series_shares_its_range),
         cmocka_unit_test(bad_range_and_colormap),
+        cmocka_unit_test(slices_of_3d),
+        cmocka_unit_test(axes_caption),
+        cmocka_unit_test(bad_slice),
+        cmocka_unit_test(bench_plot_only_when_asked),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

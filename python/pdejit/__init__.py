@@ -5,9 +5,10 @@ from ._errors import (BackendError, Error, InputError, Interrupted, ProblemError
                       UnavailableError, UnsupportedError)
 from ._core import DeviceArray, Mesh, Problem, RunResult, Simulation, SolverStats, compile, schemes
 from ._term import DeviceBuffer, Derivative, Term, fipy_faces
+from .plot import plot
 
 from ._pdejit_cffi import ffi as _ffi, lib as _lib
 
 __version__ = _ffi.string(_lib.pj_version()).decode()  # the library's: CMakeLists.txt's project version
-__all__ = ["compile", "schemes", "Problem", "Mesh", "Simulation", "RunResult", "SolverStats", "DeviceArray", "Term", "Derivative", "DeviceBuffer", "fipy_faces", "Error",
+__all__ = ["compile", "schemes", "Problem", "Mesh", "Simulation", "RunResult", "SolverStats", "DeviceArray", "Term", "Derivative", "DeviceBuffer", "fipy_faces", "plot", "Error",
            "InputError", "ProblemError", "RunError", "BackendError", "UnavailableError", "UnsupportedError", "Interrupted"]

@@ -626,6 +626,15 @@ class Simulation:
                 "kernels": i.kernels, "from_cache": i.from_cache, "ms_prepare": i.ms_prepare,
                 "ms_compiler": i.ms_compiler}
 
+    def _repr_png_(self):
+        """The picture a notebook shows: the first field (pdejit.plot.png); None when there is none
+        to show (no field, closed, a GPU field without CuPy: the notebook then shows the repr)."""
+        from .plot import png
+        try:
+            return png(self) if self.problem.fields and not self.closed else None
+        except TypeError:
+            return None
+
     def __repr__(self):
         p = self.problem
         where = "closed" if self.closed else "t=%s after %d steps" % (_num(self.t), self.steps)
