@@ -27,6 +27,7 @@
 #include "derive.h"
 #include "diag.h"
 #include "grid.h"
+#include "spectral.h"
 
 static double beta_of(pj_scheme s)
 {
@@ -139,6 +140,8 @@ typedef struct check {
     void **buf;                /* and its buffers (host addresses: slot * n_fields + field) */
     int merge_always;          /* entries of one row may share a column unmoved (loads of two slots) */
     double rho;
+    spectral_matrix *sm;       /* NULL, or every row's entries go here too (spectral.h) */
+    int64_t cells;             /* the mesh's cells: rows are field * cells + cell */
 } check;
 
 static int by_column(const void *a, const void *b)
@@ -184,6 +187,9 @@ static double folded_row(check *c, const double *alpha, int first, int r0, int r
             x->pos[a] = q;
         }
         moved |= ghost;
+        if (c->sm) /* each entry as it is: spectral_limit adds those on one place in one order */
+            spectral_add(c->sm, row_field * c->cells + here[0] + p->n[0] * (here[1] + p->n[1] * here[2]),
+                         x->field * c->cells + x->pos[0] + p->n[0] * (x->pos[1] + p->n[1] * x->pos[2]), x->v);
     }
     if (moved && n > 1) { /* entries landing on one cell add up */
         qsort(c->row, (size_t)n, sizeof *c->row, by_column);
@@ -368,7 +374,7 @@ static int check_band(check *c, int64_t b0, int64_t b1, char *err, size_t len)
                 }
             /* the box of cells whose entries all lie on cells of the mesh and of the scratch: each
                entry its own column, summed an entry at a time over contiguous cells */
-            int box = !c->merge_always;
+            int box = !c->merge_always && !c->sm; /* the spectral estimate takes every entry */
             for (int a = 0; a < 3; a++) {
                 int64_t m = a < p->dim ? p->n[a] : 1;
                 blo[a] = lo[a] > reach[a] - g->first[a] ? lo[a] : reach[a] - g->first[a];
@@ -475,6 +481,7 @@ static int limit_of_state(engine *e, double budget, const double *gathered, doub
     for (int i = 0; i < c.jac->n; i++) c.merge_always |= c.jac->entries[i].slot != 0;
     int rc = -1;
     double *state = NULL;
+    spectral_matrix sm = {0};
     int64_t band_rows = 0, cells = engine_cells(e), N = p->n[p->dim - 1];
     if (plan_check(&c, budget, &band_rows) < 0) {
         diag_set(err, len, "out of memory");
@@ -490,11 +497,19 @@ static int limit_of_state(engine *e, double budget, const double *gathered, doub
             if (engine_get_field(e, f, state + (size_t)f * (size_t)cells, err, len) < 0) goto done;
     }
     c.state = gathered ? gathered : state;
+    /* the whole Jacobian assembled for the spectral estimate when it fits (spectral.h); else, and
+       when the estimate fails, Gershgorin's bound alone */
+    sm.n = (int64_t)p->n_fields * cells;
+    sm.most = (int64_t)cells * c.jac->n;
+    c.cells = cells;
+    if (spectral_bytes(sm.n, (double)sm.most) <= SPECTRAL_BYTES) c.sm = &sm;
     for (int64_t b0 = 0; b0 < N; b0 += band_rows)
         if (check_band(&c, b0, b0 + band_rows < N ? b0 + band_rows : N, err, len) < 0) goto done;
     *limit = c.rho > 0 ? beta_of(p->scheme) / c.rho : INFINITY;
+    if (c.sm) spectral_limit(&sm, p->scheme, *limit, limit);
     rc = 0;
 done:
+    spectral_free(&sm);
     free(state);
     for (int i = 0; c.group_kernel && i < c.n_groups; i++) kir_free(c.group_kernel[i]);
     free(c.group_kernel);
