@@ -561,6 +561,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         if (take && (stopped = monitors_take(&mon, e, o, res, err, err_len)) < 0) goto done;
         if ((snap || (stopped && !at)) && snapshot(e, o, ws, res, err, err_len) < 0) goto done;
         if (stopped || at_end) break;
+        if (snap && o->at_output && o->at_output(o->between_ctx, err, err_len)) goto done;
     }
     status = 0;
     if (interrupted) {

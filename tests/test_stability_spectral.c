@@ -302,10 +302,35 @@ static void accept_at_09_refuse_at_12(void **state)
     for (size_t i = 0; i < sizeof problems / sizeof *problems; i++) check_problem(&problems[i]);
 }
 
+/* The check again at every output time: nonlinear diffusion D = 1 + u^2 with a source, so that u
+ * grows about as 4t and the limit h^2 / (2 D) (Neumann walls, h = 0.05) falls from 0.00125 / 1.0
+ * at t = 0 through about 0.00125 / 1.2 at t = 0.1 to about 0.00125 / 1.7 at t = 0.2: dt = 0.001
+ * passes the checks at t = 0 and 0.1 and is refused at t = 0.2, the run failing (exit 1) before
+ * it blows up at t = 0.236 as it does without the check. */
+static void checked_again_at_outputs(void **state)
+{
+    (void)state;
+    char path[4096], *out = NULL;
+    snprintf(path, sizeof path, "%s/grow.pde", tu_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("mesh grid(nx = 20)\nfield u = 0.1*x^2\neq dt(u) = div((1 + u^2)*grad(u)) + 4\non all: dn(u) = 0\n"
+          "time dt = 0.001, until = 1, scheme = euler\noutput every = 0.1, format = csv\n", f);
+    fclose(f);
+    assert_int_equal(tu_pdejit(&out, "run grow.pde --out o"), 1);
+    print_message("%s", out);
+    assert_non_null(strstr(out, "at t = 0.2: dt = 0.001 exceeds the explicit stability limit (about 0.000"));
+    free(out);
+    assert_int_equal(tu_pdejit(&out, "run grow.pde --out o --no-stability-check"), 1);
+    assert_non_null(strstr(out, "non-finite value"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(accept_at_09_refuse_at_12),
+        cmocka_unit_test(checked_again_at_outputs),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
