@@ -180,9 +180,17 @@ static int by_place(const void *x, const void *y)
 
 static double dot(const double *x, const double *y, int64_t n)
 {
-    double s = 0;
-    for (int64_t i = 0; i < n; i++) s += x[i] * y[i];
-    return s;
+    double s[4] = {0, 0, 0, 0}; /* four sums: not bound by the latency of one */
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) s[k] += x[i + k] * y[i + k];
+    for (; i < n; i++) s[0] += x[i] * y[i];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+static void axpy(double *restrict y, double a, const double *restrict x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
 /* Arnoldi on the merged matrix (rows from start[]): the (steps + 1) x steps Hessenberg h; the
@@ -213,14 +221,18 @@ static int arnoldi(const spectral_matrix *m, const int64_t *start, double *h, in
         }
         double wn = sqrt(dot(w, w, n));
         if (wn > scale) scale = wn;
-        for (int pass = 0; pass < 2; pass++)
+        double next = wn;
+        for (int pass = 0; pass < 2; pass++) { /* a second pass when the first cancelled much */
+            double before = next;
             for (int i = 0; i <= k; i++) {
                 const double *u = V + (size_t)i * (size_t)n;
                 double c = dot(u, w, n);
                 h[i * steps + k] += c;
-                for (int64_t j = 0; j < n; j++) w[j] -= c * u[j];
+                axpy(w, -c, u, n);
             }
-        double next = sqrt(dot(w, w, n));
+            next = sqrt(dot(w, w, n));
+            if (next > 0.7 * before) break;
+        }
         h[(k + 1) * steps + k] = next;
         if (!(next > 1e-12 * scale)) { /* an invariant subspace: its Ritz values are eigenvalues */
             k++;

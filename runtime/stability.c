@@ -3,23 +3,26 @@
  *
  * The Jacobian dF/dU is the program's (program_jacobian: the symbolic derivative of its rhs kernel,
  * derive.h), run by the interpreter on a scratch simulation (an interp engine: engine.h,
- * engine_run) holding a copy of the state. Gershgorin's discs bound its
- * eigenvalues: row i's disc has centre J_ii and radius r_i = sum of |J_ij|, j != i (every other
- * entry of the row: other fields, other offsets; a ghost cell's entry moved onto the interior cell
- * its boundary rule reads, times d ghost / d that cell, as the implicit solver's Jacobian does). The leftmost
- * point of any disc, -rho with rho = max_i (r_i - J_ii), bounds how far the spectrum reaches
- * into the left half plane; growth (a positive J_ii) does not count against dt, decay does. An
- * explicit scheme is stable along the negative real axis up to dt * rho <= beta: 2 for euler and
- * rk2, 2.51 for rk3, 2.79 for rk4. For diffusion rho is exact (4D/h^2 per axis), for upwind
- * advection it gives the CFL limit c*dt/h <= 1 under euler; for centred advection it stays within
- * the schemes' imaginary-axis limits. The check refuses dt > (1 + 1e-6) * beta / rho.
+ * engine_run) holding a copy of the state. Every row's entries, each moved onto the interior cell
+ * it stands for (a ghost cell's entry onto the cell its boundary rule reads, times d ghost / d
+ * that cell, as the implicit solver's Jacobian does), are assembled for spectral.c, whose Ritz
+ * values give the limit (docs/language.md, "The explicit stability check"). Gershgorin's discs
+ * are the fallback (a Jacobian too large to assemble, an estimate that fails) and the bound a
+ * real spectrum keeps where it is the larger limit: row i's disc has centre J_ii and radius
+ * r_i = sum of |J_ij|, j != i; the leftmost point of any disc, -rho with rho = max_i (r_i - J_ii),
+ * bounds how far the spectrum reaches into the left half plane; growth (a positive J_ii) does not
+ * count against dt, decay does. Along the negative real axis an explicit scheme is stable up to
+ * dt * rho <= beta: 2 for euler and rk2, 2.51 for rk3, 2.79 for rk4. The check refuses
+ * dt > (1 + 1e-6) * limit.
  *
  * Cost: the Jacobian kernel writes one buffer per entry (stencil point and field), so the check
  * holds at most about CHECK_SCRATCH_BYTES of them: the mesh in bands along its last axis (each
  * band's scratch simulation also holds the halo's rows beyond it, and its sides on the mesh's
  * sides take their conditions), a Jacobian with many entries per cell in groups of whole rows
  * (kir_subset). Cells whose entries all stay inside the mesh are summed an entry at a time over
- * contiguous cells; only the others fold and merge their entries. Any split gives the same bits. */
+ * contiguous cells (Gershgorin alone), only the others fold and merge their entries; with the
+ * spectral estimate every cell goes through folded_row. Any split gives the same limit (to
+ * rounding: a group kernel may round an entry otherwise). */
 #include "stability.h"
 #include <math.h>
 #include <stdlib.h>
