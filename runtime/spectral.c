@@ -34,9 +34,13 @@ double spectral_bytes(int64_t n, double entries)
 void spectral_add(spectral_matrix *m, int64_t row, int64_t col, double v)
 {
     if (m->failed) return;
+    if (row < 0 || col < 0 || row >= m->n || col >= m->n || m->n > INT32_MAX) {
+        m->failed = 1;
+        return;
+    }
     if (m->nnz == m->cap) {
         int64_t cap = m->cap ? 2 * m->cap : 1024;
-        if (m->nnz >= m->most || row > INT32_MAX || col > INT32_MAX) {
+        if (m->nnz >= m->most) {
             m->failed = 1;
             return;
         }
@@ -303,7 +307,10 @@ static int estimate(const spectral_matrix *m, const int64_t *start, pj_scheme s,
         for (int j = 0; j < taken; j++) small[i * taken + j] = h[i * steps + j];
     if (taken && spectral_hessenberg_eigenvalues(small, taken, re, im) < 0) goto done;
     double biggest = 0, most_im = 0, least = INFINITY;
-    for (int i = 0; i < taken; i++) biggest = fmax(biggest, hypot(re[i], im[i]));
+    for (int i = 0; i < taken; i++) {
+        if (!isfinite(re[i]) || !isfinite(im[i])) goto done; /* a state with NaN: Gershgorin's */
+        biggest = fmax(biggest, hypot(re[i], im[i]));
+    }
     for (int i = 0; i < taken; i++) {
         if (!(hypot(re[i], im[i]) > 1e-10 * biggest)) continue; /* a zero eigenvalue limits nothing */
         most_im = fmax(most_im, fabs(im[i]));
@@ -320,8 +327,7 @@ static int estimate(const spectral_matrix *m, const int64_t *start, pj_scheme s,
     if (isnan(least)) goto done;
     *found = least;
     *real = most_im <= 1e-8 * biggest;
-    rc = taken == steps; /* 1: the Krylov space was not exhausted */
-    rc = rc ? 1 : 0;
+    rc = taken == steps; /* 1: the Krylov space was not exhausted (a longer run may tell more) */
 done:
     free(h);
     free(small);
