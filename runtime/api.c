@@ -30,6 +30,7 @@ struct pj_sim {
     double resume_dt;      /* ... whose dt was this (NaN: not recorded), */
     char *resume_path;     /* ... read from this file */
     const pj_program *p;   /* the program running */
+    double check_dt;       /* pj_sim_run's dt, checked again at every output time (check_again) */
     pj_program *owned;     /* p, when a redefinition made it */
     /* the text p was compiled from, and where the redefinitions in it begin (0: none yet) */
     char *name, *text;
@@ -460,6 +461,24 @@ static int adaptive_limit(pj_sim *ps, char *err, size_t err_len)
     return r == 1 ? 2 : 0;
 }
 
+/* The explicit stability check again at an output time (driver_options.at_output): the state may
+ * have moved far from the one the run was checked at (a nonlinear coefficient grown, a front
+ * arrived). An adaptive pair's step bound is renewed; a fixed dt beyond the new limit ends the run
+ * ("at t = T: dt = X exceeds ..."); a check that cannot be made says nothing. */
+static int check_again(void *ctx, char *err, size_t err_len)
+{
+    pj_sim *ps = ctx;
+    if (engine_program(ps->e)->adapt_order > 0) return adaptive_limit(ps, err, err_len) < 0;
+    int r = stability_check(ps->e, ps->check_dt, err, err_len);
+    if (r == 1 && err && err_len) {
+        char why[768];
+        snprintf(why, sizeof why, "%s", err);
+        diag_set(err, err_len, "at t = %.9g: %s", engine_time(ps->e), why);
+    }
+    if (r == 2 && err && err_len) err[0] = 0;
+    return r == 1 || r < 0;
+}
+
 pj_status pj_sim_advance(pj_sim *ps, double dt, double t_end, char *err, size_t err_len)
 {
     if (!(dt > 0) || !(t_end >= engine_time(ps->e))) {
@@ -573,6 +592,8 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
         diag_set(err, err_len, "checkpoints are written into the output folder: give one (out_dir, --out)");
         return PJ_ERR_INPUT;
     }
+    if (!o.no_stability_check && !PJ_SCHEME_IMPLICIT(p->scheme)) dopt.at_output = check_again;
+    ps->check_dt = dt;
     if (result) *result = (pj_run_result){0, engine_time(ps->e), 0, 0, ""};
     if (driver_check_counts(&dopt, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
     /* an adaptive explicit run chooses its steps: the limit bounds them instead of refusing dt */

@@ -584,6 +584,7 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
         if (take && (stopped = monitors_take(&mon, e, o, res, err, err_len)) < 0) goto done;
         if ((snap || (stopped && !at)) && snapshot(e, o, ws, res, err, err_len) < 0) goto done;
         if (stopped || at_end) break;
+        if (snap && o->at_output && o->at_output(o->between_ctx, err, err_len)) goto done;
         if (o->interrupt && atomic_load(o->interrupt)) interrupted = 1; /* a callback asked to stop */
     }
     if (!interrupted) progress_call(e, o, end, steps0);

@@ -27,6 +27,9 @@ typedef struct driver_options {
     FILE *progress;         /* NULL: quiet; else a line every few seconds on long runs */
     void (*between_steps)(void *ctx); /* NULL, or called after every step (hot swap) */
     void *between_ctx;
+    /* NULL, or called at every output time before the run goes on (the explicit stability check
+       again, runtime/api.c): nonzero ends the run as failed with the reason in err */
+    int (*at_output)(void *ctx, char *err, size_t len);
     int adaptive;           /* the engine chooses its steps (implicit schemes with adapt): one
                                engine_step per span between stops */
     atomic_int *interrupt;  /* NULL, or a flag that, once set (any thread, a signal handler), stops

@@ -3,23 +3,26 @@
  *
  * The Jacobian dF/dU is the program's (program_jacobian: the symbolic derivative of its rhs kernel,
  * derive.h), run by the interpreter on a scratch simulation (an interp engine: engine.h,
- * engine_run) holding a copy of the state. Gershgorin's discs bound its
- * eigenvalues: row i's disc has centre J_ii and radius r_i = sum of |J_ij|, j != i (every other
- * entry of the row: other fields, other offsets; a ghost cell's entry moved onto the interior cell
- * its boundary rule reads, times d ghost / d that cell, as the implicit solver's Jacobian does). The leftmost
- * point of any disc, -rho with rho = max_i (r_i - J_ii), bounds how far the spectrum reaches
- * into the left half plane; growth (a positive J_ii) does not count against dt, decay does. An
- * explicit scheme is stable along the negative real axis up to dt * rho <= beta: 2 for euler and
- * rk2, 2.51 for rk3, 2.79 for rk4. For diffusion rho is exact (4D/h^2 per axis), for upwind
- * advection it gives the CFL limit c*dt/h <= 1 under euler; for centred advection it stays within
- * the schemes' imaginary-axis limits. The check refuses dt > (1 + 1e-6) * beta / rho.
+ * engine_run) holding a copy of the state. Every row's entries, each moved onto the interior cell
+ * it stands for (a ghost cell's entry onto the cell its boundary rule reads, times d ghost / d
+ * that cell, as the implicit solver's Jacobian does), are assembled for spectral.c, whose Ritz
+ * values give the limit (docs/language.md, "The explicit stability check"). Gershgorin's discs
+ * are the fallback (a Jacobian too large to assemble, an estimate that fails) and the bound a
+ * real spectrum keeps where it is the larger limit: row i's disc has centre J_ii and radius
+ * r_i = sum of |J_ij|, j != i; the leftmost point of any disc, -rho with rho = max_i (r_i - J_ii),
+ * bounds how far the spectrum reaches into the left half plane; growth (a positive J_ii) does not
+ * count against dt, decay does. Along the negative real axis an explicit scheme is stable up to
+ * dt * rho <= beta: 2 for euler and rk2, 2.51 for rk3, 2.79 for rk4. The check refuses
+ * dt > (1 + 1e-6) * limit.
  *
  * Cost: the Jacobian kernel writes one buffer per entry (stencil point and field), so the check
  * holds at most about CHECK_SCRATCH_BYTES of them: the mesh in bands along its last axis (each
  * band's scratch simulation also holds the halo's rows beyond it, and its sides on the mesh's
  * sides take their conditions), a Jacobian with many entries per cell in groups of whole rows
  * (kir_subset). Cells whose entries all stay inside the mesh are summed an entry at a time over
- * contiguous cells; only the others fold and merge their entries. Any split gives the same bits. */
+ * contiguous cells (Gershgorin alone), only the others fold and merge their entries; with the
+ * spectral estimate every cell goes through folded_row. Any split gives the same limit (to
+ * rounding: a group kernel may round an entry otherwise). */
 #include "stability.h"
 #include <math.h>
 #include <stdlib.h>
@@ -27,6 +30,7 @@
 #include "derive.h"
 #include "diag.h"
 #include "grid.h"
+#include "spectral.h"
 
 static double beta_of(pj_scheme s)
 {
@@ -139,6 +143,8 @@ typedef struct check {
     void **buf;                /* and its buffers (host addresses: slot * n_fields + field) */
     int merge_always;          /* entries of one row may share a column unmoved (loads of two slots) */
     double rho;
+    spectral_matrix *sm;       /* NULL, or every row's entries go here too (spectral.h) */
+    int64_t cells;             /* the mesh's cells: rows are field * cells + cell */
 } check;
 
 static int by_column(const void *a, const void *b)
@@ -184,6 +190,9 @@ static double folded_row(check *c, const double *alpha, int first, int r0, int r
             x->pos[a] = q;
         }
         moved |= ghost;
+        if (c->sm) /* each entry as it is: spectral_limit adds those on one place in one order */
+            spectral_add(c->sm, row_field * c->cells + here[0] + p->n[0] * (here[1] + p->n[1] * here[2]),
+                         x->field * c->cells + x->pos[0] + p->n[0] * (x->pos[1] + p->n[1] * x->pos[2]), x->v);
     }
     if (moved && n > 1) { /* entries landing on one cell add up */
         qsort(c->row, (size_t)n, sizeof *c->row, by_column);
@@ -368,7 +377,7 @@ static int check_band(check *c, int64_t b0, int64_t b1, char *err, size_t len)
                 }
             /* the box of cells whose entries all lie on cells of the mesh and of the scratch: each
                entry its own column, summed an entry at a time over contiguous cells */
-            int box = !c->merge_always;
+            int box = !c->merge_always && !c->sm; /* the spectral estimate takes every entry */
             for (int a = 0; a < 3; a++) {
                 int64_t m = a < p->dim ? p->n[a] : 1;
                 blo[a] = lo[a] > reach[a] - g->first[a] ? lo[a] : reach[a] - g->first[a];
@@ -475,6 +484,7 @@ static int limit_of_state(engine *e, double budget, const double *gathered, doub
     for (int i = 0; i < c.jac->n; i++) c.merge_always |= c.jac->entries[i].slot != 0;
     int rc = -1;
     double *state = NULL;
+    spectral_matrix sm = {0};
     int64_t band_rows = 0, cells = engine_cells(e), N = p->n[p->dim - 1];
     if (plan_check(&c, budget, &band_rows) < 0) {
         diag_set(err, len, "out of memory");
@@ -490,11 +500,19 @@ static int limit_of_state(engine *e, double budget, const double *gathered, doub
             if (engine_get_field(e, f, state + (size_t)f * (size_t)cells, err, len) < 0) goto done;
     }
     c.state = gathered ? gathered : state;
+    /* the whole Jacobian assembled for the spectral estimate when it fits (spectral.h); else, and
+       when the estimate fails, Gershgorin's bound alone */
+    sm.n = (int64_t)p->n_fields * cells;
+    sm.most = (int64_t)cells * c.jac->n;
+    c.cells = cells;
+    if (spectral_bytes(sm.n, (double)sm.most) <= SPECTRAL_BYTES) c.sm = &sm;
     for (int64_t b0 = 0; b0 < N; b0 += band_rows)
         if (check_band(&c, b0, b0 + band_rows < N ? b0 + band_rows : N, err, len) < 0) goto done;
     *limit = c.rho > 0 ? beta_of(p->scheme) / c.rho : INFINITY;
+    if (c.sm) spectral_limit(&sm, p->scheme, *limit, limit);
     rc = 0;
 done:
+    spectral_free(&sm);
     free(state);
     for (int i = 0; c.group_kernel && i < c.n_groups; i++) kir_free(c.group_kernel[i]);
     free(c.group_kernel);

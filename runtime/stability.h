@@ -1,6 +1,7 @@
 /* stability.h — the explicit stability check of LANGUAGE.md §7: an explicit scheme's dt against
- * the stability limit estimated from the linearised right-hand side at the current state
- * (Gershgorin's discs of the Jacobian that derive.h gives; see stability.c). */
+ * the stability limit estimated from the linearised right-hand side at the current state (the
+ * spectrum of the Jacobian that derive.h gives, spectral.c; Gershgorin's discs as the fallback;
+ * see stability.c). */
 #ifndef PJ_STABILITY_H
 #define PJ_STABILITY_H
 #include <stddef.h>
@@ -13,7 +14,7 @@
 int stability_limit(engine *e, double *limit, char *err, size_t len);
 
 /* The same with its scratch buffers within about `budget` bytes (stability_limit: 64 MiB); any
- * budget gives the same limit, to the bit (tests/test_stability.c). */
+ * budget gives the same limit, to rounding (1e-12; tests/test_stability.c). */
 int stability_limit_within(engine *e, double budget, double *limit, char *err, size_t len);
 
 /* 0 when dt is within the limit; 1 when it exceeds it, with the message "dt = X exceeds the

@@ -1,6 +1,8 @@
 /* test_stability.c — the explicit stability check (runtime/stability.c) on large meshes and many
  * fields: it takes the mesh in bands and the Jacobian's rows in groups to keep its scratch
- * buffers small, and every split must give the limit of the whole mesh at once, to the bit (the
+ * buffers small, and every split must give the limit of the whole mesh at once, to 1e-12 (the
+ * spectral estimate, runtime/spectral.c, sees every entry, and a group's kernel may round an
+ * entry one unit in the last place otherwise than the whole Jacobian's; the
  * case table, random problems, a 3D problem with periodic, Robin and time-dependent sides and a
  * coefficient field, a diagonal stencil, 40 coupled fields); an analytic limit (2D diffusion:
  * dt = 2 / (4 D (1/hx^2 + 1/hy^2)) for euler); a mesh that once needed gigabytes; and the bound on
@@ -32,7 +34,7 @@ static engine *start(const pj_program *p, const char *sets)
 }
 
 /* The limit with scratch budgets from one byte (bands of one row, one row of the Jacobian per
- * group) to unlimited (the whole mesh at once): all the same, to the bit. */
+ * group) to unlimited (the whole mesh at once): all the same, to 1e-12 relative. */
 static void same_limit_in_any_split(const char *name, const char *src, const char *sets)
 {
     pj_program *p = compile_text(src);
@@ -48,7 +50,7 @@ static void same_limit_in_any_split(const char *name, const char *src, const cha
         double limit = -1;
         if (stability_limit_within(e, budgets[b], &limit, err, sizeof err) < 0) fail_msg("%s: %s", name, err);
         if (b == 0) whole = limit;
-        else if (memcmp(&limit, &whole, sizeof limit))
+        else if (!(fabs(limit - whole) <= 1e-12 * fabs(whole)) && memcmp(&limit, &whole, sizeof limit))
             fail_msg("%s: budget %g gives %.17g, the whole mesh %.17g", name, budgets[b], limit, whole);
     }
     print_message("%-28s limit %.6g\n", name, whole);
@@ -168,8 +170,11 @@ static void analytic_limit(void **state)
 }
 
 /* 2048^2 Gray-Scott: the Jacobian's 10 entries per cell took 10 full-mesh buffers (630 MB) when
- * the check held the whole mesh at once; in bands the limit is the same as on a 64^2 mesh of
- * the same spacing (the discs depend on the spacing and the state, which is uniform here). */
+ * the check held the whole mesh at once; in bands the limit is Gershgorin's (the mesh is beyond
+ * the spectral estimate's memory, SPECTRAL_BYTES), which the spectral estimate on a 64^2 mesh of
+ * the same spacing and uniform state (the same spectrum's extent: real, the discs exact up to the
+ * reaction's coupling) matches within its margin: the big mesh's limit at most the small one's
+ * and within 3% of it. */
 static void large_mesh(void **state)
 {
     (void)state;
@@ -190,7 +195,7 @@ static void large_mesh(void **state)
         program_free(p);
     }
     print_message("64^2: %.17g, 2048^2: %.17g\n", limit[0], limit[1]);
-    assert_memory_equal(&limit[0], &limit[1], sizeof limit[0]);
+    assert_true(limit[1] <= limit[0] && limit[1] >= 0.97 * limit[0]);
 }
 
 int main(void)

@@ -1,0 +1,368 @@
+/* spectral.c — the explicit stability limit from an estimate of the Jacobian's spectrum.
+ *
+ * stability.c assembles the derived Jacobian at the current state (every row, boundary rows with
+ * their ghosts folded onto the cells they stand for) into a spectral_matrix; here its entries
+ * are sorted and merged (any order of assembly gives the same bits), SPECTRAL_STEPS steps of
+ * Arnoldi (modified Gram-Schmidt, orthogonalised twice) run from a start vector drawn from a
+ * fixed seed, and the eigenvalues of the Hessenberg matrix (complex shifted QR) are the Ritz
+ * values: for a normal Jacobian they lie in the convex hull of the spectrum and converge first
+ * to its extreme points, which are the eigenvalues that limit dt. Each Ritz value, enlarged by
+ * RITZ_MARGIN (the Ritz values lie a little inside the hull), gives the first s at which s*lambda
+ * leaves the scheme's stability region along its ray; the limit is the least of them. A
+ * Jacobian of at most SPECTRAL_STEPS rows is reduced exactly (its Ritz values are its
+ * eigenvalues).
+ *
+ * Growth is the equation's: a mode with Re lambda > 0 only counts when the scheme amplifies it
+ * more than exp(dt Re lambda). A real spectrum keeps Gershgorin's limit when that is the larger
+ * (Gershgorin's bound on the leftmost real eigenvalue is rigorous and, for diffusion with walls
+ * or periodic sides, exact). */
+#include "spectral.h"
+#include <complex.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct spectral_entry { int32_t r, c; double v; } spectral_entry;
+
+#define RITZ_MARGIN 1.03
+
+double spectral_bytes(int64_t n, double entries)
+{
+    return entries * (double)sizeof(spectral_entry) + (double)n * 8.0 * (SPECTRAL_STEPS + 4);
+}
+
+void spectral_add(spectral_matrix *m, int64_t row, int64_t col, double v)
+{
+    if (m->failed) return;
+    if (row < 0 || col < 0 || row >= m->n || col >= m->n || m->n > INT32_MAX) {
+        m->failed = 1;
+        return;
+    }
+    if (m->nnz == m->cap) {
+        int64_t cap = m->cap ? 2 * m->cap : 1024;
+        if (m->nnz >= m->most) {
+            m->failed = 1;
+            return;
+        }
+        spectral_entry *e = realloc(m->e, sizeof *e * (size_t)cap);
+        if (!e) {
+            m->failed = 1;
+            return;
+        }
+        m->e = e;
+        m->cap = cap;
+    }
+    m->e[m->nnz++] = (spectral_entry){(int32_t)row, (int32_t)col, v};
+}
+
+void spectral_free(spectral_matrix *m)
+{
+    free(m->e);
+    m->e = NULL;
+    m->nnz = m->cap = 0;
+}
+
+int spectral_polynomial(pj_scheme s, double *c)
+{
+    static const double taylor[] = {1, 1, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 600};
+    int degree;
+    switch (s) {
+    case PJ_EULER: degree = 1; break;
+    case PJ_RK2: degree = 2; break;
+    case PJ_RK3: case PJ_RK23: degree = 3; break; /* rk23 steps with its 3-stage third-order solution */
+    case PJ_RK4: degree = 4; break;
+    case PJ_RK45: degree = 6; break;              /* Dormand-Prince: ... + z^5/120 + z^6/600 */
+    default: return 0;
+    }
+    memcpy(c, taylor, sizeof *c * (size_t)(degree + 1));
+    return degree;
+}
+
+/* |R(r e^{i phi})|^2 > max(1, exp(2 r cos phi)): the scheme amplifies more than the equation. */
+static int leaves(const double *c, int degree, double r, double cs, double sn)
+{
+    double complex z = r * (cs + I * sn), R = c[degree];
+    for (int k = degree - 1; k >= 0; k--) R = R * z + c[k];
+    double a = creal(R) * creal(R) + cimag(R) * cimag(R), bound = r * cs > 0 ? exp(2 * r * cs) : 1;
+    return a > bound * (1 + 1e-12);
+}
+
+double spectral_ray_limit(pj_scheme s, double re, double im)
+{
+    double c[8], mod = hypot(re, im);
+    int degree = spectral_polynomial(s, c);
+    if (!degree || !(mod > 0)) return INFINITY;
+    double cs = re / mod, sn = fabs(im) / mod, step = 2e-3;
+    for (double r = step; r <= 12; r += step) { /* every region lies within |z| < 12 */
+        if (!leaves(c, degree, r, cs, sn)) continue;
+        double good = r - step, bad = r;
+        for (int i = 0; i < 60; i++) {
+            double mid = 0.5 * (good + bad);
+            if (leaves(c, degree, mid, cs, sn)) bad = mid;
+            else good = mid;
+        }
+        return good / mod;
+    }
+    return INFINITY;
+}
+
+/* One QR step with shift mu on rows and columns [l, hi] of the complex Hessenberg a (m x m). */
+static void qr_step(double complex *a, int m, int l, int hi, double complex mu)
+{
+    double complex cs[256], sn[256];
+    for (int k = l; k <= hi; k++) a[k * m + k] -= mu;
+    for (int k = l; k < hi; k++) { /* Givens rotations zero the subdiagonal: R = G a */
+        double complex x = a[k * m + k], y = a[(k + 1) * m + k];
+        double r = hypot(cabs(x), cabs(y));
+        double complex c = r > 0 ? x / r : 1, s = r > 0 ? y / r : 0;
+        cs[k] = c;
+        sn[k] = s;
+        for (int j = k; j <= hi; j++) {
+            double complex u = a[k * m + j], w = a[(k + 1) * m + j];
+            a[k * m + j] = conj(c) * u + conj(s) * w;
+            a[(k + 1) * m + j] = -s * u + c * w;
+        }
+    }
+    for (int k = l; k < hi; k++) { /* R G^H: Hessenberg again */
+        double complex c = cs[k], s = sn[k];
+        for (int i = l; i <= (k + 1 < hi ? k + 1 : hi); i++) {
+            double complex u = a[i * m + k], w = a[i * m + k + 1];
+            a[i * m + k] = u * c + w * s;
+            a[i * m + k + 1] = -u * conj(s) + w * conj(c);
+        }
+    }
+    for (int k = l; k <= hi; k++) a[k * m + k] += mu;
+}
+
+int spectral_hessenberg_eigenvalues(const double *h, int m, double *re, double *im)
+{
+    if (m < 1 || m > 256) return -1;
+    double complex *a = malloc(sizeof *a * (size_t)(m * m));
+    if (!a) return -1;
+    double norm = 0;
+    for (int i = 0; i < m * m; i++) {
+        a[i] = h[i];
+        norm += h[i] * h[i];
+    }
+    norm = sqrt(norm);
+    int hi = m - 1, iter = 0, rc = 0;
+    while (hi >= 0) {
+        int l = hi;
+        while (l > 0 && cabs(a[l * m + l - 1]) > 1e-15 * (cabs(a[l * m + l]) + cabs(a[(l - 1) * m + l - 1]) + 1e-30 * norm))
+            l--;
+        if (l > 0) a[l * m + l - 1] = 0;
+        if (l == hi) {
+            re[hi] = creal(a[hi * m + hi]);
+            im[hi] = cimag(a[hi * m + hi]);
+            hi--;
+            iter = 0;
+            continue;
+        }
+        if (++iter > 200) {
+            rc = -1;
+            break;
+        }
+        double complex p = a[(hi - 1) * m + hi - 1], q = a[(hi - 1) * m + hi], r = a[hi * m + hi - 1], d = a[hi * m + hi];
+        double complex half = 0.5 * (p + d), root = csqrt(0.25 * (p - d) * (p - d) + q * r);
+        double complex mu = cabs(half + root - d) < cabs(half - root - d) ? half + root : half - root;
+        if (iter % 20 == 0) mu = d + 0.75 * cabs(r); /* an exceptional shift breaks a cycle */
+        qr_step(a, m, l, hi, mu);
+    }
+    free(a);
+    return rc;
+}
+
+/* Sorted by row, column and value, entries on one place added in that order: the same bits for
+   any order of assembly. */
+static int by_place(const void *x, const void *y)
+{
+    const spectral_entry *a = x, *b = y;
+    if (a->r != b->r) return a->r < b->r ? -1 : 1;
+    if (a->c != b->c) return a->c < b->c ? -1 : 1;
+    return a->v < b->v ? -1 : a->v > b->v; /* and by value: the sums in one order */
+}
+
+static double dot(const double *x, const double *y, int64_t n)
+{
+    double s[4] = {0, 0, 0, 0}; /* four sums: not bound by the latency of one */
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) s[k] += x[i + k] * y[i + k];
+    for (; i < n; i++) s[0] += x[i] * y[i];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+static void axpy(double *restrict y, double a, const double *restrict x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+/* Arnoldi on the merged matrix (rows from start[]): the (steps + 1) x steps Hessenberg h; the
+   steps taken (fewer when the Krylov space is invariant), or -1 without memory. */
+static int arnoldi(const spectral_matrix *m, const int64_t *start, double *h, int steps)
+{
+    int64_t n = m->n;
+    double *V = malloc(sizeof *V * (size_t)n * (size_t)(steps + 1));
+    if (!V) return -1;
+    uint64_t x = 0x9e3779b97f4a7c15ull; /* the start vector: splitmix64 from a fixed seed */
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        V[i] = (double)(z >> 11) * 0x1p-53 * 2 - 1;
+    }
+    double norm = sqrt(dot(V, V, n)), scale = 0;
+    for (int64_t i = 0; i < n; i++) V[i] /= norm;
+    int k = 0;
+    for (; k < steps; k++) {
+        const double *v = V + (size_t)k * (size_t)n;
+        double *w = V + (size_t)(k + 1) * (size_t)n;
+        for (int64_t i = 0; i < n; i++) {
+            double s = 0;
+            for (int64_t e = start[i]; e < start[i + 1]; e++) s += m->e[e].v * v[m->e[e].c];
+            w[i] = s;
+        }
+        double wn = sqrt(dot(w, w, n));
+        if (wn > scale) scale = wn;
+        double next = wn;
+        for (int pass = 0; pass < 2; pass++) { /* a second pass when the first cancelled much */
+            double before = next;
+            for (int i = 0; i <= k; i++) {
+                const double *u = V + (size_t)i * (size_t)n;
+                double c = dot(u, w, n);
+                h[i * steps + k] += c;
+                axpy(w, -c, u, n);
+            }
+            next = sqrt(dot(w, w, n));
+            if (next > 0.7 * before) break;
+        }
+        h[(k + 1) * steps + k] = next;
+        if (!(next > 1e-12 * scale)) { /* an invariant subspace: its Ritz values are eigenvalues */
+            k++;
+            break;
+        }
+        for (int64_t j = 0; j < n; j++) w[j] /= next;
+    }
+    free(V);
+    return k;
+}
+
+/* The harmonic Ritz values (about 0) of an Arnoldi run: the eigenvalues of H + h^2 f e_m^T with
+   H f = e_m... (H^T f = e_m), h the last subdiagonal. Their reciprocals are Ritz values of the
+   inverse Jacobian, so they find the eigenvalues nearest 0 that Ritz values miss; euler needs
+   those (its region is tangent to the imaginary axis there). 0, or -1 (H singular). */
+static int harmonic_values(const double *hm, double *g, int m, double hnext, double *re, double *im)
+{
+    double *a = malloc(sizeof *a * (size_t)(m * m + m)), *f = a ? a + m * m : NULL;
+    if (!a) return -1;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < m; j++) a[i * m + j] = hm[j * m + i]; /* H^T */
+    for (int i = 0; i < m; i++) f[i] = i == m - 1;
+    for (int k = 0; k < m; k++) { /* Gaussian elimination with partial pivoting */
+        int piv = k;
+        for (int i = k + 1; i < m; i++)
+            if (fabs(a[i * m + k]) > fabs(a[piv * m + k])) piv = i;
+        if (!(fabs(a[piv * m + k]) > 1e-13 * fabs(hnext))) {
+            free(a);
+            return -1;
+        }
+        for (int j = 0; j < m; j++) {
+            double t = a[k * m + j];
+            a[k * m + j] = a[piv * m + j];
+            a[piv * m + j] = t;
+        }
+        double t = f[k];
+        f[k] = f[piv];
+        f[piv] = t;
+        for (int i = k + 1; i < m; i++) {
+            double l = a[i * m + k] / a[k * m + k];
+            for (int j = k; j < m; j++) a[i * m + j] -= l * a[k * m + j];
+            f[i] -= l * f[k];
+        }
+    }
+    for (int i = m - 1; i >= 0; i--) {
+        for (int j = i + 1; j < m; j++) f[i] -= a[i * m + j] * f[j];
+        f[i] /= a[i * m + i];
+    }
+    memcpy(g, hm, sizeof *g * (size_t)(m * m));
+    for (int i = 0; i < m; i++) g[i * m + m - 1] += hnext * hnext * f[i];
+    free(a);
+    return spectral_hessenberg_eigenvalues(g, m, re, im);
+}
+
+/* One Arnoldi run of `steps` steps on the merged matrix: the least ray limit over its Ritz values
+   (and, for euler, its harmonic Ritz values) into *found, whether the Ritz values are all real
+   into *real. 0, or -1 (no memory, no convergence). */
+static int estimate(const spectral_matrix *m, const int64_t *start, pj_scheme s, int steps, double *found, int *real)
+{
+    double *h = calloc((size_t)(steps + 1) * (size_t)steps, sizeof *h);
+    double *small = malloc(sizeof *small * (size_t)(steps * steps) * 2), *g = small + steps * steps;
+    double *re = malloc(sizeof *re * (size_t)steps * 4), *im = re + steps, *hre = im + steps, *him = hre + steps;
+    int rc = -1;
+    if (!h || !small || !re) goto done;
+    int taken = arnoldi(m, start, h, steps);
+    if (taken < 0) goto done;
+    for (int i = 0; i < taken; i++)
+        for (int j = 0; j < taken; j++) small[i * taken + j] = h[i * steps + j];
+    if (taken && spectral_hessenberg_eigenvalues(small, taken, re, im) < 0) goto done;
+    double biggest = 0, most_im = 0, least = INFINITY;
+    for (int i = 0; i < taken; i++) {
+        if (!isfinite(re[i]) || !isfinite(im[i])) goto done; /* a state with NaN: Gershgorin's */
+        biggest = fmax(biggest, hypot(re[i], im[i]));
+    }
+    for (int i = 0; i < taken; i++) {
+        if (!(hypot(re[i], im[i]) > 1e-10 * biggest)) continue; /* a zero eigenvalue limits nothing */
+        most_im = fmax(most_im, fabs(im[i]));
+        double r = spectral_ray_limit(s, RITZ_MARGIN * re[i], RITZ_MARGIN * im[i]);
+        if (r < least) least = r;
+    }
+    double hnext = taken ? h[taken * steps + taken - 1] : 0;
+    if (s == PJ_EULER && hnext > 0 && harmonic_values(small, g, taken, hnext, hre, him) == 0)
+        for (int i = 0; i < taken; i++) {
+            if (!(hypot(hre[i], him[i]) > 1e-8 * biggest) || !(hypot(hre[i], him[i]) < 2 * biggest)) continue;
+            double r = spectral_ray_limit(s, RITZ_MARGIN * hre[i], RITZ_MARGIN * him[i]);
+            if (r < least) least = r;
+        }
+    if (isnan(least)) goto done;
+    *found = least;
+    *real = most_im <= 1e-8 * biggest;
+    rc = taken == steps; /* 1: the Krylov space was not exhausted (a longer run may tell more) */
+done:
+    free(h);
+    free(small);
+    free(re);
+    return rc;
+}
+
+int spectral_limit(spectral_matrix *m, pj_scheme s, double gershgorin, double *limit)
+{
+    if (m->failed || m->n < 1) return -1;
+    qsort(m->e, (size_t)m->nnz, sizeof *m->e, by_place);
+    int64_t k = 0;
+    for (int64_t i = 0; i < m->nnz; i++)
+        if (k && m->e[k - 1].r == m->e[i].r && m->e[k - 1].c == m->e[i].c) m->e[k - 1].v += m->e[i].v;
+        else m->e[k++] = m->e[i];
+    m->nnz = k;
+    int64_t *start = calloc((size_t)m->n + 1, sizeof *start);
+    if (!start) return -1;
+    for (int64_t i = 0; i < m->nnz; i++) start[m->e[i].r + 1]++;
+    for (int64_t i = 0; i < m->n; i++) start[i + 1] += start[i];
+    double found = INFINITY;
+    int real = 1, steps = m->n < SPECTRAL_STEPS ? (int)m->n : SPECTRAL_STEPS;
+    int rc = estimate(m, start, s, steps, &found, &real);
+    /* euler and a complex spectrum: the eigenvalues nearest 0 limit it, and the harmonic Ritz
+       values need a longer run to resolve them (when it fits) */
+    if (rc == 1 && s == PJ_EULER && !real && spectral_bytes(m->n, (double)m->nnz) - 8.0 * (double)m->n * SPECTRAL_STEPS +
+                                                 8.0 * (double)m->n * SPECTRAL_STEPS_EULER <= SPECTRAL_BYTES) {
+        steps = m->n < SPECTRAL_STEPS_EULER ? (int)m->n : SPECTRAL_STEPS_EULER;
+        rc = estimate(m, start, s, steps, &found, &real);
+    }
+    free(start);
+    if (rc < 0) return -1;
+    /* a real spectrum: Gershgorin's bound on its leftmost point holds, and when it is the
+       larger limit it is the sharper one */
+    if (real && gershgorin > found) found = gershgorin;
+    *limit = found;
+    return 0;
+}
