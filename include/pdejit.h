@@ -135,8 +135,9 @@ typedef struct pj_sim_options {
  * back end cannot run here (PJ_BACKEND_CUDA without a GPU), PJ_ERR_UNSUPPORTED when it lacks a
  * capability the problem needs (an implicit scheme...), PJ_ERR_BACKEND when its kernels do
  * not compile; PJ_ERR_MEMORY, before anything is allocated, when the fields (every slot of the
- * scheme, halos included) do not fit in the memory available — the host's MemAvailable or the
- * cgroup's remaining limit, the device's free memory for PJ_BACKEND_CUDA — with "the problem
+ * scheme, halos included) do not fit in the memory available — the least of the host's
+ * MemAvailable, the cgroup v2 or v1 limit's remainder and the address-space limit (ulimit -v)
+ * less what is mapped, named in parentheses after the size; the device's free memory for PJ_BACKEND_CUDA — with "the problem
  * needs 38.4 GB (12 buffers of 3.2 GB); 22.9 GB are available" in err; the reason is in err. */
 PJ_API pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **sim,
                         char *err, size_t err_len);
