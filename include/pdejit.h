@@ -217,7 +217,9 @@ PJ_API pj_status pj_sim_redefine(pj_sim *sim, const char *text, char **diagnosti
 
 /* Hot swap of a whole problem (pdejit run --watch): `next`, compiled from an edited file, runs
  * from the next step boundary as pj_sim_redefine's text would (the same rules, the same
- * errors in err, the same threads). next must outlive the simulation. On success *t_swap (may
+ * errors in err, the same threads). next must stay alive while it runs: once another swap has
+ * replaced it, it may be freed (unless a pj_sim_run that began with it still runs, whose
+ * options point into it); the kernels swapped out are released. On success *t_swap (may
  * be NULL) receives the time at which it took over. A decomposed simulation swaps on every
  * process at once: pj_sim_swap and pj_sim_redefine are then collective, called by every process
  * with the same text at the same step boundary (between steps, on the stepping thread). */
