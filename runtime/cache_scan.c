@@ -109,9 +109,12 @@ static int walk_files(cache *c, file_visitor visit, void *ctx, int rmdir_after, 
         struct dirent *e;
         while (rc == 0 && (e = readdir(sub))) {
             struct stat st;
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-                fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                continue;
+            scan_file f;
+            /* a name that is not an entry's file nor a temporary one (".", "..", a foreign file)
+               is passed over unexamined: the walk costs what the cache's own files do */
+            if (strncmp(e->d_name, ".tmp.", 5) && parse_name(d->d_name, e->d_name, &f) < 0) continue;
+            __atomic_add_fetch(&c->examined, 1, __ATOMIC_RELAXED);
+            if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
             rc = visit(ctx, fd, d->d_name, e->d_name, &st) < 0 ? -1 : 0;
         }
         closedir(sub);
@@ -192,10 +195,19 @@ int cache_scan_dir(cache *c, scan *s, int tidy)
     return 0;
 }
 
-/* Removes the least recently used entries until the folder is under its cap. */
-void cache_evict(cache *c)
+/* Removes the least recently used entries until the folder is under its cap. The folder is
+ * scanned only when what this handle knows of it (the total of its last scan, and the bytes put
+ * since) is over the cap, or not known yet: a put under the cap costs nothing, whatever else the
+ * folder holds. Other processes' puts are seen at the next scan (theirs evict too). */
+void cache_evict(cache *c, uint64_t added)
 {
+    pthread_mutex_lock(&c->lock);
+    int due = !c->known || c->known_total + added > c->cap;
+    c->known_total += added;
+    pthread_mutex_unlock(&c->lock);
+    if (!due) return;
     scan s;
+    __atomic_add_fetch(&c->scans, 1, __ATOMIC_RELAXED);
     if (cache_scan_dir(c, &s, 1) < 0) return;
     if (s.total > c->cap && s.n > 0) {
         qsort(s.entries, (size_t)s.n, sizeof *s.entries, cmp_entry_old_first);
@@ -205,7 +217,17 @@ void cache_evict(cache *c)
             cache_count(c, &c->evictions);
         }
     }
+    pthread_mutex_lock(&c->lock);
+    c->known = 1;
+    c->known_total = s.total;
+    pthread_mutex_unlock(&c->lock);
     cache_scan_free(&s);
+}
+
+void cache_scan_work(cache *c, uint64_t *scans, uint64_t *examined)
+{
+    *scans = __atomic_load_n(&c->scans, __ATOMIC_RELAXED);
+    *examined = __atomic_load_n(&c->examined, __ATOMIC_RELAXED);
 }
 
 /* ---- stats, list, clear ---- */
