@@ -13,7 +13,7 @@
 #include <string.h>
 #include "pdejit.h"
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/allocator_interface.h>
+size_t __sanitizer_get_current_allocated_bytes(void); /* the sanitizer runtime's (its header is not always installed) */
 #endif
 
 static double heap_in_use(void)
