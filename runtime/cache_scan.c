@@ -28,11 +28,6 @@ static int cmp_entry_old_first(const void *a, const void *b)
 
 static int cmp_entry_new_first(const void *a, const void *b) { return cmp_entry_old_first(b, a); }
 
-static int is_prefix_dir(const char *name)
-{
-    return strlen(name) == 2 && is_hex_lower(name, 2);
-}
-
 /* Parses "ID.ext" in folder sub; 0 when it is one of ours. */
 static int parse_name(const char *sub, const char *name, scan_file *f)
 {
@@ -77,7 +72,8 @@ static void remove_entry(cache *c, const scan *s, const scan_entry *e)
     close(sub);
 }
 
-/* Calls visit for every file in the cache folder's prefix sub-folders (fd: its sub-folder, st:
+/* Calls visit for every file in the cache folder's prefix sub-folders (opened by name: the
+ * folder itself is never listed) (fd: its sub-folder, st:
  * the file as found, never through a link). Sub-folders that are links, not ours or writable by
  * others are not entered, and count as refused. After each sub-folder, tries to remove it when
  * rmdir_after (it stays unless empty). Returns -1 when the folder cannot be read or visit returns
@@ -88,17 +84,16 @@ typedef int (*file_visitor)(void *ctx, int fd, const char *prefix, const char *n
 static int walk_files(cache *c, file_visitor visit, void *ctx, int rmdir_after, walk_counts *wc)
 {
     int topfd = c->dirfd >= 0 ? openat(c->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    DIR *top = topfd >= 0 ? fdopendir(topfd) : NULL;
-    if (!top) {
-        if (topfd >= 0) close(topfd);
-        return -1;
-    }
+    if (topfd < 0) return -1; /* a folder that cannot be read */
+    close(topfd);
     int rc = 0;
-    struct dirent *d;
-    while (rc == 0 && (d = readdir(top))) {
-        if (!is_prefix_dir(d->d_name)) continue;
+    /* the 256 prefix sub-folders by name, not a listing of the folder: what else the folder holds
+       (foreign files, however many) costs nothing */
+    for (int i = 0; rc == 0 && i < 256; i++) {
+        static const char hex[] = "0123456789abcdef";
+        char name[3] = {hex[i >> 4], hex[i & 15], 0};
         const char *why;
-        int fd = cache_open_sub(c, d->d_name, 0, &why);
+        int fd = cache_open_sub(c, name, 0, &why);
         DIR *sub = fd >= 0 ? fdopendir(fd) : NULL;
         if (!sub) {
             if (fd >= 0) close(fd);
@@ -112,15 +107,14 @@ static int walk_files(cache *c, file_visitor visit, void *ctx, int rmdir_after, 
             scan_file f;
             /* a name that is not an entry's file nor a temporary one (".", "..", a foreign file)
                is passed over unexamined: the walk costs what the cache's own files do */
-            if (strncmp(e->d_name, ".tmp.", 5) && parse_name(d->d_name, e->d_name, &f) < 0) continue;
+            if (strncmp(e->d_name, ".tmp.", 5) && parse_name(name, e->d_name, &f) < 0) continue;
             __atomic_add_fetch(&c->examined, 1, __ATOMIC_RELAXED);
             if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
-            rc = visit(ctx, fd, d->d_name, e->d_name, &st) < 0 ? -1 : 0;
+            rc = visit(ctx, fd, name, e->d_name, &st) < 0 ? -1 : 0;
         }
         closedir(sub);
-        if (rmdir_after) unlinkat(dirfd(top), d->d_name, AT_REMOVEDIR); /* fails harmlessly when not empty */
+        if (rmdir_after) unlinkat(c->dirfd, name, AT_REMOVEDIR); /* fails harmlessly when not empty */
     }
-    closedir(top);
     return rc;
 }
 
