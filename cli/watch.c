@@ -61,9 +61,9 @@ struct watch {
     char err[1024];
     double ms;
     int compiled, cached;
-    /* every problem swapped in: freed at the end (the simulation runs the last one) */
-    pj_problem **owned;
-    int n_owned;
+    /* the problem swapped in last, which the simulation runs: the one before it is freed once it
+       is replaced, so that memory stays bounded however many swaps a run makes */
+    pj_problem *current;
 };
 
 static int file_state(const char *path, struct timespec *mtime, off_t *size)
@@ -187,11 +187,10 @@ static void compile_text(watch *w, char *text, size_t len, double t0)
         char why[512];
         pj_status st = pj_sim_swap(w->sim, next, &w->t_swap, why, sizeof why);
         if (st == PJ_OK) {
-            pj_problem **o = realloc(w->owned, sizeof *o * (size_t)(w->n_owned + 1));
-            if (o) {
-                w->owned = o;
-                w->owned[w->n_owned++] = next;
-            }
+            /* replaced at a step boundary: nothing refers to it any more (the run's own options
+               point into the problem it started with, which is not the watch's) */
+            pj_problem_free(w->current);
+            w->current = next;
             w->swapped = 1;
             pj_sim_info info;
             pj_sim_get_info(w->sim, &info);
@@ -387,8 +386,7 @@ void watch_free(watch *w)
 {
     if (!w) return;
     watch_stop(w);
-    for (int i = 0; i < w->n_owned; i++) pj_problem_free(w->owned[i]);
-    free(w->owned);
+    pj_problem_free(w->current);
     free(w->path);
     free(w);
 }

@@ -26,8 +26,8 @@ void watch_between_steps(void *w);
 void watch_finish(watch *w);
 /* Waits for a compile in flight (before the simulation is freed). */
 void watch_stop(watch *w);
-/* Waits for a compile in flight; frees the problems the watch made (after the simulation that
- * ran them is gone). */
+/* Waits for a compile in flight; frees the problem the watch swapped in last (after the
+ * simulation that ran it is gone; each earlier one was freed when the next replaced it). */
 void watch_free(watch *w);
 
 #endif

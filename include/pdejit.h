@@ -142,8 +142,9 @@ typedef struct pj_sim_options {
  * back end cannot run here (PJ_BACKEND_CUDA without a GPU), PJ_ERR_UNSUPPORTED when it lacks a
  * capability the problem needs (an implicit scheme...), PJ_ERR_BACKEND when its kernels do
  * not compile; PJ_ERR_MEMORY, before anything is allocated, when the fields (every slot of the
- * scheme, halos included) do not fit in the memory available — the host's MemAvailable or the
- * cgroup's remaining limit, the device's free memory for PJ_BACKEND_CUDA — with "the problem
+ * scheme, halos included) do not fit in the memory available — the least of the host's
+ * MemAvailable, the cgroup v2 or v1 limit's remainder and the address-space limit (ulimit -v)
+ * less what is mapped, named in parentheses after the size; the device's free memory for PJ_BACKEND_CUDA — with "the problem
  * needs 38.4 GB (12 buffers of 3.2 GB); 22.9 GB are available" in err; the reason is in err. */
 PJ_API pj_status pj_sim_create(const pj_problem *problem, const pj_sim_options *options, pj_sim **sim,
                         char *err, size_t err_len);
@@ -223,7 +224,9 @@ PJ_API pj_status pj_sim_redefine(pj_sim *sim, const char *text, char **diagnosti
 
 /* Hot swap of a whole problem (pdejit run --watch): `next`, compiled from an edited file, runs
  * from the next step boundary as pj_sim_redefine's text would (the same rules, the same
- * errors in err, the same threads). next must outlive the simulation. On success *t_swap (may
+ * errors in err, the same threads). next must stay alive while it runs: once another swap has
+ * replaced it, it may be freed (unless a pj_sim_run that began with it still runs, whose
+ * options point into it); the kernels swapped out are released. On success *t_swap (may
  * be NULL) receives the time at which it took over. A decomposed simulation swaps on every
  * process at once: pj_sim_swap and pj_sim_redefine are then collective, called by every process
  * with the same text at the same step boundary (between steps, on the stepping thread). */

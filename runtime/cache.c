@@ -489,7 +489,7 @@ int cache_put(cache *c, const cache_key *key, const void *data, size_t len, cons
         return -1;
     }
     cache_count(c, &c->puts);
-    cache_evict(c);
+    cache_evict(c, (source ? strlen(source) : 0) + 2 * (uint64_t)tlen + HDR_SIZE + len); /* the files' sizes */
     return 0;
 }
 

@@ -130,6 +130,11 @@ void cache_trial_end(cache *c, cache_trial *t);
 int cache_put(cache *c, const cache_key *key, const void *data, size_t len, const char *source,
               const char *source_ext);
 
+/* The work eviction did on this handle (tests): the folder scans it made, and the files those
+ * scans examined (stat'ed). Only the cache's own files are examined: a name that is not an
+ * entry's is passed over unread, and a put that leaves the folder under its cap scans nothing. */
+void cache_scan_work(cache *c, uint64_t *scans, uint64_t *examined);
+
 /* For `pdejit cache stats|list|clear|explain`. */
 /* Folder, state, entry count (every entry's checksum verified), the files and sub-folders
  * refused, the entries set aside by cache_reject and as crashed, size against the cap, and this

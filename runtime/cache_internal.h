@@ -43,6 +43,11 @@ struct cache {
     int64_t last_stamp;   /* last recency stamp handed out, ns; keeps stamps strictly increasing */
     unsigned tmp_seq;
     uint64_t hits, misses, puts, evictions, refused, rejected, crashed;
+    /* what eviction knows of the folder: the total of its last scan plus the bytes put since
+       (known: a scan was made) */
+    int known;
+    uint64_t known_total;
+    uint64_t scans, examined; /* eviction's scans, and the files they examined (cache_scan_work) */
 };
 
 /* ---- small helpers (byte order, clocks, whole reads and writes) ---- */
@@ -202,7 +207,8 @@ typedef struct scan {
 /* Lists the entries of the folder (tidy: leftovers removed). Returns 0 or -1 (unreadable). */
 int cache_scan_dir(cache *c, scan *s, int tidy);
 void cache_scan_free(scan *s);
-/* Removes the least recently used entries until the folder is under its cap. */
-void cache_evict(cache *c);
+/* After a put of `added` bytes: removes the least recently used entries until the folder is
+ * under its cap, scanning it only when this handle's count says it may be over (cache_scan.c). */
+void cache_evict(cache *c, uint64_t added);
 
 #endif

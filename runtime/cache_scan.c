@@ -28,11 +28,6 @@ static int cmp_entry_old_first(const void *a, const void *b)
 
 static int cmp_entry_new_first(const void *a, const void *b) { return cmp_entry_old_first(b, a); }
 
-static int is_prefix_dir(const char *name)
-{
-    return strlen(name) == 2 && is_hex_lower(name, 2);
-}
-
 /* Parses "ID.ext" in folder sub; 0 when it is one of ours. */
 static int parse_name(const char *sub, const char *name, scan_file *f)
 {
@@ -77,7 +72,8 @@ static void remove_entry(cache *c, const scan *s, const scan_entry *e)
     close(sub);
 }
 
-/* Calls visit for every file in the cache folder's prefix sub-folders (fd: its sub-folder, st:
+/* Calls visit for every file in the cache folder's prefix sub-folders (opened by name: the
+ * folder itself is never listed) (fd: its sub-folder, st:
  * the file as found, never through a link). Sub-folders that are links, not ours or writable by
  * others are not entered, and count as refused. After each sub-folder, tries to remove it when
  * rmdir_after (it stays unless empty). Returns -1 when the folder cannot be read or visit returns
@@ -88,17 +84,16 @@ typedef int (*file_visitor)(void *ctx, int fd, const char *prefix, const char *n
 static int walk_files(cache *c, file_visitor visit, void *ctx, int rmdir_after, walk_counts *wc)
 {
     int topfd = c->dirfd >= 0 ? openat(c->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    DIR *top = topfd >= 0 ? fdopendir(topfd) : NULL;
-    if (!top) {
-        if (topfd >= 0) close(topfd);
-        return -1;
-    }
+    if (topfd < 0) return -1; /* a folder that cannot be read */
+    close(topfd);
     int rc = 0;
-    struct dirent *d;
-    while (rc == 0 && (d = readdir(top))) {
-        if (!is_prefix_dir(d->d_name)) continue;
+    /* the 256 prefix sub-folders by name, not a listing of the folder: what else the folder holds
+       (foreign files, however many) costs nothing */
+    for (int i = 0; rc == 0 && i < 256; i++) {
+        static const char hex[] = "0123456789abcdef";
+        char name[3] = {hex[i >> 4], hex[i & 15], 0};
         const char *why;
-        int fd = cache_open_sub(c, d->d_name, 0, &why);
+        int fd = cache_open_sub(c, name, 0, &why);
         DIR *sub = fd >= 0 ? fdopendir(fd) : NULL;
         if (!sub) {
             if (fd >= 0) close(fd);
@@ -109,15 +104,17 @@ static int walk_files(cache *c, file_visitor visit, void *ctx, int rmdir_after, 
         struct dirent *e;
         while (rc == 0 && (e = readdir(sub))) {
             struct stat st;
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-                fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                continue;
-            rc = visit(ctx, fd, d->d_name, e->d_name, &st) < 0 ? -1 : 0;
+            scan_file f;
+            /* a name that is not an entry's file nor a temporary one (".", "..", a foreign file)
+               is passed over unexamined: the walk costs what the cache's own files do */
+            if (strncmp(e->d_name, ".tmp.", 5) && parse_name(name, e->d_name, &f) < 0) continue;
+            __atomic_add_fetch(&c->examined, 1, __ATOMIC_RELAXED);
+            if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+            rc = visit(ctx, fd, name, e->d_name, &st) < 0 ? -1 : 0;
         }
         closedir(sub);
-        if (rmdir_after) unlinkat(dirfd(top), d->d_name, AT_REMOVEDIR); /* fails harmlessly when not empty */
+        if (rmdir_after) unlinkat(c->dirfd, name, AT_REMOVEDIR); /* fails harmlessly when not empty */
     }
-    closedir(top);
     return rc;
 }
 
@@ -192,10 +189,19 @@ int cache_scan_dir(cache *c, scan *s, int tidy)
     return 0;
 }
 
-/* Removes the least recently used entries until the folder is under its cap. */
-void cache_evict(cache *c)
+/* Removes the least recently used entries until the folder is under its cap. The folder is
+ * scanned only when what this handle knows of it (the total of its last scan, and the bytes put
+ * since) is over the cap, or not known yet: a put under the cap costs nothing, whatever else the
+ * folder holds. Other processes' puts are seen at the next scan (theirs evict too). */
+void cache_evict(cache *c, uint64_t added)
 {
+    pthread_mutex_lock(&c->lock);
+    int due = !c->known || c->known_total + added > c->cap;
+    c->known_total += added;
+    pthread_mutex_unlock(&c->lock);
+    if (!due) return;
     scan s;
+    __atomic_add_fetch(&c->scans, 1, __ATOMIC_RELAXED);
     if (cache_scan_dir(c, &s, 1) < 0) return;
     if (s.total > c->cap && s.n > 0) {
         qsort(s.entries, (size_t)s.n, sizeof *s.entries, cmp_entry_old_first);
@@ -205,7 +211,17 @@ void cache_evict(cache *c)
             cache_count(c, &c->evictions);
         }
     }
+    pthread_mutex_lock(&c->lock);
+    c->known = 1;
+    c->known_total = s.total;
+    pthread_mutex_unlock(&c->lock);
     cache_scan_free(&s);
+}
+
+void cache_scan_work(cache *c, uint64_t *scans, uint64_t *examined)
+{
+    *scans = __atomic_load_n(&c->scans, __ATOMIC_RELAXED);
+    *examined = __atomic_load_n(&c->examined, __ATOMIC_RELAXED);
 }
 
 /* ---- stats, list, clear ---- */

@@ -69,6 +69,21 @@ void cache_refuse(cache *c, const char *what, const char *why)
 /* Opens entry file ID.ext for reading: only a regular file of ours in a sub-folder of ours,
  * never through a link, never blocking (a named pipe is refused before it is read). Returns the
  * fd, or -1 with *rc ENT_MISSING, ENT_REFUSED (*why says why) or ENT_DAMAGED. */
+/* cache_distrust's reason for an entry's prefix sub-folder, said of the folder (the warning
+ * names the entry's file). */
+static const char *folder_why(const char *why)
+{
+    static const char *const said[][2] = {
+        {"a symbolic link", "its folder is a symbolic link"},
+        {"not a folder", "its folder is not a folder"},
+        {"owned by another user", "its folder is owned by another user"},
+        {"writable by group or others", "its folder is writable by group or others"},
+    };
+    for (size_t i = 0; i < sizeof said / sizeof *said; i++)
+        if (!strcmp(why, said[i][0])) return said[i][1];
+    return why;
+}
+
 static int entry_open(cache *c, const char *id, const char *ext, int *rc, const char **why)
 {
     char prefix[3] = {id[0], id[1], 0}, name[ID_LEN + 16];
@@ -76,6 +91,7 @@ static int entry_open(cache *c, const char *id, const char *ext, int *rc, const 
     int sub = cache_open_sub(c, prefix, 0, why);
     if (sub < 0) {
         *rc = *why ? ENT_REFUSED : errno == ENOENT ? ENT_MISSING : ENT_DAMAGED;
+        if (*why) *why = folder_why(*why);
         return -1;
     }
     struct stat st;

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diag.h"
-#include "knobs.h"
 
 static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -96,64 +95,6 @@ int grid_memory_check(int n_buffers, double buffer_bytes, double available, cons
     diag_set(err, err_len, GRID_NEEDS_PREFIX "%s (%d buffer%s of %s); %s are available%s", total, n_buffers,
              n_buffers == 1 ? "" : "s", each, avail, where ? where : "");
     return -1;
-}
-
-/* The first number in the file at path (a cgroup file holds one, or "max"); -1 when absent. */
-static double read_number_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    double v = -1;
-    if (fscanf(f, "%lf", &v) != 1) v = -1;
-    fclose(f);
-    return v;
-}
-
-double grid_host_memory_available(void)
-{
-    const char *forced = knob(KNOB_MEMORY_AVAILABLE);
-    if (forced) {
-        char *end;
-        double v = strtod(forced, &end);
-        if (!*end && v >= 0) return v;
-    }
-    double available = INFINITY;
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[256];
-        unsigned long long kb;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
-                available = (double)kb * 1024;
-                break;
-            }
-        fclose(f);
-    }
-    /* cgroup v2: what the limit leaves, in this process's group and each group above it (a
-       container sees its own group as the root, where memory.max is absent) */
-    char dir[1024] = "/sys/fs/cgroup", line[900];
-    FILE *cg = fopen("/proc/self/cgroup", "r");
-    if (cg) {
-        while (fgets(line, sizeof line, cg))
-            if (!strncmp(line, "0::/", 4)) {
-                line[strcspn(line, "\n")] = 0;
-                snprintf(dir, sizeof dir, "/sys/fs/cgroup%s", strcmp(line + 3, "/") ? line + 3 : "");
-                break;
-            }
-        fclose(cg);
-    }
-    for (;;) {
-        char path[1100];
-        snprintf(path, sizeof path, "%s/memory.max", dir);
-        double max = read_number_file(path); /* "max": no limit, reads as -1 */
-        snprintf(path, sizeof path, "%s/memory.current", dir);
-        double current = read_number_file(path);
-        if (max >= 0 && current >= 0) available = fmin(available, max > current ? max - current : 0);
-        char *slash = strrchr(dir, '/');
-        if (!slash || slash - dir < (ptrdiff_t)strlen("/sys/fs/cgroup")) break;
-        *slash = 0;
-    }
-    return available;
 }
 
 int ghost_plan_make(ghost_plan *plan, const pj_program *p, const ghost_settings *settings)

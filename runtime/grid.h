@@ -62,11 +62,19 @@ int grid_layout_block(grid_layout *g, const pj_program *p, const grid_block *blo
 double grid_buffer_bytes(const grid_layout *g, size_t alloc_align);
 int grid_memory_check(int n_buffers, double buffer_bytes, double available, const char *where, char *err,
                       size_t err_len);
-/* The host memory a new simulation may take, in bytes: MemAvailable of /proc/meminfo, or the
- * cgroup v2 limit's remainder (memory.max - memory.current, in the process's group of
- * /proc/self/cgroup and each one above it) when lower; $PDEJIT_MEMORY_AVAILABLE
- * (bytes, e.g. 8e9) instead of both when set (tests). Infinity when none of these can be read. */
+/* The host memory a new simulation may take, in bytes, and what limits it (hostmem.c): the
+ * smallest of MemAvailable of /proc/meminfo; the cgroup v2 limit's remainder (memory.max -
+ * memory.current) and the cgroup v1 one (memory.limit_in_bytes - memory.usage_in_bytes), each in
+ * the process's group of /proc/self/cgroup and every group above it; and the address-space limit
+ * (RLIMIT_AS, ulimit -v) less the process's VmSize. $PDEJIT_MEMORY_AVAILABLE (bytes, e.g. 8e9)
+ * stands instead of all of these when set (tests). Infinity when none can be read. *which (may
+ * be NULL) is set to the words naming the smallest limit for grid_memory_check's `where`, e.g.
+ * " (the cgroup v1 limit)", or "" when it came from the variable or nothing limits. */
 double grid_host_memory_available(void);
+double grid_host_memory_limit(const char **which);
+/* The same, reading the files under `root` ("" for the real /proc and /sys) and taking
+ * `rlimit_as` bytes (negative: none) as the address-space limit: for tests. */
+double grid_host_memory_at(const char *root, double rlimit_as, const char **which);
 
 /* How one field's ghost cells on one side are filled. */
 typedef enum ghost_rule { GHOST_MIRROR, GHOST_PERIODIC, GHOST_LINEAR } ghost_rule;

@@ -56,9 +56,11 @@ int implicit_residual_history(implicit_solver *solver, const double **norms);
 
 /* The Jacobian assembled from the derived kernel against PETSc's finite-difference one
  * (SNESComputeJacobianDefault: dense differencing, for small grids in tests) at the current state
- * and time t, row by row: a row is compared when all its entries are finite in both; it agrees
- * when max_j |J_ij - Jfd_ij| <= tol * max_j |Jfd_ij| + 1e-6 * max(1, |F_i|) (the second term: the
- * differences' own error, F's rounding over the step). */
+ * and time t, row by row: a row is compared when all its entries are finite in both and none of
+ * its columns reaches a non-finite F or entry (differencing drops such a column whole); entries
+ * below 1e-12 of their column's largest are left out (differencing drops those below 1e-14); it
+ * agrees when max_j |J_ij - Jfd_ij| <= tol * max_j |Jfd_ij| + 1e-6 * max(1, |F_i|) (the second
+ * term: the differences' own error, F's rounding over the step). */
 typedef struct jacobian_check {
     int64_t rows, compared, disagree, entries;
     double worst;          /* max_j |J_ij - Jfd_ij| / max_j |Jfd_ij| over the rows within tol of it */

@@ -8,8 +8,8 @@ static const struct { const char *name, *doc; } knobs[KNOB_COUNT] = {
     [KNOB_XDG_CACHE_HOME] = {"XDG_CACHE_HOME", "where the cache's folder is when PDEJIT_CACHE_DIR is not set"},
     [KNOB_HOME] = {"HOME", "where the cache's folder is when neither of the above is set"},
     [KNOB_MEMORY_AVAILABLE] = {"PDEJIT_MEMORY_AVAILABLE",
-                               "the host memory a simulation may take, in bytes (e.g. 8e9), instead of MemAvailable "
-                               "and the cgroup's limit"},
+                               "the host memory a simulation may take, in bytes (e.g. 8e9), instead of MemAvailable, "
+                               "the cgroup limits and ulimit -v"},
     [KNOB_TBLOCK] = {"PDEJIT_TBLOCK", "temporal blocking: auto (default: when it pays), on (whenever it applies), off"},
     [KNOB_TBLOCK_K] = {"PDEJIT_TBLOCK_K", "temporal blocking: steps per sweep (default: chosen by the caches)"},
     [KNOB_TBLOCK_ROWS] = {"PDEJIT_TBLOCK_ROWS", "temporal blocking: rows of the last axis per band"},

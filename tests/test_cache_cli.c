@@ -701,6 +701,103 @@ static void write_failure_while_running_is_reported_once(void **state)
     free(out);
 }
 
+/* Runs pdejit as nobody (setpriv) with the cache folder tu_dir/CACHE. */
+static int as_nobody(const char *cache, char **out, const char *args)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && PDEJIT_CACHE_DIR=%s/%s setpriv --reuid=65534 --regid=65534 --clear-groups "
+             "%s %s", tu_dir, tu_dir, cache, PJ_BINARY, args);
+    return tu_run(cmd, out);
+}
+
+static void sh_ok(const char *fmt, const char *a, const char *b)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, fmt, a, b);
+    assert_int_equal(tu_run(cmd, NULL), 0);
+}
+
+/* The owner and mode checks as a non-root user (issue 25): root writes through every mode, so
+ * here the runs drop to nobody (setpriv) and meet what root prepared: an entry of another user's
+ * (root's) in nobody's folder, an entry and a prefix sub-folder writable by the group, and cache
+ * folders owned by root or writable by group or others. Each is refused with its one warning,
+ * the run compiles afresh and gives the same dump, and nothing of another user's is replaced.
+ * Skipped where the test is not root (nothing of another user's can be made) or without setpriv. */
+static void owner_and_mode_checks_as_nobody(void **state)
+{
+    (void)state;
+    if (geteuid() != 0 || tu_run("command -v setpriv", NULL) != 0) {
+        print_message("(skipped: needs root to prepare another user's files, and setpriv to drop to nobody)\n");
+        skip();
+    }
+    put("p.pde", problem);
+    sh_ok("chmod 711 %s && chmod 644 %s/p.pde", tu_dir, tu_dir);
+    sh_ok("cd %s && mkdir w n1%s", tu_dir, "");
+    sh_ok("cd %s && chmod 700 n1 && chown 65534:65534 w n1%s", tu_dir, "");
+    char *out, bin[1200], *want;
+    assert_int_equal(as_nobody("n1", &out, "run p.pde --verbose --out none --dump w/a.csv"), 0);
+    assert_int_equal(count(out, "compiled in"), 2);
+    assert_int_equal(count(out, "warning"), 0);
+    free(out);
+    want = slurp("w/a.csv");
+    /* nobody's own entries are used */
+    assert_int_equal(as_nobody("n1", &out, "run p.pde --verbose --out none --dump w/b.csv"), 0);
+    assert_int_equal(count(out, "loaded from the cache in"), 2);
+    free(out);
+    char cmd[2600];
+    snprintf(cmd, sizeof cmd, "ls %s/n1/*/*.bin | head -1 | tr -d '\\n'", tu_dir);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    snprintf(bin, sizeof bin, "%s", out);
+    free(out);
+    struct { const char *prepare, *why; int replaced; } cases[] = {
+        {"chown 0:0 %s && chmod 644 %s", "owned by another user", 0}, /* root's entry, readable, in nobody's folder */
+        {"chown 65534:65534 %s && chmod 620 %s", "writable by group or others", 1},
+        {"chmod 600 %s && chmod 770 $(dirname %s)", "its folder is writable by group or others", 0},
+    };
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, cases[i].prepare, bin, bin);
+        assert_int_equal(tu_run(cmd, NULL), 0);
+        assert_int_equal(as_nobody("n1", &out, "run p.pde --verbose --out none --dump w/c.csv"), 0);
+        print_message("%s", out);
+        assert_int_equal(count(out, "warning"), 1);
+        char want_warning[1400];
+        snprintf(want_warning, sizeof want_warning, "pdejit: warning: kernel cache: refused %s: %s (", bin, cases[i].why);
+        assert_non_null(strstr(out, want_warning));
+        assert_int_equal(count(out, "compiled in"), 1);
+        free(out);
+        char *got = slurp("w/c.csv");
+        assert_string_equal(got, want);
+        free(got);
+        struct stat st;
+        assert_int_equal(stat(bin, &st), 0);
+        assert_int_equal(st.st_uid, i == 0 ? 0 : 65534); /* root's entry neither replaced nor removed */
+        if (cases[i].replaced) assert_int_equal(st.st_mode & 0777, 0600);
+    }
+    /* cache folders nobody must not trust: kept in memory only, the same results */
+    sh_ok("cd %s && mkdir r755 n777 n770 && chmod 755 r755 && chown 65534:65534 n777 n770%s", tu_dir, "");
+    sh_ok("cd %s && chmod 777 n777 && chmod 770 n770%s", tu_dir, "");
+    const char *folders[][2] = {{"r755", "is owned by another user (mode 0755, owner uid 0; this is uid 65534)"},
+                                {"n777", "is writable by group or others (mode 0777, owner uid 65534"},
+                                {"n770", "is writable by group or others (mode 0770, owner uid 65534"}};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(as_nobody(folders[i][0], &out, "run p.pde --out none --dump w/d.csv"), 0);
+        char want_warning[1400];
+        snprintf(want_warning, sizeof want_warning, "pdejit: warning: kernel cache disabled: %s/%s %s", tu_dir,
+                 folders[i][0], folders[i][1]);
+        if (!strstr(out, want_warning)) fail_msg("%s\nwanted: %s", out, want_warning);
+        assert_int_equal(count(out, "warning"), 1);
+        free(out);
+        char *got = slurp("w/d.csv");
+        assert_string_equal(got, want);
+        free(got);
+        snprintf(cmd, sizeof cmd, "find %s/%s -mindepth 1 | wc -l", tu_dir, folders[i][0]);
+        assert_int_equal(tu_run(cmd, &out), 0);
+        assert_string_equal(out, "0\n"); /* nothing written there */
+        free(out);
+    }
+    free(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -714,6 +811,7 @@ int main(void)
         cmocka_unit_test(entries_that_do_not_load_are_set_aside),
         cmocka_unit_test(entries_that_crash_are_set_aside),
         cmocka_unit_test(planted_entries_are_refused),
+        cmocka_unit_test(owner_and_mode_checks_as_nobody),
         cmocka_unit_test(clear_never_follows_a_linked_sub_folder),
         cmocka_unit_test(list_fits_120_columns),
         cmocka_unit_test(write_failure_while_running_is_reported_once),

@@ -44,7 +44,7 @@ static pj_program *compile_as(const char *src, int scheme)
 /* The derived Jacobian of p (implicit) at its initial state (scrambled: each value of a field
  * with an equation moved to 0.2 .. 0.8, away from the kinks a flux limiter has where neighbours
  * are equal) against finite differences. */
-static jacobian_check jacobian_difference(pj_program *p, int scramble)
+static jacobian_check jacobian_difference(pj_program *p, int scramble, double tol)
 {
     char err[512];
     sim_options so = {.threads = 1};
@@ -63,7 +63,7 @@ static jacobian_check jacobian_difference(pj_program *p, int scramble)
     if (!q) fprintf(stderr, "%s\n", err);
     assert_non_null(q);
     jacobian_check r;
-    int rc = implicit_check_jacobian(q, 0.25, 1e-5, &r, err, sizeof err);
+    int rc = implicit_check_jacobian(q, 0.25, tol, &r, err, sizeof err);
     if (rc) fprintf(stderr, "%s\n", err);
     assert_int_equal(rc, 0);
     implicit_destroy(q);
@@ -85,7 +85,7 @@ static void jacobian_of_every_sample(void **state)
         assert_non_null(p);
         for (int a = 0; a < p->dim; a++) /* a small grid: the differences are dense */
             if (p->n[a] > 9) p->n[a] = 9;
-        jacobian_check r = jacobian_difference(p, 1);
+        jacobian_check r = jacobian_difference(p, 1, 1e-5);
         printf("%-18s %d Jacobian entries per cell; %lld rows, all compared: worst |J - J_fd| / max|J_fd| %.2g\n",
                samples[i], program_jacobian(p, NULL, 0)->n, (long long)r.rows, r.worst);
         assert_true(r.rows > 0);
@@ -98,42 +98,47 @@ static void jacobian_of_every_sample(void **state)
 }
 
 /* The random set: coupled fields, conditionals, face fluxes, Robin and time-dependent conditions,
- * periodic axes. A problem whose F has a non-finite value anywhere (a log or sqrt of a negative
- * number) is skipped. PETSc's differencing drops a column's entries below 1e-14 of its largest,
- * and forward differences across the kink of a conditional, abs, min or max differ from the
- * one-sided derivative: random expressions have both (t ^ lap(u) reaches 1e100), so up to 1 % of
- * the rows may disagree; the others agree to 1e-5 of the row's largest entry. */
+ * periodic axes, each problem judged on its own. The check compares only what differencing can
+ * see (implicit_check_jacobian): not the entries below 1e-12 of their column's largest (PETSc's
+ * differencing drops those), nor a column that reaches a non-finite F (it drops the whole
+ * column). A problem whose F is non-finite somewhere (a log or sqrt of a negative number, a
+ * negative base to a fractional power) is counted: these random expressions make about a third
+ * of them so (17 of 48), and more than 40 % fails the test. Every other problem's rows must
+ * agree to 1e-4 of the row's largest entry (forward differences of t ^ lap(u), which grows like
+ * e^(840 u) here, carry errors of 1e-5), with at most one row of a problem excepted (a forward
+ * difference across the kink of a conditional, abs, min or max). */
 static void jacobian_of_random_problems(void **state)
 {
     (void)state;
     randexpr r = {9090};
-    int64_t rows = 0, disagree = 0;
-    int problems = 0, skipped = 0;
+    int64_t rows = 0;
+    int problems = 0, nonfinite = 0, total = 48, with_a_kink = 0;
     double worst = 0;
-    for (int prob = 0; prob < 48; prob++) {
+    for (int prob = 0; prob < total; prob++) {
         char *src = randexpr_problem(&r, prob);
         assert_non_null(src);
         pj_program *p = compile_as(src, PJ_BEULER);
         assert_non_null(p);
-        jacobian_check c = jacobian_difference(p, 1);
+        jacobian_check c = jacobian_difference(p, 1, 1e-4);
         if (c.compared == c.rows) {
             problems++;
             rows += c.rows;
-            disagree += c.disagree;
             worst = fmax(worst, c.worst);
-            if (c.disagree) fprintf(stderr, "random problem %d: %lld of %lld rows disagree (first: row %lld)\n", prob,
-                                    (long long)c.disagree, (long long)c.compared, (long long)c.first_bad);
+            with_a_kink += c.disagree > 0;
+            if (c.disagree > 1)
+                fail_msg("random problem %d: %lld of %lld rows disagree (first: row %lld)\n%s", prob,
+                         (long long)c.disagree, (long long)c.compared, (long long)c.first_bad, src);
         } else {
-            skipped++;
+            nonfinite++;
         }
         program_free(p);
         free(src);
     }
-    printf("random problems: %d compared (%d skipped with a non-finite F), %lld rows, %lld disagree by more than "
-           "1e-5; worst of the others %.2g\n", problems, skipped, (long long)rows, (long long)disagree, worst);
-    assert_true(problems >= 20);
-    assert_true(disagree <= rows / 100);
-    assert_true(worst <= 1e-5);
+    printf("random problems: %d compared, %d with a non-finite F; %lld rows, %d problems with one row across a "
+           "kink; worst of the others %.2g\n", problems, nonfinite, (long long)rows, with_a_kink, worst);
+    assert_true(nonfinite * 10 <= total * 4);
+    assert_true(problems >= 28);
+    assert_true(worst <= 1e-4);
 }
 
 /* Newton on a nonlinear steady problem: -div((1 + u^2) grad u) = f. The residual norms, as PETSc
@@ -323,7 +328,7 @@ static double biharmonic_error(int n, int check_jacobian)
     assert_non_null(p);
     assert_int_equal(p->bc[0][1].lap, 1);
     if (check_jacobian) {
-        jacobian_check r = jacobian_difference(p, 1);
+        jacobian_check r = jacobian_difference(p, 1, 1e-5);
         printf("biharmonic: %lld rows, %lld disagree, worst %.2g\n", (long long)r.rows, (long long)r.disagree, r.worst);
         assert_int_equal(r.disagree, 0);
         assert_true(r.worst < 1e-6);

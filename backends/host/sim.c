@@ -290,8 +290,10 @@ size_t sim_cache_bytes(int level)
 
 static int fits_in_memory(const grid_layout *g, const pj_program *p, char *err, size_t err_len)
 {
-    return grid_memory_check(p->n_slots * p->n_fields, grid_buffer_bytes(g, SIM_ALIGN), grid_host_memory_available(),
-                             NULL, err, err_len);
+    const char *which;
+    double available = grid_host_memory_limit(&which);
+    return grid_memory_check(p->n_slots * p->n_fields, grid_buffer_bytes(g, SIM_ALIGN), available, which, err,
+                             err_len);
 }
 
 int sim_memory_check(const pj_program *p, int single, char *err, size_t err_len)
