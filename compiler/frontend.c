@@ -14,6 +14,7 @@
  * Out of memory anywhere here ends in compile_problem's handler (see there).
  *
  * The driver sits above sema.c and lower.c: sema never lowers, lower never calls back here. */
+#include "algebraic.h"
 #include "arrays.h"
 #include "redefine.h"
 #include "energy.h"
@@ -291,17 +292,15 @@ static void read_equations(compiler *C, pj_program *p, const ast_stmt **eqs)
     }
 }
 
-/* An algebraic equation needs a scheme that solves it: beuler, bdf2 or steady. */
+/* An algebraic equation needs a scheme that solves it: beuler, bdf2 or steady, or an explicit
+ * scheme where it is linear in its field (checked once lowered: check_explicit_algebraic). */
 static void check_algebraic(compiler *C, pj_program *p, const ast_stmt **eqs)
 {
     for (int f = 0; f < p->n_fields; f++) {
         if (!p->field_algebraic[f]) continue;
         pj_loc at = eqs[f]->eq_op_loc;
         const char *name = p->field_names[f];
-        if (!PJ_SCHEME_IMPLICIT(p->scheme))
-            diag_error(C->d, at, "explicit schemes cannot evaluate the algebraic equation for %s yet: use --scheme "
-                       "beuler or bdf2 (time ..., scheme = bdf2), or steady", name);
-        else if (p->scheme == PJ_CN)
+        if (p->scheme == PJ_CN)
             diag_error(C->d, at, "cn cannot solve the algebraic equation for %s: Crank-Nicolson averages it over the "
                        "step, (EXPR(U_n) + EXPR(U_n+1))/2 = 0, so %s is never made to satisfy it (not L-stable: an "
                        "error in %s flips sign every step and never decays); use beuler or bdf2", name, name, name);
@@ -310,6 +309,21 @@ static void check_algebraic(compiler *C, pj_program *p, const ast_stmt **eqs)
                        "an equation without dt(...); use beuler or bdf2", name);
         else continue;
         return; /* once */
+    }
+}
+
+/* An explicit scheme evaluates an algebraic equation where EXPR is linear in its field
+ * (algebraic.c); the others are refused at the equation's 0. */
+static void check_explicit_algebraic(compiler *C, pj_program *p, const ast_stmt **eqs)
+{
+    if (PJ_SCHEME_IMPLICIT(p->scheme)) return;
+    for (int f = 0; f < p->n_fields; f++) {
+        if (!p->field_algebraic[f]) continue;
+        char why[400];
+        int rc = algebraic_explicit_check(p, f, why, sizeof why);
+        if (rc == -2) arena_fail(C->arena); /* out of memory */
+        if (rc < 0) diag_error(C->d, eqs[f]->eq_op_loc, "explicit schemes cannot evaluate the algebraic equation for %s: "
+                               "%s (time ..., scheme = bdf2), or steady", p->field_names[f], why);
     }
 }
 
@@ -591,6 +605,8 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     if (lower_rhs(C, p, eqs) < 0 || d->errors || finish(C, p->rhs) < 0 || finish(C, p->rhs_implicit) < 0 ||
         finish(C, p->rhs_explicit) < 0)
         return -1;
+    check_explicit_algebraic(C, p, eqs);
+    if (d->errors) return -1;
     int lowered = scheme_lower(p);
     if (lowered == -1) arena_fail(C->arena); /* out of memory */
     if (lowered < 0) {

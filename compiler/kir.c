@@ -427,6 +427,12 @@ int kir_op3(kir_kernel *k, kir_op op, int a, int b, int c)
 
 void kir_import(kir_kernel *dst, const kir_kernel *src, const int *slot_map, const int *field_slot, int *node_map)
 {
+    kir_import_subst(dst, src, slot_map, field_slot, node_map, -1, -1);
+}
+
+void kir_import_subst(kir_kernel *dst, const kir_kernel *src, const int *slot_map, const int *field_slot, int *node_map,
+                      int subst_field, int subst_node)
+{
     for (int id = 0; id < src->n_nodes; id++) {
         const kir_node *n = &src->nodes[id];
         int a = n->arg[0] >= 0 ? node_map[n->arg[0]] : -1;
@@ -442,6 +448,10 @@ void kir_import(kir_kernel *dst, const kir_kernel *src, const int *slot_map, con
         case KIR_RAND: node_map[id] = kir_rand(dst, n->index, n->axis, off); break;
         case KIR_EDGE: node_map[id] = kir_edge(dst, n->axis, n->off[n->axis]); break;
         case KIR_LOAD: {
+            if (n->index == subst_field) {
+                node_map[id] = subst_node;
+                break;
+            }
             int fixed = field_slot ? field_slot[n->index] : -1;
             node_map[id] = kir_load(dst, fixed >= 0 ? fixed : slot_map[n->slot], n->index, off);
             break;

@@ -162,6 +162,10 @@ void kir_add_output(kir_kernel *k, int slot, int field, int node);
  * receives the dst id of src node i (src->n_nodes entries). src and dst must agree on the
  * dimension, fields and params. */
 void kir_import(kir_kernel *dst, const kir_kernel *src, const int *slot_map, const int *field_slot, int *node_map);
+/* kir_import with every load of field subst_field (any slot, any offset) replaced by dst's node
+ * subst_node (subst_field < 0: none): an expression with a field set to a value (compiler/algebraic.c). */
+void kir_import_subst(kir_kernel *dst, const kir_kernel *src, const int *slot_map, const int *field_slot, int *node_map,
+                      int subst_field, int subst_node);
 
 /* Drops nodes no output reaches, renumbers, computes the canonical hash. */
 void kir_finish(kir_kernel *k);

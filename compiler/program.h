@@ -100,7 +100,9 @@ typedef struct pj_program {
     int *array_sizes;
     int *field_has_eq;    /* an unknown: a dt(...) equation, or an algebraic one (field_algebraic) */
     int *field_algebraic; /* its equation is `eq 0 = EXPR` (EXPR is its output of rhs): no mass term,
-                             solved by the implicit schemes beuler, bdf2 and steady only */
+                             solved by beuler, bdf2 and steady; an explicit scheme evaluates it
+                             (EXPR linear in it) in passes that are stages of their own, writing
+                             it into the slot they read (compiler/algebraic.c) */
     int n_algebraic;
     int *field_halo;      /* per field, from the composed stage kernels */
     int halo;             /* max of field_halo, at least 1: ghost layers allocated per side */
@@ -204,8 +206,9 @@ const kir_kernel *program_kernel(const pj_program *p, pj_kernel_id id);
 const pj_jacobian *program_jacobian(const pj_program *p, char *err, size_t err_len);
 /* Frees p's Jacobian (program_free does). */
 void program_free_jacobian(pj_program *p);
-/* Room enough for program_run_kernels' ids of any program (scheme.c's tables have at most 4 stages). */
-#define PJ_KERNEL_IDS_MAX 16
+/* Room enough for program_run_kernels' ids of any program: at most 7 stages (rk45), twice with the passes
+ * of algebraic equations (algebraic.c), and one pass more. */
+#define PJ_KERNEL_IDS_MAX 24
 /* The kernels a step of p runs, in order, into ids (room for n_stages + 3): an explicit scheme's
  * stages; an implicit scheme's F (its implicit part), the Jacobian and, under imex, the explicit
  * part. Returns their number. */

@@ -11,8 +11,13 @@
  *
  * A field without an eq (a coefficient: D(x, y)) is computed once by the init kernel into slot 0
  * and never changes: every stage reads it from slot 0 and none writes it, in any slot (the
- * run's ghost fill and Euler's slot swap leave it alone too), so it costs one read per stage. */
+ * run's ghost fill and Euler's slot swap leave it alone too), so it costs one read per stage.
+ *
+ * A field with an algebraic equation (eq 0 = EXPR) is not stepped: no stage writes it; a pass
+ * before each stage writes it into the stage's read slot from the other fields there, and one
+ * after the last into the new state (algebraic.c). */
 #include "scheme.h"
+#include "algebraic.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +61,9 @@ static const scheme_spec schemes[] = {
     [PJ_RK23] = {"rk23", 0, 0, 1, NULL},
     [PJ_RK45] = {"rk45", 0, 0, 1, NULL},
 };
+
+/* Field f has an algebraic equation (a program built by hand may have no field_algebraic). */
+static int algebraic(const pj_program *p, int f) { return p->field_algebraic && p->field_algebraic[f]; }
 
 const char *scheme_name(pj_scheme s) { return schemes[s].name; }
 
@@ -143,7 +151,7 @@ static int embedded_lower(pj_program *p, const tableau *T, int *node_map, int *F
     p->adapt_eq_fields = 0;
     int f_err = -1;
     for (int f = 0; f < p->n_fields; f++)
-        if (p->field_has_eq[f]) {
+        if (p->field_has_eq[f] && !algebraic(p, f)) { /* an algebraic field has no error of its own */
             p->adapt_eq_fields++;
             if (f_err < 0) f_err = f;
         }
@@ -159,7 +167,8 @@ static int embedded_lower(pj_program *p, const tableau *T, int *node_map, int *F
         const int slot_map[2] = {read, read};
         kir_import(k, rhs, slot_map, field_slot, node_map);
         for (int f = 0; f < p->n_fields; f++) F[f] = -1;
-        for (int o = 0; o < rhs->n_outputs; o++) F[rhs->outputs[o].field] = node_map[rhs->outputs[o].node];
+        for (int o = 0; o < rhs->n_outputs; o++)
+            if (!algebraic(p, rhs->outputs[o].field)) F[rhs->outputs[o].field] = node_map[rhs->outputs[o].node];
         int dtn = kir_leaf(k, KIR_DT), wsum = -1;
         for (int f = 0; f < p->n_fields; f++) {
             if (F[f] < 0) continue; /* a coefficient: stays in slot 0 as it is */
@@ -210,6 +219,7 @@ int scheme_lower(pj_program *p)
     for (int f = 0; f < p->n_fields; f++) field_slot[f] = p->field_has_eq[f] ? -1 : 0; /* coefficients: slot 0 */
     if (PJ_SCHEME_EMBEDDED(p->scheme)) {
         rc = embedded_lower(p, p->scheme == PJ_RK23 ? &bs3 : &dp5, node_map, F, field_slot);
+        if (rc == 0) rc = algebraic_insert_passes(p);
         goto done;
     }
     p->n_slots = sp->n_slots;
@@ -226,7 +236,8 @@ int scheme_lower(pj_program *p)
         const int slot_map[2] = {st->read, st->read};
         kir_import(k, rhs, slot_map, field_slot, node_map);
         for (int f = 0; f < p->n_fields; f++) F[f] = -1;
-        for (int o = 0; o < rhs->n_outputs; o++) F[rhs->outputs[o].field] = node_map[rhs->outputs[o].node];
+        for (int o = 0; o < rhs->n_outputs; o++)
+            if (!algebraic(p, rhs->outputs[o].field)) F[rhs->outputs[o].field] = node_map[rhs->outputs[o].node];
         for (int f = 0; f < p->n_fields; f++) {
             if (F[f] < 0) continue; /* a coefficient: stays in slot 0 as it is */
             for (int o = 0; o < st->n_out; o++) {
@@ -241,7 +252,7 @@ int scheme_lower(pj_program *p)
         }
         kir_finish(k);
     }
-    rc = 0;
+    rc = algebraic_insert_passes(p);
 done:
     free(node_map);
     free(F);

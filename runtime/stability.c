@@ -474,6 +474,13 @@ static int limit_of_state(engine *e, double budget, const double *gathered, doub
         *limit = INFINITY;
         return 1;
     }
+    if (p->n_algebraic) { /* F's Jacobian is the DAE's; the scheme steps the reduced system */
+        diag_set(err, len, "the stability check was not made: an explicit scheme with an algebraic equation steps the "
+                 "system with the algebraic fields eliminated, whose Jacobian is not estimated; make sure dt is "
+                 "stable, or pass --no-stability-check");
+        *limit = INFINITY;
+        return 1;
+    }
     check c = {.p = p, .q = *p, .params = engine_params(e), .t = engine_time(e)};
     c.jac = program_jacobian(p, NULL, 0);
     c.q.jacobian = NULL; /* set to a group's while it runs (check_band) */

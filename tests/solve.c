@@ -243,6 +243,19 @@ static void add_samples(test_case **c, int *n, int *cap, const char *dir, const 
     qsort(*c + first, (size_t)(*n - first), sizeof **c, cmp_case);
 }
 
+/* 2D, rk3: an algebraic equation evaluated before each stage (compiler/algebraic.c), its coefficient
+ * reading c, its right side t; periodic along x, mu with conditions of its own along y. */
+static const char prob_algebraic[] =
+    "mesh grid(nx = 16, ny = 12, Lx = 8, Ly = 6)\n"
+    "periodic x\n"
+    "param M = 0.5, kappa = 0.8\n"
+    "field c = 0.5 + 0.1*sin(0.8*x)*cos(0.7*y) + 0.05*y/6, mu = 0\n"
+    "eq dt(c) = M*lap(mu) + 0.01*mu*c\n"
+    "eq 0 = (2 + c^2)*mu - (c^3 - c - kappa*lap(c)) - 0.1*sin(t)\n"
+    "on bottom: mu = 0.05\n"
+    "on top: dn(mu) = 0.1\n"
+    "time dt = 0.002, until = 0.2, scheme = rk3\n";
+
 /* The table: samples/, then the problems above, then (implicit) samples/implicit/. */
 static int cases_table(test_case **cases, int implicit)
 {
@@ -258,6 +271,7 @@ static int cases_table(test_case **cases, int implicit)
         {"rk2-3d-face-gradient", prob_face_gradient_3d, "eps=0.25"},
         {"rk2-2d-energy-delta", prob_energy, "kappa=0.35"},
         {"rk3-2d-array-templates", prob_array_templates, "alpha=2.5"},
+        {"rk3-2d-algebraic", prob_algebraic, "kappa=0.6"},
     };
     c = realloc(c, sizeof *c * (size_t)(cap = n + (int)(sizeof own / sizeof *own)));
     if (!c) abort();

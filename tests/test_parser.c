@@ -281,13 +281,46 @@ static void algebraic_equations(void **state)
     snprintf(src, sizeof src, "%seq 1 = mu - c\nsteady\n", head);
     expect_error(src, "4:4: error: an equation reads eq dt(u) = ..., or eq 0 = ... for an algebraic one: move 1 to the "
                       "right (eq 0 = EXPR - 1)");
-    /* the schemes that cannot solve it, refused at the equation */
-    snprintf(src, sizeof src, "%seq 0 = mu - c\ntime dt = 0.1, steps = 1, scheme = rk4\n", head);
-    expect_error(src, "4:4: error: explicit schemes cannot evaluate the algebraic equation for mu yet: use --scheme "
-                      "beuler or bdf2 (time ..., scheme = bdf2), or steady");
+    /* the explicit schemes evaluate it where it is linear in its field: a pass before each stage and
+       one after the last (rk4: 4 + 4 + 1 kernels; euler 1 + 1 + 1) */
+    snprintf(src, sizeof src, "%seq 0 = 2*mu - c*mu - lap(c)\ntime dt = 0.1, steps = 1, scheme = rk4\n", head);
+    p = compile(src, &log);
+    if (!p) fail_msg("%s", log);
+    assert_int_equal(p->n_stages, 9);
+    assert_int_equal(p->stages[0].read_slot, 0);
+    assert_int_equal(p->stages[2].read_slot, p->stages[3].read_slot);
+    free(log);
+    program_free(p);
     snprintf(src, sizeof src, "%seq 0 = mu - c\ntime dt = 0.1, steps = 1\n", head);
-    expect_error(src, "4:4: error: explicit schemes cannot evaluate the algebraic equation for mu yet: use --scheme "
-                      "beuler or bdf2 (time ..., scheme = bdf2), or steady");
+    p = compile(src, &log);
+    if (!p) fail_msg("%s", log);
+    assert_int_equal(p->n_stages, 3);
+    assert_int_equal(p->stages[2].read_slot, 1); /* euler's new state, before the swap */
+    free(log);
+    program_free(p);
+    /* and refuse it where it is not, at its 0 */
+    const char *use = "; use --scheme beuler or bdf2 (time ..., scheme = bdf2), or steady";
+    char want[600];
+    snprintf(src, sizeof src, "%seq 0 = mu^3 - c\ntime dt = 0.1, steps = 1, scheme = rk4\n", head);
+    snprintf(want, sizeof want, "4:4: error: explicit schemes cannot evaluate the algebraic equation for mu: EXPR is not "
+             "linear in mu (an explicit scheme evaluates mu = -b/a where EXPR = a*mu + b, a and b free of mu)%s", use);
+    expect_error(src, want);
+    snprintf(src, sizeof src, "%seq 0 = mu - floor(mu) - c\ntime dt = 0.1, steps = 1\n", head);
+    expect_error(src, want);
+    snprintf(src, sizeof src, "%seq 0 = mu - lap(mu) - c\ntime dt = 0.1, steps = 1, scheme = rk2\n", head);
+    snprintf(want, sizeof want, "4:4: error: explicit schemes cannot evaluate the algebraic equation for mu: EXPR reads mu "
+             "at a neighbouring cell (lap, grad, div or an offset of mu), so mu is not an explicit function of the "
+             "other fields%s", use);
+    expect_error(src, want);
+    snprintf(src, sizeof src, "%seq 0 = c^2 - D for mu\ntime dt = 0.1, steps = 1, scheme = rk3\n", head);
+    snprintf(want, sizeof want, "4:4: error: explicit schemes cannot evaluate the algebraic equation for mu: EXPR does "
+             "not depend on mu (EXPR = a*mu + b with a = 0), so it cannot be solved for mu%s", use);
+    expect_error(src, want);
+    snprintf(src, sizeof src, "%seq 0 = mu - nu\neq 0 = nu - c for nu\ntime dt = 0.1, steps = 1, scheme = rk4\n", head);
+    snprintf(want, sizeof want, "4:4: error: explicit schemes cannot evaluate the algebraic equation for mu: EXPR reads "
+             "nu, the unknown of another algebraic equation (an explicit scheme evaluates each from the fields with "
+             "dt(...) equations)%s", use);
+    expect_error(src, want);
     snprintf(src, sizeof src, "%seq 0 = mu - c\ntime dt = 0.1, steps = 1, scheme = cn\n", head);
     expect_error(src, "4:4: error: cn cannot solve the algebraic equation for mu: Crank-Nicolson averages it over the "
                       "step, (EXPR(U_n) + EXPR(U_n+1))/2 = 0, so mu is never made to satisfy it (not L-stable: an "
