@@ -84,8 +84,7 @@ solved *solve(const char *src, backend_kind be, int single, int threads, const c
         r->x[a] = malloc(sizeof(double) * (size_t)r->cells);
         for (int64_t c = 0; c < r->cells; c++) {
             int64_t idx[3] = {c % p->n[0], (c / p->n[0]) % p->n[1], c / (p->n[0] * p->n[1])};
-            double h = p->length[a] / (double)p->n[a];
-            r->x[a][c] = p->origin[a] + ((double)idx[a] + 0.5) * h;
+            r->x[a][c] = a < p->dim ? program_cell_centre(p, a, idx[a]) : p->origin[a] + 0.5 * p->length[a];
         }
     }
     engine_destroy(e);
