@@ -174,6 +174,7 @@ int writers_frame_build(writers_frame *fr, const pj_program *p, const kir_launch
         cells *= (size_t)L->n[a];
     }
     fr->t = t;
+    fr->mesh = p;
     const char **names = calloc((size_t)(n_fields ? n_fields : 1), sizeof *names);
     double **data = calloc((size_t)(n_fields ? n_fields : 1), sizeof *data);
     fr->names = names;
@@ -215,7 +216,8 @@ int writers_csv(const char *path, const writers_frame *fr, char *err, size_t err
     afile a;
     if (af_open(&a, path, err, err_len)) return -1;
     FILE *f = a.f;
-    for (int ax = 0; ax < fr->dim; ax++) fprintf(f, "%s%c", ax ? "," : "", "xyz"[ax]);
+    int radial = fr->mesh && fr->mesh->geometry != PJ_GEOM_CARTESIAN;
+    for (int ax = 0; ax < fr->dim; ax++) fprintf(f, "%s%c", ax ? "," : "", (radial ? "rz" : "xyz")[ax]);
     for (int i = 0; i < fr->n_fields; i++) fprintf(f, ",%s", fr->names[i]);
     fputc('\n', f);
     int64_t c = 0;
@@ -223,8 +225,10 @@ int writers_csv(const char *path, const writers_frame *fr, char *err, size_t err
         for (int64_t j = 0; j < fr->n[1]; j++)
             for (int64_t i = 0; i < fr->n[0]; i++, c++) {
                 int64_t idx[3] = {i, j, k};
-                for (int ax = 0; ax < fr->dim; ax++)
-                    fprintf(f, "%s%.17g", ax ? "," : "", fr->origin[ax] + ((double)idx[ax] + 0.5) * fr->h[ax]);
+                for (int ax = 0; ax < fr->dim; ax++) /* the centre: of the listed or stretched faces */
+                    fprintf(f, "%s%.17g", ax ? "," : "", fr->mesh && fr->mesh->faces[ax]
+                            ? program_cell_centre(fr->mesh, ax, fr->first[ax] + idx[ax])
+                            : fr->origin[ax] + ((double)idx[ax] + 0.5) * fr->h[ax]);
                 for (int v = 0; v < fr->n_fields; v++) fprintf(f, ",%.17g", fr->data[v][c]);
                 if (fputc('\n', f) == EOF) break;
             }

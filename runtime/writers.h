@@ -30,6 +30,8 @@ typedef struct writers_frame {
     const double *const *data;   /* n_fields arrays of n[0]*n[1]*n[2] values, x fastest */
     int64_t first[3];            /* a block of a larger mesh (a piece of a parallel VTK snapshot):
                                     the mesh index of its cell 0; zero for a whole mesh */
+    const pj_program *mesh;      /* the problem whose mesh this is: the centres of a non-uniform
+                                    axis, the names r, z of a curvilinear one (NULL: h, origin) */
 } writers_frame;
 
 /* Copies field f's interior values (x fastest) into out; 0, or -1 with a message. */

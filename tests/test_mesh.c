@@ -256,6 +256,44 @@ static void cpu_matches_interpreter(void **state)
     }
 }
 
+/* --dump (CSV) gives each cell's own centre, and r for a radial mesh; --init reads it back. */
+static void dump_has_the_centres(void **state)
+{
+    (void)state;
+    char path[1024], *out = NULL;
+    snprintf(path, sizeof path, "%s/s.pde", tu_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "mesh grid(nx = 10, Lx = 2, x0 = 1, x = stretch(1.2))\nfield u = x\ntime dt = 0.001, steps = 1\n");
+    fclose(f);
+    assert_int_equal(tu_pdejit(&out, "run s.pde --dump s.csv"), 0);
+    free(out);
+    assert_int_equal(tu_pdejit(&out, "run s.pde --init s.csv --steps 1"), 0);
+    free(out);
+    snprintf(path, sizeof path, "%s/s.csv", tu_dir);
+    char *csv = tu_read_file(path, NULL);
+    assert_non_null(csv);
+    assert_memory_equal(csv, "x,u\n", 4);
+    const char *line = strchr(csv, '\n') + 1;
+    for (int i = 0; i < 10; i++) {
+        double x = strtod(line, NULL), want = 1 + 2 * 0.5 * (stretched_face(1.2, 10, i) + stretched_face(1.2, 10, i + 1));
+        assert_true(fabs(x - want) < 1e-14);
+        line = strchr(line, '\n') + 1;
+    }
+    free(csv);
+    snprintf(path, sizeof path, "%s/c.pde", tu_dir);
+    f = fopen(path, "w");
+    fprintf(f, "mesh cylindrical(nr = 4, Lr = 2)\nfield u = r\ntime dt = 0.001, steps = 1\n");
+    fclose(f);
+    assert_int_equal(tu_pdejit(&out, "run c.pde --dump c.csv"), 0);
+    free(out);
+    snprintf(path, sizeof path, "%s/c.csv", tu_dir);
+    csv = tu_read_file(path, NULL);
+    assert_non_null(csv);
+    assert_memory_equal(csv, "r,u\n0.25,", 9);
+    free(csv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,7 +301,7 @@ int main(void)
         cmocka_unit_test(radial_conservation),        cmocka_unit_test(axisymmetric_conservation),
         cmocka_unit_test(radial_laplace_exact),       cmocka_unit_test(listed_widths_match_stretch),
         cmocka_unit_test(stretched_flux_condition),
-        cmocka_unit_test(cpu_matches_interpreter),
+        cmocka_unit_test(cpu_matches_interpreter),    cmocka_unit_test(dump_has_the_centres),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
