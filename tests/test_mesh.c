@@ -12,6 +12,7 @@
 #include <string.h>
 #include "driver.h"
 #include "solve.h"
+#include "implicit.h"
 
 typedef struct run {
     double *u;         /* field 0 at the end */
@@ -294,6 +295,46 @@ static void dump_has_the_centres(void **state)
     free(csv);
 }
 
+/* Backward Euler on a spherical mesh with a nonlinear term: first order in dt toward the explicit
+ * solution of a much smaller step, and Newton converging in a few iterations a step (the exact
+ * Jacobian carries the areas r^2 and the volumes). */
+static void implicit_on_a_sphere(void **state)
+{
+    (void)state;
+    char why[256];
+    if (!implicit_available(why, sizeof why)) {
+        printf("skipped: %s\n", why);
+        return;
+    }
+    const char *body = "mesh spherical(nr = 24, Lr = 1, r0 = 0)\nfield u = exp(-20*r^2)\n"
+                       "eq dt(u) = div((1 + r)*grad(u)) - u^2\non outer: u = 0.1\n";
+    char src[512];
+    snprintf(src, sizeof src, "%stime dt = 0.00001, steps = 2000\n", body);
+    run ref = run_problem(src, "cpu");
+    double err[2];
+    for (int k = 0; k < 2; k++) {
+        double dt = 0.002 / (1 << k);
+        snprintf(src, sizeof src, "%stime dt = %g, scheme = beuler\n", body, dt);
+        api_sim a = api_sim_start("s.pde", src, NULL);
+        char msg[512];
+        pj_status rc = pj_sim_advance(a.sim, dt, 0.02, msg, sizeof msg);
+        if (rc) fprintf(stderr, "%s\n", msg);
+        assert_int_equal(rc, PJ_OK);
+        double u[24];
+        pj_solver_stats st;
+        api_sim_end(&a, u, &st);
+        err[k] = 0;
+        for (int i = 0; i < 24; i++) err[k] = fmax(err[k], fabs(u[i] - ref.u[i]));
+        printf("beuler dt = %g: error %.3e, %lld Newton iterations in %lld steps\n", dt, err[k], (long long)st.newton,
+               (long long)st.steps);
+        assert_true(st.newton <= 4 * st.steps);
+    }
+    double order = log2(err[0] / err[1]);
+    printf("beuler order %.3f\n", order);
+    assert_true(fabs(order - 1) < 0.15);
+    free(ref.u);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -302,6 +343,7 @@ int main(void)
         cmocka_unit_test(radial_laplace_exact),       cmocka_unit_test(listed_widths_match_stretch),
         cmocka_unit_test(stretched_flux_condition),
         cmocka_unit_test(cpu_matches_interpreter),    cmocka_unit_test(dump_has_the_centres),
+        cmocka_unit_test(implicit_on_a_sphere),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
