@@ -330,8 +330,8 @@ char *case_with_monitors(const test_case *c)
     size_t cap = strlen(c->text) + 1024;
     char *s = malloc(cap);
     snprintf(s, cap, "%s\nmonitor mon_a = integral(%s), mon_b = maxval(%s*%s), mon_c = minval(%s - %s),\n"
-                     "        mon_d = mean(%s%s - %s), mon_e = integral(exp(-%s*%s) + x)\n",
-             c->text, f, f, g, g, f, f, off, f, g, g);
+                     "        mon_d = mean(%s%s - %s), mon_e = integral(exp(-%s*%s) + %s)\n",
+             c->text, f, f, g, g, f, f, off, f, g, g, p->geometry == PJ_GEOM_CARTESIAN ? "x" : "r");
     program_free(p);
     return s;
 }
