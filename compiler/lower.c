@@ -139,9 +139,14 @@ static int lower_lap(compiler *C, lctx *x, const ast_expr *e)
             int d2 = kir_op2(x->k, KIR_SUB, kir_op2(x->k, KIR_ADD, eh, el), twice);
             term = kir_op2(x->k, KIR_MUL, d2, inverse_spacing(x->k, a, 2));
         } else { /* the fluxes (u(+1) - u) / d+ and (u - u(-1)) / d- through the faces' areas */
-            int o = x->off[a];
-            int fh = kir_op2(x->k, KIR_DIV, kir_op2(x->k, KIR_SUB, eh, centre), mesh_distance(C, x->k, a, 2 * o + 1));
-            int fl = kir_op2(x->k, KIR_DIV, kir_op2(x->k, KIR_SUB, centre, el), mesh_distance(C, x->k, a, 2 * o - 1));
+            int o = x->off[a], fh = kir_op2(x->k, KIR_SUB, eh, centre), fl = kir_op2(x->k, KIR_SUB, centre, el);
+            if (mesh_uniform(C, a)) { /* a radial axis: 1/h once per launch, as on a grid */
+                fh = kir_op2(x->k, KIR_MUL, fh, inverse_spacing(x->k, a, 1));
+                fl = kir_op2(x->k, KIR_MUL, fl, inverse_spacing(x->k, a, 1));
+            } else {
+                fh = kir_op2(x->k, KIR_DIV, fh, mesh_distance(C, x->k, a, 2 * o + 1));
+                fl = kir_op2(x->k, KIR_DIV, fl, mesh_distance(C, x->k, a, 2 * o - 1));
+            }
             term = metric_div(C, x->k, a, o, fh, fl);
         }
         sum = sum < 0 ? term : kir_op2(x->k, KIR_ADD, sum, term);

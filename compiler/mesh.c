@@ -418,6 +418,13 @@ int program_axis_plain(const pj_program *p, int a)
     return a >= p->dim || (p->spacing[a] == PJ_SPACING_UNIFORM && !(p->geometry != PJ_GEOM_CARTESIAN && a == 0));
 }
 
+int program_mesh_plain(const pj_program *p)
+{
+    int plain = 1;
+    for (int a = 0; a < p->dim; a++) plain &= program_axis_plain(p, a);
+    return plain;
+}
+
 static double host_face(const pj_program *p, int a, int64_t j)
 {
     if (p->faces[a]) return p->faces[a][j];

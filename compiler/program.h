@@ -222,6 +222,7 @@ int program_run_kernels(const pj_program *p, pj_kernel_id *ids);
 /* compiler/mesh.c. 1 when axis a of p is a uniform Cartesian one (or beyond the dimension): its
  * cells are length / n wide and its face areas 1 (the z axis of an r-z mesh is one too). */
 int program_axis_plain(const pj_program *p, int a);
+int program_mesh_plain(const pj_program *p); /* every axis is */
 /* The centre of cell i (0 <= i < n[a]) along axis a, in the mesh's coordinates. */
 double program_cell_centre(const pj_program *p, int a, int64_t i);
 /* What a sum over the cells of a monitor's kernel value is multiplied by to give integral(e):

@@ -742,8 +742,7 @@ int cuda_sim_reduce(cuda_sim *s, double *values, char *err, size_t err_len)
         return -1;
     }
     double volume = program_integral_scale(p, s->L.h);
-    int plain = 1;
-    for (int a = 0; a < p->dim; a++) plain &= program_axis_plain(p, a);
+    int plain = program_mesh_plain(p);
     for (int i = 0; i < p->n_monitors && i < no; i++) {
         double v = r[i];
         if (p->monitor_kinds[i] == PJ_MON_INTEGRAL) v *= volume;

@@ -51,8 +51,7 @@ int sim_reduce(sim *s, kir_cpu_fn fn, double *values)
     if (!s->pool || cells < SIM_PAR_MIN_CELLS) run_reduce_range(&job, 0, parts);
     else cpu_pool_run_range(s->pool, run_reduce_range, &job, parts, 1, cells / parts);
     double volume = program_integral_scale(p, s->st.g.h), divisor = program_mean_divisor(p);
-    int plain = 1;
-    for (int a = 0; a < p->dim; a++) plain &= program_axis_plain(p, a);
+    int plain = program_mesh_plain(p);
     for (int i = 0; i < p->n_monitors && i < no; i++) {
         double v = kir_reduce_finish(k->outputs[i].slot, part[i], parts);
         if (p->monitor_kinds[i] == PJ_MON_INTEGRAL) v *= volume;
