@@ -157,6 +157,8 @@ static void set_axis(compiler *C, pj_program *p, int a, axis_in *in, const char 
         p->faces[a][0] = p->origin[a];
         for (int64_t i = 0; i < p->n[a]; i++) p->faces[a][i + 1] = p->faces[a][i] + in->widths[i];
         p->length[a] = p->faces[a][p->n[a]] - p->origin[a];
+        if (!isfinite(p->faces[a][p->n[a]]) || !(p->length[a] > 0))
+            diag_error(C->d, in->where[ROLE_WIDTHS], "the widths d%s add up to %g: not a finite length", names[a], p->length[a]);
     } else if (in->given[ROLE_STRETCH] && in->v[ROLE_STRETCH] != 1) {
         p->spacing[a] = PJ_SPACING_STRETCH;
         p->stretch[a] = in->v[ROLE_STRETCH];

@@ -339,6 +339,7 @@ static void errors_meshes(void **state)
     (void)state;
     expect_error("mesh grid(nx = 4, dx = [0.1, 0.2, 0.3])\n", "1:16: error: nx = 4 but dx lists 3 widths");
     expect_error("mesh grid(dx = [0.1, -0.2])\n", "1:22: error: a cell width must be positive, not -0.2");
+    expect_error("mesh grid(dx = [1e308, 1e308])\n", "1:16: error: the widths dx add up to inf: not a finite length");
     expect_error("mesh grid(dx = [0.1, 0.2], Lx = 1)\n", "1:33: error: Lx follows from the widths dx: give one of them");
     expect_error("mesh grid(nx = 10, x = stretch(0))\n", "1:32: error: stretch takes a width ratio > 0, not 0");
     expect_error("mesh grid(nx = 10, x = 2)\n", "1:24: error: x = takes stretch(RATIO): each cell RATIO times as wide "
