@@ -7,7 +7,9 @@
  *
  * Snapshot series (`--out DIR`), snapshot number N = 0, 1, 2 ... (6 digits):
  *     DIR/snapshot_00000N.csv     all fields of the frame, the --dump format     (PJ_FMT_CSV)
- *     DIR/snapshot_00000N.vti     VTK ImageData, CellData, base64 binary Float64 (PJ_FMT_VTK)
+ *     DIR/snapshot_00000N.vti     VTK ImageData, CellData, base64 binary Float64 (PJ_FMT_VTK);
+ *                                 .vtr (RectilinearGrid, the faces as Coordinates) for a mesh
+ *                                 with stretched or listed widths (compiler/mesh.c)
  *     DIR/snapshots.pvd           the ParaView series of the .vti files           (PJ_FMT_VTK)
  *     DIR/snapshot_00000N.pvti    over MPI instead of the .vti: a parallel ImageData whose pieces
  *     DIR/snapshot_00000N_pR.vti  are the blocks of the processes (R: the rank)

@@ -293,6 +293,28 @@ static void dump_has_the_centres(void **state)
     assert_non_null(csv);
     assert_memory_equal(csv, "r,u\n0.25,", 9);
     free(csv);
+    /* VTK: a rectilinear grid (.vtr) with the listed faces, named by the series' .pvd */
+    snprintf(path, sizeof path, "%s/v.pde", tu_dir);
+    f = fopen(path, "w");
+    fprintf(f, "mesh grid(nx = 4, ny = 2, dx = [0.1, 0.2, 0.3, 0.4])\nfield u = x\ntime dt = 0.001, steps = 1\n"
+               "output every = 0.001, format = vtk\n");
+    fclose(f);
+    assert_int_equal(tu_pdejit(&out, "run v.pde --out vo"), 0);
+    free(out);
+    char want[256];
+    snprintf(want, sizeof want, "Name=\"x\" format=\"ascii\">0 %.17g %.17g %.17g %.17g<", 0.1, 0.1 + 0.2, 0.1 + 0.2 + 0.3,
+             0.1 + 0.2 + 0.3 + 0.4);
+    snprintf(path, sizeof path, "%s/vo/snapshot_000001.vtr", tu_dir);
+    char *vtr = tu_read_file(path, NULL);
+    assert_non_null(vtr);
+    assert_non_null(strstr(vtr, "<RectilinearGrid WholeExtent=\"0 4 0 2 0 0\">"));
+    assert_non_null(strstr(vtr, want));
+    free(vtr);
+    snprintf(path, sizeof path, "%s/vo/snapshots.pvd", tu_dir);
+    char *pvd = tu_read_file(path, NULL);
+    assert_non_null(pvd);
+    assert_non_null(strstr(pvd, "file=\"snapshot_000001.vtr\""));
+    free(pvd);
 }
 
 /* Backward Euler on a spherical mesh with a nonlinear term: first order in dt toward the explicit
