@@ -94,6 +94,9 @@ static void read_monitors(compiler *C, pj_program *p)
             lctx x = {.k = p->reduce, .where = IN_STAGE, .slot = 0};
             int v = lower_expr(C, &x, s->value->args[0]);
             if (v < 0) continue;
+            for (int a = 0; a < p->dim && (kind == PJ_MON_INTEGRAL || kind == PJ_MON_MEAN); a++)
+                if (!program_axis_plain(p, a)) /* the cell's volume (program_integral_scale: the plain axes') */
+                    v = kir_op2(p->reduce, KIR_MUL, kir_as_f(p->reduce, v), mesh_volume(C, p->reduce, a, 0));
             int op = kind == PJ_MON_MAXVAL ? KIR_RED_MAX : kind == PJ_MON_MINVAL ? KIR_RED_MIN : KIR_RED_SUM;
             kir_add_output(p->reduce, op, s->index, kir_as_f(p->reduce, v));
         }
@@ -359,21 +362,27 @@ static void read_boundaries(compiler *C, pj_program *p)
                 for (int s = 0; s < 2 * p->dim; s++) {
                     int dup = 0;
                     for (int q = 0; q < n_sides; q++) dup |= sides[q] == s;
-                    if (p->periodic[s / 2] || dup) continue;
+                    if (p->periodic[s / 2] || dup || (s == 0 && p->axis_inner)) continue;
                     if (field >= 0 && given[field][s]) {
                         diag_error(C->d, loc, "side '%s' (in all) already has a condition for %s at line %d",
-                                   sema_side_name(s), sema_lookup_field_name(C, field), given[field][s]->loc.line);
+                                   mesh_side_name(p, s), sema_lookup_field_name(C, field), given[field][s]->loc.line);
                         continue;
                     }
                     sides[n_sides++] = s;
                 }
                 continue;
             }
-            int side = sema_side_index(n);
+            int side = mesh_side_index(C, n);
             if (side < 0) {
-                const char *near = sema_closest_side(n);
-                diag_error(C->d, loc, "unknown side '%s'%s%s%s; sides are left, right, bottom, top, back, front, all", n,
-                           near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+                const char *near = p->geometry == PJ_GEOM_CARTESIAN ? sema_closest_side(n) : NULL;
+                diag_error(C->d, loc, "unknown side '%s'%s%s%s; sides are %s", n,
+                           near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "", mesh_side_list(p));
+                continue;
+            }
+            if (side == 0 && p->axis_inner) {
+                diag_error(C->d, loc, "the inner side of this %s mesh is the %s (r0 = 0): it takes no condition "
+                           "(nothing flows through it)", p->geometry == PJ_GEOM_CYLINDRICAL ? "cylindrical" : "spherical",
+                           p->geometry == PJ_GEOM_CYLINDRICAL ? "axis" : "centre");
                 continue;
             }
             if (side >= 2 * p->dim) {
@@ -405,7 +414,7 @@ static void read_boundaries(compiler *C, pj_program *p)
             given[field][side] = st;
             if (!p->bc_kernel[side]) {
                 char name[32];
-                snprintf(name, sizeof name, "bc.%s", sema_side_name(side));
+                snprintf(name, sizeof name, "bc.%s", mesh_side_name(p, side));
                 p->bc_kernel[side] = need(C, kir_new(KIR_BC, p->dim, p->n_fields, p->n_params, 1, name));
                 p->bc_kernel[side]->side = side;
             }
@@ -416,6 +425,7 @@ static void read_boundaries(compiler *C, pj_program *p)
             if (lower_bc(C, &x, st->lhs, st->rhs, &a, &b, &c) < 0) break;
             if (a < 0) a = kir_const(k, 0);
             if (b < 0) b = kir_const(k, 0);
+            if (mesh_bc_scale(p, side) != 1) b = kir_op2(k, KIR_MUL, b, kir_const(k, mesh_bc_scale(p, side)));
             if (k->nodes[a].op == KIR_CONST && k->nodes[a].value == 0 && k->nodes[b].op == KIR_CONST && k->nodes[b].value == 0) {
                 diag_error(C->d, st->lhs->loc, "boundary condition has no %s or dn(%s) term",
                            sema_lookup_field_name(C, field), sema_lookup_field_name(C, field));
@@ -716,6 +726,7 @@ void program_free(pj_program *p)
     free(p->output_at);
     for (int s = 0; s < p->n_stages; s++) kir_free(p->stages ? p->stages[s].kernel : NULL);
     free(p->stages);
+    for (int a = 0; a < 3; a++) free(p->faces[a]);
     free(p->filename);
     free(p);
 }

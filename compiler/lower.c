@@ -12,6 +12,7 @@
  * body's context, so `func f(a) = L(a)` works on faces. Hash-consing makes the repeated
  * lowering of an argument cost no IR. */
 #include "sema.h"
+#include "mesh.h"
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -88,6 +89,15 @@ static int inverse_spacing(kir_kernel *k, int axis, int power)
     return kir_op2(k, KIR_DIV, kir_const(k, 1), h);
 }
 
+/* Along an axis with a metric (mesh.h): (A+ F+ - A- F-) / V of the cell at offset off. */
+static int metric_div(compiler *C, kir_kernel *k, int a, int off, int fh, int fl)
+{
+    int ah = mesh_area(C, k, a, 2 * off + 1), al = mesh_area(C, k, a, 2 * off - 1);
+    if (ah >= 0) fh = kir_op2(k, KIR_MUL, fh, ah);
+    if (al >= 0) fl = kir_op2(k, KIR_MUL, fl, al);
+    return kir_op2(k, KIR_DIV, kir_op2(k, KIR_SUB, fh, fl), mesh_volume(C, k, a, off));
+}
+
 /* div of a face quantity: `face` lowers it on a face context. */
 typedef int (*face_fn)(compiler *C, lctx *face, const void *arg);
 
@@ -103,7 +113,8 @@ static int lower_div(compiler *C, lctx *x, face_fn fn, const void *arg)
         if (fh < 0) return -1;
         int fl = fn(C, &lo, arg);
         if (fl < 0) return -1;
-        int term = kir_op2(x->k, KIR_MUL, kir_op2(x->k, KIR_SUB, fh, fl), inverse_spacing(x->k, a, 1));
+        int term = mesh_plain(C, a) ? kir_op2(x->k, KIR_MUL, kir_op2(x->k, KIR_SUB, fh, fl), inverse_spacing(x->k, a, 1))
+                                    : metric_div(C, x->k, a, x->off[a], fh, fl);
         sum = sum < 0 ? term : kir_op2(x->k, KIR_ADD, sum, term);
     }
     return sum;
@@ -123,8 +134,21 @@ static int lower_lap(compiler *C, lctx *x, const ast_expr *e)
         if (eh < 0) return -1;
         int el = lower_expr(C, &lo, e);
         if (el < 0) return -1;
-        int d2 = kir_op2(x->k, KIR_SUB, kir_op2(x->k, KIR_ADD, eh, el), twice);
-        int term = kir_op2(x->k, KIR_MUL, d2, inverse_spacing(x->k, a, 2));
+        int term;
+        if (mesh_plain(C, a)) {
+            int d2 = kir_op2(x->k, KIR_SUB, kir_op2(x->k, KIR_ADD, eh, el), twice);
+            term = kir_op2(x->k, KIR_MUL, d2, inverse_spacing(x->k, a, 2));
+        } else { /* the fluxes (u(+1) - u) / d+ and (u - u(-1)) / d- through the faces' areas */
+            int o = x->off[a], fh = kir_op2(x->k, KIR_SUB, eh, centre), fl = kir_op2(x->k, KIR_SUB, centre, el);
+            if (mesh_uniform(C, a)) { /* a radial axis: 1/h once per launch, as on a grid */
+                fh = kir_op2(x->k, KIR_MUL, fh, inverse_spacing(x->k, a, 1));
+                fl = kir_op2(x->k, KIR_MUL, fl, inverse_spacing(x->k, a, 1));
+            } else {
+                fh = kir_op2(x->k, KIR_DIV, fh, mesh_distance(C, x->k, a, 2 * o + 1));
+                fl = kir_op2(x->k, KIR_DIV, fl, mesh_distance(C, x->k, a, 2 * o - 1));
+            }
+            term = metric_div(C, x->k, a, o, fh, fl);
+        }
         sum = sum < 0 ? term : kir_op2(x->k, KIR_ADD, sum, term);
     }
     return sum;
@@ -139,7 +163,10 @@ static int face_grad(compiler *C, lctx *face, const void *arg)
     if (a < 0) return -1;
     int b = lower_expr(C, &r, arg);
     if (b < 0) return -1;
-    return kir_op2(face->k, KIR_MUL, kir_op2(face->k, KIR_SUB, b, a), inverse_spacing(face->k, face->axis, 1));
+    int ax = face->axis;
+    if (!mesh_uniform(C, ax))
+        return kir_op2(face->k, KIR_DIV, kir_op2(face->k, KIR_SUB, b, a), mesh_distance(C, face->k, ax, 2 * face->off[ax] + 1));
+    return kir_op2(face->k, KIR_MUL, kir_op2(face->k, KIR_SUB, b, a), inverse_spacing(face->k, ax, 1));
 }
 
 /* gradx/grady/gradz(e) on a face along `axis`: component b of the gradient at the face. Along the
@@ -162,8 +189,11 @@ static int face_grad_component(compiler *C, lctx *face, int b, const ast_expr *e
         int el = lower_expr(C, &lo, e);
         if (el < 0) return -1;
         int d = kir_op2(k, KIR_SUB, eh, el);
+        if (!mesh_uniform(C, b)) /* (e(+1) - e(-1)) / (c(+1) - c(-1)) */
+            d = kir_op2(k, KIR_DIV, d, kir_op2(k, KIR_SUB, mesh_position(C, k, b, 2 * hi.off[b]), mesh_position(C, k, b, 2 * lo.off[b])));
         sum = sum < 0 ? d : kir_op2(k, KIR_ADD, sum, d);
     }
+    if (!mesh_uniform(C, b)) return kir_op2(k, KIR_MUL, kir_const(k, 0.5), sum);
     return kir_op2(k, KIR_MUL, kir_op2(k, KIR_MUL, kir_const(k, 0.25), sum), inverse_spacing(k, b, 1));
 }
 
@@ -189,16 +219,29 @@ static int load_field(compiler *C, lctx *x, int field, const int extra[3], pj_lo
     return kir_load(x->k, x->slot, field, off);
 }
 
-static int lower_coord(compiler *C, lctx *x, int axis, pj_loc loc)
+static int lower_coord(compiler *C, lctx *x, int axis, pj_loc loc, const char *name)
 {
     if (x->where == IN_PARAM || x->where == IN_CONST || x->where == IN_MESH || x->where == IN_STOP) {
-        lower_error(C, loc, "%s cannot depend on the coordinate '%c'", where_text(x->where), "xyz"[axis]);
+        lower_error(C, loc, "%s cannot depend on the coordinate '%s'", where_text(x->where), name);
         return -1;
     }
     int half = 2 * x->off[axis];
     if (x->face && axis == x->axis) half += 1;
     if (x->where == IN_BC && axis == x->bc_side / 2) half += (x->bc_side % 2) ? 1 : -1;
-    return kir_coord(x->k, axis, half);
+    return mesh_position(C, x->k, axis, half);
+}
+
+/* dx (dr ...): the spacing, the local one on a non-uniform axis (a cell's width; on a face along
+ * the axis, the distance between the two centres). */
+static int lower_spacing(compiler *C, lctx *x, int a, pj_loc loc, const char *name)
+{
+    if (x->where == IN_CONST || x->where == IN_MESH || x->where == IN_PARAM || x->where == IN_STOP) {
+        lower_error(C, loc, "%s cannot use the spacing '%s'", where_text(x->where), name);
+        return -1;
+    }
+    if (mesh_uniform(C, a)) return kir_spacing(x->k, a);
+    if (x->face && a == x->axis) return mesh_distance(C, x->k, a, 2 * x->off[a] + 1);
+    return mesh_width(C, x->k, a, x->off[a]);
 }
 
 /* Resolves a name through the inlining frames: returns the argument AST bound to it (and the
@@ -296,16 +339,8 @@ static int lower_name(compiler *C, lctx *x, const ast_expr *e)
         if (x->where == IN_INIT) return kir_const(x->k, 0.0);
         return kir_leaf(x->k, KIR_TIME);
     }
-    for (int a = 0; a < 3; a++) {
-        if (n[0] == "xyz"[a] && !n[1]) return lower_coord(C, x, a, e->loc);
-        if (n[0] == 'd' && n[1] == "xyz"[a] && !n[2]) {
-            if (x->where == IN_CONST || x->where == IN_MESH || x->where == IN_PARAM || x->where == IN_STOP) {
-                lower_error(C, e->loc, "%s cannot use the spacing '%s'", where_text(x->where), n);
-                return -1;
-            }
-            return kir_spacing(x->k, a);
-        }
-    }
+    int spacing, axis = mesh_name_axis(C, n, &spacing);
+    if (axis >= 0) return spacing ? lower_spacing(C, x, axis, e->loc, n) : lower_coord(C, x, axis, e->loc, n);
     lower_error(C, e->loc, "undefined name '%s'", n);
     return -1;
 }

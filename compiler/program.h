@@ -79,6 +79,9 @@ typedef struct pj_stage {
     double t_frac;        /* the stage's time is t + t_frac * dt */
 } pj_stage;
 
+typedef enum pj_geometry { PJ_GEOM_CARTESIAN, PJ_GEOM_CYLINDRICAL, PJ_GEOM_SPHERICAL } pj_geometry;
+typedef enum pj_spacing { PJ_SPACING_UNIFORM, PJ_SPACING_STRETCH, PJ_SPACING_LIST } pj_spacing;
+
 typedef struct pj_bc {
     pj_bc_kind kind;
     int constant;         /* LINEAR with a, b, c free of t and coordinates: evaluate once */
@@ -92,6 +95,15 @@ typedef struct pj_program {
     int dim;
     int64_t n[3];         /* cells per axis; 1 beyond the dimension */
     double length[3], origin[3];
+    /* the mesh's geometry and spacing (compiler/mesh.c; docs/language.md "Meshes"): a uniform
+       Cartesian axis is `length / n` wide everywhere and its kernels are today's; any other axis
+       carries its metric (face positions, areas, volumes) in the kernels themselves */
+    pj_geometry geometry;
+    pj_spacing spacing[3];
+    double stretch[3];    /* PJ_SPACING_STRETCH: each cell this many times wider than the one before */
+    double *faces[3];     /* a non-uniform axis: its n + 1 face positions (malloc), else NULL */
+    int axis_inner;       /* cylindrical or spherical with r0 = 0: the inner side is the axis or
+                             centre (zero area, no condition) */
 
     int n_fields;
     char **field_names;
@@ -216,5 +228,17 @@ int program_step_kernels(const pj_program *p, pj_kernel_id *ids);
 /* The same plus the monitors' reduction when p has one (room for n_stages + 4): what a run on a
  * back end compiles. */
 int program_run_kernels(const pj_program *p, pj_kernel_id *ids);
+
+/* compiler/mesh.c. 1 when axis a of p is a uniform Cartesian one (or beyond the dimension): its
+ * cells are length / n wide and its face areas 1 (the z axis of an r-z mesh is one too). */
+int program_axis_plain(const pj_program *p, int a);
+int program_mesh_plain(const pj_program *p); /* every axis is */
+/* The centre of cell i (0 <= i < n[a]) along axis a, in the mesh's coordinates. */
+double program_cell_centre(const pj_program *p, int a, int64_t i);
+/* What a sum over the cells of a monitor's kernel value is multiplied by to give integral(e):
+ * the widths of the plain axes (h[a], the kernel weighs the others itself); and the divisor of
+ * mean(e): the mesh's volume in the same units. */
+double program_integral_scale(const pj_program *p, const double h[3]);
+double program_mean_divisor(const pj_program *p);
 
 #endif

@@ -9,6 +9,7 @@
  * The driver that runs these with the mesh, the lowering and the kernels is compile_problem()
  * in frontend.c; nothing here lowers, so sema.c depends on no other pass. */
 #include "sema.h"
+#include "mesh.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,12 @@ int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def)
                 diag_error(C->d, e->loc, "'%s' is a %s: call it as %s(...)", e->name, kind_text(s->kind), e->name);
             break;
         }
+        if (C->mesh && C->mesh->geometry != PJ_GEOM_CARTESIAN) { /* r, z, dr, dz (mesh.c) */
+            int spacing, axis = mesh_name_axis(C, e->name, &spacing);
+            if (axis == -2) mesh_name_error(C, e->loc, e->name);
+            else if (axis == -3) diag_error(C->d, e->loc, "'%s' does not exist in a %s mesh", e->name, dim_text(C->dim));
+            if (axis != -1) break;
+        }
         int b = builtin_name_index(e->name);
         if (b >= 0) {
             int axis = b <= 2 ? b : (b >= 4 && b <= 6) ? b - 4 : -1;
@@ -271,6 +278,10 @@ int sema_check_expr(compiler *C, const ast_expr *e, const ast_stmt *def)
            argument has the same name (`const L = 1` beside `L(u)`) */
         symbol *s = sema_lookup(C, e->name);
         int builtin = find_builtin_fn(e->name, NULL), axis, high;
+        if (!strcmp(e->name, "[]")) {
+            diag_error(C->d, e->loc, "a list [...] only gives a mesh's cell widths (mesh grid(dx = [...]))");
+            break;
+        }
         if (sema_term_face(C, e->name, &axis, &high)) {
             if (e->n_args != 1 || axis >= C->dim)
                 diag_error(C->d, e->loc, "%s() takes one argument in a mesh with that axis", e->name);

@@ -58,6 +58,7 @@ typedef struct compiler {
     int dim;
     int periodic[3];      /* periodic axes (set before the equations are lowered): no boundary faces */
     pj_loc mesh_loc;
+    const pj_program *mesh; /* the mesh read (read_mesh): its geometry and spacing, for the lowering */
     long work;            /* lowering steps, bounded */
     pj_loc reported[64];  /* error positions already reported by lowering (inlined twice) */
     int n_reported;

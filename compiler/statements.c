@@ -1,6 +1,6 @@
 /* statements.c — the front end's readers of the settings statements: mesh, time, solver and
  * output (their keyword arguments checked against each statement's keys, constant settings
- * evaluated), for compile_problem (frontend.c). */
+ * evaluated), for compile_problem (frontend.c); the mesh statement is mesh.c's. */
 #include "statements.h"
 #include <math.h>
 #include <stdio.h>
@@ -13,107 +13,6 @@ static void *statements_need(compiler *C, void *block)
 {
     if (!block) arena_fail(C->arena);
     return block;
-}
-
-/* ---- mesh --------------------------------------------------------------------------------- */
-
-int read_mesh(compiler *C, pj_program *p)
-{
-    const ast_stmt *mesh = NULL;
-    for (int i = 0; i < C->ast->n_stmts; i++) {
-        const ast_stmt *st = C->ast->stmts[i];
-        if (st->kind != ST_MESH) continue;
-        if (mesh) {
-            diag_error(C->d, st->loc, "a second mesh (the first is at line %d)", mesh->loc.line);
-            continue;
-        }
-        mesh = st;
-    }
-    if (mesh) C->mesh_loc = mesh->loc;
-    if (!mesh) {
-        diag_error(C->d, (pj_loc){1, 1}, "no mesh: a problem needs a line such as `mesh grid(nx = 100)`");
-        return -1;
-    }
-    if (strcmp(mesh->name, "grid")) {
-        diag_error(C->d, mesh->name_loc, "unknown mesh '%s': the mesh is grid(nx=, ny=, nz=, Lx=, ...)", mesh->name);
-        return -1;
-    }
-    static const char *const keys[] = {"nx", "ny", "nz", "Lx", "Ly", "Lz", "x0", "y0", "z0"};
-    double val[9];
-    int given[9] = {0};
-    pj_loc where[9];
-    C->dim = 3; /* constants may use anything while the mesh is read */
-    int errors = C->d->errors;
-    for (int j = 0; j < mesh->n_kwargs; j++) {
-        const ast_kwarg *kw = &mesh->kwargs[j];
-        int key = -1;
-        for (int q = 0; q < 9; q++)
-            if (!strcmp(kw->name, keys[q])) key = q;
-        if (key < 0) {
-            const char *near = diag_closest(kw->name, keys, 9);
-            if (near) diag_error(C->d, kw->loc, "unknown mesh argument '%s'; did you mean '%s'?", kw->name, near);
-            else diag_error(C->d, kw->loc, "unknown mesh argument '%s' (grid takes nx ny nz Lx Ly Lz x0 y0 z0)", kw->name);
-            continue;
-        }
-        if (given[key]) {
-            diag_error(C->d, kw->loc, "mesh argument '%s' is given twice", kw->name);
-            continue;
-        }
-        if (!kw->value) {
-            diag_error(C->d, kw->loc, "mesh argument '%s' needs a value", kw->name);
-            continue;
-        }
-        if (sema_check_expr(C, kw->value, NULL)) continue;
-        lctx dummy = {0};
-        (void)dummy;
-        if (lower_const_value(C, kw->value, &val[key]) < 0) continue;
-        given[key] = 1;
-        where[key] = kw->value->loc;
-    }
-    if (C->d->errors > errors) return -1;
-    int dim = given[2] ? 3 : given[1] ? 2 : given[0] ? 1 : 0;
-    if (!given[0]) {
-        diag_error(C->d, mesh->loc, "the mesh needs nx (cells along x)");
-        return -1;
-    }
-    if (given[2] && !given[1]) {
-        diag_error(C->d, mesh->loc, "a 3D mesh needs ny as well as nz");
-        return -1;
-    }
-    p->dim = dim;
-    for (int a = 0; a < 3; a++) {
-        p->n[a] = 1;
-        p->length[a] = 1;
-        p->origin[a] = 0;
-        if (a < dim) {
-            double n = val[a];
-            if (n != floor(n) || n < 1 || n > 1e9) {
-                diag_error(C->d, where[a], "%s must be a positive whole number of cells, not %g", keys[a], n);
-                continue;
-            }
-            p->n[a] = (int64_t)n;
-            if (given[3 + a]) {
-                if (!(val[3 + a] > 0) || isinf(val[3 + a])) {
-                    diag_error(C->d, where[3 + a], "%s must be positive, not %g", keys[3 + a], val[3 + a]);
-                    continue;
-                }
-                p->length[a] = val[3 + a];
-            }
-            if (given[6 + a]) {
-                if (!isfinite(val[6 + a])) {
-                    diag_error(C->d, where[6 + a], "%s must be a finite number, not %g", keys[6 + a], val[6 + a]);
-                    continue;
-                }
-                p->origin[a] = val[6 + a];
-            }
-        } else {
-            for (int q = 3 + a; q < 9; q += 3)
-                if (given[q])
-                    diag_error(C->d, where[q], "%s is given but the mesh is %s (no n%c)", keys[q], sema_dim_text(dim), "xyz"[a]);
-        }
-    }
-    C->dim = dim;
-    return C->d->errors > errors ? -1 : 0;
 }
 
 const ast_kwarg *stmt_kwarg_named(const ast_stmt *st, const char *name)

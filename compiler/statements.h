@@ -2,8 +2,8 @@
 #ifndef PJ_STATEMENTS_H
 #define PJ_STATEMENTS_H
 #include "sema.h"
+#include "mesh.h"
 
-int read_mesh(compiler *C, pj_program *p);
 const ast_kwarg *stmt_kwarg_named(const ast_stmt *st, const char *name);
 int stmt_check_kwargs(compiler *C, const ast_stmt *st, const char *what, const char *const *keys, int n);
 int stmt_const_setting(compiler *C, const ast_kwarg *kw, double *out);

@@ -312,6 +312,7 @@ expr
                               deepen(ctx, $$, $$->a);
                               if ($3.len != 1)
                                   diag_error(ctx->diag, L(@1), "%s[k][...]: one member k, not %d indices", $1, $3.len); }
+    | '[' args ']'          { $$ = call(ctx, AST_CALL, "[]", L(@1), $2); } /* mesh widths (compiler/mesh.c) */
     | '(' expr ')'          { $$ = $2; }
     | '-' expr %prec UNARY  { $$ = unary(ctx, '-', L(@1), $2); }
     | '+' expr %prec UNARY  { $$ = unary(ctx, '+', L(@1), $2); }

@@ -505,9 +505,10 @@ int checkpoint_init_from_csv(engine *e, const char *path, char *err, size_t err_
     for (char *tok = strtok_r(line, ",", &save); tok; tok = strtok_r(NULL, ",", &save), i++) {
         col_field[i] = -1;
         if (i < p->dim) {
-            if (strcmp(tok, (const char *[]){"x", "y", "z"}[i])) {
+            int radial = p->geometry != PJ_GEOM_CARTESIAN;
+            if (strcmp(tok, (radial ? (const char *[]){"r", "z", "?"} : (const char *[]){"x", "y", "z"})[i])) {
                 diag_set(err, err_len, "--init %s: the header must start with the %dD coordinates %s, not '%s'", path,
-                         p->dim, p->dim == 1 ? "x" : p->dim == 2 ? "x,y" : "x,y,z", tok);
+                         p->dim, radial ? (p->dim == 1 ? "r" : "r,z") : p->dim == 1 ? "x" : p->dim == 2 ? "x,y" : "x,y,z", tok);
                 goto done;
             }
             continue;
@@ -547,7 +548,7 @@ int checkpoint_init_from_csv(engine *e, const char *path, char *err, size_t err_
         }
         int64_t idx[3] = {r % p->n[0], (r / p->n[0]) % p->n[1], r / (p->n[0] * p->n[1])};
         for (int a = 0; a < p->dim; a++) {
-            double want = g->origin[a] + ((double)idx[a] + 0.5) * g->h[a];
+            double want = p->faces[a] ? program_cell_centre(p, a, idx[a]) : g->origin[a] + ((double)idx[a] + 0.5) * g->h[a];
             if (!(fabs(row[a] - want) <= 1e-9 * fmax(fabs(want), g->h[a]))) {
                 diag_set(err, err_len, "--init %s: line %lld: %c = %.17g where this grid's cell has %.17g: not a dump "
                          "of this grid", path, (long long)r + 2, "xyz"[a], row[a], want);

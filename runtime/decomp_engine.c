@@ -161,9 +161,12 @@ static int dec_reduce(void *impl, double *values, char *err, size_t len)
        cells), extremes take the extreme */
     const pj_program *p = x->p;
     double cells = (double)(p->n[0] * p->n[1] * p->n[2]);
+    /* a mesh with a metric: each block's mean is already its share of the whole mesh's (its
+       volumes over the mesh's volume, program_mean_divisor) */
+    int plain = program_mesh_plain(p);
     for (int i = 0; i < p->n_monitors; i++) {
         pj_monitor_kind k = p->monitor_kinds[i];
-        double v = k == PJ_MON_MEAN ? values[i] * (double)x->block_cells / cells : values[i];
+        double v = k == PJ_MON_MEAN && plain ? values[i] * (double)x->block_cells / cells : values[i];
         decomp_reduce(x->d, &v, 1, k == PJ_MON_MAXVAL ? 1 : k == PJ_MON_MINVAL ? 2 : 0);
         values[i] = v;
     }

@@ -153,7 +153,7 @@ static int write_piece(engine *e, const driver_options *o, int index, char *err,
     const grid_block *b = engine_block(e);
     const kir_launch *G = engine_geometry(e);
     int n = o->fields ? o->n_fields : p->n_fields, rc = -1;
-    writers_frame fr = {.dim = p->dim, .t = engine_time(e), .n_fields = n};
+    writers_frame fr = {.dim = p->dim, .t = engine_time(e), .n_fields = n, .mesh = p};
     const char **names = calloc((size_t)n + 1, sizeof *names);
     double **data = calloc((size_t)n + 1, sizeof *data);
     size_t cells = (size_t)(b->n[0] * b->n[1] * b->n[2]);

@@ -174,6 +174,7 @@ int writers_frame_build(writers_frame *fr, const pj_program *p, const kir_launch
         cells *= (size_t)L->n[a];
     }
     fr->t = t;
+    fr->mesh = p;
     const char **names = calloc((size_t)(n_fields ? n_fields : 1), sizeof *names);
     double **data = calloc((size_t)(n_fields ? n_fields : 1), sizeof *data);
     fr->names = names;
@@ -215,7 +216,8 @@ int writers_csv(const char *path, const writers_frame *fr, char *err, size_t err
     afile a;
     if (af_open(&a, path, err, err_len)) return -1;
     FILE *f = a.f;
-    for (int ax = 0; ax < fr->dim; ax++) fprintf(f, "%s%c", ax ? "," : "", "xyz"[ax]);
+    int radial = fr->mesh && fr->mesh->geometry != PJ_GEOM_CARTESIAN;
+    for (int ax = 0; ax < fr->dim; ax++) fprintf(f, "%s%c", ax ? "," : "", (radial ? "rz" : "xyz")[ax]);
     for (int i = 0; i < fr->n_fields; i++) fprintf(f, ",%s", fr->names[i]);
     fputc('\n', f);
     int64_t c = 0;
@@ -223,8 +225,10 @@ int writers_csv(const char *path, const writers_frame *fr, char *err, size_t err
         for (int64_t j = 0; j < fr->n[1]; j++)
             for (int64_t i = 0; i < fr->n[0]; i++, c++) {
                 int64_t idx[3] = {i, j, k};
-                for (int ax = 0; ax < fr->dim; ax++)
-                    fprintf(f, "%s%.17g", ax ? "," : "", fr->origin[ax] + ((double)idx[ax] + 0.5) * fr->h[ax]);
+                for (int ax = 0; ax < fr->dim; ax++) /* the centre: of the listed or stretched faces */
+                    fprintf(f, "%s%.17g", ax ? "," : "", fr->mesh && fr->mesh->faces[ax]
+                            ? program_cell_centre(fr->mesh, ax, fr->first[ax] + idx[ax])
+                            : fr->origin[ax] + ((double)idx[ax] + 0.5) * fr->h[ax]);
                 for (int v = 0; v < fr->n_fields; v++) fprintf(f, ",%.17g", fr->data[v][c]);
                 if (fputc('\n', f) == EOF) break;
             }
@@ -280,6 +284,66 @@ static const char *byte_order(void)
     return *(const unsigned char *)&one ? "LittleEndian" : "BigEndian";
 }
 
+/* The fields as CellData (base64 binary Float64, UInt64 headers). */
+static void cell_data(FILE *f, const writers_frame *fr)
+{
+    fprintf(f, "      <CellData");
+    if (fr->n_fields > 0) {
+        fprintf(f, " Scalars=\"");
+        xml_text(f, fr->names[0]);
+        fprintf(f, "\"");
+    }
+    fprintf(f, ">\n");
+    uint64_t bytes = (uint64_t)frame_cells(fr) * sizeof(double);
+    for (int v = 0; v < fr->n_fields; v++) {
+        fprintf(f, "        <DataArray type=\"Float64\" Name=\"");
+        xml_text(f, fr->names[v]);
+        fprintf(f, "\" format=\"binary\">\n          ");
+        /* VTK reads the header and the data as two separately encoded base64 blocks */
+        base64(f, (const unsigned char *)&bytes, sizeof bytes);
+        base64(f, (const unsigned char *)fr->data[v], (size_t)bytes);
+        fprintf(f, "\n        </DataArray>\n");
+    }
+    fprintf(f, "      </CellData>\n");
+}
+
+/* A mesh with stretched or listed widths: a rectilinear grid (.vtr) with its real faces. */
+static int frame_rectilinear(const writers_frame *fr)
+{
+    for (int ax = 0; fr->mesh && ax < fr->dim; ax++)
+        if (fr->mesh->faces[ax]) return 1;
+    return 0;
+}
+
+/* VTK XML RectilinearGrid: the face positions along each axis as Coordinates, the fields as
+ * CellData, the time as FieldData. */
+static int writers_vtr(const char *path, const writers_frame *fr, char *err, size_t err_len)
+{
+    afile a;
+    if (af_open(&a, path, err, err_len)) return -1;
+    FILE *f = a.f;
+    long long e[3];
+    for (int ax = 0; ax < 3; ax++) e[ax] = ax < fr->dim ? (long long)fr->n[ax] : 0;
+    fprintf(f, "<?xml version=\"1.0\"?>\n<VTKFile type=\"RectilinearGrid\" version=\"1.0\" byte_order=\"%s\" "
+               "header_type=\"UInt64\">\n  <RectilinearGrid WholeExtent=\"0 %lld 0 %lld 0 %lld\">\n", byte_order(), e[0], e[1], e[2]);
+    fprintf(f, "    <FieldData>\n      <DataArray type=\"Float64\" Name=\"TimeValue\" "
+               "NumberOfTuples=\"1\" format=\"ascii\">%.17g</DataArray>\n    </FieldData>\n", fr->t);
+    fprintf(f, "    <Piece Extent=\"0 %lld 0 %lld 0 %lld\">\n", e[0], e[1], e[2]);
+    cell_data(f, fr);
+    fprintf(f, "      <Coordinates>\n");
+    for (int ax = 0; ax < 3; ax++) {
+        fprintf(f, "        <DataArray type=\"Float64\" Name=\"%c\" format=\"ascii\">", "xyz"[ax]);
+        for (int64_t j = 0; j <= e[ax]; j++) {
+            const double *faces = ax < fr->dim ? fr->mesh->faces[ax] : NULL;
+            double v = ax >= fr->dim ? 0 : faces ? faces[j] : fr->origin[ax] + (double)j * fr->h[ax];
+            fprintf(f, "%s%.17g", j ? " " : "", v);
+        }
+        fprintf(f, "</DataArray>\n");
+    }
+    fprintf(f, "      </Coordinates>\n    </Piece>\n  </RectilinearGrid>\n</VTKFile>\n");
+    return af_commit(&a, err, err_len);
+}
+
 int writers_vti(const char *path, const writers_frame *fr, char *err, size_t err_len)
 {
     afile a;
@@ -305,24 +369,8 @@ int writers_vti(const char *path, const writers_frame *fr, char *err, size_t err
     fprintf(f, "    <FieldData>\n      <DataArray type=\"Float64\" Name=\"TimeValue\" "
                "NumberOfTuples=\"1\" format=\"ascii\">%.17g</DataArray>\n    </FieldData>\n", fr->t);
     fprintf(f, "    <Piece Extent=\"%s\">\n", ext);
-    fprintf(f, "      <CellData");
-    if (fr->n_fields > 0) {
-        fprintf(f, " Scalars=\"");
-        xml_text(f, fr->names[0]);
-        fprintf(f, "\"");
-    }
-    fprintf(f, ">\n");
-    uint64_t bytes = (uint64_t)frame_cells(fr) * sizeof(double);
-    for (int v = 0; v < fr->n_fields; v++) {
-        fprintf(f, "        <DataArray type=\"Float64\" Name=\"");
-        xml_text(f, fr->names[v]);
-        fprintf(f, "\" format=\"binary\">\n          ");
-        /* VTK reads the header and the data as two separately encoded base64 blocks */
-        base64(f, (const unsigned char *)&bytes, sizeof bytes);
-        base64(f, (const unsigned char *)fr->data[v], (size_t)bytes);
-        fprintf(f, "\n        </DataArray>\n");
-    }
-    fprintf(f, "      </CellData>\n    </Piece>\n  </ImageData>\n</VTKFile>\n");
+    cell_data(f, fr);
+    fprintf(f, "    </Piece>\n  </ImageData>\n</VTKFile>\n");
     return af_commit(&a, err, err_len);
 }
 
@@ -671,7 +719,7 @@ int writers_check_writable(const char *path, char *err, size_t err_len)
     return rc;
 }
 
-/* "snapshot_000012.csv" or ".vti", "u_000012.png" (a field's name, 6 or more digits),
+/* "snapshot_000012.csv", ".vti" or ".vtr", "u_000012.png" (a field's name, 6 or more digits),
  * "snapshots.csv", "snapshots.pvd": the names a series writes. */
 static int is_series_file(const char *name)
 {
@@ -693,7 +741,7 @@ static int is_series_file(const char *name)
     while (under > name && under[-1] >= '0' && under[-1] <= '9') under--;
     if (dot - under < 6 || under == name || under[-1] != '_') return 0;
     size_t stem = (size_t)(under - 1 - name);
-    if (!strcmp(dot, ".csv") || !strcmp(dot, ".vti")) return stem == 8 && !strncmp(name, "snapshot", 8);
+    if (!strcmp(dot, ".csv") || !strcmp(dot, ".vti") || !strcmp(dot, ".vtr")) return stem == 8 && !strncmp(name, "snapshot", 8);
     if (strcmp(dot, ".png") || !stem) return 0;
     for (size_t i = 0; i < stem; i++) {
         char c = name[i];
@@ -745,6 +793,7 @@ struct writers_series {
     int count, cap;
     double *times;
     int n_pieces;          /* 0: whole-mesh .vti snapshots; else .pvti of these blocks */
+    int rectilinear;       /* the whole-mesh snapshots are .vtr (a mesh with listed faces) */
     int64_t (*piece_first)[3], (*piece_n)[3];
     writers_png_style png; /* zero: viridis, each frame on its own min..max */
 };
@@ -843,7 +892,7 @@ static int write_index(writers_series *ws, char *path, size_t plen, char *err, s
     for (int i = 0; i < ws->count && !rc; i++) {
         files[i] = malloc(32);
         if (!files[i]) rc = -1;
-        else snprintf(files[i], 32, "snapshot_%06d.%s", i, ws->n_pieces ? "pvti" : "vti");
+        else snprintf(files[i], 32, "snapshot_%06d.%s", i, ws->n_pieces ? "pvti" : ws->rectilinear ? "vtr" : "vti");
     }
     if (rc) diag_set(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
     snprintf(path, plen, "%s/snapshots.pvd", ws->dir);
@@ -868,8 +917,9 @@ int writers_series_write(writers_series *ws, const writers_frame *fr, char *err,
         rc = writers_csv(path, fr, err, err_len);
     }
     if (!rc && (ws->formats & PJ_FMT_VTK) && !ws->n_pieces) {
-        snprintf(path, plen, "%s/snapshot_%06d.vti", ws->dir, n);
-        rc = writers_vti(path, fr, err, err_len);
+        ws->rectilinear = frame_rectilinear(fr);
+        snprintf(path, plen, "%s/snapshot_%06d.%s", ws->dir, n, ws->rectilinear ? "vtr" : "vti");
+        rc = ws->rectilinear ? writers_vtr(path, fr, err, err_len) : writers_vti(path, fr, err, err_len);
     }
     if (!rc && (ws->formats & PJ_FMT_VTK) && ws->n_pieces) {
         char (*names)[40] = malloc(sizeof *names * (size_t)ws->n_pieces);

@@ -7,7 +7,9 @@
  *
  * Snapshot series (`--out DIR`), snapshot number N = 0, 1, 2 ... (6 digits):
  *     DIR/snapshot_00000N.csv     all fields of the frame, the --dump format     (PJ_FMT_CSV)
- *     DIR/snapshot_00000N.vti     VTK ImageData, CellData, base64 binary Float64 (PJ_FMT_VTK)
+ *     DIR/snapshot_00000N.vti     VTK ImageData, CellData, base64 binary Float64 (PJ_FMT_VTK);
+ *                                 .vtr (RectilinearGrid, the faces as Coordinates) for a mesh
+ *                                 with stretched or listed widths (compiler/mesh.c)
  *     DIR/snapshots.pvd           the ParaView series of the .vti files           (PJ_FMT_VTK)
  *     DIR/snapshot_00000N.pvti    over MPI instead of the .vti: a parallel ImageData whose pieces
  *     DIR/snapshot_00000N_pR.vti  are the blocks of the processes (R: the rank)
@@ -30,6 +32,8 @@ typedef struct writers_frame {
     const double *const *data;   /* n_fields arrays of n[0]*n[1]*n[2] values, x fastest */
     int64_t first[3];            /* a block of a larger mesh (a piece of a parallel VTK snapshot):
                                     the mesh index of its cell 0; zero for a whole mesh */
+    const pj_program *mesh;      /* the problem whose mesh this is: the centres of a non-uniform
+                                    axis, the names r, z of a curvilinear one (NULL: h, origin) */
 } writers_frame;
 
 /* Copies field f's interior values (x fastest) into out; 0, or -1 with a message. */

@@ -64,6 +64,26 @@ time dt = 0.0005, steps = 30, scheme = rk2
 monitor every = 0.005, mass = integral(u), peak = maxval(u), low = minval(u), avg = mean(u)
 output every = 0.005, format = csv
 EOF
+cat > rz.pde <<'EOF'
+# an r-z mesh (the axis a symmetry face, areas r) and a stretched, listed grid: the metric in the
+# kernels, coordinates of the whole mesh on every block; monitors weighed by the cells' volumes
+mesh cylindrical(nr = 20, nz = 14, Lr = 1, Lz = 2)
+field u = exp(-5*((r - 0.3)^2 + (z - 1)^2))
+on outer: u = 0.1
+on top: dn(u) = 1
+eq dt(u) = div((1 + r)*grad(u)) - 0.1*u*z
+time dt = 0.0004, steps = 40, scheme = rk2
+monitor every = 0.004, mass = integral(u), avg = mean(u)
+output every = 0.004, format = csv
+EOF
+cat > stretch2d.pde <<'EOF'
+mesh grid(nx = 18, x = stretch(1.1), dy = [0.1, 0.2, 0.1, 0.15, 0.1, 0.1, 0.05, 0.2, 0.1, 0.1, 0.1, 0.2])
+field u = sin(3*x)*y + dx
+on left: u = 1
+on right: dn(u) = 2
+eq dt(u) = lap(u) + x*dy
+time dt = 0.00002, steps = 40, scheme = rk3
+EOF
 
 # 1. the same bits as one process
 same() { # NAME FILE [run options]
@@ -78,6 +98,8 @@ same rd2d rd2d.pde --seed 7
 same rd2d-single rd2d.pde --precision single
 same rd2d-interp rd2d.pde --backend interp --steps 8
 same bih1d bih1d.pde
+same rz rz.pde
+same stretch2d stretch2d.pde
 for f in "$src"/samples/*.pde; do
     b=$(basename "$f" .pde)
     same "sample-$b" "$f" --steps 12 --out "sample-$b.out"
@@ -106,6 +128,14 @@ awk -F, 'NR == FNR { for (i = 1; i <= NF; i++) a[FNR, i] = $i; next }
                    if (d > 1e-12 * (m > 1e-300 ? m : 1)) { print "row " FNR " column " i ": " a[FNR, i] " vs " $i; bad = 1 } } }
          END { exit bad }' h1/monitor.csv h3/monitor.csv || fail "heat3d: the monitors on 3 processes differ by more than 1e-12"
 [ "$(wc -l < h1/monitor.csv)" = "$(wc -l < h3/monitor.csv)" ] || fail "heat3d: monitor.csv rows differ"
+# an r-z mesh: the same snapshots; its integral and (volume-weighted) mean on 3 processes
+"$pdejit" run rz.pde -q --out z1 >/dev/null 2>&1 || fail "rz: one process"
+mpi 3 run rz.pde -q --out z3 >/dev/null 2>&1 || fail "rz on 3 processes: exit $?"
+for s in z1/snapshot_*; do cmp -s "$s" "z3/$(basename "$s")" || fail "rz: snapshot $(basename "$s") differs on 3 processes"; done
+awk -F, 'NR == FNR { for (i = 1; i <= NF; i++) a[FNR, i] = $i; next }
+         FNR > 1 { for (i = 3; i <= NF; i++) { d = $i - a[FNR, i]; if (d < 0) d = -d; m = a[FNR, i] < 0 ? -a[FNR, i] : a[FNR, i];
+                   if (d > 1e-12 * (m > 1e-300 ? m : 1)) { print "row " FNR " column " i ": " a[FNR, i] " vs " $i; bad = 1 } } }
+         END { exit bad }' z1/monitor.csv z3/monitor.csv || fail "rz: the monitors on 3 processes differ by more than 1e-12"
 
 # VTK snapshots over MPI: a .pvti per snapshot whose pieces are the blocks, the same values
 sed 's/format = csv/format = vtk/' heat3d.pde > heat3d-vtk.pde

@@ -84,8 +84,7 @@ solved *solve(const char *src, backend_kind be, int single, int threads, const c
         r->x[a] = malloc(sizeof(double) * (size_t)r->cells);
         for (int64_t c = 0; c < r->cells; c++) {
             int64_t idx[3] = {c % p->n[0], (c / p->n[0]) % p->n[1], c / (p->n[0] * p->n[1])};
-            double h = p->length[a] / (double)p->n[a];
-            r->x[a][c] = p->origin[a] + ((double)idx[a] + 0.5) * h;
+            r->x[a][c] = a < p->dim ? program_cell_centre(p, a, idx[a]) : p->origin[a] + 0.5 * p->length[a];
         }
     }
     engine_destroy(e);
@@ -345,8 +344,8 @@ char *case_with_monitors(const test_case *c)
     size_t cap = strlen(c->text) + 1024;
     char *s = malloc(cap);
     snprintf(s, cap, "%s\nmonitor mon_a = integral(%s), mon_b = maxval(%s*%s), mon_c = minval(%s - %s),\n"
-                     "        mon_d = mean(%s%s - %s), mon_e = integral(exp(-%s*%s) + x)\n",
-             c->text, f, f, g, g, f, f, off, f, g, g);
+                     "        mon_d = mean(%s%s - %s), mon_e = integral(exp(-%s*%s) + %s)\n",
+             c->text, f, f, g, g, f, f, off, f, g, g, p->geometry == PJ_GEOM_CARTESIAN ? "x" : "r");
     program_free(p);
     return s;
 }

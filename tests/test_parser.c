@@ -363,7 +363,55 @@ static void errors_dimensions(void **state)
     expect_error("mesh grid(nx=10.5)\n", "1:14: error: nx must be a positive whole number of cells, not 10.5");
     expect_error("mesh grid(nx=10, Lx=-1)\n", "1:21: error: Lx must be positive, not -1");
     expect_error("mesh grid(nx=10, Lxx=3)\n", "1:18: error: unknown mesh argument 'Lxx'; did you mean 'Lx'?");
-    expect_error("mesh hex(nx=10)\n", "1:6: error: unknown mesh 'hex': the mesh is grid(nx=, ny=, nz=, Lx=, ...)");
+    expect_error("mesh hex(nx=10)\n", "1:6: error: unknown mesh 'hex': the mesh is grid(nx=, ny=, nz=, Lx=, ...), "
+                 "cylindrical(nr=, nz=, Lr=, Lz=, r0=) or spherical(nr=, Lr=, r0=)");
+}
+
+static void errors_meshes(void **state)
+{
+    (void)state;
+    expect_error("mesh grid(nx = 4, dx = [0.1, 0.2, 0.3])\n", "1:16: error: nx = 4 but dx lists 3 widths");
+    expect_error("mesh grid(dx = [0.1, -0.2])\n", "1:22: error: a cell width must be positive, not -0.2");
+    expect_error("mesh grid(dx = [1e308, 1e308])\n", "1:16: error: the widths dx add up to inf: not a finite length");
+    expect_error("mesh grid(dx = [0.1, 0.2], Lx = 1)\n", "1:33: error: Lx follows from the widths dx: give one of them");
+    expect_error("mesh grid(nx = 10, x = stretch(0))\n", "1:32: error: stretch takes a width ratio > 0, not 0");
+    expect_error("mesh grid(nx = 10, x = 2)\n", "1:24: error: x = takes stretch(RATIO): each cell RATIO times as wide "
+                 "as the one before (or list the widths: dx = [...])");
+    expect_error("mesh grid(nx = 3000, x = stretch(1.5))\n",
+                 "1:26: error: stretch(1.5) over 3000 cells gives cells too narrow to tell apart");
+    expect_error("mesh grid(nx = 10)\nfield u = [1, 2]\n",
+                 "2:11: error: a list [...] only gives a mesh's cell widths (mesh grid(dx = [...]))");
+    expect_error("mesh cylindrical(nr = 10, r0 = -1)\n", "1:32: error: r0 is the inner radius: it must be >= 0, not -1");
+    expect_error("mesh cylindrical(nz = 10)\n", "1:1: error: the mesh needs nr (cells along r)");
+    expect_error("mesh spherical(nr = 10, nz = 3)\n",
+                 "1:25: error: unknown mesh argument 'nz': a spherical mesh is 1D, radial (spherical takes nr Lr r0)");
+    expect_error("mesh cylindrical(nr = 10, r0 = 0)\nfield u\non inner: u = 0\n",
+                 "3:4: error: the inner side of this cylindrical mesh is the axis (r0 = 0): it takes no condition "
+                 "(nothing flows through it)");
+    expect_error("mesh spherical(nr = 10)\nfield u\non inner, outer: u = 0\n",
+                 "3:4: error: the inner side of this spherical mesh is the centre (r0 = 0): it takes no condition "
+                 "(nothing flows through it)");
+    expect_error("mesh cylindrical(nr = 10, r0 = 1)\nfield u\non left: u = 1\n",
+                 "3:4: error: unknown side 'left'; sides are inner, outer, all");
+    expect_error("mesh cylindrical(nr = 10, nz = 4)\nfield u = dz + z + y\n",
+                 "2:20: error: 'y' is not a coordinate of a cylindrical mesh: its coordinates are r and z (spacings dr, dz)");
+    expect_error("mesh spherical(nr = 10)\nfield u = z\n",
+                 "2:11: error: 'z' is not a coordinate of a spherical mesh: its coordinates are r (spacing dr)");
+    expect_error("mesh cylindrical(nr = 10)\nfield u = z\n", "2:11: error: 'z' does not exist in a 1D mesh");
+    /* what is sound compiles: every form of the contract */
+    const char *good[] = {"mesh grid(nx = 100, Lx = 1, x = stretch(1.05))\nfield u = x + dx\n",
+                          "mesh grid(nx = 4, dx = [0.1, 0.2, 0.3, 0.4])\nfield u = x\n",
+                          "mesh cylindrical(nr = 50, Lr = 1, r0 = 0)\nfield u = r\non all: u = 0\n",
+                          "mesh cylindrical(nr = 50, nz = 100, Lr = 1, Lz = 2)\nfield u = r*z\non outer, top: u = 0\n",
+                          "mesh spherical(nr = 50, Lr = 1, r0 = 0)\nfield u = dr\n"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        char *log;
+        pj_program *p = compile(good[i], &log);
+        if (!p) fprintf(stderr, "%s%s", good[i], log);
+        assert_non_null(p);
+        program_free(p);
+        free(log);
+    }
 }
 
 static void errors_time_and_lexing(void **state)
@@ -821,6 +869,7 @@ int main(void)
         cmocka_unit_test(algebraic_equations),
         cmocka_unit_test(errors_boundaries),
         cmocka_unit_test(errors_dimensions),
+        cmocka_unit_test(errors_meshes),
         cmocka_unit_test(errors_time_and_lexing),
         cmocka_unit_test(syntax_error_hints),
         cmocka_unit_test(constants_and_limits),

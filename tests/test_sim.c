@@ -707,7 +707,7 @@ static void png_roundtrip(void **state)
     u[7] = NAN;
     const char *names[1] = {"u"};
     const double *data[1] = {u};
-    writers_frame fr = {2, {8, 5, 1}, {1, 1, 1}, {0, 0, 0}, 0, 1, names, data, {0, 0, 0}};
+    writers_frame fr = {2, {8, 5, 1}, {1, 1, 1}, {0, 0, 0}, 0, 1, names, data, {0, 0, 0}, NULL};
     char *dir = tu_tempdir("png"), path[300], err[300];
     snprintf(path, sizeof path, "%s/u.png", dir);
     assert_int_equal(writers_png(path, &fr, 0, NULL, err, sizeof err), 0);

@@ -741,12 +741,12 @@ int cuda_sim_reduce(cuda_sim *s, double *values, char *err, size_t err_len)
         free(r);
         return -1;
     }
-    double volume = 1;
-    for (int a = 0; a < p->dim; a++) volume *= s->L.h[a];
+    double volume = program_integral_scale(p, s->L.h);
+    int plain = program_mesh_plain(p);
     for (int i = 0; i < p->n_monitors && i < no; i++) {
         double v = r[i];
         if (p->monitor_kinds[i] == PJ_MON_INTEGRAL) v *= volume;
-        else if (p->monitor_kinds[i] == PJ_MON_MEAN) v /= (double)cuda_sim_cells(s);
+        else if (p->monitor_kinds[i] == PJ_MON_MEAN) v /= plain ? (double)cuda_sim_cells(s) : program_mean_divisor(p);
         values[i] = v;
     }
     free(r);

@@ -50,12 +50,12 @@ int sim_reduce(sim *s, kir_cpu_fn fn, double *values)
     int64_t cells = sim_cells(s);
     if (!s->pool || cells < SIM_PAR_MIN_CELLS) run_reduce_range(&job, 0, parts);
     else cpu_pool_run_range(s->pool, run_reduce_range, &job, parts, 1, cells / parts);
-    double volume = 1;
-    for (int a = 0; a < p->dim; a++) volume *= s->st.g.h[a];
+    double volume = program_integral_scale(p, s->st.g.h), divisor = program_mean_divisor(p);
+    int plain = program_mesh_plain(p);
     for (int i = 0; i < p->n_monitors && i < no; i++) {
         double v = kir_reduce_finish(k->outputs[i].slot, part[i], parts);
         if (p->monitor_kinds[i] == PJ_MON_INTEGRAL) v *= volume;
-        else if (p->monitor_kinds[i] == PJ_MON_MEAN) v /= (double)cells;
+        else if (p->monitor_kinds[i] == PJ_MON_MEAN) v /= plain ? (double)cells : divisor;
         values[i] = v;
     }
     free(mem);

@@ -1,0 +1,438 @@
+/* test_mesh.c — the meshes beyond the uniform grid (compiler/mesh.c, docs/language.md "Meshes"),
+ * against expectations of their own: the exact decay of a sine mode on smoothly stretched 1D and
+ * 2D grids (convergence order 2 +- 0.2 over three resolutions), conservation of the integral (the
+ * test's own sum of volume * value, and the integral monitor) over 1000 steps with no-flux walls
+ * on cylindrical and spherical meshes with r0 = 0 and r0 > 0, the exact steady radial solutions
+ * a + b ln r and a + b / r (second order), the listed widths against the same grid stretched, and
+ * the CPU back end against the interpreter (the oracle) on each kind of mesh. */
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "driver.h"
+#include "solve.h"
+#include "implicit.h"
+
+typedef struct run {
+    double *u;         /* field 0 at the end */
+    double mon0[4], mon1[4]; /* the monitors at the start and at the end */
+    int64_t cells;
+} run;
+
+static run run_problem(const char *src, const char *backend)
+{
+    run r = {0};
+    pj_program *p = compile_text(src);
+    engine_options eo = {.threads = 1};
+    char err[512];
+    engine *e = engine_create(engine_backend(backend), p, &eo, NULL, err, sizeof err);
+    if (!e) fprintf(stderr, "%s\n", err);
+    assert_non_null(e);
+    assert_int_equal(engine_init(e, err, sizeof err), 0);
+    if (p->n_monitors) assert_int_equal(engine_reduce(e, r.mon0, err, sizeof err), 0);
+    driver_options o = {.dt = p->dt, .until = p->until, .steps = p->steps, .check_every = 64};
+    driver_result res;
+    int status = driver_run(e, &o, &res, err, sizeof err);
+    if (status) fprintf(stderr, "%s\n", err);
+    assert_int_equal(status, 0);
+    if (p->n_monitors) assert_int_equal(engine_reduce(e, r.mon1, err, sizeof err), 0);
+    r.cells = engine_cells(e);
+    r.u = malloc(sizeof(double) * (size_t)r.cells);
+    assert_int_equal(engine_get_field(e, 0, r.u, err, sizeof err), 0);
+    engine_destroy(e);
+    program_free(p);
+    return r;
+}
+
+/* Face j of n on [0, 1] stretched by q: (q^j - 1) / (q^n - 1). */
+static double stretched_face(double q, int n, int j) { return (pow(q, j) - 1) / (pow(q, n) - 1); }
+
+/* Largest error against exp(-dim pi^2 t) prod sin(pi x) on n x n (dim 2) or n cells stretched by
+ * q0^(n0 / n): one smooth family of grids, Q = q^n fixed. */
+static double sine_error(int dim, int n, int n0, double q0, double until)
+{
+    double q = pow(q0, (double)n0 / n), w0 = stretched_face(q, n, 1);
+    char axes[256] = "", src[1024];
+    snprintf(axes, sizeof axes, dim == 2 ? ", ny = %d, y = stretch(%.17g)" : "", n, q);
+    snprintf(src, sizeof src,
+             "mesh grid(nx = %d, x = stretch(%.17g)%s)\nfield u = sin(pi*x)%s\neq dt(u) = lap(u)\non all: u = 0\n"
+             "time dt = %.17g, until = %g\n", n, q, axes, dim == 2 ? "*sin(pi*y)" : "", 0.2 * w0 * w0 / dim, until);
+    run r = run_problem(src, dim == 2 ? "cpu" : "interp");
+    double worst = 0, decay = exp(-dim * M_PI * M_PI * until);
+    for (int64_t c = 0; c < r.cells; c++) {
+        double exact = decay;
+        int64_t idx[2] = {c % n, c / n};
+        for (int a = 0; a < dim; a++)
+            exact *= sin(M_PI * 0.5 * (stretched_face(q, n, (int)idx[a]) + stretched_face(q, n, (int)idx[a] + 1)));
+        worst = fmax(worst, fabs(r.u[c] - exact));
+    }
+    free(r.u);
+    return worst;
+}
+
+static void check_order(const double *err, int n, const char *what)
+{
+    for (int i = 0; i + 1 < n; i++) {
+        double order = log2(err[i] / err[i + 1]);
+        printf("%s: error %.3e -> %.3e, order %.3f\n", what, err[i], err[i + 1], order);
+        assert_true(fabs(order - 2) <= 0.2);
+    }
+}
+
+static void stretched_1d_second_order(void **state)
+{
+    (void)state;
+    double err[3];
+    for (int i = 0; i < 3; i++) err[i] = sine_error(1, 20 << i, 20, 1.1, 0.05);
+    check_order(err, 3, "stretched 1D");
+}
+
+static void stretched_2d_second_order(void **state)
+{
+    (void)state;
+    double err[3];
+    for (int i = 0; i < 3; i++) err[i] = sine_error(2, 12 << i, 12, 1.12, 0.02);
+    check_order(err, 3, "stretched 2D");
+}
+
+/* 1000 steps of diffusion with no-flux walls: the test's sum of V_i u_i, and the integral monitor,
+ * keep their value to 1e-13 relative; the monitor is that sum. */
+static void conserve(const char *mesh, int spherical, double r0, int n, double L)
+{
+    double dr = L / n;
+    char src[512];
+    snprintf(src, sizeof src,
+             "mesh %s(nr = %d, Lr = %g, r0 = %g)\nfield u = exp(-20*(r - %g)^2)\neq dt(u) = div((1 + r)*grad(u))\n"
+             "monitor total = integral(u), average = mean(u)\ntime dt = %.17g, steps = 1000\n",
+             mesh, n, L, r0, r0 + 0.3 * L, 0.1 * dr * dr / (1 + r0 + L));
+    run r = run_problem(src, "interp");
+    pj_program *p = compile_text(src);
+    double sum1 = 0, vol = 0;
+    for (int i = 0; i < n; i++) {
+        double lo = r0 + i * dr, hi = r0 + (i + 1) * dr;
+        double v = spherical ? (hi * hi * hi - lo * lo * lo) / 3 : (hi * hi - lo * lo) / 2;
+        sum1 += v * r.u[i];
+        vol += v;
+    }
+    double sum0 = 0;
+    for (int i = 0; i < n; i++) {
+        double lo = r0 + i * dr, hi = r0 + (i + 1) * dr, c = r0 + (i + 0.5) * dr;
+        double v = spherical ? (hi * hi * hi - lo * lo * lo) / 3 : (hi * hi - lo * lo) / 2;
+        sum0 += v * exp(-20 * pow(c - (r0 + 0.3 * L), 2));
+    }
+    printf("%s r0 = %g: integral %.17g -> %.17g (monitor %.17g -> %.17g), drift %.2e\n", mesh, r0, sum0, sum1, r.mon0[0],
+           r.mon1[0], fabs(r.mon1[0] - r.mon0[0]) / r.mon0[0]);
+    assert_true(fabs(sum1 - sum0) <= 1e-13 * sum0);
+    assert_true(fabs(r.mon1[0] - r.mon0[0]) <= 1e-13 * r.mon0[0]);
+    assert_true(fabs(r.mon0[0] - sum0) <= 1e-13 * sum0);
+    assert_true(fabs(r.mon1[1] - sum1 / vol) <= 1e-13 * sum1 / vol);
+    assert_true(r.u[0] != r.u[1]); /* it moved */
+    free(r.u);
+    program_free(p);
+}
+
+static void radial_conservation(void **state)
+{
+    (void)state;
+    conserve("cylindrical", 0, 0, 40, 1);
+    conserve("cylindrical", 0, 0.5, 40, 1);
+    conserve("spherical", 1, 0, 40, 1);
+    conserve("spherical", 1, 0.5, 40, 2);
+}
+
+/* r-z: the volume r dr dz, no-flux walls all round (the axis included). */
+static void axisymmetric_conservation(void **state)
+{
+    (void)state;
+    const char *src = "mesh cylindrical(nr = 24, nz = 16, Lr = 1, Lz = 2)\n"
+                      "field u = exp(-10*((r - 0.2)^2 + (z - 1.2)^2))\neq dt(u) = lap(u) + 0.5*div(grad(u))\n"
+                      "monitor total = integral(u)\ntime dt = 0.0003, steps = 1000\n";
+    run r = run_problem(src, "interp");
+    double dr = 1.0 / 24, dz = 2.0 / 16, sum = 0, sum0 = 0;
+    for (int j = 0; j < 16; j++)
+        for (int i = 0; i < 24; i++) {
+            double v = ((i + 1) * (i + 1) - i * i) * dr * dr / 2 * dz, rc = (i + 0.5) * dr, zc = (j + 0.5) * dz;
+            sum += v * r.u[j * 24 + i];
+            sum0 += v * exp(-10 * ((rc - 0.2) * (rc - 0.2) + (zc - 1.2) * (zc - 1.2)));
+        }
+    printf("r-z: integral %.17g -> %.17g, monitor %.17g -> %.17g\n", sum0, sum, r.mon0[0], r.mon1[0]);
+    assert_true(fabs(sum - sum0) <= 1e-13 * sum0);
+    assert_true(fabs(r.mon1[0] - sum0) <= 1e-13 * sum0);
+    free(r.u);
+}
+
+/* Laplace between r = 1 (u = 1) and r = 2 (u = 0): 1 - ln r / ln 2 (cylindrical), 2 / r - 1
+ * (spherical), reached by diffusion; error at the centres, second order. */
+static void radial_laplace_exact(void **state)
+{
+    (void)state;
+    for (int sph = 0; sph < 2; sph++) {
+        double err[3];
+        for (int k = 0; k < 3; k++) {
+            int n = 8 << k;
+            double dr = 1.0 / n;
+            char src[512];
+            snprintf(src, sizeof src,
+                     "mesh %s(nr = %d, Lr = 1, r0 = 1)\nfield u = 0\neq dt(u) = lap(u)\non inner: u = 1\non outer: u = 0\n"
+                     "time dt = %.17g, until = 4\n", sph ? "spherical" : "cylindrical", n, 0.25 * dr * dr);
+            run r = run_problem(src, "cpu");
+            err[k] = 0;
+            for (int i = 0; i < n; i++) {
+                double c = 1 + (i + 0.5) * dr, exact = sph ? 2 / c - 1 : 1 - log(c) / log(2);
+                err[k] = fmax(err[k], fabs(r.u[i] - exact));
+            }
+            free(r.u);
+        }
+        check_order(err, 3, sph ? "spherical Laplace" : "cylindrical Laplace");
+    }
+}
+
+/* A flux condition on a stretched side: u'' = 0, u(0) = 0, u'(1) = 1 has u = x, which the scheme
+ * holds exactly on any grid: the steady state is x at the centres (the ghost across the right
+ * side mirrors the last, widest cell). */
+static void stretched_flux_condition(void **state)
+{
+    (void)state;
+    int n = 16;
+    double q = 1.15, w0 = stretched_face(q, n, 1);
+    char src[512];
+    snprintf(src, sizeof src, "mesh grid(nx = %d, x = stretch(%.17g))\nfield u = 0\neq dt(u) = lap(u)\n"
+             "on left: u = 0\non right: dn(u) = 1\ntime dt = %.17g, until = 25\n", n, q, 0.25 * w0 * w0);
+    run r = run_problem(src, "cpu");
+    double worst = 0;
+    for (int i = 0; i < n; i++)
+        worst = fmax(worst, fabs(r.u[i] - 0.5 * (stretched_face(q, n, i) + stretched_face(q, n, i + 1))));
+    printf("u = x on a stretched grid: largest error %.3e\n", worst);
+    assert_true(worst < 1e-9);
+    free(r.u);
+}
+
+/* dx = [...] lists the widths that stretch(q) gives: the same solution to rounding. */
+static void listed_widths_match_stretch(void **state)
+{
+    (void)state;
+    int n = 12;
+    double q = 1.15;
+    char list[1024] = "";
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof list - len, "%s%.17g", i ? ", " : "", stretched_face(q, n, i + 1) - stretched_face(q, n, i));
+    }
+    const char *body = "field u = sin(pi*x) + x\neq dt(u) = lap(u) + x*dx\non left: u = 0\non right: dn(u) = 1 - pi\n"
+                       "time dt = 0.00005, steps = 400\n";
+    char a[2048], b[2048];
+    snprintf(a, sizeof a, "mesh grid(nx = %d, x = stretch(%.17g))\n%s", n, q, body);
+    snprintf(b, sizeof b, "mesh grid(dx = [%s])\n%s", list, body);
+    run ra = run_problem(a, "interp"), rb = run_problem(b, "interp");
+    int64_t at;
+    double d = field_diff(ra.u, rb.u, ra.cells, &at);
+    printf("listed vs stretched: %.3e\n", d);
+    assert_true(d < 1e-12);
+    free(ra.u);
+    free(rb.u);
+}
+
+/* The CPU back end computes what the interpreter does on every kind of mesh. */
+static void cpu_matches_interpreter(void **state)
+{
+    (void)state;
+    const char *srcs[] = {
+        "mesh grid(nx = 20, ny = 9, x = stretch(1.07), dy = [0.1, 0.2, 0.1, 0.05, 0.1, 0.2, 0.1, 0.1, 0.3])\n"
+        "field u = x*y + sin(3*x)\neq dt(u) = div((1 + x)*grad(u)) + 0.1*lap(u) + dx*dy\non left: u = 1\non top: dn(u) = 2\n"
+        "monitor s = integral(u)\ntime dt = 0.00002, steps = 200\n",
+        "mesh cylindrical(nr = 16, nz = 10, Lr = 1, Lz = 2)\nfield u = exp(-r^2 - z)\neq dt(u) = lap(u) + r*z*dr*dz\n"
+        "on outer: u = 0\non top: dn(u) = 1\ntime dt = 0.0005, steps = 200\n",
+        "mesh spherical(nr = 30, Lr = 2, r0 = 0.5)\nfield u = r\neq dt(u) = div(u*grad(u)) - u^2\non outer: u = 2\n"
+        "time dt = 0.0005, steps = 300\n"};
+    for (size_t i = 0; i < sizeof srcs / sizeof *srcs; i++) {
+        run a = run_problem(srcs[i], "interp"), b = run_problem(srcs[i], "cpu");
+        int64_t at;
+        double d = field_diff(a.u, b.u, a.cells, &at);
+        printf("case %zu: cpu vs interp %.3e\n", i, d);
+        assert_true(d <= 1e-12);
+        assert_true(tu_reldiff(a.mon1[0], b.mon1[0]) <= 1e-12);
+        free(a.u);
+        free(b.u);
+    }
+}
+
+/* --dump (CSV) gives each cell's own centre, and r for a radial mesh; --init reads it back. */
+static void dump_has_the_centres(void **state)
+{
+    (void)state;
+    char path[1024], *out = NULL;
+    snprintf(path, sizeof path, "%s/s.pde", tu_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "mesh grid(nx = 10, Lx = 2, x0 = 1, x = stretch(1.2))\nfield u = x\ntime dt = 0.001, steps = 1\n");
+    fclose(f);
+    assert_int_equal(tu_pdejit(&out, "run s.pde --dump s.csv"), 0);
+    free(out);
+    assert_int_equal(tu_pdejit(&out, "run s.pde --init s.csv --steps 1"), 0);
+    free(out);
+    snprintf(path, sizeof path, "%s/s.csv", tu_dir);
+    char *csv = tu_read_file(path, NULL);
+    assert_non_null(csv);
+    assert_memory_equal(csv, "x,u\n", 4);
+    const char *line = strchr(csv, '\n') + 1;
+    for (int i = 0; i < 10; i++) {
+        double x = strtod(line, NULL), want = 1 + 2 * 0.5 * (stretched_face(1.2, 10, i) + stretched_face(1.2, 10, i + 1));
+        assert_true(fabs(x - want) < 1e-14);
+        line = strchr(line, '\n') + 1;
+    }
+    free(csv);
+    snprintf(path, sizeof path, "%s/c.pde", tu_dir);
+    f = fopen(path, "w");
+    fprintf(f, "mesh cylindrical(nr = 4, Lr = 2)\nfield u = r\ntime dt = 0.001, steps = 1\n");
+    fclose(f);
+    assert_int_equal(tu_pdejit(&out, "run c.pde --dump c.csv"), 0);
+    free(out);
+    snprintf(path, sizeof path, "%s/c.csv", tu_dir);
+    csv = tu_read_file(path, NULL);
+    assert_non_null(csv);
+    assert_memory_equal(csv, "r,u\n0.25,", 9);
+    free(csv);
+    /* VTK: a rectilinear grid (.vtr) with the listed faces, named by the series' .pvd */
+    snprintf(path, sizeof path, "%s/v.pde", tu_dir);
+    f = fopen(path, "w");
+    fprintf(f, "mesh grid(nx = 4, ny = 2, dx = [0.1, 0.2, 0.3, 0.4])\nfield u = x\ntime dt = 0.001, steps = 1\n"
+               "output every = 0.001, format = vtk\n");
+    fclose(f);
+    assert_int_equal(tu_pdejit(&out, "run v.pde --out vo"), 0);
+    free(out);
+    char want[256];
+    snprintf(want, sizeof want, "Name=\"x\" format=\"ascii\">0 %.17g %.17g %.17g %.17g<", 0.1, 0.1 + 0.2, 0.1 + 0.2 + 0.3,
+             0.1 + 0.2 + 0.3 + 0.4);
+    snprintf(path, sizeof path, "%s/vo/snapshot_000001.vtr", tu_dir);
+    char *vtr = tu_read_file(path, NULL);
+    assert_non_null(vtr);
+    assert_non_null(strstr(vtr, "<RectilinearGrid WholeExtent=\"0 4 0 2 0 0\">"));
+    assert_non_null(strstr(vtr, want));
+    free(vtr);
+    snprintf(path, sizeof path, "%s/vo/snapshots.pvd", tu_dir);
+    char *pvd = tu_read_file(path, NULL);
+    assert_non_null(pvd);
+    assert_non_null(strstr(pvd, "file=\"snapshot_000001.vtr\""));
+    free(pvd);
+}
+
+/* Backward Euler on a spherical mesh with a nonlinear term: first order in dt toward the explicit
+ * solution of a much smaller step, and Newton converging in a few iterations a step (the exact
+ * Jacobian carries the areas r^2 and the volumes). */
+static void implicit_on_a_sphere(void **state)
+{
+    (void)state;
+    char why[256];
+    if (!implicit_available(why, sizeof why)) {
+        printf("skipped: %s\n", why);
+        return;
+    }
+    const char *body = "mesh spherical(nr = 24, Lr = 1, r0 = 0)\nfield u = exp(-20*r^2)\n"
+                       "eq dt(u) = div((1 + r)*grad(u)) - u^2\non outer: u = 0.1\n";
+    char src[512];
+    snprintf(src, sizeof src, "%stime dt = 0.00001, steps = 2000\n", body);
+    run ref = run_problem(src, "cpu");
+    double err[2];
+    for (int k = 0; k < 2; k++) {
+        double dt = 0.002 / (1 << k);
+        snprintf(src, sizeof src, "%stime dt = %g, scheme = beuler\n", body, dt);
+        api_sim a = api_sim_start("s.pde", src, NULL);
+        char msg[512];
+        pj_status rc = pj_sim_advance(a.sim, dt, 0.02, msg, sizeof msg);
+        if (rc) fprintf(stderr, "%s\n", msg);
+        assert_int_equal(rc, PJ_OK);
+        double u[24];
+        pj_solver_stats st;
+        api_sim_end(&a, u, &st);
+        err[k] = 0;
+        for (int i = 0; i < 24; i++) err[k] = fmax(err[k], fabs(u[i] - ref.u[i]));
+        printf("beuler dt = %g: error %.3e, %lld Newton iterations in %lld steps\n", dt, err[k], (long long)st.newton,
+               (long long)st.steps);
+        assert_true(st.newton <= 4 * st.steps);
+    }
+    double order = log2(err[0] / err[1]);
+    printf("beuler order %.3f\n", order);
+    assert_true(fabs(order - 1) < 0.15);
+    free(ref.u);
+}
+
+/* Temporal blocking (backends/host/tblock.c) forced on: the metric is in the kernels and the
+ * coordinates are the mesh's, so the state is the unblocked one bit for bit. */
+static void temporal_blocking_same_bits(void **state)
+{
+    (void)state;
+    const char *srcs[] = {
+        "mesh grid(nx = 30, ny = 40, x = stretch(1.05), y = stretch(0.97))\nfield u = sin(3*x)*y + dx\n"
+        "on left: u = 1\non top: dn(u) = 2\neq dt(u) = lap(u) + x*dy\ntime dt = 0.00001, steps = 24, scheme = rk2\n",
+        "mesh cylindrical(nr = 30, nz = 40, Lr = 1, Lz = 2)\nfield u = exp(-5*((r - 0.3)^2 + (z - 1)^2))\n"
+        "on outer: u = 0.1\neq dt(u) = div((1 + r)*grad(u))\ntime dt = 0.0002, steps = 24\n"};
+    for (size_t i = 0; i < sizeof srcs / sizeof *srcs; i++) {
+        setenv("PDEJIT_TBLOCK", "off", 1);
+        run a = run_problem(srcs[i], "cpu");
+        setenv("PDEJIT_TBLOCK", "on", 1);
+        setenv("PDEJIT_TBLOCK_K", "4", 1);
+        run b = run_problem(srcs[i], "cpu");
+        unsetenv("PDEJIT_TBLOCK");
+        unsetenv("PDEJIT_TBLOCK_K");
+        assert_memory_equal(a.u, b.u, sizeof(double) * (size_t)a.cells);
+        free(a.u);
+        free(b.u);
+    }
+}
+
+/* Ei(x) for x > 0: gamma + ln x + sum x^k / (k k!) (all terms positive: no cancellation). */
+static double expint_ei(double x)
+{
+    double sum = 0.57721566490153286 + log(x), term = 1;
+    for (int k = 1; k < 300; k++) {
+        term *= x / k;
+        sum += term / k;
+    }
+    return sum;
+}
+
+/* FiPy's examples/convection/exponential1D/cylindricalMesh1D.py as FiPy states it: div(D grad(phi)
+ * + u phi) = 0 on the annulus 1 < r < 2, phi = 0 inside, 1 outside, D = 1, u = 10, solved steady;
+ * against its exact solution exp(u/D (r1 - r)) (Ei(u r0/D) - Ei(u r/D)) / (Ei(u r0/D) - Ei(u r1/D)):
+ * second order, and within the doctest's atol = 1e-3 at nr = 200 (the faces take the mean of the
+ * two cells where FiPy's term is exponentially weighted). */
+static void fipy_cylindrical_convection_exact(void **state)
+{
+    (void)state;
+    char why[256];
+    if (!implicit_available(why, sizeof why)) {
+        printf("skipped: %s\n", why);
+        return;
+    }
+    double err[3], e0 = expint_ei(10), e1 = expint_ei(20);
+    for (int k = 0; k < 3; k++) {
+        int n = 50 << k;
+        char src[512];
+        snprintf(src, sizeof src, "mesh cylindrical(nr = %d, Lr = 1, r0 = 1)\nconst D = 1, u = 10\nfield phi = 0\n"
+                 "eq dt(phi) = div(D*grad(phi) + u*phi)\non inner: phi = 0\non outer: phi = 1\nsteady\n", n);
+        run r = run_problem(src, "cpu");
+        err[k] = 0;
+        for (int i = 0; i < n; i++) {
+            double c = 1 + (i + 0.5) / n, exact = exp(10 * (2 - c)) * (e0 - expint_ei(10 * c)) / (e0 - e1);
+            err[k] = fmax(err[k], fabs(r.u[i] - exact));
+        }
+        free(r.u);
+    }
+    check_order(err, 3, "FiPy cylindricalMesh1D");
+    assert_true(err[2] < 1e-3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(stretched_1d_second_order),  cmocka_unit_test(stretched_2d_second_order),
+        cmocka_unit_test(radial_conservation),        cmocka_unit_test(axisymmetric_conservation),
+        cmocka_unit_test(radial_laplace_exact),       cmocka_unit_test(listed_widths_match_stretch),
+        cmocka_unit_test(stretched_flux_condition),
+        cmocka_unit_test(cpu_matches_interpreter),    cmocka_unit_test(dump_has_the_centres),
+        cmocka_unit_test(implicit_on_a_sphere),       cmocka_unit_test(temporal_blocking_same_bits),
+        cmocka_unit_test(fipy_cylindrical_convection_exact),
+    };
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
+}
