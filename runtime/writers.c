@@ -544,9 +544,10 @@ static void png_plan(png_layout *L, const writers_frame *fr, int f, const png_pl
     }
     char a[32];
     snprintf(L->head, sizeof L->head, "%.40s  t = %s%s", fr->names[f], diag_number(a, sizeof a, fr->t), pl->where);
-    if (fr->dim == 1) snprintf(L->axes, sizeof L->axes, "x -> %lld cells", (long long)L->nx);
-    else snprintf(L->axes, sizeof L->axes, "%c -> %lld cells   %c ^ %lld cells", "xyz"[pl->across], (long long)L->nx,
-                  "xyz"[pl->up], (long long)L->ny);
+    const char *axis_names = fr->mesh && fr->mesh->geometry != PJ_GEOM_CARTESIAN ? "rz" : "xyz";
+    if (fr->dim == 1) snprintf(L->axes, sizeof L->axes, "%c -> %lld cells", axis_names[0], (long long)L->nx);
+    else snprintf(L->axes, sizeof L->axes, "%c -> %lld cells   %c ^ %lld cells", axis_names[pl->across], (long long)L->nx,
+                  axis_names[pl->up], (long long)L->ny);
     snprintf(L->top, sizeof L->top, "%.4g", L->hi); /* the labels: 4 digits */
     snprintf(L->bottom, sizeof L->bottom, "%.4g", L->lo);
     int tw = picture_text_width(L->top, PNG_FONT), bw = picture_text_width(L->bottom, PNG_FONT);
