@@ -5,7 +5,8 @@
 #   bench/threads.sh PDEJIT [ROUNDS] [SIZES] [--busy]
 #
 # PDEJIT: the command to time (e.g. build/pdejit). Per size N (default 64,103,256,1024), Gray-Scott
-# (samples/gray_scott.pde) on an N x N square with rk4, for 2000 steps at 64² and 103², 500 at
+# (samples/gray_scott.pde) on an N x N square with rk4 (dt = 1, or 0.2 h²/Du where that is
+# smaller), for 2000 steps at 64² and 103², 500 at
 # 256², 30 at 1024², on a warm kernel cache; each round runs the three variants in turn. --busy
 # keeps one busy process (`yes > /dev/null`) pinned to core 1 (taskset) for the whole run. Prints
 # the median milliseconds over the rounds and default / best.
@@ -26,7 +27,9 @@ ms() { local s e; s=$(date +%s%N); "$PJ" run "$@" --out none --quiet >/dev/null 
 printf '| mesh | steps | default ms | --threads 1 ms | --threads 2 ms | default / best |\n|---|---|---|---|---|---|\n'
 for n in ${SIZES//,/ }; do
     case $n in 64 | 103) steps=2000 ;; 256) steps=500 ;; *) steps=30 ;; esac
-    sed "s/nx = 128, ny = 128/nx = $n, ny = $n/; s/scheme = rk2/scheme = rk4/" "$here/samples/gray_scott.pde" >"$tmp/gs$n.pde"
+    dt=$(awk -v n="$n" 'BEGIN {h = 2.5 / n; d = 0.2 * h * h / 2e-5; print d < 1 ? d : 1}') # stable rk4 steps
+    sed "s/nx = 128, ny = 128/nx = $n, ny = $n/; s/scheme = rk2/scheme = rk4/; s/dt = 1,/dt = $dt,/" \
+        "$here/samples/gray_scott.pde" >"$tmp/gs$n.pde"
     "$PJ" run "$tmp/gs$n.pde" --steps 1 --out none --quiet >/dev/null 2>&1 # the kernels into the cache
     for r in $(seq "$ROUNDS"); do
         ms "$tmp/gs$n.pde" --steps "$steps" >>"$tmp/d$n"

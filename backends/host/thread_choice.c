@@ -10,17 +10,34 @@
 #include "thread_choice.h"
 #include <string.h>
 
-static double median(const double *v, int n)
+static void sort(double *s, int n)
 {
-    double s[TC_WINDOW > TC_MAX_ROUNDS ? TC_WINDOW : TC_MAX_ROUNDS];
-    memcpy(s, v, sizeof *v * (size_t)n);
     for (int i = 1; i < n; i++) /* insertion sort: n <= 64 */
         for (int j = i; j > 0 && s[j - 1] > s[j]; j--) {
             double t = s[j];
             s[j] = s[j - 1];
             s[j - 1] = t;
         }
+}
+
+static double median(const double *v, int n)
+{
+    double s[TC_WINDOW];
+    memcpy(s, v, sizeof *v * (size_t)n);
+    sort(s, n);
     return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+/* The mean without the slowest sixth (at least the one slowest): what a run of such steps costs,
+ * stalls that recur included, but not one stray descheduling. */
+static double trimmed_mean(const double *v, int n)
+{
+    double s[TC_MAX_ROUNDS], sum = 0;
+    memcpy(s, v, sizeof *v * (size_t)n);
+    sort(s, n);
+    int keep = n - (n / 6 > 1 ? n / 6 : 1);
+    for (int i = 0; i < keep; i++) sum += s[i];
+    return sum / keep;
 }
 
 static void start_calibration(thread_choice *tc)
@@ -59,10 +76,10 @@ void thread_choice_end(thread_choice *tc, double seconds)
         int enough = tc->n_one >= TC_ROUNDS && tc->n_all >= TC_ROUNDS && tc->n_one == tc->n_all &&
                      tc->cal_seconds >= TC_BUDGET_S;
         if (!enough && tc->n_all < TC_MAX_ROUNDS) return;
-        double one = median(tc->t_one, tc->n_one), all = median(tc->t_all, tc->n_all);
+        double one = trimmed_mean(tc->t_one, tc->n_one), all = trimmed_mean(tc->t_all, tc->n_all);
         tc->calibrating = 0;
         tc->chosen_serial = one < all;
-        tc->chosen_median = tc->chosen_serial ? one : all;
+        tc->chosen_median = median(tc->chosen_serial ? tc->t_one : tc->t_all, TC_ROUNDS); /* the drift's base */
         tc->calibrations++;
         tc->steps_since = 0;
         tc->n_window = 0;

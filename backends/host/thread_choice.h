@@ -6,8 +6,8 @@
  * The rule (docs/performance.md, "Threads that pay"): after TC_WARMUP steps, steps alternate
  * between one thread and all threads until each mode has at least TC_ROUNDS and the calibration's
  * steps add up to TC_BUDGET_S seconds (short steps on a busy machine: a scheduler's time slice
- * must not decide), at most TC_MAX_ROUNDS each; the mode whose median step time is lower is kept
- * (all threads on a tie). While running the chosen mode, the median of its last TC_WINDOW steps
+ * must not decide), at most TC_MAX_ROUNDS each; the mode whose mean step time, without the
+ * slowest sixth of its steps, is lower is kept (all threads on a tie). While running the chosen mode, the median of its last TC_WINDOW steps
  * is compared with the median it was chosen with: outside [1/TC_DRIFT, TC_DRIFT] times that, and
  * at least TC_MIN_GAP steps after the last calibration, the calibration is done again, and also
  * every TC_RECHECK steps (the load may have left a mode that did not slow down: one thread on the
@@ -35,7 +35,7 @@ typedef struct thread_choice {
     int calibrations;        /* how many were done */
     double t_one[TC_MAX_ROUNDS], t_all[TC_MAX_ROUNDS];
     int n_one, n_all;
-    double chosen_median;    /* the chosen mode's median at the decision */
+    double chosen_median;    /* the median of the chosen mode's first TC_ROUNDS steps at the decision */
     double window[TC_WINDOW];
     int n_window;
     long steps_since;        /* steps since the last decision */
