@@ -14,7 +14,7 @@
 #include "sim.h"
 
 /* Bump when the generated code changes for the same IR: old cache entries then miss. */
-#define PJ_CODEGEN_VERSION "cpu-10"
+#define PJ_CODEGEN_VERSION "cpu-9"
 
 typedef struct cpu_backend cpu_backend;
 

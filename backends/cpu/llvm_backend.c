@@ -99,14 +99,13 @@ static void init_llvm(void)
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) init_failed = 1;
     /* Large kernels are generated at CodeGenLevelNone, whose default instruction selector is
        FastISel: this keeps SelectionDAG there (both faster code and linear time). No effect on
-       the other levels, which always select with SelectionDAG.
-       No loop strength reduction in code generation: on a 2D stage kernel (the x loop vectorised
-       and interleaved, a dozen address streams) LLVM 14's LSR took 73 of llc's 95 ms, and its
-       rewriting of the addresses saved ~7 % of the vector body's instructions (integer ones; the
-       loop is bound by its floating-point operations and loads): the same run time measured side
-       by side (docs/performance.md, "Compile time, round three"). Process-wide, set once. */
-    const char *argv[3] = {"pdejit", "-fast-isel=false", "-disable-lsr"};
-    LLVMParseCommandLineOptions(3, argv, NULL);
+       the other levels, which always select with SelectionDAG. Process-wide, set once.
+       Loop strength reduction (code generation's LSR) takes most of a stage kernel's code
+       generation (73 of llc's 95 ms on a 2D reaction-diffusion stage) but is kept: without it
+       the 2048² step ran 4-12 % slower in three interleaved runs (docs/performance.md,
+       "Compile time, round three"). */
+    const char *argv[2] = {"pdejit", "-fast-isel=false"};
+    LLVMParseCommandLineOptions(2, argv, NULL);
 }
 
 const char *llvm_version_string(void) { return LLVM_VERSION_STRING; }
