@@ -110,17 +110,17 @@ int main(int argc, char **argv)
     kir_kernel *k = gray_scott();
     void *obj;
     size_t len;
-    double ms;
+    llvm_times lt;
     kir_cpu_fn fn;
     llvm_loaded *h;
-    if (llvm_compile(jit, k, &(llvm_options){0, 0, 0}, "gs", &obj, &len, NULL, &ms, err, sizeof err) ||
+    if (llvm_compile(jit, k, &(llvm_options){0, 0, 0}, "gs", &obj, &len, NULL, &lt, err, sizeof err) ||
         llvm_load(jit, obj, len, "gs", &fn, &h, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
     cpu_pool *pool = cpu_pool_create(threads);
     threads = cpu_pool_threads(pool);
-    printf("kernel compiled in %.1f ms; %d threads\n", ms, threads);
+    printf("kernel compiled in %.1f ms; %d threads\n", lt.total, threads);
     printf("%8s %10s %10s %10s %10s %10s  (us per launch, best of 5)\n", "grid", "serial", "pool",
            "omp", "pool-empty", "omp-empty");
     int sizes[] = {32, 64, 128, 256, 1024};

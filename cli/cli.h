@@ -6,6 +6,8 @@
 
 /* Reads and compiles FILE, printing its diagnostics to stderr; NULL on error (exit 2). */
 pj_program *cli_load_problem(const char *path, const pj_compile_options *opt);
+/* --verbose: where the time of making sim's kernels went (pj_sim_compile_times), one line to stderr. */
+void cli_print_compile_times(const pj_sim *sim);
 /* The same through the public API (`pdejit run`), with the scheme of that name when not NULL. */
 pj_problem *cli_compile(const char *path, const char *scheme);
 /* FILE's text (NUL-terminated, *len bytes; free it), or NULL after saying why on stderr. */

@@ -77,6 +77,17 @@ pj_program *cli_load_problem(const char *path, const pj_compile_options *opt)
     return p;
 }
 
+void cli_print_compile_times(const pj_sim *sim)
+{
+    pj_compile_times t;
+    pj_sim_compile_times(sim, &t);
+    fprintf(stderr,
+            "pdejit: compile: front end %.2f ms, kernel IR %.2f ms, LLVM IR %.2f ms, optimisation %.2f ms, "
+            "code generation %.2f ms, ORC load %.2f ms, cache %.2f ms; %d kernel%s (%d compiled) in %.2f ms\n",
+            t.front, t.kir, t.ir, t.opt, t.codegen, t.load, t.cache, t.kernels, t.kernels == 1 ? "" : "s", t.compiled,
+            t.wall);
+}
+
 /* Compiles FILE through the public API; prints its diagnostics to stderr. NULL on error. */
 pj_problem *cli_compile(const char *path, const char *scheme)
 {

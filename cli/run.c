@@ -206,8 +206,8 @@ static const cli_opt run_opts[] = {
      "`--out none` writes none)", NULL, cli_set_text, RUN(out)},
     {"--dump", NULL, "FILE.csv", "write the final state: x[,y[,z]],field... one row per cell, 17 significant "
      "digits", NULL, cli_set_text, RUN(dump)},
-    {"--threads", NULL, "N", "CPU threads (default: all cores; under mpirun, shared by the processes on the "
-     "machine)", NULL, set_threads, RUN(threads)},
+    {"--threads", NULL, "N", "CPU threads, forced (default: all cores, or one where the first steps measure one "
+     "faster; under mpirun, shared by the processes on the machine)", NULL, set_threads, RUN(threads)},
     {"--ranks-layout", NULL, "PxQ[xR]", "under mpirun: processes along x, y, z (default: PETSc chooses)", NULL,
      cli_set_text, RUN(ranks_layout)},
     {"--seed", NULL, "N", "the key of rand() and randn() (0 to 2^64-1, default 0): the same seed gives the same "
@@ -535,11 +535,12 @@ static int start_sim(run_ctx *c)
     const char *kname;
     int kcached;
     double kms;
-    if (a->verbose && pj_sim_kernel(c->sim, 0, NULL, NULL, NULL) == 0)
+    if (a->verbose && pj_sim_kernel(c->sim, 0, NULL, NULL, NULL) == 0) {
         for (int i = 0; pj_sim_kernel(c->sim, i, &kname, &kcached, &kms) == 0; i++)
             fprintf(stderr, "pdejit: kernel %s: %s in %.2f ms\n", kname,
                     kcached ? "loaded from the cache" : "compiled", kms);
-    else if (a->verbose && info.kernels)
+        cli_print_compile_times(c->sim);
+    } else if (a->verbose && info.kernels)
         fprintf(stderr,
                 "pdejit: %s: %d kernels, %d loaded from the cache, %d compiled (NVRTC %.2f ms), %.2f ms in all\n",
                 info.device ? info.device : a->backend, info.kernels, info.from_cache, info.kernels - info.from_cache,

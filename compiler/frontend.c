@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* A block the compile malloc'd: returned, or (NULL) out of memory, which jumps to
  * compile_problem's handler. Called only where every live allocation is in the arena or owned
@@ -551,10 +552,20 @@ static int set_consts(compiler *C, const pj_compile_options *opt, int report)
     return C->d->errors ? -1 : 0;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static int run_kir_passes(compiler *C, pj_program *p, const ast_stmt **eqs);
+
 /* The passes, in order (see the top of the file). Returns 0, or -1 with the errors in C->d. */
 static int run_passes(compiler *C, pj_program *p, const char *source, size_t len, const pj_compile_options *opt)
 {
     diag *d = C->d;
+    double t0 = now_ms();
     ast_program *ast = parse_program(C->arena, d, source, len);
     if (!ast || d->errors) return -1;
     C->term_faces = opt && opt->term_faces;
@@ -612,9 +623,21 @@ static int run_passes(compiler *C, pj_program *p, const char *source, size_t len
     if (d->errors || finish(C, p->reduce) < 0 || finish(C, p->stop) < 0) return -1;
 
     for (int a = 0; a < 3; a++) C->periodic[a] = p->periodic[a];
-    if (lower_rhs(C, p, eqs) < 0 || d->errors || finish(C, p->rhs) < 0 || finish(C, p->rhs_implicit) < 0 ||
-        finish(C, p->rhs_explicit) < 0)
-        return -1;
+    if (lower_rhs(C, p, eqs) < 0 || d->errors) return -1;
+    double t1 = now_ms();
+    p->ms_front = t1 - t0;
+    int rc = run_kir_passes(C, p, eqs);
+    p->ms_kir = now_ms() - t1;
+    return rc;
+}
+
+/* The kernel IR passes after the lowering: finish (folding, sharing, fused multiply-adds), the
+ * check of algebraic equations under an explicit scheme, the scheme's stages and Jacobian, the
+ * params' values and the halos. 0, or -1 with errors in C->d. */
+static int run_kir_passes(compiler *C, pj_program *p, const ast_stmt **eqs)
+{
+    diag *d = C->d;
+    if (finish(C, p->rhs) < 0 || finish(C, p->rhs_implicit) < 0 || finish(C, p->rhs_explicit) < 0) return -1;
     check_explicit_algebraic(C, p, eqs);
     if (d->errors) return -1;
     int lowered = scheme_lower(p);

@@ -118,6 +118,8 @@ typedef struct pj_program {
     int n_algebraic;
     int *field_halo;      /* per field, from the composed stage kernels */
     int halo;             /* max of field_halo, at least 1: ghost layers allocated per side */
+    double ms_front;      /* compile_problem's time: parsing, names and checks, lowering to kernel IR */
+    double ms_kir;        /* and the kernel IR passes (kir_finish, the scheme's stages, halos) */
 
     int n_params;
     char **param_names;

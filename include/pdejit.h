@@ -304,6 +304,22 @@ PJ_API void pj_sim_get_info(const pj_sim *sim, pj_sim_info *info);
 /* Kernel i (0 <= i < the number that lists, which may be 0 when the back end keeps no list): its
  * name, whether it came from the cache, milliseconds. 0, or -1 when there is no kernel i. */
 PJ_API int pj_sim_kernel(const pj_sim *sim, int i, const char **name, int *from_cache, double *ms);
+/* Where the time of making the running problem's kernels went, in milliseconds: the front end and
+ * the kernel IR passes of its compile, then summed over the kernels of the last prepare (those
+ * compiled run concurrently, so the sums may exceed `wall`). Fields a back end does not report
+ * are 0 (the interpreter compiles nothing; the GPU's compiler time is pj_sim_info.ms_compiler). */
+typedef struct pj_compile_times {
+    double front;     /* parsing, names and checks, lowering to kernel IR */
+    double kir;       /* kernel IR passes: folding, sharing, fused multiply-adds, the scheme's stages */
+    double ir;        /* LLVM IR emission (text, parse, verify; the optimised text kept in the cache) */
+    double opt;       /* the optimisation pipeline */
+    double codegen;   /* machine code generation (instruction selection to object bytes) */
+    double load;      /* ORC: adding the objects and resolving their symbols */
+    double cache;     /* the kernel cache's lookups and stores */
+    double wall;      /* preparing all kernels (pj_sim_info.ms_prepare) */
+    int kernels, compiled;
+} pj_compile_times;
+PJ_API void pj_sim_compile_times(const pj_sim *sim, pj_compile_times *t);
 
 /* The implicit solver's work (implicit schemes and steady problems), counted since the start.
  * The steps are the scheme's own: under error control (adapt) pj_sim_advance and pj_sim_run take

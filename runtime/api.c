@@ -674,6 +674,22 @@ int pj_sim_kernel(const pj_sim *ps, int i, const char **name, int *from_cache, d
     return 0;
 }
 
+void pj_sim_compile_times(const pj_sim *ps, pj_compile_times *t)
+{
+    engine_info ei;
+    engine_get_info(ps->e, &ei);
+    *t = (pj_compile_times){.front = ps->p->ms_front, .kir = ps->p->ms_kir, .wall = ei.ms_prepare,
+                            .kernels = ei.n_kernels, .compiled = ei.n_kernels - ei.from_cache};
+    for (int i = 0; ei.kernels && i < ei.n_kernels; i++) {
+        const engine_kernel_info *k = &ei.kernels[i];
+        t->ir += k->ms_ir;
+        t->opt += k->ms_opt;
+        t->codegen += k->ms_codegen;
+        t->load += k->ms_load;
+        t->cache += k->ms_cache;
+    }
+}
+
 /* The canonical hashes of p's kernels (a step's, initial values, boundary conditions, params). */
 static int kernel_hashes(const pj_program *p, const uint8_t **out)
 {

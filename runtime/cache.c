@@ -2,7 +2,7 @@
  * one warning), keys and entry ids, get and put; see cache.h for the layout and the guarantees,
  * cache_internal.h for the other modules (trust and entries, the folder, explain).
  *
- *   put:  key text → id → write ID.src, ID.key, ID.bin as .tmp.* files (the blob fsync'd)
+ *   put:  key text → id → write ID.src, ID.key, ID.bin as .tmp.* files (no fsync: see cache.h)
  *         → rename src, key, then bin (the commit point) → evict while over the cap
  *   get:  id → open ID.bin → check magic, format, sizes, key text, checksum → refresh mtime
  *
@@ -434,7 +434,7 @@ static int put_once(cache *c, const char *id, const char *text, size_t tlen,
     if (!err) {
         const void *p[3] = {h, text, data};
         size_t l[3] = {HDR_SIZE, tlen, len};
-        err = write_tmp(c, sub, id, "bin", p, l, 3, 1, next_stamp(c), tmp[BIN]);
+        err = write_tmp(c, sub, id, "bin", p, l, 3, 0, next_stamp(c), tmp[BIN]);
         if (err) tmp[BIN][0] = 0;
     }
     /* all written: make them visible, the .bin (the commit point) last; a rename replaces a link

@@ -21,8 +21,10 @@
  * key text, then the payload. A load checks all of it: a short, zeroed, garbled or foreign-format
  * file, or one whose key text differs (a hash collision), is a miss, and the next put replaces it.
  *
- * Writes go to a temporary file in the entry's folder (blob fsync'd) and are rename()d into place,
- * so readers and concurrent writers (threads or processes) only ever see complete entries. The
+ * Writes go to a temporary file in the entry's folder and are rename()d into place, so readers
+ * and concurrent writers (threads or processes) only ever see complete entries. The blob is not
+ * fsync'd (that took 5-20 ms of a cold run on a busy machine): an entry torn by a power loss
+ * fails the load's length and checksum checks, is a miss, and is compiled and stored again. The
  * .bin file's modification time is its last use: a hit refreshes it, and a put that takes the
  * folder over its size cap removes the least recently used entries until it fits.
  *

@@ -55,6 +55,9 @@ typedef struct engine_kernel_info {
     char name[32];
     int from_cache;        /* 1 loaded from the disk cache, 0 compiled */
     double ms;
+    /* where ms went (0 where a back end does not say): LLVM IR emission, the optimisation
+       pipeline, machine code generation, the cache's lookup and store, loading the code (ORC) */
+    double ms_ir, ms_opt, ms_codegen, ms_cache, ms_load;
 } engine_kernel_info;
 
 /* What a back end can say about itself after create (fields absent where they do not apply). */

@@ -779,11 +779,39 @@ static void signal_while_compiling_stops_cleanly(void **state)
     assert_int_equal(sh(&out, "ls cache/*/ | grep -c '[.]run$\\|[.]crash$'"), 1); /* grep -c 0: status 1 */
     assert_string_equal(out, "0\n");
     free(out);
-    assert_int_equal(sh(&out, "$PJ run warm.pde --out none --verbose 2>&1 | grep -v ' steps to ' | sed 's/ in [0-9.]* ms$//'"), 0);
+    assert_int_equal(sh(&out, "$PJ run warm.pde --out none --verbose 2>&1 | grep -v ' steps to \\|^pdejit: compile: ' | "
+                              "sed 's/ in [0-9.]* ms$//'"), 0);
     assert_string_equal(out, "pdejit: kernel stage1: loaded from the cache\n");
     free(out);
     free(p);
     free(w);
+}
+
+/* --verbose says where the time of making the kernels went (pj_sim_compile_times): one line after
+ * the kernels' with the front end, the kernel IR passes, LLVM IR emission, the optimisation
+ * pipeline, code generation, loading into ORC and the cache, and the kernels and wall time. Its
+ * format, not its values: a cold run (both kernels of rk2 compiled, every figure a number), then
+ * the same problem from the cache (0 compiled). */
+static void verbose_says_where_compile_time_goes(void **state)
+{
+    (void)state;
+    char *p = write_file("split.pde", "mesh grid(nx = 8, ny = 8)\nfield u = x*y\neq dt(u) = 0.01*lap(u) - u^3\n"
+                                      "periodic x, y\ntime dt = 0.01, steps = 2, scheme = rk2\n");
+    const char *cmd = "$PJ run split.pde --out none --verbose 2>&1 | grep -v ' steps to ' | "
+                      "sed 's/[0-9][0-9]*[.][0-9][0-9]* ms/N ms/g'";
+#define COMPILE_LINE(n) "pdejit: compile: front end N ms, kernel IR N ms, LLVM IR N ms, optimisation N ms, " \
+                             "code generation N ms, ORC load N ms, cache N ms; 2 kernels (" n " compiled) in N ms\n"
+    char *out;
+    assert_int_equal(sh(&out, "rm -rf cache && %s", cmd), 0);
+    assert_string_equal(out, "pdejit: kernel stage1: compiled in N ms\npdejit: kernel stage2: compiled in N ms\n"
+                             COMPILE_LINE("2"));
+    free(out);
+    assert_int_equal(sh(&out, "%s", cmd), 0);
+    assert_string_equal(out, "pdejit: kernel stage1: loaded from the cache in N ms\n"
+                             "pdejit: kernel stage2: loaded from the cache in N ms\n" COMPILE_LINE("0"));
+    free(out);
+#undef COMPILE_LINE
+    free(p);
 }
 
 /* 100 000 monitors or fields in a problem file: a clear refusal or a run, never a crash or a
@@ -952,6 +980,7 @@ int main(void)
         cmocka_unit_test(outputs_checked_before_stepping),
         cmocka_unit_test(signals_stop_at_a_step_boundary),
         cmocka_unit_test(signal_while_compiling_stops_cleanly),
+        cmocka_unit_test(verbose_says_where_compile_time_goes),
         cmocka_unit_test(limits_by_the_hundred_thousand),
         cmocka_unit_test(bench_refusals),
         cmocka_unit_test(watch_reads_only_regular_files),

@@ -210,7 +210,9 @@ static built build(const kir_kernel *k, int single, int fast)
     void *obj = NULL;
     size_t len = 0;
     llvm_options opt = {single, fast, large_ops};
-    int rc = llvm_compile(jit, k, &opt, sym, &obj, &len, &b.ir, &b.ms, err, sizeof err);
+    llvm_times lt;
+    int rc = llvm_compile(jit, k, &opt, sym, &obj, &len, &b.ir, &lt, err, sizeof err);
+    b.ms = lt.total;
     if (rc) fprintf(stderr, "compile: %s\n", err);
     assert_int_equal(rc, 0);
     rc = llvm_load(jit, obj, len, sym, &b.fn, &b.h, err, sizeof err);

@@ -99,7 +99,11 @@ static void init_llvm(void)
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) init_failed = 1;
     /* Large kernels are generated at CodeGenLevelNone, whose default instruction selector is
        FastISel: this keeps SelectionDAG there (both faster code and linear time). No effect on
-       the other levels, which always select with SelectionDAG. Process-wide, set once. */
+       the other levels, which always select with SelectionDAG. Process-wide, set once.
+       Loop strength reduction (code generation's LSR) takes most of a stage kernel's code
+       generation (73 of llc's 95 ms on a 2D reaction-diffusion stage) but is kept: without it
+       the 2048² step ran 4-12 % slower in three interleaved runs (docs/performance.md,
+       "Compile time, round three"). */
     const char *argv[2] = {"pdejit", "-fast-isel=false"};
     LLVMParseCommandLineOptions(2, argv, NULL);
 }
@@ -208,10 +212,10 @@ void llvm_jit_destroy(llvm_jit *jit)
 /* ---- compile ------------------------------------------------------------------------------ */
 
 int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, const char *symbol,
-                 void **object, size_t *object_len, char **ir_text, double *ms_compile,
+                 void **object, size_t *object_len, char **ir_text, llvm_times *times,
                  char *err, size_t err_len)
 {
-    double t0 = now_ms();
+    double t0 = now_ms(), t_ir = 0, t_opt = 0, t_print = 0, t_cg = 0;
     llvm_options strict = {0, 0, 0};
     if (!opt) opt = &strict;
     if (object) *object = NULL;
@@ -286,6 +290,7 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
     }
     LLVMDisposeMessage(msg);
     msg = NULL;
+    t_ir = now_ms();
 
     pbo = LLVMCreatePassBuilderOptions();
     LLVMPassBuilderOptionsSetLoopVectorization(pbo, 1);
@@ -297,6 +302,7 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
         seterr_llvm(err, err_len, large ? "LLVM " LARGE_PIPELINE : "LLVM default<O3>", e);
         goto done;
     }
+    t_opt = now_ms();
     if (ir_text) {
         char *s = LLVMPrintModuleToString(mod);
         *ir_text = s ? xstrdup(s) : NULL;
@@ -306,6 +312,7 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
             goto done;
         }
     }
+    t_print = now_ms();
     if (object) {
         if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &out)) {
             diag_set(err, err_len, "LLVM object emission: %s", msg ? msg : "");
@@ -320,6 +327,7 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
         }
         memcpy(*object, LLVMGetBufferStart(out), n);
         if (object_len) *object_len = n;
+        t_cg = now_ms();
     }
     rc = 0;
 done:
@@ -338,7 +346,15 @@ done:
     if (ctx) LLVMContextDispose(ctx);
     LLVMDisposeTargetMachine(tm);
     free(text.s);
-    if (ms_compile) *ms_compile = now_ms() - t0;
+    if (times) {
+        double t1 = now_ms();
+        *times = (llvm_times){.total = t1 - t0};
+        if (rc == 0) {
+            times->ir = t_ir - t0 + (t_print - t_opt); /* the text made, and the optimised text printed */
+            times->opt = t_opt - t_ir;
+            times->codegen = object ? t_cg - t_print : 0;
+        }
+    }
     return rc;
 }
 

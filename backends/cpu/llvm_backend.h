@@ -65,10 +65,16 @@ const char *llvm_version_string(void);
  *   *object, *object_len  the relocatable object file (malloc'd, caller frees) for llvm_load
  *                         and the disk cache;
  *   *ir_text              the optimised LLVM IR, readable (malloc'd, caller frees);
- *   *ms_compile           wall time of the whole call in milliseconds.
+ *   *times                where the call's wall time went, in milliseconds (llvm_times).
  * Returns 0, or -1 with a message (invalid kernel, kernel kind not supported, LLVM error). */
+typedef struct llvm_times {
+    double total;   /* the whole call */
+    double ir;      /* LLVM IR emission: llvm_gen_ir's text, parsing and verifying it */
+    double opt;     /* the optimisation pipeline (default<O3>, or the large kernels' lighter one) */
+    double codegen; /* machine code generation: instruction selection to the object's bytes */
+} llvm_times;
 int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, const char *symbol,
-                 void **object, size_t *object_len, char **ir_text, double *ms_compile,
+                 void **object, size_t *object_len, char **ir_text, llvm_times *times,
                  char *err, size_t err_len);
 
 /* Adds an object made by llvm_compile (read from memory; copied, so the caller keeps `object`)

@@ -75,7 +75,7 @@ typedef void (*par_fn)(void *ctx, int64_t begin, int64_t end);
 static void par_for(const sim *s, par_fn fn, void *ctx, int64_t n_outer)
 {
     int64_t cells = sim_cells(s);
-    if (!s->pool || cells < SIM_PAR_MIN_CELLS) {
+    if (!s->pool || cells < SIM_PAR_MIN_CELLS || s->serial) {
         fn(ctx, 0, n_outer);
         return;
     }
@@ -375,6 +375,8 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     /* no pool (one thread) when asked for one, or when threads cannot start: runs serially */
     if (s->threads != 1) s->pool = cpu_pool_create(s->threads);
     s->threads = s->pool ? cpu_pool_threads(s->pool) : 1;
+    /* the default threads (none asked for) are measured against one on the first steps */
+    thread_choice_init(&s->tc, !(opt && opt->threads > 0) && s->pool && sim_cells(s) >= SIM_PAR_MIN_CELLS);
     s->runner = NULL;
     /* temporal blocking (tblock.c): off, on or when it pays, and forced sizes, for tests and benchmarks */
     const char *tb = knob(KNOB_TBLOCK);
@@ -802,6 +804,9 @@ int sim_stage(void *x, int i, const stage_clock *c, char *err, size_t len)
     if (i == 0 && s->tune_left > 0) {
         s->tuning = 1;
         tune_step(s, 1, &s->tune_t0);
+    } else if (i == 0 && s->tc.active) { /* the tiles and prefetch first, then the threads */
+        s->serial = thread_choice_begin(&s->tc);
+        s->tc_t0 = now_seconds();
     }
     s->L.t = c->t;
     s->L.dt = c->dt;
@@ -812,6 +817,9 @@ int sim_stage(void *x, int i, const stage_clock *c, char *err, size_t len)
     if (i == p->n_stages - 1 && s->tuning) {
         s->tuning = 0;
         tune_step(s, 0, &s->tune_t0);
+    } else if (i == p->n_stages - 1 && s->tc.active && s->tc_t0 > 0) {
+        thread_choice_end(&s->tc, now_seconds() - s->tc_t0);
+        s->tc_t0 = 0;
     }
     return 0;
 }
@@ -878,6 +886,7 @@ double sim_time(const sim *s) { return s->st.t; }
 int64_t sim_steps(const sim *s) { return s->st.steps; }
 int64_t sim_cells(const sim *s) { return s->st.g.n[0] * s->st.g.n[1] * s->st.g.n[2]; }
 int sim_threads(const sim *s) { return s->threads; }
+int sim_threads_in_use(const sim *s) { return s->tc.active && !s->tc.calibrating && s->tc.chosen_serial ? 1 : s->threads; }
 const pj_program *sim_program(const sim *s) { return s->st.p; }
 
 void sim_get_field(const sim *s, int f, double *out)

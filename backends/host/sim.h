@@ -109,6 +109,9 @@ int64_t sim_steps(const sim *s);
 int64_t sim_cells(const sim *s);
 /* Threads a stage is split over (1 when the sim runs serially). */
 int sim_threads(const sim *s);
+/* The threads a step runs on now: 1 where the default threads were measured not to pay (sim.c,
+ * thread_choice.h), else sim_threads. */
+int sim_threads_in_use(const sim *s);
 const pj_program *sim_program(const sim *s);
 /* The state it steps (state.h). */
 sim_state *sim_state_of(sim *s);

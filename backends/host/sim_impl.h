@@ -6,6 +6,7 @@
 #include "grid.h"
 #include "sim.h"
 #include "state.h"
+#include "thread_choice.h"
 
 struct sim {
     sim_state st;          /* program, layout, plan, buffers, clock, params, failure (state.h) */
@@ -40,6 +41,11 @@ struct sim {
     double tune_best[4];   /* the fastest step seen under each candidate, seconds */
     double tune_t0;        /* when the step being measured started */
     int tuning;            /* 1 while a step is measured */
+    /* default threads: whether they pay, measured on the steps (thread_choice.h); serial: this
+       step's stages run on the calling thread */
+    thread_choice tc;
+    int serial;
+    double tc_t0;
 };
 
 /* below this many cells a stage runs on the calling thread: waking threads costs more */
