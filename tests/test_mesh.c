@@ -54,7 +54,7 @@ static double sine_error(int dim, int n, int n0, double q0, double until)
 {
     double q = pow(q0, (double)n0 / n), w0 = stretched_face(q, n, 1);
     char axes[256] = "", src[1024];
-    snprintf(axes, sizeof axes, dim == 2 ? ", ny = %d, y = stretch(%.17g)" : "", n, q);
+    if (dim == 2) snprintf(axes, sizeof axes, ", ny = %d, y = stretch(%.17g)", n, q);
     snprintf(src, sizeof src,
              "mesh grid(nx = %d, x = stretch(%.17g)%s)\nfield u = sin(pi*x)%s\neq dt(u) = lap(u)\non all: u = 0\n"
              "time dt = %.17g, until = %g\n", n, q, axes, dim == 2 ? "*sin(pi*y)" : "", 0.2 * w0 * w0 / dim, until);
