@@ -338,7 +338,7 @@ done:
 int spectral_limit(spectral_matrix *m, pj_scheme s, double gershgorin, double *limit)
 {
     if (m->failed || m->n < 1) return -1;
-    qsort(m->e, (size_t)m->nnz, sizeof *m->e, by_place);
+    if (m->nnz > 0) qsort(m->e, (size_t)m->nnz, sizeof *m->e, by_place); /* none: a zero Jacobian */
     int64_t k = 0;
     for (int64_t i = 0; i < m->nnz; i++)
         if (k && m->e[k - 1].r == m->e[i].r && m->e[k - 1].c == m->e[i].c) m->e[k - 1].v += m->e[i].v;
