@@ -52,9 +52,13 @@ static void a_few_steps(engine *e, double dt)
         if (engine_step(e, dt, err, sizeof err) < 0) break;
 }
 
+/* An adaptive scheme's step advances by the span it is given, in as many steps as its error
+ * control needs (rk45 at dt = 1 on a stiff diffusion: tens of thousands), so it gets a short span:
+ * a few tries each, as for the fixed-step schemes. */
 static double step_size(const pj_program *p)
 {
-    return isfinite(p->dt) && p->dt > 0 ? p->dt : 1e-3;
+    double dt = isfinite(p->dt) && p->dt > 0 ? p->dt : 1e-3;
+    return p->adapt_order > 0 ? fmin(dt, 1e-6) : dt;
 }
 
 /* A few steps of p on the interpreter; then, when p2 is given, p2 swapped in and a few more.
