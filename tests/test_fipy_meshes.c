@@ -2,10 +2,11 @@
  * (the samples in samples/fipy: exponential1D/cylindricalMesh1D, cylindricalMesh1DNonUniform,
  * exponential2D/cylindricalMesh2D, cylindricalMesh2DNonUniform, and the same problem on a
  * SphericalGrid1D), each against its exact solution: within FiPy's doctest atol = 1e-3 at FiPy's
- * 100 cells, second order (2 +- 0.2) from 100 to 200 cells, and the interpreter (the oracle)
- * equal to the CPU back end. Steady solves need PETSc; without it the samples are marched in
- * time to their steady state instead (explicit, 100 cells only). FiPy itself runs them in
- * tests/fipy_meshes_test.sh. */
+ * 100 cells, second order (2 +- 0.2) from 100 to 200 cells. Also: the interpreter (the oracle)
+ * against the CPU back end and the emulated GPU on the non-uniform radial widths, and FiPy's dr
+ * array listed (dr = [...]) against stretch(Rratio). Steady solves need PETSc; without it the
+ * samples are marched in time to their steady state instead (explicit, 100 cells only). FiPy
+ * itself runs them in tests/fipy_meshes_test.sh. */
 #include "testutil.h"
 #include <math.h>
 #include <stdio.h>
@@ -221,12 +222,41 @@ static void radial_widths_on_every_back_end(void **state)
     }
 }
 
+/* FiPy's dr array itself, listed (`dr = [...]`): r0 (Rratio - 1) Rratio^i, the same faces as
+ * stretch(Rratio) to rounding, so the same field to the solver's tolerance (explicit steps without
+ * PETSc). */
+static void listed_radial_widths_match_stretch(void **state)
+{
+    (void)state;
+    char why[256];
+    int steady = implicit_available(why, sizeof why);
+    const char *time_line = steady ? NULL : "\ntime dt = 0.00001, steps = 2000\n";
+    char *src = sample_text(1, 100, time_line), widths[4096] = "dr = [";
+    double q = pow(r1 / r0, 1.0 / 100);
+    for (int i = 0; i < 100; i++) {
+        size_t n = strlen(widths);
+        snprintf(widths + n, sizeof widths - n, "%s%.17g", i ? ", " : "", r0 * (q - 1) * pow(q, i));
+    }
+    strcat(widths, "], r0 = r0)");
+    char *listed = replaced(src, "nr = nr, Lr = r1 - r0, r0 = r0, r = stretch(Rratio))", widths);
+    double *a = solve_text("stretched.pde", src, 100, "cpu", NULL), *b = solve_text("listed.pde", listed, 100, "cpu", NULL);
+    double worst = 0;
+    for (int c = 0; c < 100; c++) worst = fmax(worst, fabs(a[c] - b[c]));
+    printf("FiPy's dr listed against stretch(Rratio): %.3e\n", worst);
+    assert_true(worst <= 1e-10);
+    free(a);
+    free(b);
+    free(src);
+    free(listed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(samples_match_exact_solutions),
         cmocka_unit_test(cpu_matches_interpreter),
         cmocka_unit_test(radial_widths_on_every_back_end),
+        cmocka_unit_test(listed_radial_widths_match_stretch),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
