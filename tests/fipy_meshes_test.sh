@@ -7,7 +7,8 @@
 #   fipy_meshes_test.sh PDEJIT SOURCE_DIR
 #
 # The Python with FiPy and SciPy: $PDEJIT_FIPY_PYTHON if set, else SOURCE_DIR/bench/.venv-fipy
-# (what bench/implicit_fipy.sh and bench/pfhub1.sh --fipy make: FiPy 4.0.3 and SciPy from pip).
+# (what bench/implicit_fipy.sh and bench/pfhub1.sh --fipy make: FiPy 4.0.3 and SciPy from pip);
+# `make test` installs FiPy into BUILD/fipyenv where pip can and passes it as $PDEJIT_FIPY_PYTHON.
 # Exit 0 passed, 1 failed, 77 skipped (no such Python, or FiPy or SciPy does not import there).
 set -u
 pdejit=$1 src=$2
