@@ -117,7 +117,8 @@ static double at(const curve *c, double t)
  * kappa_eta/2 sum |grad eta_i|^2 (MOOSE's TotalFreeEnergy with interfacial_vars = c only, as in
  * the two other MOOSE 2a inputs that were read: xiaoyuguan/ostwald_sqrpbc and
  * xueyang94/chimad2_Oswald_Ripening_a; the record's own input file was not found): the full F is
- * 4 % (t = 0.5) to 20 % (t = 8) above it, F less that part agrees to 0.1 % at t = 0.5 to 5. So the
+ * 4 % (t = 0.5) to 19 % (t = 8) above it, F less that part agrees to 0.11 % (2a) and 0.5 % (2b)
+ * at t = 0.5 to 5. So the
  * compared number is F - G with G = integral(kappa_eta/2 sum |grad eta_i|^2), the monitors' own
  * discrete forms. The stretch compared starts at t = 0.49, the record's first point after the
  * initial relaxation (F falls from 9064 to 3600 in t = 0.5: the time steps' error, MOOSE's
