@@ -124,7 +124,7 @@ static double at(const curve *c, double t)
  * initial relaxation (F falls from 9064 to 3600 in t = 0.5: the time steps' error, MOOSE's
  * adaptive bdf from dt = 0.01, dominates there), and ends at t = 8.2 (8200 rk2 steps of 40 000
  * cells, about 6 s of CPU). Measured: within 0.43 % on 2a and 0.82 % on 2b; 1 % allowed. Later the
- * curves part (1.5 % at t = 10, bench/pfhub_full.sh and docs/pfhub.md go on). */
+ * curves part: 1.5 % (2a) and 1.1 % (2b) at t = 10, 9 % at t = 50 (bench/pfhub_full.sh, docs/pfhub.md). */
 static void check_benchmark2(const char *dir, const char *energy, const char *record, double until)
 {
     static curve ours, g, ref;
