@@ -22,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct spectral_entry { int32_t r, c; double v; } spectral_entry;
-
 #define RITZ_MARGIN 1.03
 
 double spectral_bytes(int64_t n, double entries)

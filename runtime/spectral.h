@@ -9,6 +9,7 @@
 #include "program.h"
 
 /* The Jacobian as entries (row, column, value), rows and columns numbered field * cells + cell. */
+typedef struct spectral_entry { int32_t r, c; double v; } spectral_entry;
 typedef struct spectral_matrix {
     int64_t n;        /* rows (and columns) */
     int64_t nnz, cap; /* entries held, and room */
@@ -47,5 +48,16 @@ int spectral_hessenberg_eigenvalues(const double *h, int m, double *re, double *
    real and Gershgorin's bound is within the estimate's margin (it is then exact or nearly).
    0 with *limit, or -1 when no estimate was made (no memory, no convergence): *limit untouched. */
 int spectral_limit(spectral_matrix *m, pj_scheme s, double gershgorin, double *limit);
+
+/* spectral_reduce.c: the Jacobian of the system an explicit scheme steps when some fields have an
+   algebraic equation (eq 0 = EXPR, EXPR = a*m + b evaluated as m = -b/a each stage): from `full`
+   (every field's rows, folded as above), the differential fields' rows of A - B D^-1 C, where D is
+   the algebraic rows' diagonal (a) and C their other entries, into *reduced (rows and columns
+   renumbered over the differential fields alone: their rank * cells + cell), and rho, the
+   leftmost point of its Gershgorin discs, negated. `algebraic[f]` marks those fields. 0, or -1:
+   an algebraic row reads another algebraic unknown, a is 0 or not finite, no memory, or the
+   reduced matrix would pass SPECTRAL_BYTES. */
+int spectral_reduce(const spectral_matrix *full, const int *algebraic, int n_fields, int64_t cells,
+                    spectral_matrix *reduced, double *rho);
 
 #endif

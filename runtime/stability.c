@@ -474,13 +474,6 @@ static int limit_of_state(engine *e, double budget, const double *gathered, doub
         *limit = INFINITY;
         return 1;
     }
-    if (p->n_algebraic) { /* F's Jacobian is the DAE's; the scheme steps the reduced system */
-        diag_set(err, len, "the stability check was not made: an explicit scheme with an algebraic equation steps the "
-                 "system with the algebraic fields eliminated, whose Jacobian is not estimated; make sure dt is "
-                 "stable, or pass --no-stability-check");
-        *limit = INFINITY;
-        return 1;
-    }
     check c = {.p = p, .q = *p, .params = engine_params(e), .t = engine_time(e)};
     c.jac = program_jacobian(p, NULL, 0);
     c.q.jacobian = NULL; /* set to a group's while it runs (check_band) */
@@ -491,7 +484,7 @@ static int limit_of_state(engine *e, double budget, const double *gathered, doub
     for (int i = 0; i < c.jac->n; i++) c.merge_always |= c.jac->entries[i].slot != 0;
     int rc = -1;
     double *state = NULL;
-    spectral_matrix sm = {0};
+    spectral_matrix sm = {0}, reduced = {0};
     int64_t band_rows = 0, cells = engine_cells(e), N = p->n[p->dim - 1];
     if (plan_check(&c, budget, &band_rows) < 0) {
         diag_set(err, len, "out of memory");
@@ -513,12 +506,28 @@ static int limit_of_state(engine *e, double budget, const double *gathered, doub
     sm.most = (int64_t)cells * c.jac->n;
     c.cells = cells;
     if (spectral_bytes(sm.n, (double)sm.most) <= SPECTRAL_BYTES) c.sm = &sm;
+    else if (p->n_algebraic) goto not_reduced; /* the reduction needs the whole Jacobian */
     for (int64_t b0 = 0; b0 < N; b0 += band_rows)
         if (check_band(&c, b0, b0 + band_rows < N ? b0 + band_rows : N, err, len) < 0) goto done;
+    if (p->n_algebraic) { /* the DAE's Jacobian: the scheme steps the system with m = -b/a (spectral_reduce.c) */
+        if (spectral_reduce(&sm, p->field_algebraic, p->n_fields, cells, &reduced, &c.rho) < 0) goto not_reduced;
+        spectral_free(&sm);
+        sm = reduced;
+        reduced = (spectral_matrix){0};
+    }
     *limit = c.rho > 0 ? beta_of(p->scheme) / c.rho : INFINITY;
     if (c.sm) spectral_limit(&sm, p->scheme, *limit, limit);
     rc = 0;
+    goto done;
+not_reduced:
+    diag_set(err, len, "the stability check was not made: an explicit scheme with an algebraic equation steps the "
+             "system with the algebraic fields eliminated, whose Jacobian could not be formed (too large, or an "
+             "algebraic equation's derivative by its unknown is 0 here); make sure dt is stable, or pass "
+             "--no-stability-check");
+    *limit = INFINITY;
+    rc = 1;
 done:
+    spectral_free(&reduced);
     spectral_free(&sm);
     free(state);
     for (int i = 0; c.group_kernel && i < c.n_groups; i++) kir_free(c.group_kernel[i]);

@@ -1,0 +1,245 @@
+/* test_pfhub_published.c — PFHub benchmarks 2a, 2b and 3 against free-energy curves published on
+ * PFHub (https://pages.nist.gov/pfhub/; the records in github.com/usnistgov/pfhub
+ * _data/simulations/NAME/meta.yaml, commit 2f9c54e34e8c), over the early stretch of each curve
+ * that a CI run reaches; the longer comparisons are bench/pfhub_full.sh's (docs/pfhub.md).
+ *
+ *   pfhub2a_against_moose   samples/pfhub2.pde at the benchmark's size (200 x 200, h = 1), rk2,
+ *                           to t = 8.2, against record moose_itg_2a
+ *   pfhub2b_against_moose   samples/pfhub2b.pde likewise against record moose_itg_2b
+ *   pfhub3_against_published  samples/pfhub3.pde on an 80 x 80 corner of the benchmark's square
+ *                           to t = 30 (the melt's far field not yet reached), against records
+ *                           memphis_3a and moose_itg_3a
+ *
+ * The published numbers are extracts of the records' data files, stored with their sources in
+ * tests/data/pfhub/ (and read by bench/pfhub_compare.py too). */
+#include "testutil.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pdejit.h"
+
+typedef struct curve {
+    int n;
+    double t[4096], v[4096];
+} curve;
+
+static char *sample(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/samples/%s", PJ_SOURCE_DIR, name);
+    char *text = tu_read_file(path, NULL);
+    assert_non_null(text);
+    return text;
+}
+
+/* text with its first occurrence of `from` replaced by `to`; text is freed. */
+static char *replaced(char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    if (!at) fail_msg("the sample changed: '%s' is not in it", from);
+    char *out = malloc(strlen(text) + strlen(to) + 1);
+    assert_non_null(out);
+    sprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    free(text);
+    return out;
+}
+
+static void write_file(const char *name, const char *text)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", tu_dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Column `name` of the CSV at path (lines starting with '#' skipped, the first other line the
+   header) against its first column. */
+static void read_csv(const char *path, const char *name, curve *c)
+{
+    char *csv = tu_read_file(path, NULL);
+    if (!csv) fail_msg("cannot read %s", path);
+    int col = -1, header = 1;
+    c->n = 0;
+    for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#') continue;
+        if (header) {
+            header = 0;
+            int k = 0;
+            for (char *p = line; p; p = strchr(p, ','), p = p ? p + 1 : NULL, k++)
+                if (!strncmp(p, name, strlen(name)) && (p[strlen(name)] == ',' || !p[strlen(name)])) col = k;
+            if (col < 1) fail_msg("%s has no column %s", path, name);
+            continue;
+        }
+        assert_true(c->n < 4096);
+        char *p = line;
+        c->t[c->n] = strtod(p, NULL);
+        for (int k = 0; k < col; k++) {
+            p = strchr(p, ',');
+            assert_non_null(p);
+            p++;
+        }
+        c->v[c->n++] = strtod(p, NULL);
+    }
+    free(csv);
+}
+
+static void published(const char *file, const char *column, curve *c)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/data/pfhub/%s", PJ_SOURCE_DIR, file);
+    read_csv(path, column, c);
+    assert_true(c->n > 10);
+}
+
+static void monitor(const char *dir, const char *column, curve *c)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/monitor.csv", tu_dir, dir);
+    read_csv(path, column, c);
+}
+
+/* c at time t, linear between the rows around it. */
+static double at(const curve *c, double t)
+{
+    for (int i = 0; i + 1 < c->n; i++)
+        if (c->t[i] <= t && t <= c->t[i + 1])
+            return c->v[i] + (c->v[i + 1] - c->v[i]) * (t - c->t[i]) / (c->t[i + 1] - c->t[i]);
+    fail_msg("t = %g is outside the monitor rows", t);
+    return NAN;
+}
+
+/* Benchmark 2 (Jokisaari et al., Comput. Mater. Sci. 126 (2017) 139) against the MOOSE records
+ * moose_itg_2a and moose_itg_2b (I. Greenquist, 2018; data files in tests/data/pfhub/). Their
+ * total_energy is the benchmark's F without the order parameters' gradient energy
+ * kappa_eta/2 sum |grad eta_i|^2 (MOOSE's TotalFreeEnergy with interfacial_vars = c only, as in
+ * the two other MOOSE 2a inputs that were read: xiaoyuguan/ostwald_sqrpbc and
+ * xueyang94/chimad2_Oswald_Ripening_a; the record's own input file was not found): the full F is
+ * 4 % (t = 0.5) to 19 % (t = 8) above it, F less that part agrees to 0.11 % (2a) and 0.5 % (2b)
+ * at t = 0.5 to 5. So the
+ * compared number is F - G with G = integral(kappa_eta/2 sum |grad eta_i|^2), the monitors' own
+ * discrete forms. The stretch compared starts at t = 0.49, the record's first point after the
+ * initial relaxation (F falls from 9064 to 3600 in t = 0.5: the time steps' error, MOOSE's
+ * adaptive bdf from dt = 0.01, dominates there), and ends at t = 8.2 (8200 rk2 steps of 40 000
+ * cells, about 6 s of CPU). Measured: within 0.43 % on 2a and 0.82 % on 2b; 1 % allowed. Later the
+ * curves part: 1.5 % (2a) and 1.1 % (2b) at t = 10, 9 % at t = 50 (bench/pfhub_full.sh, docs/pfhub.md). */
+static void check_benchmark2(const char *dir, const char *energy, const char *record, double until)
+{
+    static curve ours, g, ref;
+    monitor(dir, energy, &ours);
+    monitor(dir, "G", &g);
+    assert_int_equal(ours.n, g.n);
+    for (int i = 0; i < ours.n; i++) ours.v[i] -= g.v[i];
+    published(record, "total_energy", &ref);
+    int compared = 0;
+    for (int k = 0; k < ref.n && ref.t[k] <= until; k++) {
+        double t = ref.t[k], v = at(&ours, t), rel = (v - ref.v[k]) / ref.v[k];
+        print_message("%s t = %7.4f: F - G = %9.3f (G = %7.3f), %s %9.3f: %+.3f %%\n", dir, t, v, at(&g, t), record,
+                      ref.v[k], 100 * rel);
+        if (!(fabs(rel) <= 0.01)) fail_msg("%s at t = %g: %.6g is %.2f %% from %s's %.6g", dir, t, v, 100 * rel, record, ref.v[k]);
+        compared++;
+    }
+    assert_true(compared >= 10);
+}
+
+static void pfhub2a_against_moose(void **state)
+{
+    (void)state;
+    char *s = sample("pfhub2.pde"), *out; /* its monitor F is the whole of F */
+    s = replaced(s, "mesh grid(nx = 100, ny = 100", "mesh grid(nx = 200, ny = 200");
+    s = replaced(s, "time dt = 0.005, until = 50", "time dt = 0.001, until = 8.2");
+    s = replaced(s, "output every = 50, format = png", "");
+    s = replaced(s, "monitor every = 10, F = integral(", "monitor every = 0.05, G = integral(ke/2*sum(j, g2(eta[j]))), F = integral(");
+    write_file("2a.pde", s);
+    free(s);
+    assert_int_equal(tu_pdejit(&out, "run 2a.pde --out 2a --quiet"), 0);
+    free(out);
+    check_benchmark2("2a", "F", "moose_itg_2a.csv", 8.2);
+}
+
+static void pfhub2b_against_moose(void **state)
+{
+    (void)state;
+    char *s = sample("pfhub2b.pde"), *out;
+    s = replaced(s, "mesh grid(nx = 100, ny = 100", "mesh grid(nx = 200, ny = 200");
+    s = replaced(s, "time dt = 0.005, until = 50", "time dt = 0.001, until = 8.2");
+    s = replaced(s, "output every = 50, format = png", "");
+    s = replaced(s, "eq dt(c) =", "energy Gn = ke/2*sum(j, grad2(eta[j]))\neq dt(c) =");
+    s = replaced(s, "monitor every = 10, energy = integral(F)",
+                 "monitor every = 0.05, G = integral(Gn), energy = integral(F)");
+    write_file("2b.pde", s);
+    free(s);
+    assert_int_equal(tu_pdejit(&out, "run 2b.pde --out 2b --quiet"), 0);
+    free(out);
+    check_benchmark2("2b", "energy", "moose_itg_2b.csv", 8.2);
+}
+
+/* Benchmark 3 (dendritic growth) against the records memphis_3a (MEMPHIS, explicit Euler on 960 x
+ * 960 cells of 1) and moose_itg_3a (MOOSE, adaptive mesh). The sample (dx = 0.4, the benchmark's
+ * seed, melt and parameters) runs on an 80 x 80 corner of the benchmark's 960 x 960 square to
+ * t = 30 with the benchmark's free energy F = integral(W(theta)^2/2 |grad phi|^2 + f(phi, u)),
+ * f = -phi^2/2 + phi^4/4 + lambda u phi (1 - 2 phi^2/3 + phi^4/5), as a monitor (gradients by
+ * central differences in the cells). By t = 30 the temperature field has spread about
+ * 2 sqrt(D t) = 35 from a tip at x = 20: the rest of the square is still the uniform melt, whose
+ * energy density is f(-1, -0.3) = -1/4 + 0.3 lambda (8/15). So
+ * - the whole square's F is the run's plus that density times (960^2 - 80^2): within 1 % of both
+ *   records (measured: 1.3e-5). That is no test of the dendrite: the melt's 2.1e6 is in every run;
+ * - what the dendrite does is F's change, about -1000 from t = 15 to 30 (the solid's bulk energy,
+ *   -5.1 per unit of area it gains, and its interface). The records themselves differ by 2.3 % on
+ *   it (memphis -951.7, moose_itg -974.2, the latter interpolated linearly between its rows);
+ *   F(0) is further apart still (the seed's discrete form: memphis -296 against the uniform
+ *   melt, this run -246), so the change is taken from t = 15 (memphis's first row after 0).
+ *   Measured: 1.1 % from memphis and 2.1 to 3.0 % from moose_itg (at its rows 18.1 to 28.6);
+ *   allowed 2 % and 4 %. */
+static void pfhub3_against_published(void **state)
+{
+    (void)state;
+    char *s = sample("pfhub3.pde"), *out;
+    s = replaced(s, "mesh grid(nx = 60, ny = 60, Lx = 24, Ly = 24)", "mesh grid(nx = 200, ny = 200, Lx = 80, Ly = 80)");
+    s = replaced(s, "until = 8", "until = 30");
+    s = replaced(s, "output every = 2, format = png", "");
+    s = replaced(s, "monitor every = 1, solid = integral((1 + phi)/2)",
+                 "func gx(p) = (p[1, 0] - p[-1, 0])/(2*dx)\nfunc gy(p) = (p[0, 1] - p[0, -1])/(2*dy)\n"
+                 "monitor every = 1, F = integral((W0*a(gx(phi), gy(phi)))^2/2*(gx(phi)^2 + gy(phi)^2) - phi^2/2 + "
+                 "phi^4/4 + lambda*u*phi*(1 - 2*phi^2/3 + phi^4/5))");
+    write_file("3.pde", s);
+    free(s);
+    assert_int_equal(tu_pdejit(&out, "run 3.pde --out 3 --quiet"), 0);
+    free(out);
+    static curve ours, memphis, itg;
+    monitor("3", "F", &ours);
+    published("memphis_3a.csv", "free_energy", &memphis);
+    published("moose_itg_3a.csv", "free_energy", &itg);
+    const double lambda = 10 / 0.6267, melt = -0.25 + 0.3 * lambda * 8 / 15, rest = melt * (960.0 * 960 - 80.0 * 80);
+    const curve *ref[2] = {&memphis, &itg};
+    const char *name[2] = {"memphis_3a", "moose_itg_3a"};
+    const double allowed[2] = {0.02, 0.04};
+    for (int r = 0; r < 2; r++) {
+        double base = at(ref[r], 15), ours15 = at(&ours, 15);
+        int compared = 0;
+        for (int k = 0; k < ref[r]->n && ref[r]->t[k] <= 30; k++) {
+            double t = ref[r]->t[k], whole = at(&ours, t) + rest, rel = (whole - ref[r]->v[k]) / ref[r]->v[k];
+            print_message("3 t = %7.3f: F (the square) = %.1f, %s %.1f: %+.2e\n", t, whole, name[r], ref[r]->v[k], rel);
+            if (!(fabs(rel) <= 0.01)) fail_msg("t = %g: F = %.8g is %.3f %% from %s's %.8g", t, whole, 100 * rel, name[r], ref[r]->v[k]);
+            if (t <= 16) continue;
+            double d = at(&ours, t) - ours15, dref = ref[r]->v[k] - base, drel = (d - dref) / fabs(dref);
+            print_message("3 t = %7.3f: F(t) - F(15) = %.2f, %s %.2f: %+.2f %%\n", t, d, name[r], dref, 100 * drel);
+            if (!(fabs(drel) <= allowed[r]))
+                fail_msg("t = %g: F's change from t = 15, %.6g, is %.2f %% from %s's %.6g", t, d, 100 * drel, name[r], dref);
+            compared++;
+        }
+        assert_true(compared >= 1);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(pfhub2a_against_moose),
+        cmocka_unit_test(pfhub2b_against_moose),
+        cmocka_unit_test(pfhub3_against_published),
+    };
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
+}
