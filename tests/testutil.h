@@ -30,5 +30,9 @@ char *tu_gpu_emulation_build(char *why, size_t len);
 void tu_gpu_emulation_use(const char *dir);
 /* |a-b| / max(|a|,|b|,tiny); 0 when both NaN or equal. */
 double tu_reldiff(double a, double b);
+/* text with the first `from` replaced by `to` (malloc'd). Every user of this file is a cmocka
+ * program (tests/CMakeLists.txt), so a text without `from` fails the running test (fail_msg
+ * naming the missing text), as does running out of memory. */
+char *tu_replaced(const char *text, const char *from, const char *to);
 
 #endif
