@@ -183,3 +183,13 @@ char *tu_replaced(const char *text, const char *from, const char *to)
     snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
     return out;
 }
+
+void tu_write_file(const char *name, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", tu_dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) fail_msg("cannot write %s", path);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}

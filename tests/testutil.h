@@ -19,6 +19,8 @@ char *tu_tempdir(const char *tag);
 extern char *tu_dir;
 int tu_dir_setup(void **state);
 int tu_dir_teardown(void **state);
+/* Writes text into the file name in tu_dir (a test failure when it cannot). */
+void tu_write_file(const char *name, const char *text);
 /* Runs `pdejit ARGS` (ARGS a printf format) in tu_dir with the cache folder tu_dir/cache; as tu_run. */
 int tu_pdejit(char **output, const char *fmt, ...);
 /* The GPU back end's host emulation (tests/gpu_emu/, described in test_gpu.c): builds the stand-in
