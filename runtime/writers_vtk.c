@@ -49,16 +49,22 @@ static const char *byte_order(void)
     return *(const unsigned char *)&one ? "LittleEndian" : "BigEndian";
 }
 
-/* The fields as CellData (base64 binary Float64, UInt64 headers). */
-static void cell_data(FILE *f, const writers_frame *fr)
+/* The end of a (P)CellData start tag: the first field named as the Scalars. */
+static void scalars(FILE *f, const writers_frame *fr)
 {
-    fprintf(f, "      <CellData");
     if (fr->n_fields > 0) {
         fprintf(f, " Scalars=\"");
         xml_text(f, fr->names[0]);
         fprintf(f, "\"");
     }
     fprintf(f, ">\n");
+}
+
+/* The fields as CellData (base64 binary Float64, UInt64 headers). */
+static void cell_data(FILE *f, const writers_frame *fr)
+{
+    fprintf(f, "      <CellData");
+    scalars(f, fr);
     uint64_t bytes = (uint64_t)(fr->n[0] * fr->n[1] * fr->n[2]) * sizeof(double);
     for (int v = 0; v < fr->n_fields; v++) {
         fprintf(f, "        <DataArray type=\"Float64\" Name=\"");
@@ -187,12 +193,7 @@ int writers_pvtk(const char *path, const writers_frame *fr, int n_pieces, const 
                 sp[2]);
     }
     fprintf(f, ">\n    <PCellData");
-    if (fr->n_fields > 0) {
-        fprintf(f, " Scalars=\"");
-        xml_text(f, fr->names[0]);
-        fprintf(f, "\"");
-    }
-    fprintf(f, ">\n");
+    scalars(f, fr);
     for (int v = 0; v < fr->n_fields; v++) {
         fprintf(f, "      <PDataArray type=\"Float64\" Name=\"");
         xml_text(f, fr->names[v]);
