@@ -230,6 +230,8 @@ static void read_output_slice(compiler *C, const ast_kwarg *kw, pj_program *p)
             return;
         }
         index = (int64_t)floor((at - lo) / p->length[axis] * (double)p->n[axis]);
+        if (p->faces[axis]) /* listed or stretched widths: the cell between whose faces AT lies */
+            for (index = 0; index + 1 < p->n[axis] && p->faces[axis][index + 1] <= at; index++) {}
         if (index >= p->n[axis]) index = p->n[axis] - 1; /* at the far end: the last plane */
     }
     p->output_slice = axis + 1;

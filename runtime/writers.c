@@ -291,8 +291,9 @@ static int png_plane_of(png_plane *pl, const writers_frame *fr, int f, const wri
     pl->up = axis == 2 ? 1 : 2;
     pl->nx = fr->n[pl->across];
     pl->ny = fr->n[pl->up];
-    snprintf(pl->where, sizeof pl->where, "  %c = %.4g (%c = %lld)", "xyz"[axis],
-             fr->origin[axis] + ((double)k + 0.5) * fr->h[axis], "ijk"[axis], (long long)k);
+    double at = fr->mesh && fr->mesh->faces[axis] ? program_cell_centre(fr->mesh, axis, k)
+                                                   : fr->origin[axis] + ((double)k + 0.5) * fr->h[axis];
+    snprintf(pl->where, sizeof pl->where, "  %c = %.4g (%c = %lld)", "xyz"[axis], at, "ijk"[axis], (long long)k);
     if (axis == 2) {
         pl->d = fr->data[f] + k * stride[2];
         return 0;

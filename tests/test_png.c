@@ -3,6 +3,7 @@
  * `range`, `colormap`, the text chunks, and the errors at the output statement's text. */
 #include "testutil.h"
 #include <png.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,30 @@ static void slices_of_3d(void **state)
     }
 }
 
+/* slice = z, AT on a stretched z: the plane of the cell between whose real faces AT lies (z =
+ * 0.5 on 10 cells growing by 1.5: faces (1.5^k - 1)/(1.5^10 - 1), cell 8, where equal widths
+ * would give cell 5); u = log(dz) is one colour over the plane, the one of cell 8's width. */
+static void slice_of_a_stretched_axis(void **state)
+{
+    (void)state;
+    char *p = write_file("st.pde", "mesh grid(nx = 4, ny = 4, nz = 10, z = stretch(1.5))\nfield u = log(dz)\neq dt(u) = 0\n"
+                                   "time dt = 0.5, until = 0.5\noutput every = 0.5, format = png, range = -6, 0, slice = z, 0.5\n");
+    char *out;
+    assert_int_equal(tu_pdejit(&out, "run st.pde --out st"), 0);
+    free(out);
+    free(p);
+    double face[11];
+    for (int k = 0; k <= 10; k++) face[k] = (pow(1.5, k) - 1) / (pow(1.5, 10) - 1);
+    int want = 0;
+    while (face[want + 1] <= 0.5) want++;
+    assert_int_equal(want, 8);
+    picture a = read_png("st/u_000000.png");
+    for (unsigned j = 0; j < 4; j++)
+        for (unsigned i = 0; i < 4; i++)
+            colour_near(px(&a, 8 + 128 * i + 64, 30 + 128 * j + 64), log(face[want + 1] - face[want]), -6, 0);
+    free_picture(&a);
+}
+
 /* Under the field, the axes' caption: black dots in the 30-pixel strip below the cells, none
  * in the same strip of a picture of the field alone would have; the strip is white right of it. */
 static void axes_caption(void **state)
@@ -413,6 +438,7 @@ int main(void)
         cmocka_unit_test(slices_of_3d),
         cmocka_unit_test(axes_caption),
         cmocka_unit_test(index_space_on_stretched_meshes),
+        cmocka_unit_test(slice_of_a_stretched_axis),
         cmocka_unit_test(bad_slice),
         cmocka_unit_test(bench_plot_only_when_asked),
     };
