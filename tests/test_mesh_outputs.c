@@ -1,8 +1,8 @@
 /* test_mesh_outputs.c — what a run writes on meshes beyond the uniform grid (issue 29 item 5,
  * the outputs of items 2 and 3), through the command:
  *   - monitors: integral and mean weigh each cell by its volume, on listed and stretched grids
- *     (area, and the midpoint rule exact for a linear integrand), r-z (volume per radian,
- *     (r1^2 - r0^2)/2 Lz) and spheres ((r1^3 - r0^3)/3), and mean(r) against the test's own sum of
+ *     (area, and the midpoint rule exact for a linear integrand), r-z, uniform and stretched
+ *     (volume per radian, (r1^2 - r0^2)/2 Lz) and spheres ((r1^3 - r0^3)/3), and mean(r) against the test's own sum of
  *     r V over V; on the interpreter and the cpu back end;
  *   - checkpoints: a run stopped half way and resumed ends with the same dump and monitor.csv, byte
  *     for byte, as one never stopped, on a stretched grid and an r-z mesh; a checkpoint of one
@@ -51,8 +51,11 @@ static void monitors_use_the_cell_volumes(void **state)
         {"cylindrical(nr = 10, nz = 4, Lr = 2, Lz = 3, r0 = 0.5)", "a = integral(1 + 0*u), mz = mean(z)", 2,
          {(2.5 * 2.5 - 0.25) / 2 * 3, 1.5}},
         {"spherical(nr = 7, Lr = 2)", "a = integral(1 + 0*u), mr = mean(r)", 2, {8.0 / 3}},
+        /* r from 0.2 to 1.2 stretched, z listed over 2 */
+        {"cylindrical(nr = 10, Lr = 1, r0 = 0.2, r = stretch(1.2), dz = [0.1, 0.2, 0.3, 0.4, 0.3, 0.2, 0.3, 0.2])",
+         "a = integral(1 + 0*u), mz = mean(z)", 2, {(1.2 * 1.2 - 0.04) / 2 * 2, 1}},
     };
-    for (int c = 0; c < 3; c++)
+    for (int c = 0; c < 4; c++)
         for (int be = 0; be < 2; be++) {
             char text[512], dir[32];
             snprintf(text, sizeof text, "mesh %s\nfield u = 1\neq dt(u) = 0\ntime dt = 0.5, until = 0.5\nmonitor every = 0.5, %s\n",

@@ -17,6 +17,8 @@ MESHES = {  # the mesh, u's initial value, the coordinates, whether each axis ha
     "stretched3d": ("mesh grid(nx = 3, ny = 4, nz = 5, z = stretch(0.8), Lz = 2)", "x + y + z", "xyz", (True, True, False)),
     "cylindrical": ("mesh cylindrical(nr = 6, nz = 4, Lr = 1, Lz = 2, r0 = 0.5)", "r + 3*z", "rz", (True, True)),
     "spherical": ("mesh spherical(nr = 7, Lr = 2)", "r", "r", (True,)),
+    "cylindrical_stretched": ("mesh cylindrical(nr = 6, nz = 3, Lr = 1, r0 = 0.2, r = stretch(1.3), dz = [0.5, 1, 0.25])",
+                              "r + 3*z", "rz", (False, False)),
     "uniform": ("mesh grid(nx = 5, ny = 3, Lx = 2, x0 = 0.1)", "x + 3*y", "xy", (True, True)),
 }
 
@@ -37,7 +39,7 @@ def test_coordinates_are_the_dumps_centres(kind, in_tmp):
     subprocess.run([BINARY, "run", "m.pde", "-q", "--dump", "m.csv"], check=True)
     cols = dump_columns(in_tmp / "m.csv")
     m = pdejit.compile(text).mesh
-    assert m.geometry == {"cylindrical": "cylindrical", "spherical": "spherical"}.get(kind, "grid")
+    assert m.geometry == {"cylindrical": "cylindrical", "spherical": "spherical"}.get(kind.split("_")[0], "grid")
     assert m.axes == tuple(axes) and m.uniform == uniform
     for a, name in enumerate(m.axes):
         got = np.asarray(getattr(m, name)).ravel()
