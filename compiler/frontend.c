@@ -61,8 +61,7 @@ static void read_monitors(compiler *C, pj_program *p)
     for (int i = 0; i < C->ast->n_stmts; i++) {
         const ast_stmt *st = C->ast->stmts[i];
         if (st->kind == ST_STOP) {
-            if (stop) diag_error(C->d, st->loc, "a second stop condition (the first is at line %d)", stop->loc.line);
-            else stop = st;
+            stmt_single(C, st, ST_STOP, "stop condition", &stop);
             continue;
         }
         if (st->kind != ST_MONITOR) continue;

@@ -2,6 +2,7 @@
  * r-z; spherical r), its names (coordinates, spacings, sides) and the finite-volume metric as
  * kernel IR, for the front end and the lowering (mesh.h says how the metric is built). */
 #include "mesh.h"
+#include "statements.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,15 +209,7 @@ static void read_mesh_kwarg(compiler *C, const ast_stmt *mesh, const mesh_key *k
 int read_mesh(compiler *C, pj_program *p)
 {
     const ast_stmt *mesh = NULL;
-    for (int i = 0; i < C->ast->n_stmts; i++) {
-        const ast_stmt *st = C->ast->stmts[i];
-        if (st->kind != ST_MESH) continue;
-        if (mesh) {
-            diag_error(C->d, st->loc, "a second mesh (the first is at line %d)", mesh->loc.line);
-            continue;
-        }
-        mesh = st;
-    }
+    for (int i = 0; i < C->ast->n_stmts; i++) stmt_single(C, C->ast->stmts[i], ST_MESH, "mesh", &mesh);
     if (mesh) C->mesh_loc = mesh->loc;
     if (!mesh) {
         diag_error(C->d, (pj_loc){1, 1}, "no mesh: a problem needs a line such as `mesh grid(nx = 100)`");

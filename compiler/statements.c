@@ -15,6 +15,17 @@ static void *statements_need(compiler *C, void *block)
     return block;
 }
 
+int stmt_single(compiler *C, const ast_stmt *st, ast_stmt_kind kind, const char *what, const ast_stmt **first)
+{
+    if (st->kind != kind) return 0;
+    if (*first) {
+        diag_error(C->d, st->loc, "a second %s (the first is at line %d)", what, (*first)->loc.line);
+        return 0;
+    }
+    *first = st;
+    return 1;
+}
+
 const ast_kwarg *stmt_kwarg_named(const ast_stmt *st, const char *name)
 {
     for (int j = 0; j < st->n_kwargs; j++)
@@ -74,13 +85,8 @@ void read_time(compiler *C, pj_program *p, const pj_compile_options *opt)
             steady = st;
             continue;
         }
-        if (st->kind != ST_TIME) continue;
-        if (time) {
-            diag_error(C->d, st->loc, "a second time statement (the first is at line %d)", time->loc.line);
-            continue;
-        }
+        if (!stmt_single(C, st, ST_TIME, "time statement", &time)) continue;
         if (steady) diag_error(C->d, st->loc, "steady (at line %d) replaces the time statement: give one of them", steady->loc.line);
-        time = st;
         static const char *const keys[] = {"dt", "until", "steps", "scheme", "adapt"};
         if (stmt_check_kwargs(C, st, "time", keys, 5)) continue;
         const ast_kwarg *kw;
@@ -147,12 +153,7 @@ void read_solver(compiler *C, pj_program *p)
     const ast_stmt *seen = NULL;
     for (int i = 0; i < C->ast->n_stmts; i++) {
         const ast_stmt *st = C->ast->stmts[i];
-        if (st->kind != ST_SOLVER) continue;
-        if (seen) {
-            diag_error(C->d, st->loc, "a second solver statement (the first is at line %d)", seen->loc.line);
-            continue;
-        }
-        seen = st;
+        if (!stmt_single(C, st, ST_SOLVER, "solver statement", &seen)) continue;
         static const char *const keys[] = {"rtol", "atol", "max_it", "linear", "pc"};
         if (stmt_check_kwargs(C, st, "solver", keys, 5)) continue;
         const ast_kwarg *kw;
@@ -229,6 +230,8 @@ static void read_output_slice(compiler *C, const ast_kwarg *kw, pj_program *p)
             return;
         }
         index = (int64_t)floor((at - lo) / p->length[axis] * (double)p->n[axis]);
+        if (p->faces[axis]) /* listed or stretched widths: the cell between whose faces AT lies */
+            for (index = 0; index + 1 < p->n[axis] && p->faces[axis][index + 1] <= at; index++) {}
         if (index >= p->n[axis]) index = p->n[axis] - 1; /* at the far end: the last plane */
     }
     p->output_slice = axis + 1;

@@ -91,6 +91,13 @@ PJ_API int64_t pj_problem_cells(const pj_problem *problem);
 PJ_API int64_t pj_problem_n(const pj_problem *problem, int axis);
 PJ_API double pj_problem_length(const pj_problem *problem, int axis);
 PJ_API double pj_problem_origin(const pj_problem *problem, int axis);
+/* The mesh's coordinates: 0 a grid (x, y, z), 1 cylindrical (r, then z), 2 spherical (r). */
+PJ_API int pj_problem_geometry(const pj_problem *problem);
+/* The cell centres along axis (x, the column --dump writes: origin + (i + 1/2) * length / n, or on
+ * an axis with listed or stretched widths the middle of each cell's two faces) into out[0..n), and
+ * with faces non-NULL the n + 1 face positions into faces[0..n]. 0, or -1 for an axis beyond the
+ * problem's dimension (nothing written). */
+PJ_API int pj_problem_centres(const pj_problem *problem, int axis, double *out, double *faces);
 PJ_API int pj_problem_field_count(const pj_problem *problem);
 PJ_API const char *pj_problem_field_name(const pj_problem *problem, int field);
 PJ_API int pj_problem_param_count(const pj_problem *problem);

@@ -206,6 +206,16 @@ double pj_problem_origin(const pj_problem *pr, int axis)
 {
     return axis >= 0 && axis < pr->p->dim ? pr->p->origin[axis] : 0;
 }
+int pj_problem_geometry(const pj_problem *pr) { return (int)pr->p->geometry; }
+int pj_problem_centres(const pj_problem *pr, int axis, double *out, double *faces)
+{
+    const pj_program *p = pr->p;
+    if (axis < 0 || axis >= p->dim) return -1;
+    for (int64_t i = 0; out && i < p->n[axis]; i++) out[i] = program_cell_centre(p, axis, i);
+    for (int64_t i = 0; faces && i <= p->n[axis]; i++)
+        faces[i] = p->faces[axis] ? p->faces[axis][i] : p->origin[axis] + (double)i * (p->length[axis] / (double)p->n[axis]);
+    return 0;
+}
 int pj_problem_field_count(const pj_problem *pr) { return pr->p->n_fields; }
 const char *pj_problem_field_name(const pj_problem *pr, int f) { return f >= 0 && f < pr->p->n_fields ? pr->p->field_names[f] : NULL; }
 int pj_problem_param_count(const pj_problem *pr) { return pr->p->n_params; }

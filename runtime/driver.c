@@ -146,7 +146,8 @@ static int gather_only(engine *e, const int *fields, int n_fields, char *err, si
     return 0;
 }
 
-/* Over MPI, a VTK snapshot is a .pvti (rank 0's series) of pieces: each process writes its block. */
+/* Over MPI, a VTK snapshot is a .pvti or .pvtr (rank 0's series) of pieces: each process writes
+ * its block (.vti, or .vtr with its faces' real positions on a mesh with listed faces). */
 static int write_piece(engine *e, const driver_options *o, int index, char *err, size_t len)
 {
     const pj_program *p = engine_program(e);
@@ -181,8 +182,8 @@ static int write_piece(engine *e, const driver_options *o, int index, char *err,
     fr.names = names;
     fr.data = (const double *const *)data;
     int at = sprintf(path, "%s/", o->out_dir);
-    writers_piece_name(path + at, 64, index, engine_rank(e));
-    rc = writers_vti(path, &fr, err, len);
+    writers_piece_name(path + at, 64, index, engine_rank(e), writers_frame_rectilinear(&fr));
+    rc = writers_vtk(path, &fr, err, len);
 done:
     for (int i = 0; data && i < n; i++) free(data[i]);
     free(data);

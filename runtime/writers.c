@@ -1,8 +1,9 @@
-/* writers.c — CSV, VTK XML ImageData, PNG and snapshot series (see writers.h).
+/* writers.c — CSV, PNG, atomic files and snapshot series (see writers.h); VTK is writers_vtk.c.
  *
  * Every file goes through afile: mkstemp beside the target, write, flush, fsync-free close,
  * rename over the target; any failure unlinks the temporary file and reports path: strerror. */
 #include "writers.h"
+#include "writers_afile.h"
 #include "diag.h"
 #include "picture.h"
 #include <dirent.h>
@@ -45,13 +46,7 @@ FILE *writers_open_regular(const char *path, char *err, size_t err_len)
 
 /* ---- atomic files ---------------------------------------------------------------------- */
 
-typedef struct afile {
-    FILE *f;
-    char *tmp;
-    const char *path;
-} afile;
-
-static int af_open(afile *a, const char *path, char *err, size_t err_len)
+int writers_af_open(afile *a, const char *path, char *err, size_t err_len)
 {
     a->path = path;
     a->f = NULL;
@@ -95,7 +90,7 @@ static int af_open(afile *a, const char *path, char *err, size_t err_len)
     return 0;
 }
 
-static void af_abort(afile *a)
+void writers_af_abort(afile *a)
 {
     if (a->f) fclose(a->f);
     if (a->tmp) {
@@ -106,8 +101,7 @@ static void af_abort(afile *a)
     a->tmp = NULL;
 }
 
-/* Closes and renames into place; on any earlier write error reports it and removes the file. */
-static int af_commit(afile *a, char *err, size_t err_len)
+int writers_af_commit(afile *a, char *err, size_t err_len)
 {
     int e = 0;
     if (ferror(a->f)) e = errno ? errno : EIO;
@@ -127,6 +121,7 @@ static int af_commit(afile *a, char *err, size_t err_len)
     a->tmp = NULL;
     return e ? -1 : 0;
 }
+
 
 int writers_mkdirs(const char *path, char *err, size_t err_len)
 {
@@ -207,14 +202,12 @@ void writers_frame_free(writers_frame *fr)
     memset(fr, 0, sizeof *fr);
 }
 
-static int64_t frame_cells(const writers_frame *fr) { return fr->n[0] * fr->n[1] * fr->n[2]; }
-
 /* ---- CSV ------------------------------------------------------------------------------- */
 
 int writers_csv(const char *path, const writers_frame *fr, char *err, size_t err_len)
 {
     afile a;
-    if (af_open(&a, path, err, err_len)) return -1;
+    if (writers_af_open(&a, path, err, err_len)) return -1;
     FILE *f = a.f;
     int radial = fr->mesh && fr->mesh->geometry != PJ_GEOM_CARTESIAN;
     for (int ax = 0; ax < fr->dim; ax++) fprintf(f, "%s%c", ax ? "," : "", (radial ? "rz" : "xyz")[ax]);
@@ -234,213 +227,10 @@ int writers_csv(const char *path, const writers_frame *fr, char *err, size_t err
             }
     if (ferror(f)) {
         diag_set(err, err_len, "%s: %s", path, strerror(errno ? errno : EIO));
-        af_abort(&a);
+        writers_af_abort(&a);
         return -1;
     }
-    return af_commit(&a, err, err_len);
-}
-
-/* ---- VTK ------------------------------------------------------------------------------- */
-
-static void base64(FILE *f, const unsigned char *p, size_t n)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char out[4];
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-        out[0] = tab[v >> 18];
-        out[1] = tab[(v >> 12) & 63];
-        out[2] = tab[(v >> 6) & 63];
-        out[3] = tab[v & 63];
-        fwrite(out, 1, 4, f);
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-        out[0] = tab[v >> 18];
-        out[1] = tab[(v >> 12) & 63];
-        out[2] = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-        out[3] = '=';
-        fwrite(out, 1, 4, f);
-    }
-}
-
-static void xml_text(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-    }
-}
-
-static const char *byte_order(void)
-{
-    const uint16_t one = 1;
-    return *(const unsigned char *)&one ? "LittleEndian" : "BigEndian";
-}
-
-/* The fields as CellData (base64 binary Float64, UInt64 headers). */
-static void cell_data(FILE *f, const writers_frame *fr)
-{
-    fprintf(f, "      <CellData");
-    if (fr->n_fields > 0) {
-        fprintf(f, " Scalars=\"");
-        xml_text(f, fr->names[0]);
-        fprintf(f, "\"");
-    }
-    fprintf(f, ">\n");
-    uint64_t bytes = (uint64_t)frame_cells(fr) * sizeof(double);
-    for (int v = 0; v < fr->n_fields; v++) {
-        fprintf(f, "        <DataArray type=\"Float64\" Name=\"");
-        xml_text(f, fr->names[v]);
-        fprintf(f, "\" format=\"binary\">\n          ");
-        /* VTK reads the header and the data as two separately encoded base64 blocks */
-        base64(f, (const unsigned char *)&bytes, sizeof bytes);
-        base64(f, (const unsigned char *)fr->data[v], (size_t)bytes);
-        fprintf(f, "\n        </DataArray>\n");
-    }
-    fprintf(f, "      </CellData>\n");
-}
-
-/* A mesh with stretched or listed widths: a rectilinear grid (.vtr) with its real faces. */
-static int frame_rectilinear(const writers_frame *fr)
-{
-    for (int ax = 0; fr->mesh && ax < fr->dim; ax++)
-        if (fr->mesh->faces[ax]) return 1;
-    return 0;
-}
-
-/* VTK XML RectilinearGrid: the face positions along each axis as Coordinates, the fields as
- * CellData, the time as FieldData. */
-static int writers_vtr(const char *path, const writers_frame *fr, char *err, size_t err_len)
-{
-    afile a;
-    if (af_open(&a, path, err, err_len)) return -1;
-    FILE *f = a.f;
-    long long e[3];
-    for (int ax = 0; ax < 3; ax++) e[ax] = ax < fr->dim ? (long long)fr->n[ax] : 0;
-    fprintf(f, "<?xml version=\"1.0\"?>\n<VTKFile type=\"RectilinearGrid\" version=\"1.0\" byte_order=\"%s\" "
-               "header_type=\"UInt64\">\n  <RectilinearGrid WholeExtent=\"0 %lld 0 %lld 0 %lld\">\n", byte_order(), e[0], e[1], e[2]);
-    fprintf(f, "    <FieldData>\n      <DataArray type=\"Float64\" Name=\"TimeValue\" "
-               "NumberOfTuples=\"1\" format=\"ascii\">%.17g</DataArray>\n    </FieldData>\n", fr->t);
-    fprintf(f, "    <Piece Extent=\"0 %lld 0 %lld 0 %lld\">\n", e[0], e[1], e[2]);
-    cell_data(f, fr);
-    fprintf(f, "      <Coordinates>\n");
-    for (int ax = 0; ax < 3; ax++) {
-        fprintf(f, "        <DataArray type=\"Float64\" Name=\"%c\" format=\"ascii\">", "xyz"[ax]);
-        for (int64_t j = 0; j <= e[ax]; j++) {
-            const double *faces = ax < fr->dim ? fr->mesh->faces[ax] : NULL;
-            double v = ax >= fr->dim ? 0 : faces ? faces[j] : fr->origin[ax] + (double)j * fr->h[ax];
-            fprintf(f, "%s%.17g", j ? " " : "", v);
-        }
-        fprintf(f, "</DataArray>\n");
-    }
-    fprintf(f, "      </Coordinates>\n    </Piece>\n  </RectilinearGrid>\n</VTKFile>\n");
-    return af_commit(&a, err, err_len);
-}
-
-int writers_vti(const char *path, const writers_frame *fr, char *err, size_t err_len)
-{
-    afile a;
-    if (af_open(&a, path, err, err_len)) return -1;
-    FILE *f = a.f;
-    char ext[128];
-    int64_t e[3];
-    double sp[3], org[3];
-    int64_t e0[3];
-    for (int ax = 0; ax < 3; ax++) {
-        e0[ax] = ax < fr->dim ? fr->first[ax] : 0;
-        e[ax] = ax < fr->dim ? fr->first[ax] + fr->n[ax] : 0;
-        sp[ax] = ax < fr->dim ? fr->h[ax] : 1.0;
-        org[ax] = ax < fr->dim ? fr->origin[ax] : 0.0;
-    }
-    snprintf(ext, sizeof ext, "%lld %lld %lld %lld %lld %lld", (long long)e0[0], (long long)e[0], (long long)e0[1],
-             (long long)e[1], (long long)e0[2], (long long)e[2]);
-    fprintf(f, "<?xml version=\"1.0\"?>\n");
-    fprintf(f, "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"%s\" header_type=\"UInt64\">\n",
-            byte_order());
-    fprintf(f, "  <ImageData WholeExtent=\"%s\" Origin=\"%.17g %.17g %.17g\" Spacing=\"%.17g %.17g %.17g\">\n",
-            ext, org[0], org[1], org[2], sp[0], sp[1], sp[2]);
-    fprintf(f, "    <FieldData>\n      <DataArray type=\"Float64\" Name=\"TimeValue\" "
-               "NumberOfTuples=\"1\" format=\"ascii\">%.17g</DataArray>\n    </FieldData>\n", fr->t);
-    fprintf(f, "    <Piece Extent=\"%s\">\n", ext);
-    cell_data(f, fr);
-    fprintf(f, "    </Piece>\n  </ImageData>\n</VTKFile>\n");
-    return af_commit(&a, err, err_len);
-}
-
-void writers_piece_name(char *out, size_t len, int index, int rank)
-{
-    snprintf(out, len, "snapshot_%06d_p%d.vti", index, rank);
-}
-
-int writers_pvti(const char *path, const writers_frame *fr, int n_pieces, const int64_t (*first)[3],
-                 const int64_t (*n)[3], const char *const *piece_files, char *err, size_t err_len)
-{
-    afile a;
-    if (af_open(&a, path, err, err_len)) return -1;
-    FILE *f = a.f;
-    double sp[3], org[3];
-    int64_t e[3];
-    for (int ax = 0; ax < 3; ax++) {
-        e[ax] = ax < fr->dim ? fr->n[ax] : 0;
-        sp[ax] = ax < fr->dim ? fr->h[ax] : 1.0;
-        org[ax] = ax < fr->dim ? fr->origin[ax] : 0.0;
-    }
-    fprintf(f, "<?xml version=\"1.0\"?>\n");
-    fprintf(f, "<VTKFile type=\"PImageData\" version=\"1.0\" byte_order=\"%s\" header_type=\"UInt64\">\n",
-            byte_order());
-    fprintf(f, "  <PImageData WholeExtent=\"0 %lld 0 %lld 0 %lld\" GhostLevel=\"0\" Origin=\"%.17g %.17g %.17g\" "
-               "Spacing=\"%.17g %.17g %.17g\">\n",
-            (long long)e[0], (long long)e[1], (long long)e[2], org[0], org[1], org[2], sp[0], sp[1], sp[2]);
-    fprintf(f, "    <PCellData");
-    if (fr->n_fields > 0) {
-        fprintf(f, " Scalars=\"");
-        xml_text(f, fr->names[0]);
-        fprintf(f, "\"");
-    }
-    fprintf(f, ">\n");
-    for (int v = 0; v < fr->n_fields; v++) {
-        fprintf(f, "      <PDataArray type=\"Float64\" Name=\"");
-        xml_text(f, fr->names[v]);
-        fprintf(f, "\"/>\n");
-    }
-    fprintf(f, "    </PCellData>\n");
-    for (int i = 0; i < n_pieces; i++) {
-        int64_t lo[3], hi[3];
-        for (int ax = 0; ax < 3; ax++) {
-            lo[ax] = ax < fr->dim ? first[i][ax] : 0;
-            hi[ax] = ax < fr->dim ? first[i][ax] + n[i][ax] : 0;
-        }
-        fprintf(f, "    <Piece Extent=\"%lld %lld %lld %lld %lld %lld\" Source=\"", (long long)lo[0], (long long)hi[0],
-                (long long)lo[1], (long long)hi[1], (long long)lo[2], (long long)hi[2]);
-        xml_text(f, piece_files[i]);
-        fprintf(f, "\"/>\n");
-    }
-    fprintf(f, "  </PImageData>\n</VTKFile>\n");
-    return af_commit(&a, err, err_len);
-}
-
-int writers_pvd(const char *path, int n, const double *times, const char *const *files, char *err,
-                size_t err_len)
-{
-    afile a;
-    if (af_open(&a, path, err, err_len)) return -1;
-    FILE *f = a.f;
-    fprintf(f, "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"%s\">\n"
-               "  <Collection>\n", byte_order());
-    for (int i = 0; i < n; i++) {
-        fprintf(f, "    <DataSet timestep=\"%.17g\" group=\"\" part=\"0\" file=\"", times[i]);
-        xml_text(f, files[i]);
-        fprintf(f, "\"/>\n");
-    }
-    fprintf(f, "  </Collection>\n</VTKFile>\n");
-    return af_commit(&a, err, err_len);
+    return writers_af_commit(&a, err, err_len);
 }
 
 /* ---- PNG ------------------------------------------------------------------------------- */
@@ -501,8 +291,9 @@ static int png_plane_of(png_plane *pl, const writers_frame *fr, int f, const wri
     pl->up = axis == 2 ? 1 : 2;
     pl->nx = fr->n[pl->across];
     pl->ny = fr->n[pl->up];
-    snprintf(pl->where, sizeof pl->where, "  %c = %.4g (%c = %lld)", "xyz"[axis],
-             fr->origin[axis] + ((double)k + 0.5) * fr->h[axis], "ijk"[axis], (long long)k);
+    double at = fr->mesh && fr->mesh->faces[axis] ? program_cell_centre(fr->mesh, axis, k)
+                                                   : fr->origin[axis] + ((double)k + 0.5) * fr->h[axis];
+    snprintf(pl->where, sizeof pl->where, "  %c = %.4g (%c = %lld)", "xyz"[axis], at, "ijk"[axis], (long long)k);
     if (axis == 2) {
         pl->d = fr->data[f] + k * stride[2];
         return 0;
@@ -548,6 +339,8 @@ static void png_plan(png_layout *L, const writers_frame *fr, int f, const png_pl
     if (fr->dim == 1) snprintf(L->axes, sizeof L->axes, "%c -> %lld cells", axis_names[0], (long long)L->nx);
     else snprintf(L->axes, sizeof L->axes, "%c -> %lld cells   %c ^ %lld cells", axis_names[pl->across], (long long)L->nx,
                   axis_names[pl->up], (long long)L->ny);
+    if (writers_frame_rectilinear(fr)) /* cells of unequal widths drawn alike: not the mesh's shape */
+        snprintf(L->axes + strlen(L->axes), sizeof L->axes - strlen(L->axes), "   (index space)");
     snprintf(L->top, sizeof L->top, "%.4g", L->hi); /* the labels: 4 digits */
     snprintf(L->bottom, sizeof L->bottom, "%.4g", L->lo);
     int tw = picture_text_width(L->top, PNG_FONT), bw = picture_text_width(L->bottom, PNG_FONT);
@@ -618,7 +411,7 @@ int writers_png(const char *path, const writers_frame *fr, int f, const writers_
     free(pl.own);
     for (int64_t r = 0; r < L.h; r++) rows[r] = pix + r * L.w * 3;
     afile a;
-    if (af_open(&a, path, err, err_len)) {
+    if (writers_af_open(&a, path, err, err_len)) {
         free(pix);
         free(rows);
         return -1;
@@ -629,7 +422,7 @@ int writers_png(const char *path, const writers_frame *fr, int f, const writers_
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!png || !info) {
         png_destroy_write_struct(&png, &info);
-        af_abort(&a);
+        writers_af_abort(&a);
         free(pix);
         free(rows);
         diag_set(err, err_len, "%s: %s", path, strerror(ENOMEM));
@@ -637,7 +430,7 @@ int writers_png(const char *path, const writers_frame *fr, int f, const writers_
     }
     if (setjmp(pe.jb)) {
         png_destroy_write_struct(&png, &info);
-        af_abort(&a);
+        writers_af_abort(&a);
         free(pix);
         free(rows);
         diag_set(err, err_len, "%s: %s", path, pe.msg[0] ? pe.msg : "png error");
@@ -657,18 +450,22 @@ int writers_png(const char *path, const writers_frame *fr, int f, const writers_
          .text = (char *)cmaps[st && st->colormap >= 0 && st->colormap < PJ_N_CMAPS ? st->colormap : 0]},
     };
     png_set_text(png, info, text, 4);
+    if (writers_frame_rectilinear(fr)) {
+        png_text space = {.compression = PNG_TEXT_COMPRESSION_NONE, .key = "space", .text = "index"};
+        png_set_text(png, info, &space, 1);
+    }
     png_write_info(png, info);
     png_write_image(png, rows);
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
     free(pix);
     free(rows);
-    return af_commit(&a, err, err_len);
+    return writers_af_commit(&a, err, err_len);
 }
 
 /* ---- checks before a run ---------------------------------------------------------------- */
 
-/* Makes and removes a file in dir the way af_open would beside a target there: 0, or -1 with
+/* Makes and removes a file in dir the way writers_af_open would beside a target there: 0, or -1 with
  * errno's text in err. */
 static int probe_folder(const char *dir, char *err, size_t err_len)
 {
@@ -694,7 +491,7 @@ static int probe_folder(const char *dir, char *err, size_t err_len)
 int writers_check_writable(const char *path, char *err, size_t err_len)
 {
     struct stat st;
-    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* written through (af_open) */
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* written through (writers_af_open) */
         if (S_ISDIR(st.st_mode)) {
             diag_set(err, err_len, "%s", strerror(EISDIR));
             return -1;
@@ -720,21 +517,22 @@ int writers_check_writable(const char *path, char *err, size_t err_len)
     return rc;
 }
 
-/* "snapshot_000012.csv", ".vti" or ".vtr", "u_000012.png" (a field's name, 6 or more digits),
+/* "snapshot_000012.csv", ".vti", ".vtr", ".pvti" or ".pvtr", "snapshot_000012_p3.vti" or ".vtr", "u_000012.png" (a field's name, 6 or more digits),
  * "snapshots.csv", "snapshots.pvd": the names a series writes. */
 static int is_series_file(const char *name)
 {
     if (!strcmp(name, "snapshots.csv") || !strcmp(name, "snapshots.pvd")) return 1;
     const char *dot = strrchr(name, '.');
     if (!dot) return 0;
-    if (!strcmp(dot, ".vti") || !strcmp(dot, ".pvti")) { /* snapshot_000012.pvti, snapshot_000012_p3.vti */
+    int piece = !strcmp(dot, ".vti") || !strcmp(dot, ".vtr");
+    if (piece || !strcmp(dot, ".pvti") || !strcmp(dot, ".pvtr")) { /* snapshot_000012.pvti, snapshot_000012_p3.vti */
         const char *q = name + 9;
         if (strncmp(name, "snapshot_", 9)) return 0;
         int digits = 0;
         while (*q >= '0' && *q <= '9') q++, digits++;
         if (digits < 6) return 0;
         if (q == dot) return 1;
-        if (strcmp(dot, ".vti") || q[0] != '_' || q[1] != 'p' || !(q[2] >= '0' && q[2] <= '9')) return 0;
+        if (!piece || q[0] != '_' || q[1] != 'p' || !(q[2] >= '0' && q[2] <= '9')) return 0;
         for (q += 2; *q >= '0' && *q <= '9'; q++) {}
         return q == dot;
     }
@@ -742,7 +540,7 @@ static int is_series_file(const char *name)
     while (under > name && under[-1] >= '0' && under[-1] <= '9') under--;
     if (dot - under < 6 || under == name || under[-1] != '_') return 0;
     size_t stem = (size_t)(under - 1 - name);
-    if (!strcmp(dot, ".csv") || !strcmp(dot, ".vti") || !strcmp(dot, ".vtr")) return stem == 8 && !strncmp(name, "snapshot", 8);
+    if (!strcmp(dot, ".csv")) return stem == 8 && !strncmp(name, "snapshot", 8);
     if (strcmp(dot, ".png") || !stem) return 0;
     for (size_t i = 0; i < stem; i++) {
         char c = name[i];
@@ -794,7 +592,7 @@ struct writers_series {
     int count, cap;
     double *times;
     int n_pieces;          /* 0: whole-mesh .vti snapshots; else .pvti of these blocks */
-    int rectilinear;       /* the whole-mesh snapshots are .vtr (a mesh with listed faces) */
+    int rectilinear;       /* .vtr and .pvtr instead (a mesh with listed faces) */
     int64_t (*piece_first)[3], (*piece_n)[3];
     writers_png_style png; /* zero: viridis, each frame on its own min..max */
 };
@@ -879,10 +677,10 @@ static int write_index(writers_series *ws, char *path, size_t plen, char *err, s
 {
     snprintf(path, plen, "%s/snapshots.csv", ws->dir);
     afile a;
-    if (af_open(&a, path, err, err_len)) return -1;
+    if (writers_af_open(&a, path, err, err_len)) return -1;
     fprintf(a.f, "snapshot,t\n");
     for (int i = 0; i < ws->count; i++) fprintf(a.f, "%d,%.17g\n", i, ws->times[i]);
-    if (af_commit(&a, err, err_len)) return -1;
+    if (writers_af_commit(&a, err, err_len)) return -1;
     if (!(ws->formats & PJ_FMT_VTK)) return 0;
     char **files = calloc((size_t)ws->count, sizeof *files);
     if (!files) {
@@ -893,7 +691,7 @@ static int write_index(writers_series *ws, char *path, size_t plen, char *err, s
     for (int i = 0; i < ws->count && !rc; i++) {
         files[i] = malloc(32);
         if (!files[i]) rc = -1;
-        else snprintf(files[i], 32, "snapshot_%06d.%s", i, ws->n_pieces ? "pvti" : ws->rectilinear ? "vtr" : "vti");
+        else snprintf(files[i], 32, "snapshot_%06d.%s%s", i, ws->n_pieces ? "p" : "", ws->rectilinear ? "vtr" : "vti");
     }
     if (rc) diag_set(err, err_len, "%s: %s", ws->dir, strerror(ENOMEM));
     snprintf(path, plen, "%s/snapshots.pvd", ws->dir);
@@ -917,10 +715,10 @@ int writers_series_write(writers_series *ws, const writers_frame *fr, char *err,
         snprintf(path, plen, "%s/snapshot_%06d.csv", ws->dir, n);
         rc = writers_csv(path, fr, err, err_len);
     }
+    ws->rectilinear = writers_frame_rectilinear(fr);
     if (!rc && (ws->formats & PJ_FMT_VTK) && !ws->n_pieces) {
-        ws->rectilinear = frame_rectilinear(fr);
         snprintf(path, plen, "%s/snapshot_%06d.%s", ws->dir, n, ws->rectilinear ? "vtr" : "vti");
-        rc = ws->rectilinear ? writers_vtr(path, fr, err, err_len) : writers_vti(path, fr, err, err_len);
+        rc = writers_vtk(path, fr, err, err_len);
     }
     if (!rc && (ws->formats & PJ_FMT_VTK) && ws->n_pieces) {
         char (*names)[40] = malloc(sizeof *names * (size_t)ws->n_pieces);
@@ -930,11 +728,11 @@ int writers_series_write(writers_series *ws, const writers_frame *fr, char *err,
             rc = -1;
         } else {
             for (int i = 0; i < ws->n_pieces; i++) {
-                writers_piece_name(names[i], sizeof names[i], n, i);
+                writers_piece_name(names[i], sizeof names[i], n, i, ws->rectilinear);
                 pieces[i] = names[i];
             }
-            snprintf(path, plen, "%s/snapshot_%06d.pvti", ws->dir, n);
-            rc = writers_pvti(path, fr, ws->n_pieces, (const int64_t(*)[3])ws->piece_first,
+            snprintf(path, plen, "%s/snapshot_%06d.%s", ws->dir, n, ws->rectilinear ? "pvtr" : "pvti");
+            rc = writers_pvtk(path, fr, ws->n_pieces, (const int64_t(*)[3])ws->piece_first,
                               (const int64_t(*)[3])ws->piece_n, pieces, err, err_len);
         }
         free(names);

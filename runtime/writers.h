@@ -1,4 +1,4 @@
-/* writers.h — output files: CSV dumps and snapshots, VTK XML ImageData (.vti + .pvd), PNG.
+/* writers.h — output files: CSV dumps and snapshots, VTK XML (.vti/.vtr + .pvd), PNG.
  *
  * Every writer works on a frame (a grid and some fields' interior values as doubles, x
  * fastest), writes into a temporary file in the target's folder and renames it into place,
@@ -12,7 +12,8 @@
  *                                 with stretched or listed widths (compiler/mesh.c)
  *     DIR/snapshots.pvd           the ParaView series of the .vti files           (PJ_FMT_VTK)
  *     DIR/snapshot_00000N.pvti    over MPI instead of the .vti: a parallel ImageData whose pieces
- *     DIR/snapshot_00000N_pR.vti  are the blocks of the processes (R: the rank)
+ *     DIR/snapshot_00000N_pR.vti  are the blocks of the processes (R: the rank); .pvtr and
+ *                                 _pR.vtr (parallel RectilinearGrid) instead of a .vtr
  *     DIR/FIELD_00000N.png        one colour-mapped image per field               (PJ_FMT_PNG)
  *     DIR/snapshots.csv           index: `snapshot,t` then one row per snapshot   (always)
  * The index and .pvd are rewritten (atomically) after every snapshot. */
@@ -52,14 +53,23 @@ int writers_csv(const char *path, const writers_frame *fr, char *err, size_t err
  * the time as FieldData TimeValue. Point extent first..first+n along each axis of the dimension
  * (0..n for a whole mesh). */
 int writers_vti(const char *path, const writers_frame *fr, char *err, size_t err_len);
+/* Whether fr's mesh has listed or stretched faces along an axis (compiler/mesh.c): its VTK files
+ * are then RectilinearGrid (.vtr, .pvtr) with the real face positions, else ImageData. */
+int writers_frame_rectilinear(const writers_frame *fr);
+/* The VTK file of fr (a whole mesh, or a block of it: fr->first): writers_vti, or for a
+ * rectilinear frame a RectilinearGrid (.vtr) with the same extents and CellData and the
+ * positions of the block's faces first..first+n as Coordinates x, y, z (0 beyond the dimension). */
+int writers_vtk(const char *path, const writers_frame *fr, char *err, size_t err_len);
 
-/* A parallel snapshot (VTK XML PImageData, .pvti) of a mesh in n_pieces blocks, piece i written
- * as writers_vti of its block into piece_files[i] (relative to the .pvti): fr gives the mesh's n,
- * h, origin, time and field names (its data is not read). */
-int writers_pvti(const char *path, const writers_frame *fr, int n_pieces, const int64_t (*first)[3],
+/* A parallel snapshot of a mesh in n_pieces blocks, piece i written as writers_vtk of its block
+ * into piece_files[i] (relative to this file): PImageData (.pvti) with the mesh's origin and
+ * spacing, or for a rectilinear frame PRectilinearGrid (.pvtr) with PCoordinates x, y, z (the
+ * pieces hold them). fr gives the mesh's n, h, origin, faces and field names (its data is not
+ * read); first and n each piece's block, written as its Extent. */
+int writers_pvtk(const char *path, const writers_frame *fr, int n_pieces, const int64_t (*first)[3],
                  const int64_t (*n)[3], const char *const *piece_files, char *err, size_t err_len);
-/* "snapshot_000012_p3.vti": piece `rank` of snapshot `index`. */
-void writers_piece_name(char *out, size_t len, int index, int rank);
+/* "snapshot_000012_p3.vti" (".vtr" when rectilinear): piece `rank` of snapshot `index`. */
+void writers_piece_name(char *out, size_t len, int index, int rank, int rectilinear);
 
 /* A ParaView .pvd collection: n entries of (time, file name relative to the .pvd). */
 int writers_pvd(const char *path, int n, const double *times, const char *const *files, char *err,
@@ -88,8 +98,9 @@ typedef struct writers_png_style {
  *   - 8 pixels to its right the colour bar, 24 pixels wide and as high as the field, the map's
  *     top (hi) in its top row and its bottom (lo) in its bottom row, with hi and lo written beside
  *     its two ends;
- *   - under the field, the axes drawn and their cells ("x -> 48 cells   y ^ 32 cells").
- * tEXt chunks: field, t, range (`LO,HI`), colormap. */
+ *   - under the field, the axes drawn and their cells ("x -> 48 cells   y ^ 32 cells"), and on a
+ *     mesh with listed or stretched widths (writers_frame_rectilinear) "   (index space)" after it.
+ * tEXt chunks: field, t, range (`LO,HI`), colormap; and space = index on such a mesh. */
 int writers_png(const char *path, const writers_frame *fr, int f, const writers_png_style *style, char *err,
                 size_t err_len);
 
@@ -106,7 +117,7 @@ int writers_mkdirs(const char *path, char *err, size_t err_len);
  * ("No such file or directory"). Nothing is left behind. */
 int writers_check_writable(const char *path, char *err, size_t err_len);
 /* Removes from folder dir (which must exist) the regular files a series writes, and only those:
- * snapshot_NNNNNN.csv/.vti, FIELD_NNNNNN.png (6 or more digits), snapshots.csv, snapshots.pvd;
+ * snapshot_NNNNNN.csv/.vti/.vtr/.pvti/.pvtr, snapshot_NNNNNN_pR.vti/.vtr, FIELD_NNNNNN.png (6 or more digits), snapshots.csv, snapshots.pvd;
  * then checks that the folder takes a new file. How many were removed, or -1 with errno's text
  * in err. */
 int writers_series_clean(const char *dir, char *err, size_t err_len);
@@ -114,9 +125,9 @@ int writers_series_clean(const char *dir, char *err, size_t err_len);
 /* The snapshot series of one run in folder dir (created when missing). formats: PJ_FMT_* bits. */
 typedef struct writers_series writers_series;
 writers_series *writers_series_open(const char *dir, int formats, char *err, size_t err_len);
-/* VTK snapshots of a mesh in blocks: the series writes snapshot_N.pvti naming the pieces
- * snapshot_N_pR.vti (one per block, written by whoever holds it: writers_piece_name) instead of
- * snapshot_N.vti, and the .pvd lists the .pvti files. first and n: n_pieces blocks (copied). */
+/* VTK snapshots of a mesh in blocks: the series writes snapshot_N.pvti (.pvtr) naming the pieces
+ * snapshot_N_pR.vti (.vtr) (one per block, written by whoever holds it: writers_piece_name)
+ * instead of snapshot_N.vti (.vtr), and the .pvd lists the .pvti (.pvtr) files. first and n: n_pieces blocks (copied). */
 int writers_series_set_pieces(writers_series *ws, int n_pieces, const int64_t (*first)[3], const int64_t (*n)[3]);
 /* The PNG frames' style (default: zero, viridis on each frame's own min..max); copied. */
 void writers_series_set_png(writers_series *ws, const writers_png_style *style);

@@ -141,7 +141,42 @@ awk -F, 'NR == FNR { for (i = 1; i <= NF; i++) a[FNR, i] = $i; next }
 sed 's/format = csv/format = vtk/' heat3d.pde > heat3d-vtk.pde
 "$pdejit" run heat3d-vtk.pde -q --out v1 >/dev/null 2>&1 || fail "heat3d-vtk: one process"
 mpi 3 run heat3d-vtk.pde -q --out v3 >/dev/null 2>&1 || fail "heat3d-vtk on 3 processes: exit $?"
-python3 "$src/tests/mpi/vti_pieces.py" v1 v3 || fail "heat3d-vtk: the pieces on 3 processes differ from one process's .vti"
+python3 "$src/tests/mpi/vtk_pieces.py" v1 v3 || fail "heat3d-vtk: the pieces on 3 processes differ from one process's .vti"
+# listed and stretched faces: a .pvtr of .vtr pieces, each with its block's faces as coordinates
+# (2D, 3D and a stretched r-z mesh, 2 to 4 processes, several layouts), against one process's
+# .vtr, parsed
+printf 'output every = 0.0002, format = vtk\n' | cat stretch2d.pde - > stretch2d-vtk.pde
+cat > stretch3d-vtk.pde <<'EOF2'
+mesh grid(nx = 7, ny = 6, nz = 8, dx = [0.1, 0.2, 0.1, 0.3, 0.1, 0.2, 0.1], z = stretch(1.15), Lz = 2)
+field u = sin(3*x)*y + z*dz
+field v = x + 2*y
+on left: u = 1
+on top: dn(v) = 1
+eq dt(u) = lap(u) + x*dy
+eq dt(v) = div((1 + z)*grad(v)) - u
+time dt = 0.0002, steps = 10, scheme = rk2
+output every = 0.001, format = vtk
+EOF2
+cat > rzs-vtk.pde <<'EOF2'
+mesh cylindrical(nr = 10, nz = 8, Lr = 1, r0 = 0.2, r = stretch(1.2), dz = [0.1, 0.2, 0.3, 0.4, 0.3, 0.2, 0.3, 0.2])
+field u = exp(-5*((r - 0.5)^2 + (z - 1)^2))
+on outer: u = 0.1
+on top: dn(u) = 1
+eq dt(u) = div((1 + r)*grad(u)) - 0.1*u*z
+time dt = 0.0002, steps = 20, scheme = rk2
+output every = 0.002, format = vtk
+EOF2
+for c in stretch2d-vtk stretch3d-vtk rzs-vtk; do
+    layouts="4:1x4 4:4x1"; [ $c = stretch3d-vtk ] && layouts="4:4x1x1 4:1x1x4 4:1x2x2"
+    "$pdejit" run $c.pde -q --out $c-1 >/dev/null 2>&1 || fail "$c: one process"
+    ls $c-1/snapshot_000000.vtr >/dev/null 2>&1 || fail "$c: one process wrote no .vtr"
+    for run in 2 3 4 $layouts; do
+        n=${run%%:*}; layout=; [ "$run" != "$n" ] && layout="--ranks-layout ${run#*:}"
+        d=$c-$n${layout:+-${run#*:}}
+        mpi "$n" run $c.pde -q --out $d $layout >/dev/null 2>&1 || { fail "$c on $n processes $layout: exit $?"; continue; }
+        python3 "$src/tests/mpi/vtk_pieces.py" $c-1 $d || fail "$c: the .vtr pieces on $n processes $layout differ from one process's .vtr"
+    done
+done
 
 # 2. a NaN on one process only (x > 0.9: the last block) stops every process, naming the cell as
 #    one process does; exit 1, no hang

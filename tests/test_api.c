@@ -12,6 +12,41 @@
 static const char *decay =
     "mesh grid(nx = 16)\nparam k = 1\nfield u = 1 + x\neq dt(u) = -k*u\ntime dt = 0.001, until = 1, scheme = rk4\n";
 
+/* pj_problem_geometry and pj_problem_centres: listed widths give their faces and the middles
+ * of them, a uniform axis origin + (i + 1/2) length / n; a radial mesh says so; an axis beyond
+ * the dimension is refused and nothing is written. */
+static void mesh_centres_and_faces(void **state)
+{
+    (void)state;
+    const char *text = "mesh grid(dx = [0.5, 0.25, 1], ny = 4, Ly = 2, y0 = -1)\nfield u\n";
+    pj_problem *p;
+    assert_int_equal(pj_problem_compile("m.pde", text, strlen(text), &p, NULL), PJ_OK);
+    assert_int_equal(pj_problem_geometry(p), 0);
+    double c[5], f[5] = {7, 7, 7, 7, 7};
+    assert_int_equal(pj_problem_centres(p, 0, c, f), 0);
+    const double cx[3] = {0.25, 0.625, 1.25}, fx[4] = {0, 0.5, 0.75, 1.75};
+    for (int i = 0; i < 3; i++) assert_true(c[i] == cx[i]);
+    for (int i = 0; i < 4; i++) assert_true(f[i] == fx[i]);
+    assert_true(f[4] == 7);
+    assert_int_equal(pj_problem_centres(p, 1, c, NULL), 0);
+    for (int i = 0; i < 4; i++) assert_true(c[i] == -1 + (i + 0.5) * 0.5);
+    c[0] = 7;
+    assert_int_equal(pj_problem_centres(p, 2, c, f), -1);
+    assert_int_equal(pj_problem_centres(p, -1, c, f), -1);
+    assert_true(c[0] == 7);
+    pj_problem_free(p);
+    text = "mesh cylindrical(nr = 2, nz = 2, Lr = 1, Lz = 4, r0 = 1)\nfield u\n";
+    assert_int_equal(pj_problem_compile("c.pde", text, strlen(text), &p, NULL), PJ_OK);
+    assert_int_equal(pj_problem_geometry(p), 1);
+    assert_int_equal(pj_problem_centres(p, 0, c, f), 0);
+    assert_true(c[0] == 1.25 && c[1] == 1.75 && f[0] == 1 && f[1] == 1.5 && f[2] == 2);
+    pj_problem_free(p);
+    text = "mesh spherical(nr = 2)\nfield u\n";
+    assert_int_equal(pj_problem_compile("s.pde", text, strlen(text), &p, NULL), PJ_OK);
+    assert_int_equal(pj_problem_geometry(p), 2);
+    pj_problem_free(p);
+}
+
 static void run_both_backends(void **state)
 {
     (void)state;
@@ -492,6 +527,7 @@ static void interrupt_stops_at_a_step(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(mesh_centres_and_faces),
         cmocka_unit_test(run_both_backends),
         cmocka_unit_test(errors_are_statuses),
         cmocka_unit_test(field_views_alias),

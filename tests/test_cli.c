@@ -690,10 +690,17 @@ static void outputs_checked_before_stepping(void **state)
     assert_int_equal(tu_pdejit(&out, "run o.pde --out s"), 0);
     free(out);
     assert_true(exists("s/snapshot_000002.vti") && exists("s/u_000002.png"));
-    assert_int_equal(sh(&out, "touch s/notes.txt s/u_12.png s/snapshot_000001.csv.bak && mkdir s/snapshot_000009.csv && "
-                              "$PJ run o.pde --out s --until 0.5"), 0);
-    assert_string_equal(out, "pdejit: s: removed the 11 files of a previous series before writing this one\n");
+    /* and what an MPI run or a mesh with listed faces writes (.pvti/.pvtr, pieces _pR.vti/.vtr, .vtr) */
+    assert_int_equal(sh(&out, "touch s/notes.txt s/u_12.png s/snapshot_000001.csv.bak s/snapshot_000007.pvtr "
+                              "s/snapshot_000007_p12.vtr s/snapshot_000007.vtr s/snapshot_000007.pvti s/snapshot_000007_p0.vti "
+                              "s/snapshot_000007_q1.vtr s/snapshot_000007_p.vtr s/snapshot_000007.pvtr.bak s/snapshot_07.pvtr && "
+                              "mkdir s/snapshot_000009.csv && $PJ run o.pde --out s --until 0.5"), 0);
+    assert_string_equal(out, "pdejit: s: removed the 16 files of a previous series before writing this one\n");
     free(out);
+    assert_false(exists("s/snapshot_000007.pvtr") || exists("s/snapshot_000007_p12.vtr") || exists("s/snapshot_000007.vtr") ||
+                 exists("s/snapshot_000007.pvti") || exists("s/snapshot_000007_p0.vti"));
+    assert_true(exists("s/snapshot_000007_q1.vtr") && exists("s/snapshot_000007_p.vtr") &&
+                exists("s/snapshot_000007.pvtr.bak") && exists("s/snapshot_07.pvtr"));
     assert_false(exists("s/snapshot_000002.csv") || exists("s/snapshot_000002.vti") || exists("s/u_000002.png"));
     assert_true(exists("s/snapshot_000001.csv") && exists("s/u_000001.png") && exists("s/snapshots.pvd"));
     assert_true(exists("s/notes.txt") && exists("s/u_12.png") && exists("s/snapshot_000001.csv.bak") &&

@@ -60,18 +60,6 @@ static const struct {
     {"spherical_mesh_1d", 0, exact_spherical},
 };
 
-/* `text` with the first `from` replaced by `to` (the test fails when there is none). */
-static char *replaced(const char *text, const char *from, const char *to)
-{
-    const char *at = strstr(text, from);
-    assert_non_null(at);
-    size_t head = (size_t)(at - text), n = strlen(text) - strlen(from) + strlen(to) + 1;
-    char *out = malloc(n);
-    assert_non_null(out);
-    snprintf(out, n, "%.*s%s%s", (int)head, text, to, at + strlen(from));
-    return out;
-}
-
 /* Sample `i` on nr cells, its `steady` line replaced by `time_line` unless that is NULL. */
 static char *sample_text(int i, int nr, const char *time_line)
 {
@@ -80,10 +68,10 @@ static char *sample_text(int i, int nr, const char *time_line)
     char *text = tu_read_file(path, NULL);
     assert_non_null(text);
     snprintf(cells, sizeof cells, "\nconst r0 = 1, r1 = 2, nr = %d\n", nr);
-    char *src = replaced(text, "\nconst r0 = 1, r1 = 2, nr = 100\n", cells);
+    char *src = tu_replaced(text, "\nconst r0 = 1, r1 = 2, nr = 100\n", cells);
     free(text);
     if (!time_line) return src;
-    text = replaced(src, "\nsteady\n", time_line);
+    text = tu_replaced(src, "\nsteady\n", time_line);
     free(src);
     return text;
 }
@@ -192,7 +180,7 @@ static void radial_widths_on_every_back_end(void **state)
         int i = which[j];
         char *src = sample_text(i, 100, steps);
         if (!samples[i].nonuniform) { /* the spherical shell with cells 1.01x wider outward */
-            char *s = replaced(src, "r0 = r0)", "r0 = r0, r = stretch(1.01))");
+            char *s = tu_replaced(src, "r0 = r0)", "r0 = r0, r = stretch(1.01))");
             free(src);
             src = s;
         }
@@ -238,7 +226,7 @@ static void listed_radial_widths_match_stretch(void **state)
         snprintf(widths + n, sizeof widths - n, "%s%.17g", i ? ", " : "", r0 * (q - 1) * pow(q, i));
     }
     strcat(widths, "], r0 = r0)");
-    char *listed = replaced(src, "nr = nr, Lr = r1 - r0, r0 = r0, r = stretch(Rratio))", widths);
+    char *listed = tu_replaced(src, "nr = nr, Lr = r1 - r0, r0 = r0, r = stretch(Rratio))", widths);
     double *a = solve_text("stretched.pde", src, 100, "cpu", NULL), *b = solve_text("listed.pde", listed, 100, "cpu", NULL);
     double worst = 0;
     for (int c = 0; c < 100; c++) worst = fmax(worst, fabs(a[c] - b[c]));

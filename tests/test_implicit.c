@@ -1120,18 +1120,6 @@ static int run_dump(const char *name, const char *src, const char *options, doub
     return read_csv(path, v, cols, max_rows);
 }
 
-/* s with the first `from` replaced by `to` (malloc'd); a test failure when s has no `from`. */
-static char *replaced(const char *s, const char *from, const char *to)
-{
-    const char *at = strstr(s, from);
-    if (!at) fail_msg("'%s' is not in the text", from);
-    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
-    char *r = malloc(n);
-    assert_non_null(r);
-    snprintf(r, n, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
-    return r;
-}
-
 /* FiPy's coupled Cahn-Hilliard (examples/cahnHilliard/mesh2DCoupled.py) as
  * samples/implicit/cahn_hilliard_coupled.pde: mu an unknown of its own with the algebraic equation
  * eq 0 = mu - (f'(c) - eps^2 lap(c)). On 40 x 40 cells of 0.25 (FiPy's doctest has 20 x 20, a
@@ -1148,13 +1136,13 @@ static void fipy_cahn_hilliard_coupled(void **state)
     snprintf(path, sizeof path, "%s/samples/implicit/cahn_hilliard_coupled.pde", PJ_SOURCE_DIR);
     char *src = tu_read_file(path, NULL);
     assert_non_null(src);
-    char *small = replaced(src, "nx = 100, ny = 100, Lx = 25, Ly = 25", "nx = 40, ny = 40, Lx = 10, Ly = 10");
-    char *coupled = replaced(small, "time dt = exp(-5), until = 1000, scheme = bdf2, adapt = 1e-3",
-                             "time dt = 1, until = 120, scheme = beuler");
-    char *s1 = replaced(coupled, "field c = 0.5 + 0.1*randn(), mu = 0", "field c = 0.5 + 0.1*randn()");
-    char *s2 = replaced(s1, "eq dt(c) = D*lap(mu)\n", "");
-    char *single = replaced(s2, "eq 0 = mu - (a^2*c*(1 - c)*(1 - 2*c) - eps^2*lap(c))",
-                            "eq dt(c) = D*lap(a^2*c*(1 - c)*(1 - 2*c) - eps^2*lap(c))");
+    char *small = tu_replaced(src, "nx = 100, ny = 100, Lx = 25, Ly = 25", "nx = 40, ny = 40, Lx = 10, Ly = 10");
+    char *coupled = tu_replaced(small, "time dt = exp(-5), until = 1000, scheme = bdf2, adapt = 1e-3",
+                                "time dt = 1, until = 120, scheme = beuler");
+    char *s1 = tu_replaced(coupled, "field c = 0.5 + 0.1*randn(), mu = 0", "field c = 0.5 + 0.1*randn()");
+    char *s2 = tu_replaced(s1, "eq dt(c) = D*lap(mu)\n", "");
+    char *single = tu_replaced(s2, "eq 0 = mu - (a^2*c*(1 - c)*(1 - 2*c) - eps^2*lap(c))",
+                               "eq dt(c) = D*lap(a^2*c*(1 - c)*(1 - 2*c) - eps^2*lap(c))");
     enum { N = 40, CELLS = N * N };
     static double vc[4 * CELLS], vs[3 * CELLS];
     const char *options[2] = {NULL, "-snes_rtol 1e-12"};

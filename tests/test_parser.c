@@ -582,6 +582,29 @@ static void long_func_chains(void **state)
     expect_error("mesh grid(nx=4)\nfield u\noutput fields = u u\n", "3:19: error: output fields: 'u' is listed twice");
 }
 
+/* The statements a problem has once (stmt_single): the second is refused where it stands, after
+ * the errors of the first, in the order of the lines. */
+static void errors_second_statements(void **state)
+{
+    (void)state;
+    expect_error("mesh grid(nx = 4)\nmesh grid(nx = 5)\n", "2:1: error: a second mesh (the first is at line 1)");
+    expect_error("mesh grid(nx = 4)\nfield u\ntime dt = 1, steps = 1\ntime dt = 2, steps = 1\n",
+                 "4:1: error: a second time statement (the first is at line 3)");
+    expect_error("mesh grid(nx = 4)\nfield u\nsolver rtol = 1e-6\nsolver rtol = 1e-8\n",
+                 "4:1: error: a second solver statement (the first is at line 3)");
+    expect_error("mesh grid(nx = 4)\nfield u\nmonitor every = 1, m = maxval(u)\nstop when m > 1\nstop when m > 2\n",
+                 "5:1: error: a second stop condition (the first is at line 4)");
+    char *log;
+    pj_program *p = compile("mesh grid(nx = 4)\nfield u\nsolver rtol = 2\nsolver rtol = 3\nsolver rtol = 4\n", &log);
+    assert_null(p);
+    const char *a = strstr(log, "t.pde:3:15: error: rtol is a relative tolerance between 0 and 1, not 2\n");
+    const char *b = strstr(log, "t.pde:4:1: error: a second solver statement (the first is at line 3)\n");
+    const char *c = strstr(log, "t.pde:5:1: error: a second solver statement (the first is at line 3)\n");
+    assert_true(a && b && c && a < b && b < c);
+    assert_null(strstr(log, "not 3"));
+    free(log);
+}
+
 static void several_errors_in_one_run(void **state)
 {
     (void)state;
@@ -878,6 +901,7 @@ int main(void)
         cmocka_unit_test(syntax_error_hints),
         cmocka_unit_test(constants_and_limits),
         cmocka_unit_test(long_func_chains),
+        cmocka_unit_test(errors_second_statements),
         cmocka_unit_test(several_errors_in_one_run),
         cmocka_unit_test(hostile_input),
         cmocka_unit_test(long_sums_and_products),

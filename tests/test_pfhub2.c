@@ -29,17 +29,6 @@ static char *sample(const char *name)
     return text;
 }
 
-/* text with its first occurrence of `from` replaced by `to` (malloc'd). */
-static char *replaced(const char *text, const char *from, const char *to)
-{
-    const char *at = strstr(text, from);
-    assert_non_null(at);
-    char *out = malloc(strlen(text) + strlen(to) + 1);
-    assert_non_null(out);
-    sprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    return out;
-}
-
 static const char *const names[5] = {"c", "eta1", "eta2", "eta3", "eta4"};
 
 /* Runs text on the cpu back end to t_end in steps of dt; the five fields into out (5 x cells). */
@@ -64,8 +53,8 @@ static void pfhub2a_hand_against_energy(void **state)
 {
     (void)state;
     char *hand = sample("pfhub2.pde"), *b = sample("pfhub2b.pde");
-    char *energy = replaced(b, "mesh grid(nx = 100, ny = 100, Lx = 200, Ly = 200)\n",
-                            "mesh grid(nx = 100, ny = 100, Lx = 200, Ly = 200)\nperiodic x, y\n");
+    char *energy = tu_replaced(b, "mesh grid(nx = 100, ny = 100, Lx = 200, Ly = 200)\n",
+                               "mesh grid(nx = 100, ny = 100, Lx = 200, Ly = 200)\nperiodic x, y\n");
     enum { CELLS = 100 * 100 };
     double *u = malloc(sizeof *u * 5 * CELLS), *v = malloc(sizeof *v * 5 * CELLS);
     assert_true(u && v);
@@ -129,7 +118,7 @@ static void pfhub2b_against_c_loop(void **state)
     const double h = 2, dt = 0.005;
     const int steps = 200;
     char *b = sample("pfhub2b.pde");
-    char *text = replaced(b, "mesh grid(nx = 100, ny = 100, Lx = 200, Ly = 200)", "mesh grid(nx = 20, ny = 20, Lx = 40, Ly = 40)");
+    char *text = tu_replaced(b, "mesh grid(nx = 100, ny = 100, Lx = 200, Ly = 200)", "mesh grid(nx = 20, ny = 20, Lx = 40, Ly = 40)");
     enum { CELLS = RN * RN };
     static double got[5 * CELLS], U[5 * CELLS], U1[5 * CELLS], F[5 * CELLS], U0[5 * CELLS];
     run(text, dt, steps * dt, got);

@@ -12,25 +12,14 @@
 #include <string.h>
 #include "pdejit.h"
 
-/* text with its first occurrence of `from` replaced by `to` (malloc'd). */
-static char *replaced(const char *text, const char *from, const char *to)
-{
-    const char *at = strstr(text, from);
-    assert_non_null(at);
-    char *out = malloc(strlen(text) + strlen(to) + 1);
-    assert_non_null(out);
-    sprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-    return out;
-}
-
 /* Runs the sample with n x n cells and step dt; at t = 1 and 2 the solid area and the tip's x. */
 static void run(const char *sample, int n, double dt, double solid[2], double tip[2])
 {
     char mesh[128], time[128];
     snprintf(mesh, sizeof mesh, "mesh grid(nx = %d, ny = %d, Lx = 24, Ly = 24)", n, n);
     snprintf(time, sizeof time, "time dt = %g, until = 8", dt);
-    char *a = replaced(sample, "mesh grid(nx = 60, ny = 60, Lx = 24, Ly = 24)", mesh);
-    char *text = replaced(a, "time dt = 0.003, until = 8", time);
+    char *a = tu_replaced(sample, "mesh grid(nx = 60, ny = 60, Lx = 24, Ly = 24)", mesh);
+    char *text = tu_replaced(a, "time dt = 0.003, until = 8", time);
     pj_problem *pr = NULL;
     char *diags = NULL, err[512] = "";
     if (pj_problem_compile("pfhub3.pde", text, strlen(text), &pr, &diags) != PJ_OK) fail_msg("%s", diags);

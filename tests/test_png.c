@@ -3,6 +3,7 @@
  * `range`, `colormap`, the text chunks, and the errors at the output statement's text. */
 #include "testutil.h"
 #include <png.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,30 @@ static void slices_of_3d(void **state)
     }
 }
 
+/* slice = z, AT on a stretched z: the plane of the cell between whose real faces AT lies (z =
+ * 0.5 on 10 cells growing by 1.5: faces (1.5^k - 1)/(1.5^10 - 1), cell 8, where equal widths
+ * would give cell 5); u = log(dz) is one colour over the plane, the one of cell 8's width. */
+static void slice_of_a_stretched_axis(void **state)
+{
+    (void)state;
+    char *p = write_file("st.pde", "mesh grid(nx = 4, ny = 4, nz = 10, z = stretch(1.5))\nfield u = log(dz)\neq dt(u) = 0\n"
+                                   "time dt = 0.5, until = 0.5\noutput every = 0.5, format = png, range = -6, 0, slice = z, 0.5\n");
+    char *out;
+    assert_int_equal(tu_pdejit(&out, "run st.pde --out st"), 0);
+    free(out);
+    free(p);
+    double face[11];
+    for (int k = 0; k <= 10; k++) face[k] = (pow(1.5, k) - 1) / (pow(1.5, 10) - 1);
+    int want = 0;
+    while (face[want + 1] <= 0.5) want++;
+    assert_int_equal(want, 8);
+    picture a = read_png("st/u_000000.png");
+    for (unsigned j = 0; j < 4; j++)
+        for (unsigned i = 0; i < 4; i++)
+            colour_near(px(&a, 8 + 128 * i + 64, 30 + 128 * j + 64), log(face[want + 1] - face[want]), -6, 0);
+    free_picture(&a);
+}
+
 /* Under the field, the axes' caption: black dots in the 30-pixel strip below the cells, none
  * in the same strip of a picture of the field alone would have; the strip is white right of it. */
 static void axes_caption(void **state)
@@ -274,6 +299,54 @@ static void axes_caption(void **state)
     for (unsigned y = 30 + 256; y < a.h; y++) rgb_is(px(&a, 8 + 29 * 12, y), (const unsigned char[3]){255, 255, 255});
     free_picture(&a);
     free(p);
+}
+
+/* A mesh with stretched or listed widths is drawn in index space, each cell a square of the
+ * same size whatever its width, and says so: "   (index space)" ends the caption and the text
+ * chunk space = index is there; a uniform mesh's picture has neither. */
+static void index_space_on_stretched_meshes(void **state)
+{
+    (void)state;
+    /* u steps evenly from cell to cell along x: log of the widths growing by 1.2 (stretched), x */
+    static const char *const meshes[2] = {"nx = 16, x = stretch(1.2), dy = [0.1, 0.3, 0.2, 0.4, 0.1, 0.2, 0.3, 0.1]",
+                                          "nx = 16, ny = 8"};
+    static const char *const fields[2] = {"log(dx) + 2*y", "4*x + 2*y"};
+    for (int m = 0; m < 2; m++) {
+        char text[512];
+        snprintf(text, sizeof text, "mesh grid(%s)\nfield u = %s\neq dt(u) = 0\ntime dt = 0.5, until = 0.5\n"
+                                    "output every = 0.5, format = png\n", meshes[m], fields[m]);
+        char *p = write_file("i.pde", text), *out;
+        assert_int_equal(tu_pdejit(&out, "run i.pde --out i%d", m), 0);
+        free(out);
+        char name[64];
+        snprintf(name, sizeof name, "i%d/u_000000.png", m);
+        picture a = read_png(name);
+        assert_int_equal(a.h, 30 + 256 + 30); /* 16 x 8 cells of 32 pixels */
+        assert_int_equal(has_text(&a, "space", "index"), m == 0);
+        /* cell (i, j) a uniform 32 x 32 block, its neighbours along x and y of other colours */
+        for (unsigned j = 0; j < 8; j++)
+            for (unsigned i = 0; i < 16; i++) {
+                const unsigned char *c = px(&a, 8 + 32 * i, 30 + 32 * (7 - j));
+                for (unsigned y = 0; y < 32; y++)
+                    for (unsigned x = 0; x < 32; x++) rgb_is(px(&a, 8 + 32 * i + x, 30 + 32 * (7 - j) + y), c);
+                if (i > 0) assert_memory_not_equal(c, px(&a, 8 + 32 * (i - 1), 30 + 32 * (7 - j)), 3);
+                if (j > 0) assert_memory_not_equal(c, px(&a, 8 + 32 * i, 30 + 32 * (8 - j)), 3);
+            }
+        /* the caption: "x -> 16 cells   y ^ 8 cells" (27 characters, 12 pixels each) and, stretched,
+           "   (index space)" (16 more): black past the 27th only then, nothing past the 43rd */
+        int black_past_27 = 0;
+        for (unsigned y = 30 + 256; y < a.h; y++)
+            for (unsigned x = 8 + 27 * 12; x < a.w; x++) {
+                const unsigned char *q = px(&a, x, y);
+                if (!q[0] && !q[1] && !q[2]) {
+                    black_past_27 = 1;
+                    assert_true(x < 8 + 43 * 12);
+                }
+            }
+        assert_int_equal(black_past_27, m == 0);
+        free_picture(&a);
+        free(p);
+    }
 }
 
 static void bad_slice(void **state)
@@ -364,6 +437,8 @@ int main(void)
         cmocka_unit_test(bad_range_and_colormap),
         cmocka_unit_test(slices_of_3d),
         cmocka_unit_test(axes_caption),
+        cmocka_unit_test(index_space_on_stretched_meshes),
+        cmocka_unit_test(slice_of_a_stretched_axis),
         cmocka_unit_test(bad_slice),
         cmocka_unit_test(bench_plot_only_when_asked),
     };

@@ -172,3 +172,24 @@ void tu_gpu_emulation_use(const char *dir)
     setenv("PDEJIT_LIBCUDA", p, 1);
     setenv("PJ_EMU_DIR", dir, 1);
 }
+
+char *tu_replaced(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    if (!at) fail_msg("'%s' is not in the text", from);
+    size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    assert_non_null(out);
+    snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return out;
+}
+
+void tu_write_file(const char *name, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", tu_dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) fail_msg("cannot write %s", path);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}

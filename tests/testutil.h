@@ -19,6 +19,8 @@ char *tu_tempdir(const char *tag);
 extern char *tu_dir;
 int tu_dir_setup(void **state);
 int tu_dir_teardown(void **state);
+/* Writes text into the file name in tu_dir (a test failure when it cannot). */
+void tu_write_file(const char *name, const char *text);
 /* Runs `pdejit ARGS` (ARGS a printf format) in tu_dir with the cache folder tu_dir/cache; as tu_run. */
 int tu_pdejit(char **output, const char *fmt, ...);
 /* The GPU back end's host emulation (tests/gpu_emu/, described in test_gpu.c): builds the stand-in
@@ -30,5 +32,9 @@ char *tu_gpu_emulation_build(char *why, size_t len);
 void tu_gpu_emulation_use(const char *dir);
 /* |a-b| / max(|a|,|b|,tiny); 0 when both NaN or equal. */
 double tu_reldiff(double a, double b);
+/* text with the first `from` replaced by `to` (malloc'd). Every user of this file is a cmocka
+ * program (tests/CMakeLists.txt), so a text without `from` fails the running test (fail_msg
+ * naming the missing text), as does running out of memory. */
+char *tu_replaced(const char *text, const char *from, const char *to);
 
 #endif

@@ -48,6 +48,8 @@ int64_t pj_problem_cells(const pj_problem *problem);
 int64_t pj_problem_n(const pj_problem *problem, int axis);
 double pj_problem_length(const pj_problem *problem, int axis);
 double pj_problem_origin(const pj_problem *problem, int axis);
+int pj_problem_geometry(const pj_problem *problem);
+int pj_problem_centres(const pj_problem *problem, int axis, double *out, double *faces);
 int pj_problem_field_count(const pj_problem *problem);
 const char *pj_problem_field_name(const pj_problem *problem, int field);
 int pj_problem_param_count(const pj_problem *problem);

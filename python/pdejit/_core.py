@@ -109,12 +109,17 @@ def compile(source, scheme=None, name=None, consts=None):
 
 
 class Mesh:
-    """problem.mesh and sim.mesh: the problem's grid. `shape` is NumPy's order, a field's
-    ((nz, ny, nx), (ny, nx) or (nx,)); `n`, `length`, `origin` and `h` (the spacing, length / n) are
-    per axis x, y, z (as many as the dimension); `x`, `y`, `z` are the cell centres,
-    origin + (i + 1/2) * h, as read-only float64 arrays shaped like a field (broadcast views: no
-    memory of their own; np.array(mesh.x) copies). A mesh without an axis has no attribute of it
-    (`mesh.z` in 2D raises AttributeError)."""
+    """problem.mesh and sim.mesh: the problem's mesh. `shape` is NumPy's order, a field's
+    ((nz, ny, nx), (ny, nx) or (nx,)); `n`, `length`, `origin` and `h` (the mean spacing,
+    length / n) are per axis (as many as the dimension); `geometry` is "grid", "cylindrical" or
+    "spherical", and `axes` the coordinates' names, ("x", "y", "z")[:dim], ("r", "z") or ("r",).
+    The coordinates by name (`x`, `y`, `z`; `r`, `z` on a radial mesh) are the cell centres, the
+    values `x` has in expressions and the --dump columns: origin + (i + 1/2) * h, or on an axis
+    with listed or stretched widths the middle of each cell's faces; read-only float64 arrays
+    shaped like a field (broadcast views: no memory of their own; np.array(mesh.x) copies).
+    `faces(axis)` gives an axis's n + 1 face positions, `uniform` whether each axis has equal
+    widths. A mesh without a coordinate has no attribute of it (`mesh.z` in 2D raises
+    AttributeError)."""
 
     def __init__(self, problem):
         h = problem._h
@@ -125,20 +130,49 @@ class Mesh:
         self.h = tuple(L / n for L, n in zip(self.length, self.n))
         self.shape = tuple(reversed(self.n))
         self.cells = int(np.prod(self.n))
+        self.geometry = ("grid", "cylindrical", "spherical")[lib.pj_problem_geometry(h)]
+        self.axes = tuple(("xyz" if self.geometry == "grid" else "rz")[:self.dim])
+        self._lines, self._faces = [], []
+        for a in range(self.dim):
+            line, faces = np.empty(self.n[a]), np.empty(self.n[a] + 1)
+            lib.pj_problem_centres(h, a, ffi.from_buffer("double[]", line), ffi.from_buffer("double[]", faces))
+            line.flags.writeable = faces.flags.writeable = False
+            self._lines.append(line)
+            self._faces.append(faces)
+        self.uniform = tuple(bool(np.allclose(np.diff(f), self.h[a], rtol=1e-12, atol=0)) for a, f in enumerate(self._faces))
 
-    def _centres(self, axis):
-        if axis >= self.dim:
-            raise AttributeError("a %dD mesh has no %s axis" % (self.dim, "xyz"[axis]))
-        line = self.origin[axis] + (np.arange(self.n[axis]) + 0.5) * self.h[axis]
+    def faces(self, axis):
+        """The n + 1 face positions along axis (0, 1, 2 or its name), read-only."""
+        return self._faces[self._axis(axis)]
+
+    def _axis(self, axis):
+        if isinstance(axis, str):
+            if axis not in self.axes and self.geometry == "grid":
+                raise AttributeError("a %dD mesh has no %s axis" % (self.dim, axis))
+            if axis not in self.axes:
+                raise AttributeError("a %s mesh has no %s axis: its coordinates are %s" % (
+                    self.geometry, axis, ", ".join(self.axes)))
+            return self.axes.index(axis)
+        if not 0 <= axis < self.dim:
+            raise IndexError("axis %r of a %dD mesh" % (axis, self.dim))
+        return axis
+
+    def _centres(self, name):
+        axis = self._axis(name)
         along = [1] * self.dim
         along[self.dim - 1 - axis] = self.n[axis]  # the field's axes are (z, y, x): x varies fastest
-        return np.broadcast_to(line.reshape(along), self.shape)
+        return np.broadcast_to(self._lines[axis].reshape(along), self.shape)
 
-    x = property(lambda self: self._centres(0), doc="The cells' x centres, shaped like a field.")
-    y = property(lambda self: self._centres(1), doc="The cells' y centres, shaped like a field (2D, 3D).")
-    z = property(lambda self: self._centres(2), doc="The cells' z centres, shaped like a field (3D).")
+    x = property(lambda self: self._centres("x"), doc="The cells' x centres, shaped like a field.")
+    y = property(lambda self: self._centres("y"), doc="The cells' y centres, shaped like a field (2D, 3D).")
+    z = property(lambda self: self._centres("z"), doc="The cells' z centres, shaped like a field (3D; r-z meshes).")
+    r = property(lambda self: self._centres("r"), doc="The cells' r centres, shaped like a field (radial meshes).")
 
     def __repr__(self):
+        if self.geometry != "grid" or not all(self.uniform):
+            return "<pdejit.Mesh %s(%s)>" % (self.geometry, ", ".join(
+                "n%s=%d, %s=%s..%s%s" % (c, n, c, _num(f[0]), _num(f[-1]), "" if u else " (non-uniform)")
+                for c, n, f, u in zip(self.axes, self.n, self._faces, self.uniform)))
         return "<pdejit.Mesh grid(%s)>" % ", ".join(
             ["n%s=%d" % (c, n) for c, n in zip("xyz", self.n)] + ["L%s=%s" % (c, _num(L)) for c, L in zip("xyz", self.length)]
             + ["%s0=%s" % (c, _num(o)) for c, o in zip("xyz", self.origin)])

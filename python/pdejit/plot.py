@@ -53,8 +53,9 @@ def _plane(sim, values, slice):
 
 def plot(sim, field=None, ax=None, cmap="viridis", vmin=None, vmax=None, slice=None, colorbar=True):
     """Draws field `field` (default: the first) of sim with matplotlib and returns the Axes: a 1D
-    field as a line over the cell centres, a 2D one as an image over the domain (y up) with a colour
-    bar, a 3D one as its middle plane across `slice` ("z" by default). vmin, vmax: a fixed colour
+    field as a line over the cell centres, a 2D one as an image over the domain (y up; each cell
+    between its real faces on a mesh with listed or stretched widths, axes named r, z on a radial
+    mesh) with a colour bar, a 3D one as its middle plane across `slice` ("z" by default). vmin, vmax: a fixed colour
     range (so that pictures of a series compare). Raises ImportError when matplotlib is missing."""
     try:
         import matplotlib.pyplot as plt
@@ -69,8 +70,8 @@ def plot(sim, field=None, ax=None, cmap="viridis", vmin=None, vmax=None, slice=N
     if sim.problem.dim == 1:
         if slice is not None:
             raise ValueError("slice needs a 3D field; this one is 1D")
-        ax.plot(np.asarray(mesh.x), values)
-        ax.set_xlabel("x")
+        ax.plot(np.asarray(getattr(mesh, mesh.axes[0])), values)
+        ax.set_xlabel(mesh.axes[0])
         ax.set_ylabel(name)
         if vmin is not None or vmax is not None:
             ax.set_ylim(vmin, vmax)
@@ -78,15 +79,20 @@ def plot(sim, field=None, ax=None, cmap="viridis", vmin=None, vmax=None, slice=N
         return ax
     plane, across, up = _plane(sim, values, slice)
     a, b = _AXES[across], _AXES[up]
-    extent = (mesh.origin[a], mesh.origin[a] + mesh.length[a], mesh.origin[b], mesh.origin[b] + mesh.length[b])
-    image = ax.imshow(plane, origin="lower", extent=extent, cmap=cmap, vmin=vmin, vmax=vmax,
-                      interpolation="nearest", aspect="equal")
-    ax.set_xlabel(across)
-    ax.set_ylabel(up)
+    if mesh.uniform[a] and mesh.uniform[b]:
+        extent = (mesh.origin[a], mesh.origin[a] + mesh.length[a], mesh.origin[b], mesh.origin[b] + mesh.length[b])
+        image = ax.imshow(plane, origin="lower", extent=extent, cmap=cmap, vmin=vmin, vmax=vmax,
+                          interpolation="nearest", aspect="equal")
+    else:  # listed or stretched widths: each cell drawn between its real faces
+        image = ax.pcolormesh(mesh.faces(a), mesh.faces(b), plane, cmap=cmap, vmin=vmin, vmax=vmax)
+        ax.set_aspect("equal")
+    ax.set_xlabel(mesh.axes[a])
+    ax.set_ylabel(mesh.axes[b])
     if sim.problem.dim == 3:
         cut = "xyz".replace(across, "").replace(up, "")
         k = values.shape[2 - _AXES[cut]] // 2
-        title += "  %s = %.4g" % (cut, mesh.origin[_AXES[cut]] + (k + 0.5) * mesh.h[_AXES[cut]])
+        f = mesh.faces(_AXES[cut])
+        title += "  %s = %.4g" % (cut, (f[k] + f[k + 1]) / 2)
     ax.set_title(title)
     if colorbar:
         ax.figure.colorbar(image, ax=ax, label=name)
