@@ -88,6 +88,7 @@ struct implicit_solver {
     int diag_update;       /* only the diagonal changes (jac->offdiag_reads): Jc plus the diagonal's change */
     Vec Djc;               /* diag_update: the diagonal coefficients' sum at Jc's assembly */
     Vec Voff;              /* cg: per row, the sum of |J_ij| off the diagonal (gershgorin_bound) */
+    int direct;            /* a direct solve (LU), pdejit's default on a 1D mesh (direct_defaults) */
     int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
     int mg_auto;           /* cg: the preconditioner follows the step (choose_pc): ICC(1) or multigrid */
     int mg_on;             /* mg_auto: multigrid now */
@@ -184,6 +185,7 @@ int jacobian_plan(implicit_solver *q);
 /* implicit_mg.c */
 int mg_count_levels(const implicit_solver *q, PetscInt cap);
 PetscErrorCode mg_setup_pc(implicit_solver *q, PC pc);
+PetscErrorCode direct_defaults(implicit_solver *q, PetscOptions o, SNES snes);
 PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes);
 PetscErrorCode mg_defaults(implicit_solver *q, SNES snes);
 void mg_forget_borrowed(SNES snes);

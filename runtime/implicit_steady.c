@@ -79,6 +79,7 @@ static PetscErrorCode pseudo_create(implicit_solver *q)
     q->b_shifted = 0;
     PetscCall(TSSetTimeStep(q->pts, dmax > 0 && isfinite(1.0 / dmax) ? 1.0 / dmax : 1.0));
     PetscCall(TSSetFromOptions(q->pts));
+    PetscCall(direct_defaults(q, q->opts, snes));
     PetscCall(apply_defaults(q->opts, snes));
     if (!q->d) PetscCall(mg_defaults(q, snes));
     PetscCall(SNESMonitorSet(snes, record_norm, q, NULL));
