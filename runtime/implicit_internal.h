@@ -78,6 +78,7 @@ struct implicit_solver {
     DM pda;                /* pts's DM: a clone of da (its own DMTS and DMSNES, da's are snes's) */
     Vec X0;                /* steady: the initial fields, where continuation starts from */
     int pseudo_off;        /* steady: -pj_pseudo false: Newton alone */
+    PetscReal stall[6];    /* steady: Newton's last residual norms (newton_stall_test) */
     double *alpha;         /* [dof][H + 2][elems]: per field, beta (the ghosts' constant part), the
                               all-ones fill less beta, then alpha_k for k = 0 .. H-1 (measure_alpha) */
     int alpha_valid, alpha_const;
