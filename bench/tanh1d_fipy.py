@@ -11,7 +11,7 @@ linear solver). Each side's max error against 1 / (1 + exp(-x)) is reported; pde
 --pdejit-rtol (the loosest that reaches FiPy's error is what counts).
 
 Times: pdejit, the whole process (user + system, start-up and the PETSc load included; kernels
-cached by a first untimed run), and its own solve time (the steady line's); FiPy, the whole process
+cached by a first untimed run), and its own solve time (the steady line's: wall seconds); FiPy, the whole process
 (a child python: imports, mesh, terms and the loop) and its 100-step loop alone (process_time).
 Ratios: whole process against whole process, and FiPy's loop against pdejit's whole process (which
 leans towards FiPy). Medians of --rounds (pdejit) and --fipy-rounds.
@@ -46,7 +46,7 @@ def run_pdejit(args, nx, rtol, dump):
     pde, out = os.path.join(d, "tanh.pde"), os.path.join(d, "final.csv")
     with open(pde, "w") as f:
         f.write(pdejit_src(nx, rtol))
-    cmd = [args.pdejit, "run", pde, "--out", "none", "--verbose", "--threads", "1"] + (["--dump", out] if dump else [])
+    cmd = [args.bin, "run", pde, "--out", "none", "--verbose", "--threads", "1"] + (["--dump", out] if dump else [])
     if args.solver_options:
         cmd += ["--solver-options", args.solver_options]
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -108,7 +108,8 @@ def fipy_child(nx):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pdejit", default=os.path.join(ROOT, "build-bench", "pdejit"))
+    ap.add_argument("--pdejit", default=os.path.join(ROOT, "build-bench", "pdejit"),
+                    help="the pdejit command; several, comma-separated, are run one after another (e.g. a baseline)")
     ap.add_argument("--nx", type=int, default=1000)
     ap.add_argument("--pdejit-rtol", default="1e-6,1e-8,1e-10,1e-12")
     ap.add_argument("--solver-options", default="", help="pdejit's --solver-options")
@@ -121,23 +122,24 @@ def main():
         r = run_fipy(args.nx)
         print(r["cpu"], r["err"])
         return
-    print(f"tanh1D, nx = {args.nx}; pdejit {args.pdejit} `{args.solver_options}`: medians of {args.rounds}; "
+    print(f"tanh1D, nx = {args.nx}; pdejit `{args.solver_options}`: medians of {args.rounds}; "
           f"FiPy: medians of {args.fipy_rounds}\n")
-    print("| solver | max error | CPU s, whole process | CPU s, solve | notes |\n|---|---|---|---|---|")
+    print("| solver | max error | CPU s, whole process | solve s | notes |\n|---|---|---|---|---|")
     fipy_proc, fipy_cpu = None, None
     if not args.skip_fipy:
         rs = [fipy_child(args.nx) for _ in range(args.fipy_rounds)]
         fipy_proc, fipy_cpu = statistics.median(r["proc"] for r in rs), statistics.median(r["cpu"] for r in rs)
         print(f"| FiPy (100 steps, DefaultSolver) | {rs[0]['err']:.3g} | {fipy_proc:.3f} | {fipy_cpu:.3f} | "
               "solve: its time-step loop |", flush=True)
-    for rtol in args.pdejit_rtol.split(","):
+    for binary, rtol in [(b, r) for b in args.pdejit.split(",") for r in args.pdejit_rtol.split(",")]:
+        args.bin = binary
         first = run_pdejit(args, args.nx, float(rtol), True)  # compiles, caches, and gives the error
         rs = [run_pdejit(args, args.nx, float(rtol), False) for _ in range(args.rounds)]
         cpu = statistics.median(r["cpu"] for r in rs)
         solve = statistics.median(r["solve"] for r in rs)
         ratio = (f"; FiPy / pdejit, whole processes: **{fipy_proc / cpu:.1f}x**, FiPy's loop / pdejit's process: "
-                 f"{fipy_cpu / cpu:.1f}x, solve / solve: {fipy_cpu / solve:.0f}x" if fipy_cpu else "")
-        print(f"| pdejit steady, rtol {rtol} | {first['err']:.3g} | {cpu:.3f} | {solve:.4f} | "
+                 f"{fipy_cpu / cpu:.1f}x" if fipy_cpu else "")
+        print(f"| pdejit steady, rtol {rtol} (`{binary}`) | {first['err']:.3g} | {cpu:.3f} | {solve:.4f} | "
               f"{first['line'].replace('pdejit: ', '')}{ratio} |", flush=True)
 
 
