@@ -406,6 +406,7 @@ static PetscErrorCode symmetric_defaults(implicit_solver *q, PetscOptions o, SNE
     KSP ksp;
     PC pc;
     PetscBool set;
+    if (q->direct) return 0;
     PetscCall(PetscOptionsHasName(o, NULL, "-ksp_type", &set));
     if (set) return 0;
     PetscCall(PetscOptionsHasName(o, NULL, "-pc_type", &set));
@@ -563,6 +564,7 @@ static int create_snes(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, 
     CHECK(SNESSetFunction(q->snes, q->R, snes_rhs, q), "SNESSetFunction");
     CHECK(SNESSetJacobian(q->snes, q->J, q->J, snes_jacobian, q), "SNESSetJacobian");
     CHECK(SNESSetFromOptions(q->snes), OPTIONS_REFUSED);
+    CHECK(direct_defaults(q, q->opts, q->snes), "the solver's defaults");
     CHECK(apply_defaults(q->opts, q->snes), "the solver's defaults");
     if (d) CHECK(parallel_defaults(q->opts, q->snes), "the solver's defaults");
     if (q->linear) CHECK(linear_defaults(q->opts, q->snes), "the solver's defaults");
@@ -641,6 +643,7 @@ static int create_ts(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, si
         CHECK(TSAdaptSetType(adapt, TSADAPTNONE), "TSAdaptSetType");
     }
     CHECK(TSSetFromOptions(q->ts), OPTIONS_REFUSED);
+    CHECK(direct_defaults(q, q->opts, ts_snes), "the solver's defaults");
     CHECK(apply_defaults(q->opts, ts_snes), "the solver's defaults");
     if (d) CHECK(parallel_defaults(q->opts, ts_snes), "the solver's defaults");
     if (q->linear) CHECK(linear_defaults(q->opts, ts_snes), "the solver's defaults");

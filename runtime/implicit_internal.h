@@ -78,6 +78,7 @@ struct implicit_solver {
     DM pda;                /* pts's DM: a clone of da (its own DMTS and DMSNES, da's are snes's) */
     Vec X0;                /* steady: the initial fields, where continuation starts from */
     int pseudo_off;        /* steady: -pj_pseudo false: Newton alone */
+    PetscReal stall[6];    /* steady: Newton's last residual norms (newton_stall_test) */
     double *alpha;         /* [dof][H + 2][elems]: per field, beta (the ghosts' constant part), the
                               all-ones fill less beta, then alpha_k for k = 0 .. H-1 (measure_alpha) */
     int alpha_valid, alpha_const;
@@ -88,6 +89,7 @@ struct implicit_solver {
     int diag_update;       /* only the diagonal changes (jac->offdiag_reads): Jc plus the diagonal's change */
     Vec Djc;               /* diag_update: the diagonal coefficients' sum at Jc's assembly */
     Vec Voff;              /* cg: per row, the sum of |J_ij| off the diagonal (gershgorin_bound) */
+    int direct;            /* a direct solve (LU), pdejit's default on a 1D mesh (direct_defaults) */
     int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
     int mg_auto;           /* cg: the preconditioner follows the step (choose_pc): ICC(1) or multigrid */
     int mg_on;             /* mg_auto: multigrid now */
@@ -184,6 +186,7 @@ int jacobian_plan(implicit_solver *q);
 /* implicit_mg.c */
 int mg_count_levels(const implicit_solver *q, PetscInt cap);
 PetscErrorCode mg_setup_pc(implicit_solver *q, PC pc);
+PetscErrorCode direct_defaults(implicit_solver *q, PetscOptions o, SNES snes);
 PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes);
 PetscErrorCode mg_defaults(implicit_solver *q, SNES snes);
 void mg_forget_borrowed(SNES snes);

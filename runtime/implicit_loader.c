@@ -40,7 +40,11 @@ static int try_module(const char *dir, const char *path)
         path = buf;
     }
     if (access(path, F_OK) != 0) return 0;
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* RTLD_LAZY: the module's PETSc functions are bound at their first call, not all at the load:
+     * the dynamic linker's symbol lookups were half of an implicit start's CPU (perf), and binding
+     * lazily saves 8-13 ms of its ~100 (docs/performance.md). A PETSc that lacks one of them (a
+     * different build under the same soname) then stops the run at that call, not at the load. */
+    void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
         if (!failure[0]) snprintf(failure, sizeof failure, "%s", e ? e : path);
