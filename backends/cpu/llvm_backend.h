@@ -40,9 +40,9 @@ typedef struct llvm_options {
      * functions, a lighter pipeline; see llvm_backend.c); 0: LLVM_LARGE_KERNEL. Tests lower it to
      * check the split code on small kernels. Not part of the cache key: the results agree. */
     int large_ops;
-    /* 1: the final tier (code generation with loop strength reduction); 0: the quick tier, the
-     * same code without LSR (the same arithmetic, so the same results; about a third of the
-     * compile time of a stage kernel, a few % slower to run). Large kernels have one tier. */
+    /* 1: the final tier (loop unrolling, and loop strength reduction in code generation); 0: the
+     * quick tier, without either (the same arithmetic, so the same results; about a third of
+     * the compile time of a stage kernel, a few % slower to run). Large kernels have one tier. */
     int lsr;
 } llvm_options;
 
