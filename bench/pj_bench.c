@@ -92,7 +92,7 @@ static int cmd_step(int argc, char **argv)
     if (!s) { fprintf(stderr, "pj_bench: %s\n", err); return 1; }
     cpu_backend *be = NULL;
     if (use_cpu) {
-        cpu_backend_options bo = {0, fast, NULL};
+        cpu_backend_options bo = {0, fast, NULL, 1}; /* the steady state: the final tier */
         be = cpu_backend_create(&bo, err, sizeof err);
         if (!be || cpu_backend_prepare(be, p, err, sizeof err) < 0) {
             fprintf(stderr, "pj_bench: cpu back end: %s\n", err);
@@ -206,7 +206,7 @@ static int cmd_step3d(int argc, char **argv)
     if (!s) { fprintf(stderr, "pj_bench: %s\n", err); return 1; }
     cpu_backend *be = NULL;
     if (use_cpu) {
-        cpu_backend_options bo = {0, 0, NULL};
+        cpu_backend_options bo = {0, 0, NULL, 1}; /* the steady state: the final tier */
         be = cpu_backend_create(&bo, err, sizeof err);
         if (!be || cpu_backend_prepare(be, p, err, sizeof err) < 0) {
             fprintf(stderr, "pj_bench: cpu back end: %s\n", err);
@@ -275,7 +275,7 @@ static int cmd_compile(const char *file)
     if (!p) return 1;
     double t1 = driver_now();
     char err[1024];
-    cpu_backend_options bo = {0, 0, NULL};
+    cpu_backend_options bo = {0, 0, NULL, 0}; /* what a run pays before its first step */
     cpu_backend *be = cpu_backend_create(&bo, err, sizeof err);
     if (!be) { fprintf(stderr, "pj_bench: %s\n", err); return 1; }
     double t2 = driver_now();

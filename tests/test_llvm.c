@@ -209,7 +209,7 @@ static built build(const kir_kernel *k, int single, int fast)
     snprintf(sym, sizeof sym, "pj_test_%d", sym_counter++);
     void *obj = NULL;
     size_t len = 0;
-    llvm_options opt = {single, fast, large_ops};
+    llvm_options opt = {single, fast, large_ops, 1};
     llvm_times lt;
     int rc = llvm_compile(jit, k, &opt, sym, &obj, &len, &b.ir, &lt, err, sizeof err);
     b.ms = lt.total;
@@ -813,7 +813,7 @@ static void load_unload_errors(void **state)
     kir_kernel *k = reaction_diffusion(2, 1);
     void *obj = NULL;
     size_t len = 0;
-    llvm_options opt = {0, 0, 0};
+    llvm_options opt = {0, 0, 0, 1};
     assert_int_equal(llvm_compile(jit, k, &opt, "pj_swap", &obj, &len, NULL, NULL, err, sizeof err), 0);
 
     /* the same symbol twice: one copy of the code, two handles */
@@ -884,7 +884,7 @@ static void *compile_thread(void *arg)
         size_t len = 0;
         kir_cpu_fn fn;
         llvm_loaded *h;
-        if (llvm_compile(jit, j->k, &(llvm_options){i % 2, 0, 0}, sym, &obj, &len, NULL, NULL, err, sizeof err) ||
+        if (llvm_compile(jit, j->k, &(llvm_options){i % 2, 0, 0, i % 3 == 0}, sym, &obj, &len, NULL, NULL, err, sizeof err) ||
             llvm_load(jit, obj, len, sym, &fn, &h, err, sizeof err))
             j->failures++;
         else

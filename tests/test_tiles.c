@@ -135,7 +135,7 @@ static sim *make_sim(const pj_program *p, int threads, cpu_backend **be)
     sim_options so = {.threads = threads};
     sim *s = sim_create(p, &so, err, sizeof err);
     if (!s) fail_msg("%s", err);
-    cpu_backend_options bo = {0, 0, NULL};
+    cpu_backend_options bo = {0, 0, NULL, 1};
     *be = cpu_backend_create(&bo, err, sizeof err);
     if (!*be || cpu_backend_prepare(*be, p, err, sizeof err) < 0) fail_msg("cpu back end: %s", err);
     cpu_backend_install(*be, s);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cache.h"
+#include "cpu_tier.h"
 #include "driver.h"
 #include "llvm_backend.h"
 #include "pj_codegen_hash.h" /* PJ_BUILD_HASH, generated at build time (CMakeLists.txt) */
@@ -21,6 +22,8 @@ struct cpu_backend {
     kernel_timing *timings;
     cache_trial *trials;     /* per stage: a kernel from the cache on trial until a step returns */
     int on_trial;            /* how many */
+    cpu_tier *tier;          /* stage kernels at the quick tier, to be swapped for the final one; or NULL */
+    int tiered_up;           /* the last prepare's quick kernels were swapped for the final tier */
 };
 
 /* Ends every trial: the kernels ran and returned (or will not run). */
@@ -63,6 +66,7 @@ void cpu_backend_destroy(cpu_backend *be)
 {
     if (!be) return;
     end_trials(be);
+    cpu_tier_destroy(be->tier);
     drop_kernels(be);
     llvm_jit_destroy(be->jit);
     cache_close(be->cache);
@@ -73,8 +77,9 @@ const char *cpu_backend_warning(cpu_backend *be) { return be->cache ? cache_warn
 struct cache *cpu_backend_cache(cpu_backend *be) { return be->cache; }
 
 typedef struct kernel_key {
-    char ir[33], symbol[64];
-    cache_key key;
+    char ir[33], symbol[64], quick_symbol[72];
+    cache_key key;  /* the entry: the quick tier's object (function quick_symbol) until the final
+                       tier's replaces it (function symbol) */
 } kernel_key;
 
 static void make_key(cpu_backend *be, const kir_kernel *k, kernel_key *kk)
@@ -92,6 +97,19 @@ static void make_key(cpu_backend *be, const kir_kernel *k, kernel_key *kk)
     if (be->opt.fast_math) cache_key_add(&kk->key, "vecmath", llvm_jit_vecmath(be->jit));
     cache_key_add(&kk->key, "codegen", PJ_CODEGEN_VERSION);
     cache_key_add(&kk->key, "build", PJ_BUILD_HASH);
+    snprintf(kk->quick_symbol, sizeof kk->quick_symbol, "%s_q", kk->symbol);
+}
+
+/* 1 when a cached object is the quick tier's: its symbol table names quick_symbol. */
+static int quick_object(const void *obj, size_t len, const kernel_key *kk)
+{
+    size_t n = strlen(kk->quick_symbol) + 1; /* with its NUL, as in the string table */
+    for (const char *p = obj, *end = p + len; p && (size_t)(end - p) >= n; p++) {
+        p = memchr(p, kk->quick_symbol[0], (size_t)(end - p) - n + 1);
+        if (p && !memcmp(p, kk->quick_symbol, n)) return 1;
+        if (!p) break;
+    }
+    return 0;
 }
 
 /* The ELF machine of the objects this build emits for its own CPU (0: not checked). */
@@ -138,6 +156,7 @@ typedef struct compile_job {
     double ms;
     llvm_times lt;
     double ms_cache; /* the lookup that missed */
+    int quick;       /* compiled (or looked up) at the quick tier first */
     int rc;
     char err[512];
 } compile_job;
@@ -145,9 +164,10 @@ typedef struct compile_job {
 static void *compile_one(void *arg)
 {
     compile_job *j = arg;
-    llvm_options lo = {j->be->opt.single, j->be->opt.fast_math, 0};
+    llvm_options lo = {j->be->opt.single, j->be->opt.fast_math, 0, !j->quick};
     double t0 = driver_now();
-    j->rc = llvm_compile(j->be->jit, j->k, &lo, j->kk.symbol, &j->obj, &j->len, &j->ir, &j->lt, j->err, sizeof j->err);
+    j->rc = llvm_compile(j->be->jit, j->k, &lo, j->quick ? j->kk.quick_symbol : j->kk.symbol, &j->obj, &j->len,
+                         &j->ir, &j->lt, j->err, sizeof j->err);
     j->ms = (driver_now() - t0) * 1e3;
     return NULL;
 }
@@ -186,12 +206,50 @@ int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t 
     return rc;
 }
 
+/* Kernel `slot` (k), loaded at the quick tier, is to be compiled by the final one. Without memory
+ * it stays at the quick tier. */
+static void add_tier_job(cpu_backend *be, int slot, const kir_kernel *k, const kernel_key *kk)
+{
+    llvm_options lo = {be->opt.single, be->opt.fast_math, 0, 1};
+    if (!be->tier) be->tier = cpu_tier_create(be->n_kernels);
+    if (be->tier) cpu_tier_add(be->tier, slot, k, &lo, kk->symbol, &kk->key, kk->ir);
+}
+
+/* The final tier's objects, once compiled: stored, loaded and swapped in for the quick tier's
+ * (between steps: no kernel runs). A job that failed keeps its quick kernel. */
+static void swap_tiers(cpu_backend *be)
+{
+    int n = 0;
+    cpu_tier_job *jobs = cpu_tier_poll(be->tier, be->jit, &n);
+    if (!jobs) return;
+    for (int i = 0; i < n; i++) {
+        cpu_tier_job *j = &jobs[i];
+        kir_cpu_fn fn = NULL;
+        llvm_loaded *h = NULL;
+        char err[256];
+        if (j->rc < 0 || j->slot >= be->n_kernels) continue;
+        if (be->cache) cache_put(be->cache, &j->key, j->obj, j->len, j->ir, "ll");
+        if (llvm_load(be->jit, j->obj, j->len, j->symbol, &fn, &h, err, sizeof err) < 0) continue;
+        llvm_unload(be->jit, be->loaded[j->slot]);
+        be->loaded[j->slot] = h;
+        be->fn[j->slot] = fn;
+    }
+    be->tiered_up = 1;
+    cpu_tier_destroy(be->tier);
+    be->tier = NULL;
+}
+
+int cpu_backend_tier(const cpu_backend *be) { return be->tier ? 1 : be->tiered_up ? 2 : 0; }
+
 /* Loads every kernel asked for: from the cache where it can, else compiles the missing ones in
  * parallel (one thread each, llvm_compile is thread-safe), stores them, and loads those objects. */
 int cpu_backend_prepare_kernels(cpu_backend *be, const pj_program *p, const pj_kernel_id *ids, int n, char *err,
                                 size_t err_len)
 {
     end_trials(be);
+    cpu_tier_destroy(be->tier);
+    be->tier = NULL;
+    be->tiered_up = 0;
     for (int i = 0; i < n; i++)
         if ((ids[i] >= 0 && ids[i] != i) || ids[i] < -PJ_KERNEL_NAMED || !program_kernel(p, ids[i])) {
             snprintf(err, err_len, "internal error: kernel %d asked of the CPU back end is not the program's", ids[i]);
@@ -223,6 +281,9 @@ int cpu_backend_prepare_kernels(cpu_backend *be, const pj_program *p, const pj_k
         j->be = be;
         j->k = k;
         make_key(be, k, &j->kk);
+        llvm_options lo = {be->opt.single, be->opt.fast_math, 0, 0};
+        /* explicit stages tier up; other kernels (reductions, an implicit scheme's) do not */
+        j->quick = !be->opt.final_tier && ids[s] >= 0 && llvm_has_tiers(k, &lo);
         double t0 = driver_now();
         void *obj = NULL;
         size_t len = 0;
@@ -230,14 +291,20 @@ int cpu_backend_prepare_kernels(cpu_backend *be, const pj_program *p, const pj_k
         llvm_loaded *h = NULL;
         /* a stored object that does not load is a miss: set aside, compiled again, replaced; one
          * that is loaded is on trial until its code has run once (a crash marks it, cache.h) */
-        int hit = be->cache && cache_get(be->cache, &j->kk.key, &obj, &len) == 1;
+        const cache_key *key = &j->kk.key;
+        const char *symbol = j->kk.symbol;
+        int hit = be->cache && cache_get(be->cache, key, &obj, &len) == 1;
+        if (hit && quick_object(obj, len, &j->kk)) { /* a quick tier's: used by a run that tiers up */
+            hit = j->quick ? 2 : 0;
+            symbol = j->kk.quick_symbol;
+        }
         be->trials[s].fd = -1;
-        if (hit && cache_trial_begin(be->cache, &j->kk.key, obj, len, &be->trials[s]) == 0) be->on_trial++;
+        if (hit && cache_trial_begin(be->cache, key, obj, len, &be->trials[s]) == 0) be->on_trial++;
         const char *foreign = hit ? foreign_object(obj, len) : NULL;
         double t_cache = driver_now();
         j->ms_cache = (t_cache - t0) * 1e3;
-        if (foreign || (hit && llvm_load(be->jit, obj, len, j->kk.symbol, &fn, &h, err, err_len) < 0)) {
-            cache_reject(be->cache, &j->kk.key, foreign ? foreign : err);
+        if (foreign || (hit && llvm_load(be->jit, obj, len, symbol, &fn, &h, err, err_len) < 0)) {
+            cache_reject(be->cache, key, foreign ? foreign : err);
             if (be->trials[s].fd >= 0) {
                 cache_trial_end(be->cache, &be->trials[s]);
                 be->on_trial--;
@@ -253,6 +320,7 @@ int cpu_backend_prepare_kernels(cpu_backend *be, const pj_program *p, const pj_k
         llvm_unload(be->jit, be->loaded[s]);
         be->loaded[s] = h;
         be->fn[s] = fn;
+        if (hit == 2) add_tier_job(be, s, k, &j->kk);
         if (timings) {
             double t1 = driver_now();
             timings[s] = (kernel_timing){.from_cache = 1, .ms = (t1 - t0) * 1e3, .ms_cache = j->ms_cache,
@@ -281,7 +349,11 @@ int cpu_backend_prepare_kernels(cpu_backend *be, const pj_program *p, const pj_k
         if (rc == 0) {
             if (be->cache) cache_put(be->cache, &j->kk.key, j->obj, j->len, j->ir, "ll");
             t_put = driver_now();
-            if (llvm_load(be->jit, j->obj, j->len, j->kk.symbol, &fn, &h, err, err_len) < 0) rc = -1;
+            if (llvm_load(be->jit, j->obj, j->len, j->quick ? j->kk.quick_symbol : j->kk.symbol, &fn, &h, err,
+                          err_len) < 0)
+                rc = -1;
+            else if (j->quick)
+                add_tier_job(be, s, j->k, &j->kk);
         }
         free(j->obj);
         free(j->ir);
@@ -328,6 +400,7 @@ void cpu_backend_install(cpu_backend *be, sim *s) { sim_set_stage_runner(s, cpu_
 void cpu_backend_ran(cpu_backend *be)
 {
     if (be && be->on_trial) end_trials(be);
+    if (be && be->tier) swap_tiers(be);
 }
 
 int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out)
@@ -348,7 +421,7 @@ int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out)
 
 int cpu_backend_emit(cpu_backend *be, const pj_program *p, FILE *out, char *err, size_t err_len)
 {
-    llvm_options lo = {be->opt.single, be->opt.fast_math, 0};
+    llvm_options lo = {be->opt.single, be->opt.fast_math, 0, 1};
     pj_kernel_id *ids = malloc(sizeof *ids * ((size_t)p->n_stages + 4));
     int rc = ids ? 0 : -1;
     if (!ids) snprintf(err, err_len, "out of memory");

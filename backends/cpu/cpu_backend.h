@@ -22,6 +22,8 @@ typedef struct cpu_backend_options {
     int single;            /* --precision single */
     int fast_math;         /* --fast-math */
     const char *cache_dir; /* NULL: $PDEJIT_CACHE_DIR, else the XDG cache folder */
+    int final_tier;        /* 1: stage kernels compiled by the final tier at once (benchmarks of the
+                              steady state); 0: the quick tier first, the final one later (cpu_tier.h) */
 } cpu_backend_options;
 
 typedef engine_kernel_info kernel_timing;
@@ -52,8 +54,12 @@ kir_cpu_fn cpu_backend_reduce_fn(const cpu_backend *be, const pj_program *p);
 /* Makes s run the prepared kernels (p must be the program s runs). */
 void cpu_backend_install(cpu_backend *be, sim *s);
 /* A step of the prepared kernels returned: the kernels loaded from the cache are off trial
- * (cache_trial_end; until then a crash marks their entries). Cheap after the first call. */
+ * (cache_trial_end; until then a crash marks their entries), and stage kernels at the quick tier
+ * are swapped for the final tier's once it is compiled (cpu_tier.h). Cheap after the tier-up. */
 void cpu_backend_ran(cpu_backend *be);
+/* The last prepare's stage kernels: 0 all at their final tier from the start, 1 some at the quick
+ * tier (the final one pending), 2 swapped for the final tier since. */
+int cpu_backend_tier(const cpu_backend *be);
 
 /* For every kernel a run of p compiles: hit, or miss and why (nearest entry's differing components). */
 int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out);

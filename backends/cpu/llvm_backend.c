@@ -101,11 +101,13 @@ static void init_llvm(void)
        FastISel: this keeps SelectionDAG there (both faster code and linear time). No effect on
        the other levels, which always select with SelectionDAG. Process-wide, set once.
        Loop strength reduction (code generation's LSR) takes most of a stage kernel's code
-       generation (73 of llc's 95 ms on a 2D reaction-diffusion stage) but is kept: without it
-       the 2048² step ran 4-12 % slower in three interleaved runs (docs/performance.md,
-       "Compile time, round three"). */
-    const char *argv[2] = {"pdejit", "-fast-isel=false"};
-    LLVMParseCommandLineOptions(2, argv, NULL);
+       generation (73 of llc's 95 ms on a 2D reaction-diffusion stage), and without it the
+       2048² step ran 4-12 % slower (docs/performance.md, "Compile time, round three"). So code
+       generation never runs it (-disable-lsr); the final tier runs the same pass as an IR pass
+       at the end of the pipeline (LSR_PASSES: the same machine code as llc's own LSR, checked
+       by diffing llc's assembly), the quick tier leaves it out (llvm_options.lsr). */
+    const char *argv[3] = {"pdejit", "-fast-isel=false", "-disable-lsr"};
+    LLVMParseCommandLineOptions(3, argv, NULL);
 }
 
 const char *llvm_version_string(void) { return LLVM_VERSION_STRING; }
@@ -211,12 +213,48 @@ void llvm_jit_destroy(llvm_jit *jit)
 
 /* ---- compile ------------------------------------------------------------------------------ */
 
+/* What code generation's addIRPasses runs for LSR (LLVM 14), as new-pass-manager IR passes. */
+#define LSR_PASSES "function(loop(canon-freeze,loop-reduce))"
+
+int llvm_has_tiers(const kir_kernel *k, const llvm_options *opt)
+{
+    llvm_options strict = {0, 0, 0, 0};
+    return k && !(llvm_count_ops(k) > llvm_large_ops(opt ? opt : &strict) && k->kind != KIR_REDUCE);
+}
+
+/* The host TargetMachine at `level` (one per call: code generation mutates its options). */
+static LLVMTargetMachineRef make_tm(llvm_jit *jit, LLVMCodeGenOptLevel level)
+{
+    return LLVMCreateTargetMachine(jit->target, jit->triple, jit->cpu, jit->features, level, LLVMRelocPIC,
+                                   LLVMCodeModelDefault);
+}
+
+/* mod's object file into *object (malloc'd), *object_len. Returns 0, or -1 with a message. */
+static int emit_object(LLVMTargetMachineRef tm, LLVMModuleRef mod, void **object, size_t *object_len, char *err,
+                       size_t err_len)
+{
+    char *msg = NULL;
+    LLVMMemoryBufferRef out = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &out)) {
+        diag_set(err, err_len, "LLVM object emission: %s", msg ? msg : "");
+        if (msg) LLVMDisposeMessage(msg);
+        return -1;
+    }
+    size_t n = LLVMGetBufferSize(out);
+    *object = malloc(n ? n : 1);
+    if (*object) memcpy(*object, LLVMGetBufferStart(out), n);
+    else diag_set(err, err_len, "out of memory");
+    if (object_len) *object_len = *object ? n : 0;
+    LLVMDisposeMemoryBuffer(out);
+    return *object ? 0 : -1;
+}
+
 int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, const char *symbol,
                  void **object, size_t *object_len, char **ir_text, llvm_times *times,
                  char *err, size_t err_len)
 {
     double t0 = now_ms(), t_ir = 0, t_opt = 0, t_print = 0, t_cg = 0;
-    llvm_options strict = {0, 0, 0};
+    llvm_options strict = {0, 0, 0, 0};
     if (!opt) opt = &strict;
     if (object) *object = NULL;
     if (object_len) *object_len = 0;
@@ -255,14 +293,11 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
     LLVMContextRef ctx = NULL;
     LLVMModuleRef mod = NULL;
     LLVMPassBuilderOptionsRef pbo = NULL;
-    LLVMMemoryBufferRef out = NULL;
     /* A large kernel (split into segments by llvm_gen_ir) gets the lighter pipeline and code
        generation (see LARGE_PIPELINE). */
     const int large = llvm_count_ops(k) > llvm_large_ops(opt) && k->kind != KIR_REDUCE;
     /* A TargetMachine per call: codegen mutates its options, so one shared TM would need a lock. */
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(jit->target, jit->triple, jit->cpu,
-                                                      jit->features, large ? LLVMCodeGenLevelNone : LLVMCodeGenLevelAggressive,
-                                                      LLVMRelocPIC, LLVMCodeModelDefault);
+    LLVMTargetMachineRef tm = make_tm(jit, large ? LLVMCodeGenLevelNone : LLVMCodeGenLevelAggressive);
     if (!tm) {
         diag_set(err, err_len, "LLVM: cannot create a target machine for %s", jit->triple);
         return -1;
@@ -296,7 +331,9 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
     LLVMPassBuilderOptionsSetLoopVectorization(pbo, 1);
     LLVMPassBuilderOptionsSetSLPVectorization(pbo, 1);
     LLVMPassBuilderOptionsSetLoopInterleaving(pbo, 1);
-    LLVMPassBuilderOptionsSetLoopUnrolling(pbo, 1);
+    /* the quick tier unrolls no loops: a third less compile time, no slower a step (the vector
+       loop is interleaved all the same); unrolling never reorders arithmetic: the same bits */
+    LLVMPassBuilderOptionsSetLoopUnrolling(pbo, opt->lsr);
     LLVMErrorRef e = LLVMRunPasses(mod, large ? LARGE_PIPELINE : "default<O3>", tm, pbo);
     if (e) {
         seterr_llvm(err, err_len, large ? "LLVM " LARGE_PIPELINE : "LLVM default<O3>", e);
@@ -314,19 +351,13 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
     }
     t_print = now_ms();
     if (object) {
-        if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &out)) {
-            diag_set(err, err_len, "LLVM object emission: %s", msg ? msg : "");
-            out = NULL;
+        /* the final tier: LSR after the IR is printed, where code generation ran it (emit --llvm
+           shows the IR before LSR, as it always did) */
+        if (opt->lsr && !large && (e = LLVMRunPasses(mod, LSR_PASSES, tm, pbo))) {
+            seterr_llvm(err, err_len, "LLVM " LSR_PASSES, e);
             goto done;
         }
-        size_t n = LLVMGetBufferSize(out);
-        *object = malloc(n ? n : 1);
-        if (!*object) {
-            diag_set(err, err_len, "out of memory");
-            goto done;
-        }
-        memcpy(*object, LLVMGetBufferStart(out), n);
-        if (object_len) *object_len = n;
+        if (emit_object(tm, mod, object, object_len, err, err_len)) goto done;
         t_cg = now_ms();
     }
     rc = 0;
@@ -339,7 +370,6 @@ done:
         free(*object);
         *object = NULL;
     }
-    if (out) LLVMDisposeMemoryBuffer(out);
     if (msg) LLVMDisposeMessage(msg);
     if (pbo) LLVMDisposePassBuilderOptions(pbo);
     if (mod) LLVMDisposeModule(mod);

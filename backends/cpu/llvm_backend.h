@@ -40,6 +40,10 @@ typedef struct llvm_options {
      * functions, a lighter pipeline; see llvm_backend.c); 0: LLVM_LARGE_KERNEL. Tests lower it to
      * check the split code on small kernels. Not part of the cache key: the results agree. */
     int large_ops;
+    /* 1: the final tier (loop unrolling, and loop strength reduction in code generation); 0: the
+     * quick tier, without either (the same arithmetic, so the same results; about a third of
+     * the compile time of a stage kernel, a few % slower to run). Large kernels have one tier. */
+    int lsr;
 } llvm_options;
 
 #define LLVM_LARGE_KERNEL 400
@@ -77,6 +81,8 @@ int llvm_compile(llvm_jit *jit, const kir_kernel *k, const llvm_options *opt, co
                  void **object, size_t *object_len, char **ir_text, llvm_times *times,
                  char *err, size_t err_len);
 
+/* 1 when k compiles differently in the quick and the final tier (llvm_options.lsr), else 0. */
+int llvm_has_tiers(const kir_kernel *k, const llvm_options *opt);
 /* Adds an object made by llvm_compile (read from memory; copied, so the caller keeps `object`)
  * and looks up `symbol`. On success *fn is callable and *handle must later be passed to
  * llvm_unload. Loading a symbol that is already loaded in this JIT does not add the object

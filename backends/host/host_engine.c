@@ -34,7 +34,7 @@ typedef struct host_prepared { cpu_backend *cpu; } host_prepared;
 static cpu_backend *prepare_cpu(const pj_program *p, const engine_options *o, double *ms, char *err, size_t len)
 {
     double t0 = driver_now();
-    cpu_backend_options bo = {o->single, o->fast_math, o->cache_dir};
+    cpu_backend_options bo = {o->single, o->fast_math, o->cache_dir, 0};
     cpu_backend *cpu = cpu_backend_create(&bo, err, len);
     if (cpu && (o->kernels ? cpu_backend_prepare_kernels(cpu, p, o->kernels, o->n_kernels, err, len)
                            : cpu_backend_prepare(cpu, p, err, len)) < 0) {
@@ -260,7 +260,7 @@ static int host_swap(void *impl, const pj_program *p2, void *prepared, char *err
 
 static int cpu_emit(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len)
 {
-    cpu_backend_options bo = {o->single, o->fast_math, o->cache_dir};
+    cpu_backend_options bo = {o->single, o->fast_math, o->cache_dir, 0};
     cpu_backend *cpu = cpu_backend_create(&bo, err, len);
     int r = cpu ? cpu_backend_emit(cpu, p, out, err, len) : -1;
     cpu_backend_destroy(cpu);
@@ -269,7 +269,7 @@ static int cpu_emit(const pj_program *p, const engine_options *o, FILE *out, cha
 
 static int cpu_explain(const pj_program *p, const engine_options *o, FILE *out, char *err, size_t len)
 {
-    cpu_backend_options bo = {o->single, o->fast_math, o->cache_dir};
+    cpu_backend_options bo = {o->single, o->fast_math, o->cache_dir, 0};
     cpu_backend *cpu = cpu_backend_create(&bo, err, len);
     if (!cpu) return -1;
     int r = cpu_backend_explain(cpu, p, out);

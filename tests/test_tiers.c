@@ -1,0 +1,162 @@
+/* test_tiers.c — the CPU back end's two tiers (backends/cpu/cpu_tier.h): stage kernels start at
+ * the quick tier (no loop strength reduction), the final tier is compiled on a background thread
+ * and swapped in at a step boundary. Checked against the interpreter, to the bit, on every step
+ * before and after the swap (2D two fields rk2, 3D with walls rk4, 1D with rand()); then the
+ * cache: a run that never tiered up leaves the quick object, a later run starts from it and tiers
+ * up (the entry replaced), a run after that loads the final tier at once, and a back end that asks
+ * for the final tier never takes a quick object. */
+#include "testutil.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cpu_backend.h"
+#include "sim.h"
+#include "solve.h"
+
+static const char *const probs[][2] = {
+    {"gray-scott rk2",
+     "mesh grid(nx = 40, ny = 24, Lx = 2.5, Ly = 1.5)\nparam Du = 2e-5, Dv = 1e-5, F = 0.035, k = 0.065\n"
+     "field u = 1 - 0.5*exp(-20*((x-1.2)^2 + (y-0.7)^2))\nfield v = 0.25*exp(-20*((x-1.2)^2 + (y-0.7)^2))\n"
+     "eq dt(u) = Du*lap(u) - u*v^2 + F*(1 - u)\neq dt(v) = Dv*lap(v) + u*v^2 - (F + k)*v\n"
+     "periodic x, y\ntime dt = 1, steps = 1, scheme = rk2\n"},
+    {"3D walls rk4",
+     "mesh grid(nx = 12, ny = 10, nz = 9)\nfield u = x*y + z*z\neq dt(u) = 0.01*lap(u) + 0.1*u*(1 - u)\n"
+     "periodic x\non bottom: u = sin(t)\non top: dn(u) = 1\non front: u = 0\non back: u = x\n"
+     "time dt = 0.01, steps = 1, scheme = rk4\n"},
+    {"1D rand euler",
+     "mesh grid(nx = 50)\nfield u = 0.5 + 0.1*rand()\neq dt(u) = 0.002*lap(u) + 0.01*(rand() - 0.5)*u\n"
+     "periodic x\ntime dt = 0.01, steps = 1, scheme = euler\n"},
+};
+
+static sim *make_sim(const pj_program *p, cpu_backend **be, int final_tier)
+{
+    char err[1024];
+    sim_options so = {.threads = 1, .seed = 3};
+    sim *s = sim_create(p, &so, err, sizeof err);
+    if (!s) fail_msg("%s", err);
+    if (be) {
+        cpu_backend_options bo = {0, 0, NULL, final_tier};
+        *be = cpu_backend_create(&bo, err, sizeof err);
+        if (!*be || cpu_backend_prepare(*be, p, err, sizeof err) < 0) fail_msg("cpu back end: %s", err);
+        cpu_backend_install(*be, s);
+    }
+    sim_init(s);
+    return s;
+}
+
+static int64_t cells(const pj_program *p) { return p->n[0] * p->n[1] * p->n[2]; }
+
+/* Every field of a and b the same bits. */
+static void same_bits(const pj_program *p, sim *a, sim *b, const char *what, int64_t step)
+{
+    int64_t n = cells(p);
+    double *x = malloc(sizeof *x * (size_t)n), *y = malloc(sizeof *y * (size_t)n);
+    assert_non_null(x);
+    assert_non_null(y);
+    for (int f = 0; f < p->n_fields; f++) {
+        sim_get_field(a, f, x);
+        sim_get_field(b, f, y);
+        if (memcmp(x, y, sizeof *x * (size_t)n)) fail_msg("%s: field %d differs after step %lld", what, f, (long long)step);
+    }
+    free(x);
+    free(y);
+}
+
+/* Steps the cpu sim and the interpreter's alike until the cpu back end has tiered up (or a
+ * minute has passed), then 3 steps more; the same bits after every step. Returns the tier. */
+static int step_until_final(const pj_program *p, const char *what, int expect_start)
+{
+    cpu_backend *be;
+    sim *c = make_sim(p, &be, 0), *r = make_sim(p, NULL, 0);
+    assert_int_equal(cpu_backend_tier(be), expect_start);
+    int after = -1;
+    time_t t0 = time(NULL);
+    for (int64_t step = 1; after < 3 && time(NULL) - t0 < 60; step++) {
+        assert_int_equal(sim_step(c, p->dt), 0);
+        assert_int_equal(sim_step(r, p->dt), 0);
+        cpu_backend_ran(be);
+        same_bits(p, c, r, what, step);
+        if (cpu_backend_tier(be) != 1) after++;
+        else {
+            struct timespec ts = {0, 200000}; /* let the background compile have the core */
+            nanosleep(&ts, NULL);
+        }
+    }
+    int tier = cpu_backend_tier(be);
+    sim_destroy(c);
+    sim_destroy(r);
+    cpu_backend_destroy(be);
+    return tier;
+}
+
+static void set_cache(const char *name)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", tu_dir, name);
+    setenv("PDEJIT_CACHE_DIR", dir, 1);
+}
+
+/* Quick tier, swap, final tier: the interpreter's bits throughout. */
+static void swap_keeps_bits(void **state)
+{
+    (void)state;
+    set_cache("swap");
+    setenv("PDEJIT_TIER_UP_MS", "0", 1);
+    for (size_t i = 0; i < sizeof probs / sizeof probs[0]; i++) {
+        pj_program *p = compile_named(probs[i][0], probs[i][1]);
+        assert_int_equal(step_until_final(p, probs[i][0], 1), 2);
+        program_free(p);
+    }
+    unsetenv("PDEJIT_TIER_UP_MS");
+}
+
+/* What the cache holds after each kind of run, and where the next run starts. */
+static void cache_tiers(void **state)
+{
+    (void)state;
+    set_cache("tiers");
+    pj_program *p = compile_named(probs[0][0], probs[0][1]);
+    setenv("PDEJIT_TIER_UP_MS", "-1", 1); /* never: a short run */
+    cpu_backend *be;
+    sim *s = make_sim(p, &be, 0);
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(sim_step(s, p->dt), 0);
+        cpu_backend_ran(be);
+    }
+    assert_int_equal(cpu_backend_tier(be), 1);
+    sim_destroy(s);
+    cpu_backend_destroy(be);
+    /* the next run: the quick objects from the cache, then the final tier */
+    setenv("PDEJIT_TIER_UP_MS", "0", 1);
+    assert_int_equal(step_until_final(p, "from the cached quick tier", 1), 2);
+    /* and the one after: the final tier's objects at once */
+    assert_int_equal(step_until_final(p, "from the cached final tier", 0), 0);
+    unsetenv("PDEJIT_TIER_UP_MS");
+    /* a quick object in the cache, final tier asked for: compiled again at the final tier */
+    set_cache("final");
+    setenv("PDEJIT_TIER_UP_MS", "-1", 1);
+    s = make_sim(p, &be, 0);
+    assert_int_equal(cpu_backend_tier(be), 1);
+    sim_destroy(s);
+    cpu_backend_destroy(be);
+    unsetenv("PDEJIT_TIER_UP_MS");
+    s = make_sim(p, &be, 1);
+    int n;
+    const kernel_timing *tm = cpu_backend_timings(be, &n);
+    assert_int_equal(n, 2);
+    assert_false(tm[0].from_cache || tm[1].from_cache);
+    assert_int_equal(cpu_backend_tier(be), 0);
+    sim_destroy(s);
+    cpu_backend_destroy(be);
+    program_free(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(swap_keeps_bits),
+        cmocka_unit_test(cache_tiers),
+    };
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
+}
