@@ -384,7 +384,7 @@ static void errors_meshes(void **state)
     expect_error("mesh cylindrical(nr = 10, r0 = -1)\n", "1:32: error: r0 is the inner radius: it must be >= 0, not -1");
     expect_error("mesh cylindrical(nz = 10)\n", "1:1: error: the mesh needs nr (cells along r)");
     expect_error("mesh spherical(nr = 10, nz = 3)\n",
-                 "1:25: error: unknown mesh argument 'nz': a spherical mesh is 1D, radial (spherical takes nr Lr r0)");
+                 "1:25: error: unknown mesh argument 'nz': a spherical mesh is 1D, radial (spherical takes nr Lr r0 r dr)");
     expect_error("mesh cylindrical(nr = 10, r0 = 0)\nfield u\non inner: u = 0\n",
                  "3:4: error: the inner side of this cylindrical mesh is the axis (r0 = 0): it takes no condition "
                  "(nothing flows through it)");
