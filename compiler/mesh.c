@@ -20,11 +20,11 @@ static const mesh_key grid_keys[] = {
     {"Lz", 2, ROLE_L}, {"x0", 0, ROLE_ORIGIN}, {"y0", 1, ROLE_ORIGIN}, {"z0", 2, ROLE_ORIGIN},
     {"x", 0, ROLE_STRETCH}, {"y", 1, ROLE_STRETCH}, {"z", 2, ROLE_STRETCH},
     {"dx", 0, ROLE_WIDTHS}, {"dy", 1, ROLE_WIDTHS}, {"dz", 2, ROLE_WIDTHS}};
-static const mesh_key cyl_keys[] = {{"nr", 0, ROLE_N}, {"nz", 1, ROLE_N}, {"Lr", 0, ROLE_L}, {"Lz", 1, ROLE_L},
-                                    {"r0", 0, ROLE_ORIGIN}, {"z0", 1, ROLE_ORIGIN}, {"r", 0, ROLE_STRETCH},
-                                    {"dr", 0, ROLE_WIDTHS}};
-static const mesh_key sph_keys[] = {{"nr", 0, ROLE_N}, {"Lr", 0, ROLE_L}, {"r0", 0, ROLE_ORIGIN},
-                                    {"r", 0, ROLE_STRETCH}, {"dr", 0, ROLE_WIDTHS}};
+static const mesh_key cyl_keys[] = {
+    {"nr", 0, ROLE_N}, {"nz", 1, ROLE_N}, {"Lr", 0, ROLE_L}, {"Lz", 1, ROLE_L}, {"r0", 0, ROLE_ORIGIN},
+    {"z0", 1, ROLE_ORIGIN}, {"r", 0, ROLE_STRETCH}, {"z", 1, ROLE_STRETCH}, {"dr", 0, ROLE_WIDTHS}, {"dz", 1, ROLE_WIDTHS}};
+static const mesh_key sph_keys[] = {
+    {"nr", 0, ROLE_N}, {"Lr", 0, ROLE_L}, {"r0", 0, ROLE_ORIGIN}, {"r", 0, ROLE_STRETCH}, {"dr", 0, ROLE_WIDTHS}};
 #define N_KEYS_MAX 15
 
 static const char *const axis_names[3][3] = {{"x", "y", "z"}, {"r", "z", "?"}, {"r", "?", "?"}};
@@ -183,7 +183,7 @@ static void read_mesh_kwarg(compiler *C, const ast_stmt *mesh, const mesh_key *k
         else if (near) diag_error(C->d, kw->loc, "unknown mesh argument '%s'; did you mean '%s'?", kw->name, near);
         else if (keys == grid_keys) diag_error(C->d, kw->loc, "unknown mesh argument '%s' (grid takes nx ny nz Lx Ly Lz x0 y0 z0)", kw->name);
         else diag_error(C->d, kw->loc, "unknown mesh argument '%s' (%s takes %s)", kw->name, mesh->name,
-                        keys == cyl_keys ? "nr nz Lr Lz r0 z0 r dr" : "nr Lr r0 r dr");
+                        keys == cyl_keys ? "nr nz Lr Lz r0 z0 r z dr dz" : "nr Lr r0 r dr");
         return;
     }
     axis_in *ax = &in[key->axis];

@@ -383,6 +383,10 @@ static void errors_meshes(void **state)
                  "2:11: error: a list [...] only gives a mesh's cell widths (mesh grid(dx = [...]))");
     expect_error("mesh cylindrical(nr = 10, r0 = -1)\n", "1:32: error: r0 is the inner radius: it must be >= 0, not -1");
     expect_error("mesh cylindrical(nz = 10)\n", "1:1: error: the mesh needs nr (cells along r)");
+    expect_error("mesh cylindrical(nr = 4, dr = [0.1, 0.2])\n", "1:23: error: nr = 4 but dr lists 2 widths");
+    expect_error("mesh spherical(nr = 4, r = stretch(0))\n", "1:36: error: stretch takes a width ratio > 0, not 0");
+    expect_error("mesh spherical(nr = 4, z = stretch(2))\n",
+                 "1:24: error: unknown mesh argument 'z': a spherical mesh is 1D, radial (spherical takes nr Lr r0 r dr)");
     expect_error("mesh spherical(nr = 10, nz = 3)\n",
                  "1:25: error: unknown mesh argument 'nz': a spherical mesh is 1D, radial (spherical takes nr Lr r0 r dr)");
     expect_error("mesh cylindrical(nr = 10, r0 = 0)\nfield u\non inner: u = 0\n",
