@@ -127,6 +127,7 @@ static int copy_node(kir_kernel *j, const kir_node *n, const int *map)
     case KIR_LOAD: return kir_load(j, n->slot, n->index, off);
     case KIR_RAND: return kir_rand(j, n->index, n->axis, off);
     case KIR_EDGE: return kir_edge(j, n->axis, n->off[n->axis]);
+    case KIR_METRIC: return kir_metric_node(j, j->metric, n->axis, n->index, n->off[n->axis]);
     default: break;
     }
     switch (kir_ops[n->op].arity) {
@@ -248,7 +249,7 @@ kir_kernel *derive_jacobian(const kir_kernel *k, derive_entry **entries, int *n_
 
     char name[32];
     snprintf(name, sizeof name, "%.27s.jac", k->name);
-    j = kir_new(KIR_JACOBIAN, k->dim, k->n_fields, k->n_params, k->n_slots, name);
+    if ((j = kir_new(KIR_JACOBIAN, k->dim, k->n_fields, k->n_params, k->n_slots, name))) j->metric = kir_metric_ref(k->metric);
     for (int id = 0; id < k->n_nodes; id++) map[id] = copy_node(j, &k->nodes[id], map);
     int one = kir_const(j, 1.0);
 

@@ -749,6 +749,7 @@ void program_free(pj_program *p)
     for (int s = 0; s < p->n_stages; s++) kir_free(p->stages ? p->stages[s].kernel : NULL);
     free(p->stages);
     for (int a = 0; a < 3; a++) free(p->faces[a]);
+    kir_metric_unref(p->metric);
     free(p->filename);
     free(p);
 }

@@ -72,6 +72,7 @@ void kir_free(kir_kernel *k)
     free(k->nodes);
     free(k->table);
     free(k->outputs);
+    kir_metric_unref(k->metric);
     free(k);
 }
 
@@ -100,6 +101,7 @@ kir_kernel *kir_clone(const kir_kernel *k)
     c->table = copy_of(k->table, sizeof *c->table * (size_t)k->table_cap);
     c->outputs = copy_with_room(k->outputs, sizeof *c->outputs, (size_t)k->n_outputs,
                                 (size_t)k->cap_outputs);
+    kir_metric_ref(c->metric);
     if (!c->nodes || !c->table || !c->outputs) {
         kir_free(c);
         return NULL;
@@ -121,6 +123,7 @@ kir_kernel *kir_subset(const kir_kernel *k, int first, int n)
     c->nodes = NULL;
     c->table = NULL;
     c->outputs = NULL;
+    kir_metric_ref(c->metric);
     for (int i = first; i < first + n; i++) live[k->outputs[i].node] = 1;
     int count = 0;
     for (int id = k->n_nodes - 1; id >= 0; id--)
@@ -196,6 +199,7 @@ static uint64_t node_hash(const kir_kernel *k, const kir_node *n)
     key.value = n->value == 0 ? 0.0 * (signbit(n->value) ? -1 : 1) : n->value;
     if (n->op == KIR_CONST && isnan(n->value)) key.value = NAN;
     for (int i = 0; i < 3; i++) key.args[i] = n->arg[i] >= 0 ? k->nodes[n->arg[i]].hash : 0;
+    if (n->op == KIR_METRIC) key.args[0] = k->metric ? k->metric->hash : 0; /* the tables' contents */
     return XXH3_64bits(&key, sizeof key);
 }
 
@@ -314,6 +318,17 @@ int kir_edge(kir_kernel *k, int axis, int off)
 {
     kir_node n = blank(KIR_EDGE);
     n.axis = (uint8_t)axis;
+    n.off[axis < 3 ? axis : 0] = (int8_t)off;
+    return intern(k, n);
+}
+
+int kir_metric_node(kir_kernel *k, kir_metric *m, int axis, int t, int off)
+{
+    if (!k->metric) k->metric = kir_metric_ref(m);
+    if (k->metric != m || !m) return fail(k);
+    kir_node n = blank(KIR_METRIC);
+    n.axis = (uint8_t)axis;
+    n.index = t;
     n.off[axis < 3 ? axis : 0] = (int8_t)off;
     return intern(k, n);
 }
@@ -447,6 +462,7 @@ void kir_import_subst(kir_kernel *dst, const kir_kernel *src, const int *slot_ma
         case KIR_COORD: node_map[id] = kir_coord(dst, n->axis, n->half); break;
         case KIR_RAND: node_map[id] = kir_rand(dst, n->index, n->axis, off); break;
         case KIR_EDGE: node_map[id] = kir_edge(dst, n->axis, n->off[n->axis]); break;
+        case KIR_METRIC: node_map[id] = kir_metric_node(dst, src->metric, n->axis, n->index, n->off[n->axis]); break;
         case KIR_LOAD: {
             if (n->index == subst_field) {
                 node_map[id] = subst_node;
@@ -605,7 +621,9 @@ int kir_verify(const kir_kernel *k, char *err, size_t err_len)
             if (k->kind == KIR_BC || k->kind == KIR_PARAMS) FAIL("node %d: rand in a %s kernel", id, k->name);
             if (n->index < 0 || n->index >= 65536 || (n->axis != 0 && n->axis != 2)) FAIL("node %d: rand site %d part %d", id, n->index, n->axis);
         }
-        if ((n->op == KIR_COORD || n->op == KIR_SPACING || n->op == KIR_EDGE) && n->axis >= k->dim)
+        if (n->op == KIR_METRIC && (!k->metric || n->index < 0 || n->index >= KIR_MT_KINDS || !k->metric->len[n->axis < 3 ? n->axis : 0]))
+            FAIL("node %d: metric table %d of axis %d is missing", id, n->index, n->axis);
+        if ((n->op == KIR_COORD || n->op == KIR_SPACING || n->op == KIR_EDGE || n->op == KIR_METRIC) && n->axis >= k->dim)
             FAIL("node %d: axis %d in a %dD kernel", id, n->axis, k->dim);
         if (n->op == KIR_PARAM && (n->index < 0 || n->index >= k->n_params))
             FAIL("node %d: param %d out of range", id, n->index);
@@ -719,6 +737,7 @@ void kir_print(const kir_kernel *k, FILE *out, const char *const *field_names,
             fprintf(out, "]");
             break;
         case KIR_EDGE: fprintf(out, " %c%+d", axis_name[n->axis], n->off[n->axis]); break;
+        case KIR_METRIC: fprintf(out, " %s %c%+d", kir_metric_names[n->index < KIR_MT_KINDS ? n->index : 0], axis_name[n->axis], n->off[n->axis]); break;
         case KIR_RAND:
             fprintf(out, " site %d part %d [", n->index, n->axis);
             for (int a = 0; a < k->dim; a++) fprintf(out, "%s%d", a ? "," : "", n->off[a]);
@@ -788,7 +807,7 @@ double kir_eval_scalar(kir_op op, double a, double b, double c, int single)
     }
     switch (op) {
     case KIR_CONST: case KIR_PARAM: case KIR_TIME: case KIR_DT: case KIR_SPACING:
-    case KIR_COORD: case KIR_LOAD: case KIR_RAND: case KIR_EDGE: case KIR_N_OPS:
+    case KIR_COORD: case KIR_LOAD: case KIR_RAND: case KIR_EDGE: case KIR_METRIC: case KIR_N_OPS:
         return NAN; /* leaves are not evaluated here */
     case KIR_NEG: return -a;
     case KIR_ADD: return a + b;
@@ -826,7 +845,7 @@ double kir_eval_uniform(const kir_kernel *k, int node, const double *params, dou
         case KIR_CONST: v[id] = n->value; break;
         case KIR_PARAM: v[id] = params ? params[n->index] : NAN; break;
         case KIR_TIME: v[id] = t; break;
-        case KIR_DT: case KIR_SPACING: case KIR_COORD: case KIR_LOAD: case KIR_RAND: case KIR_EDGE: v[id] = NAN; break;
+        case KIR_DT: case KIR_SPACING: case KIR_COORD: case KIR_LOAD: case KIR_RAND: case KIR_EDGE: case KIR_METRIC: v[id] = NAN; break;
         default: v[id] = kir_eval_scalar((kir_op)n->op, a, b, c, 0);
         }
     }
@@ -894,7 +913,7 @@ void kir_eval_params(const kir_kernel *k, double *param, const unsigned char *fi
         case KIR_CONST: v[id] = nd->value; break;
         case KIR_PARAM: v[id] = param[nd->index]; break;
         case KIR_TIME: v[id] = 0; break;
-        case KIR_DT: case KIR_SPACING: case KIR_COORD: case KIR_LOAD: case KIR_RAND: case KIR_EDGE: v[id] = NAN; break;
+        case KIR_DT: case KIR_SPACING: case KIR_COORD: case KIR_LOAD: case KIR_RAND: case KIR_EDGE: case KIR_METRIC: v[id] = NAN; break;
         default: v[id] = kir_eval_scalar((kir_op)nd->op, a, b, c, 0);
         }
         for (int o = at[id]; o >= 0; o = then[o]) param[k->outputs[o].field] = v[id];
@@ -917,7 +936,7 @@ int kir_depends_on_place_or_time(const kir_kernel *k, int node)
     for (int id = node; id >= 0 && !found; id--) {
         if (!mark[id]) continue;
         const kir_node *n = &k->nodes[id];
-        if (n->op == KIR_TIME || n->op == KIR_COORD || n->op == KIR_RAND || n->op == KIR_EDGE) found = 1;
+        if (n->op == KIR_TIME || n->op == KIR_COORD || n->op == KIR_RAND || n->op == KIR_EDGE || n->op == KIR_METRIC) found = 1;
         for (int j = 0; j < 3; j++)
             if (n->arg[j] >= 0) mark[n->arg[j]] = 1;
     }

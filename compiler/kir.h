@@ -110,6 +110,40 @@ int64_t kir_reduce_parts(int dim, const int64_t n[3]);
 /* Combines n_parts partial results in order. */
 double kir_reduce_finish(int op, const double *part, int64_t n_parts);
 
+/* The metric tables of a mesh's non-uniform or curvilinear axes (compiler/kir_metric.c), read by
+ * METRIC nodes: computed once by the front end from the mesh, shared (counted references) by
+ * every kernel that reads them, and part of each such kernel's hash. Table t of axis a holds the
+ * value at mesh index g (faces: face g is the low face of cell g; cells: cell g) at
+ * tab[a][t][g + KIR_METRIC_PAD], for g in [-KIR_METRIC_PAD, n + KIR_METRIC_PAD]: ghosts and
+ * every cell a stencil reaches from them. Every back end reads these same doubles (rounded to
+ * float in single precision), so the metric costs a load, not a pow or a select tree, per cell. */
+#define KIR_METRIC_PAD 256
+enum {
+    KIR_MT_FACE,   /* face position X(g) */
+    KIR_MT_DIST,   /* centre-to-centre distance across face g (the boundary cell's width at a side) */
+    KIR_MT_INVDIST,/* 1 / DIST */
+    KIR_MT_AREA,   /* face area factor: 1, r, r^2 */
+    KIR_MT_VOL,    /* cell volume factor: w, (r+^2 - r-^2)/2, (r+^3 - r-^3)/3 */
+    KIR_MT_INVVOL, /* 1 / VOL (0 where VOL is 0: a ghost cell astride the axis) */
+    KIR_MT_KINDS
+};
+typedef struct kir_metric {
+    _Atomic int refs;     /* counted references */
+    int64_t len[3];       /* entries of each table of axis a: n + 1 + 2 KIR_METRIC_PAD; 0: no tables */
+    double *tab[3][KIR_MT_KINDS];
+    uint64_t hash;        /* of every table's contents */
+} kir_metric;
+extern const char *const kir_metric_names[KIR_MT_KINDS]; /* "face", "dist" ... for listings */
+/* A new table set with one reference (len[] 0: fill with kir_metric_axis), NULL when out of memory. */
+kir_metric *kir_metric_new(void);
+/* Allocates axis a's tables for n cells (entries NaN); -1 when out of memory. */
+int kir_metric_axis(kir_metric *m, int a, int64_t n);
+void kir_metric_seal(kir_metric *m); /* computes the hash after the tables are filled */
+kir_metric *kir_metric_ref(kir_metric *m);
+void kir_metric_unref(kir_metric *m);
+/* Table t of axis a at mesh index g; NaN outside the tables. */
+double kir_metric_at(const kir_metric *m, int a, int t, int64_t g);
+
 typedef struct kir_kernel {
     kir_kind kind;
     int dim;             /* 1, 2 or 3 */
@@ -124,6 +158,7 @@ typedef struct kir_kernel {
     int n_outputs, cap_outputs;
     uint8_t hash[16];    /* canonical hash, valid after kir_finish */
     int failed;          /* out of memory while building: sticky; kir_verify reports it */
+    kir_metric *metric;  /* the tables METRIC nodes read (a reference), or NULL */
 } kir_kernel;
 
 /* NULL when out of memory. */
@@ -148,6 +183,9 @@ int kir_rand(kir_kernel *k, int site, int part, const int off[3]);
 /* 1 when the face between the cells at offsets off and off + 1 along axis is a side of the mesh
  * (`boundary` in face context), else 0. */
 int kir_edge(kir_kernel *k, int axis, int off);
+/* Table t of m along axis at the mesh index of the cell + off: k takes a reference to m (a kernel
+ * reads one table set: another fails the kernel). */
+int kir_metric_node(kir_kernel *k, kir_metric *m, int axis, int t, int off);
 int kir_op1(kir_kernel *k, kir_op op, int a);
 int kir_op2(kir_kernel *k, kir_op op, int a, int b);
 int kir_op3(kir_kernel *k, kir_op op, int a, int b, int c);

@@ -121,6 +121,9 @@
     X(EDGE, "edge", 0, F, L0, 0, D0)                                                                         \
     /* a * b + c rounded once (C's fma): made by kir_finish from the sum of a product nobody else            \
        uses, never by the language; every back end computes it exactly (llvm.fma, CUDA fma) */               \
-    X(FMA, "fma", 3, F, L3(fma, fmaf, INTRINSIC), 0, DF)
+    X(FMA, "fma", 3, F, L3(fma, fmaf, INTRINSIC), 0, DF)                                                     \
+    /* a metric table of a non-uniform or curvilinear axis (kir.h, kir_metric): table `index` of             \
+       `axis` at the mesh index of the cell + off[axis] (a face j is the low face of cell j) */             \
+    X(METRIC, "metric", 0, F, L0, 0, D0)
 
 #endif

@@ -89,13 +89,14 @@ static int inverse_spacing(kir_kernel *k, int axis, int power)
     return kir_op2(k, KIR_DIV, kir_const(k, 1), h);
 }
 
-/* Along an axis with a metric (mesh.h): (A+ F+ - A- F-) / V of the cell at offset off. */
+/* Along an axis with a metric (mesh.h): (A+ F+ - A- F-) / V of the cell at offset off (times the
+ * inverse from the tables: no division per cell). */
 static int metric_div(compiler *C, kir_kernel *k, int a, int off, int fh, int fl)
 {
     int ah = mesh_area(C, k, a, 2 * off + 1), al = mesh_area(C, k, a, 2 * off - 1);
     if (ah >= 0) fh = kir_op2(k, KIR_MUL, fh, ah);
     if (al >= 0) fl = kir_op2(k, KIR_MUL, fl, al);
-    return kir_op2(k, KIR_DIV, kir_op2(k, KIR_SUB, fh, fl), mesh_volume(C, k, a, off));
+    return kir_op2(k, KIR_MUL, kir_op2(k, KIR_SUB, fh, fl), mesh_inv_volume(C, k, a, off));
 }
 
 /* div of a face quantity: `face` lowers it on a face context. */
@@ -144,8 +145,8 @@ static int lower_lap(compiler *C, lctx *x, const ast_expr *e)
                 fh = kir_op2(x->k, KIR_MUL, fh, inverse_spacing(x->k, a, 1));
                 fl = kir_op2(x->k, KIR_MUL, fl, inverse_spacing(x->k, a, 1));
             } else {
-                fh = kir_op2(x->k, KIR_DIV, fh, mesh_distance(C, x->k, a, 2 * o + 1));
-                fl = kir_op2(x->k, KIR_DIV, fl, mesh_distance(C, x->k, a, 2 * o - 1));
+                fh = kir_op2(x->k, KIR_MUL, fh, mesh_inv_distance(C, x->k, a, 2 * o + 1));
+                fl = kir_op2(x->k, KIR_MUL, fl, mesh_inv_distance(C, x->k, a, 2 * o - 1));
             }
             term = metric_div(C, x->k, a, o, fh, fl);
         }
@@ -165,7 +166,7 @@ static int face_grad(compiler *C, lctx *face, const void *arg)
     if (b < 0) return -1;
     int ax = face->axis;
     if (!mesh_uniform(C, ax))
-        return kir_op2(face->k, KIR_DIV, kir_op2(face->k, KIR_SUB, b, a), mesh_distance(C, face->k, ax, 2 * face->off[ax] + 1));
+        return kir_op2(face->k, KIR_MUL, kir_op2(face->k, KIR_SUB, b, a), mesh_inv_distance(C, face->k, ax, 2 * face->off[ax] + 1));
     return kir_op2(face->k, KIR_MUL, kir_op2(face->k, KIR_SUB, b, a), inverse_spacing(face->k, ax, 1));
 }
 

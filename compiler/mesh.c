@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MESH_MAX_LIST 1024 /* widths a list may give: a select tree per face lookup */
+#define MESH_MAX_LIST 1024 /* widths a list may give */
 
 /* ---- reading ------------------------------------------------------------------------------ */
+
+static void build_metric(compiler *C, pj_program *p);
 
 enum { ROLE_N, ROLE_L, ROLE_ORIGIN, ROLE_STRETCH, ROLE_WIDTHS };
 typedef struct mesh_key { const char *name; int axis, role; } mesh_key;
@@ -264,6 +266,7 @@ int read_mesh(compiler *C, pj_program *p)
     if (C->d->errors > errors) return -1;
     C->dim = dim;
     C->mesh = p;
+    build_metric(C, p);
     return 0;
 }
 
@@ -316,38 +319,62 @@ const char *mesh_side_list(const pj_program *p)
            : p->dim == 2 ? "inner, outer, bottom, top, all" : "inner, outer, all";
 }
 
-/* ---- the metric as KIR -------------------------------------------------------------------- */
+/* ---- the metric tables and their KIR --------------------------------------------------- */
 
-/* The face index of the face at `half` (odd): (COORD - x0) / h of the uniform equivalent. */
-static int face_index(kir_kernel *k, const pj_program *p, int a, int half)
-{
-    double h = p->length[a] / (double)p->n[a];
-    return kir_op2(k, KIR_DIV, kir_op2(k, KIR_SUB, kir_coord(k, a, half), kir_const(k, p->origin[a])), kir_const(k, h));
-}
-
-/* The listed faces X(lo - 1) .. X(hi - 2) of the extended list (ghost faces mirrored), as a
- * select tree over the face index xi. */
-static int list_tree(kir_kernel *k, const pj_program *p, int a, int xi, int64_t lo, int64_t hi)
+/* Face g of axis a, beyond the mesh too: ghost faces continue the boundary cell's width. A
+ * uniform axis's faces are COORD's values, origin + g h, to the bit. */
+static double table_face(const pj_program *p, int a, int64_t g)
 {
     int64_t n = p->n[a];
-    if (hi - lo == 1) {
-        int64_t j = lo - 1;
-        const double *f = p->faces[a];
-        double v = j < 0 ? 2 * f[0] - f[1] : j > n ? 2 * f[n] - f[n - 1] : f[j];
-        return kir_const(k, v);
-    }
-    int64_t mid = lo + (hi - lo) / 2;
-    return kir_op3(k, KIR_SELECT, kir_op2(k, KIR_LT, xi, kir_const(k, (double)mid - 1.5)), list_tree(k, p, a, xi, lo, mid),
-                   list_tree(k, p, a, xi, mid, hi));
+    if (!p->faces[a]) return p->origin[a] + (double)g * (p->length[a] / (double)n);
+    const double *f = p->faces[a];
+    if (g < 0) return f[0] + (double)g * (f[1] - f[0]);
+    if (g > n) return f[n] + (double)(g - n) * (f[n] - f[n - 1]);
+    return f[g];
 }
+
+/* Fills axis a's tables (kir.h, kir_metric): every quantity of face g is a function of g alone,
+ * so the two cells that share a face compute the same flux to the bit (conservation). */
+static void fill_axis(const pj_program *p, kir_metric *m, int a)
+{
+    int64_t n = p->n[a];
+    int radial = p->geometry != PJ_GEOM_CARTESIAN && a == 0;
+    for (int64_t g = -KIR_METRIC_PAD; g <= n + KIR_METRIC_PAD; g++) {
+        int64_t i = g + KIR_METRIC_PAD;
+        double lo = table_face(p, a, g), hi = table_face(p, a, g + 1), below = table_face(p, a, g - 1);
+        double d = g == 0 ? hi - lo : g == n ? lo - below : 0.5 * (hi - below); /* a side: the cell's width */
+        double w = hi - lo, v = w;
+        if (radial && p->geometry == PJ_GEOM_CYLINDRICAL) v = 0.5 * w * (hi + lo); /* (hi^2 - lo^2) / 2 */
+        if (radial && p->geometry == PJ_GEOM_SPHERICAL) v = 1.0 / 3.0 * w * (hi * hi + hi * lo + lo * lo);
+        m->tab[a][KIR_MT_FACE][i] = lo;
+        m->tab[a][KIR_MT_DIST][i] = d;
+        m->tab[a][KIR_MT_INVDIST][i] = 1 / d;
+        m->tab[a][KIR_MT_AREA][i] = !radial ? 1 : p->geometry == PJ_GEOM_CYLINDRICAL ? lo : lo * lo;
+        m->tab[a][KIR_MT_VOL][i] = v;
+        m->tab[a][KIR_MT_INVVOL][i] = v != 0 ? 1 / v : 0;
+    }
+}
+
+static void build_metric(compiler *C, pj_program *p)
+{
+    if (program_mesh_plain(p)) return;
+    p->metric = kir_metric_new();
+    if (!p->metric) arena_fail(C->arena);
+    for (int a = 0; a < p->dim; a++) {
+        if (program_axis_plain(p, a)) continue;
+        if (kir_metric_axis(p->metric, a, p->n[a]) < 0) arena_fail(C->arena);
+        fill_axis(p, p->metric, a);
+    }
+    kir_metric_seal(p->metric);
+}
+
+/* Table t of axis a at the kernel's cell + off (a face: the low face of that cell). */
+static int table(const pj_program *p, kir_kernel *k, int a, int t, int off) { return kir_metric_node(k, p->metric, a, t, off); }
 
 static int face_position(kir_kernel *k, const pj_program *p, int a, int half)
 {
     if (p->spacing[a] == PJ_SPACING_UNIFORM) return kir_coord(k, a, half);
-    int xi = face_index(k, p, a, half);
-    if (p->spacing[a] == PJ_SPACING_LIST) return list_tree(k, p, a, xi, 0, p->n[a] + 3);
-    double q = p->stretch[a], c1 = p->length[a] / (pow(q, (double)p->n[a]) - 1), c0 = p->origin[a] - c1;
-    return kir_op2(k, KIR_ADD, kir_op2(k, KIR_MUL, kir_const(k, c1), kir_op2(k, KIR_POW, kir_const(k, q), xi)), kir_const(k, c0));
+    return table(p, k, a, KIR_MT_FACE, (half + 1) / 2);
 }
 
 int mesh_position(compiler *C, kir_kernel *k, int a, int half)
@@ -367,35 +394,34 @@ int mesh_width(compiler *C, kir_kernel *k, int a, int off)
 int mesh_distance(compiler *C, kir_kernel *k, int a, int half)
 {
     if (mesh_uniform(C, a)) return kir_spacing(k, a);
-    const pj_program *p = C->mesh;
-    const double *f = p->faces[a];
-    int64_t n = p->n[a];
-    int mid = kir_op2(k, KIR_MUL, kir_const(k, 0.5),
-                      kir_op2(k, KIR_SUB, face_position(k, p, a, half + 2), face_position(k, p, a, half - 2)));
-    int xi = face_index(k, p, a, half); /* the boundary faces: the ghost is the mirror of the cell inside */
-    int hi = kir_op3(k, KIR_SELECT, kir_op2(k, KIR_GT, xi, kir_const(k, (double)n - 0.5)), kir_const(k, f[n] - f[n - 1]), mid);
-    return kir_op3(k, KIR_SELECT, kir_op2(k, KIR_LT, xi, kir_const(k, 0.5)), kir_const(k, f[1] - f[0]), hi);
+    return table(C->mesh, k, a, KIR_MT_DIST, (half + 1) / 2);
+}
+
+int mesh_inv_distance(compiler *C, kir_kernel *k, int a, int half)
+{
+    return table(C->mesh, k, a, KIR_MT_INVDIST, (half + 1) / 2);
 }
 
 int mesh_area(compiler *C, kir_kernel *k, int a, int half)
 {
     const pj_program *p = C->mesh;
     if (!p || p->geometry == PJ_GEOM_CARTESIAN || a != 0) return -1;
-    int r = face_position(k, p, a, half);
-    return p->geometry == PJ_GEOM_CYLINDRICAL ? r : kir_op2(k, KIR_MUL, r, r);
+    if (p->spacing[a] == PJ_SPACING_UNIFORM) { /* r = COORD, arithmetic instead of a load per face */
+        int r = kir_coord(k, a, half);
+        return p->geometry == PJ_GEOM_CYLINDRICAL ? r : kir_op2(k, KIR_MUL, r, r);
+    }
+    return table(p, k, a, KIR_MT_AREA, (half + 1) / 2);
 }
 
 int mesh_volume(compiler *C, kir_kernel *k, int a, int off)
 {
-    const pj_program *p = C->mesh;
-    if (!p || p->geometry == PJ_GEOM_CARTESIAN || a != 0) return mesh_width(C, k, a, off);
-    int hi = face_position(k, p, a, 2 * off + 1), lo = face_position(k, p, a, 2 * off - 1);
-    int w = kir_op2(k, KIR_SUB, hi, lo);
-    if (p->geometry == PJ_GEOM_CYLINDRICAL) /* (hi^2 - lo^2) / 2 */
-        return kir_op2(k, KIR_MUL, kir_op2(k, KIR_MUL, kir_const(k, 0.5), w), kir_op2(k, KIR_ADD, hi, lo));
-    int sq = kir_op2(k, KIR_ADD, kir_op2(k, KIR_ADD, kir_op2(k, KIR_MUL, hi, hi), kir_op2(k, KIR_MUL, hi, lo)),
-                     kir_op2(k, KIR_MUL, lo, lo)); /* (hi^3 - lo^3) / 3 */
-    return kir_op2(k, KIR_MUL, kir_op2(k, KIR_MUL, kir_const(k, 1.0 / 3.0), w), sq);
+    if (mesh_plain(C, a)) return kir_spacing(k, a);
+    return table(C->mesh, k, a, KIR_MT_VOL, off);
+}
+
+int mesh_inv_volume(compiler *C, kir_kernel *k, int a, int off)
+{
+    return table(C->mesh, k, a, KIR_MT_INVVOL, off);
 }
 
 double mesh_bc_scale(const pj_program *p, int side)

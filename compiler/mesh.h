@@ -2,12 +2,14 @@
  * widths) and the finite-volume metric the lowering builds into the kernels (mesh.c).
  *
  * A uniform Cartesian axis keeps today's operators and kernels exactly (mesh_plain). Along any
- * other axis the metric is KIR: the face positions X(j) (a COORD for uniform widths, c0 + c1 q^j
- * for stretch(q), a select tree over the listed faces), from which the centres, widths,
- * centre-to-centre distances, face areas (1, r, r^2) and cell volumes (w, (r+^2 - r-^2)/2,
- * (r+^3 - r-^3)/3) follow. Every quantity of a face is a function of that face's COORD alone, so
- * the two cells that share a face compute the same flux to the bit (conservation). `half` is in
- * half cells from the kernel's cell centre along the axis: odd a face, even a cell centre. */
+ * other axis the metric is computed once, at compile time, into per-axis tables (kir.h,
+ * kir_metric: face positions, centre-to-centre distances and their inverses, face areas 1, r,
+ * r^2, cell volumes w, (r+^2 - r-^2)/2, (r+^3 - r-^3)/3 and their inverses, ghosts included)
+ * that the kernels read with METRIC nodes at the mesh index: a load per quantity and cell, the
+ * same doubles on every back end. Every quantity of a face is a function of the face's index
+ * alone, so the two cells that share a face compute the same flux to the bit (conservation); a
+ * uniform axis's face positions in expressions stay COORDs. `half` is in half cells from the
+ * kernel's cell centre along the axis: odd a face, even a cell centre. */
 #ifndef PJ_MESH_H
 #define PJ_MESH_H
 #include "sema.h"
@@ -34,8 +36,10 @@ const char *mesh_side_list(const pj_program *p); /* "left, right, ..." for the m
 int mesh_position(compiler *C, kir_kernel *k, int a, int half); /* coordinate of a face or centre */
 int mesh_width(compiler *C, kir_kernel *k, int a, int off);     /* width of the cell at off */
 int mesh_distance(compiler *C, kir_kernel *k, int a, int half); /* centre to centre across a face */
+int mesh_inv_distance(compiler *C, kir_kernel *k, int a, int half); /* its inverse (non-uniform axes) */
 int mesh_area(compiler *C, kir_kernel *k, int a, int half);     /* face area factor, -1 when 1 */
 int mesh_volume(compiler *C, kir_kernel *k, int a, int off);    /* cell volume factor along a */
+int mesh_inv_volume(compiler *C, kir_kernel *k, int a, int off); /* its inverse (axes not plain) */
 /* What a boundary condition's dn coefficient is scaled by on `side` so that the ghost fill (which
  * takes the launch's h for the distance from the ghost to its mirror) sees the boundary cell's
  * own width: h / w_boundary; 1 on a uniform axis. */

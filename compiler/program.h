@@ -102,6 +102,7 @@ typedef struct pj_program {
     pj_spacing spacing[3];
     double stretch[3];    /* PJ_SPACING_STRETCH: each cell this many times wider than the one before */
     double *faces[3];     /* a non-uniform axis: its n + 1 face positions (malloc), else NULL */
+    kir_metric *metric;   /* the metric tables of the axes that are not plain (mesh.c), or NULL */
     int axis_inner;       /* cylindrical or spherical with r0 = 0: the inner side is the axis or
                              centre (zero area, no condition) */
 

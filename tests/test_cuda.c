@@ -140,6 +140,15 @@ static kir_kernel *k_every_op(int dim)
         case KIR_LOAD: node = load_at(k, 0, 1, -1, 0, 0); break;
         case KIR_RAND: node = kir_rand(k, 3, 1, (const int[3]){dim > 1 ? 0 : 1, dim > 1 ? -1 : 0, 0}); break;
         case KIR_EDGE: node = kir_edge(k, dim - 1, -1); break;
+        case KIR_METRIC: { /* a table of distinct values along the last axis, read one cell below */
+            kir_metric *m = kir_metric_new();
+            if (!m || kir_metric_axis(m, dim - 1, 4096) < 0) return NULL;
+            for (int64_t i = 0; i < m->len[dim - 1]; i++) m->tab[dim - 1][KIR_MT_INVVOL][i] = 0.25 + 0.001 * (double)i;
+            kir_metric_seal(m);
+            node = kir_metric_node(k, m, dim - 1, KIR_MT_INVVOL, -1);
+            kir_metric_unref(m);
+            break;
+        }
         case KIR_AND: case KIR_OR:
             node = kir_op2(k, (kir_op)op, kir_op2(k, KIR_LT, u, kir_const(k, 0.5)), kir_op2(k, KIR_GT, v, kir_const(k, 1)));
             break;
@@ -443,6 +452,7 @@ static void ref_eval(const kir_kernel *k, const mesh *m, const int64_t idx[3], i
             v = i == -1 || i == L->n[n->axis] - 1 ? 1 : 0;
             break;
         }
+        case KIR_METRIC: v = kir_metric_at(k->metric, n->axis, n->index, idx[n->axis] + n->off[n->axis]); break;
         case KIR_RAND: {
             int64_t c[3];
             for (int a = 0; a < 3; a++) c[a] = idx[a] + n->off[a];

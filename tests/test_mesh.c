@@ -96,49 +96,65 @@ static void stretched_2d_second_order(void **state)
     check_order(err, 3, "stretched 2D");
 }
 
+/* Face j of a radial axis of n cells from r0 over L: uniform (q = 1), or `r = stretch(q)` by the
+ * formula docs/language.md gives, r0 + L (q^j - 1) / (q^n - 1). */
+static double radial_face(double r0, double L, int n, double q, int j)
+{
+    return q == 1 ? r0 + j * (L / n) : r0 + L * (pow(q, j) - 1) / (pow(q, n) - 1);
+}
+
 /* 1000 steps of diffusion with no-flux walls: the test's sum of V_i u_i, and the integral monitor,
  * keep their value to 1e-13 relative; the monitor is that sum. */
-static void conserve(const char *mesh, int spherical, double r0, int n, double L)
+static void conserve(const char *mesh, int spherical, double r0, int n, double L, double q)
 {
-    double dr = L / n;
-    char src[512];
+    double wmin = q >= 1 ? radial_face(r0, L, n, q, 1) - r0 : r0 + L - radial_face(r0, L, n, q, n - 1);
+    char src[512], stretch[64] = "";
+    if (q != 1) snprintf(stretch, sizeof stretch, ", r = stretch(%.17g)", q);
     snprintf(src, sizeof src,
-             "mesh %s(nr = %d, Lr = %g, r0 = %g)\nfield u = exp(-20*(r - %g)^2)\neq dt(u) = div((1 + r)*grad(u))\n"
+             "mesh %s(nr = %d, Lr = %g, r0 = %g%s)\nfield u = exp(-20*(r - %g)^2)\neq dt(u) = div((1 + r)*grad(u))\n"
              "monitor total = integral(u), average = mean(u)\ntime dt = %.17g, steps = 1000\n",
-             mesh, n, L, r0, r0 + 0.3 * L, 0.1 * dr * dr / (1 + r0 + L));
+             mesh, n, L, r0, stretch, r0 + 0.3 * L, 0.1 * wmin * wmin / (1 + r0 + L));
     run r = run_problem(src, "interp");
+    run c = run_problem(src, "cpu");
     pj_program *p = compile_text(src);
-    double sum1 = 0, vol = 0;
+    double sum1 = 0, vol = 0, sum0 = 0;
     for (int i = 0; i < n; i++) {
-        double lo = r0 + i * dr, hi = r0 + (i + 1) * dr;
+        double lo = radial_face(r0, L, n, q, i), hi = radial_face(r0, L, n, q, i + 1), c0 = 0.5 * (lo + hi);
         double v = spherical ? (hi * hi * hi - lo * lo * lo) / 3 : (hi * hi - lo * lo) / 2;
         sum1 += v * r.u[i];
         vol += v;
+        sum0 += v * exp(-20 * pow(c0 - (r0 + 0.3 * L), 2));
+        assert_true(memcmp(&r.u[i], &c.u[i], sizeof r.u[i]) == 0); /* the CPU gives the interpreter's bits */
     }
-    double sum0 = 0;
-    for (int i = 0; i < n; i++) {
-        double lo = r0 + i * dr, hi = r0 + (i + 1) * dr, c = r0 + (i + 0.5) * dr;
-        double v = spherical ? (hi * hi * hi - lo * lo * lo) / 3 : (hi * hi - lo * lo) / 2;
-        sum0 += v * exp(-20 * pow(c - (r0 + 0.3 * L), 2));
-    }
-    printf("%s r0 = %g: integral %.17g -> %.17g (monitor %.17g -> %.17g), drift %.2e\n", mesh, r0, sum0, sum1, r.mon0[0],
-           r.mon1[0], fabs(r.mon1[0] - r.mon0[0]) / r.mon0[0]);
+    printf("%s r0 = %g q = %g: integral %.17g -> %.17g (monitor %.17g -> %.17g), drift %.2e\n", mesh, r0, q, sum0, sum1,
+           r.mon0[0], r.mon1[0], fabs(r.mon1[0] - r.mon0[0]) / r.mon0[0]);
     assert_true(fabs(sum1 - sum0) <= 1e-13 * sum0);
     assert_true(fabs(r.mon1[0] - r.mon0[0]) <= 1e-13 * r.mon0[0]);
     assert_true(fabs(r.mon0[0] - sum0) <= 1e-13 * sum0);
     assert_true(fabs(r.mon1[1] - sum1 / vol) <= 1e-13 * sum1 / vol);
     assert_true(r.u[0] != r.u[1]); /* it moved */
     free(r.u);
+    free(c.u);
     program_free(p);
 }
 
 static void radial_conservation(void **state)
 {
     (void)state;
-    conserve("cylindrical", 0, 0, 40, 1);
-    conserve("cylindrical", 0, 0.5, 40, 1);
-    conserve("spherical", 1, 0, 40, 1);
-    conserve("spherical", 1, 0.5, 40, 2);
+    conserve("cylindrical", 0, 0, 40, 1, 1);
+    conserve("cylindrical", 0, 0.5, 40, 1, 1);
+    conserve("spherical", 1, 0, 40, 1, 1);
+    conserve("spherical", 1, 0.5, 40, 2, 1);
+}
+
+/* `r = stretch(q)` on radial meshes: refined toward the axis (q > 1) or the outer wall (q < 1). */
+static void stretched_radial_conservation(void **state)
+{
+    (void)state;
+    conserve("cylindrical", 0, 0, 40, 1, 1.05);
+    conserve("cylindrical", 0, 0.5, 40, 1, 0.95);
+    conserve("spherical", 1, 0, 40, 1, 1.04);
+    conserve("spherical", 1, 0.5, 40, 2, 0.97);
 }
 
 /* r-z: the volume r dr dz, no-flux walls all round (the axis included). */
@@ -427,7 +443,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stretched_1d_second_order),  cmocka_unit_test(stretched_2d_second_order),
-        cmocka_unit_test(radial_conservation),        cmocka_unit_test(axisymmetric_conservation),
+        cmocka_unit_test(radial_conservation), cmocka_unit_test(stretched_radial_conservation),        cmocka_unit_test(axisymmetric_conservation),
         cmocka_unit_test(radial_laplace_exact),       cmocka_unit_test(listed_widths_match_stretch),
         cmocka_unit_test(stretched_flux_condition),
         cmocka_unit_test(cpu_matches_interpreter),    cmocka_unit_test(dump_has_the_centres),

@@ -297,6 +297,20 @@ void llvm_emit_node(gen *g, int id)
                   id, T, dim >= 2 ? 's' : 'x', id, n->index, n->axis);
         return;
     }
+    case KIR_METRIC: {
+        /* the metric table at the mesh index of the cell + off (kir.h, kir_metric): @pj.metric.A.T */
+        int ax = n->axis;
+        sb_printf(b, "  %%m%d.g = add nsw i64 %%x%d, %%fo%d\n  %%m%d.i = add nsw i64 %%m%d.g, %d\n", id, ax, ax, id, id,
+                  n->off[ax] + KIR_METRIC_PAD);
+        sb_printf(b, "  %%m%d.p = getelementptr inbounds [%lld x double], [%lld x double]* @pj.metric.%d.%d, i64 0, i64 %%m%d.i\n",
+                  id, (long long)g->k->metric->len[ax], (long long)g->k->metric->len[ax], ax, n->index, id);
+        if (g->opt->single)
+            sb_printf(b, "  %%m%d.d = load double, double* %%m%d.p, align 8\n  %%v%d = fptrunc double %%m%d.d to float\n", id,
+                      id, id, id);
+        else
+            sb_printf(b, "  %%v%d = load double, double* %%m%d.p, align 8\n", id, id);
+        return;
+    }
     case KIR_EDGE: {
         /* the face between the cells at off and off + 1 along the axis is a side of the mesh */
         int ax = n->axis;
@@ -385,6 +399,10 @@ static void scan_nodes(gen *g, launch_use *u)
             u->edge[n->axis] = 1;
             snprintf(g->name[id], sizeof g->name[id], "%%v%d", id);
             break;
+        case KIR_METRIC: /* the mesh index: kir_launch.first */
+            u->o[n->axis] = 1;
+            snprintf(g->name[id], sizeof g->name[id], "%%v%d", id);
+            break;
         case KIR_LOAD: {
             int bi = n->slot * nf + n->index;
             u->buf[bi] = 1;
@@ -402,7 +420,29 @@ static void scan_nodes(gen *g, launch_use *u)
     }
 }
 
-/* The module's header: kernel summary, target, the launch type, declarations, rand(). */
+/* The metric tables the kernel's METRIC nodes read, as constant arrays (once each). */
+static void emit_metric_tables(gen *g)
+{
+    const kir_kernel *k = g->k;
+    char done[3][KIR_MT_KINDS] = {{0}};
+    for (int id = 0; id < k->n_nodes; id++) {
+        const kir_node *n = &k->nodes[id];
+        if (n->op != KIR_METRIC || done[n->axis][n->index]) continue;
+        done[n->axis][n->index] = 1;
+        long long len = (long long)k->metric->len[n->axis];
+        const double *t = k->metric->tab[n->axis][n->index];
+        sb_printf(g->b, "@pj.metric.%d.%d = private unnamed_addr constant [%lld x double] [", n->axis, n->index, len);
+        for (long long i = 0; i < len; i++) {
+            char v[40];
+            llvm_const_text(v, sizeof v, t[i], 0);
+            sb_printf(g->b, "%sdouble %s", i ? ", " : "", v);
+        }
+        sb_printf(g->b, "], align 64\n");
+    }
+}
+
+/* The module's header: kernel summary, target, the launch type, declarations, rand(), the
+ * metric tables. */
 static void emit_header(gen *g, const launch_use *u, const char *triple, const char *datalayout)
 {
     const kir_kernel *k = g->k;
@@ -417,6 +457,7 @@ static void emit_header(gen *g, const launch_use *u, const char *triple, const c
     sb_printf(b, "%s\n", LAUNCH_TYPE);
     emit_decls(g, u->ops);
     if (u->rand) llvm_emit_noise(g);
+    emit_metric_tables(g);
 }
 
 /* The kernel function's entry block: the launch fields it uses, loaded once; a split kernel's

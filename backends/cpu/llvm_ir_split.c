@@ -55,7 +55,7 @@ static void plan_remat(gen *g, char *depth)
         depth[id] = 0;
         g->remat[id] = 0;
         if (is_leaf_op(op)) continue;
-        if (op == KIR_LOAD || op == KIR_COORD) {
+        if (op == KIR_LOAD || op == KIR_COORD || op == KIR_METRIC) {
             depth[id] = 1;
             g->remat[id] = 1;
             continue;
@@ -112,6 +112,7 @@ static void need_node(const gen *g, seg_needs *sn, int id)
     }
     if (n->op == KIR_COORD) sn->h[n->axis] = sn->o[n->axis] = 1;
     if (n->op == KIR_EDGE) sn->edge[n->axis] = 1;
+    if (n->op == KIR_METRIC) sn->o[n->axis] = 1; /* the mesh index: %foA */
     for (int j = 0; j < 3; j++)
         if (n->arg[j] >= 0 && g->seg_of[n->arg[j]] < 0) need_leaf(g, sn, n->arg[j]);
 }

@@ -224,7 +224,29 @@ static void emit_offset(sbuf *b, const char *base, const int8_t off[3])
 typedef struct leaf_ctx {
     const char *idx[3];   /* the cell index variable of each axis */
     int bc_axis;          /* -1 for stage kernels */
+    const char *kname;    /* the kernel's name: its metric tables' prefix (emit_metric_tables) */
 } leaf_ctx;
+
+/* The metric tables (kir.h, kir_metric) the kernel's METRIC nodes read, as device arrays named
+ * after the kernel (a source may hold several kernels), before its function. */
+static void emit_metric_tables(sbuf *b, const kir_kernel *k, const char *name)
+{
+    char done[3][KIR_MT_KINDS] = {{0}};
+    for (int id = 0; k && id < k->n_nodes; id++) {
+        const kir_node *n = &k->nodes[id];
+        if (n->op != KIR_METRIC || done[n->axis][n->index]) continue;
+        done[n->axis][n->index] = 1;
+        long long len = (long long)k->metric->len[n->axis];
+        sb_printf(b, "// the %s table along %c, from mesh index %d\n", kir_metric_names[n->index], "xyz"[n->axis],
+                  -KIR_METRIC_PAD);
+        sb_printf(b, "static __device__ const double pj_m_%s_%d_%d[%lld] = {", name, n->axis, n->index, len);
+        for (long long i = 0; i < len; i++) {
+            sb_printf(b, i % 4 ? ", " : i ? ",\n    " : "\n    ");
+            emit_literal(b, k->metric->tab[n->axis][n->index][i], 0);
+        }
+        sb_printf(b, "};\n\n");
+    }
+}
 
 static void emit_node(sbuf *b, const kir_kernel *k, int id, int single, const leaf_ctx *lc)
 {
@@ -271,6 +293,10 @@ static void emit_node(sbuf *b, const kir_kernel *k, int id, int single, const le
                   n->index, n->axis, n->axis == PJ_NOISE_PART_NORMAL ? "randn" : "rand", n->index);
         return;
     }
+    case KIR_METRIC: /* the table at the mesh index of the cell + off */
+        sb_printf(b, "%spj_m_%s_%d_%d[%s + %d]; // %s along %c\n", single ? "(float)" : "", lc->kname, n->axis, n->index,
+                  lc->idx[n->axis], n->off[n->axis] + KIR_METRIC_PAD, kir_metric_names[n->index], axis_letter[n->axis]);
+        return;
     case KIR_EDGE: /* the face between the cells at off and off + 1 is a side of the mesh */
         sb_printf(b, "(%s + %d == -1 || %s + %d == a.n[%d] - 1) ? 1.0%s : 0.0%s; // boundary face along %c\n",
                   lc->idx[n->axis], n->off[n->axis], lc->idx[n->axis], n->off[n->axis], n->axis, suffix, suffix,
@@ -453,6 +479,7 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
     sbuf b = {0};
     emit_header(&b, name, "one thread per interior cell", k, opt);
     emit_prelude(&b, opt, CUDA_PRELUDE_ARGS | rand_prelude(k));
+    emit_metric_tables(&b, k, name);
     sb_printf(&b, "extern \"C\" __global__ void %s(const pj_args a)\n{\n", name);
     emit_cell_index(&b, k->dim, 1);
 
@@ -472,7 +499,7 @@ char *cuda_codegen(const kir_kernel *k, const cuda_options *opt, const char *nam
     buffers_used(k, live, used, 1);
     emit_buffers(&b, used, n_slots, k->n_fields, opt->single);
 
-    leaf_ctx lc = {{"i", "j", "k"}, -1};
+    leaf_ctx lc = {{"i", "j", "k"}, -1, name};
     for (int id = 0; id < k->n_nodes; id++)
         if (live[id]) emit_node(&b, k, id, opt->single, &lc);
     free(used);
@@ -669,6 +696,7 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
     sbuf b = {0};
     emit_header(&b, name, what, n_linear ? bc : NULL, opt);
     emit_prelude(&b, opt, CUDA_PRELUDE_ARGS | (n_linear ? CUDA_PRELUDE_CLAMP : 0));
+    if (n_linear) emit_metric_tables(&b, bc, name);
     emit_fill_head(&b, name, axis, high, n_fields, kinds);
 
     /* buffers: slot 0 of every filled field, plus whatever the coefficients load */
@@ -686,7 +714,7 @@ char *cuda_codegen_bc_fill(const kir_kernel *bc, int dim, int n_fields, int side
                       "    // cell, the other axes clamped to the interior (the nearest face cell)\n");
         for (int ax = 0; ax < 3; ax++)
             sb_printf(&b, "    const long long f%c = pj_clamp(%c, 0, a.n[%d] - 1);\n", idx_name[ax], idx_name[ax], ax);
-        leaf_ctx lc = {{"fi", "fj", "fk"}, axis};
+        leaf_ctx lc = {{"fi", "fj", "fk"}, axis, name};
         for (int id = 0; id < bc->n_nodes; id++)
             if (live[id]) emit_node(&b, bc, id, opt->single, &lc);
         sb_printf(&b, "    // the ghost value in double whatever the precision (as the CPU fill)\n");
@@ -763,6 +791,7 @@ char *cuda_codegen_reduce(const kir_kernel *k, const cuda_options *opt, const ch
     sbuf b = {0};
     emit_header(&b, name, "the lanes of a reduction: one thread per (part, lane)", k, opt);
     emit_prelude(&b, opt, CUDA_PRELUDE_ARGS | rand_prelude(k));
+    emit_metric_tables(&b, k, name);
     sb_printf(&b, "// Thread (lane l = threadIdx.x < %d, part q): the cells of part q whose x position in its row\n"
                   "// (1D: its block of %d) is l mod %d, rows in order, x increasing (kir.h, \"Reductions\");\n"
                   "// its accumulator goes to a.buf[%d + output][q * %d + l], folded by the fold kernel.\n",
@@ -803,7 +832,7 @@ char *cuda_codegen_reduce(const kir_kernel *k, const cuda_options *opt, const ch
     sb_printf(&b, "    for (long long i = x0 + l; i < x1; i += %d) {\n", L);
     sb_printf(&b, "    const long long c = i%s%s; // this cell\n", dim > 1 ? " + j * s1" : "", dim > 2 ? " + k * s2" : "");
     sb_printf(&b, "    (void)j; (void)k;\n");
-    leaf_ctx lc = {{"i", "j", "k"}, -1};
+    leaf_ctx lc = {{"i", "j", "k"}, -1, name};
     for (int id = 0; id < k->n_nodes; id++)
         if (live[id]) emit_node(&b, k, id, opt->single, &lc);
     for (int o = 0; o < k->n_outputs; o++) {

@@ -197,6 +197,12 @@ static void ev_block(ev *e, const int64_t idx[3], int va, int len)
             }
             break;
         }
+        case KIR_METRIC: { /* the table at the mesh index (NaN outside it) */
+            int a = n->axis;
+            int64_t g = idx[a] + n->off[a] + L->first[a];
+            for (int c = 0; c < len; c++) R[c] = rnd(e, kir_metric_at(k->metric, a, n->index, g + (va == a ? c : 0)));
+            break;
+        }
         case KIR_EDGE: {
             int a = n->axis;
             int64_t last = L->first[a] + L->n[a] + L->beyond[a] - 1; /* of the mesh */

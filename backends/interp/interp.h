@@ -9,6 +9,7 @@
  *     TIME     L->t                      DT       L->dt
  *     SPACING  L->h[axis]                LOAD     buf[slot*n_fields+field][cell + off]
  *     COORD    L->origin[axis] + ((double)idx + 0.5*(1 + half)) * L->h[axis]
+ *     METRIC   k->metric's table `index` of `axis` at the mesh index idx + off[axis] (kir.h)
  *
  * each computed in double and then (single) rounded to float. Cell (i,j,k) of a buffer is
  * element i + j*stride[1] + k*stride[2] from buf[...], which points at cell (0,0,0).
