@@ -30,6 +30,8 @@ struct sim {
     int tb_launch;         /* forced rows per kernel launch in the rings (0: chosen) */
     int tb_strip;          /* forced cells per strip of a launch in 2D (0: chosen, -1: whole rows) */
     int tb_tile;           /* forced rows of y per tile of a 3D block (0: chosen, -1: whole planes) */
+    double tb_sec[4];      /* 3D tiles, auto: the best seconds per step measured of each candidate */
+    int tb_runs[4], tb_pick; /* the sweeps measured of each; the one kept + 1 (0: still measuring) */
     int64_t tile_mode;     /* y tiles of a 3D stage: -1 off, 0 when they pay, > 0 forced rows */
     int64_t tile_rows;     /* rows per y tile in effect (0: whole planes) */
     int64_t tile_grain;    /* planes: the threads' pieces start at multiples of it */

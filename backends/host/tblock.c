@@ -33,6 +33,7 @@
  * places within a page (sim_page_offset), as the sim's buffers do. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "interp.h"
 #include "sim_impl.h"
 
@@ -58,6 +59,13 @@
    TB_TILE_EXTRA of its rows (a stage's rows: the tile's and (Q-1-q)H more each side) */
 #define TB_TILE_EXTRA 0.25
 #define TB_TILE_L2 0.75
+/* Auto: the tiles' rings sized for TB_TILE_L2 of the L2 times each of these (candidate c), each
+   measured over TB_TUNE_RUNS sweeps (the first not counted: the rings are allocated then), the
+   fastest per step kept. Beyond the L2 the rings are read from the L3, and more steps per sweep
+   divide the DRAM traffic further: which pays depends on the machine and its load. */
+#define TB_CANDS 4
+#define TB_TUNE_RUNS 3
+static const double tb_cand_l2[TB_CANDS] = {1, 2, 4, 8};
 
 typedef struct tb_set {
     int busy;              /* claimed by a running band */
@@ -162,14 +170,14 @@ static int tb_y_uniform(const sim *s)
  * TB_TILE_L2 of the second-level cache, and at most TB_TILE_EXTRA of its rows recomputed per
  * stage on average ((Q-1)H / 2 more each side). K, and the tile's rows in *Ty; 0 when none fits
  * (a periodic y: a tile's rows with their reach, R + H each side, are fewer than the mesh's). */
-static int tb_tiles(const sim *s, int64_t r, int K0, int64_t *Ty)
+static int tb_tiles(const sim *s, int64_t r, int K0, int64_t *Ty, int cand)
 {
     const pj_program *p = s->st.p;
     const int H = s->st.g.H, S = p->n_stages;
     const int64_t Ny = s->st.g.n[1];
     const int yper = s->st.plan.rule[2] == GHOST_PERIODIC;
     const double row = (double)s->L.stride[1] * (double)s->st.esz * s->st.nbuf;
-    const double budget = (double)sim_cache_bytes(2) * TB_TILE_L2;
+    const double budget = (double)sim_cache_bytes(2) * TB_TILE_L2 * tb_cand_l2[cand];
     *Ty = 0;
     for (int K = K0 ? K0 : TB_MAX_K; K >= 2; K--) {
         int64_t R = (int64_t)K * S * H, W = R + 2 * H + r + 1;
@@ -185,7 +193,7 @@ static int tb_tiles(const sim *s, int64_t r, int K0, int64_t *Ty)
     return 0;
 }
 
-static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch, int64_t *tile)
+static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch, int64_t *tile, int cand)
 {
     *tile = 0;
     if (s->tb_mode < 0 || n < 2 || !tb_applies(s)) return 0;
@@ -222,7 +230,7 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch, in
     if (p->dim == 3 && s->tb_tile >= 0 && (s->tb_tile > 0 || K < 2 || ring > (double)sim_cache_bytes(2) * TB_TILE_L2) &&
         tb_y_uniform(s)) {
         int64_t rt = s->tb_launch ? r : 1;
-        int kt = tb_tiles(s, rt, s->tb_k, &Ty);
+        int kt = tb_tiles(s, rt, s->tb_k, &Ty, cand);
         if (kt >= 2 || !s->tb_k) K = kt;
         if (Ty) {
             r = rt;
@@ -252,7 +260,7 @@ static int tb_alloc(sim *s, int64_t W, int stages);
 static int tb_reserve(sim *s, int64_t W, int stages)
 {
     struct tblock *tb = s->tb;
-    if (tb && tb->W == W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->st.nbuf) return 0;
+    if (tb && tb->W >= W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->st.nbuf) return 0;
     if (tb_alloc(s, W, stages) == 0) return 0;
     tblock_free(s->tb);
     s->tb = NULL;
@@ -833,18 +841,58 @@ done:
     return rc;
 }
 
+/* The candidate sizes to sweep with now: the one kept, else the next to measure (tiles chosen
+ * by the caches in auto mode only; otherwise the first). */
+static int tb_cand(const sim *s)
+{
+    if (s->tb_pick) return s->tb_pick - 1;
+    if (s->tb_mode != 0 || s->tb_k || s->tb_tile || s->st.p->dim != 3) return 0;
+    for (int c = 0; c < TB_CANDS; c++)
+        if (s->tb_runs[c] < TB_TUNE_RUNS) return c;
+    return 0;
+}
+
+static double tb_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
 {
     (void)err;
     (void)len;
     sim *s = x;
     int64_t B = 0, r = 1, Ty = 0;
-    int K = tb_choose(s, n, &B, &r, &Ty);
-    return K >= 2 && tb_run(s, dt, K, B, r, Ty) == 0 ? K : 0; /* tb_run fails only out of memory: step alone */
+    int c = tb_cand(s), K = tb_choose(s, n, &B, &r, &Ty, c);
+    if (K < 2) return 0;
+    double t0 = tb_now();
+    if (tb_run(s, dt, K, B, r, Ty) < 0) return 0; /* tb_run fails only out of memory: step alone */
+    if (!s->tb_pick && s->tb_mode == 0 && !s->tb_k && !s->tb_tile && s->st.p->dim == 3) {
+        if (!Ty && c == 0) s->tb_pick = 1; /* no tiles: nothing to choose */
+        double sec = (tb_now() - t0) / K;
+        if (s->tb_runs[c]++ && (s->tb_runs[c] == 2 || sec < s->tb_sec[c])) s->tb_sec[c] = sec;
+        if (c == TB_CANDS - 1 && s->tb_runs[c] == TB_TUNE_RUNS) {
+            int best = 0;
+            for (int i = 1; i < TB_CANDS; i++)
+                if (s->tb_sec[i] < s->tb_sec[best]) best = i;
+            s->tb_pick = best + 1;
+        }
+    }
+    return K;
 }
 
 int sim_tblock_steps(const sim *s, int64_t n)
 {
     int64_t B = 0, r = 1, Ty = 0;
-    return tb_choose(s, n, &B, &r, &Ty);
+    return tb_choose(s, n, &B, &r, &Ty, tb_cand(s));
+}
+
+int sim_tblock_tile(const sim *s, int *cand)
+{
+    int64_t B = 0, r = 1, Ty = 0;
+    *cand = tb_cand(s);
+    tb_choose(s, 32, &B, &r, &Ty, *cand);
+    return (int)Ty;
 }
