@@ -259,6 +259,31 @@ static void tiles_blocked_equal(void **state)
     assert_int_equal(blocked, runs);
 }
 
+/* Sizes not forced: planes too large for the L2's rings (two fields), so the blocks go in tiles,
+ * their sizes measured on the first blocks (every candidate's K and tile rows in turn, then the
+ * fastest): the stepped state to the bit across all of them, periodic and Dirichlet. */
+static void tiles_measured_blocked_equal(void **state)
+{
+    (void)state;
+    static const char *const side[] = {"periodic x, y, z\n", "on all: u = 1\non all: v = 0\n"};
+    for (int i = 0; i < 2; i++) {
+        char src[1024];
+        snprintf(src, sizeof src,
+                 "mesh grid(nx = 64, ny = 150, nz = 20, Lx = 64, Ly = 150, Lz = 20)\n"
+                 "field u = 1 - 0.5*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
+                 "field v = 0.25*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
+                 "eq dt(u) = 0.1*lap(u) - u*v*v + 0.04*(1 - u)\n"
+                 "eq dt(v) = 0.05*lap(v) + u*v*v - 0.1*v\n%s"
+                 "time dt = 1, until = 100, scheme = euler\n",
+                 side[i]);
+        pj_program *p = compile_named(i ? "gray-scott 3d dirichlet, measured" : "gray-scott 3d periodic, measured", src);
+        blocked_threads = 1 + i;
+        assert_true(blocked_equals_stepped(p, "gray-scott 3d, measured tiles", NULL, "cpu", 0, 0, 0, 160));
+        program_free(p);
+    }
+    blocked_threads = 2;
+}
+
 /* Without blocking forced, a small state (in the cache) steps one at a time; off is off. */
 static void auto_keeps_small_states(void **state)
 {
@@ -448,6 +473,7 @@ int main(void)
         cmocka_unit_test(launches_blocked_equal),
         cmocka_unit_test(random_problems_blocked_equal),
         cmocka_unit_test(tiles_blocked_equal),
+        cmocka_unit_test(tiles_measured_blocked_equal),
         cmocka_unit_test(auto_keeps_small_states),
         cmocka_unit_test(auto_blocks_beyond_the_l2),
         cmocka_unit_test(wide_rows_ring_in_the_llc),

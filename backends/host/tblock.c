@@ -841,12 +841,12 @@ done:
     return rc;
 }
 
-/* The candidate sizes to sweep with now: the one kept, else the next to measure (tiles chosen
- * by the caches in auto mode only; otherwise the first). */
+/* The candidate sizes to sweep with now: the one kept, else the next to measure (when neither
+ * the steps per sweep nor the tiles are forced; otherwise the first). */
 static int tb_cand(const sim *s)
 {
     if (s->tb_pick) return s->tb_pick - 1;
-    if (s->tb_mode != 0 || s->tb_k || s->tb_tile || s->st.p->dim != 3) return 0;
+    if (s->tb_mode < 0 || s->tb_k || s->tb_tile || s->st.p->dim != 3) return 0;
     for (int c = 0; c < TB_CANDS; c++)
         if (s->tb_runs[c] < TB_TUNE_RUNS) return c;
     return 0;
@@ -869,7 +869,7 @@ int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
     if (K < 2) return 0;
     double t0 = tb_now();
     if (tb_run(s, dt, K, B, r, Ty) < 0) return 0; /* tb_run fails only out of memory: step alone */
-    if (!s->tb_pick && s->tb_mode == 0 && !s->tb_k && !s->tb_tile && s->st.p->dim == 3) {
+    if (!s->tb_pick && !s->tb_k && !s->tb_tile && s->st.p->dim == 3) {
         if (!Ty && c == 0) s->tb_pick = 1; /* no tiles: nothing to choose */
         double sec = (tb_now() - t0) / K;
         if (s->tb_runs[c]++ && (s->tb_runs[c] == 2 || sec < s->tb_sec[c])) s->tb_sec[c] = sec;
