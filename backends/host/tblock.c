@@ -60,11 +60,11 @@
 #define TB_TILE_EXTRA 0.25
 #define TB_TILE_L2 0.75
 /* Auto: the tiles' rings sized for TB_TILE_L2 of the L2 times each of these (candidate c), each
-   measured over TB_TUNE_RUNS sweeps (the first not counted: the rings are allocated then), the
+   measured over TB_TUNE_RUNS sweeps (the rings, for the largest, allocated before the first), the
    fastest per step kept. Beyond the L2 the rings are read from the L3, and more steps per sweep
    divide the DRAM traffic further: which pays depends on the machine and its load. */
 #define TB_CANDS 4
-#define TB_TUNE_RUNS 3
+#define TB_TUNE_RUNS 2
 static const double tb_cand_l2[TB_CANDS] = {1, 2, 4, 8};
 
 typedef struct tb_set {
@@ -867,12 +867,23 @@ int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
     int64_t B = 0, r = 1, Ty = 0;
     int c = tb_cand(s), K = tb_choose(s, n, &B, &r, &Ty, c);
     if (K < 2) return 0;
+    if (!s->tb_pick && c == 0 && !s->tb_runs[0] && Ty) { /* rings for every candidate, not timed */
+        int64_t Wmax = 0, Bc, rc, Tc;
+        int Kmax = 0;
+        for (int i = 0; i < TB_CANDS; i++) {
+            int Kc = tb_choose(s, n, &Bc, &rc, &Tc, i);
+            int64_t Wc = (int64_t)Kc * s->st.p->n_stages * s->st.g.H + 2 * s->st.g.H + rc + 1;
+            Wmax = Wc > Wmax ? Wc : Wmax;
+            Kmax = Kc > Kmax ? Kc : Kmax;
+        }
+        if (tb_reserve(s, Wmax, Kmax * s->st.p->n_stages) < 0) return 0;
+    }
     double t0 = tb_now();
     if (tb_run(s, dt, K, B, r, Ty) < 0) return 0; /* tb_run fails only out of memory: step alone */
     if (!s->tb_pick && !s->tb_k && !s->tb_tile && s->st.p->dim == 3) {
         if (!Ty && c == 0) s->tb_pick = 1; /* no tiles: nothing to choose */
         double sec = (tb_now() - t0) / K;
-        if (s->tb_runs[c]++ && (s->tb_runs[c] == 2 || sec < s->tb_sec[c])) s->tb_sec[c] = sec;
+        if (!s->tb_runs[c]++ || sec < s->tb_sec[c]) s->tb_sec[c] = sec;
         if (c == TB_CANDS - 1 && s->tb_runs[c] == TB_TUNE_RUNS) {
             int best = 0;
             for (int i = 1; i < TB_CANDS; i++)
