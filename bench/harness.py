@@ -182,7 +182,8 @@ def peers_table(args):
     results, bandwidth = {}, {}
     for prob, dims in cases:
         cells = dims[0] * dims[0] if prob == "rd" else dims[0] * dims[1] * dims[2]
-        steps = max(3, min(2000, int(2.5e7 / cells)))
+        # 3D: 16 steps a rep at least, so that the blocked row takes blocks of several steps
+        steps = max(3 if prob == "rd" else 16, min(2000, int(2.5e7 / cells)))
         for t in thread_counts:
             for rnd in range(rounds):
                 bw = run_line([cbw, str(t), "1024", "3"], env, "copy")

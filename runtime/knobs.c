@@ -15,6 +15,7 @@ static const struct { const char *name, *doc; } knobs[KNOB_COUNT] = {
     [KNOB_TBLOCK_ROWS] = {"PDEJIT_TBLOCK_ROWS", "temporal blocking: rows of the last axis per band"},
     [KNOB_TBLOCK_LAUNCH] = {"PDEJIT_TBLOCK_LAUNCH", "temporal blocking: rows per kernel launch in the rings"},
     [KNOB_TBLOCK_STRIP] = {"PDEJIT_TBLOCK_STRIP", "temporal blocking: cells per strip of a 2D launch, or off"},
+    [KNOB_TBLOCK_TILE] = {"PDEJIT_TBLOCK_TILE", "temporal blocking: rows of y per tile of a 3D block, or off"},
     [KNOB_TILE_Y] = {"PDEJIT_TILE_Y", "y tiles of a 3D stage on the CPU: auto (default), off, or rows per tile"},
     [KNOB_CUDA_BLOCK] = {"PDEJIT_CUDA_BLOCK", "the GPU's stage block shape, \"x,y,z\" (default: chosen by the mesh)"},
     [KNOB_LIBCUDA] = {"PDEJIT_LIBCUDA", "the CUDA driver library to open (default libcuda.so.1)"},

@@ -21,6 +21,7 @@ typedef enum pj_knob {
     KNOB_TBLOCK_ROWS,       /* its rows per band */
     KNOB_TBLOCK_LAUNCH,     /* its rows per kernel launch in the rings */
     KNOB_TBLOCK_STRIP,      /* its cells per strip of a 2D launch, or off */
+    KNOB_TBLOCK_TILE,       /* its rows of y per tile of a 3D block, or off */
     KNOB_TILE_Y,            /* y tiles of a 3D stage: off, auto, rows */
     KNOB_CUDA_BLOCK,        /* the GPU's stage block shape x,y,z */
     KNOB_LIBCUDA,           /* the CUDA driver library to open */

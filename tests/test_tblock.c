@@ -22,6 +22,8 @@
 
 /* Forced rows per launch and cells per strip of a launch for the engines made next (0: chosen). */
 static int launch_rows, launch_strip;
+/* Forced rows of y per tile of a 3D block (0: chosen, -1: whole planes). */
+static int launch_tile;
 
 static engine *make_engine(const pj_program *p, const char *backend, int single, int threads, const char *sets,
                            const char *mode, int k, int rows)
@@ -36,6 +38,11 @@ static engine *make_engine(const pj_program *p, const char *backend, int single,
     setenv("PDEJIT_TBLOCK_LAUNCH", v, 1);
     snprintf(v, sizeof v, "%d", launch_strip);
     setenv("PDEJIT_TBLOCK_STRIP", v, 1);
+    if (launch_tile < 0) setenv("PDEJIT_TBLOCK_TILE", "off", 1);
+    else {
+        snprintf(v, sizeof v, "%d", launch_tile);
+        setenv("PDEJIT_TBLOCK_TILE", v, 1);
+    }
     engine_options o = {.single = single, .threads = threads, .seed = 7};
     engine *e = engine_create(engine_backend(backend), p, &o, NULL, err, sizeof err);
     unsetenv("PDEJIT_TBLOCK");
@@ -43,6 +50,7 @@ static engine *make_engine(const pj_program *p, const char *backend, int single,
     unsetenv("PDEJIT_TBLOCK_ROWS");
     unsetenv("PDEJIT_TBLOCK_LAUNCH");
     unsetenv("PDEJIT_TBLOCK_STRIP");
+    unsetenv("PDEJIT_TBLOCK_TILE");
     if (!e) fail_msg("%s back end: %s", backend, err);
     engine_set_params(e, sets);
     if (engine_init(e, err, sizeof err) < 0) fail_msg("%s: %s", backend, err);
@@ -187,6 +195,93 @@ static void random_problems_blocked_equal(void **state)
         done++;
     }
     assert_int_equal(done, 16);
+}
+
+/* 3D problems for the tiles of y: periodic sides (odd sizes, a tile's rows wrapping), Dirichlet
+ * and Neumann sides with two fields (Gray-Scott-like), a Robin wall and a t-dependent condition. */
+static const char *const prob_3d[][2] = {
+    {"heat3d periodic", "mesh grid(nx = 11, ny = 23, nz = 9, Lx = 1, Ly = 2, Lz = 0.8)\n"
+                        "field u = sin(2*pi*x)*cos(pi*y) + 0.3*sin(2*pi*z/0.8) + x\n"
+                        "eq dt(u) = 0.01*lap(u) + 0.1*sin(x + y)\n"
+                        "periodic x, y, z\n"
+                        "time dt = 0.0005, until = 1, scheme = euler\n"},
+    {"gray-scott 3d dirichlet", "mesh grid(nx = 9, ny = 17, nz = 8, Lx = 1, Ly = 1.7, Lz = 0.8)\n"
+                                "param F = 0.04, k = 0.06\n"
+                                "field u = 1 - 0.5*exp(-10*((x-0.5)^2 + (y-0.8)^2 + (z-0.4)^2))\n"
+                                "field v = 0.25*exp(-10*((x-0.5)^2 + (y-0.8)^2 + (z-0.4)^2)) + 0.01*y\n"
+                                "eq dt(u) = 0.002*lap(u) - u*v*v + F*(1 - u)\n"
+                                "eq dt(v) = 0.001*lap(v) + u*v*v - (F + k)*v\n"
+                                "on all: u = 1\n"
+                                "on all: v = 0\n"
+                                "time dt = 0.01, until = 1, scheme = euler\n"},
+    {"gray-scott 3d neumann rk2", "mesh grid(nx = 8, ny = 13, nz = 10, Lx = 0.8, Ly = 1.3, Lz = 1)\n"
+                                  "field u = 1 - 0.5*exp(-10*((x-0.4)^2 + (y-0.3)^2 + (z-0.5)^2))\n"
+                                  "field v = 0.25*exp(-10*((x-0.4)^2 + (y-0.3)^2 + (z-0.5)^2))\n"
+                                  "eq dt(u) = 0.002*lap(u) - u*v*v + 0.04*(1 - u)\n"
+                                  "eq dt(v) = 0.001*lap(v) + u*v*v - 0.1*v\n"
+                                  "on bottom: u + 0.2*dn(u) = x + t\n"
+                                  "time dt = 0.01, until = 1, scheme = rk2\n"},
+};
+
+/* 3D blocks cut into tiles of rows of y (odd tile heights, a last tile shorter, tiles at and
+ * away from the y sides, a periodic y wrapping through a tile), the table's 3D problems and the
+ * ones above, on interp and cpu, 1 and 2 threads: still the stepped state to the bit. */
+static void tiles_blocked_equal(void **state)
+{
+    (void)state;
+    test_case *cases;
+    int n = test_cases(&cases), n3 = (int)(sizeof prob_3d / sizeof *prob_3d);
+    /* {k, band rows (0: whole columns), rows of y per tile} */
+    static const int cfg[][3] = {{2, 0, 1}, {3, 4, 2}, {2, 3, 5}, {4, 0, 3}};
+    int blocked = 0, runs = 0;
+    for (int i = 0; i < n + n3; i++) {
+        const char *name = i < n ? cases[i].name : prob_3d[i - n][0], *text = i < n ? cases[i].text : prob_3d[i - n][1];
+        pj_program *p = compile_named(name, text);
+        if (PJ_SCHEME_IMPLICIT(p->scheme) || p->dim != 3) {
+            program_free(p);
+            continue;
+        }
+        for (size_t c = 0; c < sizeof cfg / sizeof *cfg; c++) {
+            launch_tile = cfg[c][2];
+            blocked_threads = 1 + (int)((c + (size_t)i) % 2);
+            const char *backend = (c + (size_t)i) % 3 ? "cpu" : "interp";
+            blocked += blocked_equals_stepped(p, name, i < n ? cases[i].sets : NULL, backend, (int)(c == 3), cfg[c][0],
+                                              cfg[c][1], 9);
+            runs++;
+        }
+        print_message("%-24s 3D %s: tiles blocked = stepped\n", name, scheme_name(p->scheme));
+        program_free(p);
+    }
+    launch_tile = 0;
+    blocked_threads = 2;
+    test_cases_free(cases, n);
+    assert_true(runs >= 16);
+    assert_int_equal(blocked, runs);
+}
+
+/* Sizes not forced: planes too large for the L2's rings (two fields), so the blocks go in tiles,
+ * their sizes measured on the first blocks (every candidate's K and tile rows in turn, then the
+ * fastest): the stepped state to the bit across all of them, periodic and Dirichlet. */
+static void tiles_measured_blocked_equal(void **state)
+{
+    (void)state;
+    static const char *const side[] = {"periodic x, y, z\n", "on all: u = 1\non all: v = 0\n"};
+    for (int i = 0; i < 2; i++) {
+        char src[1024];
+        snprintf(src, sizeof src,
+                 "mesh grid(nx = 64, ny = 150, nz = 20, Lx = 64, Ly = 150, Lz = 20)\n"
+                 "field u = 1 - 0.5*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
+                 "field v = 0.25*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
+                 "eq dt(u) = 0.1*lap(u) - u*v*v + 0.04*(1 - u)\n"
+                 "eq dt(v) = 0.05*lap(v) + u*v*v - 0.1*v\n%s"
+                 "time dt = 1, until = 100, scheme = euler\n",
+                 side[i]);
+        pj_program *p = compile_named(i ? "gray-scott 3d dirichlet, measured" : "gray-scott 3d periodic, measured", src);
+        blocked_threads = 1 + i;
+        assert_true(blocked_equals_stepped(p, "gray-scott 3d, measured tiles", NULL, "cpu", 0, 0, 0, 160));
+        program_free(p);
+    }
+    blocked_threads = 2;
 }
 
 /* Without blocking forced, a small state (in the cache) steps one at a time; off is off. */
@@ -377,6 +472,8 @@ int main(void)
         cmocka_unit_test(samples_blocked_equal),
         cmocka_unit_test(launches_blocked_equal),
         cmocka_unit_test(random_problems_blocked_equal),
+        cmocka_unit_test(tiles_blocked_equal),
+        cmocka_unit_test(tiles_measured_blocked_equal),
         cmocka_unit_test(auto_keeps_small_states),
         cmocka_unit_test(auto_blocks_beyond_the_l2),
         cmocka_unit_test(wide_rows_ring_in_the_llc),

@@ -386,6 +386,8 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->tb_launch = tl > 0 ? (int)tl : 0;
     const char *ts = knob(KNOB_TBLOCK_STRIP); /* cells per strip of a launch: n, or off */
     s->tb_strip = ts && !strcmp(ts, "off") ? -1 : knob_int(KNOB_TBLOCK_STRIP, 0) > 0 ? (int)knob_int(KNOB_TBLOCK_STRIP, 0) : 0;
+    const char *tt = knob(KNOB_TBLOCK_TILE); /* rows of y per tile of a 3D block: n, or off */
+    s->tb_tile = tt && !strcmp(tt, "off") ? -1 : knob_int(KNOB_TBLOCK_TILE, 0) > 0 ? (int)knob_int(KNOB_TBLOCK_TILE, 0) : 0;
     const char *ty = knob(KNOB_TILE_Y); /* off, auto or rows: forced y tiles */
     int64_t rows = knob_int(KNOB_TILE_Y, 0);
     sim_set_tiles(s, !ty || !strcmp(ty, "auto") ? 0 : !strcmp(ty, "off") ? -1 : rows > 0 ? rows : -1);
@@ -444,17 +446,20 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo :
 sim_fill_span sim_full_span(const sim *s)
 {
     int last = s->st.p->dim - 1;
-    sim_fill_span sp = {s->st.g.n[last], s->st.g.lo[last], s->st.g.lo[last] + s->st.g.ext[last], 0, 0, 3};
+    sim_fill_span sp = {s->st.g.n[last], s->st.g.lo[last], s->st.g.lo[last] + s->st.g.ext[last], 0, 0, 3, 0, 0};
     return sp;
 }
 
-/* The index range of axis b covered when filling another axis: the span's along the last axis,
- * else the allocated extent. */
+/* The index range of axis b covered when filling another axis: the span's along the last axis
+ * (and its rows of y in 3D), else the allocated extent. */
 static void span_range(const sim *s, const sim_fill_span *sp, int b, int64_t *lo, int64_t *hi)
 {
     if (b == s->st.p->dim - 1) {
         *lo = sp->q0;
         *hi = sp->q1;
+    } else if (b == 1 && sp->m1 > sp->m0) {
+        *lo = sp->m0;
+        *hi = sp->m1;
     } else {
         *lo = s->st.g.lo[b];
         *hi = s->st.g.lo[b] + s->st.g.ext[b];
@@ -520,9 +525,18 @@ static int fill_axis_copy(sim *s, int f, void *b, int a, const sim_fill_span *sp
     if (s->st.p->dim == 2) { /* rows of the span */
         nrows = sp->q1 - sp->q0;
         first = sp->q0 * st1;
-    } else if (s->st.p->dim == 3) { /* whole planes of the span */
-        nrows = s->st.g.ext[1] * (sp->q1 - sp->q0);
-        first = s->st.g.lo[1] * st1 + sp->q0 * s->L.stride[2];
+    } else if (s->st.p->dim == 3 && sp->m1 > sp->m0 && sp->q1 - sp->q0 > 1) { /* rows of a tile: plane by plane */
+        sim_fill_span one = *sp;
+        for (int64_t q = sp->q0; q < sp->q1; q++) {
+            one.q0 = q;
+            one.q1 = q + 1;
+            fill_axis_copy(s, f, b, a, &one);
+        }
+        return 1;
+    } else if (s->st.p->dim == 3) { /* whole planes of the span, or a tile's rows of one plane */
+        int64_t m0 = sp->m1 > sp->m0 ? sp->m0 : s->st.g.lo[1];
+        nrows = sp->m1 > sp->m0 ? (sp->m1 - sp->m0) : s->st.g.ext[1] * (sp->q1 - sp->q0);
+        first = m0 * st1 + sp->q0 * s->L.stride[2];
     }
     const int64_t lo_src1 = periodic ? n - 1 : 0, hi_src1 = periodic ? 0 : n - 1;
 #define FILL_ROWS(T)                                                                             \

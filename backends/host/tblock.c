@@ -33,6 +33,7 @@
  * places within a page (sim_page_offset), as the sim's buffers do. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "interp.h"
 #include "sim_impl.h"
 
@@ -54,6 +55,17 @@
 #define TB_LAUNCH_MAX 16
 /* the narrowest strip along x a launch is cut into (see tb_strip) */
 #define TB_STRIP_MIN 256
+/* 3D tiles (planes too large for the L2's rings): the largest K whose tile recomputes at most
+   TB_TILE_EXTRA of its rows (a stage's rows: the tile's and (Q-1-q)H more each side) */
+#define TB_TILE_EXTRA 0.25
+#define TB_TILE_L2 0.75
+/* Auto: the tiles' rings sized for TB_TILE_L2 of the L2 times each of these (candidate c), each
+   measured over TB_TUNE_RUNS sweeps (the rings, for the largest, allocated before the first), the
+   fastest per step kept. Beyond the L2 the rings are read from the L3, and more steps per sweep
+   divide the DRAM traffic further: which pays depends on the machine and its load. */
+#define TB_CANDS 4
+#define TB_TUNE_RUNS 2
+static const double tb_cand_l2[TB_CANDS] = {1, 2, 4, 8};
 
 typedef struct tb_set {
     int busy;              /* claimed by a running band */
@@ -62,8 +74,13 @@ typedef struct tb_set {
     void **bufs;           /* [nbuf] what a launch reads: the planes of one row */
     void **row0;           /* [nbuf] bufs at x = 0 while a launch goes strip by strip */
     void **fb;             /* [n_fields] the buffers a ghost fill works on */
+    void **fp;             /* [n_fields] the same at the planes being filled */
     int64_t *next;         /* [stages of a block] the next row whose ghosts that stage fills */
     unsigned char *done;   /* [stages of a block] bit 0: low side filled, bit 1: high side */
+    int64_t ya, yb;        /* 3D tiles: the band's rows of y [ya, yb) */
+    int64_t lw[2][2];      /* the rows of y its rings hold (storage rows, ghost rows at a side
+                              included), at most two pieces (a periodic y wraps) */
+    int nlw;
 } tb_set;
 
 struct tblock {
@@ -89,6 +106,7 @@ void tblock_free(struct tblock *tb)
         free(st->bufs);
         free(st->row0);
         free(st->fb);
+        free(st->fp);
         free(st->next);
         free(st->done);
     }
@@ -135,8 +153,49 @@ static int tb_applies(const sim *s)
  * fit in 3/4 of its second-level cache (at most TB_MAX_K; 2D rows too wide for TB_MIN_K_L2 steps
  * there: in TB_LLC_SHARE of its share of the last-level cache); one band per thread, K smaller when
  * a band would recompute more than an eighth of its rows. Auto: see TB_L2_TIMES. */
-static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch)
+/* 1 when the y sides of every field are periodic or none is (3D tiles wrap y or clip it). */
+static int tb_y_uniform(const sim *s)
 {
+    int periodic = 0, other = 0;
+    for (int f = 0; f < s->st.p->n_fields; f++)
+        for (int hi = 0; hi < 2; hi++) {
+            if (s->st.plan.rule[f * 6 + 2 + hi] == GHOST_PERIODIC) periodic = 1;
+            else other = 1;
+        }
+    return !(periodic && other);
+}
+
+/* 3D tiles of rows of y for a block of K steps (K0, else the largest that pays), r planes per
+ * launch: a tile's rings (its rows and R + H more each side, W planes, every buffer) in
+ * TB_TILE_L2 of the second-level cache, and at most TB_TILE_EXTRA of its rows recomputed per
+ * stage on average ((Q-1)H / 2 more each side). K, and the tile's rows in *Ty; 0 when none fits
+ * (a periodic y: a tile's rows with their reach, R + H each side, are fewer than the mesh's). */
+static int tb_tiles(const sim *s, int64_t r, int K0, int64_t *Ty, int cand)
+{
+    const pj_program *p = s->st.p;
+    const int H = s->st.g.H, S = p->n_stages;
+    const int64_t Ny = s->st.g.n[1];
+    const int yper = s->st.plan.rule[2] == GHOST_PERIODIC;
+    const double row = (double)s->L.stride[1] * (double)s->st.esz * s->st.nbuf;
+    const double budget = (double)sim_cache_bytes(2) * TB_TILE_L2 * tb_cand_l2[cand];
+    *Ty = 0;
+    for (int K = K0 ? K0 : TB_MAX_K; K >= 2; K--) {
+        int64_t R = (int64_t)K * S * H, W = R + 2 * H + r + 1;
+        int64_t T = s->tb_tile > 0 ? s->tb_tile : (int64_t)(budget / ((double)W * row)) - 2 * R - 2 * H;
+        if (T < 1) continue;
+        if (!s->tb_tile && !K0 && (double)(K * S - 1) * H > TB_TILE_EXTRA * (double)T) continue;
+        if (T >= Ny) return K; /* whole planes */
+        if (yper && T + 2 * R + 2 * H > Ny) return K0 ? K : 0;
+        int64_t parts = (Ny + T - 1) / T;
+        *Ty = (Ny + parts - 1) / parts;
+        return K;
+    }
+    return 0;
+}
+
+static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch, int64_t *tile, int cand)
+{
+    *tile = 0;
     if (s->tb_mode < 0 || n < 2 || !tb_applies(s)) return 0;
     const pj_program *p = s->st.p;
     int last = p->dim - 1, H = s->st.g.H, S = p->n_stages;
@@ -166,8 +225,21 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch)
         }
         if (K > TB_MAX_K) K = TB_MAX_K;
     }
+    int64_t Ty = 0, tiles = 1;
+    double ring = plane * nbuf * (double)((int64_t)K * S * H + 2 * H + r + 1);
+    if (p->dim == 3 && s->tb_tile >= 0 && (s->tb_tile > 0 || K < 2 || ring > (double)sim_cache_bytes(2) * TB_TILE_L2) &&
+        tb_y_uniform(s)) {
+        int64_t rt = s->tb_launch ? r : 1;
+        int kt = tb_tiles(s, rt, s->tb_k, &Ty, cand);
+        if (kt >= 2 || !s->tb_k) K = kt;
+        if (Ty) {
+            r = rt;
+            tiles = (s->st.g.n[1] + Ty - 1) / Ty;
+        }
+    }
     if (K > n) K = (int)n;
     if (K < 2) return 0;
+    if (!B && tiles >= s->threads) B = N; /* the tiles are the threads' work: whole columns */
     if (!B) {
         B = (N + s->threads - 1) / s->threads;
         while (!s->tb_k && B < 8 * 2 * (int64_t)K * S * H && K > 2) K--;
@@ -177,6 +249,7 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch)
     if (B < 1) return 0;
     *rows = B;
     *launch = r;
+    *tile = Ty;
     return K;
 }
 
@@ -187,7 +260,7 @@ static int tb_alloc(sim *s, int64_t W, int stages);
 static int tb_reserve(sim *s, int64_t W, int stages)
 {
     struct tblock *tb = s->tb;
-    if (tb && tb->W == W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->st.nbuf) return 0;
+    if (tb && tb->W >= W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->st.nbuf) return 0;
     if (tb_alloc(s, W, stages) == 0) return 0;
     tblock_free(s->tb);
     s->tb = NULL;
@@ -217,9 +290,10 @@ static int tb_alloc(sim *s, int64_t W, int stages)
         set->bufs = calloc((size_t)s->st.nbuf, sizeof *set->bufs);
         set->row0 = calloc((size_t)s->st.nbuf, sizeof *set->row0);
         set->fb = calloc((size_t)p->n_fields, sizeof *set->fb);
+        set->fp = calloc((size_t)p->n_fields, sizeof *set->fp);
         set->next = calloc((size_t)stages, sizeof *set->next);
         set->done = calloc((size_t)stages, 1);
-        if (!set->mem || !set->z || !set->bufs || !set->row0 || !set->fb || !set->next || !set->done) return -1;
+        if (!set->mem || !set->z || !set->bufs || !set->row0 || !set->fb || !set->fp || !set->next || !set->done) return -1;
         for (int b = 0; b < s->st.nbuf; b++) {
             /* planes laid out as a whole-mesh buffer's: cell (0,0) of a plane P elements in */
             set->mem[b] = aligned_alloc(TB_ALIGN, bytes);
@@ -292,6 +366,8 @@ typedef struct tb_job {
     const int *final;      /* [nbuf] the field whose new state the block's last stage run stores
                               into buffer bi (straight into slot 1 of the sim), else -1 */
     const unsigned char *copied; /* [n_fields] fields with an eq whose new state is copied out */
+    int64_t Ty, Ny;        /* 3D: rows of y per tile (0: whole planes), and the mesh's */
+    int yper;              /* a periodic y (a tile's rows wrap) */
 } tb_job;
 
 static int64_t wrap(int64_t m, int64_t N) { return ((m % N) + N) % N; }
@@ -314,8 +390,58 @@ static char *ring_cell(const tb_job *j, void *z, int64_t ph)
     return (char *)z + ph * j->s->L.stride[j->s->st.p->dim - 1] * (int64_t)j->s->st.esz;
 }
 
-/* After physical plane ph of ring z changed: its other copy made equal. */
-static void ring_sync(const tb_job *j, void *z, int64_t ph)
+/* The storage rows of y that hold a tile's rows [u0, u1) (a periodic y wraps them, else they
+ * are clipped to the mesh): at most two pieces, their count returned. */
+static int y_pieces(const tb_job *j, int64_t u0, int64_t u1, int64_t pc[2][2])
+{
+    const int64_t N = j->Ny;
+    int n = 0;
+    if (!j->yper) {
+        u0 = u0 < 0 ? 0 : u0;
+        u1 = u1 > N ? N : u1;
+    } else if (u0 < 0 && u1 > 0) {
+        pc[n][0] = u0 + N;
+        pc[n++][1] = N;
+        u0 = 0;
+    } else if (u0 < 0) {
+        u0 += N;
+        u1 += N;
+    } else if (u1 > N && u0 < N) {
+        pc[n][0] = u0;
+        pc[n++][1] = N;
+        u0 = 0;
+        u1 -= N;
+    } else if (u0 >= N) {
+        u0 -= N;
+        u1 -= N;
+    }
+    if (u0 < u1) {
+        pc[n][0] = u0;
+        pc[n++][1] = u1;
+    }
+    return n;
+}
+
+/* The pieces with the ghost rows of y at a mesh side they reach. */
+static void y_ghosts(const tb_job *j, int n, int64_t pc[2][2])
+{
+    for (int i = 0; i < n; i++) {
+        if (pc[i][0] == 0) pc[i][0] = -j->s->st.g.H;
+        if (pc[i][1] == j->Ny) pc[i][1] = j->Ny + j->s->st.g.H;
+    }
+}
+
+/* Rows [a, b) of y (their x ghosts included) of the plane whose cell (0,0) is src, copied into
+ * the plane whose cell (0,0) is dst. */
+static void copy_rows(const tb_job *j, char *dst, const char *src, int64_t a, int64_t b)
+{
+    const sim *s = j->s;
+    const int64_t st1 = s->L.stride[1], off = (s->st.g.lo[0] + a * st1) * (int64_t)s->st.esz;
+    memcpy(dst + off, src + off, (size_t)((b - a - 1) * st1 + s->st.g.ext[0]) * s->st.esz);
+}
+
+/* After physical plane ph of ring z changed: its other copy made equal (a tile's rows only). */
+static void ring_sync(const tb_job *j, const tb_set *set, void *z, int64_t ph)
 {
     int64_t W = j->W, H = j->s->st.g.H, m, other = -1;
     if (ph < H) m = ph - H + W;
@@ -325,6 +451,11 @@ static void ring_sync(const tb_job *j, void *z, int64_t ph)
     else if (m < H) other = m + W + H;
     else if (m >= W - H) other = m - W + H;
     if (other < 0) return;
+    if (j->Ty) {
+        for (int i = 0; i < set->nlw; i++)
+            copy_rows(j, ring_cell(j, z, other), ring_cell(j, z, ph), set->lw[i][0], set->lw[i][1]);
+        return;
+    }
     size_t bytes = (size_t)j->s->L.stride[j->s->st.p->dim - 1] * j->s->st.esz;
     memcpy(plane(j->s, z, other), plane(j->s, z, ph), bytes);
 }
@@ -348,12 +479,51 @@ static int64_t ring_run(const tb_job *j, int64_t lo, int64_t y0, int64_t y1)
 
 /* After rows [y0, y0 + n) of ring z changed (consecutive planes): the copies of those kept twice
  * made equal. */
-static void ring_sync_rows(const tb_job *j, void *z, int64_t y0, int64_t n)
+static void ring_sync_rows(const tb_job *j, const tb_set *set, void *z, int64_t y0, int64_t n)
 {
     const int64_t W = j->W, H = j->s->st.g.H;
     for (int64_t y = y0; y < y0 + n; y++) {
         int64_t w = wrap(y, W);
-        if (w < H || w >= W - H) ring_sync(j, z, w + H);
+        if (w < H || w >= W - H) ring_sync(j, set, z, w + H);
+    }
+}
+
+/* Stage q's input rows of y in a tile (the rows it computes and H more each side), as storage
+ * pieces with the ghost rows at a mesh side; *fill_y: 1 when they reach the ghost rows' sources
+ * (rows within H of a side), so that the ghost rows of y are filled. */
+static int y_input(const tb_job *j, const tb_set *set, int q, int64_t pc[2][2], int *fill_y)
+{
+    const int64_t H = j->s->st.g.H, Q = (int64_t)j->K * j->s->st.p->n_stages, d = (Q - q) * H;
+    int n = y_pieces(j, set->ya - d, set->yb + d, pc);
+    *fill_y = 0;
+    for (int i = 0; i < n; i++)
+        if (pc[i][0] < H || pc[i][1] > j->Ny - H) *fill_y = 1;
+    y_ghosts(j, n, pc);
+    return n;
+}
+
+/* One axis' ghost fill of the buffers stage q reads (set->fb) over `span`; in a tile, x and the
+ * last axis over the tile's input rows of y, y where they reach a side's sources. */
+static void fill_span_axis(const tb_job *j, tb_set *set, int q, int ax, sim_fill_span span)
+{
+    sim *s = j->s;
+    const int nf = s->st.p->n_fields;
+    const double *cf[2] = {s->tb->cf[q][2 * ax], s->tb->cf[q][2 * ax + 1]};
+    void *const *fb = set->fp;
+    if (!j->Ty) {
+        for (int f = 0; f < nf; f++) sim_fill_axis(s, f, fb[f], ax, cf, &span);
+        return;
+    }
+    int64_t pc[2][2];
+    int fill_y, n = y_input(j, set, q, pc, &fill_y);
+    if (ax == 1) {
+        for (int f = 0; fill_y && f < nf; f++) sim_fill_axis(s, f, fb[f], ax, cf, &span);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        span.m0 = pc[i][0];
+        span.m1 = pc[i][1];
+        for (int f = 0; f < nf; f++) sim_fill_axis(s, f, fb[f], ax, cf, &span);
     }
 }
 
@@ -367,14 +537,13 @@ static void fill_rows(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q,
     for (int64_t y = y0, n; y < y1; y += n) {
         n = ring_run(j, c->lo, y, y1);
         int64_t ph = ring_ph(j, y);
-        sim_fill_span span = {n, 0, n, c->lo + y, j->periodic, 0};
+        sim_fill_span span = {n, 0, n, c->lo + y, j->periodic, 0, 0, 0};
+        for (int f = 0; f < nf; f++) set->fp[f] = ring_cell(j, set->fb[f], ph);
         for (int x = 0; x < s->st.p->dim; x++) {
             int ax = s->st.plan.axis_order[x];
-            if (ax == last) continue;
-            const double *cf[2] = {s->tb->cf[q][2 * ax], s->tb->cf[q][2 * ax + 1]};
-            for (int f = 0; f < nf; f++) sim_fill_axis(s, f, ring_cell(j, set->fb[f], ph), ax, cf, &span);
+            if (ax != last) fill_span_axis(j, set, q, ax, span);
         }
-        for (int f = 0; f < nf; f++) ring_sync_rows(j, set->fb[f], y, n);
+        for (int f = 0; f < nf; f++) ring_sync_rows(j, set, set->fb[f], y, n);
     }
 }
 
@@ -386,24 +555,40 @@ static void fill_side(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q,
     sim *s = j->s;
     int nf = s->st.p->n_fields, H = s->st.g.H;
     int64_t base = hi ? ring_ph(j, c->E) - H : ring_ph(j, 0); /* physical plane of index 0 below */
-    sim_fill_span span = hi ? (sim_fill_span){H, 0, 2 * H, c->lo + c->E - H, j->periodic, 2}
-                            : (sim_fill_span){H, -H, H, c->lo, j->periodic, 1};
-    for (int x = 0; x < s->st.p->dim; x++) {
-        int ax = s->st.plan.axis_order[x];
-        const double *cf[2] = {s->tb->cf[q][2 * ax], s->tb->cf[q][2 * ax + 1]};
-        for (int f = 0; f < nf; f++) sim_fill_axis(s, f, ring_cell(j, set->fb[f], base), ax, cf, &span);
-    }
+    sim_fill_span span = hi ? (sim_fill_span){H, 0, 2 * H, c->lo + c->E - H, j->periodic, 2, 0, 0}
+                            : (sim_fill_span){H, -H, H, c->lo, j->periodic, 1, 0, 0};
+    for (int f = 0; f < nf; f++) set->fp[f] = ring_cell(j, set->fb[f], base);
+    for (int x = 0; x < s->st.p->dim; x++) fill_span_axis(j, set, q, s->st.plan.axis_order[x], span);
     for (int f = 0; f < nf; f++)
-        for (int64_t r = span.q0; r < span.q1; r++) ring_sync(j, set->fb[f], base + r);
+        for (int64_t r = span.q0; r < span.q1; r++) ring_sync(j, set, set->fb[f], base + r);
 }
 
 /* Stage i's kernel on rows [0, n) of L (buffers set->bufs), strip by strip along x when the rows
  * are wider than j->strip cells: a strip's rows then stay in the first-level cache from one row
  * to the next. A strip is a block of the row for the kernel (first and beyond), so coordinates,
  * `boundary` and rand() are the row's. */
-static void tb_launch(const tb_job *j, tb_set *set, int i, kir_launch *L, int64_t n)
+static void tb_launch(const tb_job *j, tb_set *set, int i, kir_launch *L, int64_t n, int q)
 {
     sim *s = j->s;
+    if (j->Ty) { /* a tile: the stage's rows of y, (Q-1-q)H more each side than the tile's */
+        const int64_t H = s->st.g.H, d = ((int64_t)j->K * s->st.p->n_stages - 1 - q) * H, st1 = s->L.stride[1];
+        int64_t pc[2][2];
+        int np = y_pieces(j, set->ya - d, set->yb + d, pc);
+        for (int bi = 0; bi < s->st.nbuf; bi++) set->row0[bi] = set->bufs[bi];
+        for (int k = 0; k < np; k++) {
+            for (int bi = 0; bi < s->st.nbuf; bi++) set->bufs[bi] = (char *)set->row0[bi] + pc[k][0] * st1 * (int64_t)s->st.esz;
+            L->n[1] = pc[k][1] - pc[k][0];
+            L->first[1] = pc[k][0];
+            L->beyond[1] = j->Ny - pc[k][1];
+            if (s->runner) s->runner(s->runner_ctx, i, L, 0, n);
+            else interp_stage(s->st.p->stages[i].kernel, L, s->single, 0, n);
+        }
+        for (int bi = 0; bi < s->st.nbuf; bi++) set->bufs[bi] = set->row0[bi];
+        L->n[1] = j->Ny;
+        L->first[1] = 0;
+        L->beyond[1] = 0;
+        return;
+    }
     const int64_t nx = j->L0->n[0], X = j->strip > 0 && j->strip < nx ? j->strip : nx;
     for (int bi = 0; bi < s->st.nbuf; bi++) set->row0[bi] = set->bufs[bi];
     for (int64_t x = 0; x < nx; x += X) {
@@ -446,6 +631,10 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
         c.at_hi = hi == N;
     }
     const int64_t E = c.E, lo = c.lo;
+    if (j->Ty) {
+        set->nlw = y_pieces(j, set->ya - R, set->yb + R, set->lw);
+        y_ghosts(j, set->nlw, set->lw);
+    }
     for (int q = 0; q < Q; q++) {
         set->next[q] = c.at_lo ? 0 : (int64_t)q * H;
         set->done[q] = 0;
@@ -459,8 +648,13 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
         for (int64_t y = pos; y < pos + r && y < E; y++) { /* row y of every field of slot 0 comes in */
             int64_t ph = ring_ph(j, y), m = j->periodic ? wrap(lo + y, N) : lo + y;
             for (int f = 0; f < nf; f++) {
-                memcpy(plane(s, set->z[f], ph), plane(s, s->st.buf[f], m), plane_bytes);
-                ring_sync(j, set->z[f], ph);
+                if (j->Ty) /* the tile's rows within reach */
+                    for (int i = 0; i < set->nlw; i++)
+                        copy_rows(j, ring_cell(j, set->z[f], ph), (char *)s->st.buf[f] + m * row_elems * (int64_t)s->st.esz,
+                                  set->lw[i][0], set->lw[i][1]);
+                else
+                    memcpy(plane(s, set->z[f], ph), plane(s, s->st.buf[f], m), plane_bytes);
+                ring_sync(j, set, set->z[f], ph);
             }
         }
         for (int q = 0; q < Q; q++) {
@@ -502,13 +696,18 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
                 L.first[last] = m;
                 L.n[last] = n;
                 L.beyond[last] = N - m - n;
-                tb_launch(j, set, i, &L, n);
+                tb_launch(j, set, i, &L, n, q);
                 for (int bi = 0; bi < nbuf; bi++)
-                    if (j->writes[i * nbuf + bi] && !(out && j->final[bi] >= 0)) ring_sync_rows(j, set->z[map[bi]], x, n);
+                    if (j->writes[i * nbuf + bi] && !(out && j->final[bi] >= 0)) ring_sync_rows(j, set, set->z[map[bi]], x, n);
                 for (int f = 0; out && f < nf; f++)
                     if (j->copied[f])
-                        for (int64_t y = x; y < x + n; y++)
-                            memcpy(plane(s, s->st.buf[nf + f], lo + y), plane(s, set->z[mapK[f]], ring_ph(j, y)), plane_bytes);
+                        for (int64_t y = x; y < x + n; y++) {
+                            if (j->Ty) /* the tile's rows */
+                                copy_rows(j, (char *)s->st.buf[nf + f] + (lo + y) * row_elems * (int64_t)s->st.esz,
+                                          ring_cell(j, set->z[mapK[f]], ring_ph(j, y)), set->ya, set->yb);
+                            else
+                                memcpy(plane(s, s->st.buf[nf + f], lo + y), plane(s, set->z[mapK[f]], ring_ph(j, y)), plane_bytes);
+                        }
             }
         }
     }
@@ -521,8 +720,12 @@ static void tb_range(void *ctx, int64_t begin, int64_t end)
     tb_set *set = NULL;
     for (int i = 0; !set; i = (i + 1) % tb->nsets) /* one free set per running thread */
         if (!__atomic_exchange_n(&tb->set[i].busy, 1, __ATOMIC_ACQUIRE)) set = &tb->set[i];
+    const int64_t tiles = j->Ty ? (j->Ny + j->Ty - 1) / j->Ty : 1;
     for (int64_t band = begin; band < end; band++) {
-        int64_t a = band * j->B, b = a + j->B < j->N ? a + j->B : j->N;
+        int64_t zb = band / tiles, yt = band % tiles;
+        int64_t a = zb * j->B, b = a + j->B < j->N ? a + j->B : j->N;
+        set->ya = yt * j->Ty;
+        set->yb = set->ya + j->Ty < j->Ny ? set->ya + j->Ty : j->Ny;
         tb_band(j, set, a, b);
     }
     __atomic_store_n(&set->busy, 0, __ATOMIC_RELEASE);
@@ -548,7 +751,7 @@ static int64_t tb_strip(const sim *s)
 }
 
 /* K steps of dt in one sweep of bands of B rows. 0, or -1 out of memory (nothing stepped). */
-static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r)
+static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r, int64_t Ty)
 {
     const pj_program *p = s->st.p;
     const int S = p->n_stages, nf = p->n_fields, last = p->dim - 1, nbuf = s->st.nbuf, H = s->st.g.H;
@@ -609,10 +812,13 @@ static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r)
     kir_launch L0 = s->L;
     L0.step = s->st.steps;
     int periodic = s->st.plan.rule[2 * last] == GHOST_PERIODIC;
-    tb_job j = {s, K, B, s->st.g.n[last], W, r, tb_strip(s), periodic, dt, ts, &L0, map, writes, final, copied};
-    int64_t bands = (j.N + B - 1) / B;
+    tb_job j = {s, K, B, s->st.g.n[last], W, r, tb_strip(s), periodic, dt, ts, &L0, map, writes, final, copied,
+                Ty, s->st.g.n[1], s->st.plan.rule[2] == GHOST_PERIODIC};
+    const int64_t tiles = Ty ? (j.Ny + Ty - 1) / Ty : 1, R = (int64_t)K * S * H;
+    int64_t bands = (j.N + B - 1) / B * tiles, band_cells = (B + 2 * R) * (sim_cells(s) / j.N) * K * S;
+    if (Ty) band_cells = band_cells / j.Ny * (Ty + 2 * R);
     if (!s->pool || s->threads < 2) tb_range(&j, 0, bands);
-    else cpu_pool_run_range(s->pool, tb_range, &j, bands, 1, (B + 2 * (int64_t)K * S * H) * (sim_cells(s) / j.N) * K * S);
+    else cpu_pool_run_range(s->pool, tb_range, &j, bands, 1, band_cells);
     for (int f = 0; f < nf; f++) { /* the new state is in slot 1 */
         if (!p->field_has_eq[f]) continue;
         void *m = s->st.mem[f]; s->st.mem[f] = s->st.mem[nf + f]; s->st.mem[nf + f] = m;
@@ -635,18 +841,69 @@ done:
     return rc;
 }
 
+/* The candidate sizes to sweep with now: the one kept, else the next to measure (when neither
+ * the steps per sweep nor the tiles are forced; otherwise the first). */
+static int tb_cand(const sim *s)
+{
+    if (s->tb_pick) return s->tb_pick - 1;
+    if (s->tb_mode < 0 || s->tb_k || s->tb_tile || s->st.p->dim != 3) return 0;
+    for (int c = 0; c < TB_CANDS; c++)
+        if (s->tb_runs[c] < TB_TUNE_RUNS) return c;
+    return 0;
+}
+
+static double tb_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
 {
     (void)err;
     (void)len;
     sim *s = x;
-    int64_t B = 0, r = 1;
-    int K = tb_choose(s, n, &B, &r);
-    return K >= 2 && tb_run(s, dt, K, B, r) == 0 ? K : 0; /* tb_run fails only out of memory: step alone */
+    int64_t B = 0, r = 1, Ty = 0;
+    int c = tb_cand(s), K = tb_choose(s, n, &B, &r, &Ty, c);
+    if (K < 2) return 0;
+    if (!s->tb_pick && c == 0 && !s->tb_runs[0] && Ty) { /* rings for every candidate, not timed */
+        int64_t Wmax = 0, Bc, rc, Tc;
+        int Kmax = 0;
+        for (int i = 0; i < TB_CANDS; i++) {
+            int Kc = tb_choose(s, n, &Bc, &rc, &Tc, i);
+            int64_t Wc = (int64_t)Kc * s->st.p->n_stages * s->st.g.H + 2 * s->st.g.H + rc + 1;
+            Wmax = Wc > Wmax ? Wc : Wmax;
+            Kmax = Kc > Kmax ? Kc : Kmax;
+        }
+        if (tb_reserve(s, Wmax, Kmax * s->st.p->n_stages) < 0) return 0;
+    }
+    double t0 = tb_now();
+    if (tb_run(s, dt, K, B, r, Ty) < 0) return 0; /* tb_run fails only out of memory: step alone */
+    if (!s->tb_pick && !s->tb_k && !s->tb_tile && s->st.p->dim == 3) {
+        if (!Ty && c == 0) s->tb_pick = 1; /* no tiles: nothing to choose */
+        double sec = (tb_now() - t0) / K;
+        if (!s->tb_runs[c]++ || sec < s->tb_sec[c]) s->tb_sec[c] = sec;
+        if (c == TB_CANDS - 1 && s->tb_runs[c] == TB_TUNE_RUNS) {
+            int best = 0;
+            for (int i = 1; i < TB_CANDS; i++)
+                if (s->tb_sec[i] < s->tb_sec[best]) best = i;
+            s->tb_pick = best + 1;
+        }
+    }
+    return K;
 }
 
 int sim_tblock_steps(const sim *s, int64_t n)
 {
-    int64_t B = 0, r = 1;
-    return tb_choose(s, n, &B, &r);
+    int64_t B = 0, r = 1, Ty = 0;
+    return tb_choose(s, n, &B, &r, &Ty, tb_cand(s));
+}
+
+int sim_tblock_tile(const sim *s, int *cand)
+{
+    int64_t B = 0, r = 1, Ty = 0;
+    *cand = tb_cand(s);
+    tb_choose(s, 32, &B, &r, &Ty, *cand);
+    return (int)Ty;
 }
