@@ -5,7 +5,7 @@
 #   1. the library and the pdejit command, Release, in $PDEJIT_BUILD (default build-bench/;
 #      the warnings only -O3 brings are not errors there: the project's own build polices them);
 #   2. bench/ref_rd.c, the hand-written C reference: gcc -O3 -march=native -fopenmp;
-#   3. bench/pj_bench.c, the pdejit driver, against that build's libpdejit_core.a and LLVM;
+#   3. bench/pj_bench.c, the pdejit driver, that build's target pj_bench;
 #   4. bench/.venv with numpy and numba from pip (when pip cannot install them the benchmark
 #      says so and goes on without them);
 # and runs bench/harness.py: step timings (C, pdejit, interpreter, Numba, NumPy) at 64², 256²,
@@ -31,18 +31,9 @@ bench_build pdejit_core pdejit
 log "building the C reference: $CC -O3 -march=native -fopenmp"
 "$CC" -O3 -march=native -fopenmp "$ROOT/bench/ref_rd.c" -lm -o "$BIN/ref_rd"
 
-# 3. the pdejit driver (LLVM linked statically, as in the pdejit command)
+# 3. the pdejit driver (bench/CMakeLists.txt: against the library, LLVM linked as in the command)
+bench_build pj_bench
 LLVM_CONFIG=$(command -v llvm-config-14 || command -v llvm-config)
-if [ ! -x "$BIN/pj_bench" ] || [ "$BUILD/libpdejit_core.a" -nt "$BIN/pj_bench" ] || [ "$ROOT/bench/pj_bench.c" -nt "$BIN/pj_bench" ]; then
-    log "building the pdejit driver"
-    # shellcheck disable=SC2046
-    "$CC" -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra \
-        -I"$ROOT/compiler" -I"$ROOT/runtime" -I"$ROOT/include" -I"$ROOT/grammar" -I"$BUILD" \
-        -I"$("$LLVM_CONFIG" --includedir)" "$ROOT/bench/pj_bench.c" "$BUILD/libpdejit_core.a" \
-        -L"$("$LLVM_CONFIG" --libdir)" $("$LLVM_CONFIG" --link-static --libs core orcjit native passes) \
-        $("$LLVM_CONFIG" --link-static --system-libs | sed 's|[^ ]*libz3\.so||') \
-        -lstdc++ -lxxhash -lpng -lz -lm -ldl -lpthread -fopenmp -o "$BIN/pj_bench"
-fi
 
 # 3b. the copy bandwidth the peer table divides by
 if [ ! -x "$BIN/copy_bw" ] || [ "$ROOT/bench/copy_bw.c" -nt "$BIN/copy_bw" ]; then
