@@ -62,9 +62,22 @@ EXAMPLES = [  # (sample, FiPy's mesh and coefficient as its example file writes 
 ]
 
 
+# LeakSanitizer's own stop-the-world tracer can crash at a sanitized process's exit on a busy
+# machine ("Tracer caught signal 11 ... LeakSanitizer has encountered a fatal error", a known
+# flake: github.com/google/sanitizers/issues/1353); that signature alone is run once more, so a
+# real leak report or any other failure still fails the test.
+LSAN_TRACER_CRASH = "LeakSanitizer has encountered a fatal error"
+
+
 def pdejit_solve(pdejit, sample, work):
     dump = os.path.join(work, sample + ".csv")
-    subprocess.run([pdejit, "run", sample_path(sample), "-q", "--dump", dump], check=True)
+    cmd = [pdejit, "run", sample_path(sample), "-q", "--dump", dump]
+    run = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+    if run.returncode != 0 and LSAN_TRACER_CRASH in run.stderr and "Tracer caught signal" in run.stderr:
+        print(f"{sample}: LeakSanitizer's tracer crashed at exit; run again", file=sys.stderr)
+        run = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+    sys.stderr.write(run.stderr)
+    run.check_returncode()
     data = np.loadtxt(dump, delimiter=",", skiprows=1, ndmin=2)
     return data[:, 0], data[:, -1]
 
