@@ -405,14 +405,10 @@ static PetscErrorCode symmetric_defaults(implicit_solver *q, PetscOptions o, SNE
 {
     KSP ksp;
     PC pc;
-    PetscBool set;
+    PetscBool unnamed;
     if (q->direct) return 0;
-    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_type", &set));
-    if (set) return 0;
-    PetscCall(PetscOptionsHasName(o, NULL, "-pc_type", &set));
-    if (set) return 0;
-    PetscCall(SNESGetKSP(snes, &ksp));
-    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(linear_solver_unnamed(o, snes, &ksp, &pc, &unnamed));
+    if (!unnamed) return 0;
     PetscCall(KSPSetType(ksp, KSPCG));
     PetscCall(PCSetType(pc, PCICC));
     PetscCall(PCFactorSetLevels(pc, 1));

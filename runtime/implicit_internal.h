@@ -186,6 +186,7 @@ int jacobian_plan(implicit_solver *q);
 /* implicit_mg.c */
 int mg_count_levels(const implicit_solver *q, PetscInt cap);
 PetscErrorCode mg_setup_pc(implicit_solver *q, PC pc);
+PetscErrorCode linear_solver_unnamed(PetscOptions o, SNES snes, KSP *ksp, PC *pc, PetscBool *unnamed);
 PetscErrorCode direct_defaults(implicit_solver *q, PetscOptions o, SNES snes);
 PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes);
 PetscErrorCode mg_defaults(implicit_solver *q, SNES snes);

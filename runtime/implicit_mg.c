@@ -90,6 +90,22 @@ static PetscErrorCode mg_interpolation(const implicit_solver *q, const int64_t n
     return 0;
 }
 
+/* Whether the options leave the linear solver to pdejit's defaults: they name neither a Krylov
+ * method (-ksp_type) nor a preconditioner (-pc_type). Where they do, *ksp and *pc are the SNES's. */
+PetscErrorCode linear_solver_unnamed(PetscOptions o, SNES snes, KSP *ksp, PC *pc, PetscBool *unnamed)
+{
+    PetscBool set;
+    *unnamed = PETSC_FALSE;
+    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_type", &set));
+    if (set) return 0;
+    PetscCall(PetscOptionsHasName(o, NULL, "-pc_type", &set));
+    if (set) return 0;
+    PetscCall(SNESGetKSP(snes, ksp));
+    PetscCall(KSPGetPC(*ksp, pc));
+    *unnamed = PETSC_TRUE;
+    return 0;
+}
+
 /* On one process, a mesh with one axis of more than one cell: a direct solve (KSPPREONLY with
  * PETSc's LU) rather than a Krylov method, unless the options (or the solver statement) name a
  * linear solver or a preconditioner. The matrix is banded (its bandwidth the stencil's times the
@@ -101,16 +117,12 @@ PetscErrorCode direct_defaults(implicit_solver *q, PetscOptions o, SNES snes)
 {
     KSP ksp;
     PC pc;
-    PetscBool set;
+    PetscBool unnamed;
     int axes = 0;
     for (int a = 0; a < 3; a++) axes += q->n[a] > 1;
     if (q->d || axes > 1) return 0;
-    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_type", &set));
-    if (set) return 0;
-    PetscCall(PetscOptionsHasName(o, NULL, "-pc_type", &set));
-    if (set) return 0;
-    PetscCall(SNESGetKSP(snes, &ksp));
-    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(linear_solver_unnamed(o, snes, &ksp, &pc, &unnamed));
+    if (!unnamed) return 0;
     PetscCall(KSPSetType(ksp, KSPPREONLY));
     PetscCall(PCSetType(pc, PCLU));
     q->direct = 1;
@@ -126,14 +138,10 @@ PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes)
 {
     KSP ksp;
     PC pc;
-    PetscBool set;
+    PetscBool unnamed;
     if (q->direct || !q->jac->symmetric || mg_count_levels(q, 0) < 3) return 0;
-    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_type", &set));
-    if (set) return 0;
-    PetscCall(PetscOptionsHasName(o, NULL, "-pc_type", &set));
-    if (set) return 0;
-    PetscCall(SNESGetKSP(snes, &ksp));
-    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(linear_solver_unnamed(o, snes, &ksp, &pc, &unnamed));
+    if (!unnamed) return 0;
     PetscCall(PCSetType(pc, PCMG));
     return 0;
 }

@@ -20,26 +20,15 @@
 
 static const double r0 = 1, r1 = 2, k = 10; /* the annulus or shell, u / D */
 
-/* Ei(x) for x > 0: gamma + ln x + sum x^k / (k k!) (all terms positive: no cancellation). */
-static double expint_ei(double x)
-{
-    double sum = 0.57721566490153286 + log(x), term = 1;
-    for (int j = 1; j < 300; j++) {
-        term *= x / j;
-        sum += term / j;
-    }
-    return sum;
-}
-
 /* FiPy's exact solution of div(D grad(phi) + u phi) = 0 on the annulus, phi(r0) = 0, phi(r1) = 1. */
 static double exact_cylindrical(double r)
 {
-    double e0 = expint_ei(k * r0), e1 = expint_ei(k * r1);
-    return exp(k * (r1 - r)) * (e0 - expint_ei(k * r)) / (e0 - e1);
+    double e0 = tu_expint_ei(k * r0), e1 = tu_expint_ei(k * r1);
+    return exp(k * (r1 - r)) * (e0 - tu_expint_ei(k * r)) / (e0 - e1);
 }
 
 /* On the shell r^2 (phi' + k phi) is constant: phi = c g(r) + a exp(-k r), g = k Ei(k r) exp(-k r) - 1/r. */
-static double shell_g(double r) { return k * expint_ei(k * r) * exp(-k * r) - 1 / r; }
+static double shell_g(double r) { return k * tu_expint_ei(k * r) * exp(-k * r) - 1 / r; }
 
 static double exact_spherical(double r)
 {

@@ -193,3 +193,13 @@ void tu_write_file(const char *name, const char *text)
     fputs(text, f);
     assert_int_equal(fclose(f), 0);
 }
+
+double tu_expint_ei(double x)
+{
+    double sum = 0.57721566490153286 + log(x), term = 1;
+    for (int k = 1; k < 300; k++) {
+        term *= x / k;
+        sum += term / k;
+    }
+    return sum;
+}

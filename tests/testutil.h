@@ -36,5 +36,8 @@ double tu_reldiff(double a, double b);
  * program (tests/CMakeLists.txt), so a text without `from` fails the running test (fail_msg
  * naming the missing text), as does running out of memory. */
 char *tu_replaced(const char *text, const char *from, const char *to);
+/* The exponential integral Ei(x) for x > 0 (its series; the exact solutions of FiPy's cylindrical
+ * convection examples). */
+double tu_expint_ei(double x);
 
 #endif
