@@ -23,6 +23,9 @@
  *               float accuracy; tail beyond r: logf, scalar, about one draw in 1000-4000)
  *   zig64_fastonly the ziggurat's fast path alone (no slow path: not a normal distribution, a bound
  *               on what any ziggurat of this shape can cost)
+ *   zig64_pair  zig64_perm with stream 2's word of each pair of cells as the hash, its low half to
+ *               the even cell, its high half to the odd one (one 64-bit mix for two cells);
+ *   zig64_pair_fastonly its fast path alone
  *
  * The ziggurat variants are real generators: `noise_model check [DRAWS] [TAIL_DRAWS]` draws them
  * (default 1e7 for the moments and a Kolmogorov-Smirnov test against the normal CDF, 2e8 for the
@@ -169,12 +172,12 @@ static inline double noise_libm(uint64_t k, int64_t c)
  * from double libm at start-up (a stream would print them as constants). */
 #define ZIG_MAXL 256
 typedef struct {
-    int L, lg, ub;
+    int L, lg, ub, pair; /* pair: the hash is half of stream 2's word of the cell pair c / 2 */
     double r, v, accept;
     float w[ZIG_MAXL], f[ZIG_MAXL], fp[ZIG_MAXL]; /* fp[i] = f[i - 1] */
     uint32_t k[ZIG_MAXL];
 } zig_t;
-static zig_t zig64, zig128, zig256;
+static zig_t zig64, zig128, zig256, zig64p;
 
 static double zig_pdf(double x) { return exp(-0.5 * x * x); }
 /* the top layer's excess area for the base edge r (> 0: r too small); fills x[1..L-1] */
@@ -189,7 +192,7 @@ static double zig_close(int L, double r, double *x)
     }
     return v / xi + zig_pdf(xi) - 1.0;
 }
-static void zig_init(zig_t *t, int L)
+static void zig_init(zig_t *t, int L, int pair)
 {
     double x[ZIG_MAXL], lo = 1.0, hi = 6.0;
     for (int it = 0; it < 200; it++) {
@@ -198,6 +201,7 @@ static void zig_init(zig_t *t, int L)
         else hi = mid;
     }
     t->L = L;
+    t->pair = pair;
     t->r = hi;
     t->v = hi * zig_pdf(hi) + 1.2533141373155003 /* sqrt(pi / 2) */ * erfc(hi / sqrt(2.0));
     zig_close(L, hi, x);
@@ -220,7 +224,12 @@ static void zig_init(zig_t *t, int L)
 /* the next key of a rejection: a new key for the same cell (the attempt a = 1, 2, ...) */
 static inline uint64_t zig_next_key(uint64_t key, uint32_t a) { return key + (uint64_t)a * 0xD1B54A32D192ED03ull; }
 static inline float zig_u24(uint32_t h) { return ((float)(h >> 8) + 0.5f) * 0x1p-24f; } /* (0, 1) */
-static inline uint32_t zig_hash(uint64_t key, uint32_t c) { return hash32(key, (int64_t)c); }
+static inline uint32_t zig_hash(const zig_t *t, uint64_t key, uint32_t c)
+{
+    if (!t->pair) return hash32(key, (int64_t)c);
+    uint64_t w = pj_noise_word(key, (int64_t)(c >> 1));
+    return c & 1u ? (uint32_t)(w >> 32) : (uint32_t)w;
+}
 
 /* exp(x), x in [-7, 0], in single precision: x = n ln 2 + y, |y| <= ln 2 / 2, a degree-6 Taylor
  * polynomial (relative error < 2e-7), 2^n into the exponent; the vector version below does the
@@ -239,7 +248,7 @@ static inline float exp_f32(float x)
 static float zig_tail(const zig_t *t, uint64_t k2, uint32_t c)
 {
     for (uint32_t b = 0;; b += 2) {
-        float r = (float)t->r, e = -logf(zig_u24(zig_hash(k2 + b, c))) / r, y = -logf(zig_u24(zig_hash(k2 + b + 1, c)));
+        float r = (float)t->r, e = -logf(zig_u24(zig_hash(t, k2 + b, c))) / r, y = -logf(zig_u24(zig_hash(t, k2 + b + 1, c)));
         if (2.0f * y > e * e) return r + e;
     }
 }
@@ -247,15 +256,15 @@ static float zig_tail(const zig_t *t, uint64_t k2, uint32_t c)
 /* the normal of cell c (the scalar reference: the interpreter's way) */
 static float zig_scalar(const zig_t *t, uint64_t key, uint32_t c)
 {
-    uint32_t h = zig_hash(key, c);
+    uint32_t h = zig_hash(t, key, c);
     for (uint32_t a = 1;; a++) {
         uint32_t i = h & (uint32_t)(t->L - 1), u = (h >> (t->lg + 1)) & ((1u << t->ub) - 1u);
         float x = (float)u * t->w[i], s = (h >> t->lg) & 1u ? -1.0f : 1.0f;
         uint64_t k2 = zig_next_key(key, 2 * a - 1);
         if (u < t->k[i]) return s * x;
         if (i == 0) return s * zig_tail(t, k2, c);
-        if (t->f[i] + zig_u24(zig_hash(k2, c)) * (t->fp[i] - t->f[i]) < exp_f32(-0.5f * x * x)) return s * x;
-        h = zig_hash(zig_next_key(key, 2 * a), c);
+        if (t->f[i] + zig_u24(zig_hash(t, k2, c)) * (t->fp[i] - t->f[i]) < exp_f32(-0.5f * x * x)) return s * x;
+        h = zig_hash(t, zig_next_key(key, 2 * a), c);
     }
 }
 
@@ -287,9 +296,25 @@ ZIG_INLINE __m512 zig_look(const float *tab, int L, __m512i idx, int how)
     return _mm512_mask_blend_ps(_mm512_test_epi32_mask(idx, _mm512_set1_epi32(128)), p[0], p[4]);
 }
 
-/* hash32 of 16 cells */
-static inline __m512i zig_hash16(uint64_t key, __m512i c)
+/* stream 2's words of 8 pair indices p */
+static inline __m512i zig_mix8(uint64_t key, __m512i p)
 {
+    __m512i z = _mm512_xor_si512(_mm512_mullo_epi64(p, _mm512_set1_epi64((int64_t)PJ_NOISE_G)), _mm512_set1_epi64((int64_t)key));
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), _mm512_set1_epi64((int64_t)PJ_NOISE_M1));
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), _mm512_set1_epi64((int64_t)PJ_NOISE_M2));
+    return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+}
+/* zig_hash of 16 cells c (any) */
+static inline __m512i zig_hash16(const zig_t *t, uint64_t key, __m512i c)
+{
+    if (t->pair) {
+        __m512i half = _mm512_srli_epi32(c, 1), odd = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(1)), 5);
+        __m512i w0 = zig_mix8(key, _mm512_cvtepu32_epi64(_mm512_castsi512_si256(half)));
+        __m512i w1 = zig_mix8(key, _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(half, 1)));
+        w0 = _mm512_srlv_epi64(w0, _mm512_cvtepu32_epi64(_mm512_castsi512_si256(odd)));
+        w1 = _mm512_srlv_epi64(w1, _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(odd, 1)));
+        return _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(w0)), _mm512_cvtepi64_epi32(w1), 1);
+    }
     __m512i x = _mm512_add_epi32(c, _mm512_set1_epi32((int32_t)(uint32_t)key));
     x = _mm512_mullo_epi32(_mm512_xor_si512(x, _mm512_srli_epi32(x, 16)), _mm512_set1_epi32(0x7feb352d));
     x = _mm512_add_epi32(_mm512_xor_si512(x, _mm512_srli_epi32(x, 15)), _mm512_set1_epi32((int32_t)(key >> 32)));
@@ -330,17 +355,26 @@ ZIG_INLINE __m512 zig_try16(const zig_t *t, const int L, __m512i h, int how, __m
 /* one try of attempt a (> 1: the hash of the a-th key) for the cells c0 + off (lanes live), the
  * wedge test in vectors, the tail (about one draw in 1000) by zig_tail; the accepted lanes written
  * to out[off] one by one (a scatter is microcoded on Zen 4); returns the lanes still rejected */
+/* zig_hash of the 16 cells c0 .. c0 + 15 (c0 even): with pair, 8 words, one for two cells */
+static inline __m512i zig_hash16_run(const zig_t *t, uint64_t key, uint32_t c0, __m512i off)
+{
+    if (t->pair)
+        return zig_mix8(key, _mm512_add_epi64(_mm512_set1_epi64((int64_t)(c0 >> 1) + _mm512_cvtsi512_si32(off) / 2),
+                                              _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0)));
+    return zig_hash16(t, key, _mm512_add_epi32(off, _mm512_set1_epi32((int32_t)c0)));
+}
+
 ZIG_INLINE __mmask16 zig_slow16(const zig_t *t, const int L, uint64_t key, uint32_t a, uint32_t c0, __m512i off,
                                 __mmask16 live, float *out, int how)
 {
     __m512i c = _mm512_add_epi32(off, _mm512_set1_epi32((int32_t)c0)), idx;
     __m512 xa;
     __mmask16 fast;
-    __m512 x = zig_try16(t, L, zig_hash16(a > 1 ? zig_next_key(key, 2 * a - 2) : key, c), how, &idx, &xa, &fast);
+    __m512 x = zig_try16(t, L, zig_hash16(t, a > 1 ? zig_next_key(key, 2 * a - 2) : key, c), how, &idx, &xa, &fast);
     uint64_t k2 = zig_next_key(key, 2 * a - 1);
     __mmask16 tail = live & ~fast & _mm512_cmpeq_epi32_mask(idx, _mm512_setzero_si512());
     __m512 fi = zig_look(t->f, L, idx, how), fp = zig_look(t->fp, L, idx, how);
-    __m512 y = _mm512_fmadd_ps(zig_u24_16(zig_hash16(k2, c)), _mm512_sub_ps(fp, fi), fi);
+    __m512 y = _mm512_fmadd_ps(zig_u24_16(zig_hash16(t, k2, c)), _mm512_sub_ps(fp, fi), fi);
     __mmask16 acc = live & (fast | (_mm512_cmplt_ps_mask(y, exp_f32_16(_mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(-0.5f), xa), xa))) & ~tail));
     float xs[16];
     uint32_t os[16];
@@ -366,7 +400,7 @@ ZIG_INLINE void zig_row(const zig_t *t, const int L, uint64_t key, uint32_t c0, 
         __m512i off = _mm512_add_epi32(iota, _mm512_set1_epi32(b)), idx;
         __m512 xa;
         __mmask16 fast;
-        _mm512_storeu_ps(out + b, zig_try16(t, L, zig_hash16(key, _mm512_add_epi32(off, _mm512_set1_epi32((int32_t)c0))), how, &idx, &xa, &fast));
+        _mm512_storeu_ps(out + b, zig_try16(t, L, zig_hash16_run(t, key, c0, off), how, &idx, &xa, &fast));
         /* compress in a register, then a plain store (vpcompressd to memory is microcoded on Zen 4) */
         _mm512_storeu_si512(rej[0] + nr, _mm512_maskz_compress_epi32((__mmask16)~fast, off));
         nr += fast_only ? 0 : __builtin_popcount((__mmask16)~fast);
@@ -443,29 +477,32 @@ static void step_bm_f32_pair(const double *restrict u, double *restrict un, uint
  * that the slow path of a batch's rejected cells runs in full vectors */
 #define ZIG_BATCH 1024
 static float rowf[2 * MAXN + 16];
-#define STEP_ZIG(NAME, L, HOW, FO)                                                                            \
+#define STEP_ZIG(NAME, T, L, HOW, FO)                                                                          \
     static void step_##NAME(const double *restrict u, double *restrict un, uint64_t key)                     \
     {                                                                                                         \
         int nb = n < ZIG_BATCH ? ZIG_BATCH / n : 1;                                                           \
         for (int j = 1; j < n - 1; j++) {                                                                     \
             const double *r = u + (size_t)j * n;                                                              \
             double *o = un + (size_t)j * n;                                                                   \
-            if ((j - 1) % nb == 0) zig_row(&zig##L, L, key, (uint32_t)(n * j), (nb * n + 15) / 16 * 16, rowf, HOW, FO); \
+            if ((j - 1) % nb == 0) zig_row(&T, L, key, (uint32_t)(n * j), (nb * n + 15) / 16 * 16, rowf, HOW, FO); \
             const float *z = rowf + (size_t)((j - 1) % nb) * n;                                               \
             UPDATE((double)z[i])                                                                              \
         }                                                                                                     \
     }
-STEP_ZIG(zig64_perm, 64, LOOK_PERM, 0)
-STEP_ZIG(zig64_gather, 64, LOOK_GATHER, 0)
-STEP_ZIG(zig128_perm, 128, LOOK_PERM, 0)
-STEP_ZIG(zig128_gather, 128, LOOK_GATHER, 0)
-STEP_ZIG(zig256_perm, 256, LOOK_PERM, 0)
-STEP_ZIG(zig256_gather, 256, LOOK_GATHER, 0)
-STEP_ZIG(zig64_fastonly, 64, LOOK_PERM, 1)
+STEP_ZIG(zig64_perm, zig64, 64, LOOK_PERM, 0)
+STEP_ZIG(zig64_gather, zig64, 64, LOOK_GATHER, 0)
+STEP_ZIG(zig128_perm, zig128, 128, LOOK_PERM, 0)
+STEP_ZIG(zig128_gather, zig128, 128, LOOK_GATHER, 0)
+STEP_ZIG(zig256_perm, zig256, 256, LOOK_PERM, 0)
+STEP_ZIG(zig256_gather, zig256, 256, LOOK_GATHER, 0)
+STEP_ZIG(zig64_fastonly, zig64, 64, LOOK_PERM, 1)
+STEP_ZIG(zig64_pair, zig64p, 64, LOOK_PERM, 0)
+STEP_ZIG(zig64_pair_fastonly, zig64p, 64, LOOK_PERM, 1)
 #define ZIG_VARIANTS                                                                                          \
     , {"zig64_perm", step_zig64_perm}, {"zig64_gather", step_zig64_gather}, {"zig128_perm", step_zig128_perm},    \
         {"zig128_gather", step_zig128_gather}, {"zig256_perm", step_zig256_perm},                            \
-        {"zig256_gather", step_zig256_gather}, {"zig64_fastonly", step_zig64_fastonly}
+        {"zig256_gather", step_zig256_gather}, {"zig64_fastonly", step_zig64_fastonly},                   \
+        {"zig64_pair", step_zig64_pair}, {"zig64_pair_fastonly", step_zig64_pair_fastonly}
 #else
 #define ZIG_VARIANTS
 #endif
@@ -497,7 +534,7 @@ typedef struct {
     const char *name;
     const zig_t *t;
 } zig_gen;
-static const zig_gen zig_gens[] = {{"zig64", &zig64}, {"zig128", &zig128}, {"zig256", &zig256}};
+static const zig_gen zig_gens[] = {{"zig64", &zig64}, {"zig128", &zig128}, {"zig256", &zig256}, {"zig64 pair", &zig64p}};
 #define NG (int)(sizeof zig_gens / sizeof zig_gens[0])
 #define CHECK_ROW 1024
 
@@ -587,9 +624,10 @@ static int check(long draws, long tail_draws)
 
 int main(int argc, char **argv)
 {
-    zig_init(&zig64, 64);
-    zig_init(&zig128, 128);
-    zig_init(&zig256, 256);
+    zig_init(&zig64, 64, 0);
+    zig_init(&zig128, 128, 0);
+    zig_init(&zig256, 256, 0);
+    zig_init(&zig64p, 64, 1);
     if (argc > 1 && !strcmp(argv[1], "check"))
         return check(argc > 2 ? atol(argv[2]) : 10000000L, argc > 3 ? atol(argv[3]) : 200000000L);
     n = argc > 1 ? atoi(argv[1]) : 128;
