@@ -222,8 +222,10 @@ def peers_table(args):
     results, bandwidth, roof = {}, {}, {}
     for prob, dims in cases:
         cells = dims[0] * dims[0] if prob == "rd" else dims[0] * dims[1] * dims[2]
-        # 3D: 16 steps a rep at least, so that the blocked row takes blocks of several steps
-        steps = max(3 if prob == "rd" else 16, min(2000, int(2.5e7 / cells)))
+        # 3D: 16 steps a rep at least, so that the blocked row takes blocks of several steps; 2D:
+        # 32, the most a 2D block takes (TB_MAX_K), so that the blocked row is not capped by the
+        # rep (2048² had 5 steps a rep and 4096² 3: blocks of 5 and 3 steps, not the 32 chosen)
+        steps = max(32 if prob == "rd" else 16, min(2000, int(2.5e7 / cells)))
         for t in thread_counts:
             for rnd in range(rounds):
                 bw = run_line([cbw, str(t), "1024", "3"], env, "copy")
