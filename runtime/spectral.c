@@ -10,7 +10,8 @@
  * RITZ_MARGIN (the Ritz values lie a little inside the hull), gives the first s at which s*lambda
  * leaves the scheme's stability region along its ray; the limit is the least of them. A
  * Jacobian of at most SPECTRAL_STEPS rows is reduced exactly (its Ritz values are its
- * eigenvalues).
+ * eigenvalues). A symmetric Jacobian (diffusion and a reaction of one field) takes Lanczos's
+ * three-term recurrence instead, the same Krylov space at steps * n cost instead of steps^2 * n.
  *
  * Growth is the equation's: a mode with Re lambda > 0 only counts when the scheme amplifies it
  * more than exp(dt Re lambda). A real spectrum keeps Gershgorin's limit when that is the larger
@@ -290,43 +291,52 @@ static double mgs_pass(const double *V, double *w, int k, int64_t n, double *h, 
     return norm2;
 }
 
-/* Arnoldi on the merged matrix (rows from start[]): the (steps + 1) x steps Hessenberg h; the
-   steps taken (fewer when the Krylov space is invariant), or -1 without memory. */
-static int arnoldi(const spectral_matrix *m, const int64_t *start, double *h, int steps)
+/* The merged matrix as compressed rows: row i's columns and values at [start[i], start[i + 1]). */
+typedef struct csr {
+    int64_t n;
+    const int64_t *start;
+    int32_t *col;
+    double *val;
+    int symmetric; /* every entry equals its mirror (a missing one is 0): Lanczos, not Arnoldi */
+} csr;
+
+static void product(const csr *a, const double *v, double *w)
 {
-    int64_t n = m->n;
-    double *V = malloc(sizeof *V * (size_t)n * (size_t)(steps + 1));
-    int32_t *col = malloc(sizeof *col * (size_t)(m->nnz > 0 ? m->nnz : 1));
-    double *val = malloc(sizeof *val * (size_t)(m->nnz > 0 ? m->nnz : 1));
-    if (!V || !col || !val) {
-        free(V);
-        free(col);
-        free(val);
-        return -1;
+    for (int64_t i = 0; i < a->n; i++) {
+        double s = 0;
+        for (int64_t e = a->start[i]; e < a->start[i + 1]; e++) s += a->val[e] * v[a->col[e]];
+        w[i] = s;
     }
-    for (int64_t e = 0; e < m->nnz; e++) { /* the product's operands alone, packed */
-        col[e] = m->e[e].c;
-        val[e] = m->e[e].v;
-    }
-    uint64_t x = 0x9e3779b97f4a7c15ull; /* the start vector: splitmix64 from a fixed seed */
+}
+
+/* The start vector: splitmix64 from a fixed seed, normalised. */
+static void start_vector(double *v, int64_t n)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ull;
     for (int64_t i = 0; i < n; i++) {
         uint64_t z = (x += 0x9e3779b97f4a7c15ull);
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
         z ^= z >> 31;
-        V[i] = (double)(z >> 11) * 0x1p-53 * 2 - 1;
+        v[i] = (double)(z >> 11) * 0x1p-53 * 2 - 1;
     }
-    double norm = sqrt(dot(V, V, n)), scale = 0;
-    for (int64_t i = 0; i < n; i++) V[i] /= norm;
+    double norm = sqrt(dot(v, v, n));
+    for (int64_t i = 0; i < n; i++) v[i] /= norm;
+}
+
+/* Arnoldi on the merged matrix: the (steps + 1) x steps Hessenberg h; the steps taken (fewer when
+   the Krylov space is invariant), or -1 without memory. */
+static int arnoldi(const csr *a, double *h, int steps)
+{
+    int64_t n = a->n;
+    double *V = malloc(sizeof *V * (size_t)n * (size_t)(steps + 1));
+    if (!V) return -1;
+    start_vector(V, n);
+    double scale = 0;
     int k = 0;
     for (; k < steps; k++) {
-        const double *v = V + (size_t)k * (size_t)n;
         double *w = V + (size_t)(k + 1) * (size_t)n;
-        for (int64_t i = 0; i < n; i++) {
-            double s = 0;
-            for (int64_t e = start[i]; e < start[i + 1]; e++) s += val[e] * v[col[e]];
-            w[i] = s;
-        }
+        product(a, V + (size_t)k * (size_t)n, w);
         double wn = sqrt(dot(w, w, n));
         if (wn > scale) scale = wn;
         double next = wn;
@@ -343,9 +353,63 @@ static int arnoldi(const spectral_matrix *m, const int64_t *start, double *h, in
         for (int64_t j = 0; j < n; j++) w[j] /= next;
     }
     free(V);
-    free(col);
-    free(val);
     return k;
+}
+
+/* Lanczos on a symmetric matrix: Arnoldi's h (tridiagonal), each step against the last two
+   vectors alone (steps * n work instead of steps^2 * n). Without reorthogonalisation the basis
+   loses orthogonality once a Ritz value converges, which adds copies of converged Ritz values
+   and nothing outside the spectrum's interval (Paige): its ends, which limit dt, are found as by
+   Arnoldi (tests/test_stability_spectral.c compares the two). */
+static int lanczos(const csr *a, double *h, int steps)
+{
+    int64_t n = a->n;
+    double *buf = malloc(sizeof *buf * (size_t)n * 3);
+    if (!buf) return -1;
+    double *prev = buf, *v = buf + n, *w = buf + 2 * n, beta = 0, scale = 0;
+    start_vector(v, n);
+    int k = 0;
+    for (; k < steps; k++) {
+        product(a, v, w);
+        double wn = sqrt(dot(w, w, n));
+        if (wn > scale) scale = wn;
+        if (k)
+            for (int64_t j = 0; j < n; j++) w[j] -= beta * prev[j];
+        double alpha = dot(v, w, n), next = sqrt(update_dot(w, alpha, v, NULL, n));
+        h[k * steps + k] = alpha;
+        h[(k + 1) * steps + k] = next;
+        if (k + 1 < steps) h[k * steps + k + 1] = next;
+        if (!(next > 1e-12 * scale)) { /* an invariant subspace: its Ritz values are eigenvalues */
+            k++;
+            break;
+        }
+        double *t = prev;
+        prev = v;
+        v = w;
+        w = t;
+        for (int64_t j = 0; j < n; j++) v[j] /= next;
+        beta = next;
+    }
+    free(buf);
+    return k;
+}
+
+/* Whether every entry of a (merged, columns in order on each row) equals its mirror. */
+static int is_symmetric(const csr *a)
+{
+    for (int64_t i = 0; i < a->n; i++)
+        for (int64_t e = a->start[i]; e < a->start[i + 1]; e++) {
+            int64_t c = a->col[e], lo = a->start[c], hi = a->start[c + 1];
+            if (c == i) continue;
+            while (lo < hi) { /* the mirror (c, i): a binary search of row c */
+                int64_t mid = lo + (hi - lo) / 2;
+                if (a->col[mid] < i) lo = mid + 1;
+                else hi = mid;
+            }
+            double mirror = lo < a->start[c + 1] && a->col[lo] == i ? a->val[lo] : 0;
+            if (!(mirror == a->val[e])) return 0; /* NaN too: Arnoldi's path, which gives up */
+        }
+    return 1;
 }
 
 /* The harmonic Ritz values (about 0) of an Arnoldi run: the eigenvalues of H + h^2 f e_m^T with
@@ -394,14 +458,14 @@ static int harmonic_values(const double *hm, double *g, int m, double hnext, dou
 /* One Arnoldi run of `steps` steps on the merged matrix: the least ray limit over its Ritz values
    (and, for euler, its harmonic Ritz values) into *found, whether the Ritz values are all real
    into *real. 0, or -1 (no memory, no convergence). */
-static int estimate(const spectral_matrix *m, const int64_t *start, pj_scheme s, int steps, double *found, int *real)
+static int estimate(const csr *m, pj_scheme s, int steps, double *found, int *real)
 {
     double *h = calloc((size_t)(steps + 1) * (size_t)steps, sizeof *h);
     double *small = malloc(sizeof *small * (size_t)(steps * steps) * 2), *g = small + steps * steps;
     double *re = malloc(sizeof *re * (size_t)steps * 4), *im = re + steps, *hre = im + steps, *him = hre + steps;
     int rc = -1;
     if (!h || !small || !re) goto done;
-    int taken = arnoldi(m, start, h, steps);
+    int taken = m->symmetric ? lanczos(m, h, steps) : arnoldi(m, h, steps);
     if (taken < 0) goto done;
     for (int i = 0; i < taken; i++)
         for (int j = 0; j < taken; j++) small[i * taken + j] = h[i * steps + j];
@@ -451,20 +515,33 @@ int spectral_limit(spectral_matrix *m, pj_scheme s, double gershgorin, double *l
         else m->e[k++] = m->e[i];
     m->nnz = k;
     int64_t *start = calloc((size_t)m->n + 1, sizeof *start);
-    if (!start) return -1;
-    for (int64_t i = 0; i < m->nnz; i++) start[m->e[i].r + 1]++;
+    csr a = {m->n, start, malloc(sizeof(int32_t) * (size_t)(k > 0 ? k : 1)), malloc(sizeof(double) * (size_t)(k > 0 ? k : 1)), 0};
+    if (!start || !a.col || !a.val) {
+        free(start);
+        free(a.col);
+        free(a.val);
+        return -1;
+    }
+    for (int64_t i = 0; i < m->nnz; i++) {
+        start[m->e[i].r + 1]++;
+        a.col[i] = m->e[i].c; /* the product's operands alone, packed */
+        a.val[i] = m->e[i].v;
+    }
     for (int64_t i = 0; i < m->n; i++) start[i + 1] += start[i];
+    a.symmetric = !m->general && is_symmetric(&a);
     double found = INFINITY;
     int real = 1, steps = m->n < SPECTRAL_STEPS ? (int)m->n : SPECTRAL_STEPS;
-    int rc = estimate(m, start, s, steps, &found, &real);
+    int rc = estimate(&a, s, steps, &found, &real);
     /* euler and a complex spectrum: the eigenvalues nearest 0 limit it, and the harmonic Ritz
        values need a longer run to resolve them (when it fits) */
     if (rc == 1 && s == PJ_EULER && !real && spectral_bytes(m->n, (double)m->nnz) - 8.0 * (double)m->n * SPECTRAL_STEPS +
                                                  8.0 * (double)m->n * SPECTRAL_STEPS_EULER <= SPECTRAL_BYTES) {
         steps = m->n < SPECTRAL_STEPS_EULER ? (int)m->n : SPECTRAL_STEPS_EULER;
-        rc = estimate(m, start, s, steps, &found, &real);
+        rc = estimate(&a, s, steps, &found, &real);
     }
     free(start);
+    free(a.col);
+    free(a.val);
     if (rc < 0) return -1;
     /* a real spectrum: Gershgorin's bound on its leftmost point holds, and when it is the
        larger limit it is the sharper one */
