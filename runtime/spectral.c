@@ -332,11 +332,20 @@ static int arnoldi(const csr *a, double *h, int steps)
     double *V = malloc(sizeof *V * (size_t)n * (size_t)(steps + 1));
     if (!V) return -1;
     start_vector(V, n);
+    /* on A - sigma I, sigma the diagonal's mean: the same Krylov space and Ritz values less sigma
+       (added back below), but A v's large part along v is gone, so that the first pass cancels
+       less and the second (when it cancelled much) is needed less often */
+    double sigma = 0;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t e = a->start[i]; e < a->start[i + 1]; e++) sigma += a->col[e] == i ? a->val[e] : 0;
+    sigma /= (double)n;
     double scale = 0;
     int k = 0;
     for (; k < steps; k++) {
         double *w = V + (size_t)(k + 1) * (size_t)n;
-        product(a, V + (size_t)k * (size_t)n, w);
+        const double *v = V + (size_t)k * (size_t)n;
+        product(a, v, w);
+        for (int64_t j = 0; j < n; j++) w[j] -= sigma * v[j];
         double wn = sqrt(dot(w, w, n));
         if (wn > scale) scale = wn;
         double next = wn;
@@ -346,6 +355,7 @@ static int arnoldi(const csr *a, double *h, int steps)
             if (next > 0.7 * before) break;
         }
         h[(k + 1) * steps + k] = next;
+        h[k * steps + k] += sigma;
         if (!(next > 1e-12 * scale)) { /* an invariant subspace: its Ritz values are eigenvalues */
             k++;
             break;
