@@ -18,7 +18,8 @@
 #
 # Every run monitors the free energy as the published PFHub curves report it and ends with
 # bench/pfhub_compare.py against them (tests/data/pfhub/: 2a, 2b F - G, G the order parameters'
-# gradient energy the MOOSE records leave out; 3 the square's F and its change from t = 15;
+# gradient energy the moose_itg records leave out, and F against the whole-F records; 3 the
+# square's F and its change from t = 15;
 # docs/pfhub.md has the numbers).
 #
 # Builds the pdejit command (Release, in $PDEJIT_BUILD, default build-bench/, as bench/run.sh);
