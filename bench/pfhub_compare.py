@@ -8,7 +8,8 @@ The published curves are the extracts in tests/data/pfhub/ (their sources are in
 headers), which tests/test_pfhub_published.c compares over their early stretch; what is compared
 and why is explained there:
   2a, 2b  F - G against moose_itg_2a / moose_itg_2b (G: the order parameters' gradient energy,
-          which those records leave out), at every published time the run reached
+          which those records leave out), and F against moose_2X_ia, moose_2X_sta and
+          fenics_2X_ivan, at every published time the run reached
   3       the whole 960 x 960 square's F (the run's plus the uniform melt's energy for the rest of
           the square) and F's change from t = 15, against memphis_3a and moose_itg_3a
 Prints one line per published time and the largest relative difference per stretch of time.
@@ -54,6 +55,13 @@ def main():
         rows = [(t, at(ts, ours, t), v, (at(ts, ours, t) - v) / v) for t, v in zip(pt, pv) if at(ts, ours, t) is not None]
         print(f"PFHub {which}: F - G against moose_itg_{which}")
         report(rows, [(0.4, 8.2), (8.2, 20), (20, 100), (100, 1e9)])
+        for name, column in ((f'moose_{which}_ia', 'TotalEnergy'), (f'moose_{which}_sta', 'TotalEnergy'),
+                             (f'fenics_{which}_ivan', 'total_free_energy')):
+            pt, pv = read(os.path.join(data, name + '.csv'), column)
+            rows = [(t, at(ts, f, t), v, (at(ts, f, t) - v) / v) for t, v in zip(pt, pv)
+                    if t >= 0.4 and at(ts, f, t) is not None]
+            print(f"PFHub {which}: F against {name}")
+            report(rows, [(0.4, 1.9), (1.9, 8.2), (8.2, 20), (20, 100)])
         return
     corner = float(sys.argv[3])
     ts, f = read(monitor, 'F')

@@ -4,8 +4,9 @@
  * that a CI run reaches; the longer comparisons are bench/pfhub_full.sh's (docs/pfhub.md).
  *
  *   pfhub2a_against_moose   samples/pfhub2.pde at the benchmark's size (200 x 200, h = 1), rk2,
- *                           to t = 8.2, against record moose_itg_2a
- *   pfhub2b_against_moose   samples/pfhub2b.pde likewise against record moose_itg_2b
+ *                           to t = 8.2, against records moose_itg_2a (F less the order parameters'
+ *                           gradient energy), moose_2a_ia, moose_2a_sta and fenics_2a_ivan (F)
+ *   pfhub2b_against_moose   samples/pfhub2b.pde likewise against the 2b records
  *   pfhub3_against_published  samples/pfhub3.pde on an 80 x 80 corner of the benchmark's square
  *                           to t = 30 (the melt's far field not yet reached), against records
  *                           memphis_3a and moose_itg_3a
@@ -111,20 +112,35 @@ static double at(const curve *c, double t)
     return NAN;
 }
 
-/* Benchmark 2 (Jokisaari et al., Comput. Mater. Sci. 126 (2017) 139) against the MOOSE records
- * moose_itg_2a and moose_itg_2b (I. Greenquist, 2018; data files in tests/data/pfhub/). Their
- * total_energy is the benchmark's F without the order parameters' gradient energy
- * kappa_eta/2 sum |grad eta_i|^2 (MOOSE's TotalFreeEnergy with interfacial_vars = c only, as in
- * the two other MOOSE 2a inputs that were read: xiaoyuguan/ostwald_sqrpbc and
- * xueyang94/chimad2_Oswald_Ripening_a; the record's own input file was not found): the full F is
- * 4 % (t = 0.5) to 19 % (t = 8) above it, F less that part agrees to 0.11 % (2a) and 0.5 % (2b)
- * at t = 0.5 to 5. So the
- * compared number is F - G with G = integral(kappa_eta/2 sum |grad eta_i|^2), the monitors' own
- * discrete forms. The stretch compared starts at t = 0.49, the record's first point after the
- * initial relaxation (F falls from 9064 to 3600 in t = 0.5: the time steps' error, MOOSE's
- * adaptive bdf from dt = 0.01, dominates there), and ends at t = 8.2 (8200 rk2 steps of 40 000
- * cells, about 6 s of CPU). Measured: within 0.43 % on 2a and 0.82 % on 2b; 1 % allowed. Later the
- * curves part: 1.5 % (2a) and 1.1 % (2b) at t = 10, 9 % at t = 50 (bench/pfhub_full.sh, docs/pfhub.md). */
+/* Benchmark 2 (Jokisaari et al., Comput. Mater. Sci. 126 (2017) 139) against two kinds of PFHub
+ * record (data files in tests/data/pfhub/, their sources in their headers).
+ *
+ * 1. moose_itg_2a and moose_itg_2b (I. Greenquist, 2018). Their total_energy is the benchmark's
+ *    F without the order parameters' gradient energy G = kappa_eta/2 sum |grad eta_i|^2: F - G
+ *    agrees to 0.11 % (2a) and 0.5 % (2b) at t = 0.5 to 5, the full F is 4 % (t = 0.5) to 19 %
+ *    (t = 8) above it. (The record's input, github.com/itgreenquist/moose
+ *    modules/phase_field/pfhub_prob2/part_a.i at dd69f8cf6582, is the run that made it: its
+ *    bdf2 steps from dt = 0.01 growing 1.4x are the record's first times 0.01, 0.024, 0.0436;
+ *    the version stored there names all five gradient terms in TotalFreeEnergy, the numbers
+ *    say the upload left G out, as the other MOOSE 2a inputs on PFHub do, xiaoyuguan/ostwald_sqrpbc
+ *    and xueyang94/chimad2_Oswald_Ripening_a.) So the compared number is F - G, G the monitor
+ *    integral(kappa_eta/2 sum |grad eta_i|^2). From t = 0.49, the record's first point after the
+ *    initial relaxation (F falls from 9064 to 3600 in t = 0.5, where MOOSE's first implicit steps
+ *    decide), to t = 8.2 (8200 rk2 steps of 40 000 cells, about 6 s of CPU). Measured: within
+ *    0.43 % on 2a and 0.82 % on 2b; 1 % allowed.
+ * 2. The whole F against the three records that report it: moose_2X_ia and moose_2X_sta
+ *    (A. M. Jokisaari, an author of the benchmark, MOOSE with two time steppers) and
+ *    fenics_2X_ivan (I. Yashchuk, FEniCS). These agree with each other to 1 % only up to t = 1.9
+ *    (both 2a and 2b; computed here from the data): to there each is compared with 1 % allowed
+ *    (measured: within 0.72 % on 2a, 0.59 % on 2b). Later they part, the MOOSE pair from FEniCS by
+ *    3.7 % at t = 4 and 6 % at t = 8 (2a), so the published F is not known to 1 % there; to t = 8
+ *    the run's F is checked to lie between them (the lowest less 1 %, the highest plus 1 %):
+ *    measured, 0.4 % to 1.3 % above the lowest and 0.8 % to 4.6 % below the highest on 2a (2b:
+ *    0.6 % to 1.6 % and 0.4 % to 2.8 %).
+ * The run itself is converged on this stretch (2a, measured once, too long for a test): at
+ * h = 0.5 (dt = 1e-4) F - G is within 0.15 % of h = 1 to t = 8 and F within 0.65 %; rk2 at
+ * dt = 0.0005 equals dt = 0.001 to 1.4e-5. Later the records part from it and from each other
+ * more, while refining the run moves it away from moose_itg (docs/pfhub.md). */
 static void check_benchmark2(const char *dir, const char *energy, const char *record, double until)
 {
     static curve ours, g, ref;
@@ -144,6 +160,54 @@ static void check_benchmark2(const char *dir, const char *energy, const char *re
     assert_true(compared >= 10);
 }
 
+/* Item 2 above: the whole F (monitor `energy` of run `dir`) against moose_W_ia, moose_W_sta and
+ * fenics_W_ivan, W = 2a or 2b. */
+static void check_whole_energy(const char *dir, const char *energy, const char *w, double until)
+{
+    static curve ours, rec[3];
+    char file[3][64];
+    const char *column[3] = {"TotalEnergy", "TotalEnergy", "total_free_energy"};
+    snprintf(file[0], sizeof file[0], "moose_%s_ia.csv", w);
+    snprintf(file[1], sizeof file[1], "moose_%s_sta.csv", w);
+    snprintf(file[2], sizeof file[2], "fenics_%s_ivan.csv", w);
+    monitor(dir, energy, &ours);
+    for (int r = 0; r < 3; r++) published(file[r], column[r], &rec[r]);
+    /* where the three agree to 1 %: from t = 0.4 to the first of fenics' (dense) rows where they
+       do not */
+    double agree = 0;
+    for (int k = 0; k < rec[2].n; k++) {
+        double t = rec[2].t[k], lo = INFINITY, hi = -INFINITY;
+        if (t < 0.4) continue;
+        for (int r = 0; r < 3; r++) lo = fmin(lo, at(&rec[r], t)), hi = fmax(hi, at(&rec[r], t));
+        agree = t;
+        if (hi - lo > 0.01 * lo) break;
+    }
+    print_message("%s: the published F agree to 1 %% up to t = %g\n", dir, agree);
+    assert_true(agree > 1 && agree < until);
+    for (int r = 0; r < 3; r++) {
+        int compared = 0;
+        for (int k = 0; k < rec[r].n && rec[r].t[k] < agree; k++) {
+            double t = rec[r].t[k], v = at(&ours, t), rel = (v - rec[r].v[k]) / rec[r].v[k];
+            if (t < 0.4) continue;
+            print_message("%s t = %7.4f: F = %9.3f, %s %9.3f: %+.3f %%\n", dir, t, v, file[r], rec[r].v[k], 100 * rel);
+            if (!(fabs(rel) <= 0.01)) fail_msg("%s at t = %g: F = %.6g is %.2f %% from %s's %.6g", dir, t, v, 100 * rel, file[r], rec[r].v[k]);
+            compared++;
+        }
+        assert_true(compared >= 3);
+    }
+    int between = 0;
+    for (int k = 0; k < rec[2].n && rec[2].t[k] <= until; k++) {
+        double t = rec[2].t[k], v = at(&ours, t), lo = INFINITY, hi = -INFINITY;
+        if (t < agree) continue;
+        for (int r = 0; r < 3; r++) lo = fmin(lo, at(&rec[r], t)), hi = fmax(hi, at(&rec[r], t));
+        print_message("%s t = %7.4f: F = %9.3f, the published %9.3f to %9.3f\n", dir, t, v, lo, hi);
+        if (!(v >= 0.99 * lo && v <= 1.01 * hi))
+            fail_msg("%s at t = %g: F = %.6g is outside the published %.6g to %.6g (1 %% either side)", dir, t, v, lo, hi);
+        between++;
+    }
+    assert_true(between >= 10);
+}
+
 static void pfhub2a_against_moose(void **state)
 {
     (void)state;
@@ -157,6 +221,7 @@ static void pfhub2a_against_moose(void **state)
     assert_int_equal(tu_pdejit(&out, "run 2a.pde --out 2a --quiet"), 0);
     free(out);
     check_benchmark2("2a", "F", "moose_itg_2a.csv", 8.2);
+    check_whole_energy("2a", "F", "2a", 8.1);
 }
 
 static void pfhub2b_against_moose(void **state)
@@ -174,6 +239,7 @@ static void pfhub2b_against_moose(void **state)
     assert_int_equal(tu_pdejit(&out, "run 2b.pde --out 2b --quiet"), 0);
     free(out);
     check_benchmark2("2b", "energy", "moose_itg_2b.csv", 8.2);
+    check_whole_energy("2b", "energy", "2b", 8.1);
 }
 
 /* Benchmark 3 (dendritic growth) against the records memphis_3a (MEMPHIS, explicit Euler on 960 x
