@@ -84,6 +84,44 @@ def loadavg():
         return "?"
 
 
+UNIFORM_LEAVES = {"const", "param", "h", "dt", "t"}   # the same for every cell: hoisted out of the loop
+CELL_LEAVES = {"load", "coord", "metric"}              # differ from cell to cell
+NOT_OPERATIONS = UNIFORM_LEAVES | CELL_LEAVES | {"store"}
+
+
+def ops_per_cell(ir_text, kernel="stage1"):
+    """Floating-point operations a cell of one kernel of `pdejit emit --ir`: every node that
+    depends on the cell (through a load, a coordinate or a metric table) and is not itself a
+    leaf, each counted once (fma too: one instruction, as bench/fma_peak counts the roof)."""
+    varying, count, inside = set(), 0, False
+    for line in ir_text.splitlines():
+        if line.startswith("kernel "):
+            inside = line.split()[1] == kernel
+            continue
+        if not inside or "=" not in line or not line.lstrip().startswith("%"):
+            continue
+        name, rhs = [w.strip() for w in line.split("=", 1)]
+        words = rhs.split()
+        op, args = words[0], [w for w in words[1:] if w.startswith("%")]
+        if op in CELL_LEAVES or any(a in varying for a in args):
+            varying.add(name)
+            if op not in NOT_OPERATIONS:
+                count += 1
+    return count
+
+
+def problem_ops(args, prob, env):
+    """Operations a cell of the peer table's problem `prob`, from `pdejit emit --ir` of the text
+    pj_bench runs (written by it to $PJ_BENCH_SOURCE); None when it cannot be had."""
+    pjb = os.path.join(args.bin, "pj_bench")
+    src = os.path.join(os.path.dirname(env["PDEJIT_CACHE_DIR"]), prob + ".pde")
+    cmd = [pjb, "step", "16", "1", "1", "1", "cpu"] if prob == "rd" else [pjb, "step3d", "8", "8", "8", "1", "1", "1", "cpu"]
+    if run_line(cmd, dict(env, PJ_BENCH_SOURCE=src), "pdejit") is None:
+        return None
+    r = subprocess.run([args.pdejit, "emit", src, "--ir"], capture_output=True, text=True, env=env)
+    return ops_per_cell(r.stdout) if r.returncode == 0 else None
+
+
 def tblock_table(args):
     """Temporal blocking (backends/host/tblock.c): the C reference, pdejit one step at a time, and pdejit
     with several steps per sweep, side by side, interleaved round by round; batches of 64 steps."""
@@ -156,6 +194,7 @@ def peers_table(args):
     ref = os.path.join(args.bin, "ref_rd")
     pjb = os.path.join(args.bin, "pj_bench")
     cbw = os.path.join(args.bin, "copy_bw")
+    fma = os.path.join(args.bin, "fma_peak")
     peers = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers.py")
     tmp = tempfile.mkdtemp(prefix="pdejit-bench-")
     env = dict(os.environ, PDEJIT_CACHE_DIR=os.path.join(tmp, "cache"))
@@ -178,17 +217,23 @@ def peers_table(args):
                            ("Devito (OpenMP, opt 'advanced')", "devito")):
             impls.append((label, key, lambda p, d, t, s, key=key: [args.peers_python, peers, key, p] + size_args(p, d) +
                           [str(t), str(s), str(reps)]))
+    ops = {prob: problem_ops(args, prob, env) for prob in {c[0] for c in cases}}
     t_start, load_start = time.time(), loadavg()
-    results, bandwidth = {}, {}
+    results, bandwidth, roof = {}, {}, {}
     for prob, dims in cases:
         cells = dims[0] * dims[0] if prob == "rd" else dims[0] * dims[1] * dims[2]
-        # 3D: 16 steps a rep at least, so that the blocked row takes blocks of several steps
-        steps = max(3 if prob == "rd" else 16, min(2000, int(2.5e7 / cells)))
+        # 3D: 16 steps a rep at least, so that the blocked row takes blocks of several steps; 2D:
+        # 32, the most a 2D block takes (TB_MAX_K), so that the blocked row is not capped by the
+        # rep (2048² had 5 steps a rep and 4096² 3: blocks of 5 and 3 steps, not the 32 chosen)
+        steps = max(32 if prob == "rd" else 16, min(2000, int(2.5e7 / cells)))
         for t in thread_counts:
             for rnd in range(rounds):
                 bw = run_line([cbw, str(t), "1024", "3"], env, "copy")
                 if bw:
                     bandwidth.setdefault(t, []).append(float(bw["median"]))
+                peak = run_line([fma, str(t), "3"], env, "fma")
+                if peak:
+                    roof.setdefault(t, []).append(float(peak["median"]))
                 for label, key, build in impls:
                     env_t = dict(env, OMP_NUM_THREADS=str(t))
                     res = run_line(build(prob, dims, t, steps), env_t)
@@ -211,8 +256,14 @@ def peers_table(args):
               rounds, reps, ", ".join("%d thread%s %.1f GB/s" % (t, "" if t == 1 else "s", statistics.median(v))
                                       for t, v in sorted(bandwidth.items())) or "not measured",
               last_level_cache(), load_start, loadavg(), time.time() - t_start))
-    print("| problem | cells | threads | implementation | time/step | best rep | Mcups | GB/s | of DRAM | speed vs C | check | compile |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("*of FP roof* = Mcups x (operations a cell) / (the floating-point operations a second of an FMA loop "
+          "at the same thread count, `fma_peak`: %s); operations a cell are the nodes of pdejit's stage kernel "
+          "that depend on the cell (`pdejit emit --ir`; an fma counts once, as an add or a multiply): %s.\n" % (
+              ", ".join("%d thread%s %.1f Gop/s" % (t, "" if t == 1 else "s", statistics.median(v))
+                        for t, v in sorted(roof.items())) or "not measured",
+              ", ".join("%s %s" % (p, o if o is not None else "not counted") for p, o in sorted(ops.items()))))
+    print("| problem | cells | threads | implementation | time/step | best rep | Mcups | GB/s | of DRAM | of FP roof | speed vs C | check | compile |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for prob, dims in cases:
         cells = dims[0] * dims[0] if prob == "rd" else dims[0] * dims[1] * dims[2]
         name = "x".join(map(str, dims)) if len(dims) == 3 else "%d²" % dims[0]
@@ -222,10 +273,11 @@ def peers_table(args):
             c_sum = float(c["lines"][0]["checksum"]) if c else None
             c_steps = c["lines"][0]["steps"] if c else None
             bw = statistics.median(bandwidth[t]) if t in bandwidth else None
+            peak = statistics.median(roof[t]) if t in roof else None
             for label, key, _ in impls:
                 d = results.get((prob, dims, t, key))
                 if not d:
-                    print("| %s | %s | %d | %s | failed | | | | | | | |" % (prob, name, t, label))
+                    print("| %s | %s | %d | %s | failed | | | | | | | | |" % (prob, name, t, label))
                     continue
                 med = statistics.median(d["times"])
                 gbs = cells * BYTES_PER_CELL / med / 1e9
@@ -238,9 +290,10 @@ def peers_table(args):
                             ok = ok and abs(a - b) <= 1e-12 * abs(b)
                     chk = "ok" if ok else "DIFFERS"
                 comp = d["lines"][0].get("compile_s", "")
-                print("| %s | %s | %s | %s | %s | %s | %.0f | %.1f | %s | %s | %s | %s |" % (
+                fp = cells / med * ops[prob] / (peak * 1e9) if peak and ops[prob] else None
+                print("| %s | %s | %s | %s | %s | %s | %.0f | %.1f | %s | %s | %s | %s | %s |" % (
                     prob, name, d["lines"][0].get("threads", str(t)), label, fmt_time(med), fmt_time(min(d["times"])),
-                    cells / med / 1e6, gbs, ("%.2f" % (gbs / bw)) if bw else "",
+                    cells / med / 1e6, gbs, ("%.2f" % (gbs / bw)) if bw else "", ("%.2f" % fp) if fp else "",
                     ("%.2f" % (c_med / med)) if c_med else "", chk, ("%s s" % comp) if comp else ""))
     shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -36,7 +36,9 @@
  *       What a run pays before its first step, in this process: the front end (parse, check,
  *       lower), the JIT's creation, and per stage kernel the compile or cache load (the figure
  *       `pdejit run --verbose` prints), then the total. Run it twice on an empty
- *       PDEJIT_CACHE_DIR: the first is the cold compile, the second the cache hit. */
+ *       PDEJIT_CACHE_DIR: the first is the cold compile, the second the cache hit.
+ *
+ *   $PJ_BENCH_SOURCE=FILE (step, step3d): the problem's text is also written to FILE. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +58,16 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Compiles the benchmark's problem text; with $PJ_BENCH_SOURCE set, also writes the text there
+ * (the harness counts the kernel's operations from `pdejit emit --ir` of it). */
 static pj_program *compile_text(const char *name, const char *src)
 {
+    const char *save = getenv("PJ_BENCH_SOURCE");
+    FILE *f = save ? fopen(save, "w") : NULL;
+    if (f) {
+        fputs(src, f);
+        fclose(f);
+    }
     diag d;
     diag_init(&d, name, src, strlen(src));
     pj_program *p = compile_problem(name, src, strlen(src), &d, NULL);

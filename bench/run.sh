@@ -12,8 +12,9 @@
 # 1024², 2048² on 1 and 2 threads, compile/cache timings of every sample, and the wall time
 # of a whole cached `pdejit run`.
 #
-# --peers: only the peer table (C, pdejit, Numba, pystencils, Devito; 2D and 3D; the fraction of
-# the DRAM bound from bench/copy_bw.c), the peers pip-installed into bench/.venv-peers.
+# --peers: only the peer table (C, pdejit, Numba, pystencils, Devito; 2D and 3D; the fractions of
+# the DRAM bound from bench/copy_bw.c and of the floating-point roof from bench/fma_peak.c), the
+# peers pip-installed into bench/.venv-peers.
 # --quick: one round, fewer reps (under 2 minutes once built). Other options go to harness.py,
 # e.g. --rounds 5, --sizes 64,1024, --threads 2. Environment: PDEJIT_BUILD (build folder),
 # BENCH_NO_PYTHON=1 (skip NumPy/Numba), CC (default gcc).
@@ -35,10 +36,12 @@ log "building the C reference: $CC -O3 -march=native -fopenmp"
 bench_build pj_bench
 LLVM_CONFIG=$(command -v llvm-config-14 || command -v llvm-config)
 
-# 3b. the copy bandwidth the peer table divides by
-if [ ! -x "$BIN/copy_bw" ] || [ "$ROOT/bench/copy_bw.c" -nt "$BIN/copy_bw" ]; then
-    "$CC" -O3 -march=native -fopenmp "$ROOT/bench/copy_bw.c" -o "$BIN/copy_bw"
-fi
+# 3b. the copy bandwidth and the floating-point roof the peer table divides by
+for tool in copy_bw fma_peak; do
+    if [ ! -x "$BIN/$tool" ] || [ "$ROOT/bench/$tool.c" -nt "$BIN/$tool" ]; then
+        "$CC" -O3 -march=native -fopenmp "$ROOT/bench/$tool.c" -o "$BIN/$tool"
+    fi
+done
 
 # 3c. --peers: Numba, pystencils and Devito in bench/.venv-peers
 PEERS_PY=""

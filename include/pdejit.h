@@ -216,8 +216,9 @@ PJ_API pj_status pj_sim_monitor(pj_sim *sim, const char *name, double *value, ch
  * problem from `text` (statements of the problem language, e.g. "func r(s) = 2*s\non left: u = 1"):
  * a later definition replaces the earlier one of the same func or flux, the eq of the same field,
  * the same const, the conditions of the same field on the same sides. The new kernels are compiled
- * on the calling thread; when pj_sim_advance runs on another thread meanwhile, the swap happens
- * between two of its steps (this call waits for it), else at once. The fields keep their state,
+ * on the calling thread; when pj_sim_advance runs on another thread meanwhile, its steps wait for
+ * them (at most 100 ms, then they go on) and the swap happens between two of its steps (this call
+ * waits for it), else at once. The fields keep their state,
  * params set with pj_sim_set_param keep their values, the scheme stays.
  * PJ_ERR_INPUT when the text has an error (*diagnostics, if not NULL, receives it as
  * "<redefine>:LINE:COL: error: ..." with the line and a caret; malloc'd, free it) or changes what a

@@ -1,12 +1,14 @@
 /* api.c — the public API (include/pdejit.h) over the compiler and the back-end interface
  * (runtime/engine.h): a pj_sim is an engine plus what the caller set. */
 #include "pdejit.h"
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "checkpoint.h"
 #include "decomp.h"
 #include "driver.h"
@@ -42,6 +44,7 @@ struct pj_sim {
     int advancing;
     pthread_t stepper;     /* the thread in pj_sim_advance or pj_sim_run, while advancing */
     atomic_int posted;
+    atomic_int preparing;  /* 1: another thread compiles a swap's kernels (swap_pause); 2: paused for it */
     pj_program *next;
     int next_owned;        /* next came from a redefinition: the sim frees it */
     void *next_kernels;
@@ -365,10 +368,41 @@ static void apply_posted(pj_sim *ps)
     pthread_cond_broadcast(&ps->applied);
 }
 
+/* The steps wait this long at most for the kernels of a swap being compiled on another thread
+   (pj_sim_swap, pj_sim_redefine): a quick compile then has every core instead of racing the
+   run's threads, and the new definition takes over at the step the change was seen at. */
+#define SWAP_PAUSE_NS 100000000L
+
+static void set_preparing(pj_sim *ps, int on)
+{
+    pthread_mutex_lock(&ps->lock);
+    atomic_store(&ps->preparing, on);
+    if (!on) pthread_cond_broadcast(&ps->applied);
+    pthread_mutex_unlock(&ps->lock);
+}
+
+/* On the stepping thread: wait for the swap's kernels (posted), at most SWAP_PAUSE_NS, once a swap. */
+static void swap_pause(pj_sim *ps)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += SWAP_PAUSE_NS;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&ps->lock);
+    while (atomic_load(&ps->preparing) == 1 && !atomic_load(&ps->posted))
+        if (pthread_cond_timedwait(&ps->applied, &ps->lock, &until) == ETIMEDOUT) break;
+    if (atomic_load(&ps->preparing) == 1) atomic_store(&ps->preparing, 2);
+    pthread_mutex_unlock(&ps->lock);
+}
+
 static void between_steps(void *ctx)
 {
     pj_sim *ps = ctx;
     if (ps->user_between) ps->user_between(ps->user_ctx);
+    if (atomic_load(&ps->preparing) == 1) swap_pause(ps);
     if (!atomic_load(&ps->posted)) return;
     pthread_mutex_lock(&ps->lock);
     if (atomic_load(&ps->posted)) apply_posted(ps);
@@ -385,6 +419,8 @@ static int swap_in(pj_sim *ps, pj_program *p2, int owned, void *kernels, char *e
     ps->next_owned = owned;
     ps->next_kernels = kernels;
     atomic_store(&ps->posted, 1);
+    atomic_store(&ps->preparing, 0);
+    pthread_cond_broadcast(&ps->applied); /* a step boundary waiting for it (swap_pause) */
     if (!ps->advancing || pthread_equal(pthread_self(), ps->stepper)) apply_posted(ps);
     while (atomic_load(&ps->posted)) pthread_cond_wait(&ps->applied, &ps->lock);
     int rc = ps->next_rc;
@@ -434,9 +470,11 @@ pj_status pj_sim_redefine(pj_sim *ps, const char *text, char **diagnostics)
     pj_status st = PJ_OK;
     char err[512] = "";
     void *kernels = NULL;
+    if (p2) set_preparing(ps, 1);
     if (!p2) {
         st = PJ_ERR_INPUT;
     } else if (!(kernels = engine_prepare(ps->e, p2, NULL, err, sizeof err))) {
+        set_preparing(ps, 0);
         st = engine_can_swap(ps->e) ? PJ_ERR_BACKEND : PJ_ERR_UNSUPPORTED;
     } else {
         /* swap now, or post it for the stepping thread and wait for the step boundary */
@@ -524,8 +562,10 @@ pj_status pj_sim_swap(pj_sim *ps, const pj_problem *next, double *t_swap, char *
         return PJ_ERR_MEMORY;
     }
     memcpy(text, next->text, next->len + 1);
+    set_preparing(ps, 1);
     void *kernels = engine_prepare(ps->e, next->p, NULL, err, err_len);
     if (!kernels) {
+        set_preparing(ps, 0);
         free(text);
         return engine_can_swap(ps->e) ? PJ_ERR_BACKEND : PJ_ERR_UNSUPPORTED;
     }

@@ -16,6 +16,7 @@ typedef struct spectral_matrix {
     int64_t most;     /* entries it may hold: beyond them it gives up (failed) */
     struct spectral_entry *e;
     int failed;       /* out of memory or room: no estimate, the caller falls back */
+    int general;      /* 1: Arnoldi even when the matrix is symmetric (tests compare it with Lanczos) */
 } spectral_matrix;
 
 /* Bytes the spectral estimate may take for an n-row Jacobian with up to `entries` entries:
@@ -44,7 +45,7 @@ int spectral_hessenberg_eigenvalues(const double *h, int m, double *re, double *
 
 /* The stability limit of scheme s for the Jacobian m (its entries sorted and merged here, so
    that any order of spectral_add gives the same bits), from the Ritz values of SPECTRAL_STEPS
-   Arnoldi steps; `gershgorin`, the limit from Gershgorin's discs, is kept when the spectrum is
+   Arnoldi steps (Lanczos steps when m is symmetric); `gershgorin`, the limit from Gershgorin's discs, is kept when the spectrum is
    real and Gershgorin's bound is within the estimate's margin (it is then exact or nearly).
    0 with *limit, or -1 when no estimate was made (no memory, no convergence): *limit untouched. */
 int spectral_limit(spectral_matrix *m, pj_scheme s, double gershgorin, double *limit);

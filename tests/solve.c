@@ -47,15 +47,12 @@ void api_sim_end(api_sim *a, double *u, pj_solver_stats *st)
     a->problem = NULL;
 }
 
-solved *solve(const char *src, backend_kind be, int single, int threads, const char *sets)
+static solved *solve_program(pj_program *p, const char *backend, const engine_options *eo, const char *sets,
+                             int check_every)
 {
     solved *r = calloc(1, sizeof *r);
-    r->p = compile_text(src);
-    pj_program *p = r->p;
-    static const char *const names[] = {[BE_INTERP] = "interp", [BE_CPU] = "cpu", [BE_CPU_PREFETCH] = "cpu",
-                                        [BE_CUDA] = "cuda"};
-    engine_options eo = {.single = single, .threads = threads, .prefetch = be == BE_CPU_PREFETCH};
-    engine *e = engine_create(engine_backend(names[be]), p, &eo, NULL, r->err, sizeof r->err);
+    r->p = p;
+    engine *e = engine_create(engine_backend(backend), p, eo, NULL, r->err, sizeof r->err);
     if (!e) {
         fprintf(stderr, "%s\n", r->err);
         abort();
@@ -70,9 +67,15 @@ solved *solve(const char *src, backend_kind be, int single, int threads, const c
         }
     }
     if (engine_init(e, r->err, sizeof r->err) < 0) abort();
-    driver_options o = {.dt = p->dt, .until = p->until, .steps = p->steps, .check_every = 1};
+    if (p->n_monitors) {
+        r->mon0 = malloc(sizeof(double) * (size_t)p->n_monitors);
+        r->mon1 = malloc(sizeof(double) * (size_t)p->n_monitors);
+        if (engine_reduce(e, r->mon0, r->err, sizeof r->err) < 0) abort();
+    }
+    driver_options o = {.dt = p->dt, .until = p->until, .steps = p->steps, .check_every = check_every};
     driver_result res;
     r->status = driver_run(e, &o, &res, r->err, sizeof r->err);
+    if (p->n_monitors && engine_reduce(e, r->mon1, r->err, sizeof r->err) < 0) abort();
     r->t = engine_time(e);
     r->cells = engine_cells(e);
     r->u = calloc((size_t)p->n_fields, sizeof *r->u);
@@ -91,6 +94,23 @@ solved *solve(const char *src, backend_kind be, int single, int threads, const c
     return r;
 }
 
+solved *solve(const char *src, backend_kind be, int single, int threads, const char *sets)
+{
+    static const char *const names[] = {[BE_INTERP] = "interp", [BE_CPU] = "cpu", [BE_CPU_PREFETCH] = "cpu",
+                                        [BE_CUDA] = "cuda"};
+    engine_options eo = {.single = single, .threads = threads, .prefetch = be == BE_CPU_PREFETCH};
+    return solve_program(compile_text(src), names[be], &eo, sets, 1);
+}
+
+solved *solve_named(const char *name, const char *src, const char *backend)
+{
+    engine_options eo = {.threads = 1};
+    solved *r = solve_program(compile_named(name, src), backend, &eo, NULL, 64);
+    if (r->status) fprintf(stderr, "%s\n", r->err);
+    assert_int_equal(r->status, 0);
+    return r;
+}
+
 double field_sum(const solved *s, int f)
 {
     double sum = 0;
@@ -104,6 +124,8 @@ void solved_free(solved *s)
     for (int f = 0; s->u && f < s->p->n_fields; f++) free(s->u[f]);
     free(s->u);
     for (int a = 0; a < 3; a++) free(s->x[a]);
+    free(s->mon0);
+    free(s->mon1);
     program_free(s->p);
     free(s);
 }

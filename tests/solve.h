@@ -13,6 +13,7 @@ typedef struct solved {
     double **u;         /* per field: its final interior values (x fastest) */
     double *x[3];       /* cell centres of each cell along each axis */
     int64_t cells;
+    double *mon0, *mon1; /* the monitors before the first step and at the end (NULL: none) */
     double t;
     int status;         /* driver_run's */
     char err[1024];
@@ -39,6 +40,9 @@ void engine_set_params(engine *e, const char *sets);
 
 /* Runs `src` to its end; `sets` is "name=value,name=value" or NULL. */
 solved *solve(const char *src, backend_kind be, int single, int threads, const char *sets);
+/* The same with `src` named `name` in diagnostics, on one thread in double, NaN checks every 64
+ * steps, back end by name ("interp", "cpu", "cuda"); a test failure when the run fails. */
+solved *solve_named(const char *name, const char *src, const char *backend);
 void solved_free(solved *s);
 double field_sum(const solved *s, int f);
 

@@ -68,29 +68,15 @@ static char *sample_text(int i, int nr, const char *time_line)
 /* The problem src (nr cells) solved on `backend`: its field, and the cell centres along r in *rc. */
 static double *solve_text(const char *name, const char *src, int nr, const char *backend, double **rc)
 {
-    pj_program *p = compile_named(name, src);
-    engine_options eo = {.threads = 1};
-    char err[512];
-    engine *e = engine_create(engine_backend(backend), p, &eo, NULL, err, sizeof err);
-    if (!e) fprintf(stderr, "%s\n", err);
-    assert_non_null(e);
-    assert_int_equal(engine_init(e, err, sizeof err), 0);
-    driver_options o = {.dt = p->dt, .until = p->until, .steps = p->steps, .check_every = 64};
-    driver_result res;
-    int status = driver_run(e, &o, &res, err, sizeof err);
-    if (status) fprintf(stderr, "%s\n", err);
-    assert_int_equal(status, 0);
-    assert_int_equal(engine_cells(e), nr);
-    double *u = malloc(sizeof(double) * (size_t)nr);
-    assert_non_null(u);
-    assert_int_equal(engine_get_field(e, 0, u, err, sizeof err), 0);
+    solved *s = solve_named(name, src, backend);
+    assert_int_equal(s->cells, nr);
+    double *u = s->u[0];
+    s->u[0] = NULL; /* taken, with the centres */
     if (rc) {
-        *rc = malloc(sizeof(double) * (size_t)nr);
-        assert_non_null(*rc);
-        for (int c = 0; c < nr; c++) (*rc)[c] = program_cell_centre(p, 0, c);
+        *rc = s->x[0];
+        s->x[0] = NULL;
     }
-    engine_destroy(e);
-    program_free(p);
+    solved_free(s);
     return u;
 }
 

@@ -23,6 +23,7 @@
 #include <string.h>
 #include "engine.h"
 #include "solve.h"
+#include "spectral.h"
 #include "stability.h"
 
 static const char *schemes[] = {"euler", "rk2", "rk3", "rk4"};
@@ -399,12 +400,64 @@ static void checked_again_at_outputs(void **state)
     free(out);
 }
 
+/* A symmetric Jacobian takes Lanczos's recurrence (spectral.c): it must find the limit Arnoldi
+ * finds (m.general) on the same matrix, and the true limit where the spectrum is known: the
+ * tridiagonal (1, -2, 1) of order n has eigenvalues -2 + 2 cos(j pi / (n + 1)), and along the
+ * negative real axis the schemes are stable up to |dt lambda| = 2, 2, 2.5127, 2.7853. The second
+ * matrix, a periodic 2D Laplacian plus a random diagonal (growth in places), is assembled in a
+ * scrambled order with its diagonal in two parts, as stability.c's folded rows may be. */
+static double limit_of(int which, int general, pj_scheme s)
+{
+    int nx = 48, n = which == 0 ? 500 : nx * nx;
+    spectral_matrix m = {.n = n, .most = 8 * (int64_t)n, .general = general};
+    uint64_t x = 12345;
+    for (int q = 0; q < n; q++) {
+        int i = (int)(((int64_t)q * 7919) % n); /* every row once, out of order */
+        if (which == 0) {
+            spectral_add(&m, i, i, -2);
+            if (i > 0) spectral_add(&m, i, i - 1, 1);
+            if (i + 1 < n) spectral_add(&m, i, i + 1, 1);
+            continue;
+        }
+        int a = i % nx, b = i / nx;
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        double r = (double)(x >> 11) * 0x1p-53 * 1.5 - 1; /* in [-1, 0.5) */
+        spectral_add(&m, i, i, -2.0 * 0.5);
+        spectral_add(&m, i, b * nx + (a + 1) % nx, 1);
+        spectral_add(&m, i, ((b + 1) % nx) * nx + a, 1);
+        spectral_add(&m, i, i, r - 2.0 * 1.5);
+        spectral_add(&m, i, b * nx + (a + nx - 1) % nx, 1);
+        spectral_add(&m, i, ((b + nx - 1) % nx) * nx + a, 1);
+    }
+    double limit = -1;
+    if (spectral_limit(&m, s, 0, &limit) != 0) fail_msg("no estimate");
+    spectral_free(&m);
+    return limit;
+}
+
+static void lanczos_as_arnoldi(void **state)
+{
+    (void)state;
+    const pj_scheme ss[] = {PJ_EULER, PJ_RK2, PJ_RK3, PJ_RK4};
+    const double beta[] = {2, 2, 2.5127453266183286, 2.785293563405282};
+    double lmin = 2 + 2 * cos(M_PI / 501);
+    for (int which = 0; which < 2; which++)
+        for (int k = 0; k < 4; k++) {
+            double lanczos = limit_of(which, 0, ss[k]), arnoldi = limit_of(which, 1, ss[k]);
+            print_message("matrix %d, %s: Lanczos %.15g, Arnoldi %.15g\n", which, schemes[k], lanczos, arnoldi);
+            if (!(fabs(lanczos - arnoldi) <= 1e-9 * arnoldi)) fail_msg("%s: %.17g against %.17g", schemes[k], lanczos, arnoldi);
+            if (which == 0 && !(lanczos >= 0.9 * beta[k] / lmin && lanczos <= beta[k] / lmin))
+                fail_msg("%s: %.17g, true limit %.17g", schemes[k], lanczos, beta[k] / lmin);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(accept_at_09_refuse_at_12),
         cmocka_unit_test(algebraic_chain_rule),
         cmocka_unit_test(checked_again_at_outputs),
+        cmocka_unit_test(lanczos_as_arnoldi),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

@@ -152,11 +152,40 @@ static void cache_tiers(void **state)
     program_free(p);
 }
 
+/* Kernels about to be swapped out (cpu_backend_stop_tier, as a hot swap's prepare does): their
+ * final tier never starts, the quick tier keeps stepping with the interpreter's bits, and the
+ * back end is destroyed without a compile to wait for. */
+static void stopped_tier_stays_quick(void **state)
+{
+    (void)state;
+    set_cache("stopped");
+    setenv("PDEJIT_TIER_UP_MS", "0", 1);
+    pj_program *p = compile_named(probs[0][0], probs[0][1]);
+    cpu_backend *be;
+    sim *c = make_sim(p, &be, 0), *r = make_sim(p, NULL, 0);
+    assert_int_equal(cpu_backend_tier(be), 1);
+    cpu_backend_stop_tier(be);
+    for (int64_t step = 1; step <= 50; step++) {
+        assert_int_equal(sim_step(c, p->dt), 0);
+        assert_int_equal(sim_step(r, p->dt), 0);
+        cpu_backend_ran(be);
+        same_bits(p, c, r, "stopped tier", step);
+        assert_false(cpu_backend_busy(be));
+    }
+    assert_int_equal(cpu_backend_tier(be), 1);
+    sim_destroy(c);
+    sim_destroy(r);
+    cpu_backend_destroy(be);
+    program_free(p);
+    unsetenv("PDEJIT_TIER_UP_MS");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(swap_keeps_bits),
         cmocka_unit_test(cache_tiers),
+        cmocka_unit_test(stopped_tier_stays_quick),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

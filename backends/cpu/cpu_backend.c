@@ -2,6 +2,7 @@
 #include "cpu_backend.h"
 #include <elf.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cache.h"
@@ -24,6 +25,7 @@ struct cpu_backend {
     int on_trial;            /* how many */
     cpu_tier *tier;          /* stage kernels at the quick tier, to be swapped for the final one; or NULL */
     int tiered_up;           /* the last prepare's quick kernels were swapped for the final tier */
+    atomic_int stop_tier;    /* cpu_backend_stop_tier: the tier is told to stop (cpu_tier_stop_at) */
 };
 
 /* Ends every trial: the kernels ran and returned (or will not run). */
@@ -211,7 +213,10 @@ int cpu_backend_prepare(cpu_backend *be, const pj_program *p, char *err, size_t 
 static void add_tier_job(cpu_backend *be, int slot, const kir_kernel *k, const kernel_key *kk)
 {
     llvm_options lo = {be->opt.single, be->opt.fast_math, 0, 1};
-    if (!be->tier) be->tier = cpu_tier_create(be->n_kernels);
+    if (!be->tier) {
+        be->tier = cpu_tier_create(be->n_kernels);
+        cpu_tier_stop_at(be->tier, &be->stop_tier);
+    }
     if (be->tier) cpu_tier_add(be->tier, slot, k, &lo, kk->symbol, &kk->key, kk->ir);
 }
 
@@ -240,6 +245,13 @@ static void swap_tiers(cpu_backend *be)
 }
 
 int cpu_backend_tier(const cpu_backend *be) { return be->tier ? 1 : be->tiered_up ? 2 : 0; }
+
+void cpu_backend_stop_tier(cpu_backend *be)
+{
+    if (be) atomic_store(&be->stop_tier, 1);
+}
+
+int cpu_backend_busy(cpu_backend *be) { return be && cpu_tier_busy(be->tier); }
 
 /* Loads every kernel asked for: from the cache where it can, else compiles the missing ones in
  * parallel (one thread each, llvm_compile is thread-safe), stores them, and loads those objects. */

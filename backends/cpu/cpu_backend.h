@@ -60,6 +60,12 @@ void cpu_backend_ran(cpu_backend *be);
 /* The last prepare's stage kernels: 0 all at their final tier from the start, 1 some at the quick
  * tier (the final one pending), 2 swapped for the final tier since. */
 int cpu_backend_tier(const cpu_backend *be);
+/* Any thread, while the kernels run: they are about to be replaced (a hot swap is being prepared),
+ * so their final tier's background compile stops after its current kernel and none starts; the
+ * swap then does not wait for it (cpu_backend_destroy joins it) nor share the cores with it. */
+void cpu_backend_stop_tier(cpu_backend *be);
+/* 1 while its final tier's background compile runs: cpu_backend_destroy would wait for it. */
+int cpu_backend_busy(cpu_backend *be);
 
 /* For every kernel a run of p compiles: hit, or miss and why (nearest entry's differing components). */
 int cpu_backend_explain(cpu_backend *be, const pj_program *p, FILE *out);

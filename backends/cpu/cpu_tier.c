@@ -16,6 +16,7 @@ struct cpu_tier {
     int started;      /* 1 while a thread is to be joined */
     atomic_int done;  /* set by the thread when every job is compiled */
     int finished;     /* the jobs were handed out */
+    atomic_int *stop; /* cpu_tier_stop_at: set, the kernels are about to be replaced, or NULL */
 };
 
 cpu_tier *cpu_tier_create(int cap)
@@ -47,6 +48,13 @@ void cpu_tier_destroy(cpu_tier *t)
     free(t->jobs);
     free(t);
 }
+
+void cpu_tier_stop_at(cpu_tier *t, atomic_int *stop)
+{
+    if (t) t->stop = stop;
+}
+
+int cpu_tier_busy(cpu_tier *t) { return t && t->started && !atomic_load(&t->done); }
 
 /* k's values that point to `from` point to `to` instead (a key keeps its caller's strings). */
 static void repoint(cache_key *k, const char *from, const char *to)
@@ -81,6 +89,10 @@ static void *compile_all(void *arg)
     for (int i = 0; i < t->n; i++) {
         cpu_tier_job *j = &t->jobs[i];
         char err[256];
+        if (t->stop && atomic_load(t->stop)) { /* a swap replaces them: no core spent on them */
+            j->rc = -1;
+            continue;
+        }
         j->rc = llvm_compile(t->jit, j->k, &j->lo, j->symbol, &j->obj, &j->len, &j->ir, NULL, err, sizeof err);
     }
     atomic_store(&t->done, 1);
@@ -92,6 +104,10 @@ cpu_tier_job *cpu_tier_poll(cpu_tier *t, llvm_jit *jit, int *n)
     *n = 0;
     if (!t || t->finished || !t->n || t->up_ms < 0) return NULL;
     if (!t->started) {
+        if (t->stop && atomic_load(t->stop)) {
+            t->finished = 1;
+            return NULL;
+        }
         double now = driver_now() * 1e3;
         if (t->t_first == 0) t->t_first = now;
         if (now - t->t_first < t->up_ms) return NULL;

@@ -8,6 +8,7 @@
  * from the first step that returned; a negative value never tiers up. */
 #ifndef PJ_CPU_TIER_H
 #define PJ_CPU_TIER_H
+#include <stdatomic.h>
 #include <stddef.h>
 #include "cache.h"
 #include "llvm_backend.h"
@@ -33,6 +34,12 @@ typedef struct cpu_tier cpu_tier;
 cpu_tier *cpu_tier_create(int cap);
 /* Joins the background compile if one runs, frees everything. NULL is ignored. */
 void cpu_tier_destroy(cpu_tier *t);
+/* Where the tier is told to stop (cpu_backend_stop_tier, any thread): once *stop is set no
+ * background compile starts, and one running stops after its current kernel (the others' rc -1:
+ * they stay at the quick tier). */
+void cpu_tier_stop_at(cpu_tier *t, atomic_int *stop);
+/* 1 while its background compile runs (cpu_tier_destroy would wait for it). */
+int cpu_tier_busy(cpu_tier *t);
 /* Adds kernel k (copied) of options lo, to be compiled into `symbol`; the key is copied, its
  * values that point to ir_hash pointed to the job's copy of it. Returns 0, or -1 when full or
  * out of memory. */

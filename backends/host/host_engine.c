@@ -24,6 +24,7 @@ typedef struct host_engine {
     implicit_solver *imp;  /* an implicit program's solver (implicit.h), else NULL */
     engine_options opt;
     double ms_prepare;
+    cpu_backend *retired;  /* swapped out while its final tier still compiled: destroyed once done */
 } host_engine;
 
 static implicit_solver *host_solver(host_engine *h, struct decomp *d, char *err, size_t len);
@@ -113,6 +114,7 @@ static void host_destroy(void *impl)
     implicit_destroy(h->imp);
     sim_destroy(h->s);
     cpu_backend_destroy(h->cpu);
+    cpu_backend_destroy(h->retired);
     for (int i = 0; i < h->n_added; i++) cpu_backend_destroy(h->added[i].cpu);
     free(h);
 }
@@ -127,16 +129,27 @@ static int host_init(void *impl, char *err, size_t len)
     return 0;
 }
 
+/* Its kernels ran and returned (none crashed: cpu_backend_ran); a back end swapped out is
+   destroyed once its final tier's compile (stopped after its current kernel) is done. */
+static void host_ran(host_engine *h)
+{
+    if (h->cpu) cpu_backend_ran(h->cpu);
+    if (h->retired && !cpu_backend_busy(h->retired)) {
+        cpu_backend_destroy(h->retired);
+        h->retired = NULL;
+    }
+}
+
 static int host_step(void *impl, double dt, char *err, size_t len)
 {
     host_engine *h = impl;
     if (h->imp) {
         int r = implicit_step(h->imp, dt, err, len);
-        if (h->cpu) cpu_backend_ran(h->cpu); /* its kernels ran and returned: none crashed */
+        host_ran(h);
         return r;
     }
     int rc = sim_step(h->s, dt);
-    if (h->cpu) cpu_backend_ran(h->cpu); /* its kernels ran and returned: none crashed */
+    host_ran(h);
     if (rc == 0) return 0;
     diag_set(err, len, "%s", sim_error(h->s));
     return -1;
@@ -151,7 +164,7 @@ static int host_step_n(void *impl, double dt, int64_t n, char *err, size_t len)
         return 0;
     }
     int rc = sim_step_n(h->s, dt, n);
-    if (h->cpu) cpu_backend_ran(h->cpu); /* its kernels ran and returned: none crashed */
+    host_ran(h);
     if (rc == 0) return 0;
     diag_set(err, len, "%s", sim_error(h->s));
     return -1;
@@ -214,6 +227,7 @@ static void *host_prepare(void *impl, const pj_program *p2, engine_info *info, c
     }
     if (h->cpu) {
         double ms = 0;
+        cpu_backend_stop_tier(h->cpu); /* its kernels are to be replaced: no final tier for them */
         hp->cpu = prepare_cpu(p2, &h->opt, &ms, err, len);
         if (!hp->cpu) {
             free(hp);
@@ -251,7 +265,12 @@ static int host_swap(void *impl, const pj_program *p2, void *prepared, char *err
     }
     if (hp->cpu) {
         cpu_backend_install(hp->cpu, h->s);
-        cpu_backend_destroy(h->cpu); /* between steps: none of its code is running */
+        /* between steps: none of its code is running; its final tier's compile, told to stop at
+           the prepare, is not waited for here (host_ran) */
+        cpu_backend_destroy(h->retired);
+        h->retired = NULL;
+        if (cpu_backend_busy(h->cpu)) h->retired = h->cpu;
+        else cpu_backend_destroy(h->cpu);
         h->cpu = hp->cpu;
     }
     free(hp);

@@ -39,11 +39,12 @@
 
 #define TB_ALIGN 64
 #define TB_MAX_K 32
-/* Wide 2D rows (fewer than TB_MIN_K_L2 steps fit in the L2's rings): the rings sized from
-   TB_LLC_SHARE of the last-level cache's share per thread instead. From the L3 a blocked sweep
-   still reads its rings faster than one step per sweep streams the state from DRAM, and K
-   steps divide the DRAM traffic by K: 8192² here, K 4 -> 32, 1.5x (docs/performance.md). */
-#define TB_MIN_K_L2 8
+/* 2D: the rings sized from TB_LLC_SHARE of the last-level cache's share per thread where more
+   steps fit there than in the L2. A launch goes strip by strip (tb_strip), so what one launch
+   reads stays in the L1 whatever the rings' size; the rings' other rows come back from the L3 at
+   most once per position, while each row of the band is copied in from DRAM once per sweep, a
+   stall the kernel does not hide: K steps divide it by K. 8192² (1 MiB L2), K 4 -> 32: 1.5x;
+   2048² on Zen 4, K 10 -> 32: 1.2-1.26x (docs/performance.md, "2D at the roof"). */
 #define TB_LLC_SHARE 0.25
 /* Auto: blocked when a thread's share of the state exceeds TB_L2_TIMES second-level caches, or
    the state the last-level cache. A blocked sweep computes from the L2 at the kernel's speed;
@@ -150,8 +151,8 @@ static int tb_applies(const sim *s)
 /* The steps per sweep, rows per band and rows per launch for a block of at most n steps: 0 when
  * blocking does not apply or pay. Rows per launch: enough for TB_LAUNCH_CELLS cells (at most
  * TB_LAUNCH_MAX). A thread's rings hold nbuf * (K*S*H + 4H + r + 1) planes: K is the most that
- * fit in 3/4 of its second-level cache (at most TB_MAX_K; 2D rows too wide for TB_MIN_K_L2 steps
- * there: in TB_LLC_SHARE of its share of the last-level cache); one band per thread, K smaller when
+ * fit in 3/4 of its second-level cache (at most TB_MAX_K; 2D: or in TB_LLC_SHARE of its share of
+ * the last-level cache, when more fit there); one band per thread, K smaller when
  * a band would recompute more than an eighth of its rows. Auto: see TB_L2_TIMES. */
 /* 1 when the y sides of every field are periodic or none is (3D tiles wrap y or clip it). */
 static int tb_y_uniform(const sim *s)
@@ -218,7 +219,7 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch, in
     if (!K) {
         double planes = (double)sim_cache_bytes(2) * 0.75 / (plane * nbuf);
         K = (int)((planes - 4 * H - 2 - (double)(r - 1)) / (S * H));
-        if (K < TB_MIN_K_L2 && p->dim == 2) { /* wide rows: the rings from the LLC's share */
+        if (p->dim == 2) { /* 2D: the rings from the LLC's share where more steps fit there */
             double llc = (double)sim_cache_bytes(0) * TB_LLC_SHARE / (s->threads > 1 ? s->threads : 1);
             int k3 = (int)((llc / (plane * nbuf) - 4 * H - 2 - (double)(r - 1)) / (S * H));
             if (k3 > K) K = k3;
