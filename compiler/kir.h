@@ -125,6 +125,8 @@ enum {
     KIR_MT_AREA,   /* face area factor: 1, r, r^2 */
     KIR_MT_VOL,    /* cell volume factor: w, (r+^2 - r-^2)/2, (r+^3 - r-^3)/3 */
     KIR_MT_INVVOL, /* 1 / VOL (0 where VOL is 0: a ghost cell astride the axis) */
+    KIR_MT_LAPHI,  /* AREA(g + 1) INVDIST(g + 1) INVVOL(g): lap's coefficient through cell g's high face */
+    KIR_MT_LAPLO,  /* AREA(g) INVDIST(g) INVVOL(g): through its low face */
     KIR_MT_KINDS
 };
 typedef struct kir_metric {

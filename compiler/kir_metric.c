@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <xxhash.h>
 
-const char *const kir_metric_names[KIR_MT_KINDS] = {"face", "dist", "invdist", "area", "vol", "invvol"};
+const char *const kir_metric_names[KIR_MT_KINDS] = {"face", "dist", "invdist", "area", "vol", "invvol", "laphi", "laplo"};
 
 kir_metric *kir_metric_new(void)
 {

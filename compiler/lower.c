@@ -144,11 +144,12 @@ static int lower_lap(compiler *C, lctx *x, const ast_expr *e)
             if (mesh_uniform(C, a)) { /* a radial axis: 1/h once per launch, as on a grid */
                 fh = kir_op2(x->k, KIR_MUL, fh, inverse_spacing(x->k, a, 1));
                 fl = kir_op2(x->k, KIR_MUL, fl, inverse_spacing(x->k, a, 1));
-            } else {
-                fh = kir_op2(x->k, KIR_MUL, fh, mesh_inv_distance(C, x->k, a, 2 * o + 1));
-                fl = kir_op2(x->k, KIR_MUL, fl, mesh_inv_distance(C, x->k, a, 2 * o - 1));
+                term = metric_div(C, x->k, a, o, fh, fl);
+            } else { /* A / (d V) per face from one table each (mesh_lap_coef): two loads, not three */
+                fh = kir_op2(x->k, KIR_MUL, fh, mesh_lap_coef(C, x->k, a, o, 1));
+                fl = kir_op2(x->k, KIR_MUL, fl, mesh_lap_coef(C, x->k, a, o, 0));
+                term = kir_op2(x->k, KIR_SUB, fh, fl);
             }
-            term = metric_div(C, x->k, a, o, fh, fl);
         }
         sum = sum < 0 ? term : kir_op2(x->k, KIR_ADD, sum, term);
     }

@@ -333,25 +333,46 @@ static double table_face(const pj_program *p, int a, int64_t g)
     return f[g];
 }
 
+/* Centre-to-centre distance across face g of axis a (a side: the boundary cell's width). */
+static double face_dist(const pj_program *p, int a, int64_t g)
+{
+    double lo = table_face(p, a, g), hi = table_face(p, a, g + 1), below = table_face(p, a, g - 1);
+    return g == 0 ? hi - lo : g == p->n[a] ? lo - below : 0.5 * (hi - below);
+}
+
+static int axis_radial(const pj_program *p, int a) { return p->geometry != PJ_GEOM_CARTESIAN && a == 0; }
+
+static double face_area(const pj_program *p, int a, int64_t g)
+{
+    double lo = table_face(p, a, g);
+    return !axis_radial(p, a) ? 1 : p->geometry == PJ_GEOM_CYLINDRICAL ? lo : lo * lo;
+}
+
+static double cell_volume(const pj_program *p, int a, int64_t g)
+{
+    double lo = table_face(p, a, g), hi = table_face(p, a, g + 1), w = hi - lo;
+    if (axis_radial(p, a) && p->geometry == PJ_GEOM_CYLINDRICAL) return 0.5 * w * (hi + lo); /* (hi^2 - lo^2) / 2 */
+    if (axis_radial(p, a) && p->geometry == PJ_GEOM_SPHERICAL) return 1.0 / 3.0 * w * (hi * hi + hi * lo + lo * lo);
+    return w;
+}
+
 /* Fills axis a's tables (kir.h, kir_metric): every quantity of face g is a function of g alone,
- * so the two cells that share a face compute the same flux to the bit (conservation). */
+ * so the two cells that share a face compute the same flux to the bit (conservation); the lap
+ * coefficients A / (d V) fold a cell's volume into its two faces' (one load less per cell). */
 static void fill_axis(const pj_program *p, kir_metric *m, int a)
 {
     int64_t n = p->n[a];
-    int radial = p->geometry != PJ_GEOM_CARTESIAN && a == 0;
     for (int64_t g = -KIR_METRIC_PAD; g <= n + KIR_METRIC_PAD; g++) {
         int64_t i = g + KIR_METRIC_PAD;
-        double lo = table_face(p, a, g), hi = table_face(p, a, g + 1), below = table_face(p, a, g - 1);
-        double d = g == 0 ? hi - lo : g == n ? lo - below : 0.5 * (hi - below); /* a side: the cell's width */
-        double w = hi - lo, v = w;
-        if (radial && p->geometry == PJ_GEOM_CYLINDRICAL) v = 0.5 * w * (hi + lo); /* (hi^2 - lo^2) / 2 */
-        if (radial && p->geometry == PJ_GEOM_SPHERICAL) v = 1.0 / 3.0 * w * (hi * hi + hi * lo + lo * lo);
-        m->tab[a][KIR_MT_FACE][i] = lo;
+        double d = face_dist(p, a, g), v = cell_volume(p, a, g), iv = v != 0 ? 1 / v : 0;
+        m->tab[a][KIR_MT_FACE][i] = table_face(p, a, g);
         m->tab[a][KIR_MT_DIST][i] = d;
         m->tab[a][KIR_MT_INVDIST][i] = 1 / d;
-        m->tab[a][KIR_MT_AREA][i] = !radial ? 1 : p->geometry == PJ_GEOM_CYLINDRICAL ? lo : lo * lo;
+        m->tab[a][KIR_MT_AREA][i] = face_area(p, a, g);
         m->tab[a][KIR_MT_VOL][i] = v;
-        m->tab[a][KIR_MT_INVVOL][i] = v != 0 ? 1 / v : 0;
+        m->tab[a][KIR_MT_INVVOL][i] = iv;
+        m->tab[a][KIR_MT_LAPHI][i] = face_area(p, a, g + 1) * (1 / face_dist(p, a, g + 1)) * iv;
+        m->tab[a][KIR_MT_LAPLO][i] = face_area(p, a, g) * (1 / d) * iv;
     }
 }
 
@@ -422,6 +443,11 @@ int mesh_volume(compiler *C, kir_kernel *k, int a, int off)
 int mesh_inv_volume(compiler *C, kir_kernel *k, int a, int off)
 {
     return table(C->mesh, k, a, KIR_MT_INVVOL, off);
+}
+
+int mesh_lap_coef(compiler *C, kir_kernel *k, int a, int off, int high)
+{
+    return table(C->mesh, k, a, high ? KIR_MT_LAPHI : KIR_MT_LAPLO, off);
 }
 
 double mesh_bc_scale(const pj_program *p, int side)

@@ -4,12 +4,14 @@
  * A uniform Cartesian axis keeps today's operators and kernels exactly (mesh_plain). Along any
  * other axis the metric is computed once, at compile time, into per-axis tables (kir.h,
  * kir_metric: face positions, centre-to-centre distances and their inverses, face areas 1, r,
- * r^2, cell volumes w, (r+^2 - r-^2)/2, (r+^3 - r-^3)/3 and their inverses, ghosts included)
- * that the kernels read with METRIC nodes at the mesh index: a load per quantity and cell, the
- * same doubles on every back end. Every quantity of a face is a function of the face's index
- * alone, so the two cells that share a face compute the same flux to the bit (conservation); a
- * uniform axis's face positions in expressions stay COORDs. `half` is in half cells from the
- * kernel's cell centre along the axis: odd a face, even a cell centre. */
+ * r^2, cell volumes w, (r+^2 - r-^2)/2, (r+^3 - r-^3)/3 and their inverses, lap's A / (d V) of
+ * a cell's two faces, ghosts included) that the kernels read with METRIC nodes at the mesh
+ * index: a load per quantity and cell, the same doubles on every back end. Every quantity of a
+ * face is a function of the face's index alone, so the two cells that share a face compute the
+ * same flux to the bit (conservation); lap along a non-uniform axis folds each cell's 1 / V into
+ * its faces' coefficients (a load less per cell, the x loop being bound by its loads), so there
+ * the two agree to rounding. A uniform axis's face positions in expressions stay COORDs. `half`
+ * is in half cells from the kernel's cell centre along the axis: odd a face, even a cell centre. */
 #ifndef PJ_MESH_H
 #define PJ_MESH_H
 #include "sema.h"
@@ -40,6 +42,9 @@ int mesh_inv_distance(compiler *C, kir_kernel *k, int a, int half); /* its inver
 int mesh_area(compiler *C, kir_kernel *k, int a, int half);     /* face area factor, -1 when 1 */
 int mesh_volume(compiler *C, kir_kernel *k, int a, int off);    /* cell volume factor along a */
 int mesh_inv_volume(compiler *C, kir_kernel *k, int a, int off); /* its inverse (axes not plain) */
+/* A / (d V) of the cell at off through its high (high 1) or low face: lap's coefficients along a
+ * non-uniform axis, the area, inverse distance and inverse volume in one table each. */
+int mesh_lap_coef(compiler *C, kir_kernel *k, int a, int off, int high);
 /* What a boundary condition's dn coefficient is scaled by on `side` so that the ghost fill (which
  * takes the launch's h for the distance from the ghost to its mirror) sees the boundary cell's
  * own width: h / w_boundary; 1 on a uniform axis. */

@@ -74,15 +74,15 @@ static double radial_face(double r0, double L, int n, double q, int j)
 
 /* 1000 steps of diffusion with no-flux walls: the test's sum of V_i u_i, and the integral monitor,
  * keep their value to 1e-13 relative; the monitor is that sum. */
-static void conserve(const char *mesh, int spherical, double r0, int n, double L, double q)
+static void conserve(const char *mesh, int spherical, double r0, int n, double L, double q, const char *rhs)
 {
     double wmin = q >= 1 ? radial_face(r0, L, n, q, 1) - r0 : r0 + L - radial_face(r0, L, n, q, n - 1);
     char src[512], stretch[64] = "";
     if (q != 1) snprintf(stretch, sizeof stretch, ", r = stretch(%.17g)", q);
     snprintf(src, sizeof src,
-             "mesh %s(nr = %d, Lr = %g, r0 = %g%s)\nfield u = exp(-20*(r - %g)^2)\neq dt(u) = div((1 + r)*grad(u))\n"
+             "mesh %s(nr = %d, Lr = %g, r0 = %g%s)\nfield u = exp(-20*(r - %g)^2)\neq dt(u) = %s\n"
              "monitor total = integral(u), average = mean(u)\ntime dt = %.17g, steps = 1000\n",
-             mesh, n, L, r0, stretch, r0 + 0.3 * L, 0.1 * wmin * wmin / (1 + r0 + L));
+             mesh, n, L, r0, stretch, r0 + 0.3 * L, rhs, 0.1 * wmin * wmin / (1 + r0 + L));
     solved *r = solve_named("t.pde", src, "interp");
     solved *c = solve_named("t.pde", src, "cpu");
     pj_program *p = compile_text(src);
@@ -95,8 +95,8 @@ static void conserve(const char *mesh, int spherical, double r0, int n, double L
         sum0 += v * exp(-20 * pow(c0 - (r0 + 0.3 * L), 2));
         assert_true(memcmp(&r->u[0][i], &c->u[0][i], sizeof r->u[0][i]) == 0); /* the CPU gives the interpreter's bits */
     }
-    printf("%s r0 = %g q = %g: integral %.17g -> %.17g (monitor %.17g -> %.17g), drift %.2e\n", mesh, r0, q, sum0, sum1,
-           r->mon0[0], r->mon1[0], fabs(r->mon1[0] - r->mon0[0]) / r->mon0[0]);
+    printf("%s r0 = %g q = %g, %s: integral %.17g -> %.17g (monitor %.17g -> %.17g), drift %.2e\n", mesh, r0, q, rhs, sum0,
+           sum1, r->mon0[0], r->mon1[0], fabs(r->mon1[0] - r->mon0[0]) / r->mon0[0]);
     assert_true(fabs(sum1 - sum0) <= 1e-13 * sum0);
     assert_true(fabs(r->mon1[0] - r->mon0[0]) <= 1e-13 * r->mon0[0]);
     assert_true(fabs(r->mon0[0] - sum0) <= 1e-13 * sum0);
@@ -110,20 +110,54 @@ static void conserve(const char *mesh, int spherical, double r0, int n, double L
 static void radial_conservation(void **state)
 {
     (void)state;
-    conserve("cylindrical", 0, 0, 40, 1, 1);
-    conserve("cylindrical", 0, 0.5, 40, 1, 1);
-    conserve("spherical", 1, 0, 40, 1, 1);
-    conserve("spherical", 1, 0.5, 40, 2, 1);
+    const char *div = "div((1 + r)*grad(u))";
+    conserve("cylindrical", 0, 0, 40, 1, 1, div);
+    conserve("cylindrical", 0, 0.5, 40, 1, 1, div);
+    conserve("spherical", 1, 0, 40, 1, 1, div);
+    conserve("spherical", 1, 0.5, 40, 2, 1, div);
 }
 
 /* `r = stretch(q)` on radial meshes: refined toward the axis (q > 1) or the outer wall (q < 1). */
 static void stretched_radial_conservation(void **state)
 {
     (void)state;
-    conserve("cylindrical", 0, 0, 40, 1, 1.05);
-    conserve("cylindrical", 0, 0.5, 40, 1, 0.95);
-    conserve("spherical", 1, 0, 40, 1, 1.04);
-    conserve("spherical", 1, 0.5, 40, 2, 0.97);
+    const char *div = "div((1 + r)*grad(u))";
+    conserve("cylindrical", 0, 0, 40, 1, 1.05, div);
+    conserve("cylindrical", 0, 0.5, 40, 1, 0.95, div);
+    conserve("spherical", 1, 0, 40, 1, 1.04, div);
+    conserve("spherical", 1, 0.5, 40, 2, 0.97, div);
+    /* lap along a stretched axis: the areas, distances and volume folded into two coefficients */
+    conserve("cylindrical", 0, 0, 40, 1, 1.05, "lap(u)");
+    conserve("spherical", 1, 0.5, 40, 2, 0.97, "lap(u)");
+}
+
+/* lap on a 2D grid stretched along x and listed along y, no-flux walls: the test's sum of
+ * w_i h_j u_ij keeps its value to 1e-13 relative over 1000 steps, the CPU gives the interpreter's bits. */
+static void stretched_lap_conservation(void **state)
+{
+    (void)state;
+    const double q = 1.08, dy[8] = {0.1, 0.15, 0.1, 0.05, 0.2, 0.1, 0.2, 0.1};
+    const int nx = 24, ny = 8;
+    double w0 = stretched_face(q, nx, 1), sum0 = 0, sum1 = 0, y = 0;
+    char src[512];
+    snprintf(src, sizeof src,
+             "mesh grid(nx = %d, x = stretch(%.17g), dy = [0.1, 0.15, 0.1, 0.05, 0.2, 0.1, 0.2, 0.1])\n"
+             "field u = exp(-10*((x - 0.3)^2 + (y - 0.6)^2))\neq dt(u) = lap(u)\ntime dt = %.17g, steps = 1000\n",
+             nx, q, 0.2 * w0 * w0 / 2);
+    solved *r = solve_named("t.pde", src, "interp"), *c = solve_named("t.pde", src, "cpu");
+    for (int j = 0; j < ny; y += dy[j++])
+        for (int i = 0; i < nx; i++) {
+            double lo = stretched_face(q, nx, i), hi = stretched_face(q, nx, i + 1), v = (hi - lo) * dy[j];
+            double xc = 0.5 * (lo + hi), yc = y + 0.5 * dy[j];
+            sum0 += v * exp(-10 * ((xc - 0.3) * (xc - 0.3) + (yc - 0.6) * (yc - 0.6)));
+            sum1 += v * r->u[0][j * nx + i];
+            assert_true(memcmp(&r->u[0][j * nx + i], &c->u[0][j * nx + i], sizeof r->u[0][0]) == 0);
+        }
+    printf("stretched x, listed y, lap: integral %.17g -> %.17g, drift %.2e\n", sum0, sum1, fabs(sum1 - sum0) / sum0);
+    assert_true(fabs(sum1 - sum0) <= 1e-13 * sum0);
+    assert_true(r->u[0][0] != r->u[0][1]); /* it moved */
+    solved_free(r);
+    solved_free(c);
 }
 
 /* r-z: the volume r dr dz, no-flux walls all round (the axis included). */
@@ -401,7 +435,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(stretched_1d_second_order),  cmocka_unit_test(stretched_2d_second_order),
-        cmocka_unit_test(radial_conservation), cmocka_unit_test(stretched_radial_conservation),        cmocka_unit_test(axisymmetric_conservation),
+        cmocka_unit_test(radial_conservation), cmocka_unit_test(stretched_radial_conservation),
+        cmocka_unit_test(stretched_lap_conservation), cmocka_unit_test(axisymmetric_conservation),
         cmocka_unit_test(radial_laplace_exact),       cmocka_unit_test(listed_widths_match_stretch),
         cmocka_unit_test(stretched_flux_condition),
         cmocka_unit_test(cpu_matches_interpreter),    cmocka_unit_test(dump_has_the_centres),
