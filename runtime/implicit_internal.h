@@ -99,6 +99,7 @@ struct implicit_solver {
     int b_shifted;         /* jac_reuse: J holds shift' I - Jc (ts_ijacobian: only its diagonal changes) */
     int tol_auto;          /* cg, linear, adapt: the linear solve stops at the step's accuracy (step_tolerance) */
     double ts_atol, ts_rtol; /* tol_auto: the step controller's tolerances */
+    double lin_fraction;     /* tol_auto: the fraction of them a linear solve may leave (-pj_lin_fraction) */
     PetscReal ksp_atol;    /* tol_auto: the linear solve's absolute tolerance otherwise (Newton's) */
     PetscReal shift;       /* the shift of the last time-step Jacobian, shift M - dF/dU (ts_ijacobian) */
     int n_conserved;       /* unknowns whose sum over the mesh the steps keep (implicit_conserve.c) */
