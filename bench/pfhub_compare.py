@@ -11,7 +11,8 @@ and why is explained there:
           which those records leave out), and F against moose_2X_ia, moose_2X_sta and
           fenics_2X_ivan, at every published time the run reached
   3       the whole 960 x 960 square's F (the run's plus the uniform melt's energy for the rest of
-          the square) and F's change from t = 15, against memphis_3a and moose_itg_3a
+          the square) and F's change from t = 15, against memphis_3a, moose_itg_3a, inl_moose_3a
+          and chimad3_moose_3a (the last two extracts end at t = 36.6 and 31.3)
 Prints one line per published time and the largest relative difference per stretch of time.
 """
 import csv
@@ -67,7 +68,7 @@ def main():
     ts, f = read(monitor, 'F')
     lam = 10 / 0.6267
     rest = (-0.25 + 0.3 * lam * 8 / 15) * (960.0 ** 2 - corner ** 2)
-    for name in ('memphis_3a', 'moose_itg_3a'):
+    for name in ('memphis_3a', 'moose_itg_3a', 'inl_moose_3a', 'chimad3_moose_3a'):
         pt, pv = read(os.path.join(data, name + '.csv'), 'free_energy')
         whole = [(t, at(ts, f, t) + rest, v, (at(ts, f, t) + rest - v) / v) for t, v in zip(pt, pv) if at(ts, f, t) is not None]
         print(f"PFHub 3: the square's F against {name}")

@@ -9,7 +9,7 @@
  *   pfhub2b_against_moose   samples/pfhub2b.pde likewise against the 2b records
  *   pfhub3_against_published  samples/pfhub3.pde on an 80 x 80 corner of the benchmark's square
  *                           to t = 30 (the melt's far field not yet reached), against records
- *                           memphis_3a and moose_itg_3a
+ *                           memphis_3a, moose_itg_3a, inl_moose_3a and chimad3_moose_3a
  *
  * The published numbers are extracts of the records' data files, stored with their sources in
  * tests/data/pfhub/ (and read by bench/pfhub_compare.py too). */
@@ -242,23 +242,73 @@ static void pfhub2b_against_moose(void **state)
     check_whole_energy("2b", "energy", "2b", 8.1);
 }
 
-/* Benchmark 3 (dendritic growth) against the records memphis_3a (MEMPHIS, explicit Euler on 960 x
- * 960 cells of 1) and moose_itg_3a (MOOSE, adaptive mesh). The sample (dx = 0.4, the benchmark's
- * seed, melt and parameters) runs on an 80 x 80 corner of the benchmark's 960 x 960 square to
- * t = 30 with the benchmark's free energy F = integral(W(theta)^2/2 |grad phi|^2 + f(phi, u)),
+/* Benchmark 3 (dendritic growth) against the four PFHub records whose data could be read (their
+ * sources in their headers): memphis_3a (MEMPHIS, explicit Euler on 960 x 960 cells of 1),
+ * moose_itg_3a (MOOSE, adaptive mesh), inl_moose_3a (MOOSE, adaptive mesh, finest 2.6) and
+ * chimad3_moose_3a (MOOSE, adaptive mesh, finest 0.4). The sample (dx = 0.4, the benchmark's seed,
+ * melt and parameters) runs on an 80 x 80 corner of the benchmark's 960 x 960 square to t = 30 with
+ * the benchmark's free energy F = integral(W(theta)^2/2 |grad phi|^2 + f(phi, u)),
  * f = -phi^2/2 + phi^4/4 + lambda u phi (1 - 2 phi^2/3 + phi^4/5), as a monitor (gradients by
  * central differences in the cells). By t = 30 the temperature field has spread about
  * 2 sqrt(D t) = 35 from a tip at x = 20: the rest of the square is still the uniform melt, whose
  * energy density is f(-1, -0.3) = -1/4 + 0.3 lambda (8/15). So
- * - the whole square's F is the run's plus that density times (960^2 - 80^2): within 1 % of both
- *   records (measured: 1.3e-5). That is no test of the dendrite: the melt's 2.1e6 is in every run;
- * - what the dendrite does is F's change, about -1000 from t = 15 to 30 (the solid's bulk energy,
- *   -5.1 per unit of area it gains, and its interface). The records themselves differ by 2.3 % on
- *   it (memphis -951.7, moose_itg -974.2, the latter interpolated linearly between its rows);
- *   F(0) is further apart still (the seed's discrete form: memphis -296 against the uniform
- *   melt, this run -246), so the change is taken from t = 15 (memphis's first row after 0).
- *   Measured: 1.1 % from memphis and 2.1 to 3.0 % from moose_itg (at its rows 18.1 to 28.6);
- *   allowed 2 % and 4 %. */
+ * - the whole square's F is the run's plus that density times (960^2 - 80^2): within 1 % of every
+ *   record (measured: 3e-5 at most). That is no test of the dendrite: the melt's 2.1e6 is in every
+ *   run;
+ * - what the dendrite does is F's change, about -1000 from t = 15 to 30 (the solid's bulk energy
+ *   and the melt it warms; the interface's gradient energy is under 3 of it). F(0) differs more
+ *   between runs (the seed's discrete form), so the change is taken from t = 15 (memphis's first
+ *   row after 0), compared at moose_itg's rows 18.1 to 28.6 and at t = 30. memphis is compared only
+ *   at t = 30: its rows are 15 apart and the chord between them is 1 % off the curve.
+ * The records do not agree to 1 % on that change (printed here from the data): inl_moose and
+ * moose_itg, both MOOSE, agree to 0.2 % to 0.8 % at moose_itg's rows (1.2 % at t = 30), memphis's is
+ * 1.2 % smaller than inl_moose's at t = 30, chimad3_moose's 3 % to 4 % larger than its nearest (t = 30:
+ * memphis -951.7, inl_moose -962.8, moose_itg -974.2, chimad3_moose -1008.9). The run's change is
+ * the smallest: 1.1 % smaller than memphis's at t = 30, 2.1 % to 3.4 % than the MOOSE pair's, 5.7 %
+ * to 6.7 % than chimad3_moose's. So it is not within 1 % of any record (nor of the pair that agree); its
+ * solid area grows by 111.1 from t = 15 to 30, between the records that report it (inl_moose
+ * 113.2, chimad3_moose 108.8), and its change in F per unit of solid gained is inl_moose's to
+ * 0.5 % (docs/pfhub.md). What is checked is what the records support: at each compared time the
+ * run is no further from its nearest record than the record furthest from the others is from its
+ * nearest (measured at t = 30: 1.1 % against 3.4 %; at the moose_itg rows 2.1 % to 2.3 % against
+ * 3.1 % to 3.9 %), and within 2 % of memphis, the one record made as the sample is (explicit Euler on a
+ * uniform grid; measured 1.1 %). */
+#define NREC 4
+static const char *const rec_name[NREC] = {"memphis_3a", "moose_itg_3a", "inl_moose_3a", "chimad3_moose_3a"};
+
+/* F(t) - F(15) of record r, or NAN where the record cannot give it (t past its rows; memphis off
+   its own rows). */
+static double rec_change(const curve *rec, int r, double t)
+{
+    if (t > rec[r].t[rec[r].n - 1]) return NAN;
+    if (r == 0 && t != 30) return NAN;
+    return at(&rec[r], t) - at(&rec[r], 15);
+}
+
+/* The records at time t against each other and the run's change `d` against them: fails where
+   the run is further from its nearest record than the records are from theirs. */
+static void check_change_at(const curve *rec, double t, double d)
+{
+    double v[NREC], spread = 0, ours = INFINITY;
+    int m = 0;
+    for (int r = 0; r < NREC; r++) {
+        v[r] = rec_change(rec, r, t);
+        if (isnan(v[r])) continue;
+        m++;
+        ours = fmin(ours, fabs(d - v[r]) / fabs(v[r]));
+        print_message("3 t = %7.3f: F(t) - F(15) = %.2f, %s %.2f: %+.2f %%\n", t, d, rec_name[r], v[r], 100 * (d - v[r]) / fabs(v[r]));
+    }
+    assert_true(m >= 3);
+    for (int r = 0; r < NREC; r++) {
+        double nearest = INFINITY;
+        for (int q = 0; q < NREC && !isnan(v[r]); q++)
+            if (q != r && !isnan(v[q])) nearest = fmin(nearest, fabs(v[q] - v[r]) / fabs(v[r]));
+        if (!isnan(v[r])) spread = fmax(spread, nearest);
+    }
+    print_message("3 t = %7.3f: the run %.2f %% from its nearest record, the records up to %.2f %% from theirs\n", t, 100 * ours, 100 * spread);
+    if (!(ours <= spread)) fail_msg("t = %g: F's change from t = 15 is %.2f %% from the nearest record, the records %.2f %% from theirs", t, 100 * ours, 100 * spread);
+}
+
 static void pfhub3_against_published(void **state)
 {
     (void)state;
@@ -274,30 +324,32 @@ static void pfhub3_against_published(void **state)
     free(s);
     assert_int_equal(tu_pdejit(&out, "run 3.pde --out 3 --quiet"), 0);
     free(out);
-    static curve ours, memphis, itg;
+    static curve ours, rec[NREC];
     monitor("3", "F", &ours);
-    published("memphis_3a.csv", "free_energy", &memphis);
-    published("moose_itg_3a.csv", "free_energy", &itg);
+    char file[64];
+    for (int r = 0; r < NREC; r++) {
+        snprintf(file, sizeof file, "%s.csv", rec_name[r]);
+        published(file, "free_energy", &rec[r]);
+    }
     const double lambda = 10 / 0.6267, melt = -0.25 + 0.3 * lambda * 8 / 15, rest = melt * (960.0 * 960 - 80.0 * 80);
-    const curve *ref[2] = {&memphis, &itg};
-    const char *name[2] = {"memphis_3a", "moose_itg_3a"};
-    const double allowed[2] = {0.02, 0.04};
-    for (int r = 0; r < 2; r++) {
-        double base = at(ref[r], 15), ours15 = at(&ours, 15);
+    for (int r = 0; r < NREC; r++) {
+        double worst = 0;
         int compared = 0;
-        for (int k = 0; k < ref[r]->n && ref[r]->t[k] <= 30; k++) {
-            double t = ref[r]->t[k], whole = at(&ours, t) + rest, rel = (whole - ref[r]->v[k]) / ref[r]->v[k];
-            print_message("3 t = %7.3f: F (the square) = %.1f, %s %.1f: %+.2e\n", t, whole, name[r], ref[r]->v[k], rel);
-            if (!(fabs(rel) <= 0.01)) fail_msg("t = %g: F = %.8g is %.3f %% from %s's %.8g", t, whole, 100 * rel, name[r], ref[r]->v[k]);
-            if (t <= 16) continue;
-            double d = at(&ours, t) - ours15, dref = ref[r]->v[k] - base, drel = (d - dref) / fabs(dref);
-            print_message("3 t = %7.3f: F(t) - F(15) = %.2f, %s %.2f: %+.2f %%\n", t, d, name[r], dref, 100 * drel);
-            if (!(fabs(drel) <= allowed[r]))
-                fail_msg("t = %g: F's change from t = 15, %.6g, is %.2f %% from %s's %.6g", t, d, 100 * drel, name[r], dref);
+        for (int k = 0; k < rec[r].n && rec[r].t[k] <= 30; k++) {
+            double t = rec[r].t[k], whole = at(&ours, t) + rest, rel = (whole - rec[r].v[k]) / rec[r].v[k];
+            if (!(fabs(rel) <= 0.01)) fail_msg("t = %g: F = %.8g is %.3f %% from %s's %.8g", t, whole, 100 * rel, rec_name[r], rec[r].v[k]);
+            worst = fmax(worst, fabs(rel));
             compared++;
         }
-        assert_true(compared >= 1);
+        print_message("3: F (the square) within %.2e of %s at its %d rows to t = 30\n", worst, rec_name[r], compared);
+        assert_true(compared >= 3);
     }
+    double ours15 = at(&ours, 15);
+    for (int k = 0; k < rec[1].n && rec[1].t[k] <= 30; k++)
+        if (rec[1].t[k] > 16) check_change_at(rec, rec[1].t[k], at(&ours, rec[1].t[k]) - ours15);
+    double d30 = at(&ours, 30) - ours15, m30 = rec_change(rec, 0, 30), rel = (d30 - m30) / fabs(m30);
+    check_change_at(rec, 30, d30);
+    if (!(fabs(rel) <= 0.02)) fail_msg("t = 30: F's change from t = 15, %.6g, is %.2f %% from memphis_3a's %.6g", d30, 100 * rel, m30);
 }
 
 int main(void)
