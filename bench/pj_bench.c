@@ -250,11 +250,11 @@ static int cmd_step3d(int argc, char **argv)
     for (int r = 0; r < reps; r++) printf("%s%.6e", r ? "," : "", per[r]);
     qsort(per, (size_t)reps, sizeof *per, cmp_double);
     long long block = tblock ? sim_tblock_steps(s, 32) : 1;
-    int cand = 0, tile = tblock ? sim_tblock_tile(s, &cand) : 0;
+    int cand = 0, tile_x = 0, tile = tblock ? sim_tblock_tile(s, &cand, &tile_x) : 0;
     printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e block=%lld sumsq=%.15e tile_rows=%lld prefetch=%d"
-           " tuned=%d tile=%d cand=%d\n",
+           " tuned=%d tile=%d tile_x=%d cand=%d\n",
            per[reps / 2], sum, (long long)sim_steps(s), fill, block > 1 ? block : 1, sumsq,
-           (long long)sim_tile_rows(s), sim_launch(s)->prefetch, sim_tuned_choice(s), tile, cand);
+           (long long)sim_tile_rows(s), sim_launch(s)->prefetch, sim_tuned_choice(s), tile, tile_x, cand);
     free(u);
     free(per);
     sim_destroy(s);
