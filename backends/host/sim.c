@@ -308,7 +308,7 @@ int sim_memory_check(const pj_program *p, int single, char *err, size_t err_len)
  * (/sys/kernel/mm/transparent_hugepage/enabled = madvise): its first writes then fault in 2 MiB
  * pages, not 4 KiB ones, 512 times fewer faults (the first evaluation of a 10^6-cell term
  * spent more time in page faults than in its kernel). Advice only: nothing fails without. */
-static void advise_huge(void *m, size_t len)
+void sim_advise_huge(void *m, size_t len)
 {
     const uintptr_t huge = (uintptr_t)2 << 20;
     if (len < 2 * huge) return;
@@ -353,7 +353,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     for (int i = 0; i < s->st.nbuf; i++) {
         s->st.mem[i] = calloc(1, bytes + SIM_ALIGN + SIM_PAGE);
         if (!s->st.mem[i]) goto oom;
-        advise_huge(s->st.mem[i], bytes + SIM_ALIGN + SIM_PAGE);
+        sim_advise_huge(s->st.mem[i], bytes + SIM_ALIGN + SIM_PAGE);
         s->st.buf[i] = (char *)aligned_base(s->st.mem[i]) + sim_page_offset(i, s->st.nbuf) + (size_t)s->st.g.origin_off * s->st.esz;
     }
     s->L.buf = s->st.buf;

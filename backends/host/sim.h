@@ -82,7 +82,7 @@ int sim_tuned_choice(const sim *s);
 int sim_tblock_steps(const sim *s, int64_t n);
 /* 3D: the rows of y per tile of the next block (0: whole planes), its cells of x (*tile_x, 0:
    whole rows) and the candidate sizes it uses (tblock.c: measured on the first blocks in auto
-   mode, the fastest kept). */
+   mode, the fastest kept; -1 while they are measured). */
 int sim_tblock_tile(const sim *s, int *cand, int *tile_x);
 /* Kernel `id` of the program (program.h: a stage, or a named kernel such as
  * PJ_KERNEL_RHS_IMPLICIT or PJ_KERNEL_JACOBIAN, which read slot 0) run once at time t (its read

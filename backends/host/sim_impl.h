@@ -31,8 +31,8 @@ struct sim {
     int tb_strip;          /* forced cells per strip of a launch in 2D (0: chosen, -1: whole rows) */
     int tb_tile;           /* forced rows of y per tile of a 3D block (0: chosen, -1: whole planes) */
     int tb_tile_x;         /* forced cells of x per tile of a 3D block (0: chosen) */
-    double tb_sec[8];      /* 3D tiles, auto: the best seconds per step measured of each candidate */
-    int tb_runs[8], tb_pick; /* the sweeps measured of each; the one kept + 1 (0: still measuring) */
+    double tb_sec[4];      /* 3D tiles, auto: the best seconds per step measured of each candidate */
+    int tb_runs[4], tb_pick; /* the sweeps measured of each; the one kept + 1 (0: still measuring) */
     int64_t tile_mode;     /* y tiles of a 3D stage: -1 off, 0 when they pay, > 0 forced rows */
     int64_t tile_rows;     /* rows per y tile in effect (0: whole planes) */
     int64_t tile_grain;    /* planes: the threads' pieces start at multiples of it */
@@ -78,6 +78,8 @@ sim_fill_span sim_full_span(const sim *s);
 /* The boundary coefficients of `side` at time t (computed into s->coef[side], once when constant). */
 const double *sim_side_coefs(sim *s, int side, double t);
 
+/* Transparent huge pages advised for a buffer of len bytes (2 MiB or more; sim.c). */
+void sim_advise_huge(void *m, size_t len);
 /* Cache sizes in bytes (Linux's description of CPU 0): level 0 the last level (else 32 MiB),
  * level 1 the first's data cache (else 32 KiB), level 2 the second (else 1 MiB). */
 size_t sim_cache_bytes(int level);

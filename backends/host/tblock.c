@@ -64,9 +64,9 @@
    measured over TB_TUNE_RUNS sweeps (the rings, for the largest, allocated before the first), the
    fastest per step kept. Beyond the L2 the rings are read from the L3, and more steps per sweep
    divide the DRAM traffic further: which pays depends on the machine and its load. */
-#define TB_CANDS 8
+#define TB_CANDS 4
 #define TB_TUNE_RUNS 2
-static const double tb_cand_l2[TB_CANDS / 2] = {1, 2, 4, 8};
+static const double tb_cand_l2[TB_CANDS] = {1, 2, 4, 8};
 
 typedef struct tb_set {
     int busy;              /* claimed by a running band */
@@ -172,39 +172,29 @@ static int tb_y_uniform(const sim *s)
 /* 3D tiles for a block of K steps (K0, else the largest that pays), r planes per launch: a
  * tile's rings (its cells and R + H more each side, W planes, every buffer) in TB_TILE_L2 of the
  * second-level cache times candidate c's multiple, and at most TB_TILE_EXTRA of its cells
- * recomputed per stage on average ((Q-1)H / 2 more each side). Odd candidates cut x too (square
- * tiles, a multiple of 8 cells of x: planes too wide for enough rows of y), even ones whole rows.
+ * recomputed per stage on average ((Q-1)H / 2 more each side). Tiles cut x too only when
+ * forced ($PDEJIT_TBLOCK_TILE=ROWSxCELLS): their rows' short runs in the mesh-wide rings defeat
+ * the hardware prefetchers (512x512x128: 1.3-2x slower than whole rows, docs/performance.md).
  * K, the tile's rows of y in *Ty and cells of x in *Tx (0: whole rows); 0 when none fits (a
  * periodic y or x: a tile with its reach, R + H each side, is smaller than the mesh). */
 static int tb_tiles(const sim *s, int64_t r, int K0, int64_t *Ty, int64_t *Tx, int cand)
 {
     const pj_program *p = s->st.p;
-    const int H = s->st.g.H, S = p->n_stages, xy = s->tb_tile_x > 0 || (!s->tb_tile && cand % 2);
+    const int H = s->st.g.H, S = p->n_stages, xy = s->tb_tile_x > 0;
     const int64_t Ny = s->st.g.n[1], Nx = s->st.g.n[0];
     const int yper = s->st.plan.rule[2] == GHOST_PERIODIC, xper = s->st.plan.rule[0] == GHOST_PERIODIC;
     const double cell = (double)s->st.esz * s->st.nbuf;
-    const double budget = (double)sim_cache_bytes(2) * TB_TILE_L2 * tb_cand_l2[cand / 2];
+    const double budget = (double)sim_cache_bytes(2) * TB_TILE_L2 * tb_cand_l2[cand];
     *Ty = *Tx = 0;
     for (int K = K0 ? K0 : TB_MAX_K; K >= 2; K--) {
         int64_t R = (int64_t)K * S * H, W = R + 2 * H + r + 1, m = 2 * R + 2 * H, X = 0, T;
         double A = budget / ((double)W * cell); /* cells of a ring's plane */
-        if (xy) {
-            X = s->tb_tile_x > 0 ? s->tb_tile_x : ((int64_t)sqrt(A) - m) / 8 * 8;
-            if (X < (s->tb_tile_x > 0 ? 1 : 8)) continue;
-            T = s->tb_tile > 0 ? s->tb_tile : (int64_t)(A / (double)(X + m)) - m;
-        } else
-            T = s->tb_tile > 0 ? s->tb_tile : (int64_t)(A / (double)s->L.stride[1]) - m;
+        if (xy) X = s->tb_tile_x;
+        T = s->tb_tile > 0 ? s->tb_tile : (int64_t)(A / (double)(xy ? X + m : s->L.stride[1])) - m;
         if (T < 1) continue;
         double extra = (double)(K * S - 1) * H * (1.0 / (double)T + (X ? 1.0 / (double)X : 0));
         if (!s->tb_tile && !K0 && extra > TB_TILE_EXTRA) continue;
-        if (X && !s->tb_tile_x) { /* equal tiles of x, a multiple of 8 cells */
-            int64_t parts = (Nx + X - 1) / X;
-            X = ((Nx + parts - 1) / parts + 7) / 8 * 8;
-        }
-        if (X >= Nx || (X && xper && X + m > Nx) || (X && T >= Ny)) {
-            if (!s->tb_tile_x) return 0; /* whole rows: the even candidate */
-            X = 0;
-        }
+        if (X >= Nx || (X && xper && X + m > Nx) || (X && T >= Ny)) X = 0; /* whole rows */
         if (T >= Ny) return K; /* whole planes */
         if (yper && T + m > Ny) return K0 ? K : 0;
         int64_t parts = (Ny + T - 1) / T;
@@ -320,6 +310,7 @@ static int tb_alloc(sim *s, int64_t W, int stages)
             /* planes laid out as a whole-mesh buffer's: cell (0,0) of a plane P elements in */
             set->mem[b] = aligned_alloc(TB_ALIGN, bytes);
             if (!set->mem[b]) return -1;
+            sim_advise_huge(set->mem[b], bytes); /* a tile's rows span many 4 KiB pages */
             memset(set->mem[b], 0, bytes);
             set->z[b] = (char *)set->mem[b] + sim_page_offset(b, s->st.nbuf) + (size_t)P * s->st.esz;
         }
@@ -465,8 +456,6 @@ static void axis_ghosts(const tb_job *j, int64_t N, int n, int64_t pc[2][2])
     }
 }
 
-static void y_ghosts(const tb_job *j, int n, int64_t pc[2][2]) { axis_ghosts(j, j->Ny, n, pc); }
-
 /* Rows [a, b) of y of the plane whose cell (0,0) is src, copied into the plane whose cell (0,0)
  * is dst: their cells in the nx pieces [px[2i], px[2i+1]) of x, or (nx 0) whole with their x
  * ghosts. */
@@ -544,7 +533,7 @@ static int y_input(const tb_job *j, const tb_set *set, int q, int64_t pc[2][2], 
     *fill_y = 0;
     for (int i = 0; i < n; i++)
         if (pc[i][0] < H || pc[i][1] > j->Ny - H) *fill_y = 1;
-    y_ghosts(j, n, pc);
+    axis_ghosts(j, j->Ny, n, pc);
     return n;
 }
 
@@ -699,7 +688,7 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
     const int64_t E = c.E, lo = c.lo;
     if (j->Ty) {
         set->nlw = y_pieces(j, set->ya - R, set->yb + R, set->lw);
-        y_ghosts(j, set->nlw, set->lw);
+        axis_ghosts(j, j->Ny, set->nlw, set->lw);
         set->nlx = x_pieces(j, set->xa - R, set->xb + R, set->lx);
         axis_ghosts(j, j->Nx, set->nlx, set->lx);
     }
@@ -993,8 +982,8 @@ int sim_tblock_steps(const sim *s, int64_t n)
 int sim_tblock_tile(const sim *s, int *cand, int *tile_x)
 {
     int64_t B = 0, r = 1, Ty = 0, Tx = 0;
-    *cand = tb_cand(s);
-    tb_choose(s, 32, &B, &r, &Ty, &Tx, *cand);
+    tb_choose(s, 32, &B, &r, &Ty, &Tx, tb_cand(s));
+    *cand = tb_tuning(s) ? -1 : tb_cand(s);
     *tile_x = (int)Tx;
     return (int)Ty;
 }
