@@ -195,7 +195,7 @@ static int main3d(int argc, char **argv)
     omp_set_num_threads(threads);
     g.sy = (g.nx + 2 + 7) / 8 * 8 + 8;
     g.sz = g.sy * (g.ny + 2);
-    size_t elems = (size_t)g.sz * (size_t)(g.nz + 2);
+    size_t elems = (size_t)g.sz * (size_t)(g.nz + 2) + 8; /* the top ghost plane's copy ends 7 past */
     for (int b = 0; b < 2; b++) {
         g.mem[b] = aligned_alloc(64, (elems * sizeof(double) + 63) / 64 * 64);
         if (!g.mem[b]) return 1;
@@ -334,7 +334,7 @@ static int main3d_case(const char *name, int argc, char **argv)
     omp_set_num_threads(threads);
     g.sy = (g.nx + 2 + 7) / 8 * 8 + 8;
     g.sz = g.sy * (g.ny + 2);
-    size_t elems = (size_t)g.sz * (size_t)(g.nz + 2);
+    size_t elems = (size_t)g.sz * (size_t)(g.nz + 2) + 8; /* the top ghost plane's copy ends 7 past */
     double *mem[4], *b[4]; /* u, v (Gray-Scott), then their next states */
     for (int i = 0; i < nb; i++) {
         mem[i] = aligned_alloc(64, (elems * sizeof(double) + 63) / 64 * 64);
