@@ -24,7 +24,8 @@
  *       (Lx = 1, Ly = NY*h, Lz = NZ*h), dt = 0.01, D = 10*h^2, u0 = 0.5 + 0.25*sin(2 pi x)*
  *       cos(2 pi y)*cos(2 pi z/Lz). Exactly STEPS_PER_REP steps in every rep (no time budget):
  *       one warm-up rep, then REPS timed reps, (REPS + 1) * STEPS_PER_REP steps in all; cpu and
- *       interp step one at a time, cpu-tblock in sim_step_n batches of 32. Prints
+ *       interp step one at a time, cpu-tblock in sim_step_n batches of 32 (its blocks' tile sizes
+ *       measured before the warm-up, then the initial state again). Prints
  *       "pdejit n=NXxNYxNZ threads=T variant=V sec_per_step=... median=M checksum=C steps=K
  *       ghost_fill=G block=B sumsq=Q tile_rows=R" (C: the sum of the interior cells, Q: of their
  *       squares; R: the rows of the sim's y tiles, 0: whole planes; $PDEJIT_TILE_Y forces them;
@@ -230,6 +231,8 @@ static int cmd_step3d(int argc, char **argv)
     /* a large run's first steps measure the sim's choices (sim_tuned_choice): taken here before
        the timed steps, then the initial state again (the checksum is C's after the same steps) */
     while (sim_tuned_choice(s) == -2) sim_step(s, p->dt);
+    /* and the tile sizes of the blocks (tblock.c measures its candidates on the first blocks) */
+    for (int w = 0, c = -1, tx; tblock && w < 64 && (sim_tblock_tile(s, &c, &tx), c < 0); w++) sim_step_n(s, p->dt, 32);
     sim_init(s);
     double dt = p->dt;
     double *per = malloc(sizeof(double) * (size_t)reps);
@@ -260,11 +263,11 @@ static int cmd_step3d(int argc, char **argv)
     for (int r = 0; r < reps; r++) printf("%s%.6e", r ? "," : "", per[r]);
     qsort(per, (size_t)reps, sizeof *per, cmp_double);
     long long block = tblock ? sim_tblock_steps(s, 32) : 1;
-    int cand = 0, tile = tblock ? sim_tblock_tile(s, &cand) : 0;
+    int cand = 0, tile_x = 0, tile = tblock ? sim_tblock_tile(s, &cand, &tile_x) : 0;
     printf(" median=%.6e checksum=%.15e steps=%lld ghost_fill=%.6e block=%lld sumsq=%.15e tile_rows=%lld prefetch=%d"
-           " tuned=%d tile=%d cand=%d\n",
+           " tuned=%d tile=%d tile_x=%d cand=%d\n",
            per[reps / 2], sum, (long long)sim_steps(s), fill, block > 1 ? block : 1, sumsq,
-           (long long)sim_tile_rows(s), sim_launch(s)->prefetch, sim_tuned_choice(s), tile, cand);
+           (long long)sim_tile_rows(s), sim_launch(s)->prefetch, sim_tuned_choice(s), tile, tile_x, cand);
     free(u);
     free(per);
     sim_destroy(s);

@@ -38,7 +38,13 @@
  * cells after them.
  * prints: "ref n=NXxNYxNZ threads=T variant=3d sec_per_step=S1,... median=M checksum=C steps=K
  * ghost_fill=G sumsq=Q" (Q: the sum of squares of the interior cells: diffusion conserves the
- * sum, 0.5 per cell up to rounding after any number of steps, while Q decays step by step). */
+ * sum, 0.5 per cell up to rounding after any number of steps, while Q decays step by step).
+ *
+ * `--3d-case heat-dirichlet|gs-periodic|gs-dirichlet NX NY NZ THREADS STEPS_PER_REP REPS`: the
+ * steps of bench/tblock3d.sh's problem files (spacing 1, dt = 1, euler; heat with `on all: u = 0`,
+ * Gray-Scott with periodic sides or `on all: u = 1`, `on all: v = 0`), written as above (the
+ * Dirichlet ghost 2b - u, the halo update parallel over planes); prints the median's Mcells/s
+ * as mcells=M. */
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -189,7 +195,7 @@ static int main3d(int argc, char **argv)
     omp_set_num_threads(threads);
     g.sy = (g.nx + 2 + 7) / 8 * 8 + 8;
     g.sz = g.sy * (g.ny + 2);
-    size_t elems = (size_t)g.sz * (size_t)(g.nz + 2);
+    size_t elems = (size_t)g.sz * (size_t)(g.nz + 2) + 8; /* the top ghost plane's copy ends 7 past */
     for (int b = 0; b < 2; b++) {
         g.mem[b] = aligned_alloc(64, (elems * sizeof(double) + 63) / 64 * 64);
         if (!g.mem[b]) return 1;
@@ -247,8 +253,138 @@ static int main3d(int argc, char **argv)
     return 0;
 }
 
+/* ---- 3D: bench/tblock3d.sh's problems (spacing 1, dt = 1), heat or Gray-Scott, periodic or
+ * Dirichlet sides (the ghost 2b - u: pdejit's linear rule for `u = b`) ---- */
+
+typedef struct case3 {
+    int gs, dirichlet;
+} case3;
+
+/* The ghost cells of buffer u (a field whose Dirichlet value is b): x, y, then z, as the halo
+ * update above (corners unread by the 7-point stencil). */
+static void halo3_case(const grid3 *g, double *u, int dirichlet, double b)
+{
+    if (!dirichlet) {
+        halo3_periodic(g, u);
+        return;
+    }
+    const int64_t nx = g->nx, ny = g->ny, nz = g->nz, sy = g->sy, sz = g->sz;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nz; k++) {
+        double *p = u + k * sz;
+        for (int64_t j = 0; j < ny; j++) {
+            double *r = p + j * sy;
+            r[-1] = 2 * b - r[0];
+            r[nx] = 2 * b - r[nx - 1];
+        }
+        for (int64_t i = 0; i < nx; i++) {
+            p[i - sy] = 2 * b - p[i];
+            p[i + ny * sy] = 2 * b - p[i + (ny - 1) * sy];
+        }
+    }
+    for (int64_t j = 0; j < ny; j++)
+        for (int64_t i = 0; i < nx; i++) {
+            u[i + j * sy - sz] = 2 * b - u[i + j * sy];
+            u[i + j * sy + nz * sz] = 2 * b - u[i + j * sy + (nz - 1) * sz];
+        }
+}
+
+#define LAP7(q, i, sy, sz) ((q[i + 1] + q[i - 1] - 2.0 * q[i]) + (q[i + sy] + q[i - sy] - 2.0 * q[i]) + (q[i + sz] + q[i - sz] - 2.0 * q[i]))
+
+/* One Euler step of bench/tblock3d.sh's heat (dt(u) = 0.1*lap(u)) or Gray-Scott (dt(u) =
+ * 0.1*lap(u) - u*v*v + F*(1 - u), dt(v) = 0.05*lap(v) + u*v*v - (F + k)*v), dt = 1, h = 1. */
+static void step3_case(const grid3 *g, int gs, const double *restrict u, const double *restrict v, double *restrict uo,
+                       double *restrict vo)
+{
+    const int64_t nx = g->nx, ny = g->ny, nz = g->nz, sy = g->sy, sz = g->sz;
+    const double F = 0.04, kk = 0.06;
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < nz; k++)
+        for (int64_t j = 0; j < ny; j++) {
+            const int64_t o = k * sz + j * sy;
+            const double *restrict q = u + o, *restrict w = gs ? v + o : u + o;
+            double *restrict a = uo + o, *restrict c = gs ? vo + o : uo + o;
+            if (!gs) {
+#pragma omp simd
+                for (int64_t i = 0; i < nx; i++) a[i] = q[i] + 0.1 * LAP7(q, i, sy, sz);
+                continue;
+            }
+#pragma omp simd
+            for (int64_t i = 0; i < nx; i++) {
+                double uvv = q[i] * w[i] * w[i];
+                a[i] = q[i] + (0.1 * LAP7(q, i, sy, sz) - uvv + F * (1 - q[i]));
+                c[i] = w[i] + (0.05 * LAP7(w, i, sy, sz) + uvv - (F + kk) * w[i]);
+            }
+        }
+}
+
+static int main3d_case(const char *name, int argc, char **argv)
+{
+    case3 cs = {strstr(name, "gs") != NULL, strstr(name, "dirichlet") != NULL};
+    if (argc < 6 || (strcmp(name, "heat-dirichlet") && strcmp(name, "gs-periodic") && strcmp(name, "gs-dirichlet"))) {
+        fprintf(stderr, "usage: ref_rd --3d-case heat-dirichlet|gs-periodic|gs-dirichlet NX NY NZ THREADS STEPS_PER_REP REPS\n");
+        return 2;
+    }
+    grid3 g;
+    g.nx = atoll(argv[0]);
+    g.ny = atoll(argv[1]);
+    g.nz = atoll(argv[2]);
+    int threads = atoi(argv[3]), steps = atoi(argv[4]), reps = atoi(argv[5]), nb = cs.gs ? 4 : 2;
+    if (g.nx < 2 || g.ny < 2 || g.nz < 2 || threads < 1 || steps < 1 || reps < 1) return 2;
+    omp_set_num_threads(threads);
+    g.sy = (g.nx + 2 + 7) / 8 * 8 + 8;
+    g.sz = g.sy * (g.ny + 2);
+    size_t elems = (size_t)g.sz * (size_t)(g.nz + 2) + 8; /* the top ghost plane's copy ends 7 past */
+    double *mem[4], *b[4]; /* u, v (Gray-Scott), then their next states */
+    for (int i = 0; i < nb; i++) {
+        mem[i] = aligned_alloc(64, (elems * sizeof(double) + 63) / 64 * 64);
+        if (!mem[i]) return 1;
+        b[i] = mem[i] + g.sz + g.sy + 8;
+#pragma omp parallel for schedule(static)
+        for (int64_t k = -1; k <= g.nz; k++) memset(b[i] + k * g.sz - g.sy - 8, 0, sizeof(double) * (size_t)g.sz);
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < g.nz; k++) /* the blob of tblock3d.sh, cell centres (i + 0.5) */
+        for (int64_t j = 0; j < g.ny; j++)
+            for (int64_t i = 0; i < g.nx; i++) {
+                double x = i + 0.5 - g.nx / 2.0, y = j + 0.5 - g.ny / 2.0, z = k + 0.5 - g.nz / 2.0;
+                double blob = exp(-(x * x + y * y + z * z) / 400);
+                b[0][k * g.sz + j * g.sy + i] = cs.gs ? 1 - 0.5 * blob : 0.5 + 0.25 * blob;
+                if (cs.gs) b[1][k * g.sz + j * g.sy + i] = 0.25 * blob;
+            }
+    double *per = malloc(sizeof(double) * (size_t)reps);
+    int nf = cs.gs ? 2 : 1;
+    for (int r = -1; r < reps; r++) {
+        double t0 = omp_get_wtime();
+        for (int k = 0; k < steps; k++) {
+            for (int f = 0; f < nf; f++) halo3_case(&g, b[f], cs.dirichlet, cs.gs && f == 0 ? 1 : 0);
+            step3_case(&g, cs.gs, b[0], b[1], b[nf], b[nf + 1 < nb ? nf + 1 : nf]);
+            for (int f = 0; f < nf; f++) {
+                double *t = b[f];
+                b[f] = b[nf + f];
+                b[nf + f] = t;
+            }
+        }
+        if (r >= 0) per[r] = (omp_get_wtime() - t0) / steps;
+    }
+    double sum = 0;
+    for (int64_t k = 0; k < g.nz; k++)
+        for (int64_t j = 0; j < g.ny; j++)
+            for (int64_t i = 0; i < g.nx; i++) sum += b[0][k * g.sz + j * g.sy + i];
+    printf("ref n=%lldx%lldx%lld threads=%d variant=%s sec_per_step=", (long long)g.nx, (long long)g.ny, (long long)g.nz,
+           threads, name);
+    for (int r = 0; r < reps; r++) printf("%s%.6e", r ? "," : "", per[r]);
+    qsort(per, (size_t)reps, sizeof *per, cmp_double);
+    printf(" median=%.6e checksum=%.15e mcells=%.1f\n", per[reps / 2], sum,
+           (double)g.nx * (double)g.ny * (double)g.nz / per[reps / 2] / 1e6);
+    free(per);
+    for (int i = 0; i < nb; i++) free(mem[i]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && !strcmp(argv[1], "--3d-case")) return main3d_case(argv[2], argc - 3, argv + 3);
     if (argc >= 2 && !strcmp(argv[1], "--3d")) return main3d(argc - 2, argv + 2);
     if (argc < 5) {
         fprintf(stderr, "usage: ref_rd N THREADS STEPS_PER_REP REPS [--div|--recip]\n"

@@ -10,16 +10,17 @@
 #   1. the 7-point heat step on a periodic box: the C reference (`ref_rd --3d`), pdejit one step
 #      per sweep (`pj_bench step3d ... cpu`) and blocked (`... cpu-tblock`, sim_step_n in batches
 #      of 32), seconds per step (median of the reps);
-#   2. whole `pdejit run`s of 64 steps (the Mcells/s the command reports, compile cached, the first
-#      blocks measuring the tile sizes included): the heat step with `on all: u = 0`, and a
-#      Gray-Scott step (2 fields) with periodic and with Dirichlet sides, PDEJIT_TBLOCK=off
-#      against the default.
+#   2. whole `pdejit run`s of $STEPS steps (default 128; the Mcells/s the command reports, compile
+#      cached, the first blocks measuring the tile sizes included): the heat step with `on all:
+#      u = 0`, and a Gray-Scott step (2 fields) with periodic and with Dirichlet sides,
+#      PDEJIT_TBLOCK=off against the default, and the C reference of the same step
+#      (`ref_rd --3d-case`, 8 steps a rep, median of 3 reps).
 # Prints the medians over the rounds, the ratios side by side, and the load average at the start
 # and the end (the machine is shared: say so with the numbers).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${PDEJIT_BUILD:-$ROOT/build-bench}
-ROUNDS=${1:-3} THREADS=${2:-1 2} SIZES=${3:-256x256x256 512x512x128}
+ROUNDS=${1:-3} THREADS=${2:-1 2} SIZES=${3:-256x256x256 512x512x128} STEPS=${STEPS:-128}
 export PDEJIT_CACHE_DIR=${PDEJIT_CACHE_DIR:-$(mktemp -d)}
 unset PDEJIT_TBLOCK PDEJIT_TBLOCK_K PDEJIT_TBLOCK_TILE
 tmp=$(mktemp -d)
@@ -46,7 +47,7 @@ problem() {
         echo "eq dt(v) = 0.05*lap(v) + u*v*v - (F + k)*v"
         [ "$2" = periodic ] && echo "periodic x, y, z" || printf 'on all: u = 1\non all: v = 0\n'
     fi
-    echo "time dt = 1, steps = 64, scheme = euler"
+    echo "time dt = 1, steps = $STEPS, scheme = euler"
 }
 
 RUNS="heat:dirichlet gs:periodic gs:dirichlet"
@@ -64,6 +65,7 @@ for n in $SIZES; do
             echo "K $(field block <"$tmp/line") tile $(field tile <"$tmp/line")" >>"$tmp/kt-$n-$t"
             for p in $RUNS; do
                 f=$tmp/${p/:/-}-$n.pde
+                "$BUILD/bench/ref_rd" --3d-case "${p/:/-}" ${n//x/ } "$t" 8 3 | field mcells >>"$tmp/ref-$p-$n-$t"
                 PDEJIT_TBLOCK=off "$BUILD/pdejit" run "$f" --out none --threads "$t" --verbose 2>&1 | mcells >>"$tmp/off-$p-$n-$t"
                 "$BUILD/pdejit" run "$f" --out none --threads "$t" --verbose 2>&1 | mcells >>"$tmp/on-$p-$n-$t"
             done
@@ -81,13 +83,14 @@ for n in $SIZES; do
     done
 done
 echo
-echo "| \`pdejit run\`, 64 steps | size | threads | Mcells/s off | Mcells/s blocked | blocked / off |"
-echo "|---|---|---|---|---|---|"
+echo "| \`pdejit run\`, $STEPS steps | size | threads | C Mcells/s | Mcells/s off | Mcells/s blocked | off / C | blocked / C | blocked / off |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for n in $SIZES; do
     for t in $THREADS; do
         for p in $RUNS; do
-            a=$(median <"$tmp/off-$p-$n-$t") b=$(median <"$tmp/on-$p-$n-$t")
-            echo "| ${p/:/ } | $n | $t | $a | $b | $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2fx", b / a}') |"
+            c=$(median <"$tmp/ref-$p-$n-$t") a=$(median <"$tmp/off-$p-$n-$t") b=$(median <"$tmp/on-$p-$n-$t")
+            echo "| ${p/:/ } | $n | $t | $c | $a | $b | $(awk -v c="$c" -v a="$a" 'BEGIN {printf "%.2fx", a / c}') |" \
+                 "$(awk -v c="$c" -v b="$b" 'BEGIN {printf "%.2fx", b / c}') | $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2fx", b / a}') |"
         done
     done
 done

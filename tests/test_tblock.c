@@ -22,8 +22,8 @@
 
 /* Forced rows per launch and cells per strip of a launch for the engines made next (0: chosen). */
 static int launch_rows, launch_strip;
-/* Forced rows of y per tile of a 3D block (0: chosen, -1: whole planes). */
-static int launch_tile;
+/* Forced rows of y per tile of a 3D block (0: chosen, -1: whole planes), and cells of x (0: whole rows). */
+static int launch_tile, launch_tile_x;
 
 static engine *make_engine(const pj_program *p, const char *backend, int single, int threads, const char *sets,
                            const char *mode, int k, int rows)
@@ -40,7 +40,7 @@ static engine *make_engine(const pj_program *p, const char *backend, int single,
     setenv("PDEJIT_TBLOCK_STRIP", v, 1);
     if (launch_tile < 0) setenv("PDEJIT_TBLOCK_TILE", "off", 1);
     else {
-        snprintf(v, sizeof v, "%d", launch_tile);
+        snprintf(v, sizeof v, "%dx%d", launch_tile, launch_tile_x);
         setenv("PDEJIT_TBLOCK_TILE", v, 1);
     }
     engine_options o = {.single = single, .threads = threads, .seed = 7};
@@ -224,15 +224,17 @@ static const char *const prob_3d[][2] = {
 };
 
 /* 3D blocks cut into tiles of rows of y (odd tile heights, a last tile shorter, tiles at and
- * away from the y sides, a periodic y wrapping through a tile), the table's 3D problems and the
- * ones above, on interp and cpu, 1 and 2 threads: still the stepped state to the bit. */
+ * away from the y sides, a periodic y wrapping through a tile), and into tiles of x as well
+ * (odd widths, tiles at and away from the x sides, a periodic x wrapping), the table's 3D
+ * problems and the ones above, on interp and cpu, 1 and 2 threads: still the stepped state to
+ * the bit. */
 static void tiles_blocked_equal(void **state)
 {
     (void)state;
     test_case *cases;
     int n = test_cases(&cases), n3 = (int)(sizeof prob_3d / sizeof *prob_3d);
-    /* {k, band rows (0: whole columns), rows of y per tile} */
-    static const int cfg[][3] = {{2, 0, 1}, {3, 4, 2}, {2, 3, 5}, {4, 0, 3}};
+    /* {k, band rows (0: whole columns), rows of y per tile, cells of x per tile (0: whole rows)} */
+    static const int cfg[][4] = {{2, 0, 1, 0}, {3, 4, 2, 0}, {2, 3, 5, 0}, {4, 0, 3, 0}, {2, 0, 3, 3}, {3, 4, 2, 1}, {2, 0, 4, 2}};
     int blocked = 0, runs = 0;
     for (int i = 0; i < n + n3; i++) {
         const char *name = i < n ? cases[i].name : prob_3d[i - n][0], *text = i < n ? cases[i].text : prob_3d[i - n][1];
@@ -243,6 +245,7 @@ static void tiles_blocked_equal(void **state)
         }
         for (size_t c = 0; c < sizeof cfg / sizeof *cfg; c++) {
             launch_tile = cfg[c][2];
+            launch_tile_x = cfg[c][3];
             blocked_threads = 1 + (int)((c + (size_t)i) % 2);
             const char *backend = (c + (size_t)i) % 3 ? "cpu" : "interp";
             blocked += blocked_equals_stepped(p, name, i < n ? cases[i].sets : NULL, backend, (int)(c == 3), cfg[c][0],
@@ -252,10 +255,10 @@ static void tiles_blocked_equal(void **state)
         print_message("%-24s 3D %s: tiles blocked = stepped\n", name, scheme_name(p->scheme));
         program_free(p);
     }
-    launch_tile = 0;
+    launch_tile = launch_tile_x = 0;
     blocked_threads = 2;
     test_cases_free(cases, n);
-    assert_true(runs >= 16);
+    assert_true(runs >= 28);
     assert_int_equal(blocked, runs);
 }
 

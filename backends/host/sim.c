@@ -308,7 +308,7 @@ int sim_memory_check(const pj_program *p, int single, char *err, size_t err_len)
  * (/sys/kernel/mm/transparent_hugepage/enabled = madvise): its first writes then fault in 2 MiB
  * pages, not 4 KiB ones, 512 times fewer faults (the first evaluation of a 10^6-cell term
  * spent more time in page faults than in its kernel). Advice only: nothing fails without. */
-static void advise_huge(void *m, size_t len)
+void sim_advise_huge(void *m, size_t len)
 {
     const uintptr_t huge = (uintptr_t)2 << 20;
     if (len < 2 * huge) return;
@@ -353,7 +353,7 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     for (int i = 0; i < s->st.nbuf; i++) {
         s->st.mem[i] = calloc(1, bytes + SIM_ALIGN + SIM_PAGE);
         if (!s->st.mem[i]) goto oom;
-        advise_huge(s->st.mem[i], bytes + SIM_ALIGN + SIM_PAGE);
+        sim_advise_huge(s->st.mem[i], bytes + SIM_ALIGN + SIM_PAGE);
         s->st.buf[i] = (char *)aligned_base(s->st.mem[i]) + sim_page_offset(i, s->st.nbuf) + (size_t)s->st.g.origin_off * s->st.esz;
     }
     s->L.buf = s->st.buf;
@@ -386,8 +386,11 @@ sim *sim_create(const pj_program *p, const sim_options *opt, char *err, size_t e
     s->tb_launch = tl > 0 ? (int)tl : 0;
     const char *ts = knob(KNOB_TBLOCK_STRIP); /* cells per strip of a launch: n, or off */
     s->tb_strip = ts && !strcmp(ts, "off") ? -1 : knob_int(KNOB_TBLOCK_STRIP, 0) > 0 ? (int)knob_int(KNOB_TBLOCK_STRIP, 0) : 0;
-    const char *tt = knob(KNOB_TBLOCK_TILE); /* rows of y per tile of a 3D block: n, or off */
-    s->tb_tile = tt && !strcmp(tt, "off") ? -1 : knob_int(KNOB_TBLOCK_TILE, 0) > 0 ? (int)knob_int(KNOB_TBLOCK_TILE, 0) : 0;
+    const char *tt = knob(KNOB_TBLOCK_TILE); /* a 3D block's tiles: ROWS of y, ROWSxCELLS (and of x), or off */
+    int t_y = 0, t_x = 0;
+    if (tt && sscanf(tt, "%dx%d", &t_y, &t_x) < 1) t_y = 0;
+    s->tb_tile = tt && !strcmp(tt, "off") ? -1 : t_y > 0 ? t_y : 0;
+    s->tb_tile_x = s->tb_tile > 0 && t_x > 0 ? t_x : 0;
     const char *ty = knob(KNOB_TILE_Y); /* off, auto or rows: forced y tiles */
     int64_t rows = knob_int(KNOB_TILE_Y, 0);
     sim_set_tiles(s, !ty || !strcmp(ty, "auto") ? 0 : !strcmp(ty, "off") ? -1 : rows > 0 ? rows : -1);
@@ -446,7 +449,7 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo :
 sim_fill_span sim_full_span(const sim *s)
 {
     int last = s->st.p->dim - 1;
-    sim_fill_span sp = {s->st.g.n[last], s->st.g.lo[last], s->st.g.lo[last] + s->st.g.ext[last], 0, 0, 3, 0, 0};
+    sim_fill_span sp = {s->st.g.n[last], s->st.g.lo[last], s->st.g.lo[last] + s->st.g.ext[last], 0, 0, 3, 0, 0, 0, 0};
     return sp;
 }
 
@@ -460,6 +463,9 @@ static void span_range(const sim *s, const sim_fill_span *sp, int b, int64_t *lo
     } else if (b == 1 && sp->m1 > sp->m0) {
         *lo = sp->m0;
         *hi = sp->m1;
+    } else if (b == 0 && sp->x1 > sp->x0) {
+        *lo = sp->x0;
+        *hi = sp->x1;
     } else {
         *lo = s->st.g.lo[b];
         *hi = s->st.g.lo[b] + s->st.g.ext[b];
@@ -500,11 +506,12 @@ static int fill_axis_copy(sim *s, int f, void *b, int a, const sim_fill_span *sp
     if (a > 0) {
         /* a ghost row (plane line) of the full x extent is a copy of one interior row */
         int b1 = a == 2 ? 1 : 2;
-        int64_t sq = s->L.stride[b1], q0, q1;
+        int64_t sq = s->L.stride[b1], q0, q1, x0, x1;
         span_range(s, sp, b1, &q0, &q1);
-        size_t len = (size_t)s->st.g.ext[0] * esz;
+        span_range(s, sp, 0, &x0, &x1);
+        size_t len = (size_t)(x1 - x0) * esz;
         for (int64_t q = q0; q < q1; q++) {
-            int64_t line = s->st.g.lo[0] + q * sq;
+            int64_t line = x0 + q * sq;
             for (int m = 1; m <= H; m++) {
                 int64_t lo_src = periodic ? n - m : m - 1, hi_src = periodic ? m - 1 : n - m;
                 /* signed offsets: a ghost row lies before cell (0,0,0) */

@@ -80,9 +80,10 @@ int sim_tuned_choice(const sim *s);
 /* The steps a block of at most n steps would take in one sweep now: 0 when it would step one
  * at a time (blocking does not apply, is off or does not pay). */
 int sim_tblock_steps(const sim *s, int64_t n);
-/* 3D: the rows of y per tile of the next block (0: whole planes) and the candidate sizes it
-   uses (tblock.c: measured on the first blocks in auto mode, the fastest kept). */
-int sim_tblock_tile(const sim *s, int *cand);
+/* 3D: the rows of y per tile of the next block (0: whole planes), its cells of x (*tile_x, 0:
+   whole rows) and the candidate sizes it uses (tblock.c: measured on the first blocks in auto
+   mode, the fastest kept; -1 while they are measured). */
+int sim_tblock_tile(const sim *s, int *cand, int *tile_x);
 /* Kernel `id` of the program (program.h: a stage, or a named kernel such as
  * PJ_KERNEL_RHS_IMPLICIT or PJ_KERNEL_JACOBIAN, which read slot 0) run once at time t (its read
  * slot's ghosts filled first), without advancing the time: what an implicit solver calls for

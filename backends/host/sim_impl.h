@@ -30,6 +30,7 @@ struct sim {
     int tb_launch;         /* forced rows per kernel launch in the rings (0: chosen) */
     int tb_strip;          /* forced cells per strip of a launch in 2D (0: chosen, -1: whole rows) */
     int tb_tile;           /* forced rows of y per tile of a 3D block (0: chosen, -1: whole planes) */
+    int tb_tile_x;         /* forced cells of x per tile of a 3D block (0: chosen) */
     double tb_sec[4];      /* 3D tiles, auto: the best seconds per step measured of each candidate */
     int tb_runs[4], tb_pick; /* the sweeps measured of each; the one kept + 1 (0: still measuring) */
     int64_t tile_mode;     /* y tiles of a 3D stage: -1 off, 0 when they pay, > 0 forced rows */
@@ -64,6 +65,8 @@ typedef struct sim_fill_span {
     int sides;             /* filling the last axis: bit 0 its low side, bit 1 its high side */
     int64_t m0, m1;        /* 3D: the rows [m0, m1) of axis y covered when filling x or z (a tile
                               of tblock.c); m1 <= m0: the allocated extent */
+    int64_t x0, x1;        /* 3D: the cells [x0, x1) of axis x covered when filling y or z (a tile
+                              of tblock.c); x1 <= x0: the allocated extent */
 } sim_fill_span;
 
 /* Fills the ghost layers of buffer b (field f) along axis a over `span` with the boundary
@@ -75,6 +78,8 @@ sim_fill_span sim_full_span(const sim *s);
 /* The boundary coefficients of `side` at time t (computed into s->coef[side], once when constant). */
 const double *sim_side_coefs(sim *s, int side, double t);
 
+/* Transparent huge pages advised for a buffer of len bytes (2 MiB or more; sim.c). */
+void sim_advise_huge(void *m, size_t len);
 /* Cache sizes in bytes (Linux's description of CPU 0): level 0 the last level (else 32 MiB),
  * level 1 the first's data cache (else 32 KiB), level 2 the second (else 1 MiB). */
 size_t sim_cache_bytes(int level);

@@ -33,6 +33,7 @@
  * places within a page (sim_page_offset), as the sim's buffers do. */
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <time.h>
 #include "interp.h"
 #include "sim_impl.h"
@@ -82,6 +83,9 @@ typedef struct tb_set {
     int64_t lw[2][2];      /* the rows of y its rings hold (storage rows, ghost rows at a side
                               included), at most two pieces (a periodic y wraps) */
     int nlw;
+    int64_t xa, xb;        /* 3D tiles of x: the band's cells of x [xa, xb) */
+    int64_t lx[2][2];      /* the cells of x its rings hold, as lw (nlx 0: whole rows) */
+    int nlx;
 } tb_set;
 
 struct tblock {
@@ -166,37 +170,45 @@ static int tb_y_uniform(const sim *s)
     return !(periodic && other);
 }
 
-/* 3D tiles of rows of y for a block of K steps (K0, else the largest that pays), r planes per
- * launch: a tile's rings (its rows and R + H more each side, W planes, every buffer) in
- * TB_TILE_L2 of the second-level cache, and at most TB_TILE_EXTRA of its rows recomputed per
- * stage on average ((Q-1)H / 2 more each side). K, and the tile's rows in *Ty; 0 when none fits
- * (a periodic y: a tile's rows with their reach, R + H each side, are fewer than the mesh's). */
-static int tb_tiles(const sim *s, int64_t r, int K0, int64_t *Ty, int cand)
+/* 3D tiles for a block of K steps (K0, else the largest that pays), r planes per launch: a
+ * tile's rings (its cells and R + H more each side, W planes, every buffer) in TB_TILE_L2 of the
+ * second-level cache times candidate c's multiple, and at most TB_TILE_EXTRA of its cells
+ * recomputed per stage on average ((Q-1)H / 2 more each side). Tiles cut x too only when
+ * forced ($PDEJIT_TBLOCK_TILE=ROWSxCELLS): their rows' short runs in the mesh-wide rings defeat
+ * the hardware prefetchers (512x512x128: 1.3-2x slower than whole rows, docs/performance.md).
+ * K, the tile's rows of y in *Ty and cells of x in *Tx (0: whole rows); 0 when none fits (a
+ * periodic y or x: a tile with its reach, R + H each side, is smaller than the mesh). */
+static int tb_tiles(const sim *s, int64_t r, int K0, int64_t *Ty, int64_t *Tx, int cand)
 {
     const pj_program *p = s->st.p;
-    const int H = s->st.g.H, S = p->n_stages;
-    const int64_t Ny = s->st.g.n[1];
-    const int yper = s->st.plan.rule[2] == GHOST_PERIODIC;
-    const double row = (double)s->L.stride[1] * (double)s->st.esz * s->st.nbuf;
+    const int H = s->st.g.H, S = p->n_stages, xy = s->tb_tile_x > 0;
+    const int64_t Ny = s->st.g.n[1], Nx = s->st.g.n[0];
+    const int yper = s->st.plan.rule[2] == GHOST_PERIODIC, xper = s->st.plan.rule[0] == GHOST_PERIODIC;
+    const double cell = (double)s->st.esz * s->st.nbuf;
     const double budget = (double)sim_cache_bytes(2) * TB_TILE_L2 * tb_cand_l2[cand];
-    *Ty = 0;
+    *Ty = *Tx = 0;
     for (int K = K0 ? K0 : TB_MAX_K; K >= 2; K--) {
-        int64_t R = (int64_t)K * S * H, W = R + 2 * H + r + 1;
-        int64_t T = s->tb_tile > 0 ? s->tb_tile : (int64_t)(budget / ((double)W * row)) - 2 * R - 2 * H;
+        int64_t R = (int64_t)K * S * H, W = R + 2 * H + r + 1, m = 2 * R + 2 * H, X = 0, T;
+        double A = budget / ((double)W * cell); /* cells of a ring's plane */
+        if (xy) X = s->tb_tile_x;
+        T = s->tb_tile > 0 ? s->tb_tile : (int64_t)(A / (double)(xy ? X + m : s->L.stride[1])) - m;
         if (T < 1) continue;
-        if (!s->tb_tile && !K0 && (double)(K * S - 1) * H > TB_TILE_EXTRA * (double)T) continue;
+        double extra = (double)(K * S - 1) * H * (1.0 / (double)T + (X ? 1.0 / (double)X : 0));
+        if (!s->tb_tile && !K0 && extra > TB_TILE_EXTRA) continue;
+        if (X >= Nx || (X && xper && X + m > Nx) || (X && T >= Ny)) X = 0; /* whole rows */
         if (T >= Ny) return K; /* whole planes */
-        if (yper && T + 2 * R + 2 * H > Ny) return K0 ? K : 0;
+        if (yper && T + m > Ny) return K0 ? K : 0;
         int64_t parts = (Ny + T - 1) / T;
         *Ty = (Ny + parts - 1) / parts;
+        *Tx = X;
         return K;
     }
     return 0;
 }
 
-static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch, int64_t *tile, int cand)
+static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch, int64_t *tile, int64_t *tile_x, int cand)
 {
-    *tile = 0;
+    *tile = *tile_x = 0;
     if (s->tb_mode < 0 || n < 2 || !tb_applies(s)) return 0;
     const pj_program *p = s->st.p;
     int last = p->dim - 1, H = s->st.g.H, S = p->n_stages;
@@ -231,11 +243,11 @@ static int tb_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch, in
     if (p->dim == 3 && s->tb_tile >= 0 && (s->tb_tile > 0 || K < 2 || ring > (double)sim_cache_bytes(2) * TB_TILE_L2) &&
         tb_y_uniform(s)) {
         int64_t rt = s->tb_launch ? r : 1;
-        int kt = tb_tiles(s, rt, s->tb_k, &Ty, cand);
+        int kt = tb_tiles(s, rt, s->tb_k, &Ty, tile_x, cand);
         if (kt >= 2 || !s->tb_k) K = kt;
         if (Ty) {
             r = rt;
-            tiles = (s->st.g.n[1] + Ty - 1) / Ty;
+            tiles = (s->st.g.n[1] + Ty - 1) / Ty * (*tile_x ? (s->st.g.n[0] + *tile_x - 1) / *tile_x : 1);
         }
     }
     if (K > n) K = (int)n;
@@ -299,6 +311,7 @@ static int tb_alloc(sim *s, int64_t W, int stages)
             /* planes laid out as a whole-mesh buffer's: cell (0,0) of a plane P elements in */
             set->mem[b] = aligned_alloc(TB_ALIGN, bytes);
             if (!set->mem[b]) return -1;
+            sim_advise_huge(set->mem[b], bytes); /* a tile's rows span many 4 KiB pages */
             memset(set->mem[b], 0, bytes);
             set->z[b] = (char *)set->mem[b] + sim_page_offset(b, s->st.nbuf) + (size_t)P * s->st.esz;
         }
@@ -369,6 +382,8 @@ typedef struct tb_job {
     const unsigned char *copied; /* [n_fields] fields with an eq whose new state is copied out */
     int64_t Ty, Ny;        /* 3D: rows of y per tile (0: whole planes), and the mesh's */
     int yper;              /* a periodic y (a tile's rows wrap) */
+    int64_t Tx, Nx;        /* 3D: cells of x per tile (0: whole rows), and the mesh's */
+    int xper;              /* a periodic x */
 } tb_job;
 
 static int64_t wrap(int64_t m, int64_t N) { return ((m % N) + N) % N; }
@@ -393,11 +408,10 @@ static char *ring_cell(const tb_job *j, void *z, int64_t ph)
 
 /* The storage rows of y that hold a tile's rows [u0, u1) (a periodic y wraps them, else they
  * are clipped to the mesh): at most two pieces, their count returned. */
-static int y_pieces(const tb_job *j, int64_t u0, int64_t u1, int64_t pc[2][2])
+static int axis_pieces(int64_t N, int per, int64_t u0, int64_t u1, int64_t pc[2][2])
 {
-    const int64_t N = j->Ny;
     int n = 0;
-    if (!j->yper) {
+    if (!per) {
         u0 = u0 < 0 ? 0 : u0;
         u1 = u1 > N ? N : u1;
     } else if (u0 < 0 && u1 > 0) {
@@ -423,22 +437,43 @@ static int y_pieces(const tb_job *j, int64_t u0, int64_t u1, int64_t pc[2][2])
     return n;
 }
 
-/* The pieces with the ghost rows of y at a mesh side they reach. */
-static void y_ghosts(const tb_job *j, int n, int64_t pc[2][2])
+static int y_pieces(const tb_job *j, int64_t u0, int64_t u1, int64_t pc[2][2])
+{
+    return axis_pieces(j->Ny, j->yper, u0, u1, pc);
+}
+
+/* The same along x (tiles of x: cells [u0, u1)); 0 pieces when the tiles are whole rows. */
+static int x_pieces(const tb_job *j, int64_t u0, int64_t u1, int64_t pc[2][2])
+{
+    return j->Tx ? axis_pieces(j->Nx, j->xper, u0, u1, pc) : 0;
+}
+
+/* The pieces with the ghost cells at a mesh side (of N cells) they reach. */
+static void axis_ghosts(const tb_job *j, int64_t N, int n, int64_t pc[2][2])
 {
     for (int i = 0; i < n; i++) {
         if (pc[i][0] == 0) pc[i][0] = -j->s->st.g.H;
-        if (pc[i][1] == j->Ny) pc[i][1] = j->Ny + j->s->st.g.H;
+        if (pc[i][1] == N) pc[i][1] = N + j->s->st.g.H;
     }
 }
 
-/* Rows [a, b) of y (their x ghosts included) of the plane whose cell (0,0) is src, copied into
- * the plane whose cell (0,0) is dst. */
-static void copy_rows(const tb_job *j, char *dst, const char *src, int64_t a, int64_t b)
+/* Rows [a, b) of y of the plane whose cell (0,0) is src, copied into the plane whose cell (0,0)
+ * is dst: their cells in the nx pieces [px[2i], px[2i+1]) of x, or (nx 0) whole with their x
+ * ghosts. */
+static void copy_rows(const tb_job *j, char *dst, const char *src, int64_t a, int64_t b, int nx, const int64_t *px)
 {
     const sim *s = j->s;
-    const int64_t st1 = s->L.stride[1], off = (s->st.g.lo[0] + a * st1) * (int64_t)s->st.esz;
-    memcpy(dst + off, src + off, (size_t)((b - a - 1) * st1 + s->st.g.ext[0]) * s->st.esz);
+    const int64_t st1 = s->L.stride[1], esz = (int64_t)s->st.esz;
+    if (!nx) {
+        const int64_t off = (s->st.g.lo[0] + a * st1) * esz;
+        memcpy(dst + off, src + off, (size_t)((b - a - 1) * st1 + s->st.g.ext[0]) * s->st.esz);
+        return;
+    }
+    for (int64_t y = a; y < b; y++)
+        for (int i = 0; i < nx; i++) {
+            const int64_t off = (px[2 * i] + y * st1) * esz;
+            memcpy(dst + off, src + off, (size_t)((px[2 * i + 1] - px[2 * i]) * esz));
+        }
 }
 
 /* After physical plane ph of ring z changed: its other copy made equal (a tile's rows only). */
@@ -454,7 +489,7 @@ static void ring_sync(const tb_job *j, const tb_set *set, void *z, int64_t ph)
     if (other < 0) return;
     if (j->Ty) {
         for (int i = 0; i < set->nlw; i++)
-            copy_rows(j, ring_cell(j, z, other), ring_cell(j, z, ph), set->lw[i][0], set->lw[i][1]);
+            copy_rows(j, ring_cell(j, z, other), ring_cell(j, z, ph), set->lw[i][0], set->lw[i][1], set->nlx, &set->lx[0][0]);
         return;
     }
     size_t bytes = (size_t)j->s->L.stride[j->s->st.p->dim - 1] * j->s->st.esz;
@@ -499,7 +534,7 @@ static int y_input(const tb_job *j, const tb_set *set, int q, int64_t pc[2][2], 
     *fill_y = 0;
     for (int i = 0; i < n; i++)
         if (pc[i][0] < H || pc[i][1] > j->Ny - H) *fill_y = 1;
-    y_ghosts(j, n, pc);
+    axis_ghosts(j, j->Ny, n, pc);
     return n;
 }
 
@@ -515,16 +550,28 @@ static void fill_span_axis(const tb_job *j, tb_set *set, int q, int ax, sim_fill
         for (int f = 0; f < nf; f++) sim_fill_axis(s, f, fb[f], ax, cf, &span);
         return;
     }
-    int64_t pc[2][2];
-    int fill_y, n = y_input(j, set, q, pc, &fill_y);
-    if (ax == 1) {
-        for (int f = 0; fill_y && f < nf; f++) sim_fill_axis(s, f, fb[f], ax, cf, &span);
-        return;
+    int64_t pc[2][2], px[2][2] = {{0, 0}};
+    int fill_y, n = y_input(j, set, q, pc, &fill_y), fill_x = 1, nx = 1;
+    if (j->Tx) { /* tiles of x: the stage's input cells of x, as its rows of y */
+        const int64_t d = ((int64_t)j->K * s->st.p->n_stages - q) * s->st.g.H;
+        nx = x_pieces(j, set->xa - d, set->xb + d, px);
+        fill_x = 0;
+        for (int i = 0; i < nx; i++)
+            if (px[i][0] < s->st.g.H || px[i][1] > j->Nx - s->st.g.H) fill_x = 1;
+        axis_ghosts(j, j->Nx, nx, px);
     }
-    for (int i = 0; i < n; i++) {
-        span.m0 = pc[i][0];
-        span.m1 = pc[i][1];
-        for (int f = 0; f < nf; f++) sim_fill_axis(s, f, fb[f], ax, cf, &span);
+    for (int k = 0; k < nx; k++) {
+        span.x0 = px[k][0];
+        span.x1 = px[k][1];
+        if (ax == 1) {
+            for (int f = 0; fill_y && f < nf; f++) sim_fill_axis(s, f, fb[f], ax, cf, &span);
+            continue;
+        }
+        for (int i = 0; i < n && (ax != 0 || (fill_x && k == 0)); i++) {
+            span.m0 = pc[i][0];
+            span.m1 = pc[i][1];
+            for (int f = 0; f < nf; f++) sim_fill_axis(s, f, fb[f], ax, cf, &span);
+        }
     }
 }
 
@@ -538,7 +585,7 @@ static void fill_rows(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q,
     for (int64_t y = y0, n; y < y1; y += n) {
         n = ring_run(j, c->lo, y, y1);
         int64_t ph = ring_ph(j, y);
-        sim_fill_span span = {n, 0, n, c->lo + y, j->periodic, 0, 0, 0};
+        sim_fill_span span = {n, 0, n, c->lo + y, j->periodic, 0, 0, 0, 0, 0};
         for (int f = 0; f < nf; f++) set->fp[f] = ring_cell(j, set->fb[f], ph);
         for (int x = 0; x < s->st.p->dim; x++) {
             int ax = s->st.plan.axis_order[x];
@@ -556,8 +603,8 @@ static void fill_side(const tb_job *j, tb_set *set, const tb_band_ctx *c, int q,
     sim *s = j->s;
     int nf = s->st.p->n_fields, H = s->st.g.H;
     int64_t base = hi ? ring_ph(j, c->E) - H : ring_ph(j, 0); /* physical plane of index 0 below */
-    sim_fill_span span = hi ? (sim_fill_span){H, 0, 2 * H, c->lo + c->E - H, j->periodic, 2, 0, 0}
-                            : (sim_fill_span){H, -H, H, c->lo, j->periodic, 1, 0, 0};
+    sim_fill_span span = hi ? (sim_fill_span){H, 0, 2 * H, c->lo + c->E - H, j->periodic, 2, 0, 0, 0, 0}
+                            : (sim_fill_span){H, -H, H, c->lo, j->periodic, 1, 0, 0, 0, 0};
     for (int f = 0; f < nf; f++) set->fp[f] = ring_cell(j, set->fb[f], base);
     for (int x = 0; x < s->st.p->dim; x++) fill_span_axis(j, set, q, s->st.plan.axis_order[x], span);
     for (int f = 0; f < nf; f++)
@@ -573,14 +620,19 @@ static void tb_launch(const tb_job *j, tb_set *set, int i, kir_launch *L, int64_
     sim *s = j->s;
     if (j->Ty) { /* a tile: the stage's rows of y, (Q-1-q)H more each side than the tile's */
         const int64_t H = s->st.g.H, d = ((int64_t)j->K * s->st.p->n_stages - 1 - q) * H, st1 = s->L.stride[1];
-        int64_t pc[2][2];
-        int np = y_pieces(j, set->ya - d, set->yb + d, pc);
+        int64_t pc[2][2], px[2][2] = {{0, j->Nx}};
+        int np = y_pieces(j, set->ya - d, set->yb + d, pc), nx = j->Tx ? x_pieces(j, set->xa - d, set->xb + d, px) : 1;
         for (int bi = 0; bi < s->st.nbuf; bi++) set->row0[bi] = set->bufs[bi];
-        for (int k = 0; k < np; k++) {
-            for (int bi = 0; bi < s->st.nbuf; bi++) set->bufs[bi] = (char *)set->row0[bi] + pc[k][0] * st1 * (int64_t)s->st.esz;
-            L->n[1] = pc[k][1] - pc[k][0];
-            L->first[1] = pc[k][0];
-            L->beyond[1] = j->Ny - pc[k][1];
+        for (int k = 0; k < np * nx; k++) {
+            const int64_t *y = pc[k / nx], *x = px[k % nx];
+            for (int bi = 0; bi < s->st.nbuf; bi++)
+                set->bufs[bi] = (char *)set->row0[bi] + (y[0] * st1 + x[0]) * (int64_t)s->st.esz;
+            L->n[1] = y[1] - y[0];
+            L->first[1] = y[0];
+            L->beyond[1] = j->Ny - y[1];
+            L->n[0] = x[1] - x[0];
+            L->first[0] = x[0];
+            L->beyond[0] = j->Nx - x[1];
             if (s->runner) s->runner(s->runner_ctx, i, L, 0, n);
             else interp_stage(s->st.p->stages[i].kernel, L, s->single, 0, n);
         }
@@ -588,6 +640,9 @@ static void tb_launch(const tb_job *j, tb_set *set, int i, kir_launch *L, int64_
         L->n[1] = j->Ny;
         L->first[1] = 0;
         L->beyond[1] = 0;
+        L->n[0] = j->Nx;
+        L->first[0] = 0;
+        L->beyond[0] = 0;
         return;
     }
     const int64_t nx = j->L0->n[0], X = j->strip > 0 && j->strip < nx ? j->strip : nx;
@@ -634,7 +689,9 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
     const int64_t E = c.E, lo = c.lo;
     if (j->Ty) {
         set->nlw = y_pieces(j, set->ya - R, set->yb + R, set->lw);
-        y_ghosts(j, set->nlw, set->lw);
+        axis_ghosts(j, j->Ny, set->nlw, set->lw);
+        set->nlx = x_pieces(j, set->xa - R, set->xb + R, set->lx);
+        axis_ghosts(j, j->Nx, set->nlx, set->lx);
     }
     for (int q = 0; q < Q; q++) {
         set->next[q] = c.at_lo ? 0 : (int64_t)q * H;
@@ -652,7 +709,7 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
                 if (j->Ty) /* the tile's rows within reach */
                     for (int i = 0; i < set->nlw; i++)
                         copy_rows(j, ring_cell(j, set->z[f], ph), (char *)s->st.buf[f] + m * row_elems * (int64_t)s->st.esz,
-                                  set->lw[i][0], set->lw[i][1]);
+                                  set->lw[i][0], set->lw[i][1], set->nlx, &set->lx[0][0]);
                 else
                     memcpy(plane(s, set->z[f], ph), plane(s, s->st.buf[f], m), plane_bytes);
                 ring_sync(j, set, set->z[f], ph);
@@ -703,9 +760,10 @@ static void tb_band(tb_job *j, tb_set *set, int64_t a, int64_t b)
                 for (int f = 0; out && f < nf; f++)
                     if (j->copied[f])
                         for (int64_t y = x; y < x + n; y++) {
-                            if (j->Ty) /* the tile's rows */
+                            if (j->Ty) /* the tile's rows (and cells of x) */
                                 copy_rows(j, (char *)s->st.buf[nf + f] + (lo + y) * row_elems * (int64_t)s->st.esz,
-                                          ring_cell(j, set->z[mapK[f]], ring_ph(j, y)), set->ya, set->yb);
+                                          ring_cell(j, set->z[mapK[f]], ring_ph(j, y)), set->ya, set->yb, j->Tx ? 1 : 0,
+                                          (const int64_t[2]){set->xa, set->xb});
                             else
                                 memcpy(plane(s, s->st.buf[nf + f], lo + y), plane(s, set->z[mapK[f]], ring_ph(j, y)), plane_bytes);
                         }
@@ -721,12 +779,14 @@ static void tb_range(void *ctx, int64_t begin, int64_t end)
     tb_set *set = NULL;
     for (int i = 0; !set; i = (i + 1) % tb->nsets) /* one free set per running thread */
         if (!__atomic_exchange_n(&tb->set[i].busy, 1, __ATOMIC_ACQUIRE)) set = &tb->set[i];
-    const int64_t tiles = j->Ty ? (j->Ny + j->Ty - 1) / j->Ty : 1;
+    const int64_t xt = j->Tx ? (j->Nx + j->Tx - 1) / j->Tx : 1, tiles = j->Ty ? (j->Ny + j->Ty - 1) / j->Ty * xt : 1;
     for (int64_t band = begin; band < end; band++) {
-        int64_t zb = band / tiles, yt = band % tiles;
+        int64_t zb = band / tiles, yt = band % tiles / xt, xi = band % tiles % xt;
         int64_t a = zb * j->B, b = a + j->B < j->N ? a + j->B : j->N;
         set->ya = yt * j->Ty;
         set->yb = set->ya + j->Ty < j->Ny ? set->ya + j->Ty : j->Ny;
+        set->xa = xi * j->Tx;
+        set->xb = set->xa + j->Tx < j->Nx ? set->xa + j->Tx : j->Nx;
         tb_band(j, set, a, b);
     }
     __atomic_store_n(&set->busy, 0, __ATOMIC_RELEASE);
@@ -752,7 +812,7 @@ static int64_t tb_strip(const sim *s)
 }
 
 /* K steps of dt in one sweep of bands of B rows. 0, or -1 out of memory (nothing stepped). */
-static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r, int64_t Ty)
+static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r, int64_t Ty, int64_t Tx)
 {
     const pj_program *p = s->st.p;
     const int S = p->n_stages, nf = p->n_fields, last = p->dim - 1, nbuf = s->st.nbuf, H = s->st.g.H;
@@ -814,10 +874,11 @@ static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r, int64_t Ty)
     L0.step = s->st.steps;
     int periodic = s->st.plan.rule[2 * last] == GHOST_PERIODIC;
     tb_job j = {s, K, B, s->st.g.n[last], W, r, tb_strip(s), periodic, dt, ts, &L0, map, writes, final, copied,
-                Ty, s->st.g.n[1], s->st.plan.rule[2] == GHOST_PERIODIC};
-    const int64_t tiles = Ty ? (j.Ny + Ty - 1) / Ty : 1, R = (int64_t)K * S * H;
+                Ty, s->st.g.n[1], s->st.plan.rule[2] == GHOST_PERIODIC, Tx, s->st.g.n[0], s->st.plan.rule[0] == GHOST_PERIODIC};
+    const int64_t tiles = Ty ? (j.Ny + Ty - 1) / Ty * (Tx ? (j.Nx + Tx - 1) / Tx : 1) : 1, R = (int64_t)K * S * H;
     int64_t bands = (j.N + B - 1) / B * tiles, band_cells = (B + 2 * R) * (sim_cells(s) / j.N) * K * S;
     if (Ty) band_cells = band_cells / j.Ny * (Ty + 2 * R);
+    if (Tx) band_cells = band_cells / j.Nx * (Tx + 2 * R);
     if (!s->pool || s->threads < 2) tb_range(&j, 0, bands);
     else cpu_pool_run_range(s->pool, tb_range, &j, bands, 1, band_cells);
     for (int f = 0; f < nf; f++) { /* the new state is in slot 1 */
@@ -860,19 +921,44 @@ static double tb_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* 1 while the candidates are being measured (auto, nothing forced, 3D). */
+static int tb_tuning(const sim *s)
+{
+    return !s->tb_pick && s->tb_mode >= 0 && !s->tb_k && !s->tb_tile && s->st.p->dim == 3;
+}
+
+/* Candidate c measured at sec seconds per step (HUGE_VAL: it has no tiles); after the last
+ * candidate's last sweep, the fastest is kept. */
+static void tb_measured(sim *s, int c, double sec)
+{
+    if (!s->tb_runs[c]++ || sec < s->tb_sec[c]) s->tb_sec[c] = sec;
+    if (sec == HUGE_VAL) s->tb_runs[c] = TB_TUNE_RUNS;
+    if (c == TB_CANDS - 1 && s->tb_runs[c] >= TB_TUNE_RUNS) {
+        int best = 0;
+        for (int i = 1; i < TB_CANDS; i++)
+            if (s->tb_sec[i] < s->tb_sec[best]) best = i;
+        s->tb_pick = best + 1;
+    }
+}
+
 int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
 {
     (void)err;
     (void)len;
     sim *s = x;
-    int64_t B = 0, r = 1, Ty = 0;
-    int c = tb_cand(s), K = tb_choose(s, n, &B, &r, &Ty, c);
+    int64_t B = 0, r = 1, Ty = 0, Tx = 0;
+    int c = tb_cand(s), K = tb_choose(s, n, &B, &r, &Ty, &Tx, c);
+    while (K < 2 && n >= 2 && tb_tuning(s)) { /* a candidate without tiles that pay: the next */
+        tb_measured(s, c, HUGE_VAL);
+        c = tb_cand(s);
+        K = tb_choose(s, n, &B, &r, &Ty, &Tx, c);
+    }
     if (K < 2) return 0;
-    if (!s->tb_pick && c == 0 && !s->tb_runs[0] && Ty) { /* rings for every candidate, not timed */
-        int64_t Wmax = 0, Bc, rc, Tc;
+    if (tb_tuning(s) && Ty) { /* rings for every candidate before the first is timed */
+        int64_t Wmax = 0, Bc, rc, Tc, Xc;
         int Kmax = 0;
         for (int i = 0; i < TB_CANDS; i++) {
-            int Kc = tb_choose(s, n, &Bc, &rc, &Tc, i);
+            int Kc = tb_choose(s, n, &Bc, &rc, &Tc, &Xc, i);
             int64_t Wc = (int64_t)Kc * s->st.p->n_stages * s->st.g.H + 2 * s->st.g.H + rc + 1;
             Wmax = Wc > Wmax ? Wc : Wmax;
             Kmax = Kc > Kmax ? Kc : Kmax;
@@ -880,31 +966,25 @@ int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
         if (tb_reserve(s, Wmax, Kmax * s->st.p->n_stages) < 0) return 0;
     }
     double t0 = tb_now();
-    if (tb_run(s, dt, K, B, r, Ty) < 0) return 0; /* tb_run fails only out of memory: step alone */
-    if (!s->tb_pick && !s->tb_k && !s->tb_tile && s->st.p->dim == 3) {
+    if (tb_run(s, dt, K, B, r, Ty, Tx) < 0) return 0; /* tb_run fails only out of memory: step alone */
+    if (tb_tuning(s)) {
         if (!Ty && c == 0) s->tb_pick = 1; /* no tiles: nothing to choose */
-        double sec = (tb_now() - t0) / K;
-        if (!s->tb_runs[c]++ || sec < s->tb_sec[c]) s->tb_sec[c] = sec;
-        if (c == TB_CANDS - 1 && s->tb_runs[c] == TB_TUNE_RUNS) {
-            int best = 0;
-            for (int i = 1; i < TB_CANDS; i++)
-                if (s->tb_sec[i] < s->tb_sec[best]) best = i;
-            s->tb_pick = best + 1;
-        }
+        else tb_measured(s, c, (tb_now() - t0) / K);
     }
     return K;
 }
 
 int sim_tblock_steps(const sim *s, int64_t n)
 {
-    int64_t B = 0, r = 1, Ty = 0;
-    return tb_choose(s, n, &B, &r, &Ty, tb_cand(s));
+    int64_t B = 0, r = 1, Ty = 0, Tx = 0;
+    return tb_choose(s, n, &B, &r, &Ty, &Tx, tb_cand(s));
 }
 
-int sim_tblock_tile(const sim *s, int *cand)
+int sim_tblock_tile(const sim *s, int *cand, int *tile_x)
 {
-    int64_t B = 0, r = 1, Ty = 0;
-    *cand = tb_cand(s);
-    tb_choose(s, 32, &B, &r, &Ty, *cand);
+    int64_t B = 0, r = 1, Ty = 0, Tx = 0;
+    tb_choose(s, 32, &B, &r, &Ty, &Tx, tb_cand(s));
+    *cand = tb_tuning(s) ? -1 : tb_cand(s);
+    *tile_x = (int)Tx;
     return (int)Ty;
 }
