@@ -70,8 +70,8 @@ python-test: build $(PYENV)/.ready
 test: test-fast python-test
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DPJ_SANITIZE=ON -DPJ_STATIC_LLVM=OFF -DPJ_WERROR=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS) -- --no-print-directory
-	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  PDEJIT_FIPY_PYTHON=$(FIPY_PYTHON) ctest --output-on-failure -j $(JOBS)
+	@cd $(ASAN_BUILD) && export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  PDEJIT_FIPY_PYTHON=$(FIPY_PYTHON) && { ctest --output-on-failure -j $(JOBS) || python3 $(CURDIR)/tests/lsan_rerun.py; }
 	@$(MAKE) --no-print-directory fuzz FUZZ_RUNS=$(FUZZ_TEST_RUNS)
 
 # The libFuzzer targets (tests/fuzz, docs/fuzzing.md), built with clang in their own folder and
