@@ -141,6 +141,21 @@ typedef struct grid3 {
     double *u[2]; /* cell (0,0,0) */
 } grid3;
 
+/* g's rows (padded to whole cache lines, 7 pad + ghost before cell 0) and planes, from its sizes. */
+static void grid3_layout(grid3 *g)
+{
+    g->sy = (g->nx + 2 + 7) / 8 * 8 + 8;
+    g->sz = g->sy * (g->ny + 2);
+}
+
+/* One field of g's layout, ghosts included, in *mem (free it): its cell (0,0,0), or NULL. */
+static double *grid3_field(const grid3 *g, double **mem)
+{
+    size_t elems = (size_t)g->sz * (size_t)(g->nz + 2) + 8; /* the top ghost plane's copy ends 7 past */
+    *mem = aligned_alloc(64, (elems * sizeof(double) + 63) / 64 * 64);
+    return *mem ? *mem + g->sz + g->sy + 8 : NULL; /* after a ghost plane, a ghost row, 7 pad + ghost */
+}
+
 static void halo3_periodic(const grid3 *g, double *u)
 {
     const int64_t nx = g->nx, ny = g->ny, nz = g->nz, sy = g->sy, sz = g->sz;
@@ -193,14 +208,9 @@ static int main3d(int argc, char **argv)
         return 2;
     }
     omp_set_num_threads(threads);
-    g.sy = (g.nx + 2 + 7) / 8 * 8 + 8;
-    g.sz = g.sy * (g.ny + 2);
-    size_t elems = (size_t)g.sz * (size_t)(g.nz + 2) + 8; /* the top ghost plane's copy ends 7 past */
-    for (int b = 0; b < 2; b++) {
-        g.mem[b] = aligned_alloc(64, (elems * sizeof(double) + 63) / 64 * 64);
-        if (!g.mem[b]) return 1;
-        g.u[b] = g.mem[b] + g.sz + g.sy + 8; /* after a ghost plane, a ghost row, 7 pad + ghost */
-    }
+    grid3_layout(&g);
+    for (int b = 0; b < 2; b++)
+        if (!(g.u[b] = grid3_field(&g, &g.mem[b]))) return 1;
     double h = 1.0 / (double)g.nx, D = 10.0 * h * h, Lz = (double)g.nz * h;
     /* first touch by the threads that will update the planes (ghost planes: the first/last) */
 #pragma omp parallel for schedule(static)
@@ -332,14 +342,10 @@ static int main3d_case(const char *name, int argc, char **argv)
     int threads = atoi(argv[3]), steps = atoi(argv[4]), reps = atoi(argv[5]), nb = cs.gs ? 4 : 2;
     if (g.nx < 2 || g.ny < 2 || g.nz < 2 || threads < 1 || steps < 1 || reps < 1) return 2;
     omp_set_num_threads(threads);
-    g.sy = (g.nx + 2 + 7) / 8 * 8 + 8;
-    g.sz = g.sy * (g.ny + 2);
-    size_t elems = (size_t)g.sz * (size_t)(g.nz + 2) + 8; /* the top ghost plane's copy ends 7 past */
+    grid3_layout(&g);
     double *mem[4], *b[4]; /* u, v (Gray-Scott), then their next states */
     for (int i = 0; i < nb; i++) {
-        mem[i] = aligned_alloc(64, (elems * sizeof(double) + 63) / 64 * 64);
-        if (!mem[i]) return 1;
-        b[i] = mem[i] + g.sz + g.sy + 8;
+        if (!(b[i] = grid3_field(&g, &mem[i]))) return 1;
 #pragma omp parallel for schedule(static)
         for (int64_t k = -1; k <= g.nz; k++) memset(b[i] + k * g.sz - g.sy - 8, 0, sizeof(double) * (size_t)g.sz);
     }
