@@ -733,7 +733,9 @@ static int check_equations(xp *X, ast_stmt **stmts, int n)
     for (int i = 0; i < n; i++) {
         if (stmts[i]->kind != ST_EQ) continue;
         for (int j = 0; j < i; j++) {
-            if (stmts[j]->kind != ST_EQ || stmts[j] == stmts[i] || strcmp(stmts[j]->name, stmts[i]->name)) continue;
+            if (stmts[j]->kind != ST_EQ || stmts[j] == stmts[i] || !stmts[i]->name || !stmts[j]->name ||
+                strcmp(stmts[j]->name, stmts[i]->name))
+                continue;
             diag_error(X->C->d, stmts[i]->name_loc, "field '%s' already has an equation at line %d", stmts[i]->name,
                        stmts[j]->loc.line);
             return -1;
