@@ -162,13 +162,18 @@ static ast_expr *op_tree(ectx *x, pj_loc loc, kir_op op, ast_expr *a, ast_expr *
 /* The partials of the user function `fn` (kir_ops.h's derivative column), by its first and second
  * argument a, b with value r: returns 1 when fn is such a function (pa, pb set; *zero when its
  * derivative is 0 everywhere), 0 when it is not. */
-static int libm_partials(ectx *x, const char *fn, pj_loc loc, ast_expr *a, ast_expr *b, ast_expr *r,
-                         ast_expr **pa, ast_expr **pb, int *zero)
+static int libm_partials(ectx *x, const char *fn, pj_loc loc, int n_args, ast_expr *a, ast_expr *b,
+                         ast_expr *r, ast_expr **pa, ast_expr **pb, int *zero)
 {
     int op = -1;
     for (int i = 0; i < KIR_N_OPS && op < 0; i++)
         if (kir_ops[i].user && !strcmp(kir_ops[i].user, fn)) op = i;
     if (op < 0) return 0;
+    if (n_args != kir_ops[op].arity) { /* sema reports the arity; the derivative is never used */
+        *pa = *pb = NULL;
+        *zero = 1;
+        return 1;
+    }
     *pa = *pb = NULL;
     *zero = 0;
 #define A a
@@ -369,7 +374,8 @@ static ast_expr *deriv(ectx *x, ast_expr *e, const dvar *v, int depth)
         }
         ast_expr *pa, *pb;
         int zero;
-        if (libm_partials(x, e->name, e->loc, e->args[0], e->n_args > 1 ? e->args[1] : NULL, e, &pa, &pb, &zero)) {
+        if (libm_partials(x, e->name, e->loc, e->n_args, e->n_args > 0 ? e->args[0] : NULL,
+                          e->n_args > 1 ? e->args[1] : NULL, e, &pa, &pb, &zero)) {
             if (zero) return num(x, 0, e->loc);
             ast_expr *da = deriv(x, e->args[0], v, depth + 1);
             if (!da) return NULL;
