@@ -4,7 +4,10 @@
  * before and after the swap (2D two fields rk2, 3D with walls rk4, 1D with rand()); then the
  * cache: a run that never tiered up leaves the quick object, a later run starts from it and tiers
  * up (the entry replaced), a run after that loads the final tier at once, and a back end that asks
- * for the final tier never takes a quick object. */
+ * for the final tier never takes a quick object. Then the final tier's 2D kernels, which compute two
+ * rows a pass (an odd last row by a one-row function): the interpreter's bits one step at a time
+ * and blocked, over odd row counts, bands and launches, with y in coordinates, rand() and a
+ * stretched y's metric. */
 #include "testutil.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +32,12 @@ static const char *const probs[][2] = {
      "periodic x\ntime dt = 0.01, steps = 1, scheme = euler\n"},
 };
 
+static int n_threads = 1; /* of the sims made next */
+
 static sim *make_sim(const pj_program *p, cpu_backend **be, int final_tier)
 {
     char err[1024];
-    sim_options so = {.threads = 1, .seed = 3};
+    sim_options so = {.threads = n_threads, .seed = 3};
     sim *s = sim_create(p, &so, err, sizeof err);
     if (!s) fail_msg("%s", err);
     if (be) {
@@ -180,12 +185,56 @@ static void stopped_tier_stays_quick(void **state)
     unsetenv("PDEJIT_TIER_UP_MS");
 }
 
+/* The final tier's two rows a pass: on 1 and 3 threads (bands of odd rows), one step at a time
+ * and blocked (3 steps a sweep, launches of 3 rows), the interpreter's bits after every batch. */
+static void two_rows_keep_bits(void **state)
+{
+    (void)state;
+    set_cache("rows");
+    static const char *const two[][2] = {
+        {"odd rows, walls, stretched y, rand()",
+         "mesh grid(nx = 37, ny = 23, Lx = 1, Ly = 0.7, y = stretch(1.03))\nfield u = x*y + 0.1*rand()\n"
+         "eq dt(u) = 0.01*lap(u) + 0.1*y*u*(1 - u) + 0.01*(rand() - 0.5)\nperiodic x\n"
+         "on bottom: u = sin(t)\non top: dn(u) = 1\ntime dt = 0.001, steps = 1, scheme = rk2\n"},
+        {probs[0][0], probs[0][1]},
+    };
+    for (size_t i = 0; i < sizeof two / sizeof two[0]; i++) {
+        pj_program *p = compile_named(two[i][0], two[i][1]);
+        for (n_threads = 1; n_threads <= 3; n_threads += 2)
+            for (int blocked = 0; blocked < 2; blocked++) {
+                setenv("PDEJIT_TBLOCK_LAUNCH", "3", 1);
+                cpu_backend *be;
+                sim *c = make_sim(p, &be, 1), *r = make_sim(p, NULL, 0);
+                unsetenv("PDEJIT_TBLOCK_LAUNCH");
+                assert_int_equal(cpu_backend_tier(be), 0);
+                if (blocked) {
+                    sim_set_tblock(c, 1, 3, 0);
+                    assert_int_equal(sim_tblock_steps(c, 6), 3);
+                }
+                for (int64_t step = 6; step <= 18; step += 6) {
+                    if (blocked) assert_int_equal(sim_step_n(c, p->dt, 6), 0);
+                    for (int j = 0; j < 6; j++) {
+                        if (!blocked) assert_int_equal(sim_step(c, p->dt), 0);
+                        assert_int_equal(sim_step(r, p->dt), 0);
+                    }
+                    same_bits(p, c, r, two[i][0], step);
+                }
+                sim_destroy(c);
+                sim_destroy(r);
+                cpu_backend_destroy(be);
+            }
+        program_free(p);
+    }
+    n_threads = 1;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(swap_keeps_bits),
         cmocka_unit_test(cache_tiers),
         cmocka_unit_test(stopped_tier_stays_quick),
+        cmocka_unit_test(two_rows_keep_bits),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

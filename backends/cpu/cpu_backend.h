@@ -14,7 +14,7 @@
 #include "sim.h"
 
 /* Bump when the generated code changes for the same IR: old cache entries then miss. */
-#define PJ_CODEGEN_VERSION "cpu-10" /* 10: noise stream 2 (compiler/noise.h) */
+#define PJ_CODEGEN_VERSION "cpu-11" /* 11: two rows a pass in 2D (llvm_ir.c); 10: noise stream 2 */
 
 typedef struct cpu_backend cpu_backend;
 

@@ -78,6 +78,12 @@ typedef struct gen {
     char *remat;         /* node id -> 1: computed again where a later segment uses it */
     int seg_chunk;       /* cells per call of a segment: the length of a scratch row */
     int n_red;           /* a reduce kernel's functions (groups of its outputs); 1: one function */
+    /* a 2D kernel's two-row pass (llvm_ir.c, emit_x_loop): rows y and y + 1 in one x loop */
+    int two;             /* 1 while the function being emitted computes two rows a pass */
+    int rowb;            /* 1 while the second row's nodes are emitted (llvm_emit_node) */
+    char (*name_b)[40];  /* the second row's operand text of each node (a load it shares: row y's) */
+    int *row_of_b;       /* node id (LOAD) -> the second row's row; -1 when shared with row y */
+    int *out_row_b;
 } gen;
 
 /* llvm_ir.c: the exact constant in LLVM's hexadecimal form (a float constant is written as the double it

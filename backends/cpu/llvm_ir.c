@@ -16,6 +16,11 @@
  *   end of row: some exponent field is all ones (NaN, inf) -> *nonfinite = 1 (the runtime
  *               then scans for the field and cell)
  *
+ * A 2D stage kernel of the final tier (llvm_options.lsr) computes two rows a pass: y and y + 1 in
+ * one x loop, the loads row y + 1 shares with row y loaded once (a 5-point stencil's 10 loads a
+ * pair become 8) and twice the independent chains; an odd last row goes to the one-row function
+ * "SYMBOL.1" (docs/performance.md, "Two rows a pass").
+ *
  * The x loop carries llvm.loop.parallel_accesses over one access group holding every load and
  * store: there is no loop-carried dependence by the aliasing contract (llvm_backend.h), so the
  * loop vectoriser skips its dependence analysis and run-time pointer checks. Those checks would
@@ -239,29 +244,35 @@ static void emit_decls(gen *g, const char *used_ops)
     }
 }
 
-/* One node in the x loop body (non-leaf, COORD or LOAD). */
+/* One node in the x loop body (non-leaf, COORD or LOAD); with g->rowb set, of the second row of
+ * a two-row pass (see emit_x_loop): its values numbered id + n_nodes, its y index %x1.b, its
+ * loads from g->row_of_b. */
 void llvm_emit_node(gen *g, int id)
 {
     const kir_node *n = &g->k->nodes[id];
     sbuf *b = g->b;
     const char *T = g->T, *fl = g->fl;
-    const char *a = n->arg[0] >= 0 ? g->name[n->arg[0]] : "", *c = n->arg[1] >= 0 ? g->name[n->arg[1]] : "",
-               *d = n->arg[2] >= 0 ? g->name[n->arg[2]] : "";
+    char (*nm)[40] = g->rowb ? g->name_b : g->name;
+    const char *a = n->arg[0] >= 0 ? nm[n->arg[0]] : "", *c = n->arg[1] >= 0 ? nm[n->arg[1]] : "",
+               *d = n->arg[2] >= 0 ? nm[n->arg[2]] : "";
+    const int v = id + (g->rowb ? g->k->n_nodes : 0);
+    static const char *xa[2][3] = {{"%x0", "%x1", "%x2"}, {"%x0", "%x1.b", "%x2"}};
+    const char *const *x = xa[g->rowb != 0];
     static const char *cmp[KIR_N_OPS] = {[KIR_LT] = "olt", [KIR_LE] = "ole", [KIR_GT] = "ogt",
                                          [KIR_GE] = "oge", [KIR_EQ] = "oeq", [KIR_NE] = "une"};
     static const char *arith[KIR_N_OPS] = {[KIR_ADD] = "fadd", [KIR_SUB] = "fsub",
                                            [KIR_MUL] = "fmul", [KIR_DIV] = "fdiv"};
     switch ((kir_op)n->op) {
     case KIR_LOAD: {
-        int r = g->row_of[id];
+        int r = g->rowb ? g->row_of_b[id] : g->row_of[id];
         char ix[24] = "%x0";
         if (n->off[0]) {
-            sb_printf(b, "  %%i%d = add nsw i64 %%x0, %d\n", id, n->off[0]);
-            snprintf(ix, sizeof ix, "%%i%d", id);
+            sb_printf(b, "  %%i%d = add nsw i64 %%x0, %d\n", v, n->off[0]);
+            snprintf(ix, sizeof ix, "%%i%d", v);
         }
-        sb_printf(b, "  %%q%d = getelementptr inbounds %s, %s* %%R%d, i64 %s\n", id, T, T, r, ix);
-        sb_printf(b, "  %%v%d = load %s, %s* %%q%d, align %d, !llvm.access.group !0\n", id, T, T,
-                  id, g->align);
+        sb_printf(b, "  %%q%d = getelementptr inbounds %s, %s* %%R%d, i64 %s\n", v, T, T, r, ix);
+        sb_printf(b, "  %%v%d = load %s, %s* %%q%d, align %d, !llvm.access.group !0\n", v, T, T,
+                  v, g->align);
         return;
     }
     case KIR_COORD: {
@@ -269,15 +280,15 @@ void llvm_emit_node(gen *g, int id)
         char q[40];
         llvm_const_text(q, sizeof q, 0.5 * (1 + n->half), 0);
         /* the mesh index: the block's first cell added (kir_launch.first) */
-        sb_printf(b, "  %%c%d.g = add nsw i64 %%x%d, %%fo%d\n", id, n->axis, n->axis);
-        sb_printf(b, "  %%c%d.i = sitofp i64 %%c%d.g to double\n", id, id);
-        sb_printf(b, "  %%c%d.a = fadd double %%c%d.i, %s\n", id, id, q);
-        sb_printf(b, "  %%c%d.m = fmul double %%c%d.a, %%hd%d\n", id, id, n->axis);
+        sb_printf(b, "  %%c%d.g = add nsw i64 %s, %%fo%d\n", v, x[n->axis], n->axis);
+        sb_printf(b, "  %%c%d.i = sitofp i64 %%c%d.g to double\n", v, v);
+        sb_printf(b, "  %%c%d.a = fadd double %%c%d.i, %s\n", v, v, q);
+        sb_printf(b, "  %%c%d.m = fmul double %%c%d.a, %%hd%d\n", v, v, n->axis);
         if (g->opt->single) {
-            sb_printf(b, "  %%c%d.d = fadd double %%od%d, %%c%d.m\n", id, n->axis, id);
-            sb_printf(b, "  %%v%d = fptrunc double %%c%d.d to float\n", id, id);
+            sb_printf(b, "  %%c%d.d = fadd double %%od%d, %%c%d.m\n", v, n->axis, v);
+            sb_printf(b, "  %%v%d = fptrunc double %%c%d.d to float\n", v, v);
         } else {
-            sb_printf(b, "  %%v%d = fadd double %%od%d, %%c%d.m\n", id, n->axis, id);
+            sb_printf(b, "  %%v%d = fadd double %%od%d, %%c%d.m\n", v, n->axis, v);
         }
         return;
     }
@@ -285,62 +296,62 @@ void llvm_emit_node(gen *g, int id)
         /* the global index of the cell at the node's offset: (x+ox) + n0*((y+oy) + n1*(z+oz)) */
         int dim = g->k->dim;
         for (int ax = 0; ax < dim; ax++)
-            sb_printf(b, "  %%rl%d.%d = add nsw i64 %%x%d, %d\n  %%rx%d.%d = add nsw i64 %%rl%d.%d, %%fo%d\n", id, ax,
-                      ax, n->off[ax], id, ax, id, ax, ax);
+            sb_printf(b, "  %%rl%d.%d = add nsw i64 %s, %d\n  %%rx%d.%d = add nsw i64 %%rl%d.%d, %%fo%d\n", v, ax,
+                      x[ax], n->off[ax], v, ax, v, ax, ax);
         if (dim == 3)
-            sb_printf(b, "  %%rm%d.1 = mul nsw i64 %%rx%d.2, %%mn1\n  %%rs%d.1 = add nsw i64 %%rx%d.1, %%rm%d.1\n", id, id,
-                      id, id, id);
+            sb_printf(b, "  %%rm%d.1 = mul nsw i64 %%rx%d.2, %%mn1\n  %%rs%d.1 = add nsw i64 %%rx%d.1, %%rm%d.1\n", v, v,
+                      v, v, v);
         if (dim >= 2)
-            sb_printf(b, "  %%rm%d.0 = mul nsw i64 %%r%c%d.1, %%mn0\n  %%rs%d.0 = add nsw i64 %%rx%d.0, %%rm%d.0\n", id,
-                      dim == 3 ? 's' : 'x', id, id, id, id);
+            sb_printf(b, "  %%rm%d.0 = mul nsw i64 %%r%c%d.1, %%mn0\n  %%rs%d.0 = add nsw i64 %%rx%d.0, %%rm%d.0\n", v,
+                      dim == 3 ? 's' : 'x', v, v, v, v);
         sb_printf(b, "  %%v%d = call %s @pj.rand(i64 %%r%c%d.0, i64 %%rstep, i32 %%rstage, i32 %d, i32 %d, i64 %%rseed)\n",
-                  id, T, dim >= 2 ? 's' : 'x', id, n->index, n->axis);
+                  v, T, dim >= 2 ? 's' : 'x', v, n->index, n->axis);
         return;
     }
     case KIR_METRIC: {
         /* the metric table at the mesh index of the cell + off (kir.h, kir_metric): @pj.metric.A.T */
         int ax = n->axis;
-        sb_printf(b, "  %%m%d.g = add nsw i64 %%x%d, %%fo%d\n  %%m%d.i = add nsw i64 %%m%d.g, %d\n", id, ax, ax, id, id,
+        sb_printf(b, "  %%m%d.g = add nsw i64 %s, %%fo%d\n  %%m%d.i = add nsw i64 %%m%d.g, %d\n", v, x[ax], ax, v, v,
                   n->off[ax] + KIR_METRIC_PAD);
         sb_printf(b, "  %%m%d.p = getelementptr inbounds [%lld x double], [%lld x double]* @pj.metric.%d.%d, i64 0, i64 %%m%d.i\n",
-                  id, (long long)g->k->metric->len[ax], (long long)g->k->metric->len[ax], ax, n->index, id);
+                  v, (long long)g->k->metric->len[ax], (long long)g->k->metric->len[ax], ax, n->index, v);
         if (g->opt->single)
-            sb_printf(b, "  %%m%d.d = load double, double* %%m%d.p, align 8\n  %%v%d = fptrunc double %%m%d.d to float\n", id,
-                      id, id, id);
+            sb_printf(b, "  %%m%d.d = load double, double* %%m%d.p, align 8\n  %%v%d = fptrunc double %%m%d.d to float\n", v,
+                      v, v, v);
         else
-            sb_printf(b, "  %%v%d = load double, double* %%m%d.p, align 8\n", id, id);
+            sb_printf(b, "  %%v%d = load double, double* %%m%d.p, align 8\n", v, v);
         return;
     }
     case KIR_EDGE: {
         /* the face between the cells at off and off + 1 along the axis is a side of the mesh */
         int ax = n->axis;
-        sb_printf(b, "  %%el%d = add nsw i64 %%x%d, %d\n  %%ei%d = add nsw i64 %%el%d, %%fo%d\n", id, ax, n->off[ax],
-                  id, id, ax);
+        sb_printf(b, "  %%el%d = add nsw i64 %s, %d\n  %%ei%d = add nsw i64 %%el%d, %%fo%d\n", v, x[ax], n->off[ax],
+                  v, v, ax);
         sb_printf(b, "  %%ea%d = icmp eq i64 %%ei%d, -1\n"
                      "  %%eb%d = icmp eq i64 %%ei%d, %%elast%d\n  %%ec%d = or i1 %%ea%d, %%eb%d\n"
                      "  %%v%d = uitofp i1 %%ec%d to %s\n",
-                  id, id, id, id, ax, id, id, id, id, id, T);
+                  v, v, v, v, ax, v, v, v, v, v, T);
         return;
     }
-    case KIR_NEG: sb_printf(b, "  %%v%d = fneg %s%s %s\n", id, fl, T, a); return;
+    case KIR_NEG: sb_printf(b, "  %%v%d = fneg %s%s %s\n", v, fl, T, a); return;
     case KIR_ADD: case KIR_SUB: case KIR_MUL: case KIR_DIV:
-        sb_printf(b, "  %%v%d = %s %s%s %s, %s\n", id, arith[n->op], fl, T, a, c);
+        sb_printf(b, "  %%v%d = %s %s%s %s, %s\n", v, arith[n->op], fl, T, a, c);
         return;
     case KIR_LT: case KIR_LE: case KIR_GT: case KIR_GE: case KIR_EQ: case KIR_NE:
-        sb_printf(b, "  %%v%d = fcmp %s %s %s, %s\n", id, cmp[n->op], T, a, c);
+        sb_printf(b, "  %%v%d = fcmp %s %s %s, %s\n", v, cmp[n->op], T, a, c);
         return;
-    case KIR_AND: sb_printf(b, "  %%v%d = and i1 %s, %s\n", id, a, c); return;
-    case KIR_OR: sb_printf(b, "  %%v%d = or i1 %s, %s\n", id, a, c); return;
-    case KIR_NOT: sb_printf(b, "  %%v%d = xor i1 %s, true\n", id, a); return;
-    case KIR_SELECT: sb_printf(b, "  %%v%d = select i1 %s, %s %s, %s %s\n", id, a, T, c, T, d); return;
-    case KIR_B2F: sb_printf(b, "  %%v%d = uitofp i1 %s to %s\n", id, a, T); return;
-    case KIR_F2B: sb_printf(b, "  %%v%d = fcmp une %s %s, 0.0\n", id, T, a); return;
+    case KIR_AND: sb_printf(b, "  %%v%d = and i1 %s, %s\n", v, a, c); return;
+    case KIR_OR: sb_printf(b, "  %%v%d = or i1 %s, %s\n", v, a, c); return;
+    case KIR_NOT: sb_printf(b, "  %%v%d = xor i1 %s, true\n", v, a); return;
+    case KIR_SELECT: sb_printf(b, "  %%v%d = select i1 %s, %s %s, %s %s\n", v, a, T, c, T, d); return;
+    case KIR_B2F: sb_printf(b, "  %%v%d = uitofp i1 %s to %s\n", v, a, T); return;
+    case KIR_F2B: sb_printf(b, "  %%v%d = fcmp une %s %s, 0.0\n", v, T, a); return;
     default: break;
     }
     /* math */
     const char *intr = intrinsic_of((kir_op)n->op);
     if (intr) {
-        sb_printf(b, "  %%v%d = call %s%s @llvm.%s.%s(%s %s", id, fl, T, intr, g->opt->single ? "f32" : "f64", T, a);
+        sb_printf(b, "  %%v%d = call %s%s @llvm.%s.%s(%s %s", v, fl, T, intr, g->opt->single ? "f32" : "f64", T, a);
         if (kir_ops[n->op].arity == 3) sb_printf(b, ", %s %s, %s %s", T, c, T, d);
         sb_printf(b, ")\n");
         return;
@@ -348,7 +359,7 @@ void llvm_emit_node(gen *g, int id)
     char fn[32];
     libm_name(fn, sizeof fn, (kir_op)n->op, g->opt->single);
     int ar = kir_ops[n->op].arity;
-    sb_printf(b, "  %%v%d = call %s%s @%s(%s %s", id, fl, T, fn, T, a);
+    sb_printf(b, "  %%v%d = call %s%s @%s(%s %s", v, fl, T, fn, T, a);
     if (ar > 1) sb_printf(b, ", %s %s", T, c);
     sb_printf(b, ")%s\n", uses_variant(g, (kir_op)n->op) ? " #3" : uses_libmvec(g, (kir_op)n->op) ? " #5" : "");
 }
@@ -570,12 +581,16 @@ static void emit_loop_heads(gen *g)
     const char *IT = opt->single ? "i32" : "i64";
     if (dim > 1) /* its address only: read per chunk */
         sb_printf(b, "  %%pfv.p = getelementptr inbounds %%pj.launch, %%pj.launch* %%L, i64 0, i32 %d\n", LF_PREFETCH);
-    sb_printf(b, "  %%g = icmp slt i64 %%begin, %%end\n  br i1 %%g, label %%l0, label %%exit\n");
+    if (g->two) /* pairs of rows over [begin, end2); an odd last row: the one-row function */
+        sb_printf(b, "  %%span = sub nsw i64 %%end, %%begin\n  %%span2 = and i64 %%span, -2\n"
+                     "  %%end2 = add nsw i64 %%begin, %%span2\n");
+    sb_printf(b, "  %%g = icmp slt i64 %%begin, %%end%s\n  br i1 %%g, label %%l0, label %%exit\n", g->two ? "2" : "");
     for (int lv = 0; lv < dim - 1; lv++) {
         int axis = dim - 1 - lv;
         sb_printf(b, "l%d:\n  %%x%d = phi i64 [ %s, %%%s ], [ %%x%d.next, %%l%d.latch%s ]\n", lv, axis,
                   lv == 0 ? "%begin" : "0", lv == 0 ? "entry" : (snprintf(nm, sizeof nm, "l%d", lv - 1), nm),
                   axis, lv, lv == rl ? "2" : "");
+        if (lv == rl && g->two) sb_printf(b, "  %%x1.b = add nsw i64 %%x1, 1\n");
         if (lv == rl) {
             /* row pointers: base + (y + dy) * stride[1] + (z + dz) * stride[2] */
             for (int r = 0; r < g->n_rows; r++) {
@@ -613,6 +628,11 @@ static void emit_loop_heads(gen *g)
                          "  %%pfc%d = bitcast %s* %%pfq%d to i8*\n"
                          "  call void @llvm.prefetch.p0i8(i8* %%pfc%d, i32 0, i32 3, i32 1)\n",
                       r, T, T, r, r, T, r, r);
+            if (g->two) /* a pass reads two new rows */
+                sb_printf(b, "  %%pfy2.%d = add i64 %%pfy, %%s1\n  %%pfr%d = getelementptr %s, %s* %%R%d, i64 %%pfy2.%d\n"
+                             "  %%pfd%d = bitcast %s* %%pfr%d to i8*\n"
+                             "  call void @llvm.prefetch.p0i8(i8* %%pfd%d, i32 0, i32 3, i32 1)\n",
+                          r, r, T, T, r, r, r, T, r, r);
         }
         sb_printf(b, "  %%pfm.next = add nuw nsw i64 %%pfm, %d\n  %%pfm.more = icmp slt i64 %%pfm.next, %d\n"
                      "  br i1 %%pfm.more, label %%lc.pfl, label %%lc.pfe, !llvm.loop !%d\nlc.pfe:\n",
@@ -670,28 +690,35 @@ static void emit_x_loop(gen *g)
     if (dim == 1)
         for (int r = 0; r < g->n_rows; r++)
             sb_printf(b, "  %%R%d = getelementptr inbounds %s, %s* %%B%d, i64 0\n", r, T, T, g->rows[r].buf);
-    for (int id = 0; id < k->n_nodes; id++) {
-        kir_op op = (kir_op)k->nodes[id].op;
-        if (op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING)
-            continue;
-        llvm_emit_node(g, id);
-    }
-    for (int i = 0; i < k->n_outputs; i++) {
-        sb_printf(b, "  %%o%d = getelementptr inbounds %s, %s* %%R%d, i64 %%x0\n", i, T, T, g->out_row[i]);
+    for (g->rowb = 0; g->rowb <= g->two; g->rowb++) /* row y, then (two rows a pass) row y + 1 */
+        for (int id = 0; id < k->n_nodes; id++) {
+            kir_op op = (kir_op)k->nodes[id].op;
+            if (op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING)
+                continue;
+            if (g->rowb && op == KIR_LOAD && g->row_of_b[id] < 0) continue; /* row y's value */
+            llvm_emit_node(g, id);
+        }
+    g->rowb = 0;
+    const int n_st = k->n_outputs * (1 + g->two); /* the stores: row y's, then row y + 1's */
+    for (int i = 0; i < n_st; i++) {
+        int o = i % k->n_outputs, rb = i >= k->n_outputs;
+        sb_printf(b, "  %%o%d = getelementptr inbounds %s, %s* %%R%d, i64 %%x0\n", i, T, T,
+                  rb ? g->out_row_b[o] : g->out_row[o]);
         sb_printf(b, "  store %s %s, %s* %%o%d, align %d, !llvm.access.group !0\n", T,
-                  g->name[k->outputs[i].node], T, i, g->align);
+                  (rb ? g->name_b : g->name)[k->outputs[o].node], T, i, g->align);
     }
     /* A stored value is NaN or infinite exactly when its exponent field is all ones: the
        maximum over the row of (bits & exponent mask) equals the mask then. Two vector integer
        operations per store (and, unsigned max), off the floating-point adder. */
-    for (int i = 0; i < k->n_outputs; i++) {
+    for (int i = 0; i < n_st; i++) {
         char prev[16];
+        int o = i % k->n_outputs;
         snprintf(prev, sizeof prev, i ? "nf.a%d" : "acc", i);
-        if (i + 1 < k->n_outputs) snprintf(nm, sizeof nm, "nf.a%d", i + 1);
+        if (i + 1 < n_st) snprintf(nm, sizeof nm, "nf.a%d", i + 1);
         sb_printf(b, "  %%nf.b%d = bitcast %s %s to %s\n  %%nf.e%d = and %s %%nf.b%d, %s\n"
                      "  %%%s = call %s @llvm.umax.%s(%s %%%s, %s %%nf.e%d)\n",
-                  i, T, g->name[k->outputs[i].node], IT, i, IT, i, EXP_MASK,
-                  i + 1 < k->n_outputs ? nm : "acc.next", IT, IT, IT, prev, IT, i);
+                  i, T, (i >= k->n_outputs ? g->name_b : g->name)[k->outputs[o].node], IT, i, IT, i, EXP_MASK,
+                  i + 1 < n_st ? nm : "acc.next", IT, IT, IT, prev, IT, i);
     }
     if (k->n_outputs == 0) sb_printf(b, "  %%acc.next = or %s %%acc, 0\n", IT);
     sb_printf(b, "  %%x0.next = add nsw i64 %%x0, 1\n  %%x0.more = icmp slt i64 %%x0.next, %s\n"
@@ -701,7 +728,7 @@ static void emit_x_loop(gen *g)
 
 /* The ends of the loop nest: the chunk latch, the non-finite report at the end of each row (1D:
  * of the range) into *nonfinite, the outer latches innermost first, and the return. */
-static void emit_loop_tails(gen *g)
+static void emit_loop_tails(gen *g, const char *symbol)
 {
     const llvm_options *opt = g->opt;
     sbuf *b = g->b;
@@ -727,13 +754,17 @@ static void emit_loop_tails(gen *g)
         int axis = dim - 1 - lv;
         if (lv == rl) sb_printf(b, "next:\n  br label %%l%d.latch2\nl%d.latch2:\n", lv, lv);
         else sb_printf(b, "l%d.latch:\n", lv);
-        sb_printf(b, "  %%x%d.next = add nsw i64 %%x%d, 1\n", axis, axis);
+        sb_printf(b, "  %%x%d.next = add nsw i64 %%x%d, %d\n", axis, axis, lv == rl ? 1 + g->two : 1);
         sb_printf(b, "  %%x%d.more = icmp slt i64 %%x%d.next, %s\n", axis, axis,
-                  lv == 0 ? "%end" : (snprintf(nm, sizeof nm, "%%n%d", axis), nm));
+                  lv == 0 ? (g->two ? "%end2" : "%end") : (snprintf(nm, sizeof nm, "%%n%d", axis), nm));
         sb_printf(b, "  br i1 %%x%d.more, label %%l%d, label %%%s\n", axis, lv,
                   lv == 0 ? "exit" : (snprintf(nm, sizeof nm, "l%d.latch", lv - 1), nm));
     }
-    if (dim > 1) sb_printf(b, "exit:\n  ret void\n}\n\n");
+    if (g->two) /* an odd last row */
+        sb_printf(b, "exit:\n  %%odd = icmp slt i64 %%end2, %%end\n  br i1 %%odd, label %%rem, label %%ret\n"
+                     "rem:\n  call void @\"%s.1\"(%%pj.launch* %%L, i64 %%end2, i64 %%end)\n  br label %%ret\n"
+                     "ret:\n  ret void\n}\n\n", symbol);
+    else if (dim > 1) sb_printf(b, "exit:\n  ret void\n}\n\n");
 }
 
 /* The function attributes (#0 the kernel, #1 libm, #2 the 2-lane variants' bodies, #3/#4 their
@@ -761,7 +792,7 @@ static void emit_attributes(gen *g, const launch_use *u, const char *cpu, const 
               cpu, features, prefer);
     sb_printf(b, "attributes #1 = { nounwind readnone willreturn }\n");
     if (u->rand) sb_printf(b, "attributes #6 = { alwaysinline nounwind readnone willreturn }\n");
-    if (split || g->n_red > 1)
+    if (split || g->n_red > 1 || g->two)
         sb_printf(b, "attributes #7 = { noinline nounwind \"target-cpu\"=\"%s\" \"target-features\"=\"%s\"%s }\n",
                   cpu, features, prefer);
     if (dim > 1) sb_printf(b, "declare void @llvm.prefetch.p0i8(i8* nocapture readonly, i32 immarg, i32 immarg, i32 immarg)\n");
@@ -817,6 +848,30 @@ static void emit_attributes(gen *g, const launch_use *u, const char *cpu, const 
     if (split) sb_printf(b, "!7 = distinct !{!7, !6, !8}\n!8 = !{!\"llvm.loop.vectorize.enable\", i1 false}\n");
 }
 
+/* The second row of a two-row pass: its loads read row (dy + 1) of row y's pointers, and one that
+ * row y's x loop reads too (same buffer, offsets dy + 1, dz and dx) is that value; its stores go
+ * to row 1. Its other values are numbered id + n_nodes (llvm_emit_node). */
+static void plan_row_b(gen *g)
+{
+    const kir_kernel *k = g->k;
+    for (int id = 0; id < k->n_nodes; id++) {
+        const kir_node *n = &k->nodes[id];
+        g->row_of_b[id] = -1;
+        if (n->op != KIR_CONST && n->op != KIR_PARAM && n->op != KIR_TIME && n->op != KIR_DT &&
+            n->op != KIR_SPACING)
+            snprintf(g->name_b[id], sizeof g->name_b[id], "%%v%d", id + k->n_nodes);
+        else
+            memcpy(g->name_b[id], g->name[id], sizeof g->name_b[id]);
+        if (n->op != KIR_LOAD) continue;
+        int r = find_row(g, g->rows[g->row_of[id]].buf, n->off[1] + 1, n->off[2], 1), same = -1;
+        for (int q = 0; q < k->n_nodes && same < 0; q++)
+            if (k->nodes[q].op == KIR_LOAD && g->row_of[q] == r && k->nodes[q].off[0] == n->off[0]) same = q;
+        if (same >= 0) memcpy(g->name_b[id], g->name[same], sizeof g->name_b[id]);
+        else g->row_of_b[id] = r;
+    }
+    for (int i = 0; i < k->n_outputs; i++) g->out_row_b[i] = find_row(g, g->rows[g->out_row[i]].buf, 1, 0, 0);
+}
+
 /* Writes the module text for kernel k into b. */
 int llvm_gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol,
                   const char *triple, const char *datalayout, const char *cpu, const char *features,
@@ -834,10 +889,14 @@ int llvm_gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol
     u.buf = calloc((size_t)u.n_bufs + 1, 1);
     u.param = calloc((size_t)k->n_params + 1, 1);
     g.name = malloc(sizeof *g.name * ((size_t)k->n_nodes + 1));
-    g.rows = malloc(sizeof *g.rows * ((size_t)k->n_nodes + (size_t)k->n_outputs + 1));
+    g.rows = malloc(sizeof *g.rows * (2 * ((size_t)k->n_nodes + (size_t)k->n_outputs) + 1));
+    g.name_b = malloc(sizeof *g.name_b * ((size_t)k->n_nodes + 1));
+    g.row_of_b = malloc(sizeof *g.row_of_b * ((size_t)k->n_nodes + 1));
+    g.out_row_b = malloc(sizeof *g.out_row_b * ((size_t)k->n_outputs + 1));
     g.row_of = malloc(sizeof *g.row_of * ((size_t)k->n_nodes + 1));
     g.out_row = malloc(sizeof *g.out_row * ((size_t)k->n_outputs + 1));
-    if (!u.buf || !u.param || !g.name || !g.rows || !g.row_of || !g.out_row) {
+    if (!u.buf || !u.param || !g.name || !g.rows || !g.row_of || !g.out_row || !g.name_b || !g.row_of_b ||
+        !g.out_row_b) {
         diag_set(err, err_len, "out of memory");
         goto done;
     }
@@ -847,6 +906,8 @@ int llvm_gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol
         diag_set(err, err_len, "out of memory");
         goto done;
     }
+    /* two rows a pass: 2D stage kernels of the final tier (docs/performance.md, "Two rows a pass") */
+    const int two = !reduce && g.n_seg == 1 && k->dim == 2 && opt->lsr;
     emit_header(&g, &u, triple, datalayout);
     if (reduce) { /* see LLVM_REDUCE_GROUP */
         g.n_red = (k->n_outputs + LLVM_REDUCE_GROUP - 1) / LLVM_REDUCE_GROUP;
@@ -882,11 +943,27 @@ int llvm_gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol
             goto done;
         }
     } else {
+        if (two) { /* the one-row function first (an odd last row), then the rows of row y + 1 */
+            size_t len = strlen(symbol) + 8;
+            char *fn = malloc(len);
+            if (!fn) {
+                diag_set(err, err_len, "out of memory");
+                goto done;
+            }
+            snprintf(fn, len, "%s.1", symbol);
+            emit_entry(&g, &u, fn, 1);
+            emit_loop_heads(&g);
+            emit_x_loop(&g);
+            emit_loop_tails(&g, fn);
+            free(fn);
+            plan_row_b(&g);
+            g.two = 1;
+        }
         emit_entry(&g, &u, symbol, 0);
         emit_loop_heads(&g);
         if (g.n_seg > 1) emit_segment_calls(&g, symbol);
         else emit_x_loop(&g);
-        emit_loop_tails(&g);
+        emit_loop_tails(&g, symbol);
         for (int t = 0; t < g.n_seg && g.n_seg > 1; t++)
             if (llvm_emit_segment(&g, symbol, t, u.n_bufs) < 0) {
                 diag_set(err, err_len, "out of memory");
@@ -906,6 +983,9 @@ done:
     free(g.rows);
     free(g.row_of);
     free(g.out_row);
+    free(g.name_b);
+    free(g.row_of_b);
+    free(g.out_row_b);
     free(g.seg_of);
     free(g.scr_of);
     free(g.store_seg);
