@@ -11,13 +11,15 @@
 # round (C's time / the variant's time; > 1 is faster than C), median over the rounds.
 # A size NXxNYxNZ (e.g. 256x256x256) is the 3D heat step instead (`ref_rd --3d`, `pj_bench
 # step3d`; variants cpu, one step a sweep, and cpu-tblock, the batches of sim_step_n).
+# $AB_VARIANTS replaces the variants (e.g. "cpu cpu-tblock" in 2D) and $AB_STEPS the steps a rep
+# (64 for temporal blocking's batches, as `bench/run.sh --tblock`).
 set -euo pipefail
 OLD=$1 NEW=$2 ROUNDS=${3:-7} SIZES=${4:-1024,2048} THREADS=${5:-2}
 export PDEJIT_CACHE_DIR=${PDEJIT_CACHE_DIR:-$(mktemp -d)}
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p"; }
-steps_for() { case $1 in 64) echo 2000 ;; 256) echo 400 ;; 1024) echo 40 ;; *x*) echo 4 ;; *) echo 10 ;; esac; }
-variants() { case $1 in *x*) echo "cpu cpu-tblock" ;; *) echo "cpu cpu-run" ;; esac; }
+steps_for() { [ -n "${AB_STEPS:-}" ] && { echo "$AB_STEPS"; return; }; case $1 in 64) echo 2000 ;; 256) echo 400 ;; 1024) echo 40 ;; *x*) echo 4 ;; *) echo 10 ;; esac; }
+variants() { [ -n "${AB_VARIANTS:-}" ] && { echo "$AB_VARIANTS"; return; }; case $1 in *x*) echo "cpu cpu-tblock" ;; *) echo "cpu cpu-run" ;; esac; }
 # the C reference and pdejit's step of size $1 on $THREADS threads, $2 steps a rep, $3 reps
 ref() { case $1 in *x*) "$4/ref_rd" --3d ${1//x/ } "$THREADS" "$2" "$3" ;; *) "$4/ref_rd" "$1" "$THREADS" "$2" "$3" ;; esac; }
 pj() { case $1 in *x*) "$5/pj_bench" step3d ${1//x/ } "$THREADS" "$2" "$3" "$4" ;; *) "$5/pj_bench" step "$1" "$THREADS" "$2" "$3" "$4" ;; esac; }

@@ -722,8 +722,8 @@ static void emit_x_loop(gen *g)
     }
     if (k->n_outputs == 0) sb_printf(b, "  %%acc.next = or %s %%acc, 0\n", IT);
     sb_printf(b, "  %%x0.next = add nsw i64 %%x0, 1\n  %%x0.more = icmp slt i64 %%x0.next, %s\n"
-                 "  br i1 %%x0.more, label %%l%d, label %%%s, !llvm.loop !1\n",
-              dim > 1 ? "%cend" : "%end", dim - 1, dim > 1 ? "lc.latch" : "exit");
+                 "  br i1 %%x0.more, label %%l%d, label %%%s, !llvm.loop !%d\n",
+              dim > 1 ? "%cend" : "%end", dim - 1, dim > 1 ? "lc.latch" : "exit", g->rem && !g->two ? 9 : 1);
 }
 
 /* The ends of the loop nest: the chunk latch, the non-finite report at the end of each row (1D:
@@ -757,8 +757,9 @@ static void emit_loop_tails(gen *g, const char *symbol)
         sb_printf(b, "  %%x%d.next = add nsw i64 %%x%d, %d\n", axis, axis, lv == rl ? 1 + g->two : 1);
         sb_printf(b, "  %%x%d.more = icmp slt i64 %%x%d.next, %s\n", axis, axis,
                   lv == 0 ? (g->two ? "%end2" : "%end") : (snprintf(nm, sizeof nm, "%%n%d", axis), nm));
-        sb_printf(b, "  br i1 %%x%d.more, label %%l%d, label %%%s\n", axis, lv,
-                  lv == 0 ? "exit" : (snprintf(nm, sizeof nm, "l%d.latch", lv - 1), nm));
+        sb_printf(b, "  br i1 %%x%d.more, label %%l%d, label %%%s%s\n", axis, lv,
+                  lv == 0 ? "exit" : (snprintf(nm, sizeof nm, "l%d.latch", lv - 1), nm),
+                  g->rem && !g->two ? ", !llvm.loop !10" : "");
     }
     if (g->two) /* an odd last row */
         sb_printf(b, "exit:\n  %%odd = icmp slt i64 %%end2, %%end\n  br i1 %%odd, label %%rem, label %%ret\n"
@@ -843,6 +844,8 @@ static void emit_attributes(gen *g, const launch_use *u, const char *cpu, const 
     for (int t = 0; t < g->n_seg && split; t++) sb_printf(b, "!%d = distinct !{!%d, !2, !3, !4}\n", 10 + t, 10 + t);
     for (int t = 0; t < g->n_red && g->n_red > 1; t++) /* each group function's x loop */
         sb_printf(b, "!%d = distinct !{!%d, !2, !3, !4}\n", 10 + t, 10 + t);
+    if (g->rem) /* the odd row's function, one row: no loop unrolled (its row loop 4x cost 1/4 of the compile) */
+        sb_printf(b, "!9 = distinct !{!9, !2, !3, !4, !6}\n!10 = distinct !{!10, !6}\n");
     /* a split kernel's prefetch loop (a prefetch per leading row, thousands for a thousand
        fields): the vectoriser's time on it grows with the square of its length, for nothing */
     if (split) sb_printf(b, "!7 = distinct !{!7, !6, !8}\n!8 = !{!\"llvm.loop.vectorize.enable\", i1 false}\n");
@@ -953,6 +956,7 @@ int llvm_gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol
             snprintf(fn, len, "%s.1", symbol);
             emit_entry(&g, &u, fn, 1);
             emit_loop_heads(&g);
+            g.rem = 1;
             emit_x_loop(&g);
             emit_loop_tails(&g, fn);
             free(fn);
