@@ -80,7 +80,8 @@ typedef struct gen {
     int n_red;           /* a reduce kernel's functions (groups of its outputs); 1: one function */
     /* a 2D kernel's two-row pass (llvm_ir.c, emit_x_loop): rows y and y + 1 in one x loop */
     int two;             /* 1 while the function being emitted computes two rows a pass */
-    int rem;             /* 1 when the module has the one-row function of an odd last row */
+    int rem;             /* 1 when the module has the one-row function of an odd last row (and
+                            two rows a pass): its loops and the x loops are not unrolled */
     int rowb;            /* 1 while the second row's nodes are emitted (llvm_emit_node) */
     char (*name_b)[40];  /* the second row's operand text of each node (a load it shares: row y's) */
     int *row_of_b;       /* node id (LOAD) -> the second row's row; -1 when shared with row y */

@@ -19,7 +19,7 @@
  * A 2D stage kernel of the final tier (llvm_options.lsr) computes two rows a pass: y and y + 1 in
  * one x loop, the loads row y + 1 shares with row y loaded once (a 5-point stencil's 10 loads a
  * pair become 8) and twice the independent chains; an odd last row goes to the one-row function
- * "SYMBOL.1" (docs/performance.md, "Two rows a pass").
+ * "SYMBOL.1"; the x loops are not unrolled (docs/performance.md, "Two rows a pass").
  *
  * The x loop carries llvm.loop.parallel_accesses over one access group holding every load and
  * store: there is no loop-carried dependence by the aliasing contract (llvm_backend.h), so the
@@ -723,7 +723,7 @@ static void emit_x_loop(gen *g)
     if (k->n_outputs == 0) sb_printf(b, "  %%acc.next = or %s %%acc, 0\n", IT);
     sb_printf(b, "  %%x0.next = add nsw i64 %%x0, 1\n  %%x0.more = icmp slt i64 %%x0.next, %s\n"
                  "  br i1 %%x0.more, label %%l%d, label %%%s, !llvm.loop !%d\n",
-              dim > 1 ? "%cend" : "%end", dim - 1, dim > 1 ? "lc.latch" : "exit", g->rem && !g->two ? 9 : 1);
+              dim > 1 ? "%cend" : "%end", dim - 1, dim > 1 ? "lc.latch" : "exit", g->rem ? 9 : 1);
 }
 
 /* The ends of the loop nest: the chunk latch, the non-finite report at the end of each row (1D:
@@ -844,7 +844,7 @@ static void emit_attributes(gen *g, const launch_use *u, const char *cpu, const 
     for (int t = 0; t < g->n_seg && split; t++) sb_printf(b, "!%d = distinct !{!%d, !2, !3, !4}\n", 10 + t, 10 + t);
     for (int t = 0; t < g->n_red && g->n_red > 1; t++) /* each group function's x loop */
         sb_printf(b, "!%d = distinct !{!%d, !2, !3, !4}\n", 10 + t, 10 + t);
-    if (g->rem) /* the odd row's function, one row: no loop unrolled (its row loop 4x cost 1/4 of the compile) */
+    if (g->rem) /* two rows a pass: no x loop unrolled (1-5 % for 2x the compile), nor the odd row's row loop */
         sb_printf(b, "!9 = distinct !{!9, !2, !3, !4, !6}\n!10 = distinct !{!10, !6}\n");
     /* a split kernel's prefetch loop (a prefetch per leading row, thousands for a thousand
        fields): the vectoriser's time on it grows with the square of its length, for nothing */
