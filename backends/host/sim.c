@@ -62,6 +62,10 @@
 #define TUNE_ROUNDS 3
 /* ... and the most buffers a tiled launch moves (more: whole planes) */
 #define TILE_BUFS 64
+/* 2D stages that read metric tables along x (kir_metric), rows over 1.5 X_STRIP cells: a launch
+   per x strip, so the tables' part and the rows shared with the next row stay in the L1 (see
+   docs/performance.md, "x-stretched grids at 1024²") */
+#define X_STRIP 512
 /* from this many cells on, the ghost fill of a 3D mesh along x and y is split over the threads */
 #define FILL_PAR_MIN_CELLS (1 << 20)
 
@@ -84,11 +88,22 @@ static void par_for(const sim *s, par_fn fn, void *ctx, int64_t n_outer)
                        one_d ? 1 : cells / n_outer);
 }
 
-/* The y tiles of a 3D stage (see the header): s->tile_rows and s->tile_grain from the mode. */
+/* Whether a stage kernel reads a metric table along x (a non-uniform x axis: kir_metric). */
+static int reads_x_tables(const pj_program *p)
+{
+    for (int i = 0; i < p->n_stages; i++)
+        for (int id = 0; p->stages[i].kernel && id < p->stages[i].kernel->n_nodes; id++)
+            if (p->stages[i].kernel->nodes[id].op == KIR_METRIC && p->stages[i].kernel->nodes[id].axis == 0) return 1;
+    return 0;
+}
+
+/* The y tiles of a 3D stage (see the header): s->tile_rows and s->tile_grain from the mode; 2D: X_STRIP. */
 static void choose_tiles(sim *s)
 {
     s->tile_rows = 0;
     s->tile_grain = 1;
+    s->strip_x = s->st.p->dim == 2 && s->st.nbuf <= TILE_BUFS && s->st.g.n[0] > X_STRIP * 3 / 2 &&
+                 reads_x_tables(s->st.p) ? X_STRIP : 0;
     if (s->st.p->dim != 3 || s->tile_mode < 0 || s->st.nbuf > TILE_BUFS) return;
     int64_t ny = s->st.g.n[1], nz = s->st.g.n[2], H = s->st.g.H, span = 2 * H + 1;
     int64_t rows = s->tile_mode;
@@ -713,14 +728,23 @@ void sim_skip_fill(sim *s, int f, int skip)
 
 typedef struct stage_job { sim *s; int stage; const kir_kernel *k; } stage_job;
 
-/* The stage over planes [begin, end) in y tiles of s->tile_rows rows: a launch per tile, the
- * buffers moved to its first row (choose_tiles: at most TILE_BUFS buffers). */
+/* The stage over planes [begin, end) in y tiles of s->tile_rows rows (2D: rows in x strips of
+ * s->strip_x cells): a launch per tile, the buffers moved to its first cell (at most TILE_BUFS). */
 static int run_tiles(sim *s, int stage, int64_t begin, int64_t end)
 {
     if (s->st.nbuf > TILE_BUFS) return 0;
     kir_launch L = s->L;
     void *bufs[TILE_BUFS];
     L.buf = bufs;
+    for (int64_t nx = s->st.g.n[0], x0 = 0, w; s->strip_x && x0 < nx; x0 += w) {
+        w = nx - x0 < s->strip_x ? nx - x0 : s->strip_x;
+        for (int b = 0; b < s->st.nbuf; b++) bufs[b] = (char *)s->L.buf[b] + x0 * (int64_t)s->st.esz;
+        L.n[0] = w;
+        L.first[0] = s->L.first[0] + x0;
+        L.beyond[0] = s->L.beyond[0] + (nx - x0 - w);
+        s->runner(s->runner_ctx, stage, &L, begin, end);
+    }
+    if (s->strip_x) return 1;
     const int64_t ny = s->st.g.n[1], rows = s->tile_rows, step = s->L.stride[1] * (int64_t)s->st.esz;
     for (int64_t y0 = 0; y0 < ny; y0 += rows) {
         int64_t n1 = ny - y0 < rows ? ny - y0 : rows;
@@ -736,7 +760,7 @@ static int run_tiles(sim *s, int stage, int64_t begin, int64_t end)
 static void run_stage_range(void *ctx, int64_t begin, int64_t end)
 {
     stage_job *j = ctx;
-    if (j->s->runner && j->s->tile_rows && run_tiles(j->s, j->stage, begin, end)) return;
+    if (j->s->runner && (j->s->tile_rows || j->s->strip_x) && run_tiles(j->s, j->stage, begin, end)) return;
     if (j->s->runner) j->s->runner(j->s->runner_ctx, j->stage, &j->s->L, begin, end);
     else interp_stage(j->k, &j->s->L, j->s->single, begin, end);
 }

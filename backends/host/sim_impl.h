@@ -36,6 +36,7 @@ struct sim {
     int64_t tile_mode;     /* y tiles of a 3D stage: -1 off, 0 when they pay, > 0 forced rows */
     int64_t tile_rows;     /* rows per y tile in effect (0: whole planes) */
     int64_t tile_grain;    /* planes: the threads' pieces start at multiples of it */
+    int64_t strip_x;       /* cells per x strip of a 2D stage in effect (0: whole rows; sim.c X_STRIP) */
     /* choices made by measurement (sim.c, "measured choices"): candidate c's bit 0 turns the y
      * tiles off, bit 1 the row prefetch; the first steps try them in turn */
     int prefetch_forced;   /* sim_set_prefetch was called: the prefetch is not measured */
