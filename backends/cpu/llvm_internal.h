@@ -6,6 +6,7 @@
  *                     loop nest, one node, the stores, libm / libmvec declarations and attributes
  *   llvm_ir_reduce.c  the loop nest of a reduction kernel (KIR_REDUCE)
  *   llvm_ir_split.c   a large kernel cut into segment functions, and the passes it gets
+ *   llvm_ir_carry.c   the x loop's loads carried from its previous step (x-metric kernels)
  *
  * The IR generator's state (gen) and text buffer (sbuf), the launch struct as LLVM IR, and the
  * entry points each file offers the others. */
