@@ -62,9 +62,6 @@
 #define TUNE_ROUNDS 3
 /* ... and the most buffers a tiled launch moves (more: whole planes) */
 #define TILE_BUFS 64
-/* 2D stages reading 2+ metric tables along x (lap), rows over 1.5 X_STRIP cells: a launch per x strip,
-   so the tables' part and the rows shared with the next stay in L1 (docs/performance.md) */
-#define X_STRIP 512
 /* from this many cells on, the ghost fill of a 3D mesh along x and y is split over the threads */
 #define FILL_PAR_MIN_CELLS (1 << 20)
 
@@ -87,24 +84,12 @@ static void par_for(const sim *s, par_fn fn, void *ctx, int64_t n_outer)
                        one_d ? 1 : cells / n_outer);
 }
 
-/* How many metric tables along x (a non-uniform x axis: kir_metric) the stage kernels read. */
-static int x_tables(const pj_program *p)
-{
-    unsigned seen = 0;
-    for (int i = 0; i < p->n_stages; i++)
-        for (const kir_node *n = p->stages[i].kernel ? p->stages[i].kernel->nodes : NULL;
-             n && n < p->stages[i].kernel->nodes + p->stages[i].kernel->n_nodes; n++)
-            seen |= n->op == KIR_METRIC && n->axis == 0 ? 1u << n->index : 0;
-    return __builtin_popcount(seen);
-}
-
 /* The y tiles of a 3D stage (see the header): s->tile_rows and s->tile_grain from the mode; 2D: X_STRIP. */
 static void choose_tiles(sim *s)
 {
     s->tile_rows = 0;
     s->tile_grain = 1;
-    s->strip_x = s->st.p->dim == 2 && s->st.nbuf <= TILE_BUFS && s->st.g.n[0] > X_STRIP * 3 / 2 &&
-                 x_tables(s->st.p) >= 2 ? X_STRIP : 0;
+    s->strip_x = sim_x_strip(s);
     if (s->st.p->dim != 3 || s->tile_mode < 0 || s->st.nbuf > TILE_BUFS) return;
     int64_t ny = s->st.g.n[1], nz = s->st.g.n[2], H = s->st.g.H, span = 2 * H + 1;
     int64_t rows = s->tile_mode;
