@@ -623,7 +623,9 @@ static void emit_loop_heads(gen *g)
         else
             sb_printf(b, "  br label %%lc.go\nlc.go:\n  %%cstep = select i1 %%pf.c, i64 %d, i64 %%n0\n", chunk);
         sb_printf(b, "  %%c1 = add nsw i64 %%c0, %%cstep\n  %%cl = icmp slt i64 %%c1, %%n0\n"
-                     "  %%cend = select i1 %%cl, i64 %%c1, i64 %%n0\n  br label %%l%d\n", dim - 1);
+                     "  %%cend = select i1 %%cl, i64 %%c1, i64 %%n0\n");
+        llvm_emit_carry_inits(g);
+        sb_printf(b, "  br label %%l%d\n", dim - 1);
     }
 }
 
@@ -670,9 +672,15 @@ static void emit_x_loop(gen *g)
     if (dim == 1)
         for (int r = 0; r < g->n_rows; r++)
             sb_printf(b, "  %%R%d = getelementptr inbounds %s, %s* %%B%d, i64 0\n", r, T, T, g->rows[r].buf);
+    /* carried loads (llvm_ir_carry.c): their phis, then the loads they come from, first */
+    snprintf(nm, sizeof nm, "l%d", dim - 1);
+    llvm_emit_carry_phis(g, "lc.go", nm);
+    for (int id = 0; id < k->n_nodes; id++)
+        if (llvm_carried_from(g, id)) llvm_emit_node(g, id);
     for (int id = 0; id < k->n_nodes; id++) {
         kir_op op = (kir_op)k->nodes[id].op;
-        if (op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING)
+        if (op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING ||
+            (g->carry_of && g->carry_of[id] >= 0) || llvm_carried_from(g, id))
             continue;
         llvm_emit_node(g, id);
     }
@@ -843,7 +851,7 @@ int llvm_gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol
     }
 
     scan_nodes(&g, &u);
-    if (llvm_plan_split(&g) < 0) {
+    if (llvm_plan_split(&g) < 0 || llvm_plan_carries(&g) < 0) {
         diag_set(err, err_len, "out of memory");
         goto done;
     }
@@ -911,5 +919,6 @@ done:
     free(g.store_seg);
     free(g.mark);
     free(g.remat);
+    free(g.carry_of);
     return rc;
 }
