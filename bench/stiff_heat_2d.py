@@ -10,7 +10,11 @@ heat  du/dt = lap(u) on [0,1]^2 with n^2 cells, u = 0 at t = 0, u = 1 on the lef
       0.35 h^2). Each implicit variant of --variants (SCHEME or SCHEME:SOLVER OPTIONS, separated
       by ';') runs with adapt = TOL for TOL in --tols, loosest first, until the max error over
       the cells is within --slack of rk4's (rk4's error is the spatial one); that TOL is then
-      timed, and its error is the one reported.
+      timed, and its error is the one reported. --temporal adds the time stepping's own share of
+      each error: max |u - u_ref| over the cells, u_ref the same cells stepped by bdf of order 4
+      to a local tolerance of 1e-10 (the spatial error is then the same in both and cancels).
+      --stops T1,T2,...: each implicit variant's chosen run again, stopped at those times (its
+      steps up to there are the same): where its steps and CPU go.
 start-up  a tiny implicit problem (8 cells, one step) against the same explicit one: the cost of
       loading PETSc and MPI_Init, with pdejit's default (Open MPI's ess_singleton_isolated) and
       with OMPI_MCA_ess_singleton_isolated=0 (Open MPI's own default: MPI_Init starts orted).
@@ -112,11 +116,20 @@ def heat(args, n, T):
     if rk["rc"]:
         sys.exit(f"stiff_heat_2d: rk4 failed:\n{rk['err'][-2000:]}")
     e_rk = max_error(rk["rows"], T)
+    ref = None
+    if args.temporal:
+        r = run(args, heat_src(n, T, "bdf2", 1e-6, 1e-9), ("--solver-options", "-ts_bdf_order 4 -ts_rtol 1e-10 -ts_atol 1e-13"))
+        if r["rc"]:
+            sys.exit(f"stiff_heat_2d: the reference run failed:\n{r['err'][-2000:]}")
+        ref = {(x, y): u for x, y, u in r["rows"]}
+
+    def temporal(rows):
+        return f" (time stepping {max(abs(u - ref[(x, y)]) for x, y, u in rows):.2g})" if ref else ""
     lines = [f"### {n}² cells, T = {T:g} (rk4 dt = {dt_rk4:.3g}, {math.ceil(T / dt_rk4)} steps)", "",
              "| scheme | TOL | steps | Newton | linear its | max error | wall s | CPU s | solve s |",
              "|---|---|---|---|---|---|---|---|---|"]
     t = timed(args, heat_src(n, T, "rk4", dt_rk4))
-    lines.append(f"| rk4 (explicit, at its limit) | | {t['steps']} | | | {e_rk:.3g} | {t['wall']:.2f} | {t['cpu']:.2f} | {t['solve']:.2f} |")
+    lines.append(f"| rk4 (explicit, at its limit) | | {t['steps']} | | | {e_rk:.3g}{temporal(rk['rows'])} | {t['wall']:.2f} | {t['cpu']:.2f} | {t['solve']:.2f} |")
     base_cpu = t["cpu"]
     for variant in args.variants.split(";"):
         scheme, _, opts = variant.partition(":")
@@ -131,16 +144,20 @@ def heat(args, n, T):
             e = max_error(r["rows"], T)
             tried.append(f"{tol:g}: {e:.3g}")
             if e <= args.slack * e_rk:
-                chosen = (tol, e)
+                chosen = (tol, f"{e:.3g}{temporal(r['rows'])}")
                 break
         if not chosen:
             lines.append(f"| {label} | | | | | none within {args.slack:g}x of rk4 ({'; '.join(tried)}) | | | |")
             continue
         tol, e = chosen
         t = timed(args, heat_src(n, T, scheme, 1e-6, tol), extra)
-        lines.append(f"| {label} | {tol:g} | {t['steps']} | {t['newton']} | {t['linear']} | {e:.3g} | "
+        lines.append(f"| {label} | {tol:g} | {t['steps']} | {t['newton']} | {t['linear']} | {e} | "
                      f"{t['wall']:.2f} | {t['cpu']:.2f} | {t['solve']:.2f} |")
         lines.append(f"| (errors by TOL: {'; '.join(tried)}; CPU {t['cpu'] / base_cpu:.2f}x rk4's) | | | | | | | | |")
+        for stop in [s for s in args.stops if s < T]:  # the same steps, the run cut short at stop
+            u = timed(args, heat_src(n, stop, scheme, 1e-6, tol), extra)
+            lines.append(f"| (the same, stopped at t = {stop:g}) | | {u['steps']} | {u['newton']} | {u['linear']} | | "
+                         f"{u['wall']:.2f} | {u['cpu']:.2f} | {u['solve']:.2f} |")
     return lines
 
 
@@ -207,6 +224,8 @@ def main():
     ap.add_argument("--variants", default="bdf2;bdf2:-ts_bdf_order 4;cn",
                     help="implicit variants, ';'-separated: SCHEME or SCHEME:SOLVER OPTIONS")
     ap.add_argument("--slack", type=float, default=1.25, help="implicit error may be this many times rk4's")
+    ap.add_argument("--temporal", action="store_true", help="also the time stepping's share of each error")
+    ap.add_argument("--stops", default="", help="also time each chosen implicit run stopped at these times")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--startup-rounds", type=int, default=9)
@@ -215,6 +234,7 @@ def main():
     ap.add_argument("--only", default="heat,startup,ch")
     args = ap.parse_args()
     args.tols = [float(v) for v in args.tols.split(",")]
+    args.stops = [float(v) for v in args.stops.split(",")] if args.stops else []
     only = args.only.split(",")
     print(f"pdejit {args.pdejit}, {args.threads} thread(s), medians of {args.rounds} (start-up: {args.startup_rounds})\n")
     if "heat" in only:

@@ -400,6 +400,43 @@ static void temporal_blocking_same_bits(void **state)
     }
 }
 
+/* A kernel that reads a metric table along x takes its odd x offsets from the load one cell
+ * right at the previous x step (backends/cpu/llvm_ir_carry.c), and a 2D stage of more than 768
+ * cells a row runs in x strips of 512 (backends/host/sim.c X_STRIP). Offsets -3 to 3, two
+ * fields, rk2, 2D and 3D, odd row lengths (vector remainders, a last strip of 7 cells), whole
+ * rows and 64-cell prefetch chunks, 1 and 2 threads, temporal blocking on and off: the CPU gives
+ * the interpreter's bits. */
+static void x_tables_same_bits(void **state)
+{
+    (void)state;
+    const char *srcs[] = {
+        "mesh grid(nx = 1031, ny = 6, x = stretch(1.001), Ly = 0.01)\nfield u = sin(9*x) + 100*y\non left: u = 1\n"
+        "eq dt(u) = lap(u) + 0.1*(u[1, 0] - u[-1, 0])*u[-3, 1]\ntime dt = 0.0000002, steps = 6, scheme = rk2\n",
+        "mesh grid(nx = 203, ny = 13, x = stretch(1.01), dy = [0.1, 0.2, 0.1, 0.05, 0.1, 0.2, 0.1, 0.1, 0.3, 0.1, 0.2, "
+        "0.1, 0.2])\nfield u = sin(7*x)*y + 1, v = cos(5*x) + y\non left: u = 1\non top: dn(v) = 2\n"
+        "eq dt(u) = lap(u) + 0.1*(u[3, 0] - u[-3, 0]) + 0.2*(u[2, 0] - u[-2, 0])*v[-1, 0]\n"
+        "eq dt(v) = lap(v) + 0.3*(v[1, 0] - v[-1, 1])*u[-1, -1]\ntime dt = 0.000002, steps = 12, scheme = rk2\n",
+        "mesh grid(nx = 77, ny = 6, nz = 5, x = stretch(0.98), Ly = 0.5, Lz = 0.4)\nfield u = exp(-9*(x - 0.4)^2)*(1 + y*z)\n"
+        "on right: u = 0\neq dt(u) = lap(u) + u[1, 0, 0]*u[-1, 0, 1] - u[-1, 0, 0]*u[0, 0, -1]\n"
+        "time dt = 0.00001, steps = 10\n"};
+    const char *const tblock[] = {"off", "on"};
+    for (size_t i = 0; i < sizeof srcs / sizeof *srcs; i++) {
+        solved *r = solve(srcs[i], BE_INTERP, 0, 1, NULL);
+        assert_int_equal(r->status, 0);
+        for (int v = 0; v < 8; v++) {
+            setenv("PDEJIT_TBLOCK", tblock[v & 1], 1);
+            solved *c = solve(srcs[i], v & 2 ? BE_CPU_PREFETCH : BE_CPU, 0, v & 4 ? 2 : 1, NULL);
+            unsetenv("PDEJIT_TBLOCK");
+            assert_int_equal(c->status, 0);
+            for (int f = 0; f < r->p->n_fields; f++)
+                assert_memory_equal(r->u[f], c->u[f], sizeof(double) * (size_t)r->cells);
+            solved_free(c);
+        }
+        assert_true(r->u[0][0] != r->u[0][1]); /* it moved */
+        solved_free(r);
+    }
+}
+
 /* FiPy's examples/convection/exponential1D/cylindricalMesh1D.py as FiPy states it: div(D grad(phi)
  * + u phi) = 0 on the annulus 1 < r < 2, phi = 0 inside, 1 outside, D = 1, u = 10, solved steady;
  * against its exact solution exp(u/D (r1 - r)) (Ei(u r0/D) - Ei(u r/D)) / (Ei(u r0/D) - Ei(u r1/D)):
@@ -441,6 +478,7 @@ int main(void)
         cmocka_unit_test(stretched_flux_condition),
         cmocka_unit_test(cpu_matches_interpreter),    cmocka_unit_test(dump_has_the_centres),
         cmocka_unit_test(implicit_on_a_sphere),       cmocka_unit_test(temporal_blocking_same_bits),
+        cmocka_unit_test(x_tables_same_bits),
         cmocka_unit_test(fipy_cylindrical_convection_exact),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);

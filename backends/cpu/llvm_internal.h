@@ -6,6 +6,8 @@
  *                     loop nest, one node, the stores, libm / libmvec declarations and attributes
  *   llvm_ir_reduce.c  the loop nest of a reduction kernel (KIR_REDUCE)
  *   llvm_ir_split.c   a large kernel cut into segment functions, and the passes it gets
+ *   llvm_ir_carry.c   the x loop's loads carried from its previous step (x-metric kernels)
+ *   llvm_ir_rows.c    the second row of a 2D kernel's two-row pass
  *
  * The IR generator's state (gen) and text buffer (sbuf), the launch struct as LLVM IR, and the
  * entry points each file offers the others. */
@@ -78,6 +80,7 @@ typedef struct gen {
     char *remat;         /* node id -> 1: computed again where a later segment uses it */
     int seg_chunk;       /* cells per call of a segment: the length of a scratch row */
     int n_red;           /* a reduce kernel's functions (groups of its outputs); 1: one function */
+    int *carry_of;       /* node id (LOAD) -> the LOAD whose previous x step it is, -1 (llvm_ir_carry.c) */
     /* a 2D kernel's two-row pass (llvm_ir.c, emit_x_loop): rows y and y + 1 in one x loop */
     int two;             /* 1 while the function being emitted computes two rows a pass */
     int rem;             /* 1 when the module has the one-row function of an odd last row (and
@@ -118,6 +121,20 @@ int llvm_large_ops(const llvm_options *opt);
  * strength reduction, whose time grows fastest with the size of a loop. */
 #define LARGE_PIPELINE \
     "function(early-cse,instcombine,loop-simplify,lcssa,loop-mssa(licm),loop-vectorize,instcombine,simplifycfg)"
+
+/* llvm_ir_carry.c (see its top): which loads the x loop carries from its previous step (g->carry_of;
+ * -1 when out of memory), whether node id is one they come from, their values before the x loop
+ * (in its preheader, per chunk) and their phis at its top (pre: the preheader's label, self: the
+ * loop's). */
+int llvm_plan_carries(gen *g);
+int llvm_carried_from(const gen *g, int id);
+void llvm_emit_carry_inits(gen *g);
+void llvm_emit_carry_phis(gen *g, const char *pre, const char *self);
+
+/* llvm_ir.c: the row of (buf, dy, dz) in g->rows, added when new; loaded 1: the x loop reads it. */
+int llvm_find_row(gen *g, int buf, int dy, int dz, int loaded);
+/* llvm_ir_rows.c: g->name_b, row_of_b and out_row_b of the second row of a two-row pass. */
+void llvm_plan_row_b(gen *g);
 
 /* llvm_ir.c: writes the module text for kernel k into b; 0, or -1 with a message. vm: libmvec at
  * the host's width, NULL when absent. */

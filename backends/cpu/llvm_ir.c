@@ -19,7 +19,8 @@
  * A 2D stage kernel of the final tier (llvm_options.lsr) computes two rows a pass: y and y + 1 in
  * one x loop, the loads row y + 1 shares with row y loaded once (a 5-point stencil's 10 loads a
  * pair become 8) and twice the independent chains; an odd last row goes to the one-row function
- * "SYMBOL.1"; the x loops are not unrolled (docs/performance.md, "Two rows a pass").
+ * "SYMBOL.1"; the x loops are not unrolled (docs/performance.md, "Two rows a pass"). The second
+ * row's loads and names: llvm_ir_rows.c. Kernels with carried loads (llvm_ir_carry.c) keep one row.
  *
  * The x loop carries llvm.loop.parallel_accesses over one access group holding every load and
  * store: there is no loop-carried dependence by the aliasing contract (llvm_backend.h), so the
@@ -95,8 +96,7 @@ void sb_printf(sbuf *b, const char *fmt, ...)
 
 /* ---- kernel IR -> LLVM IR text ----------------------------------------------------------- */
 
-/* The row of (buf, dy, dz) in g->rows, added when new; loaded 1: the x loop reads it. */
-static int find_row(gen *g, int buf, int dy, int dz, int loaded)
+int llvm_find_row(gen *g, int buf, int dy, int dz, int loaded)
 {
     for (int r = 0; r < g->n_rows; r++)
         if (g->rows[r].buf == buf && g->rows[r].dy == dy && g->rows[r].dz == dz) {
@@ -417,7 +417,7 @@ static void scan_nodes(gen *g, launch_use *u)
         case KIR_LOAD: {
             int bi = n->slot * nf + n->index;
             u->buf[bi] = 1;
-            g->row_of[id] = find_row(g, bi, n->off[1], n->off[2], 1);
+            g->row_of[id] = llvm_find_row(g, bi, n->off[1], n->off[2], 1);
             snprintf(g->name[id], sizeof g->name[id], "%%v%d", id);
             break;
         }
@@ -427,7 +427,7 @@ static void scan_nodes(gen *g, launch_use *u)
     for (int i = 0; i < k->n_outputs && !reduce; i++) {
         int bi = k->outputs[i].slot * nf + k->outputs[i].field;
         u->buf[bi] = 1;
-        g->out_row[i] = find_row(g, bi, 0, 0, 0);
+        g->out_row[i] = llvm_find_row(g, bi, 0, 0, 0);
     }
 }
 
@@ -643,7 +643,9 @@ static void emit_loop_heads(gen *g)
         else
             sb_printf(b, "  br label %%lc.go\nlc.go:\n  %%cstep = select i1 %%pf.c, i64 %d, i64 %%n0\n", chunk);
         sb_printf(b, "  %%c1 = add nsw i64 %%c0, %%cstep\n  %%cl = icmp slt i64 %%c1, %%n0\n"
-                     "  %%cend = select i1 %%cl, i64 %%c1, i64 %%n0\n  br label %%l%d\n", dim - 1);
+                     "  %%cend = select i1 %%cl, i64 %%c1, i64 %%n0\n");
+        llvm_emit_carry_inits(g);
+        sb_printf(b, "  br label %%l%d\n", dim - 1);
     }
 }
 
@@ -690,10 +692,17 @@ static void emit_x_loop(gen *g)
     if (dim == 1)
         for (int r = 0; r < g->n_rows; r++)
             sb_printf(b, "  %%R%d = getelementptr inbounds %s, %s* %%B%d, i64 0\n", r, T, T, g->rows[r].buf);
+    /* carried loads (llvm_ir_carry.c; never with two rows a pass): their phis, then the loads
+       they come from, first */
+    snprintf(nm, sizeof nm, "l%d", dim - 1);
+    llvm_emit_carry_phis(g, "lc.go", nm);
+    for (int id = 0; id < k->n_nodes; id++)
+        if (llvm_carried_from(g, id)) llvm_emit_node(g, id);
     for (g->rowb = 0; g->rowb <= g->two; g->rowb++) /* row y, then (two rows a pass) row y + 1 */
         for (int id = 0; id < k->n_nodes; id++) {
             kir_op op = (kir_op)k->nodes[id].op;
-            if (op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING)
+            if (op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING ||
+                (g->carry_of && g->carry_of[id] >= 0) || llvm_carried_from(g, id))
                 continue;
             if (g->rowb && op == KIR_LOAD && g->row_of_b[id] < 0) continue; /* row y's value */
             llvm_emit_node(g, id);
@@ -851,30 +860,6 @@ static void emit_attributes(gen *g, const launch_use *u, const char *cpu, const 
     if (split) sb_printf(b, "!7 = distinct !{!7, !6, !8}\n!8 = !{!\"llvm.loop.vectorize.enable\", i1 false}\n");
 }
 
-/* The second row of a two-row pass: its loads read row (dy + 1) of row y's pointers, and one that
- * row y's x loop reads too (same buffer, offsets dy + 1, dz and dx) is that value; its stores go
- * to row 1. Its other values are numbered id + n_nodes (llvm_emit_node). */
-static void plan_row_b(gen *g)
-{
-    const kir_kernel *k = g->k;
-    for (int id = 0; id < k->n_nodes; id++) {
-        const kir_node *n = &k->nodes[id];
-        g->row_of_b[id] = -1;
-        if (n->op != KIR_CONST && n->op != KIR_PARAM && n->op != KIR_TIME && n->op != KIR_DT &&
-            n->op != KIR_SPACING)
-            snprintf(g->name_b[id], sizeof g->name_b[id], "%%v%d", id + k->n_nodes);
-        else
-            memcpy(g->name_b[id], g->name[id], sizeof g->name_b[id]);
-        if (n->op != KIR_LOAD) continue;
-        int r = find_row(g, g->rows[g->row_of[id]].buf, n->off[1] + 1, n->off[2], 1), same = -1;
-        for (int q = 0; q < k->n_nodes && same < 0; q++)
-            if (k->nodes[q].op == KIR_LOAD && g->row_of[q] == r && k->nodes[q].off[0] == n->off[0]) same = q;
-        if (same >= 0) memcpy(g->name_b[id], g->name[same], sizeof g->name_b[id]);
-        else g->row_of_b[id] = r;
-    }
-    for (int i = 0; i < k->n_outputs; i++) g->out_row_b[i] = find_row(g, g->rows[g->out_row[i]].buf, 1, 0, 0);
-}
-
 /* Writes the module text for kernel k into b. */
 int llvm_gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol,
                   const char *triple, const char *datalayout, const char *cpu, const char *features,
@@ -905,12 +890,13 @@ int llvm_gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol
     }
 
     scan_nodes(&g, &u);
-    if (llvm_plan_split(&g) < 0) {
+    if (llvm_plan_split(&g) < 0 || llvm_plan_carries(&g) < 0) {
         diag_set(err, err_len, "out of memory");
         goto done;
     }
     /* two rows a pass: 2D stage kernels of the final tier (docs/performance.md, "Two rows a pass") */
-    const int two = !reduce && g.n_seg == 1 && k->dim == 2 && opt->lsr;
+    int two = !reduce && g.n_seg == 1 && k->dim == 2 && opt->lsr;
+    for (int id = 0; id < k->n_nodes; id++) two &= g.carry_of[id] < 0; /* carried loads: one row */
     emit_header(&g, &u, triple, datalayout);
     if (reduce) { /* see LLVM_REDUCE_GROUP */
         g.n_red = (k->n_outputs + LLVM_REDUCE_GROUP - 1) / LLVM_REDUCE_GROUP;
@@ -960,7 +946,7 @@ int llvm_gen_ir(const kir_kernel *k, const llvm_options *opt, const char *symbol
             emit_x_loop(&g);
             emit_loop_tails(&g, fn);
             free(fn);
-            plan_row_b(&g);
+            llvm_plan_row_b(&g);
             g.two = 1;
         }
         emit_entry(&g, &u, symbol, 0);
@@ -995,5 +981,6 @@ done:
     free(g.store_seg);
     free(g.mark);
     free(g.remat);
+    free(g.carry_of);
     return rc;
 }

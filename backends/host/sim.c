@@ -84,11 +84,12 @@ static void par_for(const sim *s, par_fn fn, void *ctx, int64_t n_outer)
                        one_d ? 1 : cells / n_outer);
 }
 
-/* The y tiles of a 3D stage (see the header): s->tile_rows and s->tile_grain from the mode. */
+/* The y tiles of a 3D stage (see the header): s->tile_rows and s->tile_grain from the mode; 2D: X_STRIP. */
 static void choose_tiles(sim *s)
 {
     s->tile_rows = 0;
     s->tile_grain = 1;
+    s->strip_x = sim_x_strip(s);
     if (s->st.p->dim != 3 || s->tile_mode < 0 || s->st.nbuf > TILE_BUFS) return;
     int64_t ny = s->st.g.n[1], nz = s->st.g.n[2], H = s->st.g.H, span = 2 * H + 1;
     int64_t rows = s->tile_mode;
@@ -713,14 +714,23 @@ void sim_skip_fill(sim *s, int f, int skip)
 
 typedef struct stage_job { sim *s; int stage; const kir_kernel *k; } stage_job;
 
-/* The stage over planes [begin, end) in y tiles of s->tile_rows rows: a launch per tile, the
- * buffers moved to its first row (choose_tiles: at most TILE_BUFS buffers). */
+/* The stage over planes [begin, end) in y tiles of s->tile_rows rows (2D: rows in x strips of
+ * s->strip_x cells): a launch per tile, the buffers moved to its first cell (at most TILE_BUFS). */
 static int run_tiles(sim *s, int stage, int64_t begin, int64_t end)
 {
     if (s->st.nbuf > TILE_BUFS) return 0;
     kir_launch L = s->L;
     void *bufs[TILE_BUFS];
     L.buf = bufs;
+    for (int64_t nx = s->st.g.n[0], x0 = 0, w; s->strip_x && x0 < nx; x0 += w) {
+        w = nx - x0 < s->strip_x ? nx - x0 : s->strip_x;
+        for (int b = 0; b < s->st.nbuf; b++) bufs[b] = (char *)s->L.buf[b] + x0 * (int64_t)s->st.esz;
+        L.n[0] = w;
+        L.first[0] = s->L.first[0] + x0;
+        L.beyond[0] = s->L.beyond[0] + (nx - x0 - w);
+        s->runner(s->runner_ctx, stage, &L, begin, end);
+    }
+    if (s->strip_x) return 1;
     const int64_t ny = s->st.g.n[1], rows = s->tile_rows, step = s->L.stride[1] * (int64_t)s->st.esz;
     for (int64_t y0 = 0; y0 < ny; y0 += rows) {
         int64_t n1 = ny - y0 < rows ? ny - y0 : rows;
@@ -736,7 +746,7 @@ static int run_tiles(sim *s, int stage, int64_t begin, int64_t end)
 static void run_stage_range(void *ctx, int64_t begin, int64_t end)
 {
     stage_job *j = ctx;
-    if (j->s->runner && j->s->tile_rows && run_tiles(j->s, j->stage, begin, end)) return;
+    if (j->s->runner && (j->s->tile_rows || j->s->strip_x) && run_tiles(j->s, j->stage, begin, end)) return;
     if (j->s->runner) j->s->runner(j->s->runner_ctx, j->stage, &j->s->L, begin, end);
     else interp_stage(j->k, &j->s->L, j->s->single, begin, end);
 }

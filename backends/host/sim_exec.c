@@ -1,12 +1,35 @@
 /* sim_exec.c — the host sim as an executor (engine.h's exec_ops, sim_exec_ops): the step's
  * operations (sim.c's fill and stage, tblock.c's sweep), the refresh of what mirrors the state's
  * clock and params, copies of a buffer in and out, the NaN record and search, a kernel run once
- * (sim_eval) or shaped by the caller's rows (sim_run_kernel: terms), the fills a term skips. */
+ * (sim_eval) or shaped by the caller's rows (sim_run_kernel: terms), the fills a term skips, and
+ * whether a 2D stage runs in x strips (sim_x_strip). */
 #include <math.h>
 #include "diag.h"
 #include "interp.h"
 #include "sim_impl.h"
 #include "simulation.h"
+
+/* x strips: the tables' part and the rows shared with the next row stay in the L1 (32 KiB here;
+   docs/performance.md, "Non-uniform x at 1024²") */
+#define X_STRIP 512
+
+/* sim_impl.h. X_STRIP for a 2D stage that reads two metric tables or more along x (kir_metric;
+ * lap's laphi and laplo; with one, r-z's invvol, strips were slower) on rows over 1.5 X_STRIP
+ * cells while the state fits in the last-level cache (beyond it, whole rows keep the memory
+ * streams: 2048² went from 0.85x uniform to 0.69x in strips); else 0. */
+int64_t sim_x_strip(const sim *s)
+{
+    const pj_program *p = s->st.p;
+    unsigned seen = 0;
+    if (p->dim != 2 || s->st.g.n[0] <= X_STRIP * 3 / 2 ||
+        (double)s->st.g.elems * (double)s->st.esz * s->st.nbuf > (double)sim_cache_bytes(0))
+        return 0;
+    for (int i = 0; i < p->n_stages; i++)
+        for (const kir_node *n = p->stages[i].kernel ? p->stages[i].kernel->nodes : NULL;
+             n && n < p->stages[i].kernel->nodes + p->stages[i].kernel->n_nodes; n++)
+            seen |= n->op == KIR_METRIC && n->axis == 0 ? 1u << n->index : 0;
+    return __builtin_popcount(seen) >= 2 ? X_STRIP : 0;
+}
 
 /* The first field of slot 0 with a non-finite value, that cell (x fastest) and value; -1 none. */
 static int find_nonfinite(const sim *s, int64_t *cell, double *value)

@@ -36,6 +36,7 @@ struct sim {
     int64_t tile_mode;     /* y tiles of a 3D stage: -1 off, 0 when they pay, > 0 forced rows */
     int64_t tile_rows;     /* rows per y tile in effect (0: whole planes) */
     int64_t tile_grain;    /* planes: the threads' pieces start at multiples of it */
+    int64_t strip_x;       /* cells per x strip of a 2D stage in effect (0: whole rows; sim_x_strip) */
     /* choices made by measurement (sim.c, "measured choices"): candidate c's bit 0 turns the y
      * tiles off, bit 1 the row prefetch; the first steps try them in turn */
     int prefetch_forced;   /* sim_set_prefetch was called: the prefetch is not measured */
@@ -98,6 +99,8 @@ static inline size_t sim_page_offset(int i, int n)
  * operations (sim_exec.c). */
 int sim_fill_slot(void *x, int slot, double t, char *err, size_t len);
 int sim_stage(void *x, int i, const stage_clock *c, char *err, size_t len);
+/* Cells per x strip of s's 2D stages, 0 for whole rows (sim_exec.c; sim.c launches them). */
+int64_t sim_x_strip(const sim *s);
 
 /* tblock.c */
 void tblock_free(struct tblock *tb);
