@@ -4,7 +4,8 @@
  * before and after the swap (2D two fields rk2, 3D with walls rk4, 1D with rand()); then the
  * cache: a run that never tiered up leaves the quick object, a later run starts from it and tiers
  * up (the entry replaced), a run after that loads the final tier at once, and a back end that asks
- * for the final tier never takes a quick object. Then the final tier's 2D kernels, which compute two
+ * for the final tier never takes a quick object; a run that ends while its final tier compiles
+ * leaves what was compiled to the next. Then the final tier's 2D kernels, which compute two
  * rows a pass (an odd last row by a one-row function): the interpreter's bits one step at a time
  * and blocked, over odd row counts, bands and launches, with y in coordinates, rand() and a
  * stretched y's metric. */
@@ -185,6 +186,34 @@ static void stopped_tier_stays_quick(void **state)
     unsetenv("PDEJIT_TIER_UP_MS");
 }
 
+/* A run that ends while its final tier is compiled in the background, never swapped in: the
+ * objects compiled go into the cache (cpu_backend_destroy), so the next run starts at the final
+ * tier rather than compiling it again. */
+static void ended_run_keeps_final_tier(void **state)
+{
+    (void)state;
+    set_cache("ended");
+    setenv("PDEJIT_TIER_UP_MS", "0", 1);
+    pj_program *p = compile_named(probs[0][0], probs[0][1]);
+    cpu_backend *be;
+    sim *s = make_sim(p, &be, 0);
+    assert_int_equal(cpu_backend_tier(be), 1);
+    assert_int_equal(sim_step(s, p->dt), 0);
+    cpu_backend_ran(be); /* starts the background compile */
+    assert_true(cpu_backend_busy(be));
+    time_t t0 = time(NULL);
+    while (cpu_backend_busy(be) && time(NULL) - t0 < 60) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(cpu_backend_tier(be), 1); /* compiled, not swapped in: no step polled it */
+    sim_destroy(s);
+    cpu_backend_destroy(be);
+    assert_int_equal(step_until_final(p, "after an ended run", 0), 0);
+    program_free(p);
+    unsetenv("PDEJIT_TIER_UP_MS");
+}
+
 /* The final tier's two rows a pass: on 1 and 3 threads (bands of odd rows), one step at a time
  * and blocked (3 steps a sweep, launches of 3 rows), the interpreter's bits after every batch. */
 static void two_rows_keep_bits(void **state)
@@ -234,6 +263,7 @@ int main(void)
         cmocka_unit_test(swap_keeps_bits),
         cmocka_unit_test(cache_tiers),
         cmocka_unit_test(stopped_tier_stays_quick),
+        cmocka_unit_test(ended_run_keeps_final_tier),
         cmocka_unit_test(two_rows_keep_bits),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);

@@ -123,3 +123,14 @@ cpu_tier_job *cpu_tier_poll(cpu_tier *t, llvm_jit *jit, int *n)
     *n = t->n;
     return t->jobs;
 }
+
+cpu_tier_job *cpu_tier_join(cpu_tier *t, int *n)
+{
+    *n = 0;
+    if (!t || !t->started) return NULL;
+    pthread_join(t->th, NULL);
+    t->started = 0;
+    t->finished = 1;
+    *n = t->n;
+    return t->jobs;
+}

@@ -49,5 +49,9 @@ int cpu_tier_add(cpu_tier *t, int slot, const kir_kernel *k, const llvm_options 
  * (*n of them) once it has finished (each job's rc says whether its object is there), else NULL.
  * Called on the stepping thread only. */
 cpu_tier_job *cpu_tier_poll(cpu_tier *t, llvm_jit *jit, int *n);
+/* The kernels' end: waits for the background compile if one was started and returns its jobs as
+ * cpu_tier_poll does (set *stop first and it waits for one kernel at most; the jobs it did not
+ * begin have rc -1), else NULL. */
+cpu_tier_job *cpu_tier_join(cpu_tier *t, int *n);
 
 #endif
