@@ -141,6 +141,17 @@ typedef struct grid3 {
     double *u[2]; /* cell (0,0,0) */
 } grid3;
 
+/* The arguments NX NY NZ THREADS STEPS_PER_REP REPS of the 3D mains (checked by each). */
+static void grid3_args(char **argv, grid3 *g, int *threads, int *steps, int *reps)
+{
+    g->nx = atoll(argv[0]);
+    g->ny = atoll(argv[1]);
+    g->nz = atoll(argv[2]);
+    *threads = atoi(argv[3]);
+    *steps = atoi(argv[4]);
+    *reps = atoi(argv[5]);
+}
+
 /* g's rows (padded to whole cache lines, 7 pad + ghost before cell 0) and planes, from its sizes. */
 static void grid3_layout(grid3 *g)
 {
@@ -199,10 +210,8 @@ static int main3d(int argc, char **argv)
         return 2;
     }
     grid3 g;
-    g.nx = atoll(argv[0]);
-    g.ny = atoll(argv[1]);
-    g.nz = atoll(argv[2]);
-    int threads = atoi(argv[3]), steps = atoi(argv[4]), reps = atoi(argv[5]);
+    int threads, steps, reps;
+    grid3_args(argv, &g, &threads, &steps, &reps);
     if (g.nx < 1 || g.ny < 1 || g.nz < 1 || threads < 1 || steps < 1 || reps < 1) {
         fprintf(stderr, "ref_rd --3d: sizes, threads, steps and reps must be positive\n");
         return 2;
@@ -336,10 +345,8 @@ static int main3d_case(const char *name, int argc, char **argv)
         return 2;
     }
     grid3 g;
-    g.nx = atoll(argv[0]);
-    g.ny = atoll(argv[1]);
-    g.nz = atoll(argv[2]);
-    int threads = atoi(argv[3]), steps = atoi(argv[4]), reps = atoi(argv[5]), nb = cs.gs ? 4 : 2;
+    int threads, steps, reps, nb = cs.gs ? 4 : 2;
+    grid3_args(argv, &g, &threads, &steps, &reps);
     if (g.nx < 2 || g.ny < 2 || g.nz < 2 || threads < 1 || steps < 1 || reps < 1) return 2;
     omp_set_num_threads(threads);
     grid3_layout(&g);

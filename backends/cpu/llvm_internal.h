@@ -94,6 +94,9 @@ typedef struct gen {
 /* llvm_ir.c: the exact constant in LLVM's hexadecimal form (a float constant is written as the double it
  * equals). */
 void llvm_const_text(char *out, size_t len, double v, int single);
+/* A leaf: a constant or an entry value (param, t, dt, spacing), named once (its name in g->name)
+ * and never emitted in a loop body. */
+int llvm_is_leaf_op(kir_op op);
 /* One node in the x loop body (non-leaf, COORD or LOAD). */
 void llvm_emit_node(gen *g, int id);
 /* @pj.rand, rand() and randn() of compiler/noise.h (llvm_ir_noise.c) */

@@ -244,6 +244,11 @@ static void emit_decls(gen *g, const char *used_ops)
     }
 }
 
+int llvm_is_leaf_op(kir_op op)
+{
+    return op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING;
+}
+
 /* One node in the x loop body (non-leaf, COORD or LOAD); with g->rowb set, of the second row of
  * a two-row pass (see emit_x_loop): its values numbered id + n_nodes, its y index %x1.b, its
  * loads from g->row_of_b. */
@@ -701,8 +706,7 @@ static void emit_x_loop(gen *g)
     for (g->rowb = 0; g->rowb <= g->two; g->rowb++) /* row y, then (two rows a pass) row y + 1 */
         for (int id = 0; id < k->n_nodes; id++) {
             kir_op op = (kir_op)k->nodes[id].op;
-            if (op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING ||
-                (g->carry_of && g->carry_of[id] >= 0) || llvm_carried_from(g, id))
+            if (llvm_is_leaf_op(op) || (g->carry_of && g->carry_of[id] >= 0) || llvm_carried_from(g, id))
                 continue;
             if (g->rowb && op == KIR_LOAD && g->row_of_b[id] < 0) continue; /* row y's value */
             llvm_emit_node(g, id);

@@ -109,7 +109,7 @@ int llvm_emit_reduce(gen *g, int n_state_bufs, int j0, int j1, int loop_md)
     sb_printf(b, "xl:\n  %%x0 = phi i64 [ %%ck0, %%ck ], [ %%x0.next, %%xl ]\n");
     for (int id = 0; id < k->n_nodes; id++) {
         kir_op op = (kir_op)k->nodes[id].op;
-        if (!use[id] || op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING) continue;
+        if (!use[id] || llvm_is_leaf_op(op)) continue;
         llvm_emit_node(g, id);
     }
     sb_printf(b, "  %%si = sub nsw i64 %%x0, %%ck0\n");

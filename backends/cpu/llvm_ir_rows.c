@@ -14,8 +14,7 @@ void llvm_plan_row_b(gen *g)
     for (int id = 0; id < k->n_nodes; id++) {
         const kir_node *n = &k->nodes[id];
         g->row_of_b[id] = -1;
-        if (n->op != KIR_CONST && n->op != KIR_PARAM && n->op != KIR_TIME && n->op != KIR_DT &&
-            n->op != KIR_SPACING)
+        if (!llvm_is_leaf_op((kir_op)n->op))
             snprintf(g->name_b[id], sizeof g->name_b[id], "%%v%d", id + k->n_nodes);
         else
             memcpy(g->name_b[id], g->name[id], sizeof g->name_b[id]);

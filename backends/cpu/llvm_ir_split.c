@@ -26,18 +26,13 @@
 #define SEG_CHUNK 256               /* cells; fewer when the scratch rows would pass SCRATCH_BYTES */
 #define SCRATCH_BYTES (512 * 1024)
 
-static int is_leaf_op(kir_op op)
-{
-    return op == KIR_CONST || op == KIR_PARAM || op == KIR_TIME || op == KIR_DT || op == KIR_SPACING;
-}
-
 int llvm_large_ops(const llvm_options *opt) { return opt->large_ops > 0 ? opt->large_ops : LLVM_LARGE_KERNEL; }
 
 /* The operations of k's loop body (its nodes less the leaves). */
 int llvm_count_ops(const kir_kernel *k)
 {
     int ops = 0;
-    for (int id = 0; id < k->n_nodes; id++) ops += !is_leaf_op((kir_op)k->nodes[id].op);
+    for (int id = 0; id < k->n_nodes; id++) ops += !llvm_is_leaf_op((kir_op)k->nodes[id].op);
     return ops;
 }
 
@@ -54,7 +49,7 @@ static void plan_remat(gen *g, char *depth)
         kir_op op = (kir_op)n->op;
         depth[id] = 0;
         g->remat[id] = 0;
-        if (is_leaf_op(op)) continue;
+        if (llvm_is_leaf_op(op)) continue;
         if (op == KIR_LOAD || op == KIR_COORD || op == KIR_METRIC) {
             depth[id] = 1;
             g->remat[id] = 1;
@@ -64,7 +59,7 @@ static void plan_remat(gen *g, char *depth)
         int inv = 1;
         for (int j = 0; j < 3; j++) {
             int a = n->arg[j];
-            if (a >= 0 && !is_leaf_op((kir_op)k->nodes[a].op) && !(g->remat[a] && depth[a] == 0)) inv = 0;
+            if (a >= 0 && !llvm_is_leaf_op((kir_op)k->nodes[a].op) && !(g->remat[a] && depth[a] == 0)) inv = 0;
         }
         if (inv) {
             g->remat[id] = 1;
@@ -74,7 +69,7 @@ static void plan_remat(gen *g, char *depth)
         int d = 0, ok = 1;
         for (int j = 0; j < 3 && ok; j++) {
             int a = n->arg[j];
-            if (a < 0 || is_leaf_op((kir_op)k->nodes[a].op)) continue;
+            if (a < 0 || llvm_is_leaf_op((kir_op)k->nodes[a].op)) continue;
             ok = g->remat[a];
             if (depth[a] > d) d = depth[a];
         }
@@ -234,7 +229,7 @@ int llvm_plan_split(gen *g)
     if (!stack) return -1;
     for (int id = 0; id < k->n_nodes; id++) {
         g->scr_of[id] = -1;
-        g->seg_of[id] = is_leaf_op((kir_op)k->nodes[id].op) ? -1 : -2; /* -2: not reached yet */
+        g->seg_of[id] = llvm_is_leaf_op((kir_op)k->nodes[id].op) ? -1 : -2; /* -2: not reached yet */
     }
     for (int i = 0; i < k->n_outputs; i++) {
         int sp = 0, root = k->outputs[i].node;
