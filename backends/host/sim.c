@@ -445,42 +445,11 @@ const double *sim_side_coefs(sim *s, int side, double t)
     return s->coef[side];
 }
 
-static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
-
 sim_fill_span sim_full_span(const sim *s)
 {
     int last = s->st.p->dim - 1;
     sim_fill_span sp = {s->st.g.n[last], s->st.g.lo[last], s->st.g.lo[last] + s->st.g.ext[last], 0, 0, 3, 0, 0, 0, 0};
     return sp;
-}
-
-/* The index range of axis b covered when filling another axis: the span's along the last axis
- * (and its rows of y in 3D), else the allocated extent. */
-static void span_range(const sim *s, const sim_fill_span *sp, int b, int64_t *lo, int64_t *hi)
-{
-    if (b == s->st.p->dim - 1) {
-        *lo = sp->q0;
-        *hi = sp->q1;
-    } else if (b == 1 && sp->m1 > sp->m0) {
-        *lo = sp->m0;
-        *hi = sp->m1;
-    } else if (b == 0 && sp->x1 > sp->x0) {
-        *lo = sp->x0;
-        *hi = sp->x1;
-    } else {
-        *lo = s->st.g.lo[b];
-        *hi = s->st.g.lo[b] + s->st.g.ext[b];
-    }
-}
-
-/* The mesh index of buffer index q along axis b, for a boundary coefficient: clamped to the
- * mesh, or wrapped along a periodic last axis of a tile. */
-static int64_t face_index(const sim *s, const sim_fill_span *sp, int b, int64_t q)
-{
-    if (b != s->st.p->dim - 1) return clamp64(q, 0, s->st.g.n[b] - 1);
-    int64_t m = q + sp->off, N = s->st.g.n[b];
-    if (sp->wrap) return ((m % N) + N) % N;
-    return clamp64(m, 0, N - 1);
 }
 
 /* Fills the ghost layers of one buffer along axis a, over the allocated extent of the other
@@ -508,8 +477,8 @@ static int fill_axis_copy(sim *s, int f, void *b, int a, const sim_fill_span *sp
         /* a ghost row (plane line) of the full x extent is a copy of one interior row */
         int b1 = a == 2 ? 1 : 2;
         int64_t sq = s->L.stride[b1], q0, q1, x0, x1;
-        span_range(s, sp, b1, &q0, &q1);
-        span_range(s, sp, 0, &x0, &x1);
+        sim_span_range(s, sp, b1, &q0, &q1);
+        sim_span_range(s, sp, 0, &x0, &x1);
         size_t len = (size_t)(x1 - x0) * esz;
         for (int64_t q = q0; q < q1; q++) {
             int64_t line = x0 + q * sq;
@@ -573,18 +542,18 @@ static int fill_axis_copy(sim *s, int f, void *b, int a, const sim_fill_span *sp
 
 void sim_fill_axis(sim *s, int f, void *b, int a, const double *cf[2], const sim_fill_span *sp)
 {
-    if (fill_axis_copy(s, f, b, a, sp)) return;
+    if (fill_axis_copy(s, f, b, a, sp) || sim_fill_linear(s, f, b, a, cf, sp)) return;
     int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2, H = s->st.g.H, last = s->st.p->dim - 1;
     int64_t n = a == last ? sp->n_last : s->st.g.n[a], st = s->L.stride[a];
     double ha = s->L.h[a];
     int64_t nface0 = s->st.g.n[b0], nface = s->st.g.n[b0] * s->st.g.n[b1];
     int64_t q0, q1, r0, r1;
-    span_range(s, sp, b1, &q0, &q1);
-    span_range(s, sp, b0, &r0, &r1);
+    sim_span_range(s, sp, b1, &q0, &q1);
+    sim_span_range(s, sp, b0, &r0, &r1);
     for (int64_t q = q0; q < q1; q++)
         for (int64_t r = r0; r < r1; r++) {
             int64_t line = r * s->L.stride[b0] + q * s->L.stride[b1]; /* index 0 along a */
-            int64_t fc = face_index(s, sp, b0, r) + nface0 * face_index(s, sp, b1, q);
+            int64_t fc = sim_face_index(s, sp, b0, r) + nface0 * sim_face_index(s, sp, b1, q);
             for (int hi = 0; hi < 2; hi++) {
                 int side = 2 * a + hi;
                 if (s->st.plan.set.hook[side] || s->st.plan.set.exchanged[side]) continue; /* filled by the hook, exchange */

@@ -74,6 +74,15 @@ typedef struct sim_fill_span {
  * coefficients cf[lo/hi] (NULL where the side has no linear rule): sim_fill_ghosts' per-axis
  * work. Sides with a hook or exchanged are left alone. */
 void sim_fill_axis(sim *s, int f, void *b, int a, const double *cf[2], const sim_fill_span *span);
+/* sim_fill_axis for the sides of axis a that have a linear rule (sim_fill.c): 1 when it filled
+ * them (double precision, no lap(u) = c2 condition with H >= 2), 0 when the general loop must. */
+int sim_fill_linear(sim *s, int f, void *b, int a, const double *cf[2], const sim_fill_span *span);
+/* The index range [*lo, *hi) of axis b covered when filling another axis: the span's along the
+ * last axis (and its rows of y, cells of x in 3D tiles), else the allocated extent. */
+void sim_span_range(const sim *s, const sim_fill_span *sp, int b, int64_t *lo, int64_t *hi);
+/* The mesh index of buffer index q along axis b, for a boundary coefficient: clamped to the
+ * mesh, or wrapped along a periodic last axis of a tile. */
+int64_t sim_face_index(const sim *s, const sim_fill_span *sp, int b, int64_t q);
 /* The whole-buffer span of s's layout. */
 sim_fill_span sim_full_span(const sim *s);
 /* The boundary coefficients of `side` at time t (computed into s->coef[side], once when constant). */
