@@ -61,12 +61,17 @@
    TB_TILE_EXTRA of its rows (a stage's rows: the tile's and (Q-1-q)H more each side) */
 #define TB_TILE_EXTRA 0.25
 #define TB_TILE_L2 0.75
-/* Auto: the tiles' rings sized for TB_TILE_L2 of the L2 times each of these (candidate c), each
-   measured over TB_TUNE_RUNS sweeps (the rings, for the largest, allocated before the first), the
-   fastest per step kept. Beyond the L2 the rings are read from the L3, and more steps per sweep
-   divide the DRAM traffic further: which pays depends on the machine and its load. */
+/* Auto: the tiles' rings sized for TB_TILE_L2 of the L2 times each of these (candidate c),
+   measured over TB_TUNE_RUNS sweeps each from the largest down (the rings, for the largest,
+   allocated before the first), the fastest per step kept; the measuring stops at the first
+   candidate TB_TUNE_WORSE times slower than the best so far (a smaller tile recomputes more of
+   its rows and takes fewer steps per sweep: the smaller ones are slower still). Beyond the L2 the
+   rings are read from the L3, and more steps per sweep divide the DRAM traffic further: which
+   pays depends on the machine and its load. Before, all four were measured over 2 sweeps, the
+   slow ones included: a third of a 128-step 256³ Gray-Scott run (docs/performance.md). */
 #define TB_CANDS 4
-#define TB_TUNE_RUNS 2
+#define TB_TUNE_RUNS 1
+#define TB_TUNE_WORSE 1.1
 static const double tb_cand_l2[TB_CANDS] = {1, 2, 4, 8};
 
 typedef struct tb_set {
@@ -909,7 +914,7 @@ static int tb_cand(const sim *s)
 {
     if (s->tb_pick) return s->tb_pick - 1;
     if (s->tb_mode < 0 || s->tb_k || s->tb_tile || s->st.p->dim != 3) return 0;
-    for (int c = 0; c < TB_CANDS; c++)
+    for (int c = TB_CANDS - 1; c >= 0; c--)
         if (s->tb_runs[c] < TB_TUNE_RUNS) return c;
     return 0;
 }
@@ -927,18 +932,19 @@ static int tb_tuning(const sim *s)
     return !s->tb_pick && s->tb_mode >= 0 && !s->tb_k && !s->tb_tile && s->st.p->dim == 3;
 }
 
-/* Candidate c measured at sec seconds per step (HUGE_VAL: it has no tiles); after the last
- * candidate's last sweep, the fastest is kept. */
+/* Candidate c measured at sec seconds per step (HUGE_VAL: it has no tiles); after the smallest
+ * candidate's last sweep, or a candidate's TB_TUNE_WORSE times slower than the best of the larger
+ * ones, the fastest is kept. */
 static void tb_measured(sim *s, int c, double sec)
 {
     if (!s->tb_runs[c]++ || sec < s->tb_sec[c]) s->tb_sec[c] = sec;
     if (sec == HUGE_VAL) s->tb_runs[c] = TB_TUNE_RUNS;
-    if (c == TB_CANDS - 1 && s->tb_runs[c] >= TB_TUNE_RUNS) {
-        int best = 0;
-        for (int i = 1; i < TB_CANDS; i++)
-            if (s->tb_sec[i] < s->tb_sec[best]) best = i;
+    if (s->tb_runs[c] < TB_TUNE_RUNS) return;
+    int best = TB_CANDS - 1;
+    for (int i = TB_CANDS - 2; i >= c; i--)
+        if (s->tb_sec[i] < s->tb_sec[best]) best = i;
+    if (c == 0 || (best != c && s->tb_sec[c] != HUGE_VAL && s->tb_sec[c] > TB_TUNE_WORSE * s->tb_sec[best]))
         s->tb_pick = best + 1;
-    }
 }
 
 int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
@@ -968,7 +974,9 @@ int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
     double t0 = tb_now();
     if (tb_run(s, dt, K, B, r, Ty, Tx) < 0) return 0; /* tb_run fails only out of memory: step alone */
     if (tb_tuning(s)) {
-        if (!Ty && c == 0) s->tb_pick = 1; /* no tiles: nothing to choose */
+        int64_t B0, r0, T0 = Ty, X0;
+        if (!Ty) tb_choose(s, n, &B0, &r0, &T0, &X0, 0);
+        if (!T0) s->tb_pick = c + 1; /* the smallest has no tiles: none has, nothing to choose */
         else tb_measured(s, c, (tb_now() - t0) / K);
     }
     return K;
