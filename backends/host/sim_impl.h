@@ -8,6 +8,9 @@
 #include "state.h"
 #include "thread_choice.h"
 
+/* 3D tiles, auto: the ring budgets measured on a run's first blocks (tblock_size.c) */
+#define TBLOCK_CANDS 4
+
 struct sim {
     sim_state st;          /* program, layout, plan, buffers, clock, params, failure (state.h) */
     int single;
@@ -31,8 +34,8 @@ struct sim {
     int tb_strip;          /* forced cells per strip of a launch in 2D (0: chosen, -1: whole rows) */
     int tb_tile;           /* forced rows of y per tile of a 3D block (0: chosen, -1: whole planes) */
     int tb_tile_x;         /* forced cells of x per tile of a 3D block (0: chosen) */
-    double tb_sec[4];      /* 3D tiles, auto: the best seconds per step measured of each candidate */
-    int tb_runs[4], tb_pick; /* the sweeps measured of each; the one kept + 1 (0: still measuring) */
+    double tb_sec[TBLOCK_CANDS]; /* 3D tiles, auto: the best seconds per step measured of each candidate */
+    int tb_runs[TBLOCK_CANDS], tb_pick; /* the sweeps measured of each; the one kept + 1 (0: still measuring) */
     int64_t tile_mode;     /* y tiles of a 3D stage: -1 off, 0 when they pay, > 0 forced rows */
     int64_t tile_rows;     /* rows per y tile in effect (0: whole planes) */
     int64_t tile_grain;    /* planes: the threads' pieces start at multiples of it */
@@ -116,5 +119,15 @@ void tblock_free(struct tblock *tb);
 /* The stepper's sweep strategy (state.h): K steps in one sweep where temporal blocking applies
  * and pays now (K of them taken), else 0. */
 int64_t tblock_sweep(void *sim, double dt, int64_t n, char *err, size_t len);
+/* tblock_size.c: the steps per sweep K for a block of at most n steps (0: blocking does not apply
+ * or pay), its rows per band, rows per launch, rows of y per 3D tile (0: whole planes) and cells
+ * of x (0: whole rows), with candidate ring budget `cand` */
+int tblock_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch, int64_t *tile, int64_t *tile_x, int cand);
+/* The candidate to sweep with now: the one kept, else the next to measure */
+int tblock_cand(const sim *s);
+/* 1 while the candidates are being measured (auto, nothing forced, 3D) */
+int tblock_tuning(const sim *s);
+/* Candidate c measured at sec seconds per step (HUGE_VAL: it has no tiles that pay) */
+void tblock_measured(sim *s, int c, double sec);
 
 #endif
