@@ -55,11 +55,20 @@ static void calibration_length(void)
        steps; one pair more where the sum rounds below it) */
     thread_choice_init(&tc, 1);
     pairs = (int)ceil(TC_BUDGET_S / 1e-3 / (TC_BLOCK - 1) - 1e-9);
-    assert_in_range(calibrate(&tc, 0.4e-3, 0.6e-3), cal_steps(pairs), cal_steps(pairs + 1));
+    assert_in_range(calibrate(&tc, 0.45e-3, 0.55e-3), cal_steps(pairs), cal_steps(pairs + 1));
     /* very short ones: at most TC_MAX_ROUNDS counted steps of each */
     thread_choice_init(&tc, 1);
-    assert_int_equal(calibrate(&tc, 1e-6, 2e-6), cal_steps(TC_MAX_ROUNDS / (TC_BLOCK - 1)));
+    assert_int_equal(calibrate(&tc, 1e-6, 1.2e-6), cal_steps(TC_MAX_ROUNDS / (TC_BLOCK - 1)));
     assert_true(tc.n_one <= TC_MAX_ROUNDS && tc.n_one > TC_MAX_ROUNDS - TC_BLOCK);
+    /* a clear case (one mode's median TC_CLEAR times the other's or more) ends once each mode has
+       TC_ROUNDS, short steps or not, either way */
+    for (int all_faster = 0; all_faster < 2; all_faster++) {
+        double fast = 1e-6, slow = 1.6e-6 * TC_CLEAR / 1.5;
+        thread_choice_init(&tc, 1);
+        assert_int_equal(calibrate(&tc, all_faster ? slow : fast, all_faster ? fast : slow),
+                         cal_steps(pairs_for(TC_ROUNDS)));
+        assert_int_equal(tc.chosen_serial, !all_faster);
+    }
 }
 
 static void keeps_the_faster_mode(void **state)

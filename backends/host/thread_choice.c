@@ -81,9 +81,12 @@ static void calibration_step(thread_choice *tc, double seconds)
         tc->cal_seconds += seconds;
     }
     if (k < 0 || k % (2 * TC_BLOCK) != 2 * TC_BLOCK - 1) return; /* decided after a pair of blocks */
-    int enough = tc->n_one >= TC_ROUNDS && tc->n_all >= TC_ROUNDS && tc->cal_seconds >= TC_BUDGET_S;
-    if (!enough && tc->n_all + TC_BLOCK - 1 <= TC_MAX_ROUNDS) return;
     double one = trimmed_mean(tc->t_one, tc->n_one), all = trimmed_mean(tc->t_all, tc->n_all);
+    int rounds = tc->n_one >= TC_ROUNDS && tc->n_all >= TC_ROUNDS;
+    double m1 = median(tc->t_one, tc->n_one), ma = median(tc->t_all, tc->n_all);
+    int clear = (m1 > TC_CLEAR * ma && one > all) || (ma > TC_CLEAR * m1 && all > one); /* no need to go on */
+    int enough = rounds && (clear || tc->cal_seconds >= TC_BUDGET_S);
+    if (!enough && tc->n_all + TC_BLOCK - 1 <= TC_MAX_ROUNDS) return;
     tc->calibrating = 0;
     tc->chosen_serial = one < all;
     /* the drift's base */

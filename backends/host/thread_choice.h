@@ -9,7 +9,8 @@
  * not counted, and the sim parks the workers as a serial block begins (cpu_pool_park). Blocks go
  * on until each mode has at least TC_ROUNDS counted steps and the calibration's steps add up to
  * TC_BUDGET_S seconds (short steps on a busy machine: a scheduler's time slice must not decide),
- * at most TC_MAX_ROUNDS each; the mode whose mean step time, without the slowest sixth of its
+ * or until one mode's median step is TC_CLEAR times the other's (a clear case: a second core that
+ * halves a large mesh's step, or a busy one that stalls it), at most TC_MAX_ROUNDS each; the mode whose mean step time, without the slowest sixth of its
  * steps, is lower is kept (all threads on a tie). While running the chosen mode, the median of
  * its last TC_WINDOW steps is compared with the median it was chosen with: outside
  * [1/TC_DRIFT, TC_DRIFT] times that, the calibration is done again, and also after TC_RECHECK
@@ -26,6 +27,7 @@
 #define TC_ROUNDS 5
 #define TC_MAX_ROUNDS 64
 #define TC_BUDGET_S 0.02
+#define TC_CLEAR 1.5
 #define TC_WINDOW 16
 #define TC_DRIFT 1.3
 #define TC_MIN_GAP 256
