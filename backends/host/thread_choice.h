@@ -25,7 +25,7 @@
 #define TC_WARMUP 1
 #define TC_BLOCK 4
 #define TC_ROUNDS 5
-#define TC_MAX_ROUNDS 64
+#define TC_MAX_ROUNDS 30
 #define TC_BUDGET_S 0.02
 #define TC_CLEAR 1.5
 #define TC_WINDOW 16
