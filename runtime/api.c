@@ -33,6 +33,7 @@ struct pj_sim {
     char *resume_path;     /* ... read from this file */
     const pj_program *p;   /* the program running */
     double check_dt;       /* pj_sim_run's dt, checked again at every output time (check_again) */
+    stability_memo memo;   /* the last limit, while it cannot change (stability.h) */
     pj_program *owned;     /* p, when a redefinition made it */
     /* the text p was compiled from, and where the redefinitions in it begin (0: none yet) */
     char *name, *text;
@@ -315,6 +316,7 @@ void pj_sim_free(pj_sim *ps)
     free(ps->name);
     free(ps->text);
     free(ps->resume_path);
+    stability_memo_free(&ps->memo);
     free(ps);
 }
 
@@ -361,6 +363,7 @@ static void apply_posted(pj_sim *ps)
         ps->owned = ps->next_owned ? ps->next : NULL;
         ps->p = ps->next;
         ps->t_swap = engine_time(ps->e);
+        stability_memo_clear(&ps->memo); /* the old program's address may come back */
     }
     ps->next = NULL;
     ps->next_kernels = NULL;
@@ -503,7 +506,7 @@ pj_status pj_sim_redefine(pj_sim *ps, const char *text, char **diagnostics)
 static int adaptive_limit(pj_sim *ps, char *err, size_t err_len)
 {
     double limit = INFINITY;
-    int r = stability_limit(ps->e, &limit, err, err_len);
+    int r = stability_limit_memo(ps->e, &ps->memo, &limit, err, err_len);
     if (r < 0) return -1;
     engine_set_max_step(ps->e, r == 0 ? limit : 0);
     return r == 1 ? 2 : 0;
@@ -517,7 +520,7 @@ static int check_again(void *ctx, char *err, size_t err_len)
 {
     pj_sim *ps = ctx;
     if (engine_program(ps->e)->adapt_order > 0) return adaptive_limit(ps, err, err_len) < 0;
-    int r = stability_check(ps->e, ps->check_dt, err, err_len);
+    int r = stability_check_memo(ps->e, &ps->memo, ps->check_dt, err, err_len);
     if (r == 1 && err && err_len) {
         char why[768];
         snprintf(why, sizeof why, "%s", err);
@@ -648,7 +651,7 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     if (driver_check_counts(&dopt, engine_time(ps->e), err, err_len) < 0) return PJ_ERR_INPUT;
     /* an adaptive explicit run chooses its steps: the limit bounds them instead of refusing dt */
     int stable = o.no_stability_check ? 0 : p->adapt_order > 0 ? adaptive_limit(ps, err, err_len)
-                                                                : stability_check(ps->e, dt, err, err_len);
+                                                                : stability_check_memo(ps->e, &ps->memo, dt, err, err_len);
     if (stable == 1) return PJ_ERR_INPUT;
     if (stable == 2 && o.progress && engine_rank(ps->e) == 0) {
         fprintf(o.progress, "pdejit: note: %s\n", err);

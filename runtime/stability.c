@@ -537,10 +537,62 @@ done:
     return rc;
 }
 
-int stability_check(engine *e, double dt, char *err, size_t len)
+int stability_state_free(const pj_program *p)
+{
+    const pj_jacobian *jac = program_jacobian(p, NULL, 0);
+    if (!jac) return 0;
+    const kir_kernel *ks[7] = {jac->kernel};
+    int nk = 1;
+    for (int side = 0; side < 2 * p->dim; side++) {
+        if (p->bc_kernel[side]) ks[nk++] = p->bc_kernel[side];
+        for (int f = 0; f < p->n_fields; f++)
+            if (p->bc[f][side].kind != PJ_BC_PERIODIC && p->bc[f][side].kind != PJ_BC_LINEAR) return 0;
+    }
+    for (int i = 0; i < nk; i++)
+        for (int id = 0; id < ks[i]->n_nodes; id++) {
+            int op = ks[i]->nodes[id].op;
+            if (op == KIR_LOAD || op == KIR_TIME || op == KIR_DT || op == KIR_RAND) return 0;
+        }
+    return 1;
+}
+
+void stability_memo_clear(stability_memo *m)
+{
+    free(m->params);
+    *m = (stability_memo){.reused = m->reused};
+}
+
+void stability_memo_free(stability_memo *m) { stability_memo_clear(m); }
+
+int stability_limit_memo(engine *e, stability_memo *m, double *limit, char *err, size_t len)
+{
+    const pj_program *p = engine_program(e);
+    const double *params = engine_params(e);
+    if (m && m->p == p && m->n_params == p->n_params &&
+        (!p->n_params || !memcmp(m->params, params, sizeof *params * (size_t)p->n_params))) {
+        m->reused++;
+        *limit = m->limit;
+        return 0;
+    }
+    int made = stability_limit(e, limit, err, len);
+    if (!m) return made;
+    stability_memo_clear(m);
+    if (made != 0 || !stability_state_free(p)) return made;
+    m->params = p->n_params ? malloc(sizeof *params * (size_t)p->n_params) : NULL;
+    if (p->n_params && !m->params) return made; /* nothing kept */
+    if (p->n_params) memcpy(m->params, params, sizeof *params * (size_t)p->n_params);
+    m->p = p;
+    m->n_params = p->n_params;
+    m->limit = *limit;
+    return made;
+}
+
+int stability_check(engine *e, double dt, char *err, size_t len) { return stability_check_memo(e, NULL, dt, err, len); }
+
+int stability_check_memo(engine *e, stability_memo *m, double dt, char *err, size_t len)
 {
     double limit;
-    int made = stability_limit(e, &limit, err, len);
+    int made = stability_limit_memo(e, m, &limit, err, len);
     if (made) return made < 0 ? -1 : 2;
     if (!(dt > limit * (1 + 1e-6))) return 0;
     diag_set(err, len, "dt = %.6g exceeds the explicit stability limit (about %.3g) of %s; use a smaller dt or an implicit scheme",

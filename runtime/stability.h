@@ -23,4 +23,28 @@ int stability_limit_within(engine *e, double budget, double *limit, char *err, s
  * not be made (message). */
 int stability_check(engine *e, double dt, char *err, size_t len);
 
+/* 1 when p's limit cannot change while it runs: its Jacobian kernel and boundary kernels read no
+ * field, no t, no dt and no random number, and every side is periodic or a linear condition (the
+ * entries and each ghost's share of the cell it stands for are then the same at every state and
+ * time); 0 otherwise. */
+int stability_state_free(const pj_program *p);
+
+/* The last limit found, for the checks again at output times: while the program and its param
+ * values are those it was found with and stability_state_free holds, the next check would find
+ * the same limit to the bit (the same Jacobian, the same fixed-seed estimate), so it is taken
+ * from here instead. Zero-initialised; stability_memo_free frees it. */
+typedef struct stability_memo {
+    const pj_program *p;       /* NULL: empty */
+    double *params;            /* the values it was found with */
+    int n_params;
+    double limit;
+    long reused;               /* how many checks it answered */
+} stability_memo;
+/* stability_limit and stability_check through m (m NULL: as they are). */
+int stability_limit_memo(engine *e, stability_memo *m, double *limit, char *err, size_t len);
+int stability_check_memo(engine *e, stability_memo *m, double dt, char *err, size_t len);
+/* Forgets the limit (a swapped program: its address may be reused). */
+void stability_memo_clear(stability_memo *m);
+void stability_memo_free(stability_memo *m);
+
 #endif

@@ -6,7 +6,7 @@
  * the caller runs that worker's share and every launch completes with every index done once;
  * once the worker runs again it takes part again. Workers delayed at random points (between
  * launches, after seeing a launch and before claiming, in the middle of a piece) never make an
- * index run twice or not at all. No assertion depends on how long anything takes. */
+ * index run twice or not at all. Parked workers wake for the next launch. No assertion depends on how long anything takes. */
 #include "testutil.h"
 
 #include <errno.h>
@@ -138,6 +138,36 @@ static int find_workers(cpu_pool *p, pthread_t *workers)
     }
     assert_int_equal(nw, m.threads - 1);
     return nw;
+}
+
+/* Parked workers (cpu_pool_park: stop spinning, sleep) still take part in the next launch: each
+ * of these launches needs every thread inside it at once (a worker that never woke would hang
+ * it: the test's time limit), with a park before each, two in a row, and one right after the
+ * pool's creation; every index is run once with parks between launches. */
+static void parked_workers_wake(void **state)
+{
+    (void)state;
+    for (int t = 2; t <= 4; t++) {
+        cpu_pool *p = cpu_pool_create(t);
+        assert_non_null(p);
+        pthread_t w[MAX_T];
+        cpu_pool_park(p);
+        for (int rep = 0; rep < 50; rep++) {
+            assert_int_equal(find_workers(p, w), t - 1);
+            cpu_pool_park(p);
+            if (rep % 2) cpu_pool_park(p);
+            if (rep % 5 == 0) usleep(200); /* the workers past their spin and asleep */
+        }
+        count *c = count_new(4099, 1);
+        for (int rep = 0; rep < 20; rep++) {
+            count_reset(c);
+            if (rep % 3) cpu_pool_park(p);
+            cpu_pool_run_range(p, count_fn, c, c->n, c->grain, 4096);
+            count_check_once(c);
+        }
+        count_free(c);
+        cpu_pool_destroy(p);
+    }
 }
 
 /* ---- a worker stopped between launches ------------------------------------------------------- */
@@ -283,6 +313,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_index_once),
+        cmocka_unit_test(parked_workers_wake),
         cmocka_unit_test(stopped_worker),
         cmocka_unit_test(delayed_workers),
     };

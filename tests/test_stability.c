@@ -198,6 +198,105 @@ static void large_mesh(void **state)
     assert_true(limit[1] <= limit[0] && limit[1] >= 0.97 * limit[0]);
 }
 
+/* The limit at a state far from e's (every field scaled and shifted cell by cell). */
+static double limit_elsewhere(engine *e)
+{
+    const pj_program *p = engine_program(e);
+    int64_t n = engine_cells(e);
+    double *u = malloc(sizeof *u * (size_t)n), limit = -1;
+    char err[1024] = "";
+    for (int f = 0; f < p->n_fields; f++) {
+        assert_int_equal(engine_get_field(e, f, u, err, sizeof err), 0);
+        for (int64_t i = 0; i < n; i++) u[i] = 0.3 + u[i] * (1.5 + sin(0.37 * (double)i + f));
+        assert_int_equal(engine_set_field(e, f, u, err, sizeof err), 0);
+    }
+    free(u);
+    if (stability_limit(e, &limit, err, sizeof err) != 0) fail_msg("%s", err);
+    return limit;
+}
+
+/* stability_state_free against the check itself: on every problem of the case table and a few
+ * made here, a problem said to be free of the state has the same limit, to the bit, at a state
+ * far from the first; a memo answers its checks again (and finds anew when a param changes),
+ * and answers none of the others. Gray-Scott and nonlinear diffusion are not free (their limit
+ * moves with the state: checked), nor are t in a coefficient or in a side's value (refused
+ * without a look: t is not watched). */
+static void memo_where_the_limit_cannot_change(void **state)
+{
+    (void)state;
+    test_case *cases = NULL;
+    int n = test_cases(&cases), n_free = 0, n_moved = 0;
+    for (int c = 0; c < n; c++) {
+        pj_program *p = compile_named(cases[c].name, cases[c].text);
+        if (PJ_SCHEME_IMPLICIT(p->scheme) || !p->rhs || !p->rhs->n_outputs || p->n_algebraic) {
+            program_free(p);
+            continue;
+        }
+        engine *e = start(p, cases[c].sets);
+        char err[1024] = "";
+        double first = -1, again = -1;
+        stability_memo m = {0};
+        int made = stability_limit_memo(e, &m, &first, err, sizeof err);
+        if (made == 0) {
+            double other = limit_elsewhere(e);
+            assert_int_equal(stability_limit_memo(e, &m, &again, err, sizeof err), 0);
+            if (stability_state_free(p)) {
+                n_free++;
+                print_message("free of the state: %s\n", cases[c].name);
+                if (memcmp(&other, &first, sizeof other))
+                    fail_msg("%s: said free of the state, but its limit moved from %.17g to %.17g", cases[c].name,
+                             first, other);
+                assert_int_equal(m.reused, 1);
+                assert_true(again == first);
+            } else {
+                n_moved += other != first;
+                assert_int_equal(m.reused, 0);
+                assert_true(again == other);
+            }
+        }
+        stability_memo_free(&m);
+        engine_destroy(e);
+        program_free(p);
+    }
+    test_cases_free(cases, n);
+    print_message("%d of %d cases free of the state, %d others' limits moved\n", n_free, n, n_moved);
+    assert_true(n_free >= 3 && n_moved >= 3);
+    const char *moves[] = { /* free of the state or not, as the check finds */
+        "mesh grid(nx = 24, ny = 20)\nparam Du = 2e-5, Dv = 1e-5, F = 0.04, k = 0.06\nfield u = 1 - 0.3*x, v = 0.25*y\n"
+        "eq dt(u) = Du*lap(u) - u*v^2 + F*(1 - u)\neq dt(v) = Dv*lap(v) + u*v^2 - (F + k)*v\nperiodic x, y\n"
+        "time dt = 1, steps = 1, scheme = rk4\n",
+        "mesh grid(nx = 20)\nfield u = 0.1*x^2\neq dt(u) = div((1 + u^2)*grad(u)) + 4\non all: dn(u) = 0\n"
+        "time dt = 0.001, until = 1, scheme = euler\n",
+        "mesh grid(nx = 20)\nfield u = x\neq dt(u) = (1 + t)*lap(u)\non all: u = 0\ntime dt = 1e-4, until = 1, scheme = rk2\n",
+        "mesh grid(nx = 20)\nfield u = x\neq dt(u) = lap(u)\non left: u = sin(t)\non right: u = 0\n"
+        "time dt = 1e-4, until = 1, scheme = rk2\n",
+    };
+    for (int i = 0; i < 4; i++) {
+        pj_program *p = compile_text(moves[i]);
+        assert_false(stability_state_free(p));
+        program_free(p);
+    }
+    /* a param changed: found anew */
+    pj_program *p = compile_text("mesh grid(nx = 30, ny = 20)\nparam D = 1\nfield u = x*y\neq dt(u) = D*lap(u)\n"
+                                 "on left: u = 1\non right: dn(u) = 0\nperiodic y\ntime dt = 1e-5, until = 1, scheme = rk4\n");
+    assert_true(stability_state_free(p));
+    engine *e = start(p, NULL);
+    stability_memo m = {0};
+    char err[256];
+    double one = -1, half = -1;
+    assert_int_equal(stability_limit_memo(e, &m, &one, err, sizeof err), 0);
+    engine_set_params(e, "D=2");
+    assert_int_equal(stability_limit_memo(e, &m, &half, err, sizeof err), 0);
+    assert_int_equal(m.reused, 0);
+    assert_true(fabs(half - one / 2) <= 1e-12 * one);
+    assert_int_equal(stability_check_memo(e, &m, 0.9 * half, err, sizeof err), 0);
+    assert_int_equal(stability_check_memo(e, &m, 1.1 * half, err, sizeof err), 1);
+    assert_int_equal(m.reused, 2);
+    stability_memo_free(&m);
+    engine_destroy(e);
+    program_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +306,7 @@ int main(void)
         cmocka_unit_test(splits_agree_on_random_problems),
         cmocka_unit_test(large_mesh),
         cmocka_unit_test(too_many_entries_to_check),
+        cmocka_unit_test(memo_where_the_limit_cannot_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -89,6 +89,7 @@ struct cpu_pool {
     job job;                     /* written by the caller before gen is bumped */
     claim *claims;               /* n_threads, 64-byte aligned */
     atomic_int stop;
+    atomic_int park;             /* 1: spinning workers sleep now (cpu_pool_park); a launch clears it */
     _Alignas(64) atomic_uint gen;
     _Alignas(64) atomic_int sleepers;
     _Alignas(64) atomic_uint pending;  /* pieces of this launch not yet done */
@@ -179,7 +180,7 @@ static void *worker_main(void *arg)
         unsigned g;
         int spins = 0, slept = 0;
         while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen) {
-            if (spins < budget) {
+            if (spins < budget && !atomic_load_explicit(&p->park, memory_order_relaxed)) {
                 spins++;
                 cpu_relax();
                 continue;
@@ -232,6 +233,7 @@ cpu_pool *cpu_pool_create(int threads)
     p->spin = calibrate_spin();
     pthread_mutex_init(&p->run_lock, NULL);
     atomic_init(&p->stop, 0);
+    atomic_init(&p->park, 0);
     atomic_init(&p->gen, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->pending, 0);
@@ -278,6 +280,11 @@ void cpu_pool_destroy(cpu_pool *p)
 
 int cpu_pool_threads(const cpu_pool *p) { return p ? p->n_threads : 1; }
 
+void cpu_pool_park(cpu_pool *p)
+{
+    if (p) atomic_store_explicit(&p->park, 1, memory_order_relaxed);
+}
+
 void cpu_pool_run_range(cpu_pool *p, cpu_pool_fn fn, void *ctx, int64_t n, int64_t grain,
                         int64_t cells)
 {
@@ -298,6 +305,7 @@ void cpu_pool_run_range(cpu_pool *p, cpu_pool_fn fn, void *ctx, int64_t n, int64
     pthread_mutex_lock(&p->run_lock);
     unsigned g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
     p->job = (job){fn, ctx, n, grain, units, T, (int)pieces};
+    if (atomic_load_explicit(&p->park, memory_order_relaxed)) atomic_store_explicit(&p->park, 0, memory_order_relaxed);
     for (int t = 0; t < T; t++)
         atomic_store_explicit(&p->claims[t].w, (uint64_t)g << 32 | (uint64_t)pieces, memory_order_release);
     unsigned total = (unsigned)(T * pieces);

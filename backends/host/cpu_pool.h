@@ -32,6 +32,9 @@ typedef void (*cpu_pool_fn)(void *ctx, int64_t begin, int64_t end);
 cpu_pool *cpu_pool_create(int threads);
 void cpu_pool_destroy(cpu_pool *pool);
 int cpu_pool_threads(const cpu_pool *pool);
+/* The caller runs serially for a while: the workers stop spinning and sleep until the next launch
+   (a spinning worker would take CPU time from the caller where they share a core). */
+void cpu_pool_park(cpu_pool *pool);
 
 /* fn(L, begin, end) over [0, n_outer) of the outermost axis, split across the threads. In 1D
  * (L->n[1] == L->n[2] == 1 and n_outer == L->n[0]) the piece boundaries are multiples of

@@ -805,7 +805,9 @@ int sim_stage(void *x, int i, const stage_clock *c, char *err, size_t len)
         s->tuning = 1;
         tune_step(s, 1, &s->tune_t0);
     } else if (i == 0 && s->tc.active) { /* the tiles and prefetch first, then the threads */
-        s->serial = thread_choice_begin(&s->tc);
+        int park;
+        s->serial = thread_choice_begin(&s->tc, &park);
+        if (park) cpu_pool_park(s->pool); /* no worker spins through the serial steps */
         s->tc_t0 = now_seconds();
     }
     s->L.t = c->t;

@@ -48,7 +48,7 @@ int sim_reduce(sim *s, kir_cpu_fn fn, double *values)
     L.nonfinite = NULL;
     reduce_job job = {s, fn, &L, part, 0};
     int64_t cells = sim_cells(s);
-    if (!s->pool || cells < SIM_PAR_MIN_CELLS) run_reduce_range(&job, 0, parts);
+    if (!s->pool || cells < SIM_PAR_MIN_CELLS || sim_threads_in_use(s) == 1) run_reduce_range(&job, 0, parts);
     else cpu_pool_run_range(s->pool, run_reduce_range, &job, parts, 1, cells / parts);
     double volume = program_integral_scale(p, s->st.g.h), divisor = program_mean_divisor(p);
     int plain = program_mesh_plain(p);

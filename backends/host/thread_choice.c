@@ -22,7 +22,7 @@ static void sort(double *s, int n)
 
 static double median(const double *v, int n)
 {
-    double s[TC_WINDOW];
+    double s[TC_MAX_ROUNDS > TC_WINDOW ? TC_MAX_ROUNDS : TC_WINDOW];
     memcpy(s, v, sizeof *v * (size_t)n);
     sort(s, n);
     return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
@@ -45,6 +45,7 @@ static void start_calibration(thread_choice *tc)
     tc->calibrating = 1;
     tc->cal_step = 0;
     tc->cal_seconds = 0;
+    tc->cal_total = 0;
     tc->n_one = tc->n_all = 0;
     tc->n_window = 0;
 }
@@ -56,37 +57,57 @@ void thread_choice_init(thread_choice *tc, int active)
     if (active) start_calibration(tc);
 }
 
-int thread_choice_begin(thread_choice *tc)
+int thread_choice_begin(thread_choice *tc, int *park)
 {
-    if (!tc->active) return tc->serial = 0;
-    if (!tc->calibrating) return tc->serial = tc->chosen_serial;
-    int k = tc->cal_step; /* the warm-up steps on all threads, then one, all, one, ... */
-    return tc->serial = k < TC_WARMUP ? 0 : (k - TC_WARMUP) % 2 == 0;
+    int was = tc->serial;
+    if (!tc->active) tc->serial = 0;
+    else if (!tc->calibrating) tc->serial = tc->chosen_serial;
+    else { /* the warm-up steps on all threads, then blocks of TC_BLOCK: one, all, one, ... */
+        int k = tc->cal_step - TC_WARMUP;
+        tc->serial = k >= 0 && k / TC_BLOCK % 2 == 0;
+    }
+    if (park) *park = tc->serial && !was;
+    return tc->serial;
+}
+
+/* The end of a calibration step: counted unless it is a warm-up step or a block's first. */
+static void calibration_step(thread_choice *tc, double seconds)
+{
+    int k = tc->cal_step++ - TC_WARMUP;
+    tc->cal_total += seconds;
+    if (k >= 0 && k % TC_BLOCK != 0) {
+        if (tc->serial) tc->t_one[tc->n_one++] = seconds;
+        else tc->t_all[tc->n_all++] = seconds;
+        tc->cal_seconds += seconds;
+    }
+    if (k < 0 || k % (2 * TC_BLOCK) != 2 * TC_BLOCK - 1) return; /* decided after a pair of blocks */
+    double one = trimmed_mean(tc->t_one, tc->n_one), all = trimmed_mean(tc->t_all, tc->n_all);
+    int rounds = tc->n_one >= TC_ROUNDS && tc->n_all >= TC_ROUNDS;
+    double m1 = median(tc->t_one, tc->n_one), ma = median(tc->t_all, tc->n_all);
+    int clear = (m1 > TC_CLEAR * ma && one > all) || (ma > TC_CLEAR * m1 && all > one); /* no need to go on */
+    int enough = rounds && (clear || tc->cal_seconds >= TC_BUDGET_S);
+    if (!enough && tc->n_all + TC_BLOCK - 1 <= TC_MAX_ROUNDS) return;
+    tc->calibrating = 0;
+    tc->chosen_serial = one < all;
+    /* the drift's base */
+    tc->chosen_median = tc->chosen_serial ? median(tc->t_one, tc->n_one) : median(tc->t_all, tc->n_all);
+    tc->calibrations++;
+    tc->steps_since = 0;
+    tc->seconds_since = 0;
+    tc->n_window = 0;
 }
 
 void thread_choice_end(thread_choice *tc, double seconds)
 {
     if (!tc->active) return;
     if (tc->calibrating) {
-        if (tc->cal_step++ >= TC_WARMUP) {
-            if (tc->serial) tc->t_one[tc->n_one++] = seconds;
-            else tc->t_all[tc->n_all++] = seconds;
-            tc->cal_seconds += seconds;
-        }
-        int enough = tc->n_one >= TC_ROUNDS && tc->n_all >= TC_ROUNDS && tc->n_one == tc->n_all &&
-                     tc->cal_seconds >= TC_BUDGET_S;
-        if (!enough && tc->n_all < TC_MAX_ROUNDS) return;
-        double one = trimmed_mean(tc->t_one, tc->n_one), all = trimmed_mean(tc->t_all, tc->n_all);
-        tc->calibrating = 0;
-        tc->chosen_serial = one < all;
-        tc->chosen_median = median(tc->chosen_serial ? tc->t_one : tc->t_all, TC_ROUNDS); /* the drift's base */
-        tc->calibrations++;
-        tc->steps_since = 0;
-        tc->n_window = 0;
+        calibration_step(tc, seconds);
         return;
     }
     tc->steps_since++;
+    tc->seconds_since += seconds;
     tc->window[tc->n_window++ % TC_WINDOW] = seconds;
+    if (tc->seconds_since < TC_SHARE * tc->cal_total) return; /* calibrating costs 1/TC_SHARE at most */
     if (tc->steps_since >= TC_RECHECK) {
         start_calibration(tc);
         return;
