@@ -807,7 +807,11 @@ int sim_stage(void *x, int i, const stage_clock *c, char *err, size_t len)
     } else if (i == 0 && s->tc.active) { /* the tiles and prefetch first, then the threads */
         int park;
         s->serial = thread_choice_begin(&s->tc, &park);
-        if (park) cpu_pool_park(s->pool); /* no worker spins through the serial steps */
+        if (!s->serial && !s->pool && !(s->pool = cpu_pool_create(s->threads))) s->serial = 1;
+        if (park && !s->tc.calibrating) { /* one thread chosen: the workers leave (a thread asleep */
+            cpu_pool_destroy(s->pool);    /* still cost a loaded machine's runs time), and come */
+            s->pool = NULL;               /* back when it is measured again (or for tblock.c) */
+        } else if (park) cpu_pool_park(s->pool); /* no worker spins through the serial steps */
         s->tc_t0 = now_seconds();
     }
     s->L.t = c->t;

@@ -743,6 +743,8 @@ static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r, int64_t Ty, in
     int64_t bands = (j.N + B - 1) / B * tiles, band_cells = (B + 2 * R) * (sim_cells(s) / j.N) * K * S;
     if (Ty) band_cells = band_cells / j.Ny * (Ty + 2 * R);
     if (Tx) band_cells = band_cells / j.Nx * (Tx + 2 * R);
+    /* a pool the thread choice let go (sim.c: one thread chosen) comes back: sweeps are not measured */
+    if (!s->pool && s->threads > 1) s->pool = cpu_pool_create(s->threads);
     if (!s->pool || s->threads < 2) tb_range(&j, 0, bands);
     else cpu_pool_run_range(s->pool, tb_range, &j, bands, 1, band_cells);
     for (int f = 0; f < nf; f++) { /* the new state is in slot 1 */
