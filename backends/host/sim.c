@@ -196,6 +196,7 @@ static int setup_coefs(sim *s, char *err, size_t err_len)
         free(s->coef[side]);
         s->coef[side] = NULL;
         s->coef_valid[side] = 0;
+        s->coef_uni[side] = 0;
     }
     for (int side = 0; side < 2 * p->dim; side++) {
         int any = 0, all_const = 1;
@@ -441,6 +442,7 @@ const double *sim_side_coefs(sim *s, int side, double t)
     kir_launch bl = s->L;
     bl.t = t;
     interp_bc(s->st.p->bc_kernel[side], &bl, s->single, s->coef[side]);
+    sim_coef_uniform(s, side);
     s->coef_valid[side] = 1;
     return s->coef[side];
 }

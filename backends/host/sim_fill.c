@@ -7,8 +7,16 @@
  * face index through two calls) what sim_fill_linear decides per side and per line; the value
  * of each ghost cell is the same expression of the same numbers (the same bits). On a 256³
  * Dirichlet Gray-Scott run the general loop took a sixth of the time of a blocked step (the
- * tiles of tblock.c fill the x and y ghosts of every stage's rows). */
+ * tiles of tblock.c fill the x and y ghosts of every stage's rows).
+ *
+ * A side whose a, b, c have the same bits on every face cell (a constant condition such as
+ * u = 0; sim_coef_uniform tells, once per computation of the coefficients) goes further: its
+ * a/2 - b/d and a/2 + b/d are computed once per layer (the same operations on the same numbers)
+ * and the lines are filled by a loop with no face index and no loads of coefficients, over
+ * contiguous cells where the lines run along x (the y and z fills). */
 #include "sim_impl.h"
+#include "interp.h"
+#include <string.h>
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
@@ -64,6 +72,42 @@ static void fill_lines(const sim *s, const sim_fill_span *sp, double *u, const l
     }
 }
 
+void sim_coef_uniform(sim *s, int side)
+{
+    const kir_kernel *k = s->st.p->bc_kernel[side];
+    const int64_t nface = interp_face_cells(&s->L, side);
+    s->coef_uni[side] = 0;
+    for (int o = 0; o < k->n_outputs && o < 64; o++) {
+        const double *c = s->coef[side] + o * nface;
+        int64_t i = 1;
+        while (i < nface && !memcmp(&c[i], &c[0], sizeof c[0])) i++; /* bits: -0 and 0 differ */
+        if (i >= nface) s->coef_uni[side] |= (uint64_t)1 << o;
+    }
+}
+
+/* fill_lines for a side with the same coefficients on every face cell: A = a/2 - b/d and
+ * B = a/2 + b/d of the layer, C = c. */
+static void fill_uniform(const sim *s, double *u, const lin_side *ls, const double abc[3], int a, int b0, int b1,
+                         const int64_t rq[4])
+{
+    const int64_t st = s->L.stride[a], sb0 = s->L.stride[b0], sb1 = s->L.stride[b1];
+    const double A = abc[0] / 2 - abc[1] / ls->d, B = abc[0] / 2 + abc[1] / ls->d, C = abc[2];
+    for (int64_t q = rq[2]; q < rq[3]; q++) {
+        double *dst = u + q * sb1 + ls->g * st;
+        const double *src = u + q * sb1 + ls->in * st;
+        if (sb0 == 1)
+            for (int64_t r = rq[0]; r < rq[1]; r++) dst[r] = (C - src[r] * A) / B;
+        else
+            for (int64_t r = rq[0]; r < rq[1]; r++) dst[r * sb0] = (C - src[r * sb0] * A) / B;
+    }
+}
+
+/* Whether output o (-1: absent) of side's coefficients cf is the same on every face cell. */
+static int uniform_out(const sim *s, int side, const double *cf, int o)
+{
+    return o < 0 || (cf == s->coef[side] && o < 64 && (s->coef_uni[side] >> o & 1));
+}
+
 int sim_fill_linear(sim *s, int f, void *b, int a, const double *cf[2], const sim_fill_span *sp)
 {
     const int H = s->st.g.H, last = s->st.p->dim - 1, b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2;
@@ -88,11 +132,16 @@ int sim_fill_linear(sim *s, int f, void *b, int a, const double *cf[2], const si
         const double *C = cf[hi];
         lin_side ls = {oi[0] >= 0 ? C + oi[0] * nface : NULL, oi[1] >= 0 ? C + oi[1] * nface : NULL,
                        oi[2] >= 0 && !s->st.plan.set.homogeneous ? C + oi[2] * nface : NULL, 0, 0, 0};
+        const int side = 2 * a + hi;
+        const int uni = uniform_out(s, side, C, oi[0]) && uniform_out(s, side, C, oi[1]) &&
+                        (!ls.cc || uniform_out(s, side, C, oi[2]));
+        const double abc[3] = {ls.ca ? ls.ca[0] : 0, ls.cb ? ls.cb[0] : 0, ls.cc ? ls.cc[0] : 0};
         for (int m = 1; m <= H; m++) {
             ls.g = hi ? n - 1 + m : -m;
             ls.in = hi ? n - m : m - 1;
             ls.d = (2 * m - 1) * s->L.h[a];
-            fill_lines(s, sp, b, &ls, a, b0, b1, rq);
+            if (uni) fill_uniform(s, b, &ls, abc, a, b0, b1, rq);
+            else fill_lines(s, sp, b, &ls, a, b0, b1, rq);
         }
     }
     return 1;

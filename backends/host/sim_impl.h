@@ -26,6 +26,7 @@ struct sim {
      * output numbers of a, b, c (-1: absent, reads as 0) */
     double *coef[6];
     int coef_valid[6], coef_const[6];
+    uint64_t coef_uni[6];  /* bit o: output o of s->coef[side] has the same bits on every face cell */
     int (*coef_out)[6][4];
     struct tblock *tb;     /* temporal blocking (tblock.c), NULL until first used */
     int tb_mode;           /* -1 off, 0 when it pays, 1 always (tblock.h) */
@@ -80,6 +81,8 @@ void sim_fill_axis(sim *s, int f, void *b, int a, const double *cf[2], const sim
 /* sim_fill_axis for the sides of axis a that have a linear rule (sim_fill.c): 1 when it filled
  * them (double precision, no lap(u) = c2 condition with H >= 2), 0 when the general loop must. */
 int sim_fill_linear(sim *s, int f, void *b, int a, const double *cf[2], const sim_fill_span *span);
+/* Sets s->coef_uni[side] from the values now in s->coef[side] (sim_fill.c; after each compute). */
+void sim_coef_uniform(sim *s, int side);
 /* The index range [*lo, *hi) of axis b covered when filling another axis: the span's along the
  * last axis (and its rows of y, cells of x in 3D tiles), else the allocated extent. */
 void sim_span_range(const sim *s, const sim_fill_span *sp, int b, int64_t *lo, int64_t *hi);
