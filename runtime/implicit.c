@@ -271,10 +271,13 @@ static PetscErrorCode step_tolerance(implicit_solver *q, TS ts, PetscReal shift,
 PetscErrorCode ts_ijacobian(TS ts, PetscReal t, Vec U, Vec Udot, PetscReal shift, Mat A, Mat B, void *ctx)
 {
     (void)Udot;
-    (void)A;
     implicit_solver *q = ctx;
     check_params(q);
     q->shift = shift;
+    if (A != B) { /* a matrix-free operator (-snes_mf_operator): its assembly takes U as its base */
+        PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+        PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+    }
     int fast = q->jac_reuse && q->jc_valid && q->b_shifted;
     if (!fast) PetscCall(jacobian_into(q, t, U, B));
     PetscCall(choose_pc(q, ts, shift, fast ? NULL : B));
@@ -651,6 +654,7 @@ static int create_ts(implicit_solver *q, decomp *d, MPI_Comm comm, char *err, si
        equation shift M - J is not definite (its rows have no shift) */
     if (q->jac->symmetric && !d && !q->n_alg) CHECK(symmetric_defaults(q, q->opts, ts_snes), "the solver's defaults");
     if (q->cg && q->linear && p->adapt > 0) CHECK(step_tolerance_defaults(q, q->opts, ts_snes), "the solver's defaults");
+    CHECK(wide_defaults(q, q->opts, q->ts), "the solver's defaults");
     if (!d) CHECK(mg_defaults(q, ts_snes), "the multigrid levels");
     CHECK(conserve_setup(q, ts_snes), "the conservation check");
     PetscScalar *x;
@@ -780,7 +784,7 @@ implicit_solver *implicit_create_on(const simulation *m, decomp *d, const char *
         for (PetscInt i = 0; i < nl; i++) m[i] = q->alg[i % q->dof] ? 0.0 : 1.0;
         CHECK(VecRestoreArray(q->M, &m), "VecRestoreArray");
     }
-    CHECK(DMCreateMatrix(q->da, &q->J), "DMCreateMatrix");
+    CHECK(jacobian_matrix(q, &q->J), "DMCreateMatrix");
     CHECK(MatSetOption(q->J, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE), "MatSetOption");
     CHECK(PetscOptionsCreate(&q->opts), "PetscOptionsCreate");
     if (insert_options(q, q->opts, p, options, err, len) < 0) goto fail;

@@ -90,6 +90,8 @@ struct implicit_solver {
     Vec Djc;               /* diag_update: the diagonal coefficients' sum at Jc's assembly */
     Vec Voff;              /* cg: per row, the sum of |J_ij| off the diagonal (gershgorin_bound) */
     int direct;            /* a direct solve (LU), pdejit's default on a 1D mesh (direct_defaults) */
+    int exact_pattern;     /* the matrix has the Jacobian's own pattern, not the DMDA's (jacobian_matrix) */
+    int wide;              /* a wide system's defaults: a matrix-free operator, the Jacobian lagged (wide_defaults) */
     int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
     int mg_auto;           /* cg: the preconditioner follows the step (choose_pc): ICC(1) or multigrid */
     int mg_on;             /* mg_auto: multigrid now */
@@ -179,6 +181,8 @@ PetscErrorCode eval_rhs(implicit_solver *q, double t, Vec U, Vec F);
 void check_params(implicit_solver *q);
 /* The Jacobian at (t, U) into B: assembled, copied from its first assembly, or its diagonal updated. */
 PetscErrorCode jacobian_into(implicit_solver *q, double t, Vec U, Mat B);
+/* The DMDA's matrix with the Jacobian's own pattern (its entries, folded ghosts, the diagonal). */
+PetscErrorCode jacobian_matrix(implicit_solver *q, Mat *J);
 /* 1 when the ghost rule's dependence on the interior stays the same for the whole run. */
 int ghost_rule_constant(const pj_program *p);
 /* How the Jacobian is used (q->linear, jac_reuse, diag_update) from what it reads. -1 out of memory. */
@@ -191,6 +195,7 @@ PetscErrorCode linear_solver_unnamed(PetscOptions o, SNES snes, KSP *ksp, PC *pc
 PetscErrorCode direct_defaults(implicit_solver *q, PetscOptions o, SNES snes);
 PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes);
 PetscErrorCode mg_defaults(implicit_solver *q, SNES snes);
+PetscErrorCode wide_defaults(implicit_solver *q, PetscOptions o, TS ts);
 void mg_forget_borrowed(SNES snes);
 
 #endif

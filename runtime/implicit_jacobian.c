@@ -190,16 +190,14 @@ static PetscInt global_index(const implicit_solver *q, int64_t i, int64_t j, int
     return base + (PetscInt)((((k - b->first[2]) * b->n[1] + (j - b->first[1])) * b->n[0] + (i - b->first[0])) * q->dof + c);
 }
 
-static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
+/* Every row of this process into A, by global index (ADD_VALUES), from the Jacobian kernel's
+ * outputs jb; a ghost column is folded onto the interior cells it is computed from (alpha). With
+ * jb NULL, the pattern: every column an entry may take (a ghost's every interior cell), value 0,
+ * zeros kept (the assembly skips zero coefficients). */
+static PetscErrorCode insert_rows(implicit_solver *q, Mat A, const double **jb)
 {
-    double t0 = driver_now();
-    PetscCall(run_kernel(q, PJ_KERNEL_JACOBIAN, t, U, 1));
     const grid_layout *g = solver_layout(q);
     const pj_program *p = q->p;
-    PetscCall(MatZeroEntries(A));
-    const double **jb = malloc(sizeof *jb * (size_t)(q->jac->n + 1));
-    if (!jb) SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "out of memory");
-    for (int e = 0; e < q->jac->n; e++) jb[e] = (const double *)q->m.st->buf[2 * q->nf + e];
     for (int64_t k = 0; k < g->n[2]; k++)
         for (int64_t j = 0; j < g->n[1]; j++)
             for (int64_t i = 0; i < g->n[0]; i++) {
@@ -211,7 +209,7 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
                     int nc = 0;
                     for (; e < q->jac->n && q->jac->entries[e].output == d0->output; e++) {
                         const derive_entry *d = &q->jac->entries[e];
-                        double v = jb[e][cell];
+                        double v = jb ? jb[e][cell] : 1.0;
                         int col_c = q->unknown[d->field];
                         if (v == 0 || col_c < 0 || row_c < 0) continue;
                         int64_t pos[3] = {i + d->off[0], j + d->off[1], k + d->off[2]}; /* in the block */
@@ -228,31 +226,83 @@ static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
                             /* a sum over the interior cells k from the ghost's side */
                             int64_t n = q->n[axis];
                             for (int kk = 0; kk < g->H; kk++) {
-                                double a = al[(size_t)(kk + 2) * g->elems + ghost_at];
+                                double a = jb ? al[(size_t)(kk + 2) * g->elems + ghost_at] : 1.0;
                                 if (a == 0) continue;
                                 int64_t cp[3] = {gp[0], gp[1], gp[2]};
                                 cp[axis] = gp[axis] < 0 ? kk : n - 1 - kk;
                                 q->cols[nc] = global_index(q, cp[0], cp[1], cp[2], col_c);
-                                q->vals[nc++] = v * a;
+                                q->vals[nc++] = jb ? v * a : 0.0;
                             }
                             continue;
                         }
-                        if (out) v *= al[g->elems + ghost_at];
+                        if (out && jb) v *= al[g->elems + ghost_at];
                         if (v == 0) continue;
                         q->cols[nc] = global_index(q, fold(q, 0, gp[0]), p->dim > 1 ? fold(q, 1, gp[1]) : 0,
                                                    p->dim > 2 ? fold(q, 2, gp[2]) : 0, col_c);
-                        q->vals[nc++] = v;
+                        q->vals[nc++] = jb ? v : 0.0;
                     }
                     if (!nc) continue;
                     PetscInt row = global_index(q, q->first[0] + i, q->first[1] + j, q->first[2] + k, row_c);
-                    PetscErrorCode rc = MatSetValues(A, 1, &row, nc, q->cols, q->vals, ADD_VALUES);
-                    if (rc) {
-                        free(jb);
-                        return rc;
-                    }
+                    PetscCall(MatSetValues(A, 1, &row, nc, q->cols, q->vals, ADD_VALUES));
                 }
             }
+    return 0;
+}
+
+/* The matrix of the Jacobian. The DMDA's holds every unknown's every neighbour within its stencil
+ * width (PFHub 2b's five fields at halo 2: 125 entries a row, of which 14 on average can be
+ * nonzero). Where that is EXACT_PATTERN_RATIO times the Jacobian's own entries a row or more, the
+ * matrix gets the pattern the kernel's entries give and no more, preallocated exactly
+ * (MATPREALLOCATOR) and filled with zeros, so the pattern stays the same at every assembly, the
+ * shift's diagonal included: matrix products, ILU and assembly then cost what the problem's stencil
+ * asks (2b at 128^2: 4.7x less CPU, the same iterations; docs/performance.md, "PFHub 2b
+ * implicit"). Below it the DMDA's: ILU(1) on the wider pattern is a stronger preconditioner (FiPy's
+ * coupled Cahn-Hilliard, 3x, fails with ILU(1) on its own pattern). */
+#define EXACT_PATTERN_RATIO 4
+PetscErrorCode jacobian_matrix(implicit_solver *q, Mat *J)
+{
+    Mat pre;
+    PetscInt m, n, M, N, lo, hi, sw;
+    DMDAStencilType st;
+    PetscCall(DMDAGetInfo(q->da, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, &sw, NULL, NULL, NULL, &st));
+    int dim = q->p->dim, w = 2 * (int)sw + 1;
+    double dmda_row = q->dof * (st == DMDA_STENCIL_BOX ? pow(w, dim) : 2.0 * (double)sw * dim + 1);
+    int rows = 0, own = 0; /* the Jacobian's entries a row, on average over the unknowns with one */
+    for (int e = 0; e < q->jac->n; e++) {
+        own += q->unknown[q->jac->entries[e].field] >= 0;
+        rows += e == 0 || q->jac->entries[e].output != q->jac->entries[e - 1].output;
+    }
+    if (!rows || dmda_row < EXACT_PATTERN_RATIO * own / rows) return DMCreateMatrix(q->da, J);
+    PetscCall(DMSetMatrixPreallocateSkip(q->da, PETSC_TRUE));
+    PetscCall(DMCreateMatrix(q->da, J));
+    PetscCall(MatGetLocalSize(*J, &m, &n));
+    PetscCall(MatGetSize(*J, &M, &N));
+    PetscCall(MatCreate(PetscObjectComm((PetscObject)*J), &pre));
+    PetscCall(MatSetType(pre, MATPREALLOCATOR));
+    PetscCall(MatSetSizes(pre, m, n, M, N));
+    PetscCall(MatSetUp(pre));
+    PetscCall(insert_rows(q, pre, NULL));
+    PetscCall(MatGetOwnershipRange(*J, &lo, &hi));
+    for (PetscInt r = lo; r < hi; r++) PetscCall(MatSetValue(pre, r, r, 0.0, ADD_VALUES)); /* the shift's */
+    PetscCall(MatAssemblyBegin(pre, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(pre, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatPreallocatorPreallocate(pre, PETSC_TRUE, *J));
+    PetscCall(MatDestroy(&pre));
+    q->exact_pattern = 1;
+    return 0;
+}
+
+static PetscErrorCode assemble(implicit_solver *q, double t, Vec U, Mat A)
+{
+    double t0 = driver_now();
+    PetscCall(run_kernel(q, PJ_KERNEL_JACOBIAN, t, U, 1));
+    PetscCall(MatZeroEntries(A));
+    const double **jb = malloc(sizeof *jb * (size_t)(q->jac->n + 1));
+    if (!jb) SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "out of memory");
+    for (int e = 0; e < q->jac->n; e++) jb[e] = (const double *)q->m.st->buf[2 * q->nf + e];
+    PetscErrorCode rc = insert_rows(q, A, jb);
     free(jb);
+    PetscCall(rc);
     PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
     PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
     q->st.jacobians++;

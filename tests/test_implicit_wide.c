@@ -1,0 +1,113 @@
+/* test_implicit_wide.c — the defaults for a wide system (issue 30 item 6; runtime/implicit_mg.c's
+ * wide_defaults, implicit_jacobian.c's jacobian_matrix): PFHub 2b (samples/pfhub2b.pde: c by
+ * Cahn-Hilliard, fourth order, and four order parameters) reduced to 32 x 32 cells of the sample's
+ * h = 2, to t = 2. bdf2 under error control with the defaults must take them (the Jacobian
+ * assembled at every 10th Newton iteration, so fewer assemblies than Newton iterations; naming
+ * -snes_lag_jacobian 1 gives one a Newton iteration again), converge, and agree with rk4 below its
+ * stability limit to the step controller's accuracy. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "testutil.h"
+
+#define CELLS (32 * 32)
+#define COLS 7 /* x, y, c, eta1..eta4 */
+
+/* The reduced 2b with the time statement `time`; malloc'd. */
+static char *reduced(const char *time)
+{
+    char *src = tu_read_file("../samples/pfhub2b.pde", NULL);
+    assert_non_null(src);
+    char *a = tu_replaced(src, "mesh grid(nx = 100, ny = 100, Lx = 200, Ly = 200)", "mesh grid(nx = 32, ny = 32, Lx = 64, Ly = 64)");
+    char *b = tu_replaced(a, "time dt = 0.005, until = 50, scheme = rk2", time);
+    char *c = tu_replaced(b, "output every = 50, format = png", "");
+    free(src);
+    free(a);
+    free(b);
+    return c;
+}
+
+/* Runs NAME.pde (src) with --verbose and `args`, dumps its final fields into v (COLS a cell); the output in *out. */
+static void run(const char *name, const char *src, const char *args, double *v, char **out)
+{
+    char file[64];
+    snprintf(file, sizeof file, "%s.pde", name);
+    tu_write_file(file, src);
+    int rc = tu_pdejit(out, "run %s.pde --verbose --out none --dump %s.csv %s", name, name, args);
+    if (rc) fail_msg("%s: exit %d:\n%s", name, rc, *out ? *out : "");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.csv", tu_dir, name);
+    char *csv = tu_read_file(path, NULL);
+    assert_non_null(csv);
+    int n = 0;
+    char *q = strchr(csv, '\n');
+    while (q && q[1] && n < CELLS * COLS) {
+        char *end;
+        v[n++] = strtod(q + 1, &end);
+        assert_true(end != q + 1);
+        q = end;
+    }
+    free(csv);
+    assert_int_equal(n, CELLS * COLS);
+}
+
+/* "N Newton iterations" and "Jacobian assembly: M" of the report's totals line */
+static void counts(const char *out, long *newton, long *assemblies)
+{
+    const char *line = strstr(out, "implicit solver:");
+    assert_non_null(line);
+    const char *n = strstr(line, " Newton iterations"), *a = strstr(line, "Jacobian assembly: ");
+    assert_non_null(n);
+    assert_non_null(a);
+    while (n > line && n[-1] >= '0' && n[-1] <= '9') n--;
+    *newton = strtol(n, NULL, 10);
+    *assemblies = strtol(a + strlen("Jacobian assembly: "), NULL, 10);
+}
+
+static void pfhub2b_implicit_defaults(void **state)
+{
+    (void)state;
+    static double vi[CELLS * COLS], ve[CELLS * COLS], vl[CELLS * COLS], vt[CELLS * COLS];
+    char *imp = reduced("time dt = 0.005, until = 2, scheme = bdf2, adapt = 1e-4");
+    char *exp_ = reduced("time dt = 0.002, until = 2, scheme = rk4");
+    char *tight = reduced("time dt = 0.005, until = 2, scheme = bdf2, adapt = 1e-5");
+    char *out = NULL, *out_lag = NULL, *out_e = NULL, *out_t = NULL;
+    run("wide_bdf2", imp, "", vi, &out);
+    run("wide_bdf2_lag1", imp, "--solver-options '-snes_lag_jacobian 1'", vl, &out_lag);
+    run("wide_rk4", exp_, "", ve, &out_e);
+    run("wide_bdf2_tight", tight, "", vt, &out_t);
+    long newton, assemblies, newton_l, assemblies_l;
+    counts(out, &newton, &assemblies);
+    counts(out_lag, &newton_l, &assemblies_l);
+    double diff = 0, diff_t = 0, diff_l = 0;
+    for (int i = 0; i < CELLS; i++)
+        for (int c = 2; c < COLS; c++) {
+            diff = fmax(diff, fabs(vi[i * COLS + c] - ve[i * COLS + c]));
+            diff_t = fmax(diff_t, fabs(vt[i * COLS + c] - ve[i * COLS + c]));
+            diff_l = fmax(diff_l, fabs(vl[i * COLS + c] - vi[i * COLS + c]));
+        }
+    printf("2b at 32^2 to t = 2: bdf2 (adapt 1e-4) %ld Newton iterations, %ld assemblies; with -snes_lag_jacobian 1 "
+           "%ld, %ld; max |bdf2 - rk4| over the fields %.3g (adapt 1e-5: %.3g); lagged against not %.3g\n",
+           newton, assemblies, newton_l, assemblies_l, diff, diff_t, diff_l);
+    assert_true(assemblies > 0 && assemblies * 3 < newton); /* lagged: one every 10th */
+    assert_int_equal(assemblies_l, newton_l);               /* named: one a Newton iteration */
+    assert_true(diff < 5e-3);                               /* bdf2's global error at TOL 1e-4 ... */
+    assert_true(diff_t < diff / 3);                         /* ... falls with TOL (order 2: TOL^(2/3)) */
+    assert_true(diff_l < 1e-2 * diff);                      /* the lag changes Newton's path, not the answer */
+    free(out);
+    free(out_lag);
+    free(out_e);
+    free(out_t);
+    free(tight);
+    free(imp);
+    free(exp_);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(pfhub2b_implicit_defaults),
+    };
+    return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
+}
