@@ -161,7 +161,11 @@ PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes)
  * linear iterations, 241 s, against 2354 and 53 s; the energy at t = 10 within 0.12 of 2155, the
  * steps' own error ~2.6; at 128^2 the same to 7 digits). Under adapt, a step whose Newton solve fails is retried
  * smaller (-ts_max_snes_failures -1) instead of ending the run (2b at 256^2: one GMRES failure at
- * t = 9.4). docs/solvers.md, Defaults; docs/performance.md, "PFHub 2b implicit". */
+ * t = 9.4), and Newton takes full steps (-snes_linesearch_type basic): the step's error estimate
+ * rejects a bad result, where the backtracking search failed to descend, step after smaller step, as a
+ * small grain vanished (2b at 64^2, t = 9.935: dt down to 1e-21 and the run ended; with full steps
+ * it goes on, and at 128^2 no step backtracked, the same iterations). docs/solvers.md, Defaults;
+ * docs/performance.md, "PFHub 2b implicit". */
 #define WIDE_SNES_RTOL 1e-4
 PetscErrorCode wide_defaults(implicit_solver *q, PetscOptions o, TS ts)
 {
@@ -187,6 +191,12 @@ PetscErrorCode wide_defaults(implicit_solver *q, PetscOptions o, TS ts)
     }
     PetscCall(PetscOptionsHasName(o, NULL, "-ts_max_snes_failures", &set));
     if (!set && q->p->adapt > 0) PetscCall(TSSetMaxSNESFailures(ts, -1));
+    PetscCall(PetscOptionsHasName(o, NULL, "-snes_linesearch_type", &set));
+    if (!set && q->p->adapt > 0) { /* full Newton steps: the error control judges the result (below) */
+        SNESLineSearch ls;
+        PetscCall(SNESGetLineSearch(snes, &ls));
+        PetscCall(SNESLineSearchSetType(ls, SNESLINESEARCHBASIC));
+    }
     q->wide = 1;
     return 0;
 }
