@@ -13,6 +13,8 @@ heat  du/dt = lap(u) on [0,1]^2 with n^2 cells, u = 0 at t = 0, u = 1 on the lef
       timed, and its error is the one reported. --temporal adds the time stepping's own share of
       each error: max |u - u_ref| over the cells, u_ref the same cells stepped by bdf of order 4
       to a local tolerance of 1e-10 (the spatial error is then the same in both and cancels).
+      --compare PDEJIT: each chosen implicit run (its TOL chosen by --pdejit) timed by that build too,
+      the two builds' rounds interleaved, with its own error.
       --stops T1,T2,...: each implicit variant's chosen run again, stopped at those times (its
       steps up to there are the same): where its steps and CPU go.
 start-up  a tiny implicit problem (8 cells, one step) against the same explicit one: the cost of
@@ -106,6 +108,22 @@ def timed(args, src, extra=(), env_extra=None):
     return med
 
 
+def timed_pair(args, other, src, extra=()):
+    """timed() of src by two builds, their rounds interleaved."""
+    run(args, src, extra, dump=False)
+    run(other, src, extra, dump=False)
+    rs, os_ = [], []
+    for _ in range(args.rounds):
+        rs.append(run(args, src, extra, dump=False))
+        os_.append(run(other, src, extra, dump=False))
+
+    def med(rr):
+        m = {k: statistics.median(r[k] for r in rr) for k in ("wall", "cpu", "solve")}
+        m.update(steps=rr[0]["steps"], newton=rr[0]["newton"], linear=rr[0]["linear"])
+        return m
+    return med(rs), med(os_)
+
+
 def heat(args, n, T):
     probe = run(args, heat_src(n, T, "rk4", 1.0), dump=False)
     m = LIMIT_RE.search(probe["err"])
@@ -150,7 +168,16 @@ def heat(args, n, T):
             lines.append(f"| {label} | | | | | none within {args.slack:g}x of rk4 ({'; '.join(tried)}) | | | |")
             continue
         tol, e = chosen
-        t = timed(args, heat_src(n, T, scheme, 1e-6, tol), extra)
+        if args.compare:  # the same run by another build, the rounds interleaved: the load falls on both alike
+            other = argparse.Namespace(**dict(vars(args), pdejit=args.compare))
+            r = run(other, heat_src(n, T, scheme, 1e-6, tol), extra)
+            e2 = f"{max_error(r['rows'], T):.3g}{temporal(r['rows'])}" if r["rows"] else "failed"
+            t, t2 = timed_pair(args, other, heat_src(n, T, scheme, 1e-6, tol), extra)
+            lines.append(f"| {label}, {args.compare} | {tol:g} | {t2['steps']} | {t2['newton']} | {t2['linear']} | {e2} | "
+                         f"{t2['wall']:.2f} | {t2['cpu']:.2f} | {t2['solve']:.2f} |")
+            lines.append(f"| (CPU {t2['cpu'] / base_cpu:.2f}x rk4's) | | | | | | | | |")
+        else:
+            t = timed(args, heat_src(n, T, scheme, 1e-6, tol), extra)
         lines.append(f"| {label} | {tol:g} | {t['steps']} | {t['newton']} | {t['linear']} | {e} | "
                      f"{t['wall']:.2f} | {t['cpu']:.2f} | {t['solve']:.2f} |")
         lines.append(f"| (errors by TOL: {'; '.join(tried)}; CPU {t['cpu'] / base_cpu:.2f}x rk4's) | | | | | | | | |")
@@ -226,6 +253,7 @@ def main():
     ap.add_argument("--slack", type=float, default=1.25, help="implicit error may be this many times rk4's")
     ap.add_argument("--temporal", action="store_true", help="also the time stepping's share of each error")
     ap.add_argument("--stops", default="", help="also time each chosen implicit run stopped at these times")
+    ap.add_argument("--compare", default="", help="another pdejit: each chosen implicit run timed by both, interleaved")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--startup-rounds", type=int, default=9)

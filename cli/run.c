@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "decomp.h"
+#include "driver.h"
 #include "engine.h"
 #include "options.h"
 #include "watch.h"
@@ -667,7 +668,11 @@ static int report_run(run_ctx *c, pj_status st, const pj_run_result *res)
         else if (explicit_adaptive)
             snprintf(rejected, sizeof rejected, " accepted (%lld rejected)", (long long)ex_rejected);
         if (res->seconds > 0 && steps > 0)
-            snprintf(rate, sizeof rate, ": %.3g Mcells/s", (double)steps * cells * 1e-6 / res->seconds);
+        {
+            char digits[32];
+            snprintf(rate, sizeof rate, ": %s Mcells/s",
+                     driver_format_rate(digits, sizeof digits, (double)steps * cells * 1e-6 / res->seconds));
+        }
         fprintf(stderr, "pdejit: %lld step%s%s to t = %.9g in %.3g s%s %s\n", steps, steps == 1 ? "" : "s", rejected,
                 res->t, res->seconds, rate, where);
     }

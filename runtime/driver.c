@@ -406,13 +406,23 @@ static void progress_call(engine *e, const driver_options *o, double end, int64_
         atomic_store(o->interrupt, 1);
 }
 
+const char *driver_format_rate(char *buf, size_t len, double mcells)
+{
+    if (mcells >= 100) /* %.3g would print 1.42e+03 */
+        snprintf(buf, len, "%.0f", mcells);
+    else
+        snprintf(buf, len, "%.3g", mcells);
+    return buf;
+}
+
 /* The progress line on long runs; returns the time it was written. */
 static double progress_line(FILE *f, engine *e, double end, int64_t steps0, int64_t cells, double start)
 {
     double tnow = driver_now(), t = engine_time(e);
     int64_t taken = engine_steps(e) - steps0; /* the scheme's steps (an adaptive one takes several per engine step) */
-    fprintf(f, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %.3g Mcells/s\n", t, end, 100 * t / (end > 0 ? end : 1),
-            (long long)taken, (double)taken * (double)cells / (tnow - start) * 1e-6);
+    char rate[32];
+    fprintf(f, "pdejit: t = %.6g of %.6g (%.0f%%), %lld steps, %s Mcells/s\n", t, end, 100 * t / (end > 0 ? end : 1),
+            (long long)taken, driver_format_rate(rate, sizeof rate, (double)taken * (double)cells / (tnow - start) * 1e-6));
     fflush(f);
     return tnow;
 }

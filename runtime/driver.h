@@ -97,5 +97,8 @@ int driver_run(engine *e, const driver_options *o, driver_result *res, char *err
 void driver_describe_nan(const pj_program *p, const sim_nan_report *r, char *out, size_t len);
 
 double driver_now(void); /* monotonic seconds */
+/* A rate in Mcells/s as the summary and progress lines print it: three significant digits, and
+ * never an exponent (1420, 95.6, 3.96, 0.119). Returns buf. */
+const char *driver_format_rate(char *buf, size_t len, double mcells);
 
 #endif

@@ -177,34 +177,48 @@ static PetscErrorCode add_shift(implicit_solver *q, Mat B, PetscReal shift)
  * 2D heat at 256^2, 37 ICC iterations a step against 5 V-cycles at a ratio of 330 (about the same
  * CPU time), 103 against 5 at 3300 (multigrid 2.4x faster), 184 against 5 at 33 000 (3.9x);
  * docs/performance.md. Multigrid from a ratio of MG_STIFF_ON, ICC again below MG_STIFF_OFF (the
- * gap keeps an adaptive step from switching back and forth). B holds J (before the shift). */
+ * gap keeps an adaptive step from switching back and forth). Where the solve stops at the step's
+ * accuracy (q->tol_auto: a reduction of 10-100 from the predictor, 1-3 iterations), below
+ * DIAG_STIFF_ON (until DIAG_STIFF_OFF) the diagonal alone, PCJACOBI: shift I - J is then so
+ * dominated by its diagonal that Jacobi's CG converges in a few iterations whatever the mesh (for
+ * heat its condition number is at most 1 + 2 x the ratio), each a third of an ICC(1) iteration's
+ * cost, with no factorization; the small steps of an adaptive run's start. To Newton's 1e-8, ICC's
+ * stronger iterations win even there (docs/performance.md, "Stiff heat, round four"). B holds J
+ * (before the shift). */
 #define MG_STIFF_ON 300.0
 #define MG_STIFF_OFF 150.0
+#define DIAG_STIFF_ON 3.0
+#define DIAG_STIFF_OFF 5.0
+enum { PC_AUTO_ICC, PC_AUTO_MG, PC_AUTO_DIAG };
 static PetscErrorCode choose_pc(implicit_solver *q, TS ts, PetscReal shift, Mat B)
 {
-    if (!q->mg_auto || !q->cg) return 0;
+    if (!q->cg) return 0;
     if (B) { /* else q->dmax is B's still */
         PetscCall(MatGetDiagonal(B, q->D));
         PetscCall(VecNorm(q->D, NORM_INFINITY, &q->dmax));
     }
     double stiff = shift > 0 ? q->dmax / shift : PETSC_MAX_REAL;
-    int want = q->mg_on ? stiff >= MG_STIFF_OFF : stiff >= MG_STIFF_ON;
-    if (want == q->mg_on) return 0;
+    int want = PC_AUTO_ICC;
+    if (q->mg_auto && stiff >= (q->pc_auto == PC_AUTO_MG ? MG_STIFF_OFF : MG_STIFF_ON)) want = PC_AUTO_MG;
+    else if (q->tol_auto && stiff < (q->pc_auto == PC_AUTO_DIAG ? DIAG_STIFF_OFF : DIAG_STIFF_ON)) want = PC_AUTO_DIAG;
+    if (want == q->pc_auto) return 0;
     SNES snes;
     KSP ksp;
     PC pc;
     PetscCall(TSGetSNES(ts, &snes));
     PetscCall(SNESGetKSP(snes, &ksp));
     PetscCall(KSPGetPC(ksp, &pc));
-    if (want) {
+    if (want == PC_AUTO_MG) {
         PetscCall(PCSetType(pc, PCMG));
         PetscCall(mg_setup_pc(q, pc));
+    } else if (want == PC_AUTO_DIAG) {
+        PetscCall(PCSetType(pc, PCJACOBI));
     } else {
         PetscCall(PCSetType(pc, PCICC));
         PetscCall(PCFactorSetLevels(pc, 1));
         PetscCall(PCSetFromOptions(pc));
     }
-    q->mg_on = want;
+    q->pc_auto = want;
     return 0;
 }
 
@@ -233,7 +247,7 @@ static PetscErrorCode keep_cg(implicit_solver *q, TS ts, PetscReal shift)
         q->tol_auto = 0;
     }
     q->cg = 0;
-    q->mg_on = 0;
+    q->pc_auto = 0;
     return 0;
 }
 

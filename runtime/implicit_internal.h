@@ -93,8 +93,8 @@ struct implicit_solver {
     int exact_pattern;     /* the matrix has the Jacobian's own pattern, not the DMDA's (jacobian_matrix) */
     int wide;              /* a wide system's defaults: a matrix-free operator, the Jacobian lagged (wide_defaults) */
     int cg;                /* conjugate gradients with ICC, pdejit's default for a symmetric Jacobian */
-    int mg_auto;           /* cg: the preconditioner follows the step (choose_pc): ICC(1) or multigrid */
-    int mg_on;             /* mg_auto: multigrid now */
+    int mg_auto;           /* cg: multigrid is one of choose_pc's choices (one process, 3 levels or more) */
+    int pc_auto;           /* cg: the preconditioner choose_pc set: ICC(1) 0, multigrid 1 (mg_auto), Jacobi 2 */
     double gershgorin;     /* cg: max over rows of J_ii + sum |J_ij| (i != j), of the last Jacobian */
     double dmax;           /* max |J_ii| of the last Jacobian (choose_pc) */
     Vec Dneg;              /* jac_reuse: -diag(Jc) */

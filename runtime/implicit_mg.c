@@ -194,9 +194,18 @@ static PetscErrorCode wide_linear_defaults(implicit_solver *q, PetscOptions o, S
  * linear iterations, 241 s, against 2354 and 53 s; the energy at t = 10 within 0.12 of 2155, the
  * steps' own error ~2.6; at 128^2 the same to 7 digits). Under adapt, a step whose Newton solve fails is retried
  * smaller (-ts_max_snes_failures -1) instead of ending the run (2b at 256^2: one GMRES failure at
- * t = 9.4). The linear solve: wide_linear_defaults above. docs/solvers.md, Defaults;
+ * t = 9.4), and Newton takes full steps (-snes_linesearch_type basic): the step's error estimate
+ * rejects a bad result, where the backtracking search failed to descend, step after smaller step, as a
+ * small grain vanished (2b at 64^2, t = 9.935: dt down to 1e-21 and the run ended; with full steps
+ * it goes on, and at 128^2 no step backtracked, the same iterations), at most 10 of them unless
+ * -snes_max_it is named (PETSc's 50: with full steps and the linear solves below, one step of 2b at
+ * 256^2 took about 70 Newton iterations near t = 4.5; capped, it fails and is retried smaller,
+ * 451 Newton iterations for the run against 501, and 435 with the backtracking search; 64^2
+ * still reaches t = 10). The linear solve:
+ * wide_linear_defaults above. docs/solvers.md, Defaults;
  * docs/performance.md, "PFHub 2b implicit". */
 #define WIDE_SNES_RTOL 1e-4
+#define WIDE_SNES_MAX_IT 10
 PetscErrorCode wide_defaults(implicit_solver *q, PetscOptions o, TS ts)
 {
     const char *names[] = {"-ksp_type", "-pc_type", "-snes_mf_operator", "-snes_mf", "-snes_lag_jacobian", "-snes_type"};
@@ -221,6 +230,19 @@ PetscErrorCode wide_defaults(implicit_solver *q, PetscOptions o, TS ts)
     }
     PetscCall(PetscOptionsHasName(o, NULL, "-ts_max_snes_failures", &set));
     if (!set && q->p->adapt > 0) PetscCall(TSSetMaxSNESFailures(ts, -1));
+    PetscCall(PetscOptionsHasName(o, NULL, "-snes_linesearch_type", &set));
+    if (!set && q->p->adapt > 0) { /* full Newton steps: the error control judges the result (below) */
+        SNESLineSearch ls;
+        PetscCall(SNESGetLineSearch(snes, &ls));
+        PetscCall(SNESLineSearchSetType(ls, SNESLINESEARCHBASIC));
+    }
+    PetscCall(PetscOptionsHasName(o, NULL, "-snes_max_it", &set));
+    if (!set && q->p->adapt > 0) { /* full steps that wander fail at the 10th, and the step is retried */
+        PetscReal atol, rtol, stol;
+        PetscInt maxit, maxf;
+        PetscCall(SNESGetTolerances(snes, &atol, &rtol, &stol, &maxit, &maxf));
+        PetscCall(SNESSetTolerances(snes, atol, rtol, stol, WIDE_SNES_MAX_IT, maxf));
+    }
     PetscCall(wide_linear_defaults(q, o, snes));
     q->wide = 1;
     return 0;

@@ -550,6 +550,20 @@ static void reports_and_times(void **state)
     free(snaps);
 }
 
+/* The rate on the summary and progress lines: three significant digits, never an exponent (a
+ * reader and a script both read 1420, where %.3g printed 1.42e+03). */
+static void rate_format(void **state)
+{
+    (void)state;
+    char b[32];
+    assert_string_equal(driver_format_rate(b, sizeof b, 1419.6), "1420");
+    assert_string_equal(driver_format_rate(b, sizeof b, 123456.7), "123457");
+    assert_string_equal(driver_format_rate(b, sizeof b, 190.6), "191");
+    assert_string_equal(driver_format_rate(b, sizeof b, 95.63), "95.6");
+    assert_string_equal(driver_format_rate(b, sizeof b, 3.964), "3.96");
+    assert_string_equal(driver_format_rate(b, sizeof b, 0.1194), "0.119");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -564,6 +578,7 @@ int main(void)
         cmocka_unit_test(adapt_needs_a_pair),
         cmocka_unit_test(fixed_steps_blocked),
         cmocka_unit_test(reports_and_times),
+        cmocka_unit_test(rate_format),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

@@ -123,10 +123,56 @@ static void pfhub2b_implicit_defaults(void **state)
     free(exp_);
 }
 
+/* The energy at the last monitor line of out. */
+static double last_energy(const char *out)
+{
+    const char *e = NULL, *q = out;
+    while ((q = strstr(q, "energy = "))) e = q++;
+    assert_non_null(e);
+    return strtod(e + strlen("energy = "), NULL);
+}
+
+/* 2b on a mesh coarser than its interfaces (64 x 64 cells on the benchmark's 200 x 200, h = 3.1):
+ * near t = 9.93 a small grain vanishes, and Newton's backtracking line search failed to descend at
+ * every smaller step the error control tried, down to dt = 1e-21, ending the run. Under adapt the
+ * wide defaults take full Newton steps (the step's error estimate judges them); the run must reach
+ * t = 10 with rk4's energy (below its stability limit) to the controller's accuracy. */
+static void coarse_mesh_vanishing_grain(void **state)
+{
+    (void)state;
+    char *src = tu_read_file("../samples/pfhub2b.pde", NULL);
+    assert_non_null(src);
+    char *a = tu_replaced(src, "mesh grid(nx = 100, ny = 100", "mesh grid(nx = 64, ny = 64");
+    char *b = tu_replaced(a, "output every = 50, format = png", "");
+    char *c = tu_replaced(b, "monitor every = 10", "monitor every = 1");
+    char *imp = tu_replaced(c, "time dt = 0.005, until = 50, scheme = rk2", "time dt = 0.005, until = 10, scheme = bdf2, adapt = 1e-3");
+    char *exp_ = tu_replaced(c, "time dt = 0.005, until = 50, scheme = rk2", "time dt = 0.002, until = 10, scheme = rk4");
+    char *out = NULL, *out_e = NULL;
+    tu_write_file("grain_bdf2.pde", imp);
+    tu_write_file("grain_rk4.pde", exp_);
+    int rc = tu_pdejit(&out, "run grain_bdf2.pde --verbose --out none --threads 1");
+    if (rc) fail_msg("bdf2: exit %d:\n%s", rc, out ? out : "");
+    rc = tu_pdejit(&out_e, "run grain_rk4.pde --verbose --out none --threads 1");
+    if (rc) fail_msg("rk4: exit %d:\n%s", rc, out_e ? out_e : "");
+    double fi = last_energy(out), fe = last_energy(out_e);
+    printf("2b at 64^2 (h = 3.1) to t = 10: energy bdf2 %.9g, rk4 %.9g\n", fi, fe);
+    assert_non_null(strstr(out, "monitor t = 10,"));
+    assert_true(fabs(fi - fe) < 1e-3 * fabs(fe));
+    free(out);
+    free(out_e);
+    free(imp);
+    free(exp_);
+    free(c);
+    free(b);
+    free(a);
+    free(src);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pfhub2b_implicit_defaults),
+        cmocka_unit_test(coarse_mesh_vanishing_grain),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }

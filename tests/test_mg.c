@@ -8,7 +8,7 @@
  * while h shrinks; the results equal a direct solve's (LU) to the solver's tolerance, also with
  * two coupled fields, periodic sides, in 1D and 3D, and on grids that halve only once; a steady
  * problem with a symmetric Jacobian gets it by default, a stiff time step too (ICC(1) below a
- * stiffness ratio, multigrid above). */
+ * stiffness ratio, multigrid above, the diagonal, Jacobi, for the smallest ratios of adaptive steps). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +195,36 @@ static void stiff_steps_get_multigrid(void **state)
     assert_true(d < 1e-6);
 }
 
+/* An adaptive step's linear solve, which stops at the step's accuracy, takes the diagonal (Jacobi)
+ * below a stiffness of 3: heat on 128^2 with bdf2 and adapt = 1e-5 from dt = 1e-7 to t = 1e-4
+ * (ratios up to about 1.5) takes the steps of the same run with exact solves (LU), its answer
+ * within the step's tolerance of that run's, in few CG iterations a step. Fixed steps, whose solves
+ * go to Newton's 1e-8, keep ICC(1) there (dt = 1e-5: 0.66; the same iterations as ICC by name). */
+static void small_adaptive_steps_get_jacobi(void **state)
+{
+    (void)state;
+    enum { N = 128 * 128 };
+    static double u[N], ref[N];
+    pj_solver_stats def, lu, icc;
+    const char *src = "mesh grid(nx = 128, ny = 128)\nfield u = 0\neq dt(u) = lap(u)\non left: u = 1\non bottom: u = x\n"
+                      "time dt = 1e-7, until = 1e-4, scheme = bdf2, adapt = 1e-5\n";
+    run(src, NULL, u, N, 1, &def);
+    run(src, "-ksp_type preonly -pc_type lu", ref, N, 1, &lu);
+    double d = rel_diff(u, ref, N);
+    printf("adapt, to t = 1e-4: default %lld steps, %lld solves, %lld linear iterations; LU %lld steps; "
+           "max |u - u_LU| / max |u_LU| = %.3g\n", (long long)def.steps, (long long)def.newton, (long long)def.linear,
+           (long long)lu.steps, d);
+    assert_true(def.steps >= lu.steps - 1 && def.steps <= lu.steps + 1);
+    assert_true(d < 1e-5);
+    assert_true(def.linear <= 3 * def.newton);
+
+    two_phase(NULL, 1e-5, 5e-5, 0, 0, u, &def);
+    two_phase("-ksp_type cg -pc_type icc -pc_factor_levels 1", 1e-5, 5e-5, 0, 0, ref, &icc);
+    printf("fixed dt = 1e-5, 5 steps: default %lld linear iterations, ICC(1) %lld\n", (long long)def.linear,
+           (long long)icc.linear);
+    assert_int_equal(def.linear, icc.linear);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +232,7 @@ int main(void)
         cmocka_unit_test(agrees_with_lu),
         cmocka_unit_test(steady_default_is_multigrid),
         cmocka_unit_test(stiff_steps_get_multigrid),
+        cmocka_unit_test(small_adaptive_steps_get_jacobi),
     };
     return cmocka_run_group_tests(tests, tu_dir_setup, tu_dir_teardown);
 }
