@@ -146,12 +146,45 @@ PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes)
     return 0;
 }
 
+#define WIDE_KSP_RTOL 1e-2
+#define WIDE_KSP_MAX_IT 100
+/* The linear solve of a wide system: GMRES(30) preconditioned by one symmetric SOR sweep (forward
+ * and back, PETSc's local_symmetric) of the lagged Jacobian rather than ILU(1), each linear solve
+ * to 1e-2 of its residual rather than 1e-5, unless -ksp_rtol is named: Newton's tolerance (1e-4)
+ * is the accuracy. 2b at 256^2 to t = 10: 435 Newton, 2622 linear iterations (ILU(1) to 1e-5: 296,
+ * 2354), 42 s of CPU against 55 (rk4: 44), the energy at t = 10 within 0.12 of ILU(1)'s (bdf2's
+ * own error there: 2.7); point-block Jacobi's iterations grow 3x from 128^2 to 256^2 where SOR's
+ * double. Under adapt, a linear solve stops at 100 iterations (unless
+ * -ksp_max_it is named): a GMRES that stalls on a Jacobian lagged across steps then fails fast and
+ * the step is retried smaller (2b with -ts_bdf_order 3: 5590 linear iterations between t = 3 and
+ * 4 without the cap, 1025 with it; the bdf2 runs never reach it). docs/performance.md, "PFHub 2b
+ * implicit, round two". */
+static PetscErrorCode wide_linear_defaults(implicit_solver *q, PetscOptions o, SNES snes)
+{
+    KSP ksp;
+    PC pc;
+    PetscBool set_rtol, set_maxit;
+    PetscReal rtol, atol, dtol;
+    PetscInt maxit;
+    PetscCall(SNESGetKSP(snes, &ksp));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCSetType(pc, PCSOR));
+    PetscCall(PCSetFromOptions(pc)); /* -pc_sor_omega and the like, where named */
+    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_rtol", &set_rtol));
+    PetscCall(PetscOptionsHasName(o, NULL, "-ksp_max_it", &set_maxit));
+    PetscCall(KSPGetTolerances(ksp, &rtol, &atol, &dtol, &maxit));
+    if (!set_rtol) rtol = WIDE_KSP_RTOL;
+    if (!set_maxit && q->p->adapt > 0) maxit = WIDE_KSP_MAX_IT;
+    PetscCall(KSPSetTolerances(ksp, rtol, atol, dtol, maxit));
+    return 0;
+}
+
 /* A wide system in a time step (the matrix has the Jacobian's own pattern, jacobian_matrix: several
  * fields coupled over a wide stencil, PFHub 2b's c and four order parameters), nonlinear, not solved
  * by CG or directly, on one process, the options naming no linear solver, preconditioner, operator
  * or Jacobian lag: Newton's operator is matrix-free (-snes_mf_operator: F differenced along the
  * Krylov vector, one F a linear iteration, at 256^2 a third of a product with the assembled
- * matrix), and the assembled Jacobian, ILU(1)'s matrix, is assembled at every 10th Newton
+ * matrix), and the assembled Jacobian, the preconditioner's matrix, is assembled at every 10th Newton
  * iteration, across steps, like the preconditioner (-snes_lag_jacobian 10, persisting). Newton's
  * steps are the exact Jacobian's still (the operator is the current state's), so it converges as
  * before: 2b at 128^2, the same 351 Newton and 1935 linear iterations, 36 assemblies instead of
@@ -164,9 +197,15 @@ PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes)
  * t = 9.4), and Newton takes full steps (-snes_linesearch_type basic): the step's error estimate
  * rejects a bad result, where the backtracking search failed to descend, step after smaller step, as a
  * small grain vanished (2b at 64^2, t = 9.935: dt down to 1e-21 and the run ended; with full steps
- * it goes on, and at 128^2 no step backtracked, the same iterations). docs/solvers.md, Defaults;
+ * it goes on, and at 128^2 no step backtracked, the same iterations), at most 10 of them unless
+ * -snes_max_it is named (PETSc's 50: with full steps and the linear solves below, one step of 2b at
+ * 256^2 took about 70 Newton iterations near t = 4.5; capped, it fails and is retried smaller,
+ * 451 Newton iterations for the run against 501, and 435 with the backtracking search; 64^2
+ * still reaches t = 10). The linear solve:
+ * wide_linear_defaults above. docs/solvers.md, Defaults;
  * docs/performance.md, "PFHub 2b implicit". */
 #define WIDE_SNES_RTOL 1e-4
+#define WIDE_SNES_MAX_IT 10
 PetscErrorCode wide_defaults(implicit_solver *q, PetscOptions o, TS ts)
 {
     const char *names[] = {"-ksp_type", "-pc_type", "-snes_mf_operator", "-snes_mf", "-snes_lag_jacobian", "-snes_type"};
@@ -197,6 +236,14 @@ PetscErrorCode wide_defaults(implicit_solver *q, PetscOptions o, TS ts)
         PetscCall(SNESGetLineSearch(snes, &ls));
         PetscCall(SNESLineSearchSetType(ls, SNESLINESEARCHBASIC));
     }
+    PetscCall(PetscOptionsHasName(o, NULL, "-snes_max_it", &set));
+    if (!set && q->p->adapt > 0) { /* full steps that wander fail at the 10th, and the step is retried */
+        PetscReal atol, rtol, stol;
+        PetscInt maxit, maxf;
+        PetscCall(SNESGetTolerances(snes, &atol, &rtol, &stol, &maxit, &maxf));
+        PetscCall(SNESSetTolerances(snes, atol, rtol, stol, WIDE_SNES_MAX_IT, maxf));
+    }
+    PetscCall(wide_linear_defaults(q, o, snes));
     q->wide = 1;
     return 0;
 }

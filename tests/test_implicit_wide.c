@@ -4,7 +4,9 @@
  * h = 2, to t = 2. bdf2 under error control with the defaults must take them (the Jacobian
  * assembled at every 10th Newton iteration, so fewer assemblies than Newton iterations; naming
  * -snes_lag_jacobian 1 gives one a Newton iteration again), converge, and agree with rk4 below its
- * stability limit to the step controller's accuracy. */
+ * stability limit to the step controller's accuracy. The linear solves stop at 1e-2 of their
+ * residual (SOR-preconditioned GMRES): fewer linear iterations than with -ksp_rtol 1e-8 named, and
+ * the same answer, Newton's tolerance being the accuracy. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,53 +54,70 @@ static void run(const char *name, const char *src, const char *args, double *v, 
     assert_int_equal(n, CELLS * COLS);
 }
 
+/* The number before `what` (" Newton iterations") on the report's totals line */
+static long count_before(const char *out, const char *what)
+{
+    const char *line = strstr(out, "implicit solver:");
+    assert_non_null(line);
+    const char *n = strstr(line, what);
+    assert_non_null(n);
+    while (n > line && n[-1] >= '0' && n[-1] <= '9') n--;
+    return strtol(n, NULL, 10);
+}
+
 /* "N Newton iterations" and "Jacobian assembly: M" of the report's totals line */
 static void counts(const char *out, long *newton, long *assemblies)
 {
     const char *line = strstr(out, "implicit solver:");
     assert_non_null(line);
-    const char *n = strstr(line, " Newton iterations"), *a = strstr(line, "Jacobian assembly: ");
-    assert_non_null(n);
+    const char *a = strstr(line, "Jacobian assembly: ");
     assert_non_null(a);
-    while (n > line && n[-1] >= '0' && n[-1] <= '9') n--;
-    *newton = strtol(n, NULL, 10);
+    *newton = count_before(out, " Newton iterations");
     *assemblies = strtol(a + strlen("Jacobian assembly: "), NULL, 10);
 }
 
 static void pfhub2b_implicit_defaults(void **state)
 {
     (void)state;
-    static double vi[CELLS * COLS], ve[CELLS * COLS], vl[CELLS * COLS], vt[CELLS * COLS];
+    static double vi[CELLS * COLS], ve[CELLS * COLS], vl[CELLS * COLS], vt[CELLS * COLS], vk[CELLS * COLS];
     char *imp = reduced("time dt = 0.005, until = 2, scheme = bdf2, adapt = 1e-4");
     char *exp_ = reduced("time dt = 0.002, until = 2, scheme = rk4");
     char *tight = reduced("time dt = 0.005, until = 2, scheme = bdf2, adapt = 1e-5");
-    char *out = NULL, *out_lag = NULL, *out_e = NULL, *out_t = NULL;
+    char *out = NULL, *out_lag = NULL, *out_e = NULL, *out_t = NULL, *out_k = NULL;
     run("wide_bdf2", imp, "", vi, &out);
     run("wide_bdf2_lag1", imp, "--solver-options '-snes_lag_jacobian 1'", vl, &out_lag);
     run("wide_rk4", exp_, "", ve, &out_e);
     run("wide_bdf2_tight", tight, "", vt, &out_t);
+    run("wide_bdf2_ksp", imp, "--solver-options '-ksp_rtol 1e-8'", vk, &out_k);
     long newton, assemblies, newton_l, assemblies_l;
     counts(out, &newton, &assemblies);
     counts(out_lag, &newton_l, &assemblies_l);
-    double diff = 0, diff_t = 0, diff_l = 0;
+    long linear = count_before(out, " linear iterations"), linear_k = count_before(out_k, " linear iterations");
+    double diff = 0, diff_t = 0, diff_l = 0, diff_k = 0;
     for (int i = 0; i < CELLS; i++)
         for (int c = 2; c < COLS; c++) {
             diff = fmax(diff, fabs(vi[i * COLS + c] - ve[i * COLS + c]));
             diff_t = fmax(diff_t, fabs(vt[i * COLS + c] - ve[i * COLS + c]));
             diff_l = fmax(diff_l, fabs(vl[i * COLS + c] - vi[i * COLS + c]));
+            diff_k = fmax(diff_k, fabs(vk[i * COLS + c] - vi[i * COLS + c]));
         }
     printf("2b at 32^2 to t = 2: bdf2 (adapt 1e-4) %ld Newton iterations, %ld assemblies; with -snes_lag_jacobian 1 "
            "%ld, %ld; max |bdf2 - rk4| over the fields %.3g (adapt 1e-5: %.3g); lagged against not %.3g\n",
            newton, assemblies, newton_l, assemblies_l, diff, diff_t, diff_l);
+    printf("linear iterations: %ld (the default, to 1e-2), %ld with -ksp_rtol 1e-8; answers apart by %.3g\n", linear,
+           linear_k, diff_k);
     assert_true(assemblies > 0 && assemblies * 3 < newton); /* lagged: one every 10th */
     assert_int_equal(assemblies_l, newton_l);               /* named: one a Newton iteration */
     assert_true(diff < 5e-3);                               /* bdf2's global error at TOL 1e-4 ... */
     assert_true(diff_t < diff / 3);                         /* ... falls with TOL (order 2: TOL^(2/3)) */
     assert_true(diff_l < 1e-2 * diff);                      /* the lag changes Newton's path, not the answer */
+    assert_true(linear * 3 < linear_k * 2);                 /* the default's linear solves stop early ... */
+    assert_true(diff_k < 1e-2 * diff);                      /* ... and Newton's tolerance keeps the answer */
     free(out);
     free(out_lag);
     free(out_e);
     free(out_t);
+    free(out_k);
     free(tight);
     free(imp);
     free(exp_);
