@@ -154,8 +154,7 @@ PetscErrorCode steady_defaults(implicit_solver *q, PetscOptions o, SNES snes)
  * is the accuracy. 2b at 256^2 to t = 10: 435 Newton, 2622 linear iterations (ILU(1) to 1e-5: 296,
  * 2354), 42 s of CPU against 55 (rk4: 44), the energy at t = 10 within 0.12 of ILU(1)'s (bdf2's
  * own error there: 2.7); point-block Jacobi's iterations grow 3x from 128^2 to 256^2 where SOR's
- * double. Under adapt, a linear solve stops at 100 iterations (unless
- * -ksp_max_it is named): a GMRES that stalls on a Jacobian lagged across steps then fails fast and
+ * double. Under adapt, a linear solve stops at 100 iterations (unless -ksp_max_it is named): a GMRES that stalls on a Jacobian lagged across steps then fails fast and
  * the step is retried smaller (2b with -ts_bdf_order 3: 5590 linear iterations between t = 3 and
  * 4 without the cap, 1025 with it; the bdf2 runs never reach it). docs/performance.md, "PFHub 2b
  * implicit, round two". */
@@ -201,8 +200,7 @@ static PetscErrorCode wide_linear_defaults(implicit_solver *q, PetscOptions o, S
  * -snes_max_it is named (PETSc's 50: with full steps and the linear solves below, one step of 2b at
  * 256^2 took about 70 Newton iterations near t = 4.5; capped, it fails and is retried smaller,
  * 451 Newton iterations for the run against 501, and 435 with the backtracking search; 64^2
- * still reaches t = 10). The linear solve:
- * wide_linear_defaults above. docs/solvers.md, Defaults;
+ * still reaches t = 10). The linear solve: wide_linear_defaults above. docs/solvers.md, Defaults;
  * docs/performance.md, "PFHub 2b implicit". */
 #define WIDE_SNES_RTOL 1e-4
 #define WIDE_SNES_MAX_IT 10
