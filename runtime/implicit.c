@@ -843,6 +843,8 @@ void implicit_destroy(implicit_solver *q)
     free(q->conserved);
     free(q->cons_add);
     free(q->cons_abs);
+    if (q->cons_e) VecDestroy(&q->cons_e);
+    if (q->cons_z) VecDestroy(&q->cons_z);
     free(q->cols);
     free(q->vals);
     for (int a = 0; a < 3; a++) free(q->start[a]);

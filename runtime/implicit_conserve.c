@@ -72,15 +72,55 @@ static PetscErrorCode detect(implicit_solver *q, double t0)
     return 0;
 }
 
+/* The shift of a matrix-free operator A (a wide system's -snes_mf_operator: the assembled J is
+ * lagged, and q->shift with it): e_f^T A e_f / N_f for the first conserved field f, one product,
+ * i.e. one F, made again only when the step's try changes (its time, dt or number). */
+static PetscErrorCode mf_shift(implicit_solver *q, Mat A, Vec like, PetscReal *shift)
+{
+    PetscReal t, dt;
+    PetscInt step;
+    PetscCall(TSGetTime(q->ts, &t));
+    PetscCall(TSGetTimeStep(q->ts, &dt));
+    PetscCall(TSGetStepNumber(q->ts, &step));
+    if (q->cons_e && t == q->mf_t && dt == q->mf_dt && step == q->mf_step) {
+        *shift = q->mf_shift;
+        return 0;
+    }
+    int f = 0;
+    while (!q->conserved[f]) f++;
+    if (!q->cons_e) {
+        PetscCall(VecDuplicate(like, &q->cons_e));
+        PetscCall(VecDuplicate(like, &q->cons_z));
+    }
+    PetscCall(VecSet(q->cons_e, 0));
+    PetscCall(VecStrideSet(q->cons_e, f, 1));
+    PetscCall(MatMult(A, q->cons_e, q->cons_z));
+    PetscScalar s;
+    PetscInt N;
+    PetscCall(VecStrideSum(q->cons_z, f, &s));
+    PetscCall(VecGetSize(like, &N));
+    q->mf_shift = s / (double)(N / q->dof);
+    q->mf_t = t;
+    q->mf_dt = dt;
+    q->mf_step = step;
+    *shift = q->mf_shift;
+    return 0;
+}
+
 /* After a step's linear solve A Y = b: each conserved field's update shifted by the constant that
- * makes its residual's sum 0 (e_f^T A = shift e_f^T). Only where A is the assembled Jacobian of
- * the shift q->shift (not a matrix-free operator). */
+ * makes its residual's sum 0 (e_f^T A = shift e_f^T), the shift q->shift where A is the assembled
+ * Jacobian, measured (mf_shift) where A is a wide system's matrix-free operator. */
 static PetscErrorCode project(KSP ksp, Vec b, Vec y, void *ctx)
 {
     implicit_solver *q = ctx;
     Mat A;
+    PetscReal shift = q->shift;
     PetscCall(KSPGetOperators(ksp, &A, NULL));
-    if (A != q->J || !(q->shift > 0)) return 0;
+    if (A != q->J) {
+        if (!q->wide) return 0;
+        PetscCall(mf_shift(q, A, y, &shift));
+    }
+    if (!(shift > 0)) return 0;
     PetscInt n, N;
     PetscCall(VecGetSize(y, &N));
     PetscCall(VecGetLocalSize(y, &n));
@@ -92,7 +132,7 @@ static PetscErrorCode project(KSP ksp, Vec b, Vec y, void *ctx)
         PetscScalar sb, sy;
         PetscCall(VecStrideSum(b, c, &sb));
         PetscCall(VecStrideSum(y, c, &sy));
-        add[c] = (sb / q->shift - sy) / cells;
+        add[c] = (sb / shift - sy) / cells;
     }
     PetscScalar *v;
     PetscCall(VecGetArray(y, &v));

@@ -108,6 +108,10 @@ struct implicit_solver {
     int *conserved;        /* [dof] 1 for those */
     PetscScalar *cons_add; /* [dof] scratch of the projection */
     PetscReal *cons_abs;   /* [dof] scratch of the detection */
+    Vec cons_e, cons_z;    /* the projection under a matrix-free operator: 1 on a conserved field, A times it */
+    PetscReal mf_shift;    /* that operator's shift, e^T A e / N, measured once a step try (mf_t, mf_dt, mf_step) */
+    PetscReal mf_t, mf_dt;
+    PetscInt mf_step;
     double *jc_params;     /* the params at the last Jacobian (a change makes Jc and alpha stale) */
     PetscInt *cols;        /* one row's columns (global indices) and values */
     PetscScalar *vals;
