@@ -662,17 +662,14 @@ static int report_run(run_ctx *c, pj_status st, const pj_run_result *res)
         /* the steps of this run (a resumed one counts from its checkpoint): the scheme's accepted
            steps; Mcells/s = cells x accepted steps / wall seconds of the stepping */
         long long steps = (long long)(res->steps - c->steps0);
-        char rejected[64] = "", rate[64] = "";
+        char rejected[64] = "", rate[64] = "", digits[32];
         if (implicit && sst.adaptive)
             snprintf(rejected, sizeof rejected, " accepted (%lld rejected)", (long long)(sst.rejected - c->rejected0));
         else if (explicit_adaptive)
             snprintf(rejected, sizeof rejected, " accepted (%lld rejected)", (long long)ex_rejected);
         if (res->seconds > 0 && steps > 0)
-        {
-            char digits[32];
             snprintf(rate, sizeof rate, ": %s Mcells/s",
                      driver_format_rate(digits, sizeof digits, (double)steps * cells * 1e-6 / res->seconds));
-        }
         fprintf(stderr, "pdejit: %lld step%s%s to t = %.9g in %.3g s%s %s\n", steps, steps == 1 ? "" : "s", rejected,
                 res->t, res->seconds, rate, where);
     }
