@@ -100,12 +100,16 @@ def max_error(rows, T):
     return worst
 
 
-def timed(args, src, extra=(), env_extra=None):
-    run(args, src, extra, env_extra, dump=False)  # compile and cache the kernels
-    rs = [run(args, src, extra, env_extra, dump=False) for _ in range(args.rounds)]
+def medians(rs):
+    """The rounds' median times, and the first round's counts."""
     med = {k: statistics.median(r[k] for r in rs) for k in ("wall", "cpu", "solve")}
     med.update(steps=rs[0]["steps"], newton=rs[0]["newton"], linear=rs[0]["linear"])
     return med
+
+
+def timed(args, src, extra=(), env_extra=None):
+    run(args, src, extra, env_extra, dump=False)  # compile and cache the kernels
+    return medians([run(args, src, extra, env_extra, dump=False) for _ in range(args.rounds)])
 
 
 def timed_pair(args, other, src, extra=()):
@@ -116,12 +120,7 @@ def timed_pair(args, other, src, extra=()):
     for _ in range(args.rounds):
         rs.append(run(args, src, extra, dump=False))
         os_.append(run(other, src, extra, dump=False))
-
-    def med(rr):
-        m = {k: statistics.median(r[k] for r in rr) for k in ("wall", "cpu", "solve")}
-        m.update(steps=rr[0]["steps"], newton=rr[0]["newton"], linear=rr[0]["linear"])
-        return m
-    return med(rs), med(os_)
+    return medians(rs), medians(os_)
 
 
 def heat(args, n, T):

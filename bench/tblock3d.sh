@@ -27,7 +27,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p"; }
-mcells() { sed -n 's/.* \([0-9.e+]*\) Mcells\/s.*/\1/p' | tail -1; } # %.3g: 1.42e+03 above 999
+mcells() { sed -n 's/.* \([0-9.e+]*\) Mcells\/s.*/\1/p' | tail -1; } # builds before b7b4281 printed 1.42e+03
 
 # a problem file: $1 heat|gs, $2 periodic|dirichlet, $3 NXxNYxNZ (spacing 1)
 problem() {

@@ -219,13 +219,14 @@ PetscErrorCode wide_defaults(implicit_solver *q, PetscOptions o, TS ts)
     PetscCall(SNESSetLagJacobian(snes, 10));
     PetscCall(PetscOptionsHasName(o, NULL, "-snes_lag_jacobian_persists", &set));
     if (!set) PetscCall(SNESSetLagJacobianPersists(snes, PETSC_TRUE));
+    PetscReal atol, rtol, stol;
+    PetscInt maxit, maxf;
+    PetscCall(SNESGetTolerances(snes, &atol, &rtol, &stol, &maxit, &maxf));
     PetscCall(PetscOptionsHasName(o, NULL, "-snes_rtol", &set));
-    if (!set) { /* the differenced operator is good to ~1e-8 of F: Newton to 1e-4 of the step's residual */
-        PetscReal atol, rtol, stol;
-        PetscInt maxit, maxf;
-        PetscCall(SNESGetTolerances(snes, &atol, &rtol, &stol, &maxit, &maxf));
-        PetscCall(SNESSetTolerances(snes, atol, WIDE_SNES_RTOL, stol, maxit, maxf));
-    }
+    if (!set) rtol = WIDE_SNES_RTOL; /* the differenced operator is good to ~1e-8 of F: Newton to 1e-4 */
+    PetscCall(PetscOptionsHasName(o, NULL, "-snes_max_it", &set));
+    if (!set && q->p->adapt > 0) maxit = WIDE_SNES_MAX_IT; /* full steps that wander fail, and are retried */
+    PetscCall(SNESSetTolerances(snes, atol, rtol, stol, maxit, maxf));
     PetscCall(PetscOptionsHasName(o, NULL, "-ts_max_snes_failures", &set));
     if (!set && q->p->adapt > 0) PetscCall(TSSetMaxSNESFailures(ts, -1));
     PetscCall(PetscOptionsHasName(o, NULL, "-snes_linesearch_type", &set));
@@ -233,13 +234,6 @@ PetscErrorCode wide_defaults(implicit_solver *q, PetscOptions o, TS ts)
         SNESLineSearch ls;
         PetscCall(SNESGetLineSearch(snes, &ls));
         PetscCall(SNESLineSearchSetType(ls, SNESLINESEARCHBASIC));
-    }
-    PetscCall(PetscOptionsHasName(o, NULL, "-snes_max_it", &set));
-    if (!set && q->p->adapt > 0) { /* full steps that wander fail at the 10th, and the step is retried */
-        PetscReal atol, rtol, stol;
-        PetscInt maxit, maxf;
-        PetscCall(SNESGetTolerances(snes, &atol, &rtol, &stol, &maxit, &maxf));
-        PetscCall(SNESSetTolerances(snes, atol, rtol, stol, WIDE_SNES_MAX_IT, maxf));
     }
     PetscCall(wide_linear_defaults(q, o, snes));
     q->wide = 1;
