@@ -287,6 +287,49 @@ static void tiles_measured_blocked_equal(void **state)
     blocked_threads = 2;
 }
 
+/* Measuring the candidate tile sizes allocates the rings once, before the first block, for the
+ * largest of the candidates at their own steps per sweep: sized for the first block's steps
+ * instead (or from sizes a candidate without tiles never set), they were allocated and cleared
+ * again inside a later candidate's measured block, which made it look slower than it was. The
+ * blocks are taken as `pdejit run` takes them (driver.c: the last step before an output or the
+ * end alone), the first one short. */
+static void measuring_allocates_rings_once(void **state)
+{
+    (void)state;
+    pj_program *p = compile_named("gray-scott 3d, rings allocated once",
+                                  "mesh grid(nx = 64, ny = 150, nz = 20, Lx = 64, Ly = 150, Lz = 20)\n"
+                                  "field u = 1 - 0.5*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
+                                  "field v = 0.25*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
+                                  "eq dt(u) = 0.1*lap(u) - u*v*v + 0.04*(1 - u)\n"
+                                  "eq dt(v) = 0.05*lap(v) + u*v*v - 0.1*v\n"
+                                  "periodic x, y, z\n"
+                                  "time dt = 1, until = 100, scheme = euler\n");
+    for (int threads = 1; threads <= 2; threads++) {
+        setenv("PDEJIT_TBLOCK", "on", 1);
+        sim_options o = {.threads = threads};
+        char err[256] = "";
+        sim *s = sim_create(p, &o, err, sizeof err);
+        unsetenv("PDEJIT_TBLOCK");
+        if (!s) fail_msg("sim_create: %s", err);
+        int cand = 0, tile_x = 0, blocks = 0;
+        assert_true(sim_tblock_tile(s, &cand, &tile_x) > 0); /* tiles of y, their sizes to measure */
+        assert_int_equal(cand, -1);
+        for (int64_t left = 100; left > 0;) { /* the first block of 3 steps: an output at t = 4 */
+            int64_t m = left > 1 ? sim_tblock_steps(s, left == 100 ? 3 : left - 1) : 1;
+            if (m < 1) m = 1;
+            assert_int_equal(m > 1 ? sim_step_n(s, 1.0, m) : sim_step(s, 1.0), 0);
+            blocks += m > 1;
+            left -= m;
+        }
+        sim_tblock_tile(s, &cand, &tile_x);
+        assert_true(cand >= 0 && cand < TBLOCK_CANDS); /* measured, one kept */
+        assert_true(blocks > 3);
+        assert_int_equal(s->tb_allocs, 1);
+        sim_destroy(s);
+    }
+    program_free(p);
+}
+
 /* Without blocking forced, a small state (in the cache) steps one at a time; off is off. */
 static void auto_keeps_small_states(void **state)
 {
@@ -477,6 +520,7 @@ int main(void)
         cmocka_unit_test(random_problems_blocked_equal),
         cmocka_unit_test(tiles_blocked_equal),
         cmocka_unit_test(tiles_measured_blocked_equal),
+        cmocka_unit_test(measuring_allocates_rings_once),
         cmocka_unit_test(auto_keeps_small_states),
         cmocka_unit_test(auto_blocks_beyond_the_l2),
         cmocka_unit_test(wide_rows_ring_in_the_llc),

@@ -9,7 +9,8 @@
 #include "thread_choice.h"
 
 /* 3D tiles, auto: the ring budgets measured on a run's first blocks (tblock_size.c) */
-#define TBLOCK_CANDS 4
+#define TBLOCK_CANDS 5
+#define TBLOCK_MAX_K 32 /* steps per sweep at most */
 
 struct sim {
     sim_state st;          /* program, layout, plan, buffers, clock, params, failure (state.h) */
@@ -37,6 +38,8 @@ struct sim {
     int tb_tile_x;         /* forced cells of x per tile of a 3D block (0: chosen) */
     double tb_sec[TBLOCK_CANDS]; /* 3D tiles, auto: the best seconds per step measured of each candidate */
     int tb_runs[TBLOCK_CANDS], tb_pick; /* the sweeps measured of each; the one kept + 1 (0: still measuring) */
+    int tb_warm;                        /* 3D tiles, auto: the first sweep (not measured) is done */
+    int tb_allocs;         /* rings allocated (tblock.c), a count: measuring allocates them once */
     int64_t tile_mode;     /* y tiles of a 3D stage: -1 off, 0 when they pay, > 0 forced rows */
     int64_t tile_rows;     /* rows per y tile in effect (0: whole planes) */
     int64_t tile_grain;    /* planes: the threads' pieces start at multiples of it */

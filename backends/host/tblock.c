@@ -110,6 +110,7 @@ static int tb_reserve(sim *s, int64_t W, int stages)
 {
     struct tblock *tb = s->tb;
     if (tb && tb->W >= W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->st.nbuf) return 0;
+    s->tb_allocs++;
     if (tb_alloc(s, W, stages) == 0) return 0;
     tblock_free(s->tb);
     s->tb = NULL;
@@ -790,10 +791,14 @@ int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
     }
     if (K < 2) return 0;
     if (tblock_tuning(s) && Ty) { /* rings for every candidate before the first is timed */
-        int64_t Wmax = 0, Bc, rc, Tc, Xc;
+        /* each candidate's own steps per sweep, not this block's: a later block of more steps
+           would allocate (and clear) the rings again, inside its measuring */
+        int64_t Wmax = 0;
         int Kmax = 0;
         for (int i = 0; i < TBLOCK_CANDS; i++) {
-            int Kc = tblock_choose(s, n, &Bc, &rc, &Tc, &Xc, i);
+            int64_t Bc = 0, rc = 1, Tc = 0, Xc = 0;
+            int Kc = tblock_choose(s, TBLOCK_MAX_K, &Bc, &rc, &Tc, &Xc, i);
+            if (Kc < 2) continue; /* none: tblock_choose set no sizes */
             int64_t Wc = (int64_t)Kc * s->st.p->n_stages * s->st.g.H + 2 * s->st.g.H + rc + 1;
             Wmax = Wc > Wmax ? Wc : Wmax;
             Kmax = Kc > Kmax ? Kc : Kmax;
@@ -806,6 +811,7 @@ int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
         int64_t B0, r0, T0 = Ty, X0;
         if (!Ty) tblock_choose(s, n, &B0, &r0, &T0, &X0, 0);
         if (!T0) s->tb_pick = c + 1; /* the smallest has no tiles: none has, nothing to choose */
+        else if (!s->tb_warm) s->tb_warm = 1; /* the first sweep also faults in pages, warms the caches */
         else tblock_measured(s, c, (tb_now() - t0) / K);
     }
     return K;

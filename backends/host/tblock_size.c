@@ -5,7 +5,6 @@
 #include <math.h>
 #include "sim_impl.h"
 
-#define TB_MAX_K 32
 /* 2D: the rings sized from TB_LLC_SHARE of the last-level cache's share per thread where more
    steps fit there than in the L2. A launch goes strip by strip (tb_strip), so what one launch
    reads stays in the L1 whatever the rings' size; the rings' other rows come back from the L3 at
@@ -27,7 +26,9 @@
 #define TB_TILE_L2 0.75
 /* Auto: the tiles' rings sized for TB_TILE_L2 of the L2 times each of these (candidate c),
    measured over TB_TUNE_RUNS sweeps each from the largest down (the rings, for the largest,
-   allocated before the first), the fastest per step kept; the measuring stops at the first
+   allocated before the first; the run's first sweep, with the largest, is not measured: it pays
+   for faulting in pages and cold caches, which made the largest look slower than it was), the
+   fastest per step kept; the measuring stops at the first
    candidate TB_TUNE_WORSE times slower than the best so far (a smaller tile recomputes more of
    its rows and takes fewer steps per sweep: the smaller ones are slower still). Beyond the L2 the
    rings are read from the L3, and more steps per sweep divide the DRAM traffic further: which
@@ -35,7 +36,15 @@
    slow ones included: a third of a 128-step 256³ Gray-Scott run (docs/performance.md). */
 #define TB_TUNE_RUNS 1
 #define TB_TUNE_WORSE 1.1
-static const double tb_cand_l2[TBLOCK_CANDS] = {1, 2, 4, 8};
+static const double tb_cand_l2[TBLOCK_CANDS] = {1, 2, 4, 8, 11};
+/* The largest candidate's rings (about 8 MiB with a 1 MiB L2) are read from the L3 like the
+   others beyond the L2, but recompute at most half of TB_TILE_EXTRA: wider tiles and fewer steps
+   per sweep. A step bound by its arithmetic (Gray-Scott, two fields) gains more from computing
+   fewer rows twice than from more steps per sweep: at 512x512x128, K 5 in tiles of 43 rows
+   against the 8x candidate's K 6 in 23 rows, 1.04-1.06x on 1 and 2 threads
+   (docs/performance.md, "3D tiles: a wider candidate, an unmeasured first sweep"). */
+static const double tb_cand_extra[TBLOCK_CANDS] = {TB_TILE_EXTRA, TB_TILE_EXTRA, TB_TILE_EXTRA, TB_TILE_EXTRA,
+                                                   TB_TILE_EXTRA / 2};
 
 /* 1 when the program and the sim allow blocking at all. */
 static int tb_applies(const sim *s)
@@ -64,7 +73,7 @@ static int tb_applies(const sim *s)
 /* The steps per sweep, rows per band and rows per launch for a block of at most n steps: 0 when
  * blocking does not apply or pay. Rows per launch: enough for TB_LAUNCH_CELLS cells (at most
  * TB_LAUNCH_MAX). A thread's rings hold nbuf * (K*S*H + 4H + r + 1) planes: K is the most that
- * fit in 3/4 of its second-level cache (at most TB_MAX_K; 2D: or in TB_LLC_SHARE of its share of
+ * fit in 3/4 of its second-level cache (at most TBLOCK_MAX_K; 2D: or in TB_LLC_SHARE of its share of
  * the last-level cache, when more fit there); one band per thread, K smaller when
  * a band would recompute more than an eighth of its rows. Auto: see TB_L2_TIMES. */
 /* 1 when the y sides of every field are periodic or none is (3D tiles wrap y or clip it). */
@@ -96,14 +105,14 @@ static int tb_tiles(const sim *s, int64_t r, int K0, int64_t *Ty, int64_t *Tx, i
     const double cell = (double)s->st.esz * s->st.nbuf;
     const double budget = (double)sim_cache_bytes(2) * TB_TILE_L2 * tb_cand_l2[cand];
     *Ty = *Tx = 0;
-    for (int K = K0 ? K0 : TB_MAX_K; K >= 2; K--) {
+    for (int K = K0 ? K0 : TBLOCK_MAX_K; K >= 2; K--) {
         int64_t R = (int64_t)K * S * H, W = R + 2 * H + r + 1, m = 2 * R + 2 * H, X = 0, T;
         double A = budget / ((double)W * cell); /* cells of a ring's plane */
         if (xy) X = s->tb_tile_x;
         T = s->tb_tile > 0 ? s->tb_tile : (int64_t)(A / (double)(xy ? X + m : s->L.stride[1])) - m;
         if (T < 1) continue;
         double extra = (double)(K * S - 1) * H * (1.0 / (double)T + (X ? 1.0 / (double)X : 0));
-        if (!s->tb_tile && !K0 && extra > TB_TILE_EXTRA) continue;
+        if (!s->tb_tile && !K0 && extra > tb_cand_extra[cand]) continue;
         if (X >= Nx || (X && xper && X + m > Nx) || (X && T >= Ny)) X = 0; /* whole rows */
         if (T >= Ny) return K; /* whole planes */
         if (yper && T + m > Ny) return K0 ? K : 0;
@@ -145,7 +154,7 @@ int tblock_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch, int64
             int k3 = (int)((llc / (plane * nbuf) - 4 * H - 2 - (double)(r - 1)) / (S * H));
             if (k3 > K) K = k3;
         }
-        if (K > TB_MAX_K) K = TB_MAX_K;
+        if (K > TBLOCK_MAX_K) K = TBLOCK_MAX_K;
     }
     int64_t Ty = 0, tiles = 1;
     double ring = plane * nbuf * (double)((int64_t)K * S * H + 2 * H + r + 1);
@@ -207,17 +216,29 @@ void tblock_measured(sim *s, int c, double sec)
         s->tb_pick = best + 1;
 }
 
+/* What the next block takes: candidate *c and its steps per sweep; while the candidates are
+ * measured, the next one whose tiles pay (tblock_sweep counts the others as measured). */
+static int tb_next(const sim *s, int64_t n, int64_t *B, int64_t *r, int64_t *Ty, int64_t *Tx, int *c)
+{
+    *c = tblock_cand(s);
+    int K = tblock_choose(s, n, B, r, Ty, Tx, *c);
+    while (K < 2 && *c > 0 && tblock_tuning(s)) K = tblock_choose(s, n, B, r, Ty, Tx, --*c);
+    return K;
+}
+
 int sim_tblock_steps(const sim *s, int64_t n)
 {
     int64_t B = 0, r = 1, Ty = 0, Tx = 0;
-    return tblock_choose(s, n, &B, &r, &Ty, &Tx, tblock_cand(s));
+    int c;
+    return tb_next(s, n, &B, &r, &Ty, &Tx, &c);
 }
 
 int sim_tblock_tile(const sim *s, int *cand, int *tile_x)
 {
     int64_t B = 0, r = 1, Ty = 0, Tx = 0;
-    tblock_choose(s, 32, &B, &r, &Ty, &Tx, tblock_cand(s));
-    *cand = tblock_tuning(s) ? -1 : tblock_cand(s);
+    int c;
+    tb_next(s, TBLOCK_MAX_K, &B, &r, &Ty, &Tx, &c);
+    *cand = tblock_tuning(s) ? -1 : c;
     *tile_x = (int)Tx;
     return (int)Ty;
 }
