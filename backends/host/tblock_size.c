@@ -41,8 +41,9 @@ static const double tb_cand_l2[TBLOCK_CANDS] = {1, 2, 4, 8, 11};
    others beyond the L2, but recompute at most half of TB_TILE_EXTRA: wider tiles and fewer steps
    per sweep. A step bound by its arithmetic (Gray-Scott, two fields) gains more from computing
    fewer rows twice than from more steps per sweep: at 512x512x128, K 5 in tiles of 43 rows
-   against the 8x candidate's K 6 in 23 rows, 1.04-1.06x on 1 and 2 threads
-   (docs/performance.md, "3D tiles: a wider candidate, an unmeasured first sweep"). */
+   against the 8x candidate's K 6 in 23 rows, about 1.05x on 1 and 2 threads (forced sizes,
+   docs/performance.md, "3D tiles: the rings allocated once, an unmeasured first sweep, a wider
+   candidate"). */
 static const double tb_cand_extra[TBLOCK_CANDS] = {TB_TILE_EXTRA, TB_TILE_EXTRA, TB_TILE_EXTRA, TB_TILE_EXTRA,
                                                    TB_TILE_EXTRA / 2};
 
