@@ -783,11 +783,14 @@ int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
     (void)len;
     sim *s = x;
     int64_t B = 0, r = 1, Ty = 0, Tx = 0;
-    int c = tblock_cand(s), K = tblock_choose(s, n, &B, &r, &Ty, &Tx, c);
-    while (K < 2 && n >= 2 && tblock_tuning(s)) { /* a candidate without tiles that pay: the next */
-        tblock_measured(s, c, HUGE_VAL);
-        c = tblock_cand(s);
-        K = tblock_choose(s, n, &B, &r, &Ty, &Tx, c);
+    int c, first = tblock_cand(s), K = tblock_next(s, n, &B, &r, &Ty, &Tx, &c);
+    if (n >= 2 && tblock_tuning(s)) {
+        for (int i = first; i > c; i--) tblock_measured(s, i, HUGE_VAL); /* skipped: no tiles that pay */
+        if (K < 2) { /* not the smallest either: the best of those measured is kept */
+            tblock_measured(s, c, HUGE_VAL);
+            c = tblock_cand(s);
+            K = tblock_choose(s, n, &B, &r, &Ty, &Tx, c);
+        }
     }
     if (K < 2) return 0;
     if (tblock_tuning(s) && Ty) { /* rings for every candidate before the first is timed */
@@ -798,7 +801,7 @@ int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
         for (int i = 0; i < TBLOCK_CANDS; i++) {
             int64_t Bc = 0, rc = 1, Tc = 0, Xc = 0;
             int Kc = tblock_choose(s, TBLOCK_MAX_K, &Bc, &rc, &Tc, &Xc, i);
-            if (Kc < 2) continue; /* none: tblock_choose set no sizes */
+            if (Kc < 2) continue; /* no tiles that pay: it sizes nothing */
             int64_t Wc = (int64_t)Kc * s->st.p->n_stages * s->st.g.H + 2 * s->st.g.H + rc + 1;
             Wmax = Wc > Wmax ? Wc : Wmax;
             Kmax = Kc > Kmax ? Kc : Kmax;

@@ -127,7 +127,7 @@ static int tb_tiles(const sim *s, int64_t r, int K0, int64_t *Ty, int64_t *Tx, i
 
 int tblock_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch, int64_t *tile, int64_t *tile_x, int cand)
 {
-    *tile = *tile_x = 0;
+    *rows = *launch = *tile = *tile_x = 0; /* no stale sizes for a caller when there are none */
     if (s->tb_mode < 0 || n < 2 || !tb_applies(s)) return 0;
     const pj_program *p = s->st.p;
     int last = p->dim - 1, H = s->st.g.H, S = p->n_stages;
@@ -219,7 +219,7 @@ void tblock_measured(sim *s, int c, double sec)
 
 /* What the next block takes: candidate *c and its steps per sweep; while the candidates are
  * measured, the next one whose tiles pay (tblock_sweep counts the others as measured). */
-static int tb_next(const sim *s, int64_t n, int64_t *B, int64_t *r, int64_t *Ty, int64_t *Tx, int *c)
+int tblock_next(const sim *s, int64_t n, int64_t *B, int64_t *r, int64_t *Ty, int64_t *Tx, int *c)
 {
     *c = tblock_cand(s);
     int K = tblock_choose(s, n, B, r, Ty, Tx, *c);
@@ -231,14 +231,14 @@ int sim_tblock_steps(const sim *s, int64_t n)
 {
     int64_t B = 0, r = 1, Ty = 0, Tx = 0;
     int c;
-    return tb_next(s, n, &B, &r, &Ty, &Tx, &c);
+    return tblock_next(s, n, &B, &r, &Ty, &Tx, &c);
 }
 
 int sim_tblock_tile(const sim *s, int *cand, int *tile_x)
 {
     int64_t B = 0, r = 1, Ty = 0, Tx = 0;
     int c;
-    tb_next(s, TBLOCK_MAX_K, &B, &r, &Ty, &Tx, &c);
+    tblock_next(s, TBLOCK_MAX_K, &B, &r, &Ty, &Tx, &c);
     *cand = tblock_tuning(s) ? -1 : c;
     *tile_x = (int)Tx;
     return (int)Ty;
