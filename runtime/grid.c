@@ -62,8 +62,10 @@ int grid_layout_block(grid_layout *g, const pj_program *p, const grid_block *blo
     g->stride[0] = 1;
     g->stride[1] = row;
     g->stride[2] = row * g->ext[1];
+    if (p->dim == 3 && g->stride[2] * (int64_t)esz >= GRID_PAGE_PAD_MIN) /* whole pages (grid.h) */
+        g->stride[2] = round_up(g->stride[2], GRID_PAGE / (int64_t)esz);
     g->origin_off = lead + g->ghost[1] * g->stride[1] + g->ghost[2] * g->stride[2];
-    g->elems = (size_t)(row * g->ext[1] * g->ext[2]);
+    g->elems = (size_t)(g->stride[2] * g->ext[2]);
     return 0;
 }
 

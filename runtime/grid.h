@@ -3,8 +3,11 @@
  *
  * Layout: every buffer (one per slot and field) has the same shape: H ghost layers on both
  * sides of each axis below the dimension (H = the program's halo), rows padded so that the
- * first interior cell of every row starts on a row_align-byte boundary. Cell (i, j, k) is
- * element origin_off + i + j*stride[1] + k*stride[2] of the allocation.
+ * first interior cell of every row starts on a row_align-byte boundary, and 3D planes of
+ * GRID_PAGE_PAD_MIN bytes or more padded to a whole number of 4 KiB pages (at most 1/16 more
+ * memory: host/tblock.c maps a ring of such planes twice in a row). Cell (i, j, k) is element
+ * origin_off + i + j*stride[1] + k*stride[2] of the allocation; rows of one plane are
+ * stride[1] apart, planes stride[2] (not always ext[1] rows).
  *
  * Ghost fill: sides in the order x low, x high, y low, y high, z low, z high, each over the
  * allocated extent of the other axes (so the last axis filled sets the corners). Per side and
@@ -19,6 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "program.h"
+
+#define GRID_PAGE 4096
+#define GRID_PAGE_PAD_MIN (16 * GRID_PAGE)
 
 /* A block of the mesh: what one process holds of a decomposed run (runtime/decomp.h). */
 typedef struct grid_block {

@@ -330,6 +330,46 @@ static void measuring_allocates_rings_once(void **state)
     program_free(p);
 }
 
+/* 3D planes of 64 KiB or more are whole pages apart (grid.h), and their rings are mapped twice
+ * in a row (tblock.c: no copies of the planes kept twice); smaller planes keep their size and
+ * the copies. Both give the stepped bits (tiles_blocked_equal: small planes;
+ * tiles_measured_blocked_equal: large ones). */
+static void rings_mirrored_where_planes_are_pages(void **state)
+{
+    (void)state;
+    static const char *const mesh[] = {"nx = 64, ny = 150, nz = 20", "nx = 11, ny = 23, nz = 9"};
+    for (int i = 0; i < 2; i++) {
+        char src[512];
+        snprintf(src, sizeof src,
+                 "mesh grid(%s, Lx = 1, Ly = 2, Lz = 1)\nfield u = x*y + z\neq dt(u) = 0.01*lap(u)\nperiodic x, y, z\n"
+                 "time dt = 1, steps = 8, scheme = euler\n",
+                 mesh[i]);
+        pj_program *p = compile_named(mesh[i], src);
+        setenv("PDEJIT_TBLOCK", "on", 1);
+        setenv("PDEJIT_TBLOCK_K", "4", 1);
+        setenv("PDEJIT_TBLOCK_TILE", "8", 1);
+        sim_options o = {.threads = 1};
+        char err[256] = "";
+        sim *s = sim_create(p, &o, err, sizeof err);
+        unsetenv("PDEJIT_TBLOCK");
+        unsetenv("PDEJIT_TBLOCK_K");
+        unsetenv("PDEJIT_TBLOCK_TILE");
+        if (!s) fail_msg("sim_create: %s", err);
+        const int64_t plane = s->L.stride[2] * (int64_t)sizeof(double), rows = s->L.stride[1] * s->st.g.ext[1];
+        assert_int_equal(sim_step_n(s, 1.0, 4), 0);
+        print_message("%s: planes of %lld bytes, rings %s\n", mesh[i], (long long)plane,
+                      tblock_mirrored(s) ? "mirrored" : "copied");
+        if (i == 0) {
+            assert_int_equal(plane % 4096, 0);
+            assert_true(s->L.stride[2] >= rows && s->L.stride[2] - rows < 4096 / (int64_t)sizeof(double));
+        } else
+            assert_int_equal(s->L.stride[2], rows);
+        assert_int_equal(tblock_mirrored(s), i == 0);
+        sim_destroy(s);
+        program_free(p);
+    }
+}
+
 /* Without blocking forced, a small state (in the cache) steps one at a time; off is off. */
 static void auto_keeps_small_states(void **state)
 {
@@ -521,6 +561,7 @@ int main(void)
         cmocka_unit_test(tiles_blocked_equal),
         cmocka_unit_test(tiles_measured_blocked_equal),
         cmocka_unit_test(measuring_allocates_rings_once),
+        cmocka_unit_test(rings_mirrored_where_planes_are_pages),
         cmocka_unit_test(auto_keeps_small_states),
         cmocka_unit_test(auto_blocks_beyond_the_l2),
         cmocka_unit_test(wide_rows_ring_in_the_llc),

@@ -498,13 +498,13 @@ static int fill_axis_copy(sim *s, int f, void *b, int a, const sim_fill_span *sp
     }
     if (!do_lo || !do_hi) return 0; /* 1D tiles do not exist: the general loop */
     /* along x: H values at each end of every row (typed copies: no memcpy call per value).
-       The rows of all y and z layers, ghosts included, are evenly spaced by stride[1]. */
+       The rows of one plane, ghosts included, are evenly spaced by stride[1]; 1D: one row. */
     const int64_t st1 = s->L.stride[1];
-    int64_t nrows = s->st.g.ext[1] * s->st.g.ext[2], first = s->st.g.lo[1] * st1 + s->st.g.lo[2] * s->L.stride[2];
+    int64_t nrows = 1, first = 0;
     if (s->st.p->dim == 2) { /* rows of the span */
         nrows = sp->q1 - sp->q0;
         first = sp->q0 * st1;
-    } else if (s->st.p->dim == 3 && sp->m1 > sp->m0 && sp->q1 - sp->q0 > 1) { /* rows of a tile: plane by plane */
+    } else if (s->st.p->dim == 3 && sp->q1 - sp->q0 > 1) { /* plane by plane (padded planes: grid.h) */
         sim_fill_span one = *sp;
         for (int64_t q = sp->q0; q < sp->q1; q++) {
             one.q0 = q;

@@ -129,6 +129,7 @@ int64_t tblock_sweep(void *sim, double dt, int64_t n, char *err, size_t len);
  * or pay), its rows per band, rows per launch, rows of y per 3D tile (0: whole planes) and cells
  * of x (0: whole rows), with candidate ring budget `cand` */
 int tblock_choose(const sim *s, int64_t n, int64_t *rows, int64_t *launch, int64_t *tile, int64_t *tile_x, int cand);
+int tblock_mirrored(const sim *s);
 int tblock_next(const sim *s, int64_t n, int64_t *rows, int64_t *launch, int64_t *tile, int64_t *tile_x, int *cand);
 /* The candidate to sweep with now: the one kept, else the next to measure */
 int tblock_cand(const sim *s);

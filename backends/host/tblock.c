@@ -36,6 +36,8 @@
 #include <string.h>
 #include <math.h>
 #include <time.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "interp.h"
 #include "sim_impl.h"
 
@@ -45,7 +47,9 @@
 
 typedef struct tb_set {
     int busy;              /* claimed by a running band */
-    void **mem;            /* [nbuf] ring allocations: W + 2H planes each */
+    void **mem;            /* [nbuf] ring allocations: W + 2H planes each (mirrored: see tb_mirror) */
+    int *fd;               /* [nbuf] mirrored: the memory file of each ring */
+    int64_t *mapped;       /* [nbuf] mirrored: the ring length (rows) its second mapping is at */
     void **z;              /* [nbuf] cell (0,0,0) of physical plane 0 */
     void **bufs;           /* [nbuf] what a launch reads: the planes of one row */
     void **row0;           /* [nbuf] bufs at x = 0 while a launch goes strip by strip */
@@ -65,6 +69,7 @@ typedef struct tb_set {
 struct tblock {
     int nsets, nbuf;
     int64_t W;             /* rows of each ring (its planes: W + 2H) */
+    size_t mirror;         /* mirrored rings (tb_mirror): the bytes mapped for each; 0: copies */
     int max_stages;
     tb_set *set;
     double *cf_mem;        /* the boundary coefficients of every stage of a block, per side */
@@ -78,9 +83,14 @@ void tblock_free(struct tblock *tb)
     if (!tb) return;
     for (int i = 0; i < tb->nsets; i++) {
         tb_set *st = &tb->set[i];
-        if (st->mem)
-            for (int b = 0; b < tb->nbuf; b++) free(st->mem[b]);
+        for (int b = 0; st->mem && b < tb->nbuf; b++) {
+            if (!tb->mirror) free(st->mem[b]);
+            else if (st->mem[b]) munmap(st->mem[b], tb->mirror);
+            if (st->fd && st->fd[b] >= 0) close(st->fd[b]);
+        }
         free(st->mem);
+        free(st->fd);
+        free(st->mapped);
         free(st->z);
         free(st->bufs);
         free(st->row0);
@@ -117,7 +127,73 @@ static int tb_reserve(sim *s, int64_t W, int stages)
     return -1;
 }
 
+/* Mirrored rings. A ring of W planes whose planes are whole pages (3D planes are padded so,
+ * grid.h) is a memory file mapped at mem, and its first 2H planes (and a page, for the ring's
+ * start within its page) mapped again right after plane W - 1: physical plane ph + W is then
+ * plane ph itself, so the planes kept twice (ring_ph) need no copies (ring_sync's memmoves were a
+ * tenth of a 3D Gray-Scott block). The file holds the largest ring reserved (tb->W); a block of a
+ * shorter ring W moves the second mapping to plane W (tb_mirror_at). */
+static size_t tb_plane_bytes(const sim *s) { return (size_t)s->L.stride[s->st.p->dim - 1] * s->st.esz; }
+
+static size_t tb_tail_bytes(const sim *s) { return (size_t)(2 * s->st.g.H) * tb_plane_bytes(s) + SIM_PAGE; }
+
+static int tb_mirror_at(const sim *s, tb_set *set, int b, int64_t W)
+{
+    if (set->mapped[b] == W) return 0;
+    const size_t plane = tb_plane_bytes(s), tail = tb_tail_bytes(s), ring = (size_t)s->tb->W * plane;
+    char *m = set->mem[b];
+    if (set->mapped[b] > 0 && (size_t)set->mapped[b] * plane < ring) { /* the old second mapping: the file again */
+        size_t at = (size_t)set->mapped[b] * plane, len = ring - at < tail ? ring - at : tail;
+        if (mmap(m + at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, set->fd[b], (off_t)at) == MAP_FAILED) return -1;
+    }
+    set->mapped[b] = 0;
+    if (mmap(m + (size_t)W * plane, tail, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, set->fd[b], 0) == MAP_FAILED)
+        return -1;
+    set->mapped[b] = W;
+    return 0;
+}
+
+/* Ring b of a set as a memory file of W planes mapped once, and room for its second mapping;
+ * -1 where the system has no memory files or the mappings fail. */
+static int tb_mirror(const sim *s, tb_set *set, int b, int64_t W)
+{
+    const size_t ring = (size_t)W * tb_plane_bytes(s);
+    set->fd[b] = memfd_create("pdejit-ring", MFD_CLOEXEC);
+    if (set->fd[b] < 0 || ftruncate(set->fd[b], (off_t)ring) < 0) return -1;
+    void *m = mmap(NULL, s->tb->mirror, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return -1;
+    set->mem[b] = m;
+    if (mmap(m, ring, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, set->fd[b], 0) == MAP_FAILED) return -1;
+    return tb_mirror_at(s, set, b, W);
+}
+
+/* The mirrored rings of every set moved to rings of W rows (a block's). 0, or -1. */
+static int tb_mirror_all(sim *s, int64_t W)
+{
+    for (int i = 0; s->tb->mirror && i < s->tb->nsets; i++)
+        for (int b = 0; b < s->tb->nbuf; b++)
+            if (tb_mirror_at(s, &s->tb->set[i], b, W) < 0) return -1;
+    return 0;
+}
+
+/* 1 when the rings are mirrored (tests). */
+int tblock_mirrored(const sim *s)
+{
+    return s->tb && s->tb->mirror;
+}
+
+static int tb_alloc_as(sim *s, int64_t W, int stages, int mirror);
+
 static int tb_alloc(sim *s, int64_t W, int stages)
+{
+    const int64_t st = s->L.stride[s->st.p->dim - 1];
+    const long page = sysconf(_SC_PAGESIZE);
+    int mirror = s->st.p->dim == 3 && page == SIM_PAGE && (st * (int64_t)s->st.esz) % page == 0 && W > 2 * s->st.g.H;
+    if (mirror && tb_alloc_as(s, W, stages, 1) == 0) return 0;
+    return tb_alloc_as(s, W, stages, 0); /* copies (ring_sync) where the rings cannot be mirrored */
+}
+
+static int tb_alloc_as(sim *s, int64_t W, int stages, int mirror)
 {
     const pj_program *p = s->st.p;
     int last = p->dim - 1, H = s->st.g.H;
@@ -133,8 +209,13 @@ static int tb_alloc(sim *s, int64_t W, int stages)
     int64_t st = s->L.stride[last], P = s->st.g.origin_off - s->st.g.ghost[last] * st;
     size_t bytes = (size_t)((W + 2 * H) * st) * s->st.esz;
     bytes = (bytes + TB_ALIGN - 1) / TB_ALIGN * TB_ALIGN + SIM_PAGE; /* room to stagger them */
+    if (mirror) tb->mirror = (size_t)W * tb_plane_bytes(s) + tb_tail_bytes(s);
     for (int i = 0; i < tb->nsets; i++) {
         tb_set *set = &tb->set[i];
+        set->fd = malloc(sizeof *set->fd * (size_t)s->st.nbuf);
+        set->mapped = calloc((size_t)s->st.nbuf, sizeof *set->mapped);
+        if (!set->fd || !set->mapped) return -1;
+        for (int b = 0; b < s->st.nbuf; b++) set->fd[b] = -1;
         set->mem = calloc((size_t)s->st.nbuf, sizeof *set->mem);
         set->z = calloc((size_t)s->st.nbuf, sizeof *set->z);
         set->bufs = calloc((size_t)s->st.nbuf, sizeof *set->bufs);
@@ -146,10 +227,14 @@ static int tb_alloc(sim *s, int64_t W, int stages)
         if (!set->mem || !set->z || !set->bufs || !set->row0 || !set->fb || !set->fp || !set->next || !set->done) return -1;
         for (int b = 0; b < s->st.nbuf; b++) {
             /* planes laid out as a whole-mesh buffer's: cell (0,0) of a plane P elements in */
-            set->mem[b] = aligned_alloc(TB_ALIGN, bytes);
-            if (!set->mem[b]) return -1;
-            sim_advise_huge(set->mem[b], bytes); /* a tile's rows span many 4 KiB pages */
-            memset(set->mem[b], 0, bytes);
+            if (mirror) { /* zeros already */
+                if (tb_mirror(s, set, b, W) < 0) return -1;
+            } else {
+                set->mem[b] = aligned_alloc(TB_ALIGN, bytes);
+                if (!set->mem[b]) return -1;
+                sim_advise_huge(set->mem[b], bytes); /* a tile's rows span many 4 KiB pages */
+                memset(set->mem[b], 0, bytes);
+            }
             set->z[b] = (char *)set->mem[b] + sim_page_offset(b, s->st.nbuf) + (size_t)P * s->st.esz;
         }
     }
@@ -325,7 +410,7 @@ static void ring_sync(const tb_job *j, const tb_set *set, void *z, int64_t ph)
     if (ph != m + H) other = m + H;
     else if (m < H) other = m + W + H;
     else if (m >= W - H) other = m - W + H;
-    if (other < 0) return;
+    if (other < 0 || j->s->tb->mirror) return; /* mirrored: the same memory */
     if (j->Ty) {
         for (int i = 0; i < set->nlw; i++)
             copy_rows(j, ring_cell(j, z, other), ring_cell(j, z, ph), set->lw[i][0], set->lw[i][1], set->nlx, &set->lx[0][0]);
@@ -681,6 +766,11 @@ static int tb_run(sim *s, double dt, int K, int64_t B, int64_t r, int64_t Ty, in
     const int S = p->n_stages, nf = p->n_fields, last = p->dim - 1, nbuf = s->st.nbuf, H = s->st.g.H;
     const int64_t W = (int64_t)K * S * H + 2 * H + r + 1;
     if (tb_reserve(s, W, K * S) < 0) return -1;
+    if (tb_mirror_all(s, W) < 0) { /* the mappings failed: none kept */
+        tblock_free(s->tb);
+        s->tb = NULL;
+        return -1;
+    }
     double *ts = malloc(sizeof *ts * (size_t)(K * S));
     kir_launch *before = malloc(sizeof *before * (size_t)(K * S));
     int *map = malloc(sizeof *map * (size_t)((K + 1) * nbuf)), *final = malloc(sizeof *final * (size_t)nbuf);
