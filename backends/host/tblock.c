@@ -182,17 +182,6 @@ int tblock_mirrored(const sim *s)
     return s->tb && s->tb->mirror;
 }
 
-static int tb_alloc_as(sim *s, int64_t W, int stages, int mirror);
-
-static int tb_alloc(sim *s, int64_t W, int stages)
-{
-    const int64_t st = s->L.stride[s->st.p->dim - 1];
-    const long page = sysconf(_SC_PAGESIZE);
-    int mirror = s->st.p->dim == 3 && page == SIM_PAGE && (st * (int64_t)s->st.esz) % page == 0 && W > 2 * s->st.g.H;
-    if (mirror && tb_alloc_as(s, W, stages, 1) == 0) return 0;
-    return tb_alloc_as(s, W, stages, 0); /* copies (ring_sync) where the rings cannot be mirrored */
-}
-
 static int tb_alloc_as(sim *s, int64_t W, int stages, int mirror)
 {
     const pj_program *p = s->st.p;
@@ -239,6 +228,17 @@ static int tb_alloc_as(sim *s, int64_t W, int stages, int mirror)
         }
     }
     return 0;
+}
+
+/* Mirrored rings where the planes are whole pages (3D planes of 64 KiB or more) and the system
+ * maps memory files; copied twins (ring_sync) elsewhere. */
+static int tb_alloc(sim *s, int64_t W, int stages)
+{
+    const int64_t st = s->L.stride[s->st.p->dim - 1];
+    const long page = sysconf(_SC_PAGESIZE);
+    int mirror = s->st.p->dim == 3 && page == SIM_PAGE && (st * (int64_t)s->st.esz) % page == 0 && W > 2 * s->st.g.H;
+    if (mirror && tb_alloc_as(s, W, stages, 1) == 0) return 0;
+    return tb_alloc_as(s, W, stages, 0);
 }
 
 /* The boundary coefficients of each of the block's `stages` stage runs (times ts[q]), for every
