@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "diag.h"
 #include "randexpr.h"
 #include "sim_impl.h" /* sim_cache_bytes */
@@ -370,6 +372,58 @@ static void rings_mirrored_where_planes_are_pages(void **state)
     }
 }
 
+/* Mirrored rings are shared memory, which fork() does not copy: a forked child stepping the same
+ * engine while its parent steps allocates rings of its own, so neither writes into the other's
+ * blocks (with the parent's rings kept, the child's blocks overwrote the parent's rows between
+ * its stages). The parent's state equals the stepped one to the bit. */
+static void forked_child_gets_its_own_rings(void **state)
+{
+    (void)state;
+    pj_program *p = compile_named("gray-scott 3d, forked",
+                                  "mesh grid(nx = 64, ny = 150, nz = 20, Lx = 64, Ly = 150, Lz = 20)\n"
+                                  "field u = 1 - 0.5*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
+                                  "field v = 0.25*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
+                                  "eq dt(u) = 0.1*lap(u) - u*v*v + 0.04*(1 - u)\n"
+                                  "eq dt(v) = 0.05*lap(v) + u*v*v - 0.1*v\n"
+                                  "periodic x, y, z\n"
+                                  "time dt = 1, until = 100, scheme = euler\n");
+    launch_tile = 8;
+    engine *ref = make_engine(p, "cpu", 0, 1, NULL, "off", 0, 0), *e = make_engine(p, "cpu", 0, 1, NULL, "on", 4, 0);
+    launch_tile = 0;
+    char err[1024];
+    const int64_t blocks = 150;
+    if (engine_step_n(e, 1.0, 4, err, sizeof err) < 0) fail_msg("%s", err); /* the rings mapped */
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) { /* the child steps the same engine meanwhile; its state is its own */
+        int rc = 0;
+        for (int64_t i = 0; i < blocks && rc == 0; i++) rc = engine_step_n(e, 1.0, 4, err, sizeof err);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    for (int64_t i = 1; i < blocks; i++)
+        if (engine_step_n(e, 1.0, 4, err, sizeof err) < 0) fail_msg("%s", err);
+    int status = 0;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int64_t i = 0; i < 4 * blocks; i++)
+        if (engine_step(ref, 1.0, err, sizeof err) < 0) fail_msg("%s", err);
+    int64_t n = engine_cells(ref);
+    double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
+    for (int f = 0; f < p->n_fields; f++) {
+        if (engine_get_field(ref, f, a, err, sizeof err) < 0 || engine_get_field(e, f, b, err, sizeof err) < 0)
+            fail_msg("%s", err);
+        for (int64_t c = 0; c < n; c++)
+            if (memcmp(&a[c], &b[c], sizeof a[c]))
+                fail_msg("forked: field %s cell %lld: stepped %.17g, blocked %.17g", p->field_names[f], (long long)c,
+                         a[c], b[c]);
+    }
+    free(a);
+    free(b);
+    engine_destroy(ref);
+    engine_destroy(e);
+    program_free(p);
+}
+
 /* Without blocking forced, a small state (in the cache) steps one at a time; off is off. */
 static void auto_keeps_small_states(void **state)
 {
@@ -562,6 +616,7 @@ int main(void)
         cmocka_unit_test(tiles_measured_blocked_equal),
         cmocka_unit_test(measuring_allocates_rings_once),
         cmocka_unit_test(rings_mirrored_where_planes_are_pages),
+        cmocka_unit_test(forked_child_gets_its_own_rings),
         cmocka_unit_test(auto_keeps_small_states),
         cmocka_unit_test(auto_blocks_beyond_the_l2),
         cmocka_unit_test(wide_rows_ring_in_the_llc),

@@ -70,6 +70,7 @@ struct tblock {
     int nsets, nbuf;
     int64_t W;             /* rows of each ring (its planes: W + 2H) */
     size_t mirror;         /* mirrored rings (tb_mirror): the bytes mapped for each; 0: copies */
+    pid_t pid;             /* the process that mapped them: shared memory, not copied by fork() */
     int max_stages;
     tb_set *set;
     double *cf_mem;        /* the boundary coefficients of every stage of a block, per side */
@@ -119,7 +120,9 @@ static int tb_alloc(sim *s, int64_t W, int stages);
 static int tb_reserve(sim *s, int64_t W, int stages)
 {
     struct tblock *tb = s->tb;
-    if (tb && tb->W >= W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->st.nbuf) return 0;
+    if (tb && tb->W >= W && tb->max_stages >= stages && tb->nsets == s->threads && tb->nbuf == s->st.nbuf &&
+        (!tb->mirror || tb->pid == getpid())) /* a forked child would step in its parent's rings */
+        return 0;
     s->tb_allocs++;
     if (tb_alloc(s, W, stages) == 0) return 0;
     tblock_free(s->tb);
@@ -199,6 +202,7 @@ static int tb_alloc_as(sim *s, int64_t W, int stages, int mirror)
     size_t bytes = (size_t)((W + 2 * H) * st) * s->st.esz;
     bytes = (bytes + TB_ALIGN - 1) / TB_ALIGN * TB_ALIGN + SIM_PAGE; /* room to stagger them */
     if (mirror) tb->mirror = (size_t)W * tb_plane_bytes(s) + tb_tail_bytes(s);
+    tb->pid = getpid();
     for (int i = 0; i < tb->nsets; i++) {
         tb_set *set = &tb->set[i];
         set->fd = malloc(sizeof *set->fd * (size_t)s->st.nbuf);
