@@ -59,6 +59,24 @@ static engine *make_engine(const pj_program *p, const char *backend, int single,
     return e;
 }
 
+/* Every field of e equal to ref's to the bit; else fails naming `what`, the field and the cell. */
+static void fields_equal(const pj_program *p, engine *ref, engine *e, const char *what)
+{
+    char err[1024];
+    int64_t n = engine_cells(ref);
+    double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
+    for (int f = 0; f < p->n_fields; f++) {
+        if (engine_get_field(ref, f, a, err, sizeof err) < 0 || engine_get_field(e, f, b, err, sizeof err) < 0)
+            fail_msg("%s", err);
+        for (int64_t c = 0; c < n; c++)
+            if (memcmp(&a[c], &b[c], sizeof a[c]))
+                fail_msg("%s: field %s cell %lld: stepped %.17g, blocked %.17g", what, p->field_names[f], (long long)c,
+                         a[c], b[c]);
+    }
+    free(a);
+    free(b);
+}
+
 /* `steps` steps of p one at a time and with blocks of k steps in bands of `rows` rows: the
  * fields, time and step count equal to the bit. Returns 1 when the blocked engine did block. */
 static int blocked_threads = 2;
@@ -77,20 +95,10 @@ static int blocked_equals_stepped(const pj_program *p, const char *label, const 
     if (engine_step_n(e, dt, steps, err, sizeof err) < 0) fail_msg("%s", err);
     assert_true(engine_time(e) == engine_time(ref));
     assert_int_equal(engine_steps(e), engine_steps(ref));
-    int64_t n = engine_cells(ref);
-    double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
-    for (int f = 0; f < p->n_fields; f++) {
-        if (engine_get_field(ref, f, a, err, sizeof err) < 0 || engine_get_field(e, f, b, err, sizeof err) < 0)
-            fail_msg("%s", err);
-        for (int64_t c = 0; c < n; c++)
-            if (memcmp(&a[c], &b[c], sizeof a[c]))
-                fail_msg("%s (%s, %s, k %d, rows %d, launch %d, strip %d, %d threads): field %s cell %lld: "
-                         "stepped %.17g, blocked %.17g",
-                         label, backend, single ? "single" : "double", k, rows, launch_rows, launch_strip,
-                         blocked_threads, p->field_names[f], (long long)c, a[c], b[c]);
-    }
-    free(a);
-    free(b);
+    char what[512];
+    snprintf(what, sizeof what, "%s (%s, %s, k %d, rows %d, launch %d, strip %d, %d threads)", label, backend,
+             single ? "single" : "double", k, rows, launch_rows, launch_strip, blocked_threads);
+    fields_equal(p, ref, e, what);
     engine_destroy(ref);
     engine_destroy(e);
     return blocked;
@@ -264,24 +272,32 @@ static void tiles_blocked_equal(void **state)
     assert_int_equal(blocked, runs);
 }
 
+/* Gray-Scott on 64x150x20 (planes too large for the L2's rings, and whole pages: mirrored rings)
+ * with the given sides. */
+#define GS3D_PERIODIC "periodic x, y, z\n"
+static pj_program *compile_gs3d(const char *name, const char *sides)
+{
+    char src[1024];
+    snprintf(src, sizeof src,
+             "mesh grid(nx = 64, ny = 150, nz = 20, Lx = 64, Ly = 150, Lz = 20)\n"
+             "field u = 1 - 0.5*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
+             "field v = 0.25*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
+             "eq dt(u) = 0.1*lap(u) - u*v*v + 0.04*(1 - u)\n"
+             "eq dt(v) = 0.05*lap(v) + u*v*v - 0.1*v\n%s"
+             "time dt = 1, until = 100, scheme = euler\n",
+             sides);
+    return compile_named(name, src);
+}
+
 /* Sizes not forced: planes too large for the L2's rings (two fields), so the blocks go in tiles,
  * their sizes measured on the first blocks (every candidate's K and tile rows in turn, then the
  * fastest): the stepped state to the bit across all of them, periodic and Dirichlet. */
 static void tiles_measured_blocked_equal(void **state)
 {
     (void)state;
-    static const char *const side[] = {"periodic x, y, z\n", "on all: u = 1\non all: v = 0\n"};
     for (int i = 0; i < 2; i++) {
-        char src[1024];
-        snprintf(src, sizeof src,
-                 "mesh grid(nx = 64, ny = 150, nz = 20, Lx = 64, Ly = 150, Lz = 20)\n"
-                 "field u = 1 - 0.5*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
-                 "field v = 0.25*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
-                 "eq dt(u) = 0.1*lap(u) - u*v*v + 0.04*(1 - u)\n"
-                 "eq dt(v) = 0.05*lap(v) + u*v*v - 0.1*v\n%s"
-                 "time dt = 1, until = 100, scheme = euler\n",
-                 side[i]);
-        pj_program *p = compile_named(i ? "gray-scott 3d dirichlet, measured" : "gray-scott 3d periodic, measured", src);
+        pj_program *p = compile_gs3d(i ? "gray-scott 3d dirichlet, measured" : "gray-scott 3d periodic, measured",
+                                     i ? "on all: u = 1\non all: v = 0\n" : GS3D_PERIODIC);
         blocked_threads = 1 + i;
         assert_true(blocked_equals_stepped(p, "gray-scott 3d, measured tiles", NULL, "cpu", 0, 0, 0, 160));
         program_free(p);
@@ -298,14 +314,7 @@ static void tiles_measured_blocked_equal(void **state)
 static void measuring_allocates_rings_once(void **state)
 {
     (void)state;
-    pj_program *p = compile_named("gray-scott 3d, rings allocated once",
-                                  "mesh grid(nx = 64, ny = 150, nz = 20, Lx = 64, Ly = 150, Lz = 20)\n"
-                                  "field u = 1 - 0.5*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
-                                  "field v = 0.25*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
-                                  "eq dt(u) = 0.1*lap(u) - u*v*v + 0.04*(1 - u)\n"
-                                  "eq dt(v) = 0.05*lap(v) + u*v*v - 0.1*v\n"
-                                  "periodic x, y, z\n"
-                                  "time dt = 1, until = 100, scheme = euler\n");
+    pj_program *p = compile_gs3d("gray-scott 3d, rings allocated once", GS3D_PERIODIC);
     for (int threads = 1; threads <= 2; threads++) {
         setenv("PDEJIT_TBLOCK", "on", 1);
         sim_options o = {.threads = threads};
@@ -379,14 +388,7 @@ static void rings_mirrored_where_planes_are_pages(void **state)
 static void forked_child_gets_its_own_rings(void **state)
 {
     (void)state;
-    pj_program *p = compile_named("gray-scott 3d, forked",
-                                  "mesh grid(nx = 64, ny = 150, nz = 20, Lx = 64, Ly = 150, Lz = 20)\n"
-                                  "field u = 1 - 0.5*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
-                                  "field v = 0.25*exp(-((x - 32)^2 + (y - 75)^2 + (z - 10)^2)/50)\n"
-                                  "eq dt(u) = 0.1*lap(u) - u*v*v + 0.04*(1 - u)\n"
-                                  "eq dt(v) = 0.05*lap(v) + u*v*v - 0.1*v\n"
-                                  "periodic x, y, z\n"
-                                  "time dt = 1, until = 100, scheme = euler\n");
+    pj_program *p = compile_gs3d("gray-scott 3d, forked", GS3D_PERIODIC);
     launch_tile = 8;
     engine *ref = make_engine(p, "cpu", 0, 1, NULL, "off", 0, 0), *e = make_engine(p, "cpu", 0, 1, NULL, "on", 4, 0);
     launch_tile = 0;
@@ -407,18 +409,7 @@ static void forked_child_gets_its_own_rings(void **state)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     for (int64_t i = 0; i < 4 * blocks; i++)
         if (engine_step(ref, 1.0, err, sizeof err) < 0) fail_msg("%s", err);
-    int64_t n = engine_cells(ref);
-    double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
-    for (int f = 0; f < p->n_fields; f++) {
-        if (engine_get_field(ref, f, a, err, sizeof err) < 0 || engine_get_field(e, f, b, err, sizeof err) < 0)
-            fail_msg("%s", err);
-        for (int64_t c = 0; c < n; c++)
-            if (memcmp(&a[c], &b[c], sizeof a[c]))
-                fail_msg("forked: field %s cell %lld: stepped %.17g, blocked %.17g", p->field_names[f], (long long)c,
-                         a[c], b[c]);
-    }
-    free(a);
-    free(b);
+    fields_equal(p, ref, e, "forked");
     engine_destroy(ref);
     engine_destroy(e);
     program_free(p);
