@@ -653,8 +653,8 @@ pj_status pj_sim_run(pj_sim *ps, const pj_run_options *options, pj_run_result *r
     int stable = o.no_stability_check ? 0 : p->adapt_order > 0 ? adaptive_limit(ps, err, err_len)
                                                                 : stability_check_memo(ps->e, &ps->memo, dt, err, err_len);
     if (stable == 1) return PJ_ERR_INPUT;
-    if (stable == 2 && o.progress && engine_rank(ps->e) == 0) {
-        fprintf(o.progress, "pdejit: note: %s\n", err);
+    if ((stable == 2 || stable < 0) && o.progress && engine_rank(ps->e) == 0) { /* -1: it failed (memory) */
+        fprintf(o.progress, "pdejit: note: %s%s\n", stable < 0 ? "the stability check was not made: " : "", err);
         fflush(o.progress);
     }
     if (err && err_len) err[0] = 0; /* a check that could not be made says nothing */

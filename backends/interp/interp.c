@@ -18,7 +18,8 @@ typedef struct ev {
     const kir_kernel *k;
     const kir_launch *L;
     int single;
-    double *vals;        /* [n_nodes][INTERP_BLOCK] */
+    int block;           /* the longest block a call evaluates: at most INTERP_BLOCK */
+    double *vals;        /* [n_nodes][block] */
     const double **src;  /* per node: its row of values (into vals, or into a double buffer) */
     unsigned char *copy; /* per node: a LOAD that must be copied (stored by an output) */
 } ev;
@@ -31,22 +32,25 @@ static int is_uniform(int op)
 
 static double rnd(const ev *e, double v) { return e->single ? (double)(float)v : v; }
 
-/* The scratch rows of one call, in one allocation. Returns -1 when it cannot be had. */
-static int ev_open(ev *e, const kir_kernel *k, const kir_launch *L, int single)
+/* The scratch rows of one call, in one allocation, for blocks of up to `cells` cells (a call
+   over a few cells of a large kernel, the stability check's, takes rows of that length, not
+   INTERP_BLOCK's). Returns -1 when it cannot be had. */
+static int ev_open(ev *e, const kir_kernel *k, const kir_launch *L, int single, int64_t cells)
 {
     size_t nn = (size_t)(k->n_nodes ? k->n_nodes : 1);
     e->k = k;
     e->L = L;
     e->single = single;
-    e->vals = malloc((sizeof *e->vals * INTERP_BLOCK + sizeof *e->src + 1) * nn);
+    e->block = cells < 1 ? 1 : cells < INTERP_BLOCK ? (int)cells : INTERP_BLOCK;
+    e->vals = malloc((sizeof *e->vals * (size_t)e->block + sizeof *e->src + 1) * nn);
     if (!e->vals) return -1;
-    e->src = (const double **)(e->vals + nn * INTERP_BLOCK);
+    e->src = (const double **)(e->vals + nn * (size_t)e->block);
     e->copy = (unsigned char *)(e->src + nn);
     memset(e->copy, 0, nn);
     for (int o = 0; o < k->n_outputs; o++) e->copy[k->outputs[o].node] = 1;
     for (int id = 0; id < k->n_nodes; id++) {
         const kir_node *n = &k->nodes[id];
-        double *row = e->vals + (size_t)id * INTERP_BLOCK;
+        double *row = e->vals + (size_t)id * (size_t)e->block;
         e->src[id] = row;
         if (!is_uniform(n->op)) continue;
         double v = 0;
@@ -59,7 +63,7 @@ static int ev_open(ev *e, const kir_kernel *k, const kir_launch *L, int single)
         default: break;
         }
         v = rnd(e, v);
-        for (int c = 0; c < INTERP_BLOCK; c++) row[c] = v;
+        for (int c = 0; c < e->block; c++) row[c] = v;
     }
     return 0;
 }
@@ -167,7 +171,7 @@ static void ev_block(ev *e, const int64_t idx[3], int va, int len)
     int64_t step = va == 0 ? 1 : L->stride[va];
     for (int id = 0; id < k->n_nodes; id++) {
         const kir_node *n = &k->nodes[id];
-        double *R = e->vals + (size_t)id * INTERP_BLOCK;
+        double *R = e->vals + (size_t)id * (size_t)e->block;
         switch (n->op) {
         case KIR_CONST: case KIR_PARAM: case KIR_TIME: case KIR_DT: case KIR_SPACING:
             break;
@@ -276,7 +280,7 @@ int interp_stage(const kir_kernel *k, const kir_launch *L, int single, int64_t b
     int64_t lo[3], hi[3];
     outer_range(L, k->dim, begin, end, lo, hi);
     ev e;
-    if (ev_open(&e, k, L, single) < 0) return stage_without_memory(k, L, single, lo, hi);
+    if (ev_open(&e, k, L, single, hi[0] - lo[0]) < 0) return stage_without_memory(k, L, single, lo, hi);
     for (int64_t z = lo[2]; z < hi[2]; z++)
         for (int64_t y = lo[1]; y < hi[1]; y++)
             for (int64_t x = lo[0]; x < hi[0]; x += INTERP_BLOCK) {
@@ -313,7 +317,7 @@ int interp_reduce(const kir_kernel *k, const kir_launch *L, int single, int64_t 
 {
     if (begin >= end || k->n_outputs == 0) return 0;
     ev e;
-    if (ev_open(&e, k, L, single) < 0) {
+    if (ev_open(&e, k, L, single, INTERP_BLOCK) < 0) {
         for (int o = 0; o < k->n_outputs; o++)
             for (int64_t q = begin; q < end; q++) part[o][q] = NAN;
         return -1;
@@ -385,7 +389,7 @@ int interp_bc(const kir_kernel *k, const kir_launch *L, int single, double *out)
     int64_t nb0 = b0 < k->dim ? L->n[b0] : 1, nb1 = b1 < k->dim ? L->n[b1] : 1;
     int64_t nface = interp_face_cells(L, k->side);
     ev e;
-    if (ev_open(&e, k, L, single) < 0) { /* NaN coefficients: NaN ghosts, caught by the run */
+    if (ev_open(&e, k, L, single, nb0) < 0) { /* NaN coefficients: NaN ghosts, caught by the run */
         for (size_t c = 0; c < (size_t)k->n_outputs * (size_t)nface; c++) out[c] = NAN;
         return -1;
     }
