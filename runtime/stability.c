@@ -105,7 +105,8 @@ static double entries_bound(const kir_kernel *k)
     return n;
 }
 
-static int limit_of_state(engine *e, double budget, const double *gathered, double *limit, char *err, size_t len);
+static int limit_of_state(engine *e, double budget, int spectral, const double *gathered, double *limit, char *err,
+                          size_t len);
 
 int stability_limit(engine *e, double *limit, char *err, size_t len)
 {
@@ -117,7 +118,7 @@ int stability_limit_within(engine *e, double budget, double *limit, char *err, s
     const pj_program *p = engine_program(e);
     *limit = INFINITY;
     if (PJ_SCHEME_IMPLICIT(p->scheme) || !p->rhs || !p->rhs->n_outputs) return 0;
-    if (engine_processes(e) == 1) return limit_of_state(e, budget, NULL, limit, err, len);
+    if (engine_processes(e) == 1) return limit_of_state(e, budget, 1, NULL, limit, err, len);
     /* over MPI: the state gathered on rank 0, which finds the limit and tells the others */
     int root = engine_rank(e) == 0;
     size_t cells = (size_t)engine_cells(e);
@@ -133,7 +134,7 @@ int stability_limit_within(engine *e, double budget, double *limit, char *err, s
         }
     double found[2] = {0, INFINITY};
     if (root) {
-        found[0] = limit_of_state(e, budget, gathered, &found[1], err, len);
+        found[0] = limit_of_state(e, budget, 1, gathered, &found[1], err, len);
         free(gathered);
     }
     engine_bcast(e, found, sizeof found);
@@ -595,7 +596,13 @@ static int plan_check(check *c, double budget, int64_t *band_rows)
     return c->row ? 0 : -1;
 }
 
-static int limit_of_state(engine *e, double budget, const double *gathered, double *limit, char *err, size_t len)
+int stability_gershgorin_within(engine *e, double budget, double *limit, char *err, size_t len)
+{
+    return limit_of_state(e, budget, 0, NULL, limit, err, len);
+}
+
+static int limit_of_state(engine *e, double budget, int spectral, const double *gathered, double *limit, char *err,
+                          size_t len)
 {
     const pj_program *p = engine_program(e);
     double bound = entries_bound(p->rhs);
@@ -625,7 +632,7 @@ static int limit_of_state(engine *e, double budget, const double *gathered, doub
     sm.n = (int64_t)p->n_fields * cells;
     sm.most = (int64_t)cells * c.jac->n;
     c.cells = cells;
-    if (spectral_bytes(sm.n, (double)sm.most) <= SPECTRAL_BYTES) c.sm = &sm;
+    if (spectral && spectral_bytes(sm.n, (double)sm.most) <= SPECTRAL_BYTES) c.sm = &sm;
     else if (p->n_algebraic) goto not_reduced; /* the reduction needs the whole Jacobian */
     if (plan_check(&c, budget, &band_rows) < 0) {
         diag_set(err, len, "out of memory");

@@ -13,9 +13,12 @@
  * note saying so; -1 with a message. */
 int stability_limit(engine *e, double *limit, char *err, size_t len);
 
-/* The same with its scratch buffers within about `budget` bytes (stability_limit: 64 MiB); any
+/* The same with its scratch buffers within about `budget` bytes (stability_limit: 256 MiB); any
  * budget gives the same limit, to rounding (1e-12; tests/test_stability.c). */
 int stability_limit_within(engine *e, double budget, double *limit, char *err, size_t len);
+/* For tests: Gershgorin's limit alone (no spectral estimate, as on a mesh too large for it: every
+   cell that can be is summed in the box), one process. */
+int stability_gershgorin_within(engine *e, double budget, double *limit, char *err, size_t len);
 
 /* 0 when dt is within the limit; 1 when it exceeds it, with the message "dt = X exceeds the
  * explicit stability limit (about Y) of SCHEME; use a smaller dt or an implicit scheme"; 2 when
