@@ -598,6 +598,9 @@ static int plan_check(check *c, double budget, int64_t *band_rows)
 
 int stability_gershgorin_within(engine *e, double budget, double *limit, char *err, size_t len)
 {
+    const pj_program *p = engine_program(e);
+    *limit = INFINITY;
+    if (PJ_SCHEME_IMPLICIT(p->scheme) || !p->rhs || !p->rhs->n_outputs) return 0;
     return limit_of_state(e, budget, 0, NULL, limit, err, len);
 }
 
