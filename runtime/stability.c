@@ -585,8 +585,8 @@ static int plan_check(check *c, double budget, int64_t *band_rows)
     double row_bytes = sizeof(double);
     for (int a = 0; a < last; a++) row_bytes *= (double)(p->n[a] + 2 * H + 8);
     int n_jac = c->jac->n, longest = 0;
-    for (int e = 0; e < n_jac; e = row_end(c, e, n_jac))
-        if (row_end(c, e, n_jac) - e > longest) longest = row_end(c, e, n_jac) - e;
+    for (int e = 0, e1; e < n_jac; e = e1)
+        if ((e1 = row_end(c, e, n_jac)) - e > longest) longest = e1 - e;
     double rows = floor(budget / (row_bytes * 3.0 * nf)) - 4 * H;
     if (rows < 1) rows = 1;
     *band_rows = rows >= (double)N ? N : (int64_t)rows;
