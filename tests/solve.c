@@ -431,6 +431,25 @@ double engines_agree(engine *ref, engine *e, int64_t steps, const char *label)
     return worst;
 }
 
+void engines_same_bits(engine *a, engine *b, const char *what)
+{
+    const pj_program *p = engine_program(a);
+    char err[1024];
+    int64_t n = engine_cells(a);
+    double *x = malloc(sizeof *x * (size_t)n), *y = malloc(sizeof *y * (size_t)n);
+    assert_non_null(x);
+    assert_non_null(y);
+    for (int f = 0; f < p->n_fields; f++) {
+        if (engine_get_field(a, f, x, err, sizeof err) < 0 || engine_get_field(b, f, y, err, sizeof err) < 0)
+            fail_msg("%s", err);
+        for (int64_t c = 0; c < n; c++)
+            if (memcmp(&x[c], &y[c], sizeof x[c]))
+                fail_msg("%s: field %s cell %lld: %.17g against %.17g", what, p->field_names[f], (long long)c, x[c], y[c]);
+    }
+    free(x);
+    free(y);
+}
+
 double program_agree(const pj_program *p, const char *sets, const char *backend, const engine_options *o, int64_t steps,
                      const char *label)
 {

@@ -69,6 +69,9 @@ double program_agree(const pj_program *p, const char *sets, const char *backend,
 /* The same on two engines of one program, created and initialised by the caller (ref: the
  * interpreter's), both stepped here. */
 double engines_agree(engine *ref, engine *e, int64_t steps, const char *label);
+/* Every field of a and b (engines of one program, stepped by the caller) equal to the bit; else
+ * a test failure naming `what`, the field, the cell and both values. */
+void engines_same_bits(engine *a, engine *b, const char *what);
 
 /* Monitors. case_with_monitors: the text of case c followed by a monitor statement of five
  * reductions (integral, maxval, minval, mean, a neighbour difference) over its fields (malloc'd).

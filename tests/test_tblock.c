@@ -59,24 +59,6 @@ static engine *make_engine(const pj_program *p, const char *backend, int single,
     return e;
 }
 
-/* Every field of e equal to ref's to the bit; else fails naming `what`, the field and the cell. */
-static void fields_equal(const pj_program *p, engine *ref, engine *e, const char *what)
-{
-    char err[1024];
-    int64_t n = engine_cells(ref);
-    double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
-    for (int f = 0; f < p->n_fields; f++) {
-        if (engine_get_field(ref, f, a, err, sizeof err) < 0 || engine_get_field(e, f, b, err, sizeof err) < 0)
-            fail_msg("%s", err);
-        for (int64_t c = 0; c < n; c++)
-            if (memcmp(&a[c], &b[c], sizeof a[c]))
-                fail_msg("%s: field %s cell %lld: stepped %.17g, blocked %.17g", what, p->field_names[f], (long long)c,
-                         a[c], b[c]);
-    }
-    free(a);
-    free(b);
-}
-
 /* `steps` steps of p one at a time and with blocks of k steps in bands of `rows` rows: the
  * fields, time and step count equal to the bit. Returns 1 when the blocked engine did block. */
 static int blocked_threads = 2;
@@ -98,7 +80,7 @@ static int blocked_equals_stepped(const pj_program *p, const char *label, const 
     char what[512];
     snprintf(what, sizeof what, "%s (%s, %s, k %d, rows %d, launch %d, strip %d, %d threads)", label, backend,
              single ? "single" : "double", k, rows, launch_rows, launch_strip, blocked_threads);
-    fields_equal(p, ref, e, what);
+    engines_same_bits(ref, e, what);
     engine_destroy(ref);
     engine_destroy(e);
     return blocked;
@@ -409,7 +391,7 @@ static void forked_child_gets_its_own_rings(void **state)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     for (int64_t i = 0; i < 4 * blocks; i++)
         if (engine_step(ref, 1.0, err, sizeof err) < 0) fail_msg("%s", err);
-    fields_equal(p, ref, e, "forked");
+    engines_same_bits(ref, e, "forked");
     engine_destroy(ref);
     engine_destroy(e);
     program_free(p);

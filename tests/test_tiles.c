@@ -51,19 +51,10 @@ static void runs_equal(const pj_program *p, const char *label, const char *sets,
     char err[1024];
     for (int64_t i = 0; i < steps; i++)
         if (engine_step(ref, dt, err, sizeof err) < 0 || engine_step(e, dt, err, sizeof err) < 0) fail_msg("%s", err);
-    int64_t n = engine_cells(ref);
-    double *a = malloc(sizeof *a * (size_t)n), *b = malloc(sizeof *b * (size_t)n);
-    for (int f = 0; f < p->n_fields; f++) {
-        if (engine_get_field(ref, f, a, err, sizeof err) < 0 || engine_get_field(e, f, b, err, sizeof err) < 0)
-            fail_msg("%s", err);
-        for (int64_t c = 0; c < n; c++)
-            if (memcmp(&a[c], &b[c], sizeof a[c]))
-                fail_msg("%s (%s, %s, %d/%d threads, tiles of %s rows): field %s cell %lld: %.17g, %.17g", label,
-                         backend, single ? "single" : "double", ref_threads, threads, tiles, p->field_names[f],
-                         (long long)c, a[c], b[c]);
-    }
-    free(a);
-    free(b);
+    char what[256];
+    snprintf(what, sizeof what, "%s (%s, %s, %d/%d threads, tiles of %s rows)", label, backend, single ? "single" : "double",
+             ref_threads, threads, tiles);
+    engines_same_bits(ref, e, what);
     engine_destroy(ref);
     engine_destroy(e);
 }
