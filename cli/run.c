@@ -673,6 +673,7 @@ static int report_run(run_ctx *c, pj_status st, const pj_run_result *res)
         fprintf(stderr, "pdejit: %lld step%s%s to t = %.9g in %.3g s%s %s\n", steps, steps == 1 ? "" : "s", rejected,
                 res->t, res->seconds, rate, where);
     }
+    if (a->verbose && info.stepping) fprintf(stderr, "pdejit: stepping: %s\n", info.stepping);
     if (a->verbose && pj_sim_processes(c->sim) > 1) {
         int64_t exchanges;
         double xs, xb;

@@ -307,6 +307,10 @@ typedef struct pj_sim_info {
     int kernels, from_cache;
     double ms_prepare;      /* compiling or loading them all */
     double ms_compiler;     /* of which inside NVRTC, when known */
+    const char *stepping;   /* how the explicit steps ran on the host (temporal blocking, tiles,
+                               threads: "temporal blocking, 5 steps a sweep in tiles of 43 rows of
+                               y (120 steps blocked); 2 threads"), or NULL (GPU, implicit); owned
+                               by the simulation, valid until the next call */
 } pj_sim_info;
 PJ_API void pj_sim_get_info(const pj_sim *sim, pj_sim_info *info);
 /* Kernel i (0 <= i < the number that lists, which may be 0 when the back end keeps no list): its

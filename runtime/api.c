@@ -713,7 +713,7 @@ void pj_sim_get_info(const pj_sim *ps, pj_sim_info *info)
     engine_info ei;
     engine_get_info(ps->e, &ei);
     *info = (pj_sim_info){engine_ops(ps->e)->name, ei.device, ei.warning, ei.n_kernels, ei.from_cache, ei.ms_prepare,
-                          ei.ms_compiler};
+                          ei.ms_compiler, ei.stepping};
 }
 
 int pj_sim_kernel(const pj_sim *ps, int i, const char **name, int *from_cache, double *ms)

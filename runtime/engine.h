@@ -70,6 +70,8 @@ typedef struct engine_info {
     double ms_compiler;          /* of which inside the compiler (NVRTC), when known */
     const engine_kernel_info *kernels; /* per kernel, or NULL when the back end keeps no list */
     double bytes_per_cell;       /* the least memory traffic of one step, per cell */
+    const char *stepping;        /* how the explicit steps ran on the host: threads, temporal
+                                    blocking, tiles (pj_sim_info.stepping), or NULL */
 } engine_info;
 
 /* A field's values where they live, without a copy. Cell (i, j, k) is at

@@ -25,6 +25,7 @@ typedef struct host_engine {
     engine_options opt;
     double ms_prepare;
     cpu_backend *retired;  /* swapped out while its final tier still compiled: destroyed once done */
+    char stepping[192];    /* engine_info.stepping (host_stepping) */
 } host_engine;
 
 static implicit_solver *host_solver(host_engine *h, struct decomp *d, char *err, size_t len);
@@ -201,9 +202,38 @@ static int host_reduce(void *impl, double *values, char *err, size_t len)
     return -1;
 }
 
+/* How the explicit steps ran, in h->stepping (NULL for an implicit program: the solver's report
+ * says how it stepped): "temporal blocking, 5 steps a sweep in tiles of 43 rows of y (120 steps
+ * blocked); 2 threads", or "one step a sweep, y tiles of 24 rows; 1 thread (2 measured slower)". */
+static const char *host_stepping(host_engine *h)
+{
+    if (h->imp || !h->s) return NULL;
+    const sim *s = h->s;
+    char *b = h->stepping;
+    const size_t len = sizeof h->stepping;
+    size_t n = 0;
+#define ADD(...) (n += (size_t)snprintf(b + n, n < len ? len - n : 0, __VA_ARGS__), n = n < len ? n : len - 1)
+    int used = sim_threads_in_use(s), all = sim_threads(s), k;
+    int64_t ty, tx, swept = sim_tblock_done(s, &k, &ty, &tx);
+    if (swept > 0) {
+        ADD("temporal blocking, %d steps a sweep", k);
+        if (ty > 0) ADD(" in tiles of %lld rows of y", (long long)ty);
+        if (tx > 0) ADD(" and %lld cells of x", (long long)tx);
+        ADD(" (%lld steps blocked)", (long long)swept);
+    } else {
+        ADD("one step a sweep");
+        if (sim_tile_rows(s) > 0) ADD(", y tiles of %lld rows", (long long)sim_tile_rows(s));
+    }
+    ADD("; %d thread%s", used, used == 1 ? "" : "s");
+    if (used < all) ADD(sim_threads_measured_slower(s) ? " (%d measured slower)" : " (too few cells for %d)", all);
+#undef ADD
+    return b;
+}
+
 static void host_info(void *impl, engine_info *info)
 {
     host_engine *h = impl;
+    info->stepping = host_stepping(h);
     const pj_program *p = sim_program(h->s);
     pj_kernel_id ids[PJ_KERNEL_IDS_MAX];
     int n = p->n_stages + 4 <= PJ_KERNEL_IDS_MAX ? program_step_kernels(p, ids) : 0;

@@ -894,7 +894,12 @@ double sim_time(const sim *s) { return s->st.t; }
 int64_t sim_steps(const sim *s) { return s->st.steps; }
 int64_t sim_cells(const sim *s) { return s->st.g.n[0] * s->st.g.n[1] * s->st.g.n[2]; }
 int sim_threads(const sim *s) { return s->threads; }
-int sim_threads_in_use(const sim *s) { return s->tc.active && !s->tc.calibrating && s->tc.chosen_serial ? 1 : s->threads; }
+int sim_threads_measured_slower(const sim *s) { return s->tc.active && !s->tc.calibrating && s->tc.chosen_serial; }
+int sim_threads_in_use(const sim *s)
+{
+    if (sim_cells(s) < SIM_PAR_MIN_CELLS) return 1; /* par_for runs such meshes serially */
+    return sim_threads_measured_slower(s) ? 1 : s->threads;
+}
 const pj_program *sim_program(const sim *s) { return s->st.p; }
 
 void sim_get_field(const sim *s, int f, double *out)

@@ -84,6 +84,11 @@ int sim_tblock_steps(const sim *s, int64_t n);
    whole rows) and the candidate sizes it uses (tblock.c: measured on the first blocks in auto
    mode, the fastest kept; -1 while they are measured). */
 int sim_tblock_tile(const sim *s, int *cand, int *tile_x);
+/* Temporal blocking so far: the steps taken in blocked sweeps (0: none), and the last sweep's
+ * steps (*k), 3D rows of y per tile (*tile_y, 0: whole planes) and cells of x (*tile_x, 0: whole
+ * rows); the last sweep not cut short by the end of its block (an output, the run's end), where
+ * there was one. */
+int64_t sim_tblock_done(const sim *s, int *k, int64_t *tile_y, int64_t *tile_x);
 /* Kernel `id` of the program (program.h: a stage, or a named kernel such as
  * PJ_KERNEL_RHS_IMPLICIT or PJ_KERNEL_JACOBIAN, which read slot 0) run once at time t (its read
  * slot's ghosts filled first), without advancing the time: what an implicit solver calls for
@@ -114,8 +119,10 @@ int64_t sim_cells(const sim *s);
 /* Threads a stage is split over (1 when the sim runs serially). */
 int sim_threads(const sim *s);
 /* The threads a step runs on now: 1 where the default threads were measured not to pay (sim.c,
- * thread_choice.h), else sim_threads. */
+ * thread_choice.h) and on meshes too small to split, else sim_threads. */
 int sim_threads_in_use(const sim *s);
+/* 1 when the default threads were measured not to pay, so that a step runs on one thread. */
+int sim_threads_measured_slower(const sim *s);
 const pj_program *sim_program(const sim *s);
 /* The state it steps (state.h). */
 sim_state *sim_state_of(sim *s);

@@ -40,6 +40,10 @@ struct sim {
     int tb_runs[TBLOCK_CANDS], tb_pick; /* the sweeps measured of each; the one kept + 1 (0: still measuring) */
     int tb_warm;                        /* 3D tiles, auto: the first sweep (not measured) is done */
     int tb_allocs;         /* rings allocated (tblock.c), a count: measuring allocates them once */
+    int64_t tb_swept;      /* steps taken in blocked sweeps (sim_tblock_done) */
+    int tb_last_k;         /* the last whole sweep's steps (not cut short by its block's end), 3D
+                              tile rows of y and cells of x */
+    int64_t tb_last_ty, tb_last_tx;
     int64_t tile_mode;     /* y tiles of a 3D stage: -1 off, 0 when they pay, > 0 forced rows */
     int64_t tile_rows;     /* rows per y tile in effect (0: whole planes) */
     int64_t tile_grain;    /* planes: the threads' pieces start at multiples of it */

@@ -904,6 +904,12 @@ int64_t tblock_sweep(void *x, double dt, int64_t n, char *err, size_t len)
     }
     double t0 = tb_now();
     if (tb_run(s, dt, K, B, r, Ty, Tx) < 0) return 0; /* tb_run fails only out of memory: step alone */
+    s->tb_swept += K;
+    if (K < n || !s->tb_last_k) { /* a sweep of the size chosen, not one cut short by the block's end */
+        s->tb_last_k = K;
+        s->tb_last_ty = Ty;
+        s->tb_last_tx = Tx;
+    }
     if (tblock_tuning(s)) {
         int64_t B0, r0, T0 = Ty, X0;
         if (!Ty) tblock_choose(s, n, &B0, &r0, &T0, &X0, 0);

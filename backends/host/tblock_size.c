@@ -234,6 +234,14 @@ int sim_tblock_steps(const sim *s, int64_t n)
     return tblock_next(s, n, &B, &r, &Ty, &Tx, &c);
 }
 
+int64_t sim_tblock_done(const sim *s, int *k, int64_t *tile_y, int64_t *tile_x)
+{
+    *k = s->tb_last_k;
+    *tile_y = s->tb_last_ty;
+    *tile_x = s->tb_last_tx;
+    return s->tb_swept;
+}
+
 int sim_tblock_tile(const sim *s, int *cand, int *tile_x)
 {
     int64_t B = 0, r = 1, Ty = 0, Tx = 0;

@@ -101,7 +101,7 @@ typedef struct pj_solver_stats { int64_t steps; int64_t rejected; int64_t newton
 pj_status pj_sim_solver_stats(const pj_sim *sim, pj_solver_stats *stats);
 
 typedef struct pj_sim_info { const char *backend; const char *device; const char *warning;
-    int kernels, from_cache; double ms_prepare; double ms_compiler; } pj_sim_info;
+    int kernels, from_cache; double ms_prepare; double ms_compiler; const char *stepping; } pj_sim_info;
 void pj_sim_get_info(const pj_sim *sim, pj_sim_info *info);
 
 typedef struct pj_field_view { void *data; int64_t shape[3]; int64_t strides[3]; int elem_size;

@@ -653,12 +653,14 @@ class Simulation:
 
     @property
     def info(self):
-        """How the back end got ready: backend, device, warning, kernels, from_cache, ms_prepare."""
+        """How the back end got ready: backend, device, warning, kernels, from_cache, ms_prepare,
+        ms_compiler; and how the explicit steps ran on the host (stepping: threads, temporal
+        blocking, tiles; None on the GPU and for implicit schemes)."""
         i = ffi.new("pj_sim_info *")
         lib.pj_sim_get_info(self._h, i)
         return {"backend": _str(i.backend), "device": _str(i.device), "warning": _str(i.warning),
                 "kernels": i.kernels, "from_cache": i.from_cache, "ms_prepare": i.ms_prepare,
-                "ms_compiler": i.ms_compiler}
+                "ms_compiler": i.ms_compiler, "stepping": _str(i.stepping)}
 
     def _repr_png_(self):
         """The picture a notebook shows: the first field (pdejit.plot.png); None when there is none

@@ -337,6 +337,15 @@ def test_a_missing_capability_is_not_a_missing_device():
         p.simulate(backend="cuda")
 
 
+def test_info_says_how_the_steps_ran():
+    sim = pdejit.compile(DIFFUSION_1D).simulate(threads=1)
+    sim.advance(1.0)
+    assert sim.info["stepping"] == "one step a sweep; 1 thread"
+    sim = pdejit.compile(DIFFUSION_1D, scheme="beuler").simulate(threads=1)
+    sim.advance(0.5)
+    assert sim.info["stepping"] is None  # the implicit solver's own report says how it stepped
+
+
 def test_new_run_spellings_refuse_bad_arguments(tmp_path):
     problem = pdejit.compile(DIFFUSION_1D)
     for seed in (-1, 2**64, 1.5, True, "3"):
