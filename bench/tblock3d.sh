@@ -14,7 +14,8 @@
 #      cached, the first blocks measuring the tile sizes included): the heat step with `on all:
 #      u = 0`, and a Gray-Scott step (2 fields) with periodic and with Dirichlet sides,
 #      PDEJIT_TBLOCK=off against the default, and the C reference of the same step
-#      (`ref_rd --3d-case`, 8 steps a rep, median of 3 reps).
+#      (`ref_rd --3d-case`, 8 steps a rep, median of 3 reps); the sizes each blocked run kept, from
+#      its `pdejit: stepping:` line (the most frequent over the rounds).
 # Prints the medians over the rounds, the ratios side by side, and the load average at the start
 # and the end (the machine is shared: say so with the numbers).
 set -euo pipefail
@@ -28,6 +29,13 @@ trap 'rm -rf "$tmp"' EXIT
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p"; }
 mcells() { sed -n 's/.* \([0-9.e+]*\) Mcells\/s.*/\1/p' | tail -1; } # builds before b7b4281 printed 1.42e+03
+# the sizes the run kept, from its `pdejit: stepping:` line ("K 5 tile 43", "K 8", or "unblocked")
+stepping() {
+    sed -n -e 's/^pdejit: stepping: temporal blocking, \([0-9]*\) steps a sweep in tiles of \([0-9]*\) rows of y.*/K \1 tile \2/p' \
+        -e 's/^pdejit: stepping: temporal blocking, \([0-9]*\) steps a sweep (.*/K \1/p' \
+        -e 's/^pdejit: stepping: one step a sweep.*/unblocked/p' | tail -1
+}
+common() { sort | uniq -c | sort -rn | head -1 | sed 's/^ *[0-9]* //'; } # the most frequent line
 
 # a problem file: $1 heat|gs, $2 periodic|dirichlet, $3 NXxNYxNZ (spacing 1)
 problem() {
@@ -67,7 +75,9 @@ for n in $SIZES; do
                 f=$tmp/${p/:/-}-$n.pde
                 "$BUILD/bench/ref_rd" --3d-case "${p/:/-}" ${n//x/ } "$t" 8 3 | field mcells >>"$tmp/ref-$p-$n-$t"
                 PDEJIT_TBLOCK=off "$BUILD/pdejit" run "$f" --out none --threads "$t" --verbose 2>&1 | mcells >>"$tmp/off-$p-$n-$t"
-                "$BUILD/pdejit" run "$f" --out none --threads "$t" --verbose 2>&1 | mcells >>"$tmp/on-$p-$n-$t"
+                "$BUILD/pdejit" run "$f" --out none --threads "$t" --verbose >"$tmp/run" 2>&1
+                mcells <"$tmp/run" >>"$tmp/on-$p-$n-$t"
+                stepping <"$tmp/run" >>"$tmp/onkt-$p-$n-$t"
             done
         done
     done
@@ -79,18 +89,19 @@ for n in $SIZES; do
     for t in $THREADS; do
         c=$(median <"$tmp/c-$n-$t") pj=$(median <"$tmp/pj-$n-$t") tb=$(median <"$tmp/tb-$n-$t")
         echo "| $n heat periodic | $t | $c | $pj | $tb | $(awk -v a="$c" -v b="$pj" 'BEGIN {printf "%.2fx", a / b}') |" \
-             "$(awk -v a="$c" -v b="$tb" 'BEGIN {printf "%.2fx", a / b}') | $(sort | uniq -c <"$tmp/kt-$n-$t" | sort -rn | head -1 | sed 's/^ *[0-9]* //') |"
+             "$(awk -v a="$c" -v b="$tb" 'BEGIN {printf "%.2fx", a / b}') | $(common <"$tmp/kt-$n-$t") |"
     done
 done
 echo
-echo "| \`pdejit run\`, $STEPS steps | size | threads | C Mcells/s | Mcells/s off | Mcells/s blocked | off / C | blocked / C | blocked / off |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| \`pdejit run\`, $STEPS steps | size | threads | C Mcells/s | Mcells/s off | Mcells/s blocked | off / C | blocked / C | blocked / off | blocked K, tile rows |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for n in $SIZES; do
     for t in $THREADS; do
         for p in $RUNS; do
             c=$(median <"$tmp/ref-$p-$n-$t") a=$(median <"$tmp/off-$p-$n-$t") b=$(median <"$tmp/on-$p-$n-$t")
             echo "| ${p/:/ } | $n | $t | $c | $a | $b | $(awk -v c="$c" -v a="$a" 'BEGIN {printf "%.2fx", a / c}') |" \
-                 "$(awk -v c="$c" -v b="$b" 'BEGIN {printf "%.2fx", b / c}') | $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2fx", b / a}') |"
+                 "$(awk -v c="$c" -v b="$b" 'BEGIN {printf "%.2fx", b / c}') | $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2fx", b / a}') |" \
+                 "$(common <"$tmp/onkt-$p-$n-$t") |"
         done
     done
 done
