@@ -5,7 +5,8 @@
  * coefficient field, and random problems (randexpr.c), on interp and cpu, in double and single,
  * forced on with small bands so that bands, wraps and shrinking ranges are all exercised;
  * then the run loop (`pdejit run` with outputs and monitors between blocks, and where a
- * non-finite value is reported). */
+ * non-finite value is reported), and what `run --verbose` and pj_sim_get_info say of how the
+ * steps ran. */
 #if defined(__GNUC__) && !defined(__clang__) /* clang has no such warning (and warns of the name) */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #endif
