@@ -580,29 +580,23 @@ static void nonfinite_found_after_the_block(void **state)
     assert_int_equal(s1 % 4, 0);
 }
 
-/* pj_sim_get_info's stepping for src advanced to `until` in steps of 0.001 on the cpu back end, on `threads`,
- * with $PDEJIT_TBLOCK, _K and _TILE set to tblock, k and tile (NULL: unset) when it is created;
- * into buf ("(null)" for none). */
-static const char *stepping_of(const char *src, const char *tblock, const char *k, const char *tile, int threads,
-                               double until, char *buf, size_t len)
+/* pj_sim_get_info's stepping for src advanced to `until` in steps of 0.001 (api_sim_start: the
+ * cpu back end, one thread), with $PDEJIT_TBLOCK, _K and _TILE set to tblock, k and tile (NULL:
+ * unset) when it is created; into buf ("(null)" for none). */
+static const char *stepping_of(const char *src, const char *tblock, const char *k, const char *tile, double until,
+                               char *buf, size_t len)
 {
     const char *names[] = {"PDEJIT_TBLOCK", "PDEJIT_TBLOCK_K", "PDEJIT_TBLOCK_TILE"}, *values[] = {tblock, k, tile};
-    pj_problem *pr;
-    char *diags = NULL, err[512];
-    if (pj_problem_compile("s.pde", src, strlen(src), &pr, &diags) != PJ_OK) fail_msg("%s", diags);
     for (int i = 0; i < 3; i++)
         if (values[i]) setenv(names[i], values[i], 1);
-    pj_sim *sim;
-    pj_sim_options so = {.backend = PJ_BACKEND_CPU, .threads = threads};
-    pj_status st = pj_sim_create(pr, &so, &sim, err, sizeof err);
+    api_sim a = api_sim_start("s.pde", src, NULL);
     for (int i = 0; i < 3; i++) unsetenv(names[i]);
-    if (st != PJ_OK) fail_msg("%s", err);
-    if (pj_sim_advance(sim, 0.001, until, err, sizeof err) != PJ_OK) fail_msg("%s", err);
+    char err[512];
+    if (pj_sim_advance(a.sim, 0.001, until, err, sizeof err) != PJ_OK) fail_msg("%s", err);
     pj_sim_info info;
-    pj_sim_get_info(sim, &info);
+    pj_sim_get_info(a.sim, &info);
     snprintf(buf, len, "%s", info.stepping ? info.stepping : "(null)");
-    pj_sim_free(sim);
-    pj_problem_free(pr);
+    api_sim_end(&a, NULL, NULL);
     return buf;
 }
 
@@ -618,17 +612,17 @@ static void stepping_reported(void **state)
     const char *p3 = "mesh grid(nx = 12, ny = 20, nz = 10)\nfield u = x*y + z\neq dt(u) = 0.01*lap(u)\n"
                      "periodic x, y, z\ntime dt = 0.001, steps = 12\n";
     /* the run's last step lands on its end alone: 11 steps in sweeps of 3, 3, 3 and 2 */
-    assert_string_equal(stepping_of(p2, "on", "3", NULL, 1, 0.012, got, sizeof got),
+    assert_string_equal(stepping_of(p2, "on", "3", NULL, 0.012, got, sizeof got),
                         "temporal blocking, 3 steps a sweep (11 steps blocked); 1 thread");
-    assert_string_equal(stepping_of(p2, "off", NULL, NULL, 1, 0.012, got, sizeof got), "one step a sweep; 1 thread");
-    assert_string_equal(stepping_of(p3, "on", "2", "5", 1, 0.012, got, sizeof got),
+    assert_string_equal(stepping_of(p2, "off", NULL, NULL, 0.012, got, sizeof got), "one step a sweep; 1 thread");
+    assert_string_equal(stepping_of(p3, "on", "2", "5", 0.012, got, sizeof got),
                         "temporal blocking, 2 steps a sweep in tiles of 5 rows of y (10 steps blocked); 1 thread");
     /* sweeps of 4, 4 and 2 (cut short by the end): the 4 is what it says */
-    assert_string_equal(stepping_of(p2, "on", "4", NULL, 1, 0.011, got, sizeof got),
+    assert_string_equal(stepping_of(p2, "on", "4", NULL, 0.011, got, sizeof got),
                         "temporal blocking, 4 steps a sweep (10 steps blocked); 1 thread");
     const char *imp = "mesh grid(nx = 20, ny = 20)\nfield u = x*y\neq dt(u) = lap(u)\non all: u = 0\n"
                       "time dt = 0.001, steps = 2, scheme = beuler\n";
-    assert_string_equal(stepping_of(imp, "on", "3", NULL, 1, 0.002, got, sizeof got), "(null)");
+    assert_string_equal(stepping_of(imp, "on", "3", NULL, 0.002, got, sizeof got), "(null)");
     /* the command's --verbose line */
     tu_write_file("st.pde", p2);
     char *out = NULL;
